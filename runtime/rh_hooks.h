@@ -1,0 +1,108 @@
+/* rh_hooks.h: what the runtime offers the wrap layer (wrap/shims_*.c).
+ *
+ * This is the one contract between wrap/ and runtime/. A shim is written as:
+ *
+ *     void *__wrap_malloc(size_t n)
+ *     {
+ *         if (!rh_hook_begin())               // off, or nested: pass through
+ *             return __real_malloc(n);
+ *         void *p = __real_malloc(n);
+ *         uint64_t t = rh_now();              // allocation time: AFTER the real call
+ *         if (p) rh_record_alloc(RH_KIND_MALLOC, p, n, t, __builtin_frame_address(0));
+ *         else   rh_record_fail(RH_KIND_MALLOC, n, __builtin_frame_address(0));
+ *         rh_hook_end();
+ *         return p;
+ *     }
+ *
+ * and a free takes its time BEFORE the real call and records before it too.
+ * `fp` is the shim's own frame address: fp[1] is the return address into the
+ * code that called the allocation function, which becomes frame 0 of the stack.
+ * Shims must be compiled with frame pointers and without sibling calls.
+ *
+ * Everything here is hidden, allocation-free and async-signal-safe in the sense
+ * that a nested call (signal handler, or libc calling back into a wrapped
+ * function) sees the guard and passes through untracked.
+ */
+#ifndef RH_HOOKS_H
+#define RH_HOOKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RH_HIDDEN __attribute__((visibility("hidden")))
+#define rh_likely(x) __builtin_expect(!!(x), 1)
+#define rh_unlikely(x) __builtin_expect(!!(x), 0)
+#define rh_barrier() __asm__ __volatile__("" ::: "memory")
+
+/* Tracking state. RH_UNINIT until the first wrapped call reads the environment. */
+enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2 };
+extern RH_HIDDEN int rh_state;
+
+/* Per-thread reentrancy guard. volatile plus barriers: gcc -O2 otherwise drops
+ * the store around calls it believes are leaf (strdup) and recursion follows. */
+extern RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
+
+/* Cold: first wrapped call of the process. Reads RHEAPER_* and, when
+ * RHEAPER_ENABLE=1, starts tracking. Returns 1 if tracking is now on. Never
+ * fails the caller: on error it prints one line and leaves tracking off. */
+RH_HIDDEN int rh_init_lazy(void) __attribute__((noinline, cold));
+
+/* Returns 1 when this call must be recorded; then the guard is set and the
+ * caller must call rh_hook_end() after recording. Returns 0 (nothing set) when
+ * tracking is off or this thread is already inside a hooked call. */
+static inline int rh_hook_begin(void)
+{
+    int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
+    if (rh_likely(s == RH_OFF))
+        return 0;
+    if (rh_guard)
+        return 0;
+    if (rh_unlikely(s == RH_UNINIT)) {
+        rh_guard = 1;
+        rh_barrier();
+        int on = rh_init_lazy();
+        rh_barrier();
+        rh_guard = 0;
+        if (!on)
+            return 0;
+    }
+    rh_guard = 1;
+    rh_barrier();
+    return 1;
+}
+
+static inline void rh_hook_end(void)
+{
+    rh_barrier();
+    rh_guard = 0;
+}
+
+/* Event time in raw ticks (runtime/rh_clock.c decides the source; see
+ * FORMAT.md "Time"). Cheap: no syscall on x86_64. */
+static inline uint64_t rh_now(void)
+{
+#if defined(__x86_64__)
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+#else
+    extern RH_HIDDEN uint64_t rh_now_slow(void);
+    return rh_now_slow();
+#endif
+}
+
+/* Recording, called between rh_hook_begin() and rh_hook_end() only.
+ * kind: RH_KIND_* from the generated wrap table. t: from rh_now(). */
+RH_HIDDEN void rh_record_alloc(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp);
+RH_HIDDEN void rh_record_free(void *p, uint64_t t_before);
+/* A realloc-like call that ended block `old` and produced `p` of `size` bytes.
+ * old == NULL is an allocation, p == NULL with size 0 a free: the shim decides
+ * and calls rh_record_alloc / rh_record_free for those instead. */
+RH_HIDDEN void rh_record_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
+                                 uint64_t t_after, void *fp);
+/* The real allocator returned NULL for `size` bytes: counted, not a block. */
+RH_HIDDEN void rh_record_fail(unsigned kind, size_t size, void *fp);
+/* A module may have been loaded or unloaded (after dlopen/dlclose). */
+RH_HIDDEN void rh_modules_changed(void);
+
+#endif

@@ -1,0 +1,176 @@
+/* rip_format.h: the records of a rip file, in C.
+ *
+ * runtime/FORMAT.md is the prose description of the same format; the two must
+ * agree. The runtime writes these records from inside the profiled program and
+ * rheaper-convert reads them afterwards, so everything here is plain data and
+ * static inline helpers that neither allocate nor touch stdio.
+ */
+#ifndef RIP_FORMAT_H
+#define RIP_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RIP_MAGIC "RHEAPRIP"
+#define RIP_VERSION 1u
+#define RIP_HEADER_SIZE 4096u
+#define RIP_ALIGN 4096u
+
+/* ---- file header (FORMAT.md "File header") ---- */
+#define RIP_HDR_EXE_OFF 128u
+#define RIP_HDR_EXE_MAX 1024u
+#define RIP_HDR_CMD_OFF 1152u
+#define RIP_HDR_CMD_MAX 2944u
+
+#define RIP_CLOCK_MONO 0u
+#define RIP_CLOCK_TSC 1u
+
+#define RIP_HDR_F_CMD_TRUNCATED 1u
+
+struct rip_file_header {
+    char magic[8];
+    uint32_t version;
+    uint32_t header_size;
+    uint32_t pid;
+    uint32_t ppid;
+    uint64_t start_realtime_ns;
+    uint64_t start_mono_ns;
+    uint64_t start_tick;
+    uint32_t clock_kind;
+    uint32_t tick_shift;
+    uint32_t max_stack_depth;
+    uint32_t chunk_size;
+    uint32_t exe_len;
+    uint32_t cmd_len;
+    uint32_t crc;
+    uint32_t flags;
+    uint64_t ticks_per_sec;
+    uint8_t reserved[40];
+    /* offset 128: exe path, offset 1152: cmdline; see RIP_HDR_*_OFF */
+};
+_Static_assert(sizeof(struct rip_file_header) == 128, "file header prefix");
+
+/* ---- chunks (FORMAT.md "Chunk header") ---- */
+#define RIP_CHUNK_MAGIC 0x4b434852u /* "RHCK" */
+#define RIP_CHUNK_HDR_SIZE 64u
+#define RIP_CHUNK_MAX_CAPACITY (64u << 20)
+
+enum rip_chunk_type {
+    RIP_CHUNK_EVENTS = 1,
+    RIP_CHUNK_SHARED = 2,
+    RIP_CHUNK_MODULES = 3,
+    RIP_CHUNK_TRAILER = 4,
+};
+
+#define RIP_CHUNK_F_SEALED 1u
+#define RIP_SLOT_SHARED 0xffffffffu
+
+struct rip_chunk_header {
+    uint32_t magic;
+    uint8_t type;
+    uint8_t flags;
+    uint16_t header_size;
+    uint32_t capacity;
+    uint32_t used;
+    uint32_t crc;
+    uint32_t slot;
+    uint32_t tid;
+    uint32_t seq;
+    uint64_t base_time;
+    uint64_t calib_tick;
+    uint64_t calib_ns;
+    uint32_t events;
+    uint32_t reserved;
+};
+_Static_assert(sizeof(struct rip_chunk_header) == RIP_CHUNK_HDR_SIZE, "chunk header");
+
+/* ---- event records (FORMAT.md "Event records") ---- */
+enum rip_op {
+    RIP_OP_INVALID = 0,
+    RIP_OP_ALLOC = 1,
+    RIP_OP_FREE = 2,
+    RIP_OP_REALLOC = 3,
+    RIP_OP_FAIL = 4,
+    RIP_OP_STACK = 5,
+    RIP_OP_EXT = 6,
+};
+
+#define RIP_B0_OP_MASK 0x07u
+#define RIP_B0_RAWADDR 0x08u
+#define RIP_B0_DT_SHIFT 4
+#define RIP_B0_DT_VARINT 15u
+
+enum rip_ext {
+    RIP_EXT_THREADNAME = 1,
+    RIP_EXT_SETTHREAD = 2,
+};
+
+/* Reader limits (FORMAT.md "Limits a reader enforces"). */
+#define RIP_MAX_FRAMES 1024u
+#define RIP_MAX_EXT_LEN 4096u
+#define RIP_MAX_MODULES 65536u
+#define RIP_MAX_PATH 4096u
+
+/* Largest encoding of one event record, stack records excluded: byte 0, two
+ * time varints, stack, size and two addresses. */
+#define RIP_MAX_EVENT_BYTES (1 + 6 * 10)
+
+/* ---- varints ---- */
+
+/* Writes v as LEB128 at p; returns the byte after it. p must have 10 bytes. */
+static inline uint8_t *rip_put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+static inline uint64_t rip_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t rip_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* Reads a LEB128 varint from [*p, end). On success stores it in *out, advances
+ * *p and returns 0. Returns -1, leaving *p unchanged, when the varint runs past
+ * end or is longer than 10 bytes (damage). */
+static inline int rip_get_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *q = *p;
+    uint64_t v = 0;
+    unsigned shift = 0;
+    while (q < end) {
+        uint8_t b = *q++;
+        if (shift == 63 && (b & 0x7e))
+            return -1;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            *p = q;
+            return 0;
+        }
+        shift += 7;
+        if (shift > 63)
+            return -1;
+    }
+    return -1;
+}
+
+/* ---- checksum (runtime/rip_crc.c) ---- */
+
+/* crc32c (Castagnoli) of buf[0,len), continuing from crc (0 to start).
+ * Async-signal-safe, no allocation. */
+uint32_t rip_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* crc32c of a chunk as FORMAT.md defines it: the header with crc = 0, then
+ * payload[0, h->used). The caller guarantees the payload is readable. */
+uint32_t rip_chunk_crc(const struct rip_chunk_header *h, const uint8_t *payload);
+
+#endif
