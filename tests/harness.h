@@ -1,0 +1,42 @@
+/* harness.h: the tiny unit-test harness every C test program uses.
+ *
+ * CHECK(cond) and CHECK_EQ(a, b) record a failure with file and line and go on;
+ * rh_test_summary() prints "N passed, N failed" and returns the failure count,
+ * which main returns, so each test program is one ctest entry.
+ */
+#ifndef RH_TEST_HARNESS_H
+#define RH_TEST_HARNESS_H
+
+#include <stdio.h>
+
+static int rh_test_pass, rh_test_fail;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            rh_test_pass++;                                                                        \
+        } else {                                                                                   \
+            rh_test_fail++;                                                                        \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                             \
+    do {                                                                                           \
+        long long rh_a_ = (long long)(a), rh_b_ = (long long)(b);                                  \
+        if (rh_a_ == rh_b_) {                                                                      \
+            rh_test_pass++;                                                                        \
+        } else {                                                                                   \
+            rh_test_fail++;                                                                        \
+            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s = %lld, %s = %lld\n", __FILE__, __LINE__,  \
+                    #a, rh_a_, #b, rh_b_);                                                         \
+        }                                                                                          \
+    } while (0)
+
+static inline int rh_test_summary(void)
+{
+    printf("%d passed, %d failed\n", rh_test_pass, rh_test_fail);
+    return rh_test_fail ? 1 : 0;
+}
+
+#endif
