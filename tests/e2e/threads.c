@@ -1,0 +1,76 @@
+/* threads.c: 8 threads, cross-thread frees and realloc chains.
+ *
+ * Each worker allocates BLOCKS blocks of a size unique to it and hands every
+ * other one to the next worker, which frees it; each worker also grows one
+ * block through a realloc chain. Rows, sizes, threads and frees must all match
+ * exactly, and no block may be freed before it was allocated.
+ */
+#define _GNU_SOURCE
+#include "expect.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define NOINLINE __attribute__((noinline))
+#define NTHREADS 8
+#define BLOCKS 2000
+
+static void *handoff[NTHREADS][BLOCKS];
+static pthread_barrier_t barrier;
+static atomic_long total_bytes;
+
+NOINLINE void *worker_alloc(size_t n) { return malloc(n); }
+NOINLINE void *worker_grow(void *p, size_t n) { return realloc(p, n); }
+
+static void *worker(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    size_t size = 32 + (size_t)id; /* unique per thread */
+    void *mine[BLOCKS / 2];
+    int nmine = 0;
+    for (int i = 0; i < BLOCKS; i++) {
+        void *p = worker_alloc(size);
+        KEEP(p);
+        atomic_fetch_add(&total_bytes, (long)size);
+        if (i % 2) handoff[id][i] = p;
+        else mine[nmine++] = p;
+    }
+    void *g = NULL;
+    for (int i = 1; i <= 20; i++)
+        g = worker_grow(g, (size_t)i * 100);
+    free(g);
+    pthread_barrier_wait(&barrier);
+    int from = (id + 1) % NTHREADS; /* free the next thread's blocks */
+    for (int i = 1; i < BLOCKS; i += 2)
+        free(handoff[from][i]);
+    for (int i = 0; i < nmine; i++)
+        free(mine[i]);
+    return NULL;
+}
+
+int main(void)
+{
+    pthread_t th[NTHREADS];
+    pthread_barrier_init(&barrier, NULL, NTHREADS);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_create(&th[i], NULL, worker, (void *)(intptr_t)i);
+    for (int i = 0; i < NTHREADS; i++)
+        pthread_join(th[i], NULL);
+
+    const char *at = "bt IN (SELECT id FROM backtraces WHERE frame_no = 0 AND sym = 'worker_alloc')";
+    EXPECT(NTHREADS * BLOCKS, "SELECT count(*) FROM allocations WHERE %s", at);
+    EXPECT(atomic_load(&total_bytes), "SELECT sum(size) FROM allocations WHERE %s", at);
+    EXPECT(0, "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL AND %s", at);
+    /* each thread's blocks have one size and one allocating thread */
+    EXPECT(NTHREADS, "SELECT count(DISTINCT alloc_thread) FROM allocations WHERE %s", at);
+    EXPECT(NTHREADS, "SELECT count(*) FROM (SELECT size FROM allocations WHERE %s GROUP BY size HAVING count(DISTINCT alloc_thread) = 1 AND count(*) = %d)", at, BLOCKS);
+    /* half of every thread's blocks were freed by another thread */
+    EXPECT(NTHREADS * BLOCKS / 2, "SELECT count(*) FROM allocations WHERE alloc_thread <> dealloc_thread AND %s", at);
+    EXPECT(0, "SELECT count(*) FROM allocations WHERE dealloc_after < alloc_after");
+    /* realloc chains: 20 rows per thread */
+    EXPECT(NTHREADS * 20, "SELECT count(*) FROM allocations WHERE kind = 'realloc' AND bt IN (SELECT id FROM backtraces WHERE frame_no = 0 AND sym = 'worker_grow')");
+    EXPECT(0, "SELECT count(*) FROM leaks WHERE bt IN (SELECT id FROM backtraces WHERE frame_no = 0 AND sym = 'worker_grow')");
+    return 0;
+}
