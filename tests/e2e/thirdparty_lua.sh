@@ -1,0 +1,50 @@
+#!/bin/sh
+# thirdparty_lua.sh: build Lua from its unmodified Debian source with
+# `make CC=rheaper-cc`, profile it on workload.lua under valgrind in the same
+# run, and check rheaper's row count against valgrind's "total heap usage".
+#
+#   thirdparty_lua.sh BIN_DIR SRC_DIR WORK_DIR
+#
+# valgrind counts every allocation in the process; rheaper sees those made by
+# Lua's own code. The difference is what glibc allocates inside libc.so for
+# itself (stdio buffers of fopen and stdout), which a dynamically linked program
+# cannot see (README, Limits). It must be small and never negative.
+# Skips (exit 77) when the source cannot be fetched.
+set -eu
+bin=$1 src=$2 work=$3
+mkdir -p "$work"
+cd "$work"
+
+if [ ! -d lua-src ]; then
+    apt_dir="$work/apt"
+    mkdir -p "$apt_dir/lists/partial"
+    printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main\n' \
+        > "$apt_dir/src.list"
+    set -- -o Dir::Etc::SourceList="$apt_dir/src.list" -o Dir::Etc::SourceParts=/dev/null \
+        -o Dir::State::Lists="$apt_dir/lists" -o Debug::NoLocking=1
+    if ! { apt-get "$@" update -qq && apt-get "$@" source --download-only lua5.4; } > fetch.log 2>&1; then
+        echo "SKIP: cannot fetch the lua5.4 source with apt-get source (see $work/fetch.log)"
+        exit 77
+    fi
+    mkdir lua-src
+    tar xzf lua5.4_*.orig.tar.gz -C lua-src --strip-components=1
+fi
+
+rm -rf build && cp -r lua-src build
+make -s -C build linux CC="$bin/rheaper-cc -std=gnu99" > make.log 2>&1 || { echo "FAIL: make"; cat make.log; exit 1; }
+nm build/src/lua | grep -q ' T __wrap_malloc' || { echo "FAIL: lua was not linked with the runtime"; exit 1; }
+
+rm -f rip-* lua.db
+RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" valgrind --tool=memcheck --leak-check=no \
+    build/src/lua "$src/workload.lua" 20000 > lua.out 2> valgrind.log
+vg=$(sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' valgrind.log | tr -d ,)
+[ -n "$vg" ] || { echo "FAIL: no valgrind summary"; cat valgrind.log; exit 1; }
+"$bin/rheaper-convert" --quiet rip-* lua.db
+rows=$(sqlite3 lua.db "SELECT count(*) FROM allocations")
+diff=$((vg - rows))
+echo "valgrind total heap usage: $vg allocs; rheaper rows: $rows; made inside libc.so: $diff"
+if [ "$rows" -lt 100000 ] || [ "$diff" -lt 0 ] || [ "$diff" -gt 16 ]; then
+    echo "FAIL: row count does not match valgrind"
+    exit 1
+fi
+echo "1 passed, 0 failed"
