@@ -59,4 +59,253 @@ int rh_sym_resolve(struct rh_symbolizer *s, uint64_t addr, struct rh_sym_frame *
 /* Frees everything, including all strings handed out. NULL is fine. */
 void rh_sym_free(struct rh_symbolizer *s);
 
+/* ---- shared definitions ------------------------------------------------ */
+
+#include <stdio.h>
+
+#include "rip_format.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "rheaper-convert reads little-endian rip files by plain loads; port rh_rip.c first"
+#endif
+
+#ifndef RH_HIDDEN
+#define RH_HIDDEN __attribute__((visibility("hidden")))
+#endif
+#define RH_UNUSED __attribute__((unused))
+
+/* ---- rh_map.c: u64 -> u32 hash map and array growth --------------------- */
+
+/* Open-addressing map. Values must not be UINT32_MAX (the empty marker). */
+struct rh_map {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap; /* power of two, or 0 */
+    size_t n;
+};
+
+/* Returns the value for key, or UINT32_MAX when absent. */
+RH_HIDDEN uint32_t rh_map_get(const struct rh_map *m, uint64_t key);
+/* Inserts or replaces. Returns 0, or -1 on out-of-memory (map unchanged). */
+RH_HIDDEN int rh_map_put(struct rh_map *m, uint64_t key, uint32_t val);
+RH_HIDDEN void rh_map_free(struct rh_map *m);
+
+/* Makes room for `need` elements of `elem` bytes in *arr (capacity *cap,
+ * doubled as needed). Returns 0, or -1 on out-of-memory (*arr unchanged). */
+RH_HIDDEN int rh_grow(void *arr, size_t *cap, size_t need, size_t elem);
+
+/* ---- rh_rip.c: the rip file, its chunks, calibration, modules ----------- */
+
+/* What a stream decoder yields. REALLOC is split into its two halves. */
+enum rh_ev_op {
+    RH_EV_ALLOC = 1,
+    RH_EV_FREE = 2,
+    RH_EV_RFREE = 3,  /* free half of a REALLOC, at t */
+    RH_EV_RALLOC = 4, /* alloc half of a REALLOC, at t + dt2 */
+    RH_EV_FAIL = 5,
+};
+
+struct rh_event {
+    uint64_t time;   /* event time units (tick >> tick_shift); rh_rip_ns() converts */
+    uint64_t stack;  /* stack id as recorded (ALLOC, RALLOC, FAIL) */
+    uint64_t size;
+    uint64_t addr;   /* block address (old address for RFREE) */
+    uint32_t thread; /* threads.id, see rh_rip_thread() */
+    uint8_t op;      /* enum rh_ev_op */
+    uint8_t cls;     /* merge class at equal time: 0 frees, 1 allocations */
+};
+
+struct rh_chunk {
+    uint64_t off;           /* file offset of the chunk header */
+    const uint8_t *payload; /* inside the mapping */
+    uint32_t used;          /* payload bytes to decode */
+    uint32_t slot, tid;
+    uint64_t base_time;
+    uint8_t type;
+    uint8_t sealed;    /* crc verified */
+    uint8_t truncated; /* cut by the end of the file */
+    int32_t next;      /* next chunk of the same stream, or -1 */
+};
+
+/* A stack definition. Created on first definition or first use. */
+struct rh_stack {
+    uint64_t id;
+    size_t frames;    /* index of frame 0 in rip->frames */
+    uint32_t nframes;
+    uint32_t kind;    /* wrap-table kind number */
+    uint8_t defined;
+    uint8_t cut;
+    uint8_t used;        /* an event referenced it */
+    uint8_t provisional; /* a row was written before the definition was seen */
+};
+
+struct rh_thread {
+    uint32_t tid;
+    uint8_t named;
+    char name[17];
+};
+
+/* Decoder state of one stream (one slot's EVENTS chunks, or the SHARED ones). */
+struct rh_stream {
+    int32_t first, last; /* chunk indexes */
+    int32_t cur;         /* chunk being decoded, -1 when done */
+    int shared;
+    const uint8_t *p, *end;
+    uint64_t time, addr;  /* delta state of the current chunk */
+    uint32_t tid, thread; /* current writer thread */
+    uint64_t last_time;   /* last time yielded (out-of-order detection) */
+    int have_pending;
+    struct rh_event pending; /* REALLOC alloc half */
+    struct rh_event *buf;    /* SHARED: the current chunk, decoded and sorted */
+    size_t nbuf, ibuf, capbuf;
+};
+
+struct rh_rip {
+    const char *name; /* path or label, for messages */
+    const uint8_t *base;
+    size_t size;
+    int mapped;
+    FILE *warn;       /* NULL: silent */
+    unsigned nwarn;   /* warnings issued (printed up to a limit) */
+    char err[768];    /* the error line of a failed rh_rip_open_*() */
+
+    struct rip_file_header hdr;
+    char exe[RIP_HDR_EXE_MAX + 1];
+    char args[RIP_HDR_CMD_MAX + 1]; /* cmdline joined by spaces */
+
+    struct rh_chunk *chunks;
+    size_t nchunks, capchunks;
+    struct rh_stream *streams;
+    size_t nstreams;
+
+    /* calibration: (tick, ns) pairs sorted and monotone */
+    struct rh_calib { uint64_t tick; uint64_t ns; } *calib;
+    size_t ncalib, capcalib;
+    uint64_t rate_ns, rate_ticks; /* extrapolation rate: rate_ns per rate_ticks */
+
+    struct rh_module *mods;
+    size_t nmods, capmods;
+
+    int has_trailer;
+    uint64_t tr_events, tr_end_tick, tr_end_ns, tr_stacks, tr_lost;
+    uint32_t tr_open_chunks;
+
+    struct rh_stack *stacks;
+    size_t nstacks, capstacks;
+    struct rh_map stack_map;
+    uint64_t *frames;
+    size_t nframes, capframes;
+
+    struct rh_thread *threads; /* threads.id = index + 1 */
+    size_t nthreads, capthreads;
+    struct rh_map thread_map;
+
+    /* damage and counters */
+    int cut_short;
+    int damaged;
+    uint64_t damaged_chunks;
+    uint64_t out_of_order;
+    uint64_t events, allocs, frees, reallocs, fails; /* records decoded */
+    uint64_t bytes_done; /* chunk bytes fully decoded, for progress */
+    int oom;
+};
+
+/* Opens and indexes a rip file: maps it read-only, validates the header, walks
+ * and checks the chunks, reads calibration, MODULES and TRAILER, and prepares
+ * one stream per slot plus the SHARED stream. Damage that leaves something to
+ * convert is warned about on `warn` and recorded in r (cut_short, damaged).
+ * Returns 0, or -1 with the one-line error in r->err (no "rheaper-convert: "
+ * prefix). r must be zeroed; call rh_rip_close() in both cases. */
+RH_HIDDEN int rh_rip_open_file(struct rh_rip *r, const char *path, FILE *warn);
+/* The same on a caller-owned buffer that outlives r (for the fuzzer). */
+RH_HIDDEN int rh_rip_open_mem(struct rh_rip *r, const uint8_t *buf, size_t len, const char *name,
+                                FILE *warn);
+RH_HIDDEN void rh_rip_close(struct rh_rip *r);
+
+/* Prints one warning line "rheaper-convert: NAME: ..." (rate-limited). */
+RH_HIDDEN void rh_rip_warn(struct rh_rip *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Event time units -> ns since enable, piecewise linear over the calibration
+ * pairs, extrapolated with the widest span's rate. Monotone, never negative. */
+RH_HIDDEN int64_t rh_rip_ns(const struct rh_rip *r, uint64_t time);
+
+/* ---- rh_stream.c: record decoding, stacks and threads ------------------- */
+
+/* Yields the next event of stream s in stream order. STACK and EXT records are
+ * consumed on the way (stack definitions, thread names, SETTHREAD). A record
+ * that does not decode ends its chunk with a warning and marks r damaged.
+ * Returns 1 with *ev filled, 0 at the end of the stream, -1 on out-of-memory. */
+RH_HIDDEN int rh_stream_next(struct rh_rip *r, struct rh_stream *s, struct rh_event *ev);
+
+/* The stack entry for id, created (undefined) if new. Returns its index, or
+ * UINT32_MAX on out-of-memory. */
+RH_HIDDEN uint32_t rh_rip_stack(struct rh_rip *r, uint64_t id);
+
+/* threads.id for a kernel tid, assigned in order of first appearance.
+ * Returns 0 on out-of-memory. */
+RH_HIDDEN uint32_t rh_rip_thread(struct rh_rip *r, uint32_t tid);
+
+/* ---- rh_merge.c: time-ordered merge and block pairing -------------------- */
+
+/* One allocations row. dealloc_ns < 0 means NULL (never freed). */
+struct rh_row {
+    int64_t alloc_ns, dealloc_ns;
+    uint64_t stack;
+    uint64_t size, addr;
+    uint32_t alloc_thread, dealloc_thread; /* 0 = NULL */
+    uint32_t kind;                         /* RH_KIND_UNKNOWN when not known yet */
+};
+#define RH_KIND_UNKNOWN UINT32_MAX
+
+struct rh_merge_stats {
+    uint64_t rows;
+    uint64_t unknown_frees;
+    uint64_t overlapping_allocs;
+    uint64_t failed_allocs;
+    uint64_t live_at_end;
+    int64_t last_ns; /* latest event time seen */
+};
+
+struct rh_merge_sink {
+    /* Called once per row; a non-zero return stops the merge with that rc. */
+    int (*row)(void *ctx, const struct rh_row *row);
+    /* Called now and then with bytes of chunks decoded so far; may be NULL. */
+    void (*progress)(void *ctx, uint64_t done, uint64_t total);
+    void *ctx;
+};
+
+/* Merges all streams of r by (time, frees before allocations), pairs frees
+ * with live blocks and hands every row to sink->row, finishing with the blocks
+ * still live. Memory grows with live blocks, not with events. Returns 0, -1 on
+ * out-of-memory, or the sink's non-zero rc. */
+RH_HIDDEN int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink,
+                             struct rh_merge_stats *st);
+
+/* ---- rh_db.c: the SQLite database --------------------------------------- */
+
+struct rh_db;
+
+/* Name of an allocation kind number ("malloc", "new[]", ...), "unknown" if none. */
+RH_HIDDEN const char *rh_kind_name(uint32_t kind);
+
+/* Creates DB.tmp.XXXXXX next to `path`, the schema, an open transaction and the
+ * row statement. Returns NULL with a one-line message in err. */
+RH_HIDDEN struct rh_db *rh_db_create(const char *path, char *err, size_t errlen);
+/* The merge sink: inserts one allocations row. Returns 0 or -1. */
+RH_HIDDEN int rh_db_row(void *db, const struct rh_row *row);
+/* Writes stacks, backtraces (through sym, which may be NULL), threads,
+ * modules and meta; builds indexes and views; commits; renames the temp file to
+ * the requested path (over an existing file only with force). Returns 0, or -1
+ * with a one-line message in err; the db is freed and the temp file removed in
+ * both cases. */
+RH_HIDDEN int rh_db_finish(struct rh_db *db, struct rh_rip *r, const struct rh_merge_stats *st,
+                             struct rh_symbolizer *sym, int force, char *err, size_t errlen);
+/* The message of the last failed rh_db_row(). */
+RH_HIDDEN const char *rh_db_error(const struct rh_db *db);
+/* Abandons the conversion: closes and removes the temp file. NULL is fine. */
+RH_HIDDEN void rh_db_abort(struct rh_db *db);
+/* Temp file of the conversion in progress ("" if none), for a signal handler. */
+RH_HIDDEN const char *rh_db_temp_path(void);
+
 #endif

@@ -1,0 +1,529 @@
+/* rh_db.c: the SQLite database rheaper-convert writes.
+ *
+ * The schema keeps the original rheaper's table and column names so its
+ * documented queries work: allocations, backtraces, threads, modules, meta,
+ * plus stacks, and the views leaks and callsites. The database is built in a
+ * temp file next to the requested path (DB.tmp.XXXXXX) with journaling and
+ * syncing off, in one transaction, with prepared statements and bound values
+ * only (no data is ever pasted into SQL). Indexes and views come after the
+ * load; then the file is renamed into place, never over an existing file
+ * unless forced. Any failure removes the temp file, so a failed conversion
+ * leaves nothing at the requested path.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rh_convert.h"
+
+#ifndef RHEAPER_VERSION_STRING
+#define RHEAPER_VERSION_STRING "0.0.0"
+#endif
+
+/* ---- kind names ------------------------------------------------------------ */
+
+/* Kind numbers of wrap/wrap_table.txt ("kind" lines). They are part of the rip
+ * format and never renumbered. */
+static const char *const rh_kind_names[] = {
+    [1] = "malloc",
+    [2] = "calloc",
+    [3] = "realloc",
+    [4] = "reallocarray",
+    [5] = "posix_memalign",
+    [6] = "aligned_alloc",
+    [7] = "memalign",
+    [8] = "valloc",
+    [9] = "pvalloc",
+    [10] = "new",
+    [11] = "new[]",
+    [20] = "strdup",
+    [21] = "strndup",
+    [22] = "asprintf",
+    [23] = "vasprintf",
+    [24] = "getline",
+    [25] = "getdelim",
+    [26] = "realpath",
+    [27] = "getcwd",
+    [28] = "get_current_dir_name",
+    [29] = "open_memstream",
+    [30] = "canonicalize_file_name",
+    [31] = "wcsdup",
+};
+
+const char *rh_kind_name(uint32_t kind)
+{
+    if (kind < sizeof rh_kind_names / sizeof rh_kind_names[0] && rh_kind_names[kind])
+        return rh_kind_names[kind];
+    return "unknown";
+}
+
+/* ---- the database handle ------------------------------------------------- */
+
+struct rh_db {
+    sqlite3 *db;
+    sqlite3_stmt *ins;
+    char path[PATH_MAX];
+    char err[512];
+};
+
+/* The temp file of the conversion in progress, for rh_db_temp_path(). */
+static char rh_db_tmp[PATH_MAX + 16];
+
+const char *rh_db_temp_path(void)
+{
+    return rh_db_tmp;
+}
+
+static void rh_db_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void rh_db_seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* Runs SQL without bound values (schema and pragmas only). Returns 0 or -1
+ * with err set. */
+static int rh_db_exec(struct rh_db *d, const char *sql, char *err, size_t errlen)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(d->db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    rh_db_seterr(err, errlen, "%s: SQLite error (%s)", rh_db_tmp, msg ? msg : "?");
+    sqlite3_free(msg);
+    return -1;
+}
+
+static int rh_db_prepare(struct rh_db *d, const char *sql, sqlite3_stmt **st, char *err,
+                         size_t errlen)
+{
+    if (sqlite3_prepare_v2(d->db, sql, -1, st, NULL) == SQLITE_OK)
+        return 0;
+    rh_db_seterr(err, errlen, "%s: SQLite error (%s)", rh_db_tmp, sqlite3_errmsg(d->db));
+    return -1;
+}
+
+/* Steps a statement to completion and resets it. Returns 0 or -1 with err. */
+static int rh_db_step(struct rh_db *d, sqlite3_stmt *st, char *err, size_t errlen)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW)
+        return 0;
+    rh_db_seterr(err, errlen, "%s: cannot write (%s)", rh_db_tmp, sqlite3_errmsg(d->db));
+    return -1;
+}
+
+static const char rh_schema[] =
+    "PRAGMA journal_mode=OFF;"
+    "PRAGMA synchronous=OFF;"
+    "PRAGMA locking_mode=EXCLUSIVE;"
+    "PRAGMA cache_size=-65536;"
+    "PRAGMA temp_store=MEMORY;"
+    "CREATE TABLE allocations(id INTEGER PRIMARY KEY, alloc_after INTEGER NOT NULL,"
+    " dealloc_after INTEGER, bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL,"
+    " alloc_thread INTEGER NOT NULL, dealloc_thread INTEGER, kind TEXT NOT NULL);"
+    "CREATE TABLE backtraces(id INTEGER NOT NULL, frame_no INTEGER NOT NULL, file TEXT,"
+    " line INTEGER, sym TEXT, module TEXT, address INTEGER, inlined INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(id, frame_no)) WITHOUT ROWID;"
+    "CREATE TABLE stacks(id INTEGER PRIMARY KEY, kind TEXT, depth INTEGER, truncated INTEGER);"
+    "CREATE TABLE threads(id INTEGER PRIMARY KEY, tid INTEGER, name TEXT);"
+    "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT);"
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+    "BEGIN;";
+
+static const char rh_post[] =
+    "CREATE INDEX allocations_bt ON allocations(bt);"
+    "CREATE INDEX backtraces_id ON backtraces(id);"
+    "CREATE INDEX backtraces_file_line ON backtraces(file, line);"
+    "CREATE VIEW leaks AS SELECT * FROM allocations WHERE dealloc_after IS NULL;"
+    "CREATE VIEW callsites AS SELECT a.bt AS bt, a.kind AS kind, count(*) AS count,"
+    " sum(a.size) AS total_size, avg(a.size) AS avg_size, min(a.size) AS min_size,"
+    " max(a.size) AS max_size,"
+    " sum(a.dealloc_after IS NULL) AS leaked_count,"
+    " sum(CASE WHEN a.dealloc_after IS NULL THEN a.size ELSE 0 END) AS leaked_bytes,"
+    " avg(a.dealloc_after - a.alloc_after) AS avg_lifetime,"
+    " b.sym AS sym, b.file AS file, b.line AS line"
+    " FROM allocations a LEFT JOIN backtraces b ON b.id = a.bt AND b.frame_no = 0"
+    " GROUP BY a.bt;";
+
+struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
+{
+    struct rh_db *d = calloc(1, sizeof *d);
+    if (!d) {
+        rh_db_seterr(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    if (strlen(path) >= sizeof d->path - 1) {
+        rh_db_seterr(err, errlen, "%s: path too long", path);
+        free(d);
+        return NULL;
+    }
+    strcpy(d->path, path);
+    snprintf(rh_db_tmp, sizeof rh_db_tmp, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(rh_db_tmp);
+    if (fd < 0) {
+        rh_db_seterr(err, errlen, "%s: cannot create (%s)", rh_db_tmp, strerror(errno));
+        rh_db_tmp[0] = 0;
+        free(d);
+        return NULL;
+    }
+    mode_t um = umask(0);
+    umask(um);
+    if (fchmod(fd, 0666 & ~um) != 0) {
+        /* keep 0600: safe, only less convenient */
+    }
+    close(fd);
+    if (sqlite3_open_v2(rh_db_tmp, &d->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        rh_db_seterr(err, errlen, "%s: cannot open as SQLite (%s)", rh_db_tmp,
+                     d->db ? sqlite3_errmsg(d->db) : "out of memory");
+        rh_db_abort(d);
+        return NULL;
+    }
+    if (rh_db_exec(d, rh_schema, err, errlen) ||
+        rh_db_prepare(d,
+                      "INSERT INTO allocations(alloc_after, dealloc_after, bt, size, addr,"
+                      " alloc_thread, dealloc_thread, kind) VALUES(?,?,?,?,?,?,?,?)",
+                      &d->ins, err, errlen)) {
+        rh_db_abort(d);
+        return NULL;
+    }
+    return d;
+}
+
+int rh_db_row(void *ctx, const struct rh_row *row)
+{
+    struct rh_db *d = ctx;
+    sqlite3_stmt *s = d->ins;
+    sqlite3_bind_int64(s, 1, row->alloc_ns);
+    if (row->dealloc_ns >= 0)
+        sqlite3_bind_int64(s, 2, row->dealloc_ns);
+    else
+        sqlite3_bind_null(s, 2);
+    sqlite3_bind_int64(s, 3, (sqlite3_int64)row->stack);
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)row->size);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)row->addr);
+    sqlite3_bind_int64(s, 6, row->alloc_thread);
+    if (row->dealloc_thread)
+        sqlite3_bind_int64(s, 7, row->dealloc_thread);
+    else
+        sqlite3_bind_null(s, 7);
+    sqlite3_bind_text(s, 8, rh_kind_name(row->kind), -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s);
+    sqlite3_reset(s);
+    if (rc != SQLITE_DONE) {
+        rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp,
+                     sqlite3_errmsg(d->db));
+        return -1;
+    }
+    return 0;
+}
+
+void rh_db_abort(struct rh_db *d)
+{
+    if (!d)
+        return;
+    sqlite3_finalize(d->ins);
+    sqlite3_close(d->db);
+    if (rh_db_tmp[0])
+        unlink(rh_db_tmp);
+    rh_db_tmp[0] = 0;
+    free(d);
+}
+
+/* ---- finishing: stacks, backtraces, threads, modules, meta ---------------- */
+
+/* Writes stacks and backtraces of every used stack. Counts undefined ones. */
+static int rh_db_stacks(struct rh_db *d, struct rh_rip *r, struct rh_symbolizer *sym,
+                        uint64_t *undefined, char *err, size_t errlen)
+{
+    sqlite3_stmt *ss = NULL, *bs = NULL;
+    int rc = -1;
+    enum { MAXF = 64 };
+    struct rh_sym_frame fr[MAXF];
+    if (rh_db_prepare(d, "INSERT OR IGNORE INTO stacks(id, kind, depth, truncated) VALUES(?,?,?,?)",
+                      &ss, err, errlen) ||
+        rh_db_prepare(d,
+                      "INSERT OR IGNORE INTO backtraces(id, frame_no, file, line, sym, module,"
+                      " address, inlined) VALUES(?,?,?,?,?,?,?,?)",
+                      &bs, err, errlen))
+        goto out;
+    *undefined = 0;
+    for (size_t i = 0; i < r->nstacks; i++) {
+        const struct rh_stack *st = &r->stacks[i];
+        if (!st->used)
+            continue;
+        sqlite3_bind_int64(ss, 1, (sqlite3_int64)st->id);
+        if (st->defined)
+            sqlite3_bind_text(ss, 2, rh_kind_name(st->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ss, 3, st->nframes);
+        sqlite3_bind_int64(ss, 4, st->cut);
+        if (rh_db_step(d, ss, err, errlen))
+            goto out;
+        if (!st->defined) {
+            if (st->id)
+                (*undefined)++;
+            sqlite3_bind_int64(bs, 1, (sqlite3_int64)st->id);
+            sqlite3_bind_int64(bs, 2, 0);
+            sqlite3_bind_int64(bs, 8, 0);
+            if (rh_db_step(d, bs, err, errlen))
+                goto out;
+            continue;
+        }
+        int64_t frame_no = 0;
+        for (uint32_t f = 0; f < st->nframes; f++) {
+            uint64_t addr = r->frames[st->frames + f];
+            int n = 0;
+            if (sym)
+                n = rh_sym_resolve(sym, addr, fr, MAXF);
+            if (n <= 0) {
+                memset(&fr[0], 0, sizeof fr[0]);
+                fr[0].rel_addr = addr;
+                n = 1;
+            }
+            for (int k = 0; k < n; k++) {
+                sqlite3_bind_int64(bs, 1, (sqlite3_int64)st->id);
+                sqlite3_bind_int64(bs, 2, frame_no++);
+                if (fr[k].file)
+                    sqlite3_bind_text(bs, 3, fr[k].file, -1, SQLITE_STATIC);
+                if (fr[k].file || fr[k].sym)
+                    if (fr[k].line > 0)
+                        sqlite3_bind_int64(bs, 4, fr[k].line);
+                if (fr[k].sym)
+                    sqlite3_bind_text(bs, 5, fr[k].sym, -1, SQLITE_STATIC);
+                if (fr[k].module)
+                    sqlite3_bind_text(bs, 6, fr[k].module, -1, SQLITE_STATIC);
+                sqlite3_bind_int64(bs, 7, (sqlite3_int64)fr[k].rel_addr);
+                sqlite3_bind_int64(bs, 8, fr[k].inlined ? 1 : 0);
+                if (rh_db_step(d, bs, err, errlen))
+                    goto out;
+            }
+        }
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(ss);
+    sqlite3_finalize(bs);
+    return rc;
+}
+
+static int rh_db_threads_modules(struct rh_db *d, struct rh_rip *r, char *err, size_t errlen)
+{
+    sqlite3_stmt *ts = NULL, *ms = NULL;
+    int rc = -1;
+    if (rh_db_prepare(d, "INSERT INTO threads(id, tid, name) VALUES(?,?,?)", &ts, err, errlen) ||
+        rh_db_prepare(d, "INSERT INTO modules(id, path, base, build_id) VALUES(?,?,?,?)", &ms, err,
+                      errlen))
+        goto out;
+    for (size_t i = 0; i < r->nthreads; i++) {
+        sqlite3_bind_int64(ts, 1, (sqlite3_int64)(i + 1));
+        sqlite3_bind_int64(ts, 2, r->threads[i].tid);
+        if (r->threads[i].named)
+            sqlite3_bind_text(ts, 3, r->threads[i].name, -1, SQLITE_STATIC);
+        if (rh_db_step(d, ts, err, errlen))
+            goto out;
+    }
+    int64_t id = 0;
+    for (size_t i = 0; i < r->nmods; i++) {
+        const struct rh_module *m = &r->mods[i];
+        int dup = 0; /* the same module in several snapshots: one row */
+        for (size_t j = 0; j < i && !dup; j++)
+            dup = r->mods[j].base == m->base && !strcmp(r->mods[j].path, m->path) &&
+                  r->mods[j].build_id_len == m->build_id_len &&
+                  (!m->build_id_len || !memcmp(r->mods[j].build_id, m->build_id, m->build_id_len));
+        if (dup)
+            continue;
+        char hex[2 * 255 + 1];
+        for (unsigned k = 0; k < m->build_id_len; k++)
+            snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
+        hex[2 * m->build_id_len] = 0;
+        sqlite3_bind_int64(ms, 1, ++id);
+        sqlite3_bind_text(ms, 2, m->path, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ms, 3, (sqlite3_int64)m->base);
+        if (m->build_id_len)
+            sqlite3_bind_text(ms, 4, hex, -1, SQLITE_TRANSIENT);
+        if (rh_db_step(d, ms, err, errlen))
+            goto out;
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(ts);
+    sqlite3_finalize(ms);
+    return rc;
+}
+
+struct rh_meta {
+    struct rh_db *d;
+    sqlite3_stmt *st;
+    char *err;
+    size_t errlen;
+    int rc;
+};
+
+static void rh_meta_int(struct rh_meta *m, const char *key, int64_t v)
+{
+    if (m->rc)
+        return;
+    sqlite3_bind_text(m->st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(m->st, 2, v);
+    m->rc = rh_db_step(m->d, m->st, m->err, m->errlen);
+}
+
+static void rh_meta_text(struct rh_meta *m, const char *key, const char *v)
+{
+    if (m->rc)
+        return;
+    sqlite3_bind_text(m->st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(m->st, 2, v, -1, SQLITE_TRANSIENT);
+    m->rc = rh_db_step(m->d, m->st, m->err, m->errlen);
+}
+
+static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats *st,
+                      uint64_t undefined, char *err, size_t errlen)
+{
+    struct rh_meta m = {d, NULL, err, errlen, 0};
+    if (rh_db_prepare(d, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)", &m.st, err,
+                      errlen))
+        return -1;
+    char when[64];
+    time_t secs = (time_t)(r->hdr.start_realtime_ns / 1000000000ull);
+    struct tm tm;
+    if (gmtime_r(&secs, &tm) && tm.tm_year < 8000) {
+        size_t n = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(when + n, sizeof when - n, ".%09lluZ",
+                 (unsigned long long)(r->hdr.start_realtime_ns % 1000000000ull));
+    } else {
+        snprintf(when, sizeof when, "unknown");
+    }
+    int64_t duration = st->last_ns;
+    if (r->has_trailer) {
+        int64_t end = rh_rip_ns(r, r->tr_end_tick);
+        if (r->tr_end_ns > r->hdr.start_mono_ns &&
+            r->tr_end_ns - r->hdr.start_mono_ns < (uint64_t)INT64_MAX)
+            end = (int64_t)(r->tr_end_ns - r->hdr.start_mono_ns);
+        if (end > duration)
+            duration = end;
+    }
+    int clean = r->has_trailer && !r->damaged && !r->cut_short;
+    rh_meta_text(&m, "program", r->exe);
+    rh_meta_text(&m, "args", r->args);
+    rh_meta_int(&m, "pid", r->hdr.pid);
+    rh_meta_int(&m, "ppid", r->hdr.ppid);
+    rh_meta_text(&m, "start_time", when);
+    rh_meta_int(&m, "duration_ns", duration);
+    rh_meta_int(&m, "format_version", r->hdr.version);
+    rh_meta_int(&m, "events", (int64_t)r->events);
+    rh_meta_int(&m, "allocs", (int64_t)r->allocs);
+    rh_meta_int(&m, "frees", (int64_t)r->frees);
+    rh_meta_int(&m, "reallocs", (int64_t)r->reallocs);
+    rh_meta_int(&m, "failed_allocs", (int64_t)st->failed_allocs);
+    rh_meta_int(&m, "unknown_frees", (int64_t)st->unknown_frees);
+    rh_meta_int(&m, "overlapping_allocs", (int64_t)st->overlapping_allocs);
+    rh_meta_int(&m, "clean", clean);
+    rh_meta_int(&m, "cut_short", r->cut_short);
+    rh_meta_int(&m, "damaged_chunks", (int64_t)r->damaged_chunks);
+    rh_meta_int(&m, "damaged", r->damaged);
+    rh_meta_int(&m, "undefined_stacks", (int64_t)undefined);
+    rh_meta_int(&m, "out_of_order_events", (int64_t)r->out_of_order);
+    rh_meta_int(&m, "rows", (int64_t)st->rows);
+    if (r->has_trailer) {
+        rh_meta_int(&m, "events_lost", (int64_t)r->tr_lost);
+        rh_meta_int(&m, "events_recorded", (int64_t)r->tr_events);
+    } else {
+        rh_meta_text(&m, "events_lost", NULL);
+    }
+    rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
+    sqlite3_finalize(m.st);
+    return m.rc;
+}
+
+/* Kinds of rows written before their stack's definition was seen. Runs after
+ * the bt index exists. */
+static int rh_db_fix_kinds(struct rh_db *d, struct rh_rip *r, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    for (size_t i = 0; i < r->nstacks; i++) {
+        const struct rh_stack *s = &r->stacks[i];
+        if (!s->provisional || !s->defined)
+            continue;
+        if (!st && rh_db_prepare(d, "UPDATE allocations SET kind = ? WHERE bt = ?", &st, err,
+                                 errlen))
+            return -1;
+        sqlite3_bind_text(st, 1, rh_kind_name(s->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)s->id);
+        if (rh_db_step(d, st, err, errlen)) {
+            sqlite3_finalize(st);
+            return -1;
+        }
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+/* Moves the finished temp file to d->path. */
+static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
+{
+    if (force) {
+        if (rename(rh_db_tmp, d->path) == 0)
+            return 0;
+        rh_db_seterr(err, errlen, "%s: cannot replace (%s)", d->path, strerror(errno));
+        return -1;
+    }
+    if (renameat2(AT_FDCWD, rh_db_tmp, AT_FDCWD, d->path, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
+        /* no RENAME_NOREPLACE here: link() fails rather than replace, too */
+        if (link(rh_db_tmp, d->path) == 0) {
+            unlink(rh_db_tmp);
+            return 0;
+        }
+    }
+    if (errno == EEXIST)
+        rh_db_seterr(err, errlen, "%s exists; use --force to overwrite", d->path);
+    else
+        rh_db_seterr(err, errlen, "%s: cannot create (%s)", d->path, strerror(errno));
+    return -1;
+}
+
+int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats *st,
+                 struct rh_symbolizer *sym, int force, char *err, size_t errlen)
+{
+    uint64_t undefined = 0;
+    sqlite3_finalize(d->ins);
+    d->ins = NULL;
+    if (rh_db_stacks(d, r, sym, &undefined, err, errlen) ||
+        rh_db_threads_modules(d, r, err, errlen) ||
+        rh_db_meta(d, r, st, undefined, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
+        rh_db_fix_kinds(d, r, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
+        goto fail;
+    if (sqlite3_close(d->db) != SQLITE_OK) {
+        rh_db_seterr(err, errlen, "%s: cannot close (%s)", rh_db_tmp, sqlite3_errmsg(d->db));
+        goto fail;
+    }
+    d->db = NULL;
+    if (rh_db_place(d, force, err, errlen))
+        goto fail;
+    rh_db_tmp[0] = 0;
+    free(d);
+    return 0;
+fail:
+    rh_db_abort(d);
+    return -1;
+}
+
+const char *rh_db_error(const struct rh_db *d)
+{
+    return d->err;
+}

@@ -1,0 +1,279 @@
+/* rh_merge.c: the time-ordered merge of all streams and the pairing of blocks.
+ *
+ * Every stream yields its events in time order; a binary heap over the stream
+ * heads merges them by (time, frees before allocations, stream index). A hash
+ * map from address to live block turns the merged events into allocations
+ * rows: a FREE of a live address completes its row, an ALLOC opens one. Rows go
+ * to a sink (the SQLite writer, or nothing for the fuzzer) as soon as they are
+ * complete, so memory grows with live blocks and distinct stacks, not events.
+ * Anomalies are counted, never fatal: frees of unknown addresses, allocations
+ * over a still-live address (its free was missed), failed allocations.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_convert.h"
+
+/* ---- live blocks --------------------------------------------------------- */
+
+struct rh_live {
+    uint64_t addr;
+    int64_t t;
+    uint64_t size;
+    uint32_t stack;  /* index into rip->stacks */
+    uint32_t thread; /* 0: empty slot */
+};
+
+struct rh_livemap {
+    struct rh_live *tab;
+    size_t cap, n;
+};
+
+static inline size_t rh_live_hash(uint64_t a)
+{
+    a = (a >> 4) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(a ^ (a >> 29));
+}
+
+static struct rh_live *rh_live_find(struct rh_livemap *m, uint64_t addr)
+{
+    if (!m->cap)
+        return NULL;
+    size_t mask = m->cap - 1;
+    for (size_t i = rh_live_hash(addr) & mask;; i = (i + 1) & mask) {
+        if (!m->tab[i].thread)
+            return NULL;
+        if (m->tab[i].addr == addr)
+            return &m->tab[i];
+    }
+}
+
+/* Removes e (a slot of m) with backward-shift deletion. */
+static void rh_live_del(struct rh_livemap *m, struct rh_live *e)
+{
+    size_t mask = m->cap - 1;
+    size_t i = (size_t)(e - m->tab);
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!m->tab[j].thread)
+            break;
+        size_t home = rh_live_hash(m->tab[j].addr) & mask;
+        /* move j back to i if home is not cyclically in (i, j] */
+        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+            m->tab[i] = m->tab[j];
+            i = j;
+        }
+    }
+    m->tab[i].thread = 0;
+    m->n--;
+}
+
+/* Inserts a block whose address is not live. Returns 0 or -1 (out of memory). */
+static int rh_live_add(struct rh_livemap *m, const struct rh_live *b)
+{
+    if ((m->n + 1) * 8 > m->cap * 5) {
+        size_t ncap = m->cap ? m->cap * 2 : 4096;
+        struct rh_live *tab = calloc(ncap, sizeof *tab);
+        if (!tab)
+            return -1;
+        for (size_t i = 0; i < m->cap; i++) {
+            if (!m->tab[i].thread)
+                continue;
+            size_t k = rh_live_hash(m->tab[i].addr) & (ncap - 1);
+            while (tab[k].thread)
+                k = (k + 1) & (ncap - 1);
+            tab[k] = m->tab[i];
+        }
+        free(m->tab);
+        m->tab = tab;
+        m->cap = ncap;
+    }
+    size_t mask = m->cap - 1;
+    size_t k = rh_live_hash(b->addr) & mask;
+    while (m->tab[k].thread)
+        k = (k + 1) & mask;
+    m->tab[k] = *b;
+    m->n++;
+    return 0;
+}
+
+/* ---- the heap of stream heads ------------------------------------------- */
+
+struct rh_head {
+    struct rh_event ev;
+    uint32_t stream;
+};
+
+static inline int rh_head_less(const struct rh_head *a, const struct rh_head *b)
+{
+    if (a->ev.time != b->ev.time)
+        return a->ev.time < b->ev.time;
+    if (a->ev.cls != b->ev.cls)
+        return a->ev.cls < b->ev.cls;
+    return a->stream < b->stream;
+}
+
+static void rh_heap_down(struct rh_head *h, size_t n, size_t i)
+{
+    struct rh_head x = h[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && rh_head_less(&h[c + 1], &h[c]))
+            c++;
+        if (!rh_head_less(&h[c], &x))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
+/* ---- the merge ------------------------------------------------------------ */
+
+struct rh_merge {
+    struct rh_rip *r;
+    const struct rh_merge_sink *sink;
+    struct rh_merge_stats *st;
+    struct rh_livemap live;
+};
+
+/* Emits the row of block b, freed at t by thread (dealloc_ns -1: never). */
+static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t, uint32_t thread)
+{
+    struct rh_stack *stk = &m->r->stacks[b->stack];
+    struct rh_row row;
+    row.alloc_ns = b->t;
+    row.dealloc_ns = t;
+    row.stack = stk->id;
+    row.size = b->size;
+    row.addr = b->addr;
+    row.alloc_thread = b->thread;
+    row.dealloc_thread = thread;
+    if (stk->defined) {
+        row.kind = stk->kind;
+    } else {
+        row.kind = RH_KIND_UNKNOWN;
+        stk->provisional = 1;
+    }
+    m->st->rows++;
+    return m->sink->row ? m->sink->row(m->sink->ctx, &row) : 0;
+}
+
+/* Applies one merged event. Returns 0, -1 (out of memory) or the sink's rc. */
+static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
+{
+    int64_t t = rh_rip_ns(m->r, ev->time);
+    if (t > m->st->last_ns)
+        m->st->last_ns = t;
+    switch (ev->op) {
+    case RH_EV_FREE:
+    case RH_EV_RFREE: {
+        struct rh_live *b = rh_live_find(&m->live, ev->addr);
+        if (!b) {
+            m->st->unknown_frees++;
+            return 0;
+        }
+        struct rh_live copy = *b;
+        rh_live_del(&m->live, b);
+        return rh_merge_emit(m, &copy, t, ev->thread);
+    }
+    case RH_EV_ALLOC:
+    case RH_EV_RALLOC: {
+        uint32_t si = rh_rip_stack(m->r, ev->stack);
+        if (si == UINT32_MAX)
+            return -1;
+        m->r->stacks[si].used = 1;
+        struct rh_live *old = rh_live_find(&m->live, ev->addr);
+        if (old) {
+            m->st->overlapping_allocs++;
+            struct rh_live copy = *old;
+            rh_live_del(&m->live, old);
+            int rc = rh_merge_emit(m, &copy, -1, 0);
+            if (rc)
+                return rc;
+        }
+        struct rh_live b = {ev->addr, t, ev->size, si, ev->thread ? ev->thread : 1};
+        return rh_live_add(&m->live, &b);
+    }
+    case RH_EV_FAIL: {
+        m->st->failed_allocs++;
+        uint32_t si = rh_rip_stack(m->r, ev->stack);
+        if (si == UINT32_MAX)
+            return -1;
+        return 0;
+    }
+    }
+    return 0;
+}
+
+static int rh_live_cmp(const void *a, const void *b)
+{
+    const struct rh_live *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_merge_stats *st)
+{
+    struct rh_merge m = {r, sink, st, {0}};
+    memset(st, 0, sizeof *st);
+    int rc = 0;
+    struct rh_head *heap = calloc(r->nstreams ? r->nstreams : 1, sizeof *heap);
+    if (!heap)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < r->nstreams; i++) {
+        int k = rh_stream_next(r, &r->streams[i], &heap[n].ev);
+        if (k < 0) {
+            rc = -1;
+            goto out;
+        }
+        if (k) {
+            heap[n].stream = (uint32_t)i;
+            n++;
+        }
+    }
+    for (size_t i = n / 2; i-- > 0;)
+        rh_heap_down(heap, n, i);
+
+    uint64_t count = 0;
+    while (n) {
+        rc = rh_merge_event(&m, &heap[0].ev);
+        if (rc)
+            goto out;
+        int k = rh_stream_next(r, &r->streams[heap[0].stream], &heap[0].ev);
+        if (k < 0) {
+            rc = -1;
+            goto out;
+        }
+        if (!k)
+            heap[0] = heap[--n];
+        if (n)
+            rh_heap_down(heap, n, 0);
+        if (sink->progress && !(++count & 0xfffff))
+            sink->progress(sink->ctx, r->bytes_done, r->size);
+    }
+
+    /* blocks still live: rows without a free, in allocation order */
+    st->live_at_end = m.live.n;
+    size_t k = 0;
+    for (size_t i = 0; i < m.live.cap; i++)
+        if (m.live.tab[i].thread)
+            m.live.tab[k++] = m.live.tab[i];
+    qsort(m.live.tab, k, sizeof *m.live.tab, rh_live_cmp);
+    for (size_t i = 0; i < k; i++) {
+        rc = rh_merge_emit(&m, &m.live.tab[i], -1, 0);
+        if (rc)
+            goto out;
+    }
+out:
+    if (r->oom && !rc)
+        rc = -1;
+    free(heap);
+    free(m.live.tab);
+    return rc;
+}

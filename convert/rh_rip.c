@@ -1,0 +1,543 @@
+/* rh_rip.c: opening and indexing a rip file.
+ *
+ * The rip file (runtime/FORMAT.md) may be huge, so it is mapped read-only and
+ * never copied. Opening validates the file header, walks the chunks by
+ * 4096 + capacity rounded up, verifies the checksum of every sealed chunk, and
+ * reads what the merge needs before the first event: the calibration pairs of
+ * the clock, the module snapshots, the trailer, and the list of chunks of each
+ * stream (one per slot, one for SHARED). Everything read from the file is
+ * untrusted: every length is checked against the file before it is used, and
+ * damage is either a one-line error (nothing to convert) or a warning plus the
+ * damaged/cut_short flags (the rest converts). The same code runs on an
+ * in-memory buffer for the fuzzer.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rh_convert.h"
+
+#define RH_MAX_WARNINGS 20
+
+void rh_rip_warn(struct rh_rip *r, const char *fmt, ...)
+{
+    r->nwarn++;
+    if (!r->warn || r->nwarn > RH_MAX_WARNINGS + 1)
+        return;
+    if (r->nwarn == RH_MAX_WARNINGS + 1) {
+        fprintf(r->warn, "rheaper-convert: %s: more warnings not shown\n", r->name);
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(r->warn, "rheaper-convert: %s: ", r->name);
+    vfprintf(r->warn, fmt, ap);
+    fputc('\n', r->warn);
+    va_end(ap);
+}
+
+static int rh_rip_fail(struct rh_rip *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int rh_rip_fail(struct rh_rip *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(r->err, sizeof r->err, "%s: ", r->name);
+    if (n < 0 || (size_t)n >= sizeof r->err)
+        n = 0;
+    vsnprintf(r->err + n, sizeof r->err - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int rh_rip_oom(struct rh_rip *r)
+{
+    r->oom = 1;
+    return rh_rip_fail(r, "out of memory");
+}
+
+/* ---- calibration ------------------------------------------------------- */
+
+static void rh_calib_add(struct rh_rip *r, uint64_t tick, uint64_t ns)
+{
+    if (!tick && !ns)
+        return;
+    if (rh_grow(&r->calib, &r->capcalib, r->ncalib + 1, sizeof *r->calib))
+        return; /* fewer pairs: coarser times, nothing worse */
+    r->calib[r->ncalib].tick = tick;
+    r->calib[r->ncalib].ns = ns;
+    r->ncalib++;
+}
+
+static int rh_calib_cmp(const void *a, const void *b)
+{
+    const struct rh_calib *x = a, *y = b;
+    if (x->tick != y->tick)
+        return x->tick < y->tick ? -1 : 1;
+    return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
+/* Sorts the pairs by tick and keeps a subsequence whose ns never decreases and
+ * whose ticks strictly increase, so interpolation is monotone. The header pair
+ * always exists (rh_rip_open adds it first). */
+static void rh_calib_finish(struct rh_rip *r)
+{
+    qsort(r->calib, r->ncalib, sizeof *r->calib, rh_calib_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < r->ncalib; i++) {
+        if (k && (r->calib[i].tick == r->calib[k - 1].tick || r->calib[i].ns < r->calib[k - 1].ns))
+            continue;
+        r->calib[k++] = r->calib[i];
+    }
+    r->ncalib = k;
+    if (k >= 2 && r->calib[k - 1].ns > r->calib[0].ns) {
+        r->rate_ns = r->calib[k - 1].ns - r->calib[0].ns;
+        r->rate_ticks = r->calib[k - 1].tick - r->calib[0].tick;
+    } else if (r->hdr.ticks_per_sec) {
+        r->rate_ns = 1000000000ull;
+        r->rate_ticks = r->hdr.ticks_per_sec;
+    } else {
+        r->rate_ns = 1; /* ticks are ns (CLOCK_MONOTONIC), or the best guess */
+        r->rate_ticks = 1;
+    }
+}
+
+static inline uint64_t rh_sat_u64(unsigned __int128 v)
+{
+    return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
+}
+
+int64_t rh_rip_ns(const struct rh_rip *r, uint64_t time)
+{
+    unsigned shift = r->hdr.tick_shift;
+    uint64_t tick = shift && time > (UINT64_MAX >> shift) ? UINT64_MAX : time << shift;
+    const struct rh_calib *c = r->calib;
+    size_t n = r->ncalib;
+    uint64_t ns;
+    if (!n) {
+        ns = tick;
+    } else if (tick < c[0].tick) {
+        unsigned __int128 d = (unsigned __int128)(c[0].tick - tick) * r->rate_ns / r->rate_ticks;
+        ns = d >= c[0].ns ? 0 : c[0].ns - (uint64_t)d;
+    } else if (tick >= c[n - 1].tick) {
+        unsigned __int128 d = (unsigned __int128)(tick - c[n - 1].tick) * r->rate_ns / r->rate_ticks;
+        ns = rh_sat_u64((unsigned __int128)c[n - 1].ns + d);
+    } else {
+        size_t lo = 0, hi = n - 1; /* c[lo].tick <= tick < c[hi].tick */
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (c[mid].tick <= tick)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        unsigned __int128 d = (unsigned __int128)(tick - c[lo].tick) * (c[hi].ns - c[lo].ns) /
+                              (c[hi].tick - c[lo].tick);
+        ns = c[lo].ns + (uint64_t)d;
+    }
+    if (ns <= r->hdr.start_mono_ns)
+        return 0;
+    uint64_t rel = ns - r->hdr.start_mono_ns;
+    return rel > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)rel;
+}
+
+/* ---- header -------------------------------------------------------------- */
+
+/* Validates and copies the file header. Fatal problems return -1 with r->err;
+ * a checksum mismatch only warns (the fields are sanity-checked instead). */
+static int rh_rip_header(struct rh_rip *r)
+{
+    if (r->size == 0)
+        return rh_rip_fail(r, "empty file, not a rip file");
+    if (r->size < 8 || memcmp(r->base, RIP_MAGIC, 8) != 0)
+        return rh_rip_fail(r, "not a rip file (bad magic)");
+    if (r->size < RIP_HEADER_SIZE)
+        return rh_rip_fail(r, "file header cut short (%zu of %u bytes)", r->size, RIP_HEADER_SIZE);
+    memcpy(&r->hdr, r->base, sizeof r->hdr);
+    if (r->hdr.version != RIP_VERSION)
+        return rh_rip_fail(r, "unsupported rip format version %u at offset 8 (this reader: %u)",
+                           r->hdr.version, RIP_VERSION);
+    if (r->hdr.header_size != RIP_HEADER_SIZE)
+        return rh_rip_fail(r, "bad header size %u at offset 12", r->hdr.header_size);
+
+    uint8_t copy[RIP_HEADER_SIZE];
+    memcpy(copy, r->base, RIP_HEADER_SIZE);
+    memset(copy + 72, 0, 4);
+    if (rip_crc32c(0, copy, RIP_HEADER_SIZE) != r->hdr.crc) {
+        rh_rip_warn(r, "file header checksum mismatch at offset 72; header fields may be wrong");
+        r->damaged = 1;
+    }
+    if (r->hdr.tick_shift > 63)
+        return rh_rip_fail(r, "bad tick shift %u at offset 52", r->hdr.tick_shift);
+
+    size_t exe_len = r->hdr.exe_len < RIP_HDR_EXE_MAX ? r->hdr.exe_len : RIP_HDR_EXE_MAX;
+    memcpy(r->exe, r->base + RIP_HDR_EXE_OFF, exe_len);
+    r->exe[exe_len] = 0;
+    r->exe[strlen(r->exe)] = 0;
+    size_t cmd_len = r->hdr.cmd_len < RIP_HDR_CMD_MAX ? r->hdr.cmd_len : RIP_HDR_CMD_MAX;
+    const char *cmd = (const char *)r->base + RIP_HDR_CMD_OFF;
+    for (size_t i = 0; i < cmd_len; i++)
+        r->args[i] = cmd[i] ? cmd[i] : ' ';
+    while (cmd_len && r->args[cmd_len - 1] == ' ' && cmd[cmd_len - 1] == 0)
+        cmd_len--;
+    r->args[cmd_len] = 0;
+    rh_calib_add(r, r->hdr.start_tick, r->hdr.start_mono_ns);
+    return 0;
+}
+
+/* ---- MODULES and TRAILER ---------------------------------------------------- */
+
+struct rh_cursor {
+    const uint8_t *p, *end;
+    int bad;
+};
+
+static uint64_t rh_cur_u(struct rh_cursor *c, unsigned n)
+{
+    if (c->bad || (size_t)(c->end - c->p) < n) {
+        c->bad = 1;
+        return 0;
+    }
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)c->p[i] << (8 * i);
+    c->p += n;
+    return v;
+}
+
+static const uint8_t *rh_cur_bytes(struct rh_cursor *c, size_t n)
+{
+    if (c->bad || (size_t)(c->end - c->p) < n) {
+        c->bad = 1;
+        return NULL;
+    }
+    const uint8_t *q = c->p;
+    c->p += n;
+    return q;
+}
+
+static void rh_module_free(struct rh_module *m)
+{
+    free((void *)m->path);
+    free((void *)m->build_id);
+    free((void *)m->ranges);
+}
+
+/* Parses one MODULES snapshot and appends its modules. A damaged snapshot is
+ * dropped entirely with a warning. Returns 0, or -1 on out-of-memory. */
+static int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
+{
+    struct rh_cursor c = {ch->payload, ch->payload + ch->used, 0};
+    size_t first = r->nmods;
+    rh_cur_u(&c, 8); /* snapshot tick */
+    uint64_t count = rh_cur_u(&c, 4);
+    if (count > RIP_MAX_MODULES)
+        c.bad = 1;
+    for (uint64_t i = 0; i < count && !c.bad; i++) {
+        struct rh_module m = {0};
+        m.base = rh_cur_u(&c, 8);
+        size_t plen = rh_cur_u(&c, 2);
+        const uint8_t *path = plen <= RIP_MAX_PATH ? rh_cur_bytes(&c, plen) : NULL;
+        size_t blen = rh_cur_u(&c, 1);
+        const uint8_t *bid = rh_cur_bytes(&c, blen);
+        size_t nr = rh_cur_u(&c, 2);
+        const uint8_t *rg = nr <= 4096 ? rh_cur_bytes(&c, nr * 16) : NULL;
+        if (c.bad || !path || !rg) {
+            c.bad = 1;
+            break;
+        }
+        char *p = malloc(plen + 1);
+        uint8_t *b = blen ? malloc(blen) : NULL;
+        uint64_t *ranges = nr ? malloc(nr * 16) : NULL;
+        if (!p || (blen && !b) || (nr && !ranges) ||
+            rh_grow(&r->mods, &r->capmods, r->nmods + 1, sizeof *r->mods)) {
+            free(p);
+            free(b);
+            free(ranges);
+            return -1;
+        }
+        memcpy(p, path, plen);
+        p[plen] = 0;
+        p[strlen(p)] = 0;
+        if (blen)
+            memcpy(b, bid, blen);
+        if (nr)
+            memcpy(ranges, rg, nr * 16);
+        m.path = p;
+        m.build_id = b;
+        m.build_id_len = (unsigned)blen;
+        m.ranges = ranges;
+        m.nranges = (unsigned)nr;
+        r->mods[r->nmods++] = m;
+    }
+    if (c.bad) {
+        rh_rip_warn(r, "bad module list in chunk at offset %llu; its modules are ignored",
+                    (unsigned long long)ch->off);
+        r->damaged = 1;
+        while (r->nmods > first)
+            rh_module_free(&r->mods[--r->nmods]);
+    }
+    return 0;
+}
+
+static void rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
+{
+    struct rh_cursor c = {ch->payload, ch->payload + ch->used, 0};
+    uint64_t events = rh_cur_u(&c, 8), end_tick = rh_cur_u(&c, 8), end_ns = rh_cur_u(&c, 8);
+    uint64_t stacks = rh_cur_u(&c, 8), lost = rh_cur_u(&c, 8);
+    uint32_t open = (uint32_t)rh_cur_u(&c, 4);
+    if (c.bad) {
+        rh_rip_warn(r, "trailer at offset %llu is too short (%u bytes)",
+                    (unsigned long long)ch->off, ch->used);
+        r->damaged = 1;
+        return;
+    }
+    r->has_trailer = 1;
+    r->tr_events = events;
+    r->tr_end_tick = end_tick;
+    r->tr_end_ns = end_ns;
+    r->tr_stacks = stacks;
+    r->tr_lost = lost;
+    r->tr_open_chunks = open;
+    rh_calib_add(r, end_tick, end_ns);
+}
+
+/* ---- chunk walk -------------------------------------------------------- */
+
+static int rh_all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
+/* Appends chunk ch to the stream of its slot (creating the stream). */
+static int rh_rip_link(struct rh_rip *r, struct rh_map *slots, size_t *capstreams, int32_t idx)
+{
+    struct rh_chunk *ch = &r->chunks[idx];
+    uint64_t key = ch->type == RIP_CHUNK_SHARED ? (1ull << 32) : ch->slot;
+    uint32_t si = rh_map_get(slots, key);
+    if (si == UINT32_MAX) {
+        if (rh_grow(&r->streams, capstreams, r->nstreams + 1, sizeof *r->streams))
+            return -1;
+        si = (uint32_t)r->nstreams++;
+        if (rh_map_put(slots, key, si))
+            return -1;
+        struct rh_stream *s = &r->streams[si];
+        memset(s, 0, sizeof *s);
+        s->first = s->last = idx;
+        s->cur = -1;
+        s->shared = ch->type == RIP_CHUNK_SHARED;
+        return 0;
+    }
+    struct rh_stream *s = &r->streams[si];
+    r->chunks[s->last].next = idx;
+    s->last = idx;
+    return 0;
+}
+
+/* Walks the chunks, validating each header; see the file comment. */
+static int rh_rip_walk(struct rh_rip *r)
+{
+    struct rh_map slots = {0};
+    size_t capstreams = 0;
+    int rc = 0;
+    uint64_t off = RIP_HEADER_SIZE;
+    while (off < r->size) {
+        if (r->size - off < RIP_CHUNK_HDR_SIZE) {
+            if (!rh_all_zero(r->base + off, r->size - off)) {
+                rh_rip_warn(r, "profile cut short: partial chunk header at offset %llu",
+                            (unsigned long long)off);
+                r->damaged = 1;
+            }
+            r->cut_short = 1;
+            break;
+        }
+        struct rip_chunk_header h;
+        memcpy(&h, r->base + off, sizeof h);
+        const char *why = NULL;
+        if (h.magic != RIP_CHUNK_MAGIC)
+            why = "bad magic";
+        else if (h.header_size != RIP_CHUNK_HDR_SIZE)
+            why = "bad header size";
+        else if (h.capacity > RIP_CHUNK_MAX_CAPACITY)
+            why = "capacity over 64 MiB";
+        else if (h.used > h.capacity)
+            why = "used beyond capacity";
+        else if (h.type < RIP_CHUNK_EVENTS || h.type > RIP_CHUNK_TRAILER)
+            why = "unknown chunk type";
+        if (why) {
+            if (rh_all_zero(r->base + off, RIP_CHUNK_HDR_SIZE)) {
+                rh_rip_warn(r, "profile cut short: no chunk at offset %llu",
+                            (unsigned long long)off);
+            } else {
+                rh_rip_warn(r, "bad chunk header at offset %llu (%s); the rest of the file is "
+                            "ignored", (unsigned long long)off, why);
+                r->damaged = 1;
+            }
+            r->cut_short = 1;
+            break;
+        }
+        uint64_t avail = r->size - off - RIP_CHUNK_HDR_SIZE;
+        struct rh_chunk ch = {0};
+        ch.off = off;
+        ch.payload = r->base + off + RIP_CHUNK_HDR_SIZE;
+        ch.used = h.used;
+        ch.slot = h.slot;
+        ch.tid = h.tid;
+        ch.base_time = h.base_time;
+        ch.type = h.type;
+        ch.next = -1;
+        if (h.capacity > avail) {
+            /* The file ends inside this chunk: keep what is there, unverified. */
+            ch.truncated = 1;
+            if (ch.used > avail)
+                ch.used = (uint32_t)avail;
+            rh_rip_warn(r, "profile cut short: chunk at offset %llu ends past the end of the "
+                        "file; decoding what is there", (unsigned long long)off);
+            r->cut_short = 1;
+            r->damaged = 1;
+        } else if (h.flags & RIP_CHUNK_F_SEALED) {
+            if (rip_chunk_crc(&h, ch.payload) != h.crc) {
+                rh_rip_warn(r, "checksum mismatch in chunk at offset %llu; chunk skipped",
+                            (unsigned long long)off);
+                r->damaged = 1;
+                r->damaged_chunks++;
+                off += (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
+                       ~(uint64_t)(RIP_ALIGN - 1);
+                continue;
+            }
+            ch.sealed = 1;
+        }
+        if (!ch.truncated || ch.type == RIP_CHUNK_EVENTS || ch.type == RIP_CHUNK_SHARED)
+            rh_calib_add(r, h.calib_tick, h.calib_ns);
+
+        if (ch.type == RIP_CHUNK_MODULES) {
+            if (rh_rip_modules(r, &ch)) {
+                rc = rh_rip_oom(r);
+                break;
+            }
+        } else if (ch.type == RIP_CHUNK_TRAILER) {
+            rh_rip_trailer(r, &ch);
+        } else {
+            if (rh_grow(&r->chunks, &r->capchunks, r->nchunks + 1, sizeof *r->chunks) ||
+                r->nchunks >= INT32_MAX) {
+                rc = rh_rip_oom(r);
+                break;
+            }
+            r->chunks[r->nchunks] = ch;
+            if (rh_rip_link(r, &slots, &capstreams, (int32_t)r->nchunks)) {
+                rc = rh_rip_oom(r);
+                break;
+            }
+            r->nchunks++;
+        }
+        if (ch.truncated)
+            break;
+        off += (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
+               ~(uint64_t)(RIP_ALIGN - 1);
+    }
+    rh_map_free(&slots);
+    if (!r->has_trailer)
+        r->cut_short = 1;
+    return rc;
+}
+
+/* Everything after the bytes are available: header, walk, calibration. */
+static int rh_rip_index(struct rh_rip *r)
+{
+    if (rh_rip_header(r))
+        return -1;
+    if (rh_rip_walk(r))
+        return -1;
+    rh_calib_finish(r);
+    for (size_t i = 0; i < r->nstreams; i++)
+        r->streams[i].cur = -1; /* rh_stream_next starts at ->first */
+    /* threads.id 1 is the process's own thread when it wrote events */
+    for (size_t i = 0; i < r->nchunks; i++) {
+        if (r->chunks[i].type == RIP_CHUNK_EVENTS && r->chunks[i].tid == r->hdr.pid &&
+            r->hdr.pid) {
+            if (!rh_rip_thread(r, r->hdr.pid))
+                return rh_rip_oom(r);
+            break;
+        }
+    }
+    return 0;
+}
+
+int rh_rip_open_mem(struct rh_rip *r, const uint8_t *buf, size_t len, const char *name, FILE *warn)
+{
+    r->name = name;
+    r->warn = warn;
+    r->base = buf;
+    r->size = len;
+    return rh_rip_index(r);
+}
+
+int rh_rip_open_file(struct rh_rip *r, const char *path, FILE *warn)
+{
+    r->name = path;
+    r->warn = warn;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rh_rip_fail(r, "cannot open (%s)", strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return rh_rip_fail(r, "cannot stat (%s)", strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return rh_rip_fail(r, "is a directory, not a rip file");
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return rh_rip_fail(r, "not a regular file");
+    }
+    if (st.st_size == 0) {
+        close(fd);
+        return rh_rip_fail(r, "empty file, not a rip file");
+    }
+    if ((uint64_t)st.st_size > SIZE_MAX) {
+        close(fd);
+        return rh_rip_fail(r, "file too large to map");
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return rh_rip_fail(r, "cannot map (%s)", strerror(e));
+    madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+    r->base = p;
+    r->size = (size_t)st.st_size;
+    r->mapped = 1;
+    return rh_rip_index(r);
+}
+
+void rh_rip_close(struct rh_rip *r)
+{
+    if (r->mapped && r->base)
+        munmap((void *)r->base, r->size);
+    for (size_t i = 0; i < r->nmods; i++)
+        rh_module_free(&r->mods[i]);
+    free(r->mods);
+    for (size_t i = 0; i < r->nstreams; i++)
+        free(r->streams[i].buf);
+    free(r->streams);
+    free(r->chunks);
+    free(r->calib);
+    free(r->stacks);
+    rh_map_free(&r->stack_map);
+    free(r->frames);
+    free(r->threads);
+    rh_map_free(&r->thread_map);
+    r->base = NULL;
+    r->mapped = 0;
+}

@@ -1,0 +1,372 @@
+/* rh_stream.c: decoding the records of one stream.
+ *
+ * A stream is the EVENTS chunks of one slot in file order, or all SHARED
+ * chunks. rh_stream_next() decodes it lazily, record by record, straight from
+ * the mapping, so memory does not grow with events. Delta state (time, address)
+ * resets at every chunk. REALLOC is split into its free half (at t) and its
+ * alloc half (at t + dt2, held back as a pending event). STACK and EXT records
+ * are consumed as they pass: stack definitions go to the stack table, thread
+ * names and SETTHREAD to the thread table. SHARED chunks hold events of several
+ * threads written under a lock, so their times may step back a little: each
+ * SHARED chunk is decoded whole and stably sorted (bounded by the chunk size).
+ * A record that does not decode ends its chunk with a warning naming its offset.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_convert.h"
+
+/* ---- tables ---------------------------------------------------------------- */
+
+uint32_t rh_rip_stack(struct rh_rip *r, uint64_t id)
+{
+    uint32_t i = rh_map_get(&r->stack_map, id);
+    if (i != UINT32_MAX)
+        return i;
+    if (r->nstacks >= UINT32_MAX - 1 ||
+        rh_grow(&r->stacks, &r->capstacks, r->nstacks + 1, sizeof *r->stacks))
+        return UINT32_MAX;
+    i = (uint32_t)r->nstacks;
+    if (rh_map_put(&r->stack_map, id, i))
+        return UINT32_MAX;
+    memset(&r->stacks[i], 0, sizeof r->stacks[i]);
+    r->stacks[i].id = id;
+    r->stacks[i].kind = RH_KIND_UNKNOWN;
+    r->nstacks++;
+    return i;
+}
+
+uint32_t rh_rip_thread(struct rh_rip *r, uint32_t tid)
+{
+    uint32_t i = rh_map_get(&r->thread_map, tid);
+    if (i != UINT32_MAX)
+        return i + 1;
+    if (r->nthreads >= UINT32_MAX - 2 ||
+        rh_grow(&r->threads, &r->capthreads, r->nthreads + 1, sizeof *r->threads))
+        return 0;
+    i = (uint32_t)r->nthreads;
+    if (rh_map_put(&r->thread_map, tid, i))
+        return 0;
+    memset(&r->threads[i], 0, sizeof r->threads[i]);
+    r->threads[i].tid = tid;
+    r->nthreads++;
+    return i + 1;
+}
+
+/* ---- record decoding ----------------------------------------------------- */
+
+enum { RH_DEC_EVENT = 1, RH_DEC_NONE = 0, RH_DEC_BAD = -1, RH_DEC_OOM = -2 };
+
+static inline int rh_get(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    return rip_get_varint(p, end, v);
+}
+
+/* Sets the current writer thread of s. Returns 0 or -1 on out-of-memory. */
+static int rh_stream_set_tid(struct rh_rip *r, struct rh_stream *s, uint32_t tid)
+{
+    if (s->thread && s->tid == tid)
+        return 0;
+    uint32_t t = rh_rip_thread(r, tid);
+    if (!t)
+        return -1;
+    s->tid = tid;
+    s->thread = t;
+    return 0;
+}
+
+/* Consumes a STACK record body. */
+static int rh_dec_stack(struct rh_rip *r, const uint8_t **pp, const uint8_t *end)
+{
+    uint64_t id, kind, nc;
+    if (rh_get(pp, end, &id) || rh_get(pp, end, &kind) || rh_get(pp, end, &nc))
+        return RH_DEC_BAD;
+    uint64_t n = nc >> 1;
+    if (n > RIP_MAX_FRAMES)
+        return RH_DEC_BAD;
+    uint32_t si = rh_rip_stack(r, id);
+    if (si == UINT32_MAX)
+        return RH_DEC_OOM;
+    struct rh_stack *st = &r->stacks[si];
+    int keep = !st->defined;
+    if (keep && rh_grow(&r->frames, &r->capframes, r->nframes + n, sizeof *r->frames))
+        return RH_DEC_OOM;
+    uint64_t prev = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t d;
+        if (rh_get(pp, end, &d))
+            return RH_DEC_BAD;
+        prev += (uint64_t)rip_unzigzag(d);
+        if (keep)
+            r->frames[r->nframes + i] = prev;
+    }
+    if (keep) {
+        st = &r->stacks[si];
+        st->frames = r->nframes;
+        st->nframes = (uint32_t)n;
+        st->kind = kind > 0xffff ? 0xffff : (uint32_t)kind;
+        st->cut = nc & 1;
+        st->defined = 1;
+        r->nframes += n;
+    }
+    return RH_DEC_NONE;
+}
+
+/* Consumes an EXT record body. */
+static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp, const uint8_t *end)
+{
+    uint64_t sub, len;
+    if (rh_get(pp, end, &sub) || rh_get(pp, end, &len))
+        return RH_DEC_BAD;
+    if (len > RIP_MAX_EXT_LEN || len > (uint64_t)(end - *pp))
+        return RH_DEC_BAD;
+    const uint8_t *b = *pp;
+    *pp += len;
+    if (sub == RIP_EXT_THREADNAME) {
+        if (!s->thread && rh_stream_set_tid(r, s, s->tid))
+            return RH_DEC_OOM;
+        struct rh_thread *t = &r->threads[s->thread - 1];
+        size_t n = len < 16 ? len : 16;
+        memcpy(t->name, b, n);
+        t->name[n] = 0;
+        t->named = 1;
+    } else if (sub == RIP_EXT_SETTHREAD && s->shared) {
+        const uint8_t *q = b;
+        uint64_t tid;
+        if (rh_get(&q, b + len, &tid))
+            return RH_DEC_BAD;
+        if (rh_stream_set_tid(r, s, (uint32_t)tid))
+            return RH_DEC_OOM;
+    }
+    return RH_DEC_NONE;
+}
+
+/* Decodes one record at s->p. Returns RH_DEC_EVENT with ev (and possibly
+ * s->pending) filled, RH_DEC_NONE for a consumed STACK/EXT, RH_DEC_BAD for
+ * damage (s->p unchanged) or RH_DEC_OOM. */
+static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event *ev)
+{
+    const uint8_t *p = s->p, *end = s->end;
+    uint8_t b0 = *p++;
+    unsigned op = b0 & RIP_B0_OP_MASK;
+    uint64_t dt = b0 >> RIP_B0_DT_SHIFT;
+    unsigned ashift = (b0 & RIP_B0_RAWADDR) ? 0 : 4;
+    if (dt == RIP_B0_DT_VARINT && rh_get(&p, end, &dt))
+        return RH_DEC_BAD;
+    int rc = RH_DEC_EVENT;
+    uint64_t stack = 0, size = 0, d, d2, dt2 = 0;
+    switch (op) {
+    case RIP_OP_ALLOC:
+        if (rh_get(&p, end, &stack) || rh_get(&p, end, &size) || rh_get(&p, end, &d))
+            return RH_DEC_BAD;
+        s->addr += (uint64_t)rip_unzigzag(d) << ashift;
+        ev->op = RH_EV_ALLOC;
+        ev->cls = 1;
+        ev->addr = s->addr;
+        r->allocs++;
+        break;
+    case RIP_OP_FREE:
+        if (rh_get(&p, end, &d))
+            return RH_DEC_BAD;
+        s->addr += (uint64_t)rip_unzigzag(d) << ashift;
+        ev->op = RH_EV_FREE;
+        ev->cls = 0;
+        ev->addr = s->addr;
+        r->frees++;
+        break;
+    case RIP_OP_REALLOC:
+        if (rh_get(&p, end, &dt2) || rh_get(&p, end, &stack) || rh_get(&p, end, &size) ||
+            rh_get(&p, end, &d) || rh_get(&p, end, &d2))
+            return RH_DEC_BAD;
+        s->addr += (uint64_t)rip_unzigzag(d) << ashift;
+        ev->op = RH_EV_RFREE;
+        ev->cls = 0;
+        ev->addr = s->addr;
+        s->addr += (uint64_t)rip_unzigzag(d2) << ashift;
+        r->reallocs++;
+        break;
+    case RIP_OP_FAIL:
+        if (rh_get(&p, end, &stack) || rh_get(&p, end, &size))
+            return RH_DEC_BAD;
+        ev->op = RH_EV_FAIL;
+        ev->cls = 1;
+        ev->addr = 0;
+        r->fails++;
+        break;
+    case RIP_OP_STACK:
+        rc = rh_dec_stack(r, &p, end);
+        break;
+    case RIP_OP_EXT:
+        rc = rh_dec_ext(r, s, &p, end);
+        break;
+    default:
+        return RH_DEC_BAD;
+    }
+    if (rc != RH_DEC_EVENT) {
+        if (rc == RH_DEC_NONE)
+            s->p = p;
+        return rc;
+    }
+    if (!s->thread && rh_stream_set_tid(r, s, s->tid))
+        return RH_DEC_OOM;
+    r->events++;
+    s->time += dt;
+    s->p = p;
+    ev->time = s->time;
+    ev->stack = stack;
+    ev->size = size;
+    ev->thread = s->thread;
+    if (op == RIP_OP_REALLOC) {
+        s->pending = *ev;
+        s->pending.op = RH_EV_RALLOC;
+        s->pending.cls = 1;
+        s->pending.time = s->time + dt2;
+        s->pending.addr = s->addr;
+        s->have_pending = 1;
+    }
+    return RH_DEC_EVENT;
+}
+
+/* Makes chunk idx current (delta state reset). */
+static void rh_stream_enter(struct rh_rip *r, struct rh_stream *s, int32_t idx)
+{
+    struct rh_chunk *ch = &r->chunks[idx];
+    s->cur = idx;
+    s->p = ch->payload;
+    s->end = ch->payload + ch->used;
+    s->time = ch->base_time;
+    s->addr = 0;
+    if (s->shared || !s->thread || s->tid != ch->tid) {
+        s->tid = ch->tid;
+        s->thread = 0; /* looked up at the first event or name */
+    }
+}
+
+/* Leaves the current chunk for the next one, or ends the stream. */
+static void rh_stream_leave(struct rh_rip *r, struct rh_stream *s)
+{
+    struct rh_chunk *ch = &r->chunks[s->cur];
+    r->bytes_done += RIP_CHUNK_HDR_SIZE + (uint64_t)ch->used;
+    if (ch->next >= 0)
+        rh_stream_enter(r, s, ch->next);
+    else
+        s->cur = -1;
+}
+
+/* Next event of the current chunk sequence, unsorted. Returns 1, 0 or -1. */
+static int rh_stream_raw(struct rh_rip *r, struct rh_stream *s, struct rh_event *ev)
+{
+    if (s->have_pending) {
+        *ev = s->pending;
+        s->have_pending = 0;
+        return 1;
+    }
+    for (;;) {
+        if (s->cur < 0)
+            return 0;
+        if (s->p >= s->end) {
+            if (s->shared)
+                return 0; /* the caller sorts chunk by chunk */
+            rh_stream_leave(r, s);
+            continue;
+        }
+        int rc = rh_dec_record(r, s, ev);
+        if (rc == RH_DEC_EVENT)
+            return 1;
+        if (rc == RH_DEC_OOM) {
+            r->oom = 1;
+            return -1;
+        }
+        if (rc == RH_DEC_BAD) {
+            const struct rh_chunk *ch = &r->chunks[s->cur];
+            rh_rip_warn(r, "undecodable record at offset %llu (chunk at offset %llu); the rest "
+                        "of that chunk is skipped",
+                        (unsigned long long)(ch->off + RIP_CHUNK_HDR_SIZE + (s->p - ch->payload)),
+                        (unsigned long long)ch->off);
+            r->damaged = 1;
+            s->p = s->end;
+        }
+    }
+}
+
+static int rh_ev_cmp(const void *a, const void *b)
+{
+    const struct rh_event *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    if (x->cls != y->cls)
+        return x->cls < y->cls ? -1 : 1;
+    return 0;
+}
+
+/* Decodes the whole current SHARED chunk into s->buf and sorts it stably. */
+static int rh_stream_fill_shared(struct rh_rip *r, struct rh_stream *s)
+{
+    s->nbuf = s->ibuf = 0;
+    for (;;) {
+        struct rh_event ev;
+        int rc = rh_stream_raw(r, s, &ev);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            break;
+        if (rh_grow(&s->buf, &s->capbuf, s->nbuf + 1, sizeof *s->buf)) {
+            r->oom = 1;
+            return -1;
+        }
+        s->buf[s->nbuf++] = ev;
+    }
+    /* Stable insertion sort: the chunk is nearly sorted (times step back only
+     * by lock waits), so this is linear in practice. A badly disordered
+     * (hostile) chunk falls back to qsort, which may swap equal keys. */
+    size_t moves = 0;
+    for (size_t i = 1; i < s->nbuf; i++) {
+        struct rh_event e = s->buf[i];
+        size_t j = i;
+        while (j > 0 && rh_ev_cmp(&s->buf[j - 1], &e) > 0) {
+            s->buf[j] = s->buf[j - 1];
+            j--;
+            if (++moves > 64 * s->nbuf + 4096)
+                break;
+        }
+        s->buf[j] = e;
+        if (moves > 64 * s->nbuf + 4096) {
+            qsort(s->buf, s->nbuf, sizeof *s->buf, rh_ev_cmp);
+            break;
+        }
+    }
+    return 0;
+}
+
+int rh_stream_next(struct rh_rip *r, struct rh_stream *s, struct rh_event *ev)
+{
+    if (s->cur < 0 && s->first >= 0) {
+        rh_stream_enter(r, s, s->first);
+        s->first = -1;
+    }
+    if (!s->shared) {
+        int rc = rh_stream_raw(r, s, ev);
+        if (rc == 1) {
+            if (ev->time < s->last_time)
+                r->out_of_order++;
+            else
+                s->last_time = ev->time;
+        }
+        return rc;
+    }
+    while (s->ibuf >= s->nbuf) {
+        if (s->cur < 0)
+            return 0;
+        if (s->p >= s->end && s->nbuf) {
+            s->nbuf = s->ibuf = 0;
+            rh_stream_leave(r, s);
+            continue;
+        }
+        if (rh_stream_fill_shared(r, s))
+            return -1;
+        if (!s->nbuf)
+            rh_stream_leave(r, s);
+    }
+    *ev = s->buf[s->ibuf++];
+    return 1;
+}
