@@ -156,8 +156,6 @@ struct rh_stream {
     uint64_t last_time;   /* last time yielded (out-of-order detection) */
     int have_pending;
     struct rh_event pending; /* REALLOC alloc half */
-    struct rh_event *buf;    /* SHARED: the current chunk, decoded and sorted */
-    size_t nbuf, ibuf, capbuf;
 };
 
 struct rh_rip {

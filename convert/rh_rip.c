@@ -528,8 +528,6 @@ void rh_rip_close(struct rh_rip *r)
     for (size_t i = 0; i < r->nmods; i++)
         rh_module_free(&r->mods[i]);
     free(r->mods);
-    for (size_t i = 0; i < r->nstreams; i++)
-        free(r->streams[i].buf);
     free(r->streams);
     free(r->chunks);
     free(r->calib);

@@ -6,9 +6,10 @@
  * resets at every chunk. REALLOC is split into its free half (at t) and its
  * alloc half (at t + dt2, held back as a pending event). STACK and EXT records
  * are consumed as they pass: stack definitions go to the stack table, thread
- * names and SETTHREAD to the thread table. SHARED chunks hold events of several
- * threads written under a lock, so their times may step back a little: each
- * SHARED chunk is decoded whole and stably sorted (bounded by the chunk size).
+ * names and SETTHREAD to the thread table. Time deltas are unsigned, so times
+ * never decrease inside a chunk; a chunk whose base time lies before the end of
+ * the previous chunk of its stream is counted as out of order and merged as it
+ * comes (the merge never depends on order for safety, only for exact rows).
  * A record that does not decode ends its chunk with a warning naming its offset.
  */
 #include <stdlib.h>
@@ -253,7 +254,7 @@ static void rh_stream_leave(struct rh_rip *r, struct rh_stream *s)
         s->cur = -1;
 }
 
-/* Next event of the current chunk sequence, unsorted. Returns 1, 0 or -1. */
+/* Next event of the stream. Returns 1, 0 or -1. */
 static int rh_stream_raw(struct rh_rip *r, struct rh_stream *s, struct rh_event *ev)
 {
     if (s->have_pending) {
@@ -265,8 +266,6 @@ static int rh_stream_raw(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         if (s->cur < 0)
             return 0;
         if (s->p >= s->end) {
-            if (s->shared)
-                return 0; /* the caller sorts chunk by chunk */
             rh_stream_leave(r, s);
             continue;
         }
@@ -289,84 +288,18 @@ static int rh_stream_raw(struct rh_rip *r, struct rh_stream *s, struct rh_event 
     }
 }
 
-static int rh_ev_cmp(const void *a, const void *b)
-{
-    const struct rh_event *x = a, *y = b;
-    if (x->time != y->time)
-        return x->time < y->time ? -1 : 1;
-    if (x->cls != y->cls)
-        return x->cls < y->cls ? -1 : 1;
-    return 0;
-}
-
-/* Decodes the whole current SHARED chunk into s->buf and sorts it stably. */
-static int rh_stream_fill_shared(struct rh_rip *r, struct rh_stream *s)
-{
-    s->nbuf = s->ibuf = 0;
-    for (;;) {
-        struct rh_event ev;
-        int rc = rh_stream_raw(r, s, &ev);
-        if (rc < 0)
-            return -1;
-        if (rc == 0)
-            break;
-        if (rh_grow(&s->buf, &s->capbuf, s->nbuf + 1, sizeof *s->buf)) {
-            r->oom = 1;
-            return -1;
-        }
-        s->buf[s->nbuf++] = ev;
-    }
-    /* Stable insertion sort: the chunk is nearly sorted (times step back only
-     * by lock waits), so this is linear in practice. A badly disordered
-     * (hostile) chunk falls back to qsort, which may swap equal keys. */
-    size_t moves = 0;
-    for (size_t i = 1; i < s->nbuf; i++) {
-        struct rh_event e = s->buf[i];
-        size_t j = i;
-        while (j > 0 && rh_ev_cmp(&s->buf[j - 1], &e) > 0) {
-            s->buf[j] = s->buf[j - 1];
-            j--;
-            if (++moves > 64 * s->nbuf + 4096)
-                break;
-        }
-        s->buf[j] = e;
-        if (moves > 64 * s->nbuf + 4096) {
-            qsort(s->buf, s->nbuf, sizeof *s->buf, rh_ev_cmp);
-            break;
-        }
-    }
-    return 0;
-}
-
 int rh_stream_next(struct rh_rip *r, struct rh_stream *s, struct rh_event *ev)
 {
     if (s->cur < 0 && s->first >= 0) {
         rh_stream_enter(r, s, s->first);
         s->first = -1;
     }
-    if (!s->shared) {
-        int rc = rh_stream_raw(r, s, ev);
-        if (rc == 1) {
-            if (ev->time < s->last_time)
-                r->out_of_order++;
-            else
-                s->last_time = ev->time;
-        }
-        return rc;
+    int rc = rh_stream_raw(r, s, ev);
+    if (rc == 1) {
+        if (ev->time < s->last_time)
+            r->out_of_order++; /* a chunk's base time before the previous chunk's end */
+        else
+            s->last_time = ev->time;
     }
-    while (s->ibuf >= s->nbuf) {
-        if (s->cur < 0)
-            return 0;
-        if (s->p >= s->end && s->nbuf) {
-            s->nbuf = s->ibuf = 0;
-            rh_stream_leave(r, s);
-            continue;
-        }
-        if (rh_stream_fill_shared(r, s))
-            return -1;
-        if (!s->nbuf)
-            rh_stream_leave(r, s);
-    }
-    *ev = s->buf[s->ibuf++];
-    return 1;
+    return rc;
 }
