@@ -105,9 +105,10 @@ static void rh_report_damage(const struct rh_rip *r, const struct rh_merge_stats
     else if (r->damaged && n < sizeof what)
         n += snprintf(what + n, sizeof what - n, "%sdamaged", n ? ", " : "");
     fprintf(stderr,
-            "rheaper-convert: %s: profile not clean: %s; converted %llu events, %llu blocks "
+            "rheaper-convert: %s: profile not clean: %s; converted %llu events, %llu block%s "
             "still live at the end\n",
-            r->name, what, (unsigned long long)r->events, (unsigned long long)st->live_at_end);
+            r->name, what, (unsigned long long)r->events, (unsigned long long)st->live_at_end,
+            st->live_at_end == 1 ? "" : "s");
 }
 
 int main(int argc, char **argv)

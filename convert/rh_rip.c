@@ -348,6 +348,7 @@ static int rh_rip_walk(struct rh_rip *r)
     struct rh_map slots = {0};
     size_t capstreams = 0;
     int rc = 0;
+    uint64_t unsealed = 0;
     uint64_t off = RIP_HEADER_SIZE;
     while (off < r->size) {
         if (r->size - off < RIP_CHUNK_HDR_SIZE) {
@@ -414,6 +415,8 @@ static int rh_rip_walk(struct rh_rip *r)
                 continue;
             }
             ch.sealed = 1;
+        } else if (ch.type == RIP_CHUNK_EVENTS || ch.type == RIP_CHUNK_SHARED) {
+            unsealed++;
         }
         if (!ch.truncated || ch.type == RIP_CHUNK_EVENTS || ch.type == RIP_CHUNK_SHARED)
             rh_calib_add(r, h.calib_tick, h.calib_ns);
@@ -444,8 +447,14 @@ static int rh_rip_walk(struct rh_rip *r)
                ~(uint64_t)(RIP_ALIGN - 1);
     }
     rh_map_free(&slots);
-    if (!r->has_trailer)
+    if (!r->has_trailer) {
         r->cut_short = 1;
+    } else if (unsealed > r->tr_open_chunks) {
+        /* a clean close seals every chunk but those of running threads */
+        rh_rip_warn(r, "%llu chunks are not sealed but the trailer says %u were open",
+                    (unsigned long long)unsealed, r->tr_open_chunks);
+        r->damaged = 1;
+    }
     return rc;
 }
 

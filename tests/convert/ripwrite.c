@@ -214,6 +214,8 @@ void rw_end(struct rw_chunk *c, int sealed, uint64_t calib_ns)
     c->h.events = c->events;
     c->h.seq = 0;
     c->h.crc = 0;
+    if (!sealed && (c->h.type == RIP_CHUNK_EVENTS || c->h.type == RIP_CHUNK_SHARED))
+        f->unsealed++;
     if (sealed) {
         c->h.flags |= RIP_CHUNK_F_SEALED;
         c->h.crc = rip_chunk_crc(&c->h, c->p ? c->p : (const uint8_t *)"");
@@ -264,7 +266,7 @@ void rw_trailer(struct rw_file *f, uint64_t events, uint64_t end_ns, uint64_t st
     rw_u(&c, RW_T0 + end_ns, 8);
     rw_u(&c, stacks, 8);
     rw_u(&c, lost, 8);
-    rw_u(&c, 0, 4);
+    rw_u(&c, f->unsealed, 4);
     rw_u(&c, 0, 4);
     rw_end(&c, 1, end_ns);
 }

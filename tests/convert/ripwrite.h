@@ -21,6 +21,7 @@ struct rw_file {
     uint8_t *buf; /* the whole file; header first */
     size_t len, cap;
     struct rip_file_header *hdr; /* points into buf after rw_new */
+    unsigned unsealed;           /* unsealed EVENTS/SHARED chunks so far */
 };
 
 struct rw_chunk {
@@ -59,7 +60,8 @@ void rw_end(struct rw_chunk *c, int sealed, uint64_t calib_ns);
 /* Appends a MODULES chunk with one module. */
 void rw_module(struct rw_file *f, uint64_t base, const char *path, const uint8_t *build_id,
                unsigned build_id_len, uint64_t start, uint64_t end);
-/* Appends a TRAILER chunk; end_ns in ns since enable. */
+/* Appends a TRAILER chunk; end_ns in ns since enable. Its count of chunks
+ * still open is the number of unsealed event chunks written so far. */
 void rw_trailer(struct rw_file *f, uint64_t events, uint64_t end_ns, uint64_t stacks,
                 uint64_t lost);
 /* Writes the file. Returns 0 or -1. */
