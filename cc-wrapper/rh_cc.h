@@ -1,0 +1,56 @@
+/* rh_cc.h: the internal interface of rheaper-cc / rheaper-c++ (cc-wrapper/).
+ *
+ * rheaper-cc is a build-time program: it looks at the compiler arguments it is
+ * given (reading, never rewriting, @response files), decides whether the
+ * command compiles, links an executable, links a shared library or only asks
+ * the compiler something, adds rheaper's flags accordingly and execs the real
+ * compiler with every user argument unchanged and in order.
+ */
+#ifndef RH_CC_H
+#define RH_CC_H
+
+#include <stddef.h>
+
+/* What a scan of the command line found. All fields are counts or 0/1. */
+struct rh_cc_scan {
+    int no_link;     /* -c, -S, -E, -M, -MM, -fsyntax-only or -r */
+    int preprocess;  /* -E, -M or -MM: the output must be the compiler's own */
+    int info;        /* --version, --help, -dump*, -print-*: an information query */
+    int verbose;     /* -v or -###: an info query when there are no inputs */
+    int shared;      /* -shared */
+    int is_static;   /* -static or -static-pie */
+    int has_g;       /* a -g option that sets the debug level (-g0 included) */
+    int cxx_lib;     /* -lstdc++ or -lc++ (a C++ link through the C driver) */
+    int static_cxx;  /* -static-libstdc++ */
+    int inputs;      /* arguments that are not options (source, object files) */
+    int skip_next;   /* internal: the next argument belongs to an option (2: to -l) */
+};
+
+/* The kind of command, from a finished scan. */
+enum rh_cc_mode {
+    RH_CC_PASS,     /* add nothing at all: preprocess-only or an info query */
+    RH_CC_COMPILE,  /* compile flags only */
+    RH_CC_LINK_EXE, /* compile flags, then wrap flags and the runtime */
+    RH_CC_LINK_SO,  /* compile flags, then wrap flags and the weak fallbacks */
+};
+
+/* ---- rh_cc_args.c ---- */
+
+/* Classifies one argument into *s. Arguments starting with '@' are response
+ * files: when readable their contents are scanned (GCC's quoting rules, nested
+ * files up to a fixed depth), otherwise the argument counts as an input, as GCC
+ * would take it. Never modifies the argument or the file. */
+void rh_cc_scan_arg(struct rh_cc_scan *s, const char *arg, int depth);
+
+/* Splits a response file's text into arguments with GCC's rules: whitespace
+ * separates, single and double quotes group, a backslash takes the next
+ * character literally (inside quotes too). Calls fn(arg, ctx) for each. buf is
+ * the file content, modified in place (arguments are NUL-terminated inside it;
+ * it must have room for one extra byte at buf[len]). */
+void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, void *ctx),
+                          void *ctx);
+
+/* The mode of a command whose arguments have all been scanned. */
+enum rh_cc_mode rh_cc_mode_of(const struct rh_cc_scan *s);
+
+#endif

@@ -1,0 +1,214 @@
+/* rh_cc_args.c: reads a compiler command line to decide what it does.
+ *
+ * rheaper-cc must act exactly like the compiler for preprocessing and info
+ * queries, add only compile flags when nothing is linked, and add the runtime
+ * when an executable is linked. This file classifies arguments one at a time,
+ * including those inside @response files, which it reads with GCC's quoting
+ * rules but never rewrites: the compiler gets the original @file argument.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rh_cc.h"
+
+/* Nested response files deeper than this are not read (GCC stops at loops). */
+#define RH_CC_RSP_DEPTH 16
+/* Response files larger than this are not read for scanning. */
+#define RH_CC_RSP_MAX (64u << 20)
+
+/* Options whose value is the next argument when not attached. */
+static const char *const rh_cc_sep_opts[] = {
+    "-o", "-x", "-D", "-U", "-I", "-L", "-l", "-include", "-imacros", "-isystem", "-idirafter",
+    "-iprefix", "-iwithprefix", "-iwithprefixbefore", "-iquote", "-isysroot", "-imultilib",
+    "-MF", "-MT", "-MQ", "-Xlinker", "-Xassembler", "-Xpreprocessor", "-Xclang", "-T", "-u",
+    "-e", "-z", "-aux-info", "--param", "-target", "-arch", "-B", "-G", "-A", "-wrapper",
+    "-dumpbase", "-dumpdir", "-dumpbase-ext", "--sysroot", "-specs", NULL,
+};
+
+/* -g options that do not set a debug level (a -g1 is still added with them). */
+static const char *const rh_cc_g_modifiers[] = {
+    "-gz", "-gsplit-dwarf", "-grecord-gcc-switches", "-gcolumn-info", "-gstrict-dwarf",
+    "-gpubnames", "-ggnu-pubnames", "-gdescribe-dies", "-gstatement-frontiers",
+    "-gvariable-location-views", "-ginline-points", "-gas-loc-support", "-gas-locview-support",
+    "-gembed-source", "-gdwarf64", "-gdwarf32", NULL,
+};
+
+static int rh_in_list(const char *a, const char *const *list)
+{
+    for (int i = 0; list[i]; i++)
+        if (strcmp(a, list[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int rh_starts(const char *a, const char *prefix)
+{
+    return strncmp(a, prefix, strlen(prefix)) == 0;
+}
+
+/* Is `a` a -g option that decides the amount of debug info? -g0 counts: it is
+ * the user's choice. Modifiers (-gz, -gsplit-dwarf, -gno-*) do not. */
+static int rh_is_debug_level(const char *a)
+{
+    if (!rh_starts(a, "-g"))
+        return 0;
+    if (rh_starts(a, "-gno-") || rh_starts(a, "-gz="))
+        return 0;
+    return !rh_in_list(a, rh_cc_g_modifiers);
+}
+
+struct rh_rsp_ctx {
+    struct rh_cc_scan *s;
+    int depth;
+};
+
+static void rh_rsp_arg(const char *arg, void *ctx)
+{
+    struct rh_rsp_ctx *c = ctx;
+    rh_cc_scan_arg(c->s, arg, c->depth);
+}
+
+/* Reads response file `path` and scans its arguments. Returns 0, or -1 when it
+ * cannot be read (the caller then treats "@path" as GCC does: an input). */
+static int rh_scan_response(struct rh_cc_scan *s, const char *path, int depth)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_size > RH_CC_RSP_MAX) {
+        close(fd);
+        return -1;
+    }
+    size_t len = (size_t)st.st_size, got = 0;
+    char *buf = malloc(len + 1);
+    if (!buf) {
+        close(fd);
+        return -1;
+    }
+    while (got < len) {
+        ssize_t r = read(fd, buf + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    struct rh_rsp_ctx ctx = {s, depth + 1};
+    rh_cc_split_response(buf, got, rh_rsp_arg, &ctx);
+    free(buf);
+    return 0;
+}
+
+void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, void *ctx),
+                          void *ctx)
+{
+    size_t i = 0;
+    buf[len] = '\0';
+    while (i < len) {
+        while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r' ||
+                           buf[i] == '\f' || buf[i] == '\v'))
+            i++;
+        if (i >= len)
+            break;
+        char *out = buf + i; /* the argument is rebuilt in place: it only shrinks */
+        size_t o = 0;
+        int squote = 0, dquote = 0, bsquote = 0;
+        for (; i < len; i++) {
+            char ch = buf[i];
+            if (bsquote) {
+                bsquote = 0;
+                out[o++] = ch;
+            } else if (ch == '\\') {
+                bsquote = 1;
+            } else if (squote) {
+                if (ch == '\'')
+                    squote = 0;
+                else
+                    out[o++] = ch;
+            } else if (dquote) {
+                if (ch == '"')
+                    dquote = 0;
+                else
+                    out[o++] = ch;
+            } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' ||
+                       ch == '\v') {
+                break;
+            } else if (ch == '\'') {
+                squote = 1;
+            } else if (ch == '"') {
+                dquote = 1;
+            } else {
+                out[o++] = ch;
+            }
+        }
+        int at_end = i >= len;
+        i++; /* past the separator */
+        out[o] = '\0';
+        fn(out, ctx);
+        if (at_end)
+            break;
+    }
+}
+
+void rh_cc_scan_arg(struct rh_cc_scan *s, const char *a, int depth)
+{
+    if (s->skip_next) {
+        if (s->skip_next == 2 && (strcmp(a, "stdc++") == 0 || strcmp(a, "c++") == 0))
+            s->cxx_lib = 1; /* "-l stdc++" */
+        s->skip_next = 0;
+        return;
+    }
+    if (a[0] == '@' && a[1] != '\0') {
+        if (depth < RH_CC_RSP_DEPTH && rh_scan_response(s, a + 1, depth) == 0)
+            return;
+        s->inputs++;
+        return;
+    }
+    if (a[0] != '-' || a[1] == '\0') {
+        s->inputs++; /* a file, or "-" for stdin */
+        return;
+    }
+    if (strcmp(a, "-c") == 0 || strcmp(a, "-S") == 0 || strcmp(a, "-r") == 0 ||
+        strcmp(a, "-fsyntax-only") == 0) {
+        s->no_link = 1;
+    } else if (strcmp(a, "-E") == 0 || strcmp(a, "-M") == 0 || strcmp(a, "-MM") == 0) {
+        s->no_link = 1;
+        s->preprocess = 1;
+    } else if (strcmp(a, "-shared") == 0) {
+        s->shared = 1;
+    } else if (strcmp(a, "-static") == 0 || strcmp(a, "-static-pie") == 0) {
+        s->is_static = 1;
+    } else if (strcmp(a, "-static-libstdc++") == 0) {
+        s->static_cxx = 1;
+    } else if (strcmp(a, "-lstdc++") == 0 || strcmp(a, "-lc++") == 0) {
+        s->cxx_lib = 1;
+    } else if (strcmp(a, "--version") == 0 || strcmp(a, "--help") == 0 || rh_starts(a, "--help=") ||
+               strcmp(a, "-dumpversion") == 0 || strcmp(a, "-dumpfullversion") == 0 ||
+               strcmp(a, "-dumpmachine") == 0 || strcmp(a, "-dumpspecs") == 0 ||
+               rh_starts(a, "-print-") || rh_starts(a, "--print-")) {
+        s->info = 1;
+    } else if (strcmp(a, "-v") == 0 || strcmp(a, "-###") == 0) {
+        s->verbose = 1;
+    } else if (rh_is_debug_level(a)) {
+        s->has_g = 1;
+    } else if (rh_in_list(a, rh_cc_sep_opts)) {
+        s->skip_next = strcmp(a, "-l") == 0 ? 2 : 1;
+    }
+}
+
+enum rh_cc_mode rh_cc_mode_of(const struct rh_cc_scan *s)
+{
+    if (s->info || s->preprocess || (s->verbose && s->inputs == 0))
+        return RH_CC_PASS;
+    if (s->no_link)
+        return RH_CC_COMPILE;
+    if (s->shared)
+        return RH_CC_LINK_SO;
+    return RH_CC_LINK_EXE;
+}

@@ -1,0 +1,290 @@
+/* rh_cc_main.c: rheaper-cc and rheaper-c++, drop-in CC and CXX for profiling.
+ *
+ * One binary; the name it is run as chooses the language: a basename with "++"
+ * (rheaper-c++) or ending in "cxx" is C++, anything else C. The underlying
+ * compiler is $RHEAPER_CC (default "cc") or $RHEAPER_CXX (default "c++"): one
+ * program name or path, no arguments (put a wrapper script there if needed).
+ *
+ * What it adds, around the user's arguments (which pass unchanged, in order):
+ *   compiling (always, unless preprocessing or an info query):
+ *     before: -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
+ *             -fno-optimize-sibling-calls, and -g1 (gcc) / -gline-tables-only
+ *             (clang, when the compiler's name contains "clang", or
+ *             RHEAPER_CC_FAMILY=clang) unless the user gave a -g level;
+ *   linking an executable, after: -Wl,--wrap=SYM for every table function (the
+ *     dynamic-only ones not with -static), -Wl,--export-dynamic-symbol=__wrap_SYM
+ *     (not with -static), -Wl,-u,OPERATOR for C++ links with a static libstdc++,
+ *     then -x none and the runtime
+ *     librheaper_rt.a as a whole archive, -lpthread -ldl;
+ *   linking a shared library (-shared), after: the wrap flags and
+ *     librheaper_weak.a (weak fallbacks, one archive member per function).
+ *
+ * The libraries are looked up in $RHEAPER_LIBDIR when set, else next to the
+ * executable: <dir of /proc/self/exe>/../lib (the build tree), then the install
+ * layout's libdir relative to bindir (RH_CC_REL_LIBDIR, baked in by CMake), and
+ * its rheaper/ subdirectory. RHEAPER_CC_VERBOSE=1 prints the final command on
+ * stderr. Exit status: the compiler's; 127 when it cannot be run, 1 when the
+ * rheaper libraries cannot be found.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rh_cc.h"
+#include "rh_link_flags.h"
+#include "rh_wrap_gen.h"
+
+#ifndef RH_CC_REL_LIBDIR
+#define RH_CC_REL_LIBDIR "../lib"
+#endif
+
+/* Nested rheaper-cc invocations beyond this are a loop (RHEAPER_CC=rheaper-cc). */
+#define RH_CC_MAX_DEPTH 8
+
+static const char *rh_tool = "rheaper-cc";
+
+static const char *rh_basename(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* An argument vector that grows; exits with a message if memory runs out. */
+struct rh_argv {
+    const char **v;
+    size_t n, cap;
+};
+
+static void rh_push(struct rh_argv *a, const char *s)
+{
+    if (a->n + 2 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 256;
+        const char **v = realloc(a->v, cap * sizeof *v);
+        if (!v) {
+            fprintf(stderr, "%s: out of memory\n", rh_tool);
+            exit(1);
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = s;
+    a->v[a->n] = NULL;
+}
+
+/* Directory of the running executable (symlinks resolved), or "" when unknown. */
+static void rh_self_dir(char *out, size_t cap)
+{
+    ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+    if (n <= 0) {
+        out[0] = '\0';
+        return;
+    }
+    out[n] = '\0';
+    char *slash = strrchr(out, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        out[0] = '\0';
+}
+
+/* a + b + c in a new malloc'd string; exits with a message if memory runs out. */
+static char *rh_cat3(const char *a, const char *b, const char *c)
+{
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    char *s = malloc(la + lb + lc + 1);
+    if (!s) {
+        fprintf(stderr, "%s: out of memory\n", rh_tool);
+        exit(1);
+    }
+    memcpy(s, a, la);
+    memcpy(s + la, b, lb);
+    memcpy(s + la + lb, c, lc + 1);
+    return s;
+}
+
+/* Finds `lib` (a file name) in the candidate directories. Returns a malloc'd
+ * path, or NULL after printing one line naming every directory tried. */
+static char *rh_find_lib(const char *lib)
+{
+    char self[PATH_MAX];
+    const char *env = getenv("RHEAPER_LIBDIR");
+    char *dirs[3];
+    int nd = 0;
+    if (env && *env) {
+        dirs[nd++] = rh_cat3(env, "", "");
+    } else {
+        rh_self_dir(self, sizeof self);
+        if (self[0]) {
+            dirs[nd++] = rh_cat3(self, "/", "../lib");
+            if (strcmp(RH_CC_REL_LIBDIR, "../lib") != 0)
+                dirs[nd++] = rh_cat3(self, "/", RH_CC_REL_LIBDIR);
+            dirs[nd++] = rh_cat3(self, "/" RH_CC_REL_LIBDIR, "/rheaper");
+        }
+    }
+    for (int i = 0; i < nd; i++) {
+        char *path = rh_cat3(dirs[i], "/", lib);
+        if (access(path, R_OK) == 0)
+            return path;
+        free(path);
+    }
+    fprintf(stderr, "%s: cannot find %s (looked in:", rh_tool, lib);
+    for (int i = 0; i < nd; i++)
+        fprintf(stderr, "%s %s", i ? "," : "", dirs[i]);
+    fprintf(stderr, "%s); set RHEAPER_LIBDIR to its directory\n",
+            nd ? "" : " nothing, /proc/self/exe is unreadable");
+    return NULL;
+}
+
+/* The compile flags: frame pointers everywhere, no sibling calls, and line
+ * tables unless the user chose a debug level. */
+static void rh_add_compile_flags(struct rh_argv *a, const struct rh_cc_scan *s, int clang)
+{
+    rh_push(a, "-fno-omit-frame-pointer");
+#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+    rh_push(a, "-mno-omit-leaf-frame-pointer");
+#endif
+    rh_push(a, "-fno-optimize-sibling-calls");
+    if (!s->has_g)
+        rh_push(a, clang ? "-gline-tables-only" : "-g1");
+}
+
+/* The wrap flags of every table function; dynamic-only ones not when static. */
+static void rh_add_wrap_flags(struct rh_argv *a, int is_static)
+{
+    for (size_t i = 0; rh_wrap_syms[i].name; i++) {
+        if (is_static && (rh_wrap_syms[i].flags & RH_WRAP_F_DYNAMIC))
+            continue;
+        rh_push(a, rh_link_wrap_flags[i]);
+    }
+}
+
+/* Executable link: wrap, export, C++ operators, the runtime. Returns 0, or -1
+ * when the runtime archive cannot be found (message printed). */
+static int rh_add_exe_link(struct rh_argv *a, const struct rh_cc_scan *s, int cxx)
+{
+    char *rt = rh_find_lib("librheaper_rt.a");
+    if (!rt)
+        return -1;
+    rh_add_wrap_flags(a, s->is_static);
+    for (size_t i = 0; !s->is_static && rh_wrap_syms[i].name; i++)
+        rh_push(a, rh_link_export_flags[i]);
+    /* A static libstdc++ provides the operators only if something pulls them in:
+     * the shims' weak references do not. (With a shared libstdc++ the weak
+     * references bind by themselves, and bfd rejects -u there.) */
+    if ((s->is_static && (cxx || s->cxx_lib)) || s->static_cxx)
+        for (size_t i = 0; rh_link_cxx_undef_flags[i]; i++)
+            rh_push(a, rh_link_cxx_undef_flags[i]);
+    rh_push(a, "-x"); /* a user's "-x c++" must not apply to the archive */
+    rh_push(a, "none");
+    rh_push(a, "-Wl,--whole-archive");
+    rh_push(a, rt); /* stays allocated until exec */
+    rh_push(a, "-Wl,--no-whole-archive");
+    rh_push(a, "-lpthread");
+    rh_push(a, "-ldl");
+    return 0;
+}
+
+/* Shared-library link: wrap flags and the weak fallbacks, no runtime. */
+static int rh_add_so_link(struct rh_argv *a)
+{
+    char *weak = rh_find_lib("librheaper_weak.a");
+    if (!weak)
+        return -1;
+    rh_add_wrap_flags(a, 0);
+    rh_push(a, "-x");
+    rh_push(a, "none");
+    rh_push(a, weak);
+    return 0;
+}
+
+/* Prints the command on stderr, each argument quoted for a POSIX shell when it
+ * needs to be. */
+static void rh_print_command(const char *const *v)
+{
+    fprintf(stderr, "%s:", rh_tool);
+    for (size_t i = 0; v[i]; i++) {
+        const char *s = v[i];
+        int plain = *s != '\0';
+        for (const char *p = s; *p; p++)
+            if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                        "-_=+,./:@%^", *p))
+                plain = 0;
+        if (plain) {
+            fprintf(stderr, " %s", s);
+            continue;
+        }
+        fputs(" '", stderr);
+        for (const char *p = s; *p; p++) {
+            if (*p == '\'')
+                fputs("'\\''", stderr);
+            else
+                fputc(*p, stderr);
+        }
+        fputc('\'', stderr);
+    }
+    fputc('\n', stderr);
+}
+
+/* Guards against RHEAPER_CC naming rheaper-cc itself: counts nesting levels in
+ * RHEAPER_CC_DEPTH. Returns 0, or -1 (message printed) beyond the limit. */
+static int rh_check_depth(void)
+{
+    const char *d = getenv("RHEAPER_CC_DEPTH");
+    int depth = d ? atoi(d) : 0;
+    if (depth >= RH_CC_MAX_DEPTH) {
+        fprintf(stderr, "%s: RHEAPER_CC/RHEAPER_CXX runs rheaper-cc again (loop); "
+                        "point it at the real compiler\n", rh_tool);
+        return -1;
+    }
+    char buf[16];
+    snprintf(buf, sizeof buf, "%d", depth + 1);
+    setenv("RHEAPER_CC_DEPTH", buf, 1);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *self = rh_basename(argc > 0 ? argv[0] : "rheaper-cc");
+    size_t sl = strlen(self);
+    int cxx = strstr(self, "++") != NULL || (sl >= 3 && strcmp(self + sl - 3, "cxx") == 0);
+    rh_tool = cxx ? "rheaper-c++" : "rheaper-cc";
+
+    const char *compiler = getenv(cxx ? "RHEAPER_CXX" : "RHEAPER_CC");
+    if (!compiler || !*compiler)
+        compiler = cxx ? "c++" : "cc";
+    const char *family = getenv("RHEAPER_CC_FAMILY");
+    int clang = family && *family ? strcmp(family, "clang") == 0
+                                  : strstr(rh_basename(compiler), "clang") != NULL;
+
+    struct rh_cc_scan scan;
+    memset(&scan, 0, sizeof scan);
+    for (int i = 1; i < argc; i++)
+        rh_cc_scan_arg(&scan, argv[i], 0);
+    enum rh_cc_mode mode = rh_cc_mode_of(&scan);
+
+    if (rh_check_depth() != 0)
+        return 1;
+
+    struct rh_argv a = {0};
+    rh_push(&a, compiler);
+    if (mode != RH_CC_PASS)
+        rh_add_compile_flags(&a, &scan, clang);
+    for (int i = 1; i < argc; i++)
+        rh_push(&a, argv[i]);
+    if (mode == RH_CC_LINK_EXE && rh_add_exe_link(&a, &scan, cxx) != 0)
+        return 1;
+    if (mode == RH_CC_LINK_SO && rh_add_so_link(&a) != 0)
+        return 1;
+
+    const char *verbose = getenv("RHEAPER_CC_VERBOSE");
+    if (verbose && *verbose && strcmp(verbose, "0") != 0)
+        rh_print_command(a.v);
+    fflush(NULL);
+    execvp(compiler, (char *const *)a.v);
+    int e = errno;
+    fprintf(stderr, "%s: cannot run compiler '%s': %s\n", rh_tool, compiler, strerror(e));
+    return e == ENOENT ? 127 : 126;
+}

@@ -1,0 +1,72 @@
+/* rh_shims.h: what the hand-written shims (wrap/shims_*.c) share.
+ *
+ * The shims are the __wrap_SYM definitions for every function of the wrap table.
+ * Each one follows the pattern of runtime/rh_hooks.h: pass straight through when
+ * rh_hook_begin() says no, otherwise call __real_SYM, take the time (after an
+ * allocation, before a free), record with the shim's own frame address, and
+ * rh_hook_end(). This header holds the few helpers that keep the three files
+ * uniform. Nothing here allocates or touches stdio.
+ */
+#ifndef RH_SHIMS_H
+#define RH_SHIMS_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rh_hooks.h"
+#include "rh_wrap_gen.h"
+
+/* The frame address a shim records: must be taken in the shim's own body, so
+ * that fp[1] is the return address into the code that called the shim. */
+#define RH_FP() __builtin_frame_address(0)
+
+#define RH_INLINE static inline __attribute__((always_inline))
+
+/* Records the outcome of an allocation that returned p for `size` bytes (NULL:
+ * a failure) and ends the hook. errno is preserved for the caller. Must be
+ * called between a successful rh_hook_begin() and nothing else. */
+RH_INLINE void rh_shim_alloc_done(unsigned kind, void *p, size_t size, void *fp)
+{
+    int e = errno;
+    uint64_t t = rh_now();
+    if (rh_likely(p != NULL))
+        rh_record_alloc(kind, p, size, t, fp);
+    else
+        rh_record_fail(kind, size, fp);
+    rh_hook_end();
+    errno = e;
+}
+
+/* a * b, or SIZE_MAX when it overflows (the size a failed calloc records). */
+RH_INLINE size_t rh_mul_size(size_t a, size_t b)
+{
+    size_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        return SIZE_MAX;
+    return r;
+}
+
+/* Records the outcome of a realloc-like call on a non-NULL `old`: q is the
+ * result, size the requested size, t_before taken before the real call.
+ * Success: one REALLOC old -> q (even in place). NULL with size 0: the block was
+ * freed. NULL otherwise: a failure, old stays live. Ends the hook. */
+RH_INLINE void rh_shim_realloc_done(unsigned kind, void *old, void *q, size_t size,
+                                    uint64_t t_before, void *fp)
+{
+    int e = errno;
+    uint64_t t_after = rh_now();
+    if (rh_likely(q != NULL))
+        rh_record_realloc(kind, old, q, size, t_before, t_after, fp);
+    else if (size == 0)
+        rh_record_free(old, t_before);
+    else
+        rh_record_fail(kind, size, fp);
+    rh_hook_end();
+    errno = e;
+}
+
+/* shims_libc.c: set by a calloc recorded while open_memstream runs (see there). */
+extern RH_HIDDEN __thread int rh_memstream_probe __attribute__((tls_model("initial-exec")));
+
+#endif

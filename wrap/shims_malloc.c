@@ -1,0 +1,143 @@
+/* shims_malloc.c: the __wrap_ shims of the C allocator.
+ *
+ * malloc, calloc, realloc, reallocarray, free, posix_memalign, aligned_alloc,
+ * memalign, valloc and pvalloc. Each is a thin layer over __real_SYM that records
+ * one event through runtime/rh_hooks.h, or passes straight through when tracking
+ * is off or the thread is already inside a hooked call (a static libc's strdup
+ * calling malloc, the runtime's own calls). Times: an allocation's after the
+ * real call, a free's before it, a realloc's both. These functions never
+ * allocate and never use stdio.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "rh_shims.h"
+
+RH_WRAP void *__wrap_malloc(size_t n)
+{
+    if (!rh_hook_begin())
+        return __real_malloc(n);
+    void *p = __real_malloc(n);
+    rh_shim_alloc_done(RH_KIND_MALLOC, p, n, RH_FP());
+    return p;
+}
+
+/* calloc: records n * m bytes (SIZE_MAX when that overflows and calloc fails).
+ * While open_memstream is being set up it also tells that shim, through
+ * rh_memstream_probe, that libc's own allocations are visible (a static link). */
+RH_WRAP void *__wrap_calloc(size_t n, size_t m)
+{
+    if (!rh_hook_begin())
+        return __real_calloc(n, m);
+    void *p = __real_calloc(n, m);
+    if (rh_unlikely(rh_memstream_probe))
+        rh_memstream_probe = 2;
+    rh_shim_alloc_done(RH_KIND_CALLOC, p, rh_mul_size(n, m), RH_FP());
+    return p;
+}
+
+/* realloc: realloc(NULL, n) is an allocation of kind realloc; a success is one
+ * REALLOC event old -> new with times before and after the real call; a
+ * realloc(p, 0) that returns NULL freed p; any other NULL is a failure and p
+ * stays live. */
+RH_WRAP void *__wrap_realloc(void *p, size_t n)
+{
+    if (!rh_hook_begin())
+        return __real_realloc(p, n);
+    if (p == NULL) {
+        void *q = __real_realloc(NULL, n);
+        rh_shim_alloc_done(RH_KIND_REALLOC, q, n, RH_FP());
+        return q;
+    }
+    uint64_t t_before = rh_now();
+    void *q = __real_realloc(p, n);
+    rh_shim_realloc_done(RH_KIND_REALLOC, p, q, n, t_before, RH_FP());
+    return q;
+}
+
+/* reallocarray: as realloc for n * m bytes. An overflowing product fails with
+ * ENOMEM and leaves p alive: recorded as a failure of SIZE_MAX bytes. */
+RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
+{
+    if (!rh_hook_begin())
+        return __real_reallocarray(p, n, m);
+    size_t size = rh_mul_size(n, m);
+    if (p == NULL) {
+        void *q = __real_reallocarray(NULL, n, m);
+        rh_shim_alloc_done(RH_KIND_REALLOCARRAY, q, size, RH_FP());
+        return q;
+    }
+    uint64_t t_before = rh_now();
+    void *q = __real_reallocarray(p, n, m);
+    rh_shim_realloc_done(RH_KIND_REALLOCARRAY, p, q, size, t_before, RH_FP());
+    return q;
+}
+
+/* free: free(NULL) records nothing. Otherwise the free is recorded, with its
+ * time, before the real free, so the address cannot be handed out again (in
+ * another thread) before its free is in the profile. */
+RH_WRAP void __wrap_free(void *p)
+{
+    if (p == NULL || !rh_hook_begin()) {
+        __real_free(p);
+        return;
+    }
+    int e = errno;
+    rh_record_free(p, rh_now());
+    __real_free(p);
+    rh_hook_end();
+    errno = e;
+}
+
+/* posix_memalign: an allocation only when it returns 0. ENOMEM is a failure;
+ * EINVAL (a bad alignment) is a usage error and records nothing. */
+RH_WRAP int __wrap_posix_memalign(void **pp, size_t align, size_t n)
+{
+    if (!rh_hook_begin())
+        return __real_posix_memalign(pp, align, n);
+    int rc = __real_posix_memalign(pp, align, n);
+    if (rc == 0)
+        rh_shim_alloc_done(RH_KIND_POSIX_MEMALIGN, *pp, n, RH_FP());
+    else if (rc == ENOMEM)
+        rh_shim_alloc_done(RH_KIND_POSIX_MEMALIGN, NULL, n, RH_FP());
+    else
+        rh_hook_end();
+    return rc;
+}
+
+RH_WRAP void *__wrap_aligned_alloc(size_t align, size_t n)
+{
+    if (!rh_hook_begin())
+        return __real_aligned_alloc(align, n);
+    void *p = __real_aligned_alloc(align, n);
+    rh_shim_alloc_done(RH_KIND_ALIGNED_ALLOC, p, n, RH_FP());
+    return p;
+}
+
+RH_WRAP void *__wrap_memalign(size_t align, size_t n)
+{
+    if (!rh_hook_begin())
+        return __real_memalign(align, n);
+    void *p = __real_memalign(align, n);
+    rh_shim_alloc_done(RH_KIND_MEMALIGN, p, n, RH_FP());
+    return p;
+}
+
+RH_WRAP void *__wrap_valloc(size_t n)
+{
+    if (!rh_hook_begin())
+        return __real_valloc(n);
+    void *p = __real_valloc(n);
+    rh_shim_alloc_done(RH_KIND_VALLOC, p, n, RH_FP());
+    return p;
+}
+
+/* pvalloc: records the requested size; glibc rounds the block up to a page. */
+RH_WRAP void *__wrap_pvalloc(size_t n)
+{
+    if (!rh_hook_begin())
+        return __real_pvalloc(n);
+    void *p = __real_pvalloc(n);
+    rh_shim_alloc_done(RH_KIND_PVALLOC, p, n, RH_FP());
+    return p;
+}
