@@ -47,7 +47,7 @@ ensure_packages() {
         # shellcheck disable=SC2086 # word splitting of the package list is wanted
         apt-get install -y -qq $missing || die "apt-get could not install:$missing"
     else
-        say "missing Debian packages:$missing"
+        say "missing Debian packages:$missing" >&2
         echo "Install them with:" >&2
         echo "  sudo apt-get install -y$missing" >&2
         exit 1
@@ -88,8 +88,9 @@ run_demo() {
     echo
     say "top allocation sites by bytes (the callsites view of $demo/profile.db):"
     sqlite3 -header -column "$demo/profile.db" "
-        SELECT function, file, line, count, total_bytes, leaked_count, leaked_bytes
-        FROM callsites ORDER BY total_bytes DESC LIMIT 10;" ||
+        SELECT sym AS function, replace(file, rtrim(file, replace(file, '/', '')), '') AS file,
+               line, count, total_size AS bytes, leaked_count AS leaked, leaked_bytes
+        FROM callsites ORDER BY total_size DESC LIMIT 10;" ||
         die "the query on $demo/profile.db failed"
     echo
     sqlite3 "$demo/profile.db" "
