@@ -60,7 +60,37 @@ struct rh_symtab_ent {
 /* One address range of a compile unit, from its DW_AT_ranges / low_pc-high_pc. */
 struct rh_cu_range {
     uint64_t lo, hi; /* DWARF addresses, hi exclusive */
-    Dwarf_Off off;   /* the CU DIE's offset in .debug_info */
+    uint32_t unit;   /* index into the module's units */
+};
+
+/* A function DIE of a CU's index: a subprogram or an inlined_subroutine. */
+struct rh_fnode {
+    Dwarf_Off off;
+    int32_t parent;         /* enclosing function node, -1 for none */
+    uint32_t first, nrange; /* its ranges in the unit's by-node range array */
+    uint8_t is_sub;         /* DW_TAG_subprogram: a real function, the chain ends */
+    uint8_t named;          /* name and call site looked up (maybe to NULL) */
+    uint8_t called;
+    int call_line;
+    const char *name;      /* pooled */
+    const char *call_file; /* pooled */
+};
+
+struct rh_frange {
+    uint64_t lo, hi; /* DWARF addresses, hi exclusive */
+    uint32_t node;
+    uint32_t depth; /* DIE nesting depth of the node */
+};
+
+/* A compile unit and, once an address in it was asked for, its function index. */
+struct rh_unit {
+    Dwarf_Off off; /* the CU DIE's offset in .debug_info */
+    int state;     /* 0 not built, 1 built, -1 unusable: use dwarf_getscopes */
+    struct rh_fnode *nodes;
+    size_t nnodes;
+    struct rh_frange *by_node; /* ranges grouped by node, in node order */
+    struct rh_frange *sorted;  /* the same ranges by lo, outer before inner */
+    size_t nranges;
 };
 
 /* One distinct module (same path, base, build id and ranges are one module). */
@@ -79,6 +109,8 @@ struct rh_symmod {
     Dwarf *dwarf;         /* NULL when the module has no DWARF */
     Dwarf_Addr dwarf_bias; /* Dwfl address - bias = DWARF address */
     int cus_built;
+    struct rh_unit *units;
+    size_t nunits;
     struct rh_cu_range *cus; /* sorted by lo */
     uint64_t *cus_maxhi;     /* cus_maxhi[i] = max(cus[0..i].hi) */
     size_t ncus;
@@ -808,7 +840,7 @@ static const char *rh_symtab_lookup(struct rh_symmod *m, uint64_t a)
     return e->name;
 }
 
-/* ---- DWARF ------------------------------------------------------------- */
+/* ---- DWARF: compile units ----------------------------------------------- */
 
 static int rh_cmp_cu_range(const void *a, const void *b)
 {
@@ -816,15 +848,15 @@ static int rh_cmp_cu_range(const void *a, const void *b)
     return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* Builds m's table of compile-unit address ranges, once, from each CU DIE's
- * ranges. libdw finds CUs through .debug_aranges, which clang does not emit, so
- * this table is what makes clang-built modules resolve; it costs one pass over
- * the unit headers, not over the DIE trees. Type units are skipped; split DWARF
- * (.dwo) is not followed. On out-of-memory the table stays partial. */
+/* Builds m's table of compile units and their address ranges, once, from each
+ * CU DIE's ranges. libdw finds CUs through .debug_aranges, which clang does not
+ * emit, so this table is what makes clang-built modules resolve; it costs one
+ * pass over the unit headers, not over the DIE trees. Type units are skipped;
+ * split DWARF (.dwo) is not followed. On out-of-memory the table stays partial. */
 static void rh_cu_build(struct rh_symmod *m)
 {
     m->cus_built = 1;
-    size_t cap = 0;
+    size_t cap = 0, ucap = 0;
     Dwarf_CU *unit = NULL, *next;
     Dwarf_Half version;
     uint8_t unit_type;
@@ -833,7 +865,12 @@ static void rh_cu_build(struct rh_symmod *m)
         unit = next;
         if (unit_type == DW_UT_type || unit_type == DW_UT_split_type)
             continue;
-        Dwarf_Off off = dwarf_dieoffset(&cudie);
+        if (m->nunits >= UINT32_MAX ||
+            rh_sym_grow(&m->units, &ucap, m->nunits + 1, sizeof *m->units))
+            break;
+        uint32_t ui = (uint32_t)m->nunits++;
+        memset(&m->units[ui], 0, sizeof m->units[ui]);
+        m->units[ui].off = dwarf_dieoffset(&cudie);
         Dwarf_Addr base, lo, hi;
         ptrdiff_t it = 0;
         while ((it = dwarf_ranges(&cudie, it, &base, &lo, &hi)) > 0) {
@@ -841,7 +878,7 @@ static void rh_cu_build(struct rh_symmod *m)
                 continue;
             if (rh_sym_grow(&m->cus, &cap, m->ncus + 1, sizeof *m->cus))
                 goto done;
-            m->cus[m->ncus++] = (struct rh_cu_range){lo, hi, off};
+            m->cus[m->ncus++] = (struct rh_cu_range){lo, hi, ui};
         }
     }
 done:
@@ -860,9 +897,11 @@ done:
 }
 
 /* Finds the CU DIE covering a (a Dwfl address) into *mem: first from the table
- * of CU ranges, then through libdw's .debug_aranges. Returns mem, or NULL. */
-static Dwarf_Die *rh_cu_find(struct rh_symmod *m, uint64_t a, Dwarf_Die *mem)
+ * of CU ranges, then through libdw's .debug_aranges. Sets *unit to its index in
+ * m->units, or -1 when only libdw knew it. Returns mem, or NULL. */
+static Dwarf_Die *rh_cu_find(struct rh_symmod *m, uint64_t a, Dwarf_Die *mem, long *unit)
 {
+    *unit = -1;
     if (!m->dwarf)
         return NULL;
     if (!m->cus_built)
@@ -878,8 +917,11 @@ static Dwarf_Die *rh_cu_find(struct rh_symmod *m, uint64_t a, Dwarf_Die *mem)
     }
     /* ranges of different CUs may overlap (they should not): look back a little */
     for (size_t i = lo, k = 0; i > 0 && k < 64 && m->cus_maxhi[i - 1] > da; i--, k++) {
-        if (da < m->cus[i - 1].hi && dwarf_offdie(m->dwarf, m->cus[i - 1].off, mem))
+        const struct rh_cu_range *r = &m->cus[i - 1];
+        if (da < r->hi && dwarf_offdie(m->dwarf, m->units[r->unit].off, mem)) {
+            *unit = r->unit;
             return mem;
+        }
     }
     Dwarf_Addr bias;
     Dwarf_Die *d = dwfl_module_addrdie(m->mod, a, &bias);
@@ -888,6 +930,181 @@ static Dwarf_Die *rh_cu_find(struct rh_symmod *m, uint64_t a, Dwarf_Die *mem)
     *mem = *d;
     return mem;
 }
+
+/* ---- DWARF: the function index of one CU -------------------------------- */
+
+#define RH_SYM_MAX_DEPTH 256 /* DIE nesting followed when indexing */
+
+static int rh_cmp_frange(const void *a, const void *b)
+{
+    const struct rh_frange *x = a, *y = b;
+    if (x->lo != y->lo)
+        return x->lo < y->lo ? -1 : 1;
+    if (x->hi != y->hi) /* the outer (longer) range first, so inner ones sort later */
+        return x->hi > y->hi ? -1 : 1;
+    if (x->depth != y->depth) /* the same code: the deeper (inlined) one later */
+        return x->depth < y->depth ? -1 : 1;
+    /* the same code at the same depth, aliases: the first in DIE order sorts
+     * last and so is found, as dwarf_getscopes finds it */
+    return x->node > y->node ? -1 : x->node < y->node;
+}
+
+/* Whether indexing descends into a DIE of this tag: places where a function with
+ * code, or an inlined call, can be found. Types are skipped, which keeps the
+ * walk short (libdw 0.188 takes an rwlock per abbreviation lookup, ~40 ns). */
+static int rh_descend_tag(int tag)
+{
+    switch (tag) {
+    case DW_TAG_compile_unit:
+    case DW_TAG_partial_unit:
+    case DW_TAG_skeleton_unit:
+    case DW_TAG_namespace:
+    case DW_TAG_module:
+    case DW_TAG_subprogram:
+    case DW_TAG_inlined_subroutine:
+    case DW_TAG_lexical_block:
+    case DW_TAG_try_block:
+    case DW_TAG_catch_block:
+    case DW_TAG_entry_point:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Cuts from [*lo, *hi) the part that starts inside a range of node pv, the
+ * previous function at the same level. Such siblings are aliases (gas describes
+ * each symbol of an assembler function, e.g. memcpy inside memmove), and
+ * dwarf_getscopes names an address after the first sibling containing it. */
+static void rh_clip_sibling(const struct rh_unit *u, int32_t pv, uint64_t *lo, uint64_t hi)
+{
+    if (pv < 0)
+        return;
+    const struct rh_fnode *p = &u->nodes[pv];
+    for (uint32_t i = 0; i < p->nrange; i++) {
+        const struct rh_frange *r = &u->by_node[p->first + i];
+        if (*lo >= r->lo && *lo < r->hi)
+            *lo = r->hi < hi ? r->hi : hi;
+    }
+}
+
+/* Walks one CU's DIE tree once and records every subprogram and
+ * inlined_subroutine that has code, with its ranges and its enclosing function.
+ * One walk per CU replaces a dwarf_getscopes walk per address: in libc that is
+ * the difference between ~50 us and a few us per address. The walk is iterative
+ * and bounded in depth. Returns 0, or -1 (then the unit is marked unusable and
+ * addresses in it go through dwarf_getscopes). */
+static int rh_unit_build(struct rh_symmod *m, struct rh_unit *u, Dwarf_Die *cu)
+{
+    Dwarf_Die stack[RH_SYM_MAX_DEPTH];
+    int32_t owner[RH_SYM_MAX_DEPTH]; /* innermost function node at each level */
+    int32_t prev[RH_SYM_MAX_DEPTH];  /* last function node recorded at each level */
+    size_t ncap = 0, rcap = 0;
+    int depth = 0;
+    if (dwarf_child(cu, &stack[0]) != 0)
+        goto sort; /* no children: an empty index */
+    owner[0] = -1;
+    prev[0] = -1;
+    for (;;) {
+        Dwarf_Die *d = &stack[depth];
+        int tag = dwarf_tag(d);
+        int32_t fn = owner[depth];
+        int descend = rh_descend_tag(tag);
+        if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+            Dwarf_Addr base, lo, hi;
+            ptrdiff_t it = 0;
+            uint32_t first = (uint32_t)u->nranges, nr = 0;
+            if (u->nnodes >= INT32_MAX)
+                return -1;
+            uint32_t node = (uint32_t)u->nnodes;
+            while ((it = dwarf_ranges(d, it, &base, &lo, &hi)) > 0) {
+                rh_clip_sibling(u, prev[depth], &lo, hi);
+                if (lo >= hi)
+                    continue;
+                if (u->nranges >= UINT32_MAX ||
+                    rh_sym_grow(&u->by_node, &rcap, u->nranges + 1, sizeof *u->by_node))
+                    return -1;
+                u->by_node[u->nranges++] = (struct rh_frange){lo, hi, node, (uint32_t)depth};
+                nr++;
+            }
+            if (nr) {
+                if (rh_sym_grow(&u->nodes, &ncap, u->nnodes + 1, sizeof *u->nodes))
+                    return -1;
+                struct rh_fnode *f = &u->nodes[u->nnodes++];
+                memset(f, 0, sizeof *f);
+                f->off = dwarf_dieoffset(d);
+                f->parent = fn;
+                f->first = first;
+                f->nrange = nr;
+                f->is_sub = tag == DW_TAG_subprogram;
+                fn = (int32_t)node;
+                prev[depth] = fn;
+            } else {
+                descend = 0; /* a declaration or abstract instance: no code inside */
+            }
+        }
+        /* next DIE in pre-order: the first child, else the next sibling of this
+         * or of the nearest ancestor that has one */
+        if (descend && depth + 1 < RH_SYM_MAX_DEPTH && dwarf_haschildren(d) > 0 &&
+            dwarf_child(d, &stack[depth + 1]) == 0) {
+            owner[depth + 1] = fn;
+            prev[depth + 1] = -1;
+            depth++;
+            continue;
+        }
+        for (;;) {
+            int r = dwarf_siblingof(&stack[depth], &stack[depth]);
+            if (r == 0)
+                break; /* owner[depth] is unchanged for a sibling */
+            if (r < 0 || depth == 0)
+                goto sort; /* error or end of the CU: keep what was found */
+            depth--;
+        }
+    }
+sort:
+    if (u->nranges) {
+        u->sorted = malloc(u->nranges * sizeof *u->sorted);
+        if (!u->sorted)
+            return -1;
+        memcpy(u->sorted, u->by_node, u->nranges * sizeof *u->sorted);
+        qsort(u->sorted, u->nranges, sizeof *u->sorted, rh_cmp_frange);
+    }
+    (void)m;
+    return 0;
+}
+
+/* Returns the innermost function node of u whose ranges contain da (a DWARF
+ * address), or -1. With properly nested ranges the innermost one is the last
+ * range starting at or before da, or one of its enclosing functions. */
+static int32_t rh_unit_lookup(const struct rh_unit *u, uint64_t da)
+{
+    size_t lo = 0, hi = u->nranges;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->sorted[mid].lo <= da)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    int32_t node = (int32_t)u->sorted[lo - 1].node;
+    /* parents have smaller indices than children, so this walk ends */
+    while (node >= 0 && (size_t)node < u->nnodes) {
+        const struct rh_fnode *f = &u->nodes[node];
+        for (uint32_t i = 0; i < f->nrange; i++) {
+            const struct rh_frange *r = &u->by_node[f->first + i];
+            if (da >= r->lo && da < r->hi)
+                return node;
+        }
+        if (f->parent >= node)
+            return -1; /* cannot happen: parents come first */
+        node = f->parent;
+    }
+    return -1;
+}
+
+/* ---- DWARF: names and frames --------------------------------------------- */
 
 /* Returns the pooled function name of a subprogram or inlined_subroutine DIE:
  * the demangled linkage name when there is one, else DW_AT_name, both looked up
@@ -932,6 +1149,88 @@ static int rh_is_func(Dwarf_Die *d)
     return t == DW_TAG_subprogram || t == DW_TAG_inlined_subroutine;
 }
 
+/* Fills the frames of the inline chain starting at node (innermost) from the
+ * unit's index; name and call site of each node are looked up once and kept.
+ * Frame 0 gets file/line from the line table. Returns the number of frames. */
+static int rh_chain_index(struct rh_symbolizer *s, struct rh_symmod *m, struct rh_unit *u,
+                          int32_t node, const char *file, int line, struct rh_sym_frame *out,
+                          int max)
+{
+    int n = 0;
+    while (node >= 0 && (size_t)node < u->nnodes && n < max) {
+        struct rh_fnode *f = &u->nodes[node];
+        if (!f->named || (!f->is_sub && !f->called)) {
+            Dwarf_Die d;
+            if (dwarf_offdie(m->dwarf, f->off, &d)) {
+                if (!f->named)
+                    f->name = rh_die_name(s, &d);
+                if (!f->is_sub && !f->called)
+                    rh_call_site(s, &d, &f->call_file, &f->call_line);
+            }
+            f->named = f->called = 1;
+        }
+        out[n].file = file;
+        out[n].line = line;
+        out[n].sym = f->name;
+        out[n].inlined = 1;
+        n++;
+        if (f->is_sub || f->parent >= node)
+            break; /* the real function: the chain ends here */
+        file = f->call_file;
+        line = f->call_line;
+        node = f->parent;
+    }
+    return n;
+}
+
+/* The chain the way eu-addr2line finds it: dwarf_getscopes for the innermost
+ * function scope at da, then dwarf_getscopes_die on it for its callers. Walks
+ * the CU's DIE tree on every call, so it is only the fallback for a CU that has
+ * no index (found through .debug_aranges only, or indexing failed). */
+static int rh_chain_scopes(struct rh_symbolizer *s, Dwarf_Die *cu, uint64_t da, const char *file,
+                           int line, struct rh_sym_frame *out, int max)
+{
+    int n = 0;
+    Dwarf_Die *scopes = NULL;
+    int ns = dwarf_getscopes(cu, da, &scopes);
+    Dwarf_Die inner;
+    int have_inner = 0;
+    for (int i = 0; i < ns; i++) {
+        if (rh_is_func(&scopes[i])) {
+            inner = scopes[i];
+            have_inner = 1;
+            break;
+        }
+    }
+    free(scopes);
+    if (!have_inner)
+        return 0;
+    Dwarf_Die *chain = NULL;
+    int nc = dwarf_getscopes_die(&inner, &chain);
+    Dwarf_Die *funcs = chain;
+    if (nc <= 0) { /* cannot walk outwards: report the innermost alone */
+        free(chain);
+        chain = NULL;
+        funcs = &inner;
+        nc = 1;
+    }
+    for (int i = 0; i < nc && n < max; i++) {
+        Dwarf_Die *d = &funcs[i];
+        if (!rh_is_func(d))
+            continue;
+        out[n].file = file;
+        out[n].line = line;
+        out[n].sym = rh_die_name(s, d);
+        out[n].inlined = 1;
+        n++;
+        if (dwarf_tag(d) == DW_TAG_subprogram)
+            break; /* the real function: the chain ends here */
+        rh_call_site(s, d, &file, &line);
+    }
+    free(chain);
+    return n;
+}
+
 /* Resolves a (Dwfl address, already minus 1) in a ready module into frames,
  * innermost first, filling out[0..max) with module/rel_addr preset by the caller.
  * Returns the number of frames (>= 1). */
@@ -941,61 +1240,36 @@ static int rh_resolve_in_module(struct rh_symbolizer *s, struct rh_symmod *m, ui
     const char *file = NULL;
     int line = 0;
     int n = 0;
-    Dwarf_Addr bias = m->dwarf_bias;
     Dwarf_Die cu_mem;
-    Dwarf_Die *cu = rh_cu_find(m, a, &cu_mem);
+    long ui;
+    Dwarf_Die *cu = rh_cu_find(m, a, &cu_mem, &ui);
     if (cu) {
-        Dwarf_Line *ln = dwarf_getsrc_die(cu, a - bias);
+        uint64_t da = a - m->dwarf_bias;
+        Dwarf_Line *ln = dwarf_getsrc_die(cu, da);
         int lineno = 0;
         if (ln && dwarf_lineno(ln, &lineno) == 0 && lineno > 0) {
             file = rh_intern(s, dwarf_linesrc(ln, NULL, NULL));
             line = lineno;
         }
-        Dwarf_Die *scopes = NULL;
-        int ns = dwarf_getscopes(cu, a - bias, &scopes);
-        Dwarf_Die inner;
-        int have_inner = 0;
-        for (int i = 0; i < ns; i++) {
-            if (rh_is_func(&scopes[i])) {
-                inner = scopes[i];
-                have_inner = 1;
-                break;
-            }
+        struct rh_unit *u = ui >= 0 ? &m->units[ui] : NULL;
+#ifdef RH_SYM_FORCE_SCOPES /* tests compare the index with libdw's own walk */
+        u = NULL;
+#endif
+        if (u && u->state == 0)
+            u->state = rh_unit_build(m, u, cu) == 0 ? 1 : -1;
+        if (u && u->state == 1) {
+            int32_t node = rh_unit_lookup(u, da);
+            if (node >= 0)
+                n = rh_chain_index(s, m, u, node, file, line, out, max);
+        } else {
+            n = rh_chain_scopes(s, cu, da, file, line, out, max);
         }
-        free(scopes);
-        if (have_inner) {
-            Dwarf_Die *chain = NULL;
-            int nc = dwarf_getscopes_die(&inner, &chain);
-            Dwarf_Die *funcs = chain;
-            if (nc <= 0) { /* cannot walk outwards: report the innermost alone */
-                free(chain);
-                chain = NULL;
-                funcs = &inner;
-                nc = 1;
-            }
-            const char *f = file;
-            int l = line;
-            for (int i = 0; i < nc && n < max; i++) {
-                Dwarf_Die *d = &funcs[i];
-                if (!rh_is_func(d))
-                    continue;
-                out[n].file = f;
-                out[n].line = l;
-                out[n].sym = rh_die_name(s, d);
-                out[n].inlined = 1;
-                n++;
-                if (dwarf_tag(d) == DW_TAG_subprogram)
-                    break; /* the real function: the chain ends here */
-                rh_call_site(s, d, &f, &l);
-            }
-            free(chain);
-            if (n > 0) {
-                out[n - 1].inlined = 0;
-                /* an outermost function without a DWARF name (rare) */
-                if (!out[n - 1].sym) {
-                    const char *raw = rh_symtab_lookup(m, a);
-                    out[n - 1].sym = raw ? rh_demangle(s, raw) : NULL;
-                }
+        if (n > 0) {
+            out[n - 1].inlined = 0;
+            /* an outermost function without a DWARF name (rare) */
+            if (!out[n - 1].sym) {
+                const char *raw = rh_symtab_lookup(m, a);
+                out[n - 1].sym = raw ? rh_demangle(s, raw) : NULL;
             }
         }
     }
@@ -1101,6 +1375,12 @@ void rh_sym_free(struct rh_symbolizer *s)
         if (m->dwfl)
             dwfl_end(m->dwfl);
         free(m->symtab);
+        for (size_t u = 0; u < m->nunits; u++) {
+            free(m->units[u].nodes);
+            free(m->units[u].by_node);
+            free(m->units[u].sorted);
+        }
+        free(m->units);
         free(m->cus);
         free(m->cus_maxhi);
         free(m->build_id);

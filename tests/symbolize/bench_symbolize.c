@@ -1,6 +1,6 @@
 /* bench_symbolize.c: the symbolizer on a real library, this process's libc.
  *
- * Usage: bench_symbolize [N] [--check]
+ * Usage: bench_symbolize [N] [--check | --dump FILE]
  * Takes N distinct addresses spread evenly over libc's executable segment
  * (default 20000) and resolves them with a fresh symbolizer, 5 runs, printing
  * the median time; then 5 * N lookups (every address 5 times) to show the cache.
@@ -8,7 +8,10 @@
  * build id under /usr/lib/debug/.build-id. With --check (the ctest entry, small
  * N, no timing asserted) it checks that every frame keeps libc as its module,
  * that qsort's body resolves to a qsort function, and, when the debug file is
- * installed, that most addresses got a source file from it.
+ * installed, that most addresses got a source file from it. --dump writes every
+ * frame of every address to FILE, so that a build with RH_SYM_FORCE_SCOPES
+ * (libdw's dwarf_getscopes walk instead of the symbolizer's own function index)
+ * can be compared with it.
  */
 #define _GNU_SOURCE
 #include "../harness.h"
@@ -74,6 +77,7 @@ int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 20000;
     int check = argc > 2 && strcmp(argv[2], "--check") == 0;
+    const char *dump = argc > 3 && strcmp(argv[2], "--dump") == 0 ? argv[3] : NULL;
     if (n < 1)
         n = 1;
     static struct symt_list l;
@@ -118,6 +122,24 @@ int main(int argc, char **argv)
     printf("with file: %d, with function: %d, inlined frames: %d, deepest chain: %d\n",
            st.with_file, st.with_sym, st.inlined_frames, st.max_depth);
 
+    if (dump) {
+        FILE *out = fopen(dump, "w");
+        CHECK(out != NULL);
+        struct rh_symbolizer *s = rh_sym_new();
+        rh_sym_add_module(s, &m);
+        for (int i = 0; out && i < n; i++) {
+            struct rh_sym_frame f[64];
+            int k = rh_sym_resolve(s, addrs[i], f, 64);
+            fprintf(out, "%llx", (unsigned long long)(addrs[i] - m.base));
+            for (int j = 0; j < k; j++)
+                fprintf(out, " | %s %s:%d %d", f[j].sym ? f[j].sym : "?",
+                        f[j].file ? f[j].file : "?", f[j].line, f[j].inlined);
+            fputc('\n', out);
+        }
+        if (out)
+            fclose(out);
+        rh_sym_free(s);
+    }
     if (check) {
         struct rh_symbolizer *s = rh_sym_new();
         rh_sym_add_module(s, &m);
