@@ -78,17 +78,21 @@ static inline void rh_hook_end(void)
 }
 
 /* Event time in raw ticks (runtime/rh_clock.c decides the source; see
- * FORMAT.md "Time"). Cheap: no syscall on x86_64. */
+ * FORMAT.md "Time"). Cheap: no syscall on x86_64 with an invariant TSC.
+ * rh_clock_tsc is set once at init, before tracking turns on; without an
+ * invariant TSC (or elsewhere) ticks are CLOCK_MONOTONIC ns. */
+extern RH_HIDDEN int rh_clock_tsc;
+RH_HIDDEN uint64_t rh_now_slow(void);
 static inline uint64_t rh_now(void)
 {
 #if defined(__x86_64__)
-    uint32_t lo, hi;
-    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-#else
-    extern RH_HIDDEN uint64_t rh_now_slow(void);
-    return rh_now_slow();
+    if (rh_likely(rh_clock_tsc)) {
+        uint32_t lo, hi;
+        __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+        return ((uint64_t)hi << 32) | lo;
+    }
 #endif
+    return rh_now_slow();
 }
 
 /* Recording, called between rh_hook_begin() and rh_hook_end() only.

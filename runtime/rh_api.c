@@ -1,0 +1,266 @@
+/* rh_api.c: the public API (rheaper.h), lazy start, and exit handling.
+ *
+ * The runtime starts in RH_UNINIT. The first wrapped call of the process (which
+ * in a -static program comes before any constructor) runs rh_init_lazy: it reads
+ * the environment, picks the clock and registers the thread-exit key and the
+ * fork handlers, and when RHEAPER_ENABLE=1 turns tracking on with the file still
+ * pending: it is created by the first recorded event, so a fork child that only
+ * execs leaves no file. rheaper_enable() creates its file at once so it can
+ * report a bad directory. A destructor(101), which runs after every other exit
+ * handler, writes the trailer; tracking goes on working after it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rh_runtime.h"
+
+#pragma GCC visibility push(default)
+#include "rheaper.h"
+#pragma GCC visibility pop
+
+RH_HIDDEN int rh_state;
+RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
+
+/* 0 not started, 1 in progress, 2 done. */
+static int rh_init_state;
+/* The configuration the environment gave (rheaper_enable overlays on it). */
+static struct rh_config rh_cfg_env;
+/* Set by our constructor: libc is fully initialised. */
+static int rh_ctor_ran;
+
+int rh_guard_enter(void)
+{
+    int saved = rh_guard;
+    rh_guard = 1;
+    rh_barrier();
+    return saved;
+}
+
+void rh_guard_leave(int saved)
+{
+    rh_barrier();
+    rh_guard = saved;
+}
+
+int rh_init_lazy(void)
+{
+    int expected = 0;
+    if (__atomic_compare_exchange_n(&rh_init_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        rh_config_load_env();
+        rh_cfg_env = rh_cfg;
+        rh_clock_init();
+        rh_thread_init();
+        if (rh_cfg.enable) {
+            rh_prof.max_chunk = rh_config_max_chunk();
+            rh_prof.pending = 1;
+            __atomic_store_n(&rh_state, RH_ON, __ATOMIC_RELEASE);
+        } else {
+            __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&rh_init_state, 2, __ATOMIC_RELEASE);
+    } else {
+        while (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
+            sched_yield();
+    }
+    return __atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) == RH_ON;
+}
+
+int rh_file_ensure(void)
+{
+    if (rh_likely(__atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE)))
+        return 1;
+    if (!__atomic_load_n(&rh_prof.pending, __ATOMIC_RELAXED))
+        return 0;
+    int created = 0;
+    rh_spin_lock(&rh_prof_lock);
+    if (rh_prof.pending && __atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_ON) {
+        if (rh_file_create_locked() == RHEAPER_OK)
+            created = 1;
+        else
+            __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
+        rh_prof.pending = 0;
+    }
+    int open = rh_prof.open;
+    rh_spin_unlock(&rh_prof_lock);
+    if (created) {
+        rh_prof.mod_early = !rh_ctor_ran;
+        rh_modules_snapshot(1);
+    }
+    return open;
+}
+
+/* Checks that dir is a directory we may create files in. Returns 0 or errno. */
+static int rh_check_dir(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return errno;
+    if (!S_ISDIR(st.st_mode))
+        return ENOTDIR;
+    if (access(dir, W_OK | X_OK) != 0)
+        return errno;
+    return 0;
+}
+
+int rheaper_enable(const struct rheaper_config *cfg)
+{
+    int g = rh_guard_enter();
+    if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
+        rh_init_lazy();
+    rh_spin_lock(&rh_prof_lock);
+    int rc = RHEAPER_OK;
+    if (__atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_ON) {
+        rc = RHEAPER_ERR_ALREADY;
+        goto out;
+    }
+    struct rh_config c = rh_cfg_env;
+    if (cfg) {
+        if (cfg->max_stack_depth)
+            c.max_stack_depth = cfg->max_stack_depth > RH_MAX_STACK_DEPTH ? RH_MAX_STACK_DEPTH
+                                                                         : cfg->max_stack_depth;
+        if (cfg->max_trackers)
+            c.max_trackers = cfg->max_trackers > RH_MAX_TRACKERS ? RH_MAX_TRACKERS
+                                                                 : cfg->max_trackers;
+        if (cfg->tracker_event_buffer_size) {
+            unsigned b = cfg->tracker_event_buffer_size;
+            c.buffer_size = b < RH_MIN_BUFFER ? RH_MIN_BUFFER : b > RH_MAX_BUFFER ? RH_MAX_BUFFER : b;
+        }
+        if (cfg->profile_dir) {
+            size_t n = strlen(cfg->profile_dir);
+            if (!n || n >= sizeof c.profile_dir - 64) {
+                rh_warn("profile directory name empty or too long (%zu bytes)", n);
+                rc = RHEAPER_ERR_DIR;
+                goto out;
+            }
+            memcpy(c.profile_dir, cfg->profile_dir, n + 1);
+        }
+    }
+    int err = rh_check_dir(c.profile_dir);
+    if (err) {
+        rh_warn("cannot use profile directory %s: %s", c.profile_dir, strerrordesc_np(err));
+        rc = RHEAPER_ERR_DIR;
+        goto out;
+    }
+    rh_cfg = c;
+    rh_prof.max_chunk = rh_config_max_chunk();
+    rh_prof.pending = 0;
+    rc = rh_file_create_locked();
+    if (rc == RHEAPER_OK)
+        __atomic_store_n(&rh_state, RH_ON, __ATOMIC_RELEASE);
+out:
+    rh_spin_unlock(&rh_prof_lock);
+    if (rc == RHEAPER_OK) {
+        rh_prof.mod_early = !rh_ctor_ran;
+        rh_modules_snapshot(1);
+    }
+    rh_guard_leave(g);
+    return rc;
+}
+
+/* Seals the caller's and the shared chunk and writes the trailer. Caller holds
+ * rh_shared_lock and rh_prof_lock. */
+static void rh_flush_locked(int close_fd)
+{
+    rh_thread_seal_self_locked();
+    if (rh_shared.chunk && rh_shared.epoch == rh_epoch)
+        rh_writer_seal(&rh_shared, 1);
+    rh_file_close_locked(close_fd);
+}
+
+int rheaper_disable(void)
+{
+    int g = rh_guard_enter();
+    if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
+        rh_init_lazy();
+    rh_spin_lock(&rh_shared_lock);
+    rh_spin_lock(&rh_prof_lock);
+    int rc = RHEAPER_OK;
+    if (__atomic_load_n(&rh_state, __ATOMIC_RELAXED) != RH_ON) {
+        rc = RHEAPER_ERR_NOT_ENABLED;
+    } else {
+        __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
+        if (rh_prof.pending && !rh_prof.open)
+            rh_file_create_locked(); /* enabled from the environment, nothing recorded yet */
+        rh_prof.pending = 0;
+        rh_flush_locked(1);
+    }
+    rh_spin_unlock(&rh_prof_lock);
+    rh_spin_unlock(&rh_shared_lock);
+    rh_guard_leave(g);
+    return rc;
+}
+
+int rheaper_is_enabled(void)
+{
+    return __atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) == RH_ON;
+}
+
+const char *rheaper_profile_path(void)
+{
+    return rh_prof.path;
+}
+
+const char *rheaper_strerror(int rc)
+{
+    switch (rc) {
+    case RHEAPER_OK:
+        return "success";
+    case RHEAPER_ERR_ALREADY:
+        return "tracking is already enabled";
+    case RHEAPER_ERR_DIR:
+        return "the profile directory is missing or not writable";
+    case RHEAPER_ERR_FILE:
+        return "the profile file could not be created";
+    case RHEAPER_ERR_NOMEM:
+        return "the runtime could not map its memory";
+    case RHEAPER_ERR_NOT_ENABLED:
+        return "tracking is not enabled";
+    default:
+        return "unknown rheaper error";
+    }
+}
+
+void rh_modules_changed(void)
+{
+    if (__atomic_load_n(&rh_state, __ATOMIC_RELAXED) != RH_ON ||
+        !__atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE))
+        return;
+    int g = rh_guard_enter();
+    rh_modules_snapshot(0);
+    rh_guard_leave(g);
+}
+
+/* Runs first among constructors: libc is ready, so a module snapshot taken
+ * before main (static programs allocate that early) is retaken here. */
+__attribute__((constructor(101))) static void rh_runtime_ctor(void)
+{
+    rh_ctor_ran = 1;
+    if (rh_prof.mod_early && __atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE)) {
+        int g = rh_guard_enter();
+        rh_prof.mod_early = 0;
+        rh_modules_snapshot(1);
+        rh_guard_leave(g);
+    }
+}
+
+/* Runs last at exit: trailer, the caller's chunk sealed, one line on stderr.
+ * The file stays open, so events after this land in new chunks; a second call
+ * (or a later rheaper_disable) finds the work done. */
+__attribute__((destructor(101))) static void rh_runtime_dtor(void)
+{
+    if (__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) != RH_ON)
+        return;
+    int g = rh_guard_enter();
+    rh_spin_lock(&rh_shared_lock);
+    rh_spin_lock(&rh_prof_lock);
+    if (rh_prof.open && !rh_prof.exit_flushed)
+        rh_flush_locked(0);
+    rh_spin_unlock(&rh_prof_lock);
+    rh_spin_unlock(&rh_shared_lock);
+    rh_guard_leave(g);
+}

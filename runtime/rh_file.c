@@ -1,0 +1,499 @@
+/* rh_file.c: the profile file: creation, header, chunk space, modules, trailer.
+ *
+ * One rip file per profile (FORMAT.md). It is created with O_EXCL|O_NOFOLLOW and
+ * mode 0600 as dir/rip-<pid>, or rip-<pid>.N when that name is taken, so nothing
+ * is ever overwritten. Chunk space is handed out from the file's end offset under
+ * rh_prof_lock (a cold path: once per chunk); each reservation first checks
+ * RLIMIT_FSIZE (so the runtime never raises SIGXFSZ) and reserves the disk with
+ * fallocate (so a full disk shows up here, not as SIGBUS on a store into the
+ * mapping). Any failure prints one line, turns tracking off and leaves what was
+ * written convertible. MODULES and TRAILER chunks are written whole with pwrite.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "rh_runtime.h"
+#include "rheaper.h"
+
+RH_HIDDEN struct rh_profile rh_prof = {.fd = -1};
+RH_HIDDEN uint32_t rh_epoch;
+RH_HIDDEN int rh_prof_lock;
+
+#define RH_MOD_SCRATCH (1u << 20)
+
+void rh_spin_lock(int *l)
+{
+    unsigned spins = 0;
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
+            if (++spins > 200)
+                sched_yield();
+            else
+                rh_cpu_relax();
+        }
+    }
+}
+
+void rh_spin_unlock(int *l)
+{
+    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+/* strerror without translation or allocation. */
+static const char *rh_errstr(int err)
+{
+    const char *s = strerrordesc_np(err);
+    return s ? s : "unknown error";
+}
+
+/* pwrite all of buf at off, retrying EINTR and short writes. Returns 0 or an
+ * errno value. */
+static int rh_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t w = pwrite(fd, p, len, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        if (w == 0)
+            return EIO;
+        p += w;
+        len -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+/* 0 when [off, off+len) stays under RLIMIT_FSIZE, else EFBIG. */
+static int rh_check_fsize(uint64_t off, uint64_t len)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        off + len > (uint64_t)rl.rlim_cur)
+        return EFBIG;
+    return 0;
+}
+
+/* Reserves disk for [off, off+len): raw fallocate, ftruncate when the file
+ * system cannot. Returns 0 or an errno value. */
+static int rh_reserve_disk(int fd, uint64_t off, uint64_t len)
+{
+    int err = rh_check_fsize(off, len);
+    if (err)
+        return err;
+    for (;;) {
+        if (syscall(SYS_fallocate, fd, 0, (off_t)off, (off_t)len) == 0)
+            return 0;
+        if (errno == EINTR)
+            continue;
+        if (errno != EOPNOTSUPP)
+            return errno;
+        struct stat st;
+        if (fstat(fd, &st) != 0)
+            return errno;
+        if ((uint64_t)st.st_size >= off + len)
+            return 0;
+        return ftruncate(fd, (off_t)(off + len)) == 0 ? 0 : errno;
+    }
+}
+
+void rh_file_fail_locked(const char *what, int err)
+{
+    rh_warn("%s %s: %s; tracking stopped", what, rh_prof.path, rh_errstr(err));
+    __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
+    if (rh_prof.fd >= 0)
+        close(rh_prof.fd);
+    rh_prof.fd = -1;
+    __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
+    rh_prof.pending = 0;
+}
+
+/* Writes the directory part of the profile path into buf: the configured
+ * directory, made absolute with the current directory when it is relative.
+ * Returns its length. */
+static size_t rh_dir_prefix(char *buf, size_t size)
+{
+    const char *dir = rh_cfg.profile_dir;
+    size_t n = 0;
+    if (dir[0] != '/' && getcwd(buf, size - 256)) {
+        n = strlen(buf);
+        if (!strcmp(dir, "."))
+            return n;
+        if (n && buf[n - 1] != '/')
+            buf[n++] = '/';
+    }
+    size_t d = strlen(dir);
+    if (n + d >= size - 64)
+        d = size - 64 - n;
+    memcpy(buf + n, dir, d);
+    n += d;
+    while (n > 1 && buf[n - 1] == '/')
+        n--;
+    buf[n] = '\0';
+    return n;
+}
+
+/* Fills the 4096-byte header: times, clock, config, exe and cmdline. */
+static void rh_fill_header(uint8_t *hdr)
+{
+    struct rip_file_header *h = (struct rip_file_header *)hdr;
+    memset(hdr, 0, RIP_HEADER_SIZE);
+    memcpy(h->magic, RIP_MAGIC, 8);
+    h->version = RIP_VERSION;
+    h->header_size = RIP_HEADER_SIZE;
+    h->pid = (uint32_t)getpid();
+    h->ppid = (uint32_t)getppid();
+    h->start_realtime_ns = rh_real_ns();
+    rh_calib_pair(&h->start_tick, &h->start_mono_ns);
+    h->clock_kind = rh_clock_kind();
+    h->tick_shift = rh_clock_shift;
+    h->max_stack_depth = rh_cfg.max_stack_depth;
+    h->chunk_size = rh_prof.max_chunk;
+    h->ticks_per_sec = rh_ticks_per_sec();
+
+    char *exe = (char *)hdr + RIP_HDR_EXE_OFF;
+    ssize_t n = readlink("/proc/self/exe", exe, RIP_HDR_EXE_MAX - 1);
+    if (n < 0)
+        n = 0;
+    exe[n] = '\0';
+    h->exe_len = (uint32_t)n;
+
+    uint8_t *cmd = hdr + RIP_HDR_CMD_OFF;
+    size_t got = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        for (;;) {
+            ssize_t r = read(fd, cmd + got, RIP_HDR_CMD_MAX - got);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+            if (got == RIP_HDR_CMD_MAX) {
+                char extra;
+                if (read(fd, &extra, 1) == 1)
+                    h->flags |= RIP_HDR_F_CMD_TRUNCATED;
+                break;
+            }
+        }
+        close(fd);
+    }
+    if (!(h->flags & RIP_HDR_F_CMD_TRUNCATED) && got && cmd[got - 1] == '\0')
+        got--; /* arguments are separated, not terminated, by NUL */
+    h->cmd_len = (uint32_t)got;
+    h->crc = rip_crc32c(0, hdr, RIP_HEADER_SIZE);
+}
+
+int rh_file_create_locked(void)
+{
+    char path[RH_PATH_MAX];
+    size_t n = rh_dir_prefix(path, sizeof path);
+    n += rh_fmt(path + n, sizeof path - n, "/rip-%d", (int)getpid());
+    int fd = -1;
+    for (unsigned k = 0; k < 100000; k++) {
+        if (k)
+            rh_fmt(path + n, sizeof path - n, ".%u", k);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            break;
+    }
+    memcpy(rh_prof.path, path, sizeof path);
+    if (fd < 0) {
+        rh_warn("cannot create profile %s: %s; tracking stays off", path, rh_errstr(errno));
+        return RHEAPER_ERR_FILE;
+    }
+
+    uint8_t hdr[RIP_HEADER_SIZE];
+    rh_fill_header(hdr);
+    int err = rh_check_fsize(0, RIP_HEADER_SIZE);
+    if (!err)
+        err = rh_pwrite_all(fd, hdr, RIP_HEADER_SIZE, 0);
+    if (err) {
+        rh_warn("cannot write profile header %s at offset 0: %s; tracking stays off", path,
+                rh_errstr(err));
+        close(fd);
+        unlink(path);
+        return RHEAPER_ERR_FILE;
+    }
+
+    size_t sbytes = (size_t)rh_cfg.max_trackers * sizeof(struct rh_slot);
+    sbytes = (sbytes + 4095) & ~(size_t)4095;
+    void *slots = mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    struct rh_stack_table *stacks = slots == MAP_FAILED ? NULL : rh_stack_table_new();
+    if (!stacks) {
+        int e = errno;
+        if (slots != MAP_FAILED)
+            munmap(slots, sbytes);
+        rh_warn("cannot map the runtime's tables for %s: %s; tracking stays off", path,
+                rh_errstr(e));
+        close(fd);
+        unlink(path);
+        return RHEAPER_ERR_NOMEM;
+    }
+    /* Old tables are leaked on purpose: a racing thread may still read them. */
+    rh_prof.slots = slots;
+    rh_prof.nslots = rh_cfg.max_trackers;
+    rh_prof.stacks = stacks;
+    rh_prof.fd = fd;
+    rh_prof.end = RIP_HEADER_SIZE;
+    rh_prof.pending = 0;
+    rh_prof.exit_flushed = 0;
+    rh_prof.events_released = 0;
+    rh_prof.lost = 0;
+    rh_prof.mod_adds = rh_prof.mod_subs = ~0ull;
+    __atomic_store_n(&rh_prof.open, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&rh_epoch, 1, __ATOMIC_RELEASE);
+    return RHEAPER_OK;
+}
+
+void *rh_file_map_chunk_locked(uint32_t size)
+{
+    if (!rh_prof.open)
+        return NULL;
+    uint64_t off = rh_prof.end;
+    int err = rh_reserve_disk(rh_prof.fd, off, size);
+    if (err) {
+        char what[96];
+        rh_fmt(what, sizeof what, "cannot grow profile (offset %llu, %u bytes)",
+               (unsigned long long)off, size);
+        rh_file_fail_locked(what, err);
+        return NULL;
+    }
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, rh_prof.fd, (off_t)off);
+    if (m == MAP_FAILED) {
+        char what[96];
+        rh_fmt(what, sizeof what, "cannot map chunk (offset %llu) of", (unsigned long long)off);
+        rh_file_fail_locked(what, errno);
+        return NULL;
+    }
+    __atomic_fetch_add(&rh_prof.end, size, __ATOMIC_RELAXED);
+    return m;
+}
+
+int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
+{
+    if (!rh_prof.open)
+        return -1;
+    uint64_t size = ((uint64_t)RIP_CHUNK_HDR_SIZE + len + RIP_ALIGN - 1) & ~(uint64_t)(RIP_ALIGN - 1);
+    uint64_t off = rh_prof.end;
+    struct rip_chunk_header h;
+    memset(&h, 0, sizeof h);
+    h.magic = RIP_CHUNK_MAGIC;
+    h.type = (uint8_t)type;
+    h.flags = RIP_CHUNK_F_SEALED;
+    h.header_size = RIP_CHUNK_HDR_SIZE;
+    h.capacity = (uint32_t)(size - RIP_CHUNK_HDR_SIZE);
+    h.used = len;
+    h.slot = RIP_SLOT_SHARED;
+    h.tid = rh_gettid();
+    rh_calib_pair(&h.calib_tick, &h.calib_ns);
+    h.crc = rip_chunk_crc(&h, payload);
+    int err = rh_reserve_disk(rh_prof.fd, off, size);
+    if (!err)
+        err = rh_pwrite_all(rh_prof.fd, payload, len, off + RIP_CHUNK_HDR_SIZE);
+    if (!err)
+        err = rh_pwrite_all(rh_prof.fd, &h, sizeof h, off);
+    if (err) {
+        char what[96];
+        rh_fmt(what, sizeof what, "cannot write chunk (offset %llu) of", (unsigned long long)off);
+        rh_file_fail_locked(what, err);
+        return -1;
+    }
+    rh_prof.end = off + size;
+    return 0;
+}
+
+/* ---- modules ------------------------------------------------------------ */
+
+struct rh_mod_buf {
+    uint8_t *p, *end;
+    uint32_t count;
+    int overflow;
+    uint64_t adds, subs;
+};
+
+/* Appends len bytes, or marks the buffer overflowed. */
+static void rh_mod_put(struct rh_mod_buf *b, const void *src, size_t len)
+{
+    if (b->overflow || (size_t)(b->end - b->p) < len) {
+        b->overflow = 1;
+        return;
+    }
+    memcpy(b->p, src, len);
+    b->p += len;
+}
+
+/* Finds the GNU build id in the module's PT_NOTE segments. */
+static const uint8_t *rh_build_id(const struct dl_phdr_info *info, uint8_t *len)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        size_t align = ph->p_align == 8 ? 8 : 4;
+        const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        const uint8_t *end = p + ph->p_memsz;
+        while (end - p >= 12) {
+            uint32_t namesz, descsz, type;
+            memcpy(&namesz, p, 4);
+            memcpy(&descsz, p + 4, 4);
+            memcpy(&type, p + 8, 4);
+            const uint8_t *name = p + 12;
+            size_t nal = (namesz + align - 1) & ~(align - 1);
+            size_t dal = (descsz + align - 1) & ~(align - 1);
+            if (nal > (size_t)(end - name) || dal > (size_t)(end - name) - nal)
+                break;
+            const uint8_t *desc = name + nal;
+            if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && !memcmp(name, "GNU", 4) &&
+                descsz && descsz <= 255) {
+                *len = (uint8_t)descsz;
+                return desc;
+            }
+            p = desc + dal;
+        }
+    }
+    *len = 0;
+    return NULL;
+}
+
+static int rh_mod_counts_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct rh_mod_buf *b = arg;
+    if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        b->adds = info->dlpi_adds;
+        b->subs = info->dlpi_subs;
+    }
+    return 1;
+}
+
+static int rh_mod_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct rh_mod_buf *b = arg;
+    char exe[RIP_HDR_EXE_MAX];
+    const char *path = info->dlpi_name ? info->dlpi_name : "";
+    if (!*path && b->count == 0) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        path = exe;
+    }
+    uint64_t base = info->dlpi_addr;
+    size_t plen = strnlen(path, RIP_MAX_PATH);
+    uint16_t plen16 = (uint16_t)plen;
+    uint8_t idlen;
+    const uint8_t *id = rh_build_id(info, &idlen);
+    uint16_t nranges = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD && (info->dlpi_phdr[i].p_flags & PF_X))
+            nranges++;
+    rh_mod_put(b, &base, 8);
+    rh_mod_put(b, &plen16, 2);
+    rh_mod_put(b, path, plen);
+    rh_mod_put(b, &idlen, 1);
+    rh_mod_put(b, id, idlen);
+    rh_mod_put(b, &nranges, 2);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uint64_t r[2] = {info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz};
+        rh_mod_put(b, r, sizeof r);
+    }
+    if (b->overflow)
+        return 1;
+    b->count++;
+    return 0;
+}
+
+void rh_modules_snapshot(int force)
+{
+    struct rh_mod_buf b = {0};
+    b.adds = b.subs = ~0ull;
+    dl_iterate_phdr(rh_mod_counts_cb, &b);
+    if (!force && b.adds != ~0ull && b.adds == rh_prof.mod_adds && b.subs == rh_prof.mod_subs)
+        return;
+    uint8_t *scratch = mmap(NULL, RH_MOD_SCRATCH, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (scratch == MAP_FAILED)
+        return;
+    uint64_t tick = rh_now();
+    memcpy(scratch, &tick, 8);
+    b.p = scratch + 12;
+    b.end = scratch + RH_MOD_SCRATCH;
+    dl_iterate_phdr(rh_mod_cb, &b);
+    memcpy(scratch + 8, &b.count, 4);
+    if (b.overflow)
+        rh_warn("module map larger than %u bytes: only the first %u modules recorded",
+                RH_MOD_SCRATCH, b.count);
+    rh_spin_lock(&rh_prof_lock);
+    if (rh_prof.open && rh_file_write_chunk_locked(RIP_CHUNK_MODULES, scratch,
+                                                   (uint32_t)(b.p - scratch)) == 0) {
+        rh_prof.mod_adds = b.adds;
+        rh_prof.mod_subs = b.subs;
+    }
+    rh_spin_unlock(&rh_prof_lock);
+    munmap(scratch, RH_MOD_SCRATCH);
+}
+
+/* ---- close -------------------------------------------------------------- */
+
+void rh_file_close_locked(int close_fd)
+{
+    if (!rh_prof.open)
+        return;
+    uint64_t events = rh_prof.events_released;
+    uint32_t open_chunks = 0;
+    rh_thread_totals_locked(&events, &open_chunks);
+    if (rh_shared.epoch == rh_epoch)
+        events += rh_shared.total_events;
+    uint8_t t[48];
+    uint64_t end_tick, end_ns;
+    rh_calib_pair(&end_tick, &end_ns);
+    uint64_t stacks = __atomic_load_n(&rh_prof.stacks->next_id, __ATOMIC_RELAXED) - 1;
+    uint64_t lost = __atomic_load_n(&rh_prof.lost, __ATOMIC_RELAXED);
+    uint32_t zero = 0;
+    memcpy(t, &events, 8);
+    memcpy(t + 8, &end_tick, 8);
+    memcpy(t + 16, &end_ns, 8);
+    memcpy(t + 24, &stacks, 8);
+    memcpy(t + 32, &lost, 8);
+    memcpy(t + 40, &open_chunks, 4);
+    memcpy(t + 44, &zero, 4);
+    if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)
+        return;
+    rh_warn("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);
+    if (close_fd) {
+        close(rh_prof.fd);
+        rh_prof.fd = -1;
+        __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
+    } else {
+        rh_prof.exit_flushed = 1;
+    }
+}
+
+void rh_file_forget_in_child(void)
+{
+    int was = rh_prof.open || rh_prof.pending;
+    if (rh_prof.fd >= 0)
+        close(rh_prof.fd);
+    rh_prof.fd = -1;
+    rh_prof.open = 0;
+    rh_prof.exit_flushed = 0;
+    rh_prof.slots = NULL;
+    rh_prof.stacks = NULL;
+    rh_prof.path[0] = '\0';
+    rh_prof.pending = was && __atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_ON;
+    rh_epoch++;
+}

@@ -1,0 +1,312 @@
+/* rh_record.c: event encoding, the hot path of every tracked call.
+ *
+ * The shims call rh_record_alloc / free / realloc / fail between rh_hook_begin
+ * and rh_hook_end. A recorded event costs one frame-pointer walk and hash, one
+ * stack-table probe and a few varints stored straight into the thread's chunk
+ * (a MAP_SHARED file mapping), followed by a release store of the chunk's
+ * `used`. Everything not needed on every call (first event of a thread, a full
+ * chunk, a new stack, threads without a slot) sits behind rh_unlikely in cold
+ * functions. Records follow FORMAT.md "Event records" exactly: times are deltas
+ * from the previous timed record of the chunk, addresses svarint deltas from the
+ * previous address, in 16-byte units unless the record's A flag is set.
+ */
+#include <string.h>
+
+#include "rh_runtime.h"
+
+/* A STACK record's fixed part: byte 0 and three varints. */
+#define RH_STACK_FIXED (1 + 3 * 10)
+
+void rh_writer_commit(struct rh_writer *w)
+{
+    struct rip_chunk_header *h = w->chunk;
+    __atomic_store_n(&h->used, (uint32_t)(w->pos - ((uint8_t *)h + RIP_CHUNK_HDR_SIZE)),
+                     __ATOMIC_RELEASE);
+}
+
+/* Cold half of rh_writer_reserve: the chunk is full (or missing). */
+static RH_COLD int rh_writer_reserve_slow(struct rh_writer *w, size_t need, uint64_t t)
+{
+    if (rh_writer_open(w, t) != 0)
+        return -1;
+    rh_assert(w->pos + need <= w->end);
+    return 0;
+}
+
+int rh_writer_reserve(struct rh_writer *w, size_t need, uint64_t t)
+{
+    if (rh_likely(w->chunk && (size_t)(w->end - w->pos) >= need))
+        return 0;
+    return rh_writer_reserve_slow(w, need, t);
+}
+
+/* Refreshes the chunk's calibration pair every RH_CALIB_EVERY events. */
+static RH_COLD void rh_writer_recalibrate(struct rh_writer *w)
+{
+    rh_calib_pair(&w->chunk->calib_tick, &w->chunk->calib_ns);
+    w->calib_left = 4096;
+}
+
+/* Ends an event record at q: stores used and the chunk's event count. */
+static inline void rh_event_done(struct rh_writer *w, uint8_t *q)
+{
+    w->pos = q;
+    struct rip_chunk_header *h = w->chunk;
+    h->events++;
+    w->total_events++;
+    rh_writer_commit(w);
+    if (rh_unlikely(--w->calib_left == 0))
+        rh_writer_recalibrate(w);
+}
+
+/* Writes byte 0 and the optional time varint for time t (event units, clamped so
+ * the stream never goes back). Returns the position after them. */
+static inline uint8_t *rh_put_head(struct rh_writer *w, uint8_t *q, unsigned op, unsigned raw,
+                                   uint64_t t)
+{
+    uint64_t dt = t > w->prev_time ? t - w->prev_time : 0;
+    w->prev_time += dt;
+    if (dt < RIP_B0_DT_VARINT) {
+        *q++ = (uint8_t)(op | raw | (dt << RIP_B0_DT_SHIFT));
+        return q;
+    }
+    *q++ = (uint8_t)(op | raw | (RIP_B0_DT_VARINT << RIP_B0_DT_SHIFT));
+    return rip_put_varint(q, dt);
+}
+
+/* Address delta as an svarint, in 16-byte units unless raw. */
+static inline uint8_t *rh_put_addr(uint8_t *q, int64_t d, unsigned raw)
+{
+    return rip_put_varint(q, rip_zigzag(raw ? d : d / 16));
+}
+
+/* Finds (or defines) the stack id of this call. A new stack gets its STACK
+ * record in w before the event that uses it. Returns 0 when the table is full or
+ * no room could be made (counted as lost by the caller's event). */
+static inline uint32_t rh_stack_id(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
+{
+    struct rh_walk wk;
+    rh_stack_walk(fp, kind, rh_cfg.max_stack_depth, &wk);
+    int is_new;
+    uint32_t id = rh_stack_lookup(w->stacks, wk.hash, &is_new);
+    if (rh_likely(!is_new)) {
+        if (rh_unlikely(!id))
+            __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return id;
+    }
+    if (rh_writer_reserve(w, RH_STACK_FIXED + (size_t)wk.nframes * 10, t) != 0)
+        return id; /* the definition is lost with the file; nothing to do */
+    uint8_t *q = w->pos;
+    *q++ = RIP_OP_STACK;
+    q = rip_put_varint(q, id);
+    q = rip_put_varint(q, kind);
+    q = rip_put_varint(q, ((uint64_t)wk.nframes << 1) | wk.cut);
+    q = rh_stack_encode(fp, wk.nframes, q);
+    w->pos = q;
+    rh_writer_commit(w);
+    return id;
+}
+
+/* ---- encoders, shared by the slot and shared paths ---------------------- */
+
+static inline void rh_emit_alloc(struct rh_writer *w, unsigned kind, void *p, size_t size,
+                                 uint64_t t, void *fp)
+{
+    uint32_t id = rh_stack_id(w, kind, fp, t);
+    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    int64_t d = (int64_t)((uint64_t)(uintptr_t)p - w->prev_addr);
+    unsigned raw = (d & 15) ? RIP_B0_RAWADDR : 0;
+    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_ALLOC, raw, t);
+    q = rip_put_varint(q, id);
+    q = rip_put_varint(q, size);
+    q = rh_put_addr(q, d, raw);
+    w->prev_addr = (uintptr_t)p;
+    rh_event_done(w, q);
+}
+
+static inline void rh_emit_free(struct rh_writer *w, void *p, uint64_t t)
+{
+    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    int64_t d = (int64_t)((uint64_t)(uintptr_t)p - w->prev_addr);
+    unsigned raw = (d & 15) ? RIP_B0_RAWADDR : 0;
+    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_FREE, raw, t);
+    q = rh_put_addr(q, d, raw);
+    w->prev_addr = (uintptr_t)p;
+    rh_event_done(w, q);
+}
+
+static inline void rh_emit_realloc(struct rh_writer *w, unsigned kind, void *old, void *p,
+                                   size_t size, uint64_t t1, uint64_t t2, void *fp)
+{
+    uint32_t id = rh_stack_id(w, kind, fp, t1);
+    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t1) != 0)) {
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    int64_t d1 = (int64_t)((uint64_t)(uintptr_t)old - w->prev_addr);
+    int64_t d2 = (int64_t)((uint64_t)(uintptr_t)p - (uint64_t)(uintptr_t)old);
+    unsigned raw = ((d1 | d2) & 15) ? RIP_B0_RAWADDR : 0;
+    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_REALLOC, raw, t1);
+    uint64_t t = w->prev_time;
+    q = rip_put_varint(q, t2 > t ? t2 - t : 0);
+    q = rip_put_varint(q, id);
+    q = rip_put_varint(q, size);
+    q = rh_put_addr(q, d1, raw);
+    q = rh_put_addr(q, d2, raw);
+    w->prev_addr = (uintptr_t)p;
+    rh_event_done(w, q);
+}
+
+static inline void rh_emit_fail(struct rh_writer *w, unsigned kind, size_t size, uint64_t t,
+                                void *fp)
+{
+    uint32_t id = rh_stack_id(w, kind, fp, t);
+    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_FAIL, 0, t);
+    q = rip_put_varint(q, id);
+    q = rip_put_varint(q, size);
+    rh_event_done(w, q);
+}
+
+/* ---- the shared path ---------------------------------------------------- */
+
+enum { RH_EV_ALLOC, RH_EV_FREE, RH_EV_REALLOC, RH_EV_FAIL };
+
+/* Locks the shared writer and readies it for an event of the calling thread:
+ * current epoch, an open chunk, SETTHREAD (+ THREADNAME) when the thread
+ * changed. Returns the time to use (taken under the lock, so the shared stream
+ * never goes back), or 0 with the lock released when the event is lost. */
+static uint64_t rh_shared_begin(void)
+{
+    rh_spin_lock(&rh_shared_lock);
+    struct rh_writer *w = &rh_shared;
+    uint64_t t = rh_now() >> rh_clock_shift;
+    uint32_t ep = __atomic_load_n(&rh_epoch, __ATOMIC_ACQUIRE);
+    if (w->epoch != ep) {
+        if (w->chunk)
+            rh_writer_seal(w, 0);
+        rh_spin_lock(&rh_prof_lock);
+        w->epoch = ep;
+        w->stacks = rh_prof.stacks;
+        rh_spin_unlock(&rh_prof_lock);
+        w->seq = 0;
+        w->total_events = 0;
+        w->next_size = 0;
+        w->tid = 0;
+    }
+    uint32_t tid = rh_gettid();
+    if (w->stacks && w->tid != tid && rh_writer_reserve(w, 64, t) == 0) {
+        uint8_t *q = w->pos;
+        uint8_t tmp[10];
+        uint8_t n = (uint8_t)(rip_put_varint(tmp, tid) - tmp);
+        *q++ = RIP_OP_EXT;
+        *q++ = RIP_EXT_SETTHREAD;
+        *q++ = n;
+        memcpy(q, tmp, n);
+        w->pos = q + n;
+        w->tid = tid;
+        rh_writer_commit(w);
+        rh_writer_threadname(w);
+    }
+    if (!w->stacks || w->tid != tid) {
+        rh_spin_unlock(&rh_shared_lock);
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return 0;
+    }
+    return t ? t : 1;
+}
+
+/* The slow path for threads without a slot: the same records, under a lock. */
+static RH_COLD void rh_shared_record(int ev, unsigned kind, void *old, void *p, size_t size,
+                                     uint64_t t_before, void *fp)
+{
+    uint64_t t = rh_shared_begin();
+    if (!t)
+        return;
+    struct rh_writer *w = &rh_shared;
+    switch (ev) {
+    case RH_EV_ALLOC:
+        rh_emit_alloc(w, kind, p, size, t, fp);
+        break;
+    case RH_EV_FREE:
+        rh_emit_free(w, p, t);
+        break;
+    case RH_EV_REALLOC: {
+        uint64_t t1 = t_before >> rh_clock_shift;
+        rh_emit_realloc(w, kind, old, p, size, t1 < t ? t1 : t, t, fp);
+        break;
+    }
+    case RH_EV_FAIL:
+        rh_emit_fail(w, kind, size, t, fp);
+        break;
+    }
+    rh_spin_unlock(&rh_shared_lock);
+}
+
+/* The calling thread's writable slot, or NULL (shared path or dropped). */
+static inline struct rh_slot *rh_ready(uint64_t t, int *drop)
+{
+    struct rh_slot *s = rh_tls_slot;
+    *drop = 0;
+    if (rh_likely(s && s->w.chunk && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED)))
+        return s;
+    return rh_thread_prepare(t, drop);
+}
+
+/* ---- rh_hooks.h entry points -------------------------------------------- */
+
+void rh_record_alloc(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
+{
+    uint64_t t = t_after >> rh_clock_shift;
+    int drop;
+    struct rh_slot *s = rh_ready(t, &drop);
+    if (rh_likely(s))
+        rh_emit_alloc(&s->w, kind, p, size, t, fp);
+    else if (!drop)
+        rh_shared_record(RH_EV_ALLOC, kind, NULL, p, size, 0, fp);
+}
+
+void rh_record_free(void *p, uint64_t t_before)
+{
+    if (!p)
+        return;
+    uint64_t t = t_before >> rh_clock_shift;
+    int drop;
+    struct rh_slot *s = rh_ready(t, &drop);
+    if (rh_likely(s))
+        rh_emit_free(&s->w, p, t);
+    else if (!drop)
+        rh_shared_record(RH_EV_FREE, 0, NULL, p, 0, t_before, NULL);
+}
+
+void rh_record_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
+                       uint64_t t_after, void *fp)
+{
+    uint64_t t1 = t_before >> rh_clock_shift, t2 = t_after >> rh_clock_shift;
+    int drop;
+    struct rh_slot *s = rh_ready(t1, &drop);
+    if (rh_likely(s))
+        rh_emit_realloc(&s->w, kind, old, p, size, t1, t2, fp);
+    else if (!drop)
+        rh_shared_record(RH_EV_REALLOC, kind, old, p, size, t_before, fp);
+}
+
+void rh_record_fail(unsigned kind, size_t size, void *fp)
+{
+    uint64_t t = rh_now() >> rh_clock_shift;
+    int drop;
+    struct rh_slot *s = rh_ready(t, &drop);
+    if (rh_likely(s))
+        rh_emit_fail(&s->w, kind, size, t, fp);
+    else if (!drop)
+        rh_shared_record(RH_EV_FAIL, kind, NULL, NULL, size, 0, fp);
+}

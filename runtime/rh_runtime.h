@@ -1,0 +1,293 @@
+/* rh_runtime.h: the runtime's internal header.
+ *
+ * The runtime is linked statically into every profiled program. It implements
+ * rh_hooks.h (what the wrap shims call) and rheaper.h (the public API) and writes
+ * rip files as runtime/FORMAT.md describes. Nothing here allocates through the
+ * wrapped allocator or uses stdio: memory comes from mmap, text goes out with
+ * write(2). Prototypes are grouped under the file that defines them; everything
+ * is hidden.
+ */
+#ifndef RH_RUNTIME_H
+#define RH_RUNTIME_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rh_hooks.h"
+#include "rip_format.h"
+
+#ifndef RH_DEBUG_LEVEL
+#define RH_DEBUG_LEVEL 1
+#endif
+
+#define RH_COLD __attribute__((noinline, cold))
+
+/* Busy-wait hint inside spin loops. */
+static inline void rh_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#else
+    rh_barrier();
+#endif
+}
+#define RH_CACHE_LINE 64
+#define RH_PATH_MAX 4096
+
+/* ---- tiered assertions (rh_log.c) ---------------------------------------
+ * rh_assert: cheap checks kept in release builds (level >= 1).
+ * rh_assert_internal: invariants of the runtime's own data (level >= 2).
+ * rh_assert_expensive: checks that cost a loop or a syscall (level >= 3).
+ * A failure writes one line with write(2) and aborts; it never allocates. */
+RH_HIDDEN void rh_assert_fail(const char *expr, const char *file, int line)
+    __attribute__((noreturn, cold));
+
+#define RH_ASSERT_IMPL_(e) ((e) ? (void)0 : rh_assert_fail(#e, __FILE__, __LINE__))
+#if RH_DEBUG_LEVEL >= 1
+#define rh_assert(e) RH_ASSERT_IMPL_(e)
+#else
+#define rh_assert(e) ((void)0)
+#endif
+#if RH_DEBUG_LEVEL >= 2
+#define rh_assert_internal(e) RH_ASSERT_IMPL_(e)
+#else
+#define rh_assert_internal(e) ((void)0)
+#endif
+#if RH_DEBUG_LEVEL >= 3
+#define rh_assert_expensive(e) RH_ASSERT_IMPL_(e)
+#else
+#define rh_assert_expensive(e) ((void)0)
+#endif
+
+/* ---- rh_log.c ----------------------------------------------------------- */
+
+/* Formats fmt into buf (always NUL-terminated, truncated to size). Supports
+ * %s %c %d %u %x %p and %%, with the l, ll and z length modifiers. Returns the
+ * length written. Allocation-free and async-signal-safe. */
+RH_HIDDEN size_t rh_vfmt(char *buf, size_t size, const char *fmt, va_list ap);
+RH_HIDDEN size_t rh_fmt(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Writes ONE line "rheaper: <message>\n" to fd 2 with a single write(2). */
+RH_HIDDEN void rh_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
+
+/* ---- rh_config.c -------------------------------------------------------- */
+
+#define RH_DEFAULT_STACK_DEPTH 64u
+#define RH_MAX_STACK_DEPTH 1024u
+#define RH_DEFAULT_TRACKERS 1024u
+#define RH_MAX_TRACKERS 65536u
+#define RH_DEFAULT_BUFFER 32768u
+#define RH_MIN_BUFFER 64u
+#define RH_MAX_BUFFER (RIP_CHUNK_MAX_CAPACITY / 8u)
+
+struct rh_config {
+    int enable;               /* RHEAPER_ENABLE=1 */
+    unsigned max_stack_depth; /* frames kept per stack, 1..1024 */
+    unsigned max_trackers;    /* slots with their own chunk stream */
+    unsigned buffer_size;     /* events per thread chunk (sets the largest chunk) */
+    char profile_dir[RH_PATH_MAX];
+};
+extern RH_HIDDEN struct rh_config rh_cfg;
+
+/* Reads RHEAPER_* with secure_getenv into rh_cfg. A bad value gets one warning
+ * line and the default. Called once, from rh_init_lazy. */
+RH_HIDDEN void rh_config_load_env(void);
+/* Parses a decimal in [min, max]; returns 0 and stores it, or -1. */
+RH_HIDDEN int rh_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out);
+/* Largest chunk size in bytes (header included) for the current config. */
+RH_HIDDEN uint32_t rh_config_max_chunk(void);
+
+/* ---- rh_clock.c --------------------------------------------------------- */
+
+/* Picks the tick source (TSC when the CPU has an invariant one, else
+ * CLOCK_MONOTONIC ns) and sets rh_clock_tsc. Idempotent. */
+RH_HIDDEN void rh_clock_init(void);
+/* Event time = tick >> rh_clock_shift (4 for TSC, 0 for ns). Set with
+ * rh_clock_tsc, before tracking turns on. */
+extern RH_HIDDEN uint32_t rh_clock_shift;
+RH_HIDDEN uint32_t rh_clock_kind(void);  /* RIP_CLOCK_* */
+RH_HIDDEN uint32_t rh_tick_shift(void);  /* 4 for TSC, 0 for ns */
+RH_HIDDEN uint64_t rh_mono_ns(void);
+RH_HIDDEN uint64_t rh_real_ns(void);
+/* Ticks per second, measured once with a ~1 ms spin (no sleep); 0 if unknown. */
+RH_HIDDEN uint64_t rh_ticks_per_sec(void);
+/* A (tick, CLOCK_MONOTONIC ns) pair taken together. */
+RH_HIDDEN void rh_calib_pair(uint64_t *tick, uint64_t *ns);
+
+/* ---- rh_stack.c --------------------------------------------------------- */
+
+/* Global stack table of one profile file: open addressing, lock-free inserts.
+ * Entry hash 0 = empty; id 0 = being inserted (not yet published). */
+struct rh_stack_entry {
+    uint64_t hash;
+    uint32_t id;
+    uint32_t pad;
+};
+struct rh_stack_table {
+    struct rh_stack_entry *entries;
+    uint64_t mask;
+    uint64_t limit;        /* 75% of the slots */
+    uint64_t count;        /* inserted entries (atomic) */
+    uint32_t next_id;      /* atomic, from 1 */
+    int warned;            /* full-table warning printed (atomic) */
+};
+
+/* The result of one frame-pointer walk: hash plus what is needed to encode. */
+struct rh_walk {
+    uint64_t hash;
+    uint32_t nframes;
+    uint32_t cut;
+};
+
+/* Maps a fresh table (2^21 slots). Returns NULL when mmap fails. */
+RH_HIDDEN struct rh_stack_table *rh_stack_table_new(void);
+/* This thread's stack bounds, computed once per thread (pthread_getattr_np with
+ * the guard set, or __libc_stack_end for the main thread). */
+RH_HIDDEN void rh_stack_bounds(uintptr_t *lo, uintptr_t *hi);
+/* Forget the cached bounds of the calling thread (fork child keeps them, a new
+ * thread computes its own). */
+RH_HIDDEN void rh_stack_bounds_reset(void);
+/* Walks from the shim frame fp, hashing kind and frames. max = max depth. */
+RH_HIDDEN void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w);
+/* Walks again and writes the frames as svarint deltas at p (which must hold
+ * nframes * 10 bytes). Returns the end. */
+RH_HIDDEN uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p);
+/* Looks hash up; when absent, inserts it and sets *is_new. Returns the id, or 0
+ * when the table is full (a one-time warning; the caller counts the loss). */
+RH_HIDDEN uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int *is_new);
+
+/* ---- rh_file.c ---------------------------------------------------------- */
+
+struct rh_slot;
+
+/* The open profile file. Fields are protected by rh_prof_lock unless noted. */
+struct rh_profile {
+    int fd;                          /* -1 when no file is open */
+    int open;                        /* a file is open and accepts chunks */
+    int pending;                     /* create on the first event (lazy start) */
+    int exit_flushed;                /* the exit flush already wrote a trailer */
+    uint64_t end;                    /* file end offset: next chunk goes here */
+    char path[RH_PATH_MAX];          /* full path of the current / last file */
+    struct rh_stack_table *stacks;   /* stack table of this file */
+    struct rh_slot *slots;           /* slot array of this file */
+    unsigned nslots;
+    uint32_t max_chunk;              /* largest chunk size (bytes, header included) */
+    uint64_t events_released;        /* events of chunks whose slot was released */
+    uint64_t lost;                   /* atomic: events not recorded */
+    int mod_early;                   /* a module snapshot was taken before main */
+    uint64_t mod_adds, mod_subs;     /* dl_iterate_phdr counters at the last snapshot */
+};
+extern RH_HIDDEN struct rh_profile rh_prof;
+/* Bumped each time a new file is created; a writer whose chunk belongs to an
+ * older epoch starts over (hot-path check, relaxed loads). */
+extern RH_HIDDEN uint32_t rh_epoch;
+/* Protects rh_prof, chunk reservation, mmap/munmap of chunks and slot release.
+ * Lock order: rh_shared_lock before rh_prof_lock. */
+extern RH_HIDDEN int rh_prof_lock;
+
+RH_HIDDEN void rh_spin_lock(int *l);
+RH_HIDDEN void rh_spin_unlock(int *l);
+
+/* Creates dir/rip-<pid>[.N], writes the header, maps a fresh slot array and
+ * stack table, bumps rh_epoch. Caller holds rh_prof_lock. Returns RHEAPER_OK or
+ * RHEAPER_ERR_FILE / RHEAPER_ERR_NOMEM (one warning line already printed). */
+RH_HIDDEN int rh_file_create_locked(void);
+/* Reserves disk for a chunk of `size` bytes and maps it. Caller holds
+ * rh_prof_lock and the file is open. Returns the mapping (header zeroed) and its
+ * file offset, or NULL on failure; then tracking has been turned off with one
+ * warning line. */
+RH_HIDDEN void *rh_file_map_chunk_locked(uint32_t size);
+/* Writes a whole sealed chunk of `type` with payload[0, len) via pwrite. Caller
+ * holds rh_prof_lock. Returns 0 or -1 (tracking off, one warning). */
+RH_HIDDEN int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len);
+/* Turns tracking off after an internal failure: one line naming what failed and
+ * strerror(err), then state OFF and the fd closed. Caller holds rh_prof_lock. */
+RH_HIDDEN void rh_file_fail_locked(const char *what, int err);
+/* Takes a module snapshot (skipped when force == 0 and the dl_iterate_phdr
+ * counters did not change). Takes rh_prof_lock itself; the caller holds no lock
+ * and has the guard set. */
+RH_HIDDEN void rh_modules_snapshot(int force);
+/* Writes the trailer, prints "rheaper: wrote ...". close_fd: disable (close the
+ * file) rather than the exit flush (keep it open for later events). Caller holds
+ * rh_shared_lock and rh_prof_lock, and has already sealed its own chunks. */
+RH_HIDDEN void rh_file_close_locked(int close_fd);
+/* Fork child: forget the parent's file without touching it. */
+RH_HIDDEN void rh_file_forget_in_child(void);
+
+/* ---- rh_thread.c -------------------------------------------------------- */
+
+/* The writer of one chunk stream: a slot's (owner-only) or the shared one
+ * (under rh_shared_lock). */
+struct rh_writer {
+    struct rip_chunk_header *chunk; /* current chunk mapping, NULL when none */
+    uint8_t *pos, *end;             /* write position and end of the payload */
+    uint64_t prev_time;             /* delta state: previous event time */
+    uint64_t prev_addr;             /* delta state: previous address */
+    uint64_t last_time;             /* the stream's last time (survives chunks) */
+    struct rh_stack_table *stacks;  /* the stack table of chunk's file */
+    uint64_t total_events;          /* events written by this stream's current owner */
+    uint32_t chunk_size;            /* mapping size of chunk */
+    uint32_t next_size;             /* size of the next chunk */
+    uint32_t epoch;                 /* rh_epoch the chunk belongs to */
+    uint32_t calib_left;            /* events until the calibration pair is refreshed */
+    uint32_t slot_id;               /* RIP_SLOT_SHARED for the shared stream */
+    uint32_t tid;                   /* owner tid (EVENTS) / current tid (SHARED) */
+    uint32_t seq;                   /* next chunk's seq */
+    uint8_t type;                   /* RIP_CHUNK_EVENTS or RIP_CHUNK_SHARED */
+};
+
+struct rh_slot {
+    struct rh_writer w;
+    int in_use; /* atomic: 0 free, 1 held */
+} __attribute__((aligned(RH_CACHE_LINE)));
+
+/* The calling thread's slot, NULL when it has none. */
+extern RH_HIDDEN __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN int rh_shared_lock;
+extern RH_HIDDEN struct rh_writer rh_shared;
+
+/* Cached kernel tid of the calling thread. */
+RH_HIDDEN uint32_t rh_gettid(void);
+/* Cold path of every record: makes sure the calling thread has a writable
+ * chunk of the current epoch (creating the file, taking a slot, opening a chunk
+ * as needed). Returns the slot, or NULL when the event must go through the
+ * shared path (no slot available, slot released) or be dropped (*drop set). */
+RH_HIDDEN struct rh_slot *rh_thread_prepare(uint64_t t, int *drop) RH_COLD;
+/* Maps a new chunk for w (after sealing its old one) with base time >= t.
+ * Caller holds the lock that owns w (none for a slot, rh_shared_lock for the
+ * shared writer). Returns 0, or -1 when no chunk could be opened. */
+RH_HIDDEN int rh_writer_open(struct rh_writer *w, uint64_t t) RH_COLD;
+/* Seals w's chunk (crc, flags), releases its unused tail and unmaps it. Takes
+ * rh_prof_lock unless locked. */
+RH_HIDDEN void rh_writer_seal(struct rh_writer *w, int locked);
+/* Writes an EXT THREADNAME record with the calling thread's name. */
+RH_HIDDEN void rh_writer_threadname(struct rh_writer *w);
+/* Registers the thread-exit key and the fork handlers. Called once at init. */
+RH_HIDDEN void rh_thread_init(void);
+/* Seals the calling thread's chunk (exit flush / disable). Caller holds
+ * rh_prof_lock. */
+RH_HIDDEN void rh_thread_seal_self_locked(void);
+/* Counts events and open chunks over the slot array. Caller holds rh_prof_lock. */
+RH_HIDDEN void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks);
+
+/* ---- rh_record.c -------------------------------------------------------- */
+
+/* Makes room for `need` bytes in w's chunk, opening a new chunk when full.
+ * Returns 0, or -1 (the event is lost). */
+RH_HIDDEN int rh_writer_reserve(struct rh_writer *w, size_t need, uint64_t t);
+/* Stores `used` after a complete record (release store into the mapping). */
+RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
+
+/* ---- rh_api.c ----------------------------------------------------------- */
+
+/* The calling thread's guard, saved and set around API work. */
+RH_HIDDEN int rh_guard_enter(void);
+RH_HIDDEN void rh_guard_leave(int saved);
+/* Creates the file if it is pending (lazy start). Takes rh_prof_lock. Returns 1
+ * when a file is open. */
+RH_HIDDEN int rh_file_ensure(void) RH_COLD;
+
+#endif

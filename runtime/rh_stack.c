@@ -1,0 +1,219 @@
+/* rh_stack.c: frame-pointer stack walks and the global stack table.
+ *
+ * Every event names a stack id; each distinct (kind, frames) stack is defined
+ * once per file by a STACK record. The walk follows the saved frame pointers
+ * from the shim's frame and hashes as it goes, so a known stack costs one walk,
+ * one hash and one table probe; only a new stack is walked a second time, to
+ * encode its frames straight into the writer's chunk.
+ *
+ * Safety: the walk never faults. It reads a frame only when the frame pointer is
+ * 8-aligned, inside this thread's stack [lo, hi) with 16 bytes to spare, and
+ * strictly above the previous one; a return address <= 4096 ends it. A walk that
+ * starts outside the thread's stack (sigaltstack, coroutines) keeps frame 0 only.
+ *
+ * Identity: two stacks with the same 64-bit hash are treated as the same stack.
+ * With a good mix the chance of a collision among a million stacks is ~3e-8;
+ * the cost of one is a wrong (but well-formed) stack for some events.
+ *
+ * The table is lock-free open addressing: a new hash is claimed with one CAS on
+ * the entry's hash, then its id (from an atomic counter, from 1) is published
+ * with a release store. A reader that finds the hash with id 0 spins briefly.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include "rh_runtime.h"
+
+#define RH_STACK_TABLE_BITS 21
+#define RH_MIX_K 0x9e3779b97f4a7c15ull
+
+extern void *__libc_stack_end;
+
+static __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t rh_mix(uint64_t h, uint64_t v)
+{
+    h ^= v;
+    h *= RH_MIX_K;
+    return h ^ (h >> 29);
+}
+
+/* murmur3's 64-bit finaliser. */
+static inline uint64_t rh_fmix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
+struct rh_stack_table *rh_stack_table_new(void)
+{
+    size_t n = (size_t)1 << RH_STACK_TABLE_BITS;
+    size_t bytes = sizeof(struct rh_stack_table) + n * sizeof(struct rh_stack_entry);
+    bytes = (bytes + 4095) & ~(size_t)4095;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    struct rh_stack_table *t = m;
+    t->entries = (struct rh_stack_entry *)((char *)m + 64);
+    t->mask = n - 1;
+    t->limit = n / 4 * 3;
+    t->count = 0;
+    t->next_id = 1;
+    t->warned = 0;
+    return t;
+}
+
+/* Computes the calling thread's stack bounds. The main thread's stack ends at
+ * __libc_stack_end (no allocation); other threads ask pthread_getattr_np, which
+ * allocates: the caller has the guard set, so those calls pass untracked. */
+static RH_COLD void rh_stack_bounds_compute(void)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t main_top = (uintptr_t)__libc_stack_end;
+    uintptr_t lim = 8u << 20;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0)
+        lim = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 30) ? (1u << 30)
+                                                                       : (uintptr_t)rl.rlim_cur;
+    uintptr_t lo = 1, hi = 1; /* unknown: walks keep frame 0 only */
+    if (main_top && here < main_top && main_top - here <= lim) {
+        hi = main_top;
+        lo = main_top - lim;
+    } else {
+        pthread_attr_t a;
+        if (pthread_getattr_np(pthread_self(), &a) == 0) {
+            void *addr;
+            size_t size;
+            if (pthread_attr_getstack(&a, &addr, &size) == 0 && here >= (uintptr_t)addr &&
+                here < (uintptr_t)addr + size) {
+                lo = (uintptr_t)addr;
+                hi = (uintptr_t)addr + size;
+            }
+            pthread_attr_destroy(&a);
+        }
+    }
+    rh_tls_stack_lo = lo;
+    rh_tls_stack_hi = hi;
+}
+
+void rh_stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+    if (rh_unlikely(!rh_tls_stack_hi))
+        rh_stack_bounds_compute();
+    *lo = rh_tls_stack_lo;
+    *hi = rh_tls_stack_hi;
+}
+
+void rh_stack_bounds_reset(void)
+{
+    rh_tls_stack_lo = rh_tls_stack_hi = 0;
+}
+
+/* The next frame record above cur, or 0 when the walk must stop. */
+static inline uintptr_t rh_next_frame(uintptr_t cur, uintptr_t hi)
+{
+    uintptr_t next = ((const uintptr_t *)cur)[0];
+    if ((next & 7u) || next <= cur || next > hi - 16)
+        return 0;
+    if (((const uintptr_t *)next)[1] <= 4096u)
+        return 0;
+    return next;
+}
+
+void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
+{
+    uintptr_t lo, hi;
+    rh_stack_bounds(&lo, &hi);
+    uintptr_t cur = (uintptr_t)fp;
+    uint64_t h = rh_mix(0x52484541505249ull, kind); /* "RHEAPRI" */
+    h = rh_mix(h, ((const uintptr_t *)cur)[1]);
+    uint32_t n = 1, cut = 0;
+    if (cur >= lo && hi >= 16 && cur <= hi - 16) {
+        for (;;) {
+            uintptr_t next = rh_next_frame(cur, hi);
+            if (!next)
+                break;
+            if (n >= max) {
+                cut = 1;
+                break;
+            }
+            h = rh_mix(h, ((const uintptr_t *)next)[1]);
+            n++;
+            cur = next;
+        }
+    }
+    h = rh_fmix(rh_mix(h, ((uint64_t)n << 1) | cut));
+    w->hash = h ? h : 1;
+    w->nframes = n;
+    w->cut = cut;
+}
+
+uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p)
+{
+    uintptr_t lo, hi;
+    rh_stack_bounds(&lo, &hi);
+    uintptr_t cur = (uintptr_t)fp;
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < nframes; i++) {
+        if (i) {
+            uintptr_t next = rh_next_frame(cur, hi);
+            rh_assert_internal(next != 0);
+            if (!next)
+                break;
+            cur = next;
+        }
+        uint64_t ret = ((const uintptr_t *)cur)[1];
+        p = rip_put_varint(p, rip_zigzag((int64_t)(ret - prev)));
+        prev = ret;
+    }
+    return p;
+}
+
+uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int *is_new)
+{
+    uint64_t i = hash & t->mask;
+    *is_new = 0;
+    for (;;) {
+        struct rh_stack_entry *e = &t->entries[i];
+        uint64_t h = __atomic_load_n(&e->hash, __ATOMIC_ACQUIRE);
+        if (h == hash) {
+            uint32_t id;
+            unsigned spins = 0;
+            while (!(id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE))) {
+                if (++spins > 100)
+                    sched_yield();
+                else
+                    rh_cpu_relax();
+            }
+            return id;
+        }
+        if (h == 0) {
+            if (__atomic_load_n(&t->count, __ATOMIC_RELAXED) >= t->limit) {
+                if (!__atomic_exchange_n(&t->warned, 1, __ATOMIC_RELAXED))
+                    rh_warn("stack table full (%llu stacks); new stacks are recorded as id 0",
+                            (unsigned long long)t->limit);
+                return 0;
+            }
+            uint64_t expected = 0;
+            if (__atomic_compare_exchange_n(&e->hash, &expected, hash, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+                __atomic_fetch_add(&t->count, 1, __ATOMIC_RELAXED);
+                uint32_t id = __atomic_fetch_add(&t->next_id, 1, __ATOMIC_RELAXED);
+                __atomic_store_n(&e->id, id, __ATOMIC_RELEASE);
+                *is_new = 1;
+                return id;
+            }
+            if (expected == hash)
+                continue; /* someone inserted our hash here: read its id */
+        }
+        i = (i + 1) & t->mask;
+    }
+}

@@ -1,0 +1,313 @@
+/* rh_thread.c: per-thread writers: slots, chunks, thread exit, the shared path
+ * and fork.
+ *
+ * Each thread that records gets a slot (cold path, on its first event) from the
+ * file's fixed slot array, and writes its events into its own chunk, a
+ * MAP_SHARED mapping of the file; no lock is taken on the hot path. Chunks grow
+ * from 16 KiB, doubling up to the configured maximum, so short-lived threads
+ * stay small. A full chunk is sealed (flags, crc), its unused tail is released
+ * and the next one is mapped. At thread exit a pthread key destructor, re-armed
+ * until the last destructor round, seals the chunk and releases the slot; later
+ * events of that thread, and events of threads that found no free slot, go
+ * through the shared writer under rh_shared_lock.
+ *
+ * fork: the prepare handler takes rh_shared_lock and rh_prof_lock, so the child
+ * sees no half-done chunk operation; the child drops every inherited chunk
+ * mapping unsealed (they belong to the parent's file) and arms the lazy creation
+ * of rip-<childpid>.
+ */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "rh_runtime.h"
+
+#define RH_FIRST_CHUNK 16384u
+#define RH_CALIB_EVERY 4096u
+
+/* The thread's relation to slots. */
+enum { RH_TM_NONE = 0, RH_TM_SLOT = 1, RH_TM_NOSLOT = 2, RH_TM_RELEASED = 3 };
+
+RH_HIDDEN __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("initial-exec")));
+static __thread uint32_t rh_tls_tid __attribute__((tls_model("initial-exec")));
+static __thread uint8_t rh_tls_mode __attribute__((tls_model("initial-exec")));
+/* Epoch in which RH_TM_NOSLOT was decided: a new file retries. */
+static __thread uint32_t rh_tls_noslot_epoch __attribute__((tls_model("initial-exec")));
+
+RH_HIDDEN int rh_shared_lock;
+RH_HIDDEN struct rh_writer rh_shared = {.slot_id = RIP_SLOT_SHARED, .type = RIP_CHUNK_SHARED};
+
+static pthread_key_t rh_exit_key;
+static int rh_thread_ready;
+
+uint32_t rh_gettid(void)
+{
+    if (rh_unlikely(!rh_tls_tid))
+        rh_tls_tid = (uint32_t)syscall(SYS_gettid);
+    return rh_tls_tid;
+}
+
+void rh_writer_threadname(struct rh_writer *w)
+{
+    char name[17];
+    memset(name, 0, sizeof name);
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    size_t len = strnlen(name, 16);
+    if ((size_t)(w->end - w->pos) < 3 + len)
+        return;
+    uint8_t *p = w->pos;
+    *p++ = RIP_OP_EXT;
+    *p++ = RIP_EXT_THREADNAME;
+    *p++ = (uint8_t)len;
+    memcpy(p, name, len);
+    w->pos = p + len;
+    rh_writer_commit(w);
+}
+
+int rh_writer_open(struct rh_writer *w, uint64_t t)
+{
+    if (w->chunk)
+        rh_writer_seal(w, 0);
+    rh_spin_lock(&rh_prof_lock);
+    if (w->epoch != rh_epoch || !rh_prof.open) {
+        rh_spin_unlock(&rh_prof_lock);
+        return -1;
+    }
+    uint32_t max = rh_prof.max_chunk;
+    uint32_t size = w->next_size < RH_FIRST_CHUNK ? RH_FIRST_CHUNK : w->next_size;
+    if (size > max)
+        size = max;
+    struct rip_chunk_header *h = rh_file_map_chunk_locked(size);
+    if (!h) {
+        rh_spin_unlock(&rh_prof_lock);
+        return -1;
+    }
+    w->chunk = h;
+    w->chunk_size = size;
+    rh_spin_unlock(&rh_prof_lock);
+
+    w->next_size = size >= max / 2 ? max : size * 2;
+    uint64_t base = t > w->prev_time ? t : w->prev_time;
+    h->magic = RIP_CHUNK_MAGIC;
+    h->type = w->type;
+    h->header_size = RIP_CHUNK_HDR_SIZE;
+    h->capacity = size - RIP_CHUNK_HDR_SIZE;
+    h->slot = w->slot_id;
+    h->tid = w->type == RIP_CHUNK_EVENTS ? w->tid : 0;
+    h->seq = w->seq++;
+    h->base_time = base;
+    rh_calib_pair(&h->calib_tick, &h->calib_ns);
+    w->prev_time = base;
+    w->prev_addr = 0;
+    w->pos = (uint8_t *)h + RIP_CHUNK_HDR_SIZE;
+    w->end = w->pos + h->capacity;
+    w->calib_left = RH_CALIB_EVERY;
+    if (w->type == RIP_CHUNK_EVENTS)
+        rh_writer_threadname(w);
+    else
+        w->tid = 0; /* the next shared event starts with SETTHREAD */
+    return 0;
+}
+
+void rh_writer_seal(struct rh_writer *w, int locked)
+{
+    struct rip_chunk_header *h = w->chunk;
+    if (!h)
+        return;
+    uint8_t *payload = (uint8_t *)h + RIP_CHUNK_HDR_SIZE;
+    rh_calib_pair(&h->calib_tick, &h->calib_ns);
+    struct rip_chunk_header copy;
+    memcpy(&copy, h, sizeof copy);
+    copy.flags |= RIP_CHUNK_F_SEALED;
+    h->crc = rip_chunk_crc(&copy, payload);
+    __atomic_store_n(&h->flags, copy.flags, __ATOMIC_RELEASE);
+    /* Give the unused page-aligned tail back to the file system (a hole). */
+    uint64_t used_end = (RIP_CHUNK_HDR_SIZE + (uint64_t)h->used + RIP_ALIGN - 1) & ~(uint64_t)(RIP_ALIGN - 1);
+    if (used_end < w->chunk_size)
+        madvise((char *)h + used_end, w->chunk_size - used_end, MADV_REMOVE);
+    if (!locked)
+        rh_spin_lock(&rh_prof_lock);
+    munmap(h, w->chunk_size);
+    w->chunk = NULL;
+    w->pos = w->end = NULL;
+    if (!locked)
+        rh_spin_unlock(&rh_prof_lock);
+}
+
+/* Takes a free slot of the current file for the calling thread. Returns NULL
+ * when all are held. Takes rh_prof_lock. */
+static struct rh_slot *rh_slot_acquire(void)
+{
+    uint32_t tid = rh_gettid();
+    struct rh_slot *got = NULL;
+    rh_spin_lock(&rh_prof_lock);
+    struct rh_slot *arr = rh_prof.slots;
+    unsigned n = rh_prof.nslots;
+    if (arr && rh_prof.open) {
+        for (unsigned i = 0, k = tid % n; i < n; i++, k = k + 1 == n ? 0 : k + 1) {
+            if (!__atomic_load_n(&arr[k].in_use, __ATOMIC_RELAXED)) {
+                got = &arr[k];
+                got->in_use = 1;
+                struct rh_writer *w = &got->w;
+                /* seq and prev_time continue the slot's stream. */
+                w->chunk = NULL;
+                w->pos = w->end = NULL;
+                w->stacks = rh_prof.stacks;
+                w->total_events = 0;
+                w->next_size = RH_FIRST_CHUNK;
+                w->epoch = rh_epoch;
+                w->slot_id = k;
+                w->tid = tid;
+                w->type = RIP_CHUNK_EVENTS;
+                break;
+            }
+        }
+    }
+    rh_spin_unlock(&rh_prof_lock);
+    return got;
+}
+
+/* Seals the slot's chunk and gives the slot back; its event count moves to the
+ * file's total when the slot belongs to the current file. */
+static void rh_slot_release(struct rh_slot *s)
+{
+    rh_writer_seal(&s->w, 0);
+    rh_spin_lock(&rh_prof_lock);
+    if (s->w.epoch == rh_epoch && rh_prof.open)
+        rh_prof.events_released += s->w.total_events;
+    s->w.total_events = 0;
+    __atomic_store_n(&s->in_use, 0, __ATOMIC_RELEASE);
+    rh_spin_unlock(&rh_prof_lock);
+}
+
+struct rh_slot *rh_thread_prepare(uint64_t t, int *drop)
+{
+    *drop = 0;
+    if (!rh_file_ensure()) {
+        *drop = 1;
+        return NULL;
+    }
+    uint32_t ep = __atomic_load_n(&rh_epoch, __ATOMIC_ACQUIRE);
+    struct rh_slot *s = rh_tls_slot;
+    if (s && s->w.epoch != ep) {
+        rh_slot_release(s); /* a new file: the old slot array is stale */
+        rh_tls_slot = s = NULL;
+        rh_tls_mode = RH_TM_NONE;
+    }
+    if (!s) {
+        if (rh_tls_mode == RH_TM_RELEASED)
+            return NULL;
+        if (rh_tls_mode == RH_TM_NOSLOT && rh_tls_noslot_epoch == ep)
+            return NULL;
+        s = rh_slot_acquire();
+        if (!s) {
+            rh_tls_mode = RH_TM_NOSLOT;
+            rh_tls_noslot_epoch = ep;
+            return NULL;
+        }
+        rh_tls_slot = s;
+        rh_tls_mode = RH_TM_SLOT;
+        if (rh_thread_ready)
+            pthread_setspecific(rh_exit_key, (void *)1);
+    }
+    if (!s->w.chunk && rh_writer_open(&s->w, t) != 0) {
+        *drop = 1;
+        return NULL;
+    }
+    return s;
+}
+
+/* pthread key destructor: re-arms itself until the last destructor round, so
+ * frees done by other libraries' destructors are still recorded in the slot,
+ * then seals and releases the slot. Later events use the shared path. */
+static void rh_thread_exit_cb(void *v)
+{
+    uintptr_t round = (uintptr_t)v;
+    if (round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+        pthread_setspecific(rh_exit_key, (void *)(round + 1));
+        return;
+    }
+    int g = rh_guard_enter();
+    struct rh_slot *s = rh_tls_slot;
+    rh_tls_slot = NULL;
+    rh_tls_mode = RH_TM_RELEASED;
+    if (s)
+        rh_slot_release(s);
+    rh_guard_leave(g);
+}
+
+void rh_thread_seal_self_locked(void)
+{
+    struct rh_slot *s = rh_tls_slot;
+    if (s && s->w.chunk)
+        rh_writer_seal(&s->w, 1);
+}
+
+void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks)
+{
+    struct rh_slot *arr = rh_prof.slots;
+    for (unsigned i = 0; arr && i < rh_prof.nslots; i++) {
+        if (!__atomic_load_n(&arr[i].in_use, __ATOMIC_ACQUIRE) || arr[i].w.epoch != rh_epoch)
+            continue;
+        *events += __atomic_load_n(&arr[i].w.total_events, __ATOMIC_RELAXED);
+        if (arr[i].w.chunk)
+            (*open_chunks)++;
+    }
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+static void rh_fork_prepare(void)
+{
+    rh_spin_lock(&rh_shared_lock);
+    rh_spin_lock(&rh_prof_lock);
+}
+
+static void rh_fork_parent(void)
+{
+    rh_spin_unlock(&rh_prof_lock);
+    rh_spin_unlock(&rh_shared_lock);
+}
+
+/* Drops a chunk mapping without sealing it: it is the parent's. */
+static void rh_writer_drop(struct rh_writer *w)
+{
+    if (w->chunk)
+        munmap(w->chunk, w->chunk_size);
+    memset(w, 0, sizeof *w);
+}
+
+static void rh_fork_child(void)
+{
+    struct rh_slot *arr = rh_prof.slots;
+    for (unsigned i = 0; arr && i < rh_prof.nslots; i++) {
+        if (arr[i].in_use)
+            rh_writer_drop(&arr[i].w);
+        arr[i].in_use = 0;
+    }
+    rh_writer_drop(&rh_shared);
+    rh_shared.slot_id = RIP_SLOT_SHARED;
+    rh_shared.type = RIP_CHUNK_SHARED;
+    rh_tls_slot = NULL;
+    rh_tls_mode = RH_TM_NONE;
+    rh_tls_tid = 0;
+    rh_file_forget_in_child();
+    rh_prof_lock = 0;
+    rh_shared_lock = 0;
+}
+
+void rh_thread_init(void)
+{
+    if (rh_thread_ready)
+        return;
+    if (pthread_key_create(&rh_exit_key, rh_thread_exit_cb) == 0)
+        rh_thread_ready = 1;
+    else
+        rh_warn("cannot create a thread key: thread-exit flushes happen at close instead");
+    pthread_atfork(rh_fork_prepare, rh_fork_parent, rh_fork_child);
+}
