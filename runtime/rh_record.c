@@ -204,19 +204,9 @@ static uint64_t rh_shared_begin(void)
         w->tid = 0;
     }
     uint32_t tid = rh_gettid();
-    if (w->stacks && w->tid != tid && rh_writer_reserve(w, 64, t) == 0) {
-        uint8_t *q = w->pos;
-        uint8_t tmp[10];
-        uint8_t n = (uint8_t)(rip_put_varint(tmp, tid) - tmp);
-        *q++ = RIP_OP_EXT;
-        *q++ = RIP_EXT_SETTHREAD;
-        *q++ = n;
-        memcpy(q, tmp, n);
-        w->pos = q + n;
-        w->tid = tid;
-        rh_writer_commit(w);
-        rh_writer_threadname(w);
-    }
+    /* Opening a chunk writes SETTHREAD itself; else switch thread here. */
+    if (w->stacks && w->tid != tid && rh_writer_reserve(w, 64, t) == 0 && w->tid != tid)
+        rh_writer_setthread(w);
     if (!w->stacks || w->tid != tid) {
         rh_spin_unlock(&rh_shared_lock);
         __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);

@@ -265,6 +265,9 @@ RH_HIDDEN int rh_writer_open(struct rh_writer *w, uint64_t t) RH_COLD;
 RH_HIDDEN void rh_writer_seal(struct rh_writer *w, int locked);
 /* Writes an EXT THREADNAME record with the calling thread's name. */
 RH_HIDDEN void rh_writer_threadname(struct rh_writer *w);
+/* Writes EXT SETTHREAD (and THREADNAME) for the calling thread into the
+ * shared writer w and makes it w's current thread. Caller holds rh_shared_lock. */
+RH_HIDDEN void rh_writer_setthread(struct rh_writer *w);
 /* Registers the thread-exit key and the fork handlers. Called once at init. */
 RH_HIDDEN void rh_thread_init(void);
 /* Seals the calling thread's chunk (exit flush / disable). Caller holds

@@ -110,8 +110,26 @@ int rh_writer_open(struct rh_writer *w, uint64_t t)
     if (w->type == RIP_CHUNK_EVENTS)
         rh_writer_threadname(w);
     else
-        w->tid = 0; /* the next shared event starts with SETTHREAD */
+        rh_writer_setthread(w); /* the caller holds rh_shared_lock and writes next */
     return 0;
+}
+
+void rh_writer_setthread(struct rh_writer *w)
+{
+    uint32_t tid = rh_gettid();
+    uint8_t tmp[10];
+    uint8_t n = (uint8_t)(rip_put_varint(tmp, tid) - tmp);
+    if ((size_t)(w->end - w->pos) < 3u + n)
+        return;
+    uint8_t *q = w->pos;
+    *q++ = RIP_OP_EXT;
+    *q++ = RIP_EXT_SETTHREAD;
+    *q++ = n;
+    memcpy(q, tmp, n);
+    w->pos = q + n;
+    w->tid = tid;
+    rh_writer_commit(w);
+    rh_writer_threadname(w);
 }
 
 void rh_writer_seal(struct rh_writer *w, int locked)

@@ -386,7 +386,7 @@ static void tr_free_file(struct tr_file *f)
     memset(f, 0, sizeof *f);
 }
 
-static const struct tr_stack *tr_stack_by_id(const struct tr_file *f, uint32_t id)
+__attribute__((unused)) static const struct tr_stack *tr_stack_by_id(const struct tr_file *f, uint32_t id)
 {
     for (int i = 0; i < f->nst; i++)
         if (f->st[i].id == id)
