@@ -101,7 +101,7 @@ struct rh_symmod {
     unsigned build_id_len;
     uint64_t *ranges;
     unsigned nranges;
-    uint64_t order; /* registration order of its latest snapshot: the latest wins */
+    uint64_t order; /* registration order: where ranges overlap, the lowest wins */
     uint64_t hash;
     enum rh_mod_state state;
     Dwfl *dwfl;
@@ -402,6 +402,11 @@ static void rh_cache_clear(struct rh_symbolizer *s)
     }
 }
 
+/* Contract in rh_convert.h. In addition: where the ranges of two modules overlap
+ * (one unloaded and another loaded at its address), the module registered first
+ * owns the overlap, so the caller registers the latest MODULES snapshot first.
+ * Registering an identical module (same path, base, build id, ranges) again
+ * changes nothing. A new module empties the per-address cache. */
 int rh_sym_add_module(struct rh_symbolizer *s, const struct rh_module *m)
 {
     if (!s || !m)
@@ -415,12 +420,7 @@ int rh_sym_add_module(struct rh_symbolizer *s, const struct rh_module *m)
         while (s->mod_index[j]) {
             struct rh_symmod *o = &s->mods[s->mod_index[j] - 1];
             if (o->hash == h && rh_mod_same(o, path, m)) {
-                /* seen in an earlier snapshot: it now wins where snapshots overlap */
-                if (o->order != s->next_order - 1) {
-                    o->order = s->next_order++;
-                    s->segs_dirty = 1;
-                    rh_cache_clear(s);
-                }
+                /* seen before: it keeps the precedence of its first registration */
                 return 0;
             }
             j = (j + 1) & (s->mod_index_cap - 1);
@@ -487,12 +487,12 @@ static int rh_cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Max-heap on order, for the sweep in rh_segs_build. */
+/* Min-heap on order, for the sweep in rh_segs_build. */
 static void rh_heap_push(struct rh_range_item **h, size_t *n, struct rh_range_item *it)
 {
     size_t i = (*n)++;
     h[i] = it;
-    while (i && h[(i - 1) / 2]->order < h[i]->order) {
+    while (i && h[(i - 1) / 2]->order > h[i]->order) {
         struct rh_range_item *t = h[i];
         h[i] = h[(i - 1) / 2];
         h[(i - 1) / 2] = t;
@@ -506,9 +506,9 @@ static void rh_heap_pop(struct rh_range_item **h, size_t *n)
     size_t i = 0;
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < *n && h[l]->order > h[m]->order)
+        if (l < *n && h[l]->order < h[m]->order)
             m = l;
-        if (r < *n && h[r]->order > h[m]->order)
+        if (r < *n && h[r]->order < h[m]->order)
             m = r;
         if (m == i)
             break;
@@ -521,7 +521,9 @@ static void rh_heap_pop(struct rh_range_item **h, size_t *n)
 
 /* Flattens all registered ranges into sorted, disjoint segments. Where ranges of
  * different modules overlap (a library unloaded and another loaded at its
- * address), the module of the latest snapshot wins, as FORMAT.md says.
+ * address), the module registered first wins: rheaper-convert registers the
+ * latest MODULES snapshot first, and FORMAT.md says the latest one that covers an
+ * address counts.
  * O(n log n) in the number of ranges. Returns 0, or -1 on out-of-memory (the old
  * map is then kept). */
 static int rh_segs_build(struct rh_symbolizer *s)

@@ -6,8 +6,8 @@
  * directory, an empty file, and copies of itself with bytes flipped all over. In
  * every case it must not crash, must keep module + module-relative address, and
  * where the file is unusable must leave file/line/sym empty and say so in one
- * stderr line per module. It also checks overlapping snapshots (the latest module
- * wins) and an address in no module.
+ * stderr line per module. It also checks overlapping snapshots (the module
+ * registered first wins) and an address in no module.
  */
 #define _GNU_SOURCE
 #include "../harness.h"
@@ -192,21 +192,41 @@ int main(void)
     CHECK(f[0].file && strstr(f[0].file, "test_symbolize_bad.c"));
     CHECK(f[0].line > 0);
 
-    /* overlapping snapshots: a later module at the same range wins, and the
-     * earlier one wins again when a still later snapshot re-registers it */
+    /* overlapping snapshots: the module registered first owns the overlap (the
+     * converter registers the latest snapshot first); re-registering changes
+     * nothing */
     char gone[300];
     snprintf(gone, sizeof gone, "%s/gone.so", tmpdir);
     struct rh_module other = as_module(self, gone);
     other.build_id = NULL;
     other.build_id_len = 0;
     CHECK_EQ(rh_sym_add_module(s, &other), 0);
-    fflush(stderr);
-    CHECK_EQ(rh_sym_resolve(s, own[1], f, 64), 1);
-    CHECK(f[0].module && strcmp(f[0].module, gone) == 0 && f[0].sym == NULL);
-    CHECK_EQ(rh_sym_add_module(s, &good), 0);
     CHECK_EQ(rh_sym_resolve(s, own[1], f, 64), 1);
     CHECK(f[0].module && strcmp(f[0].module, self->path) == 0);
     CHECK(f[0].sym && strcmp(f[0].sym, "site_b") == 0);
+    CHECK_EQ(rh_sym_add_module(s, &good), 0);
+    CHECK_EQ(rh_sym_resolve(s, own[1], f, 64), 1);
+    CHECK(f[0].module && strcmp(f[0].module, self->path) == 0);
+    struct rh_symbolizer *s2 = rh_sym_new();
+    CHECK_EQ(rh_sym_add_module(s2, &other), 0);
+    CHECK_EQ(rh_sym_add_module(s2, &good), 0);
+    fflush(stderr);
+    CHECK_EQ(rh_sym_resolve(s2, own[1], f, 64), 1);
+    CHECK(f[0].module && strcmp(f[0].module, gone) == 0 && f[0].sym == NULL);
+    CHECK_EQ(f[0].rel_addr, own[1] - self->base);
+    rh_sym_free(s2);
+    /* a module covering only part of another's range takes just that part */
+    uint64_t part[2] = {own[2], own[2] + 1};
+    struct rh_module piece = {self->base, gone, NULL, 0, part, 1};
+    s2 = rh_sym_new();
+    CHECK_EQ(rh_sym_add_module(s2, &piece), 0);
+    CHECK_EQ(rh_sym_add_module(s2, &good), 0);
+    CHECK_EQ(rh_sym_resolve(s2, own[2], f, 64), 1);
+    CHECK(f[0].module && strcmp(f[0].module, gone) == 0);
+    CHECK_EQ(rh_sym_resolve(s2, own[1], f, 64), 1);
+    CHECK(f[0].module && strcmp(f[0].module, self->path) == 0);
+    CHECK(f[0].sym && strcmp(f[0].sym, "site_b") == 0);
+    rh_sym_free(s2);
 
     /* addresses in no module keep the raw address */
     CHECK_EQ(rh_sym_resolve(s, 0, f, 64), 1);
