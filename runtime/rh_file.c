@@ -111,7 +111,7 @@ static int rh_reserve_disk(int fd, uint64_t off, uint64_t len)
 
 void rh_file_fail_locked(const char *what, int err)
 {
-    rh_warn("%s %s: %s; tracking stopped", what, rh_prof.path, rh_errstr(err));
+    rh_warn("%s: %s; tracking stopped", what, rh_errstr(err));
     __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
     if (rh_prof.fd >= 0)
         close(rh_prof.fd);
@@ -266,16 +266,17 @@ void *rh_file_map_chunk_locked(uint32_t size)
     uint64_t off = rh_prof.end;
     int err = rh_reserve_disk(rh_prof.fd, off, size);
     if (err) {
-        char what[96];
-        rh_fmt(what, sizeof what, "cannot grow profile (offset %llu, %u bytes)",
-               (unsigned long long)off, size);
+        char what[RH_PATH_MAX + 96];
+        rh_fmt(what, sizeof what, "cannot grow profile %s at offset %llu by %u bytes",
+               rh_prof.path, (unsigned long long)off, size);
         rh_file_fail_locked(what, err);
         return NULL;
     }
     void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, rh_prof.fd, (off_t)off);
     if (m == MAP_FAILED) {
-        char what[96];
-        rh_fmt(what, sizeof what, "cannot map chunk (offset %llu) of", (unsigned long long)off);
+        char what[RH_PATH_MAX + 96];
+        rh_fmt(what, sizeof what, "cannot map profile %s at offset %llu", rh_prof.path,
+               (unsigned long long)off);
         rh_file_fail_locked(what, errno);
         return NULL;
     }
@@ -307,8 +308,9 @@ int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
     if (!err)
         err = rh_pwrite_all(rh_prof.fd, &h, sizeof h, off);
     if (err) {
-        char what[96];
-        rh_fmt(what, sizeof what, "cannot write chunk (offset %llu) of", (unsigned long long)off);
+        char what[RH_PATH_MAX + 96];
+        rh_fmt(what, sizeof what, "cannot write profile %s at offset %llu", rh_prof.path,
+               (unsigned long long)off);
         rh_file_fail_locked(what, err);
         return -1;
     }

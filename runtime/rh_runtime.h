@@ -203,8 +203,9 @@ RH_HIDDEN void *rh_file_map_chunk_locked(uint32_t size);
 /* Writes a whole sealed chunk of `type` with payload[0, len) via pwrite. Caller
  * holds rh_prof_lock. Returns 0 or -1 (tracking off, one warning). */
 RH_HIDDEN int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len);
-/* Turns tracking off after an internal failure: one line naming what failed and
- * strerror(err), then state OFF and the fd closed. Caller holds rh_prof_lock. */
+/* Turns tracking off after an internal failure: one line "<what>: strerror(err);
+ * tracking stopped" (what names the path and offset), then state OFF and the fd
+ * closed. Caller holds rh_prof_lock. */
 RH_HIDDEN void rh_file_fail_locked(const char *what, int err);
 /* Takes a module snapshot (skipped when force == 0 and the dl_iterate_phdr
  * counters did not change). Takes rh_prof_lock itself; the caller holds no lock
