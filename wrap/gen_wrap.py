@@ -15,8 +15,10 @@ runs at build time (Python 3, standard library only) and writes into --out:
                       it references (a C library then never needs libstdc++);
   rheaper_wrap.flags  one linker flag per line (wrap and export flags of every
                       function) for the CMake package and toolchain file;
-  rheaper_wrap_cxx.flags  -Wl,-u,SYM for each C++ operator: what a C++ link adds
-                      so that a static libstdc++ still provides the operators.
+  rheaper_wrap_static.flags  the same for -static links: no export flags, and
+                      no wrap of the dynamic-only functions (dlopen, dlclose);
+  rheaper_wrap_cxx.flags  -Wl,-u,SYM for each C++ operator: what a C++ link with
+                      a static libstdc++ adds so that it provides the operators.
 
 Files are rewritten only when their content changes, so an edit of the table that
 does not change an output does not rebuild its users.
@@ -377,6 +379,9 @@ def main(argv):
                          "/* " + HEADER_NOTE + " */\n#define RH_WEAK_ONLY %d\n"
                          "#include \"rh_weak_gen.c\"\n" % i)
     write_if_changed(os.path.join(args.out, "rheaper_wrap.flags"), gen_flags_txt(fns))
+    write_if_changed(os.path.join(args.out, "rheaper_wrap_static.flags"),
+                     "".join("-Wl,--wrap=%s\n" % fn.sym for fn in fns
+                             if not fn.flags & FLAG_DYNAMIC))
     write_if_changed(os.path.join(args.out, "rheaper_wrap_cxx.flags"),
                      "".join("-Wl,-u,%s\n" % fn.sym for fn in fns if fn.flags & FLAG_CXX))
     return 0

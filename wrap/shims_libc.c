@@ -143,9 +143,11 @@ RH_WRAP int __wrap___asprintf_chk(char **sp, int flag, const char *fmt, ...)
 /* Ends a hooked getline/getdelim by comparing the caller's buffer before (old,
  * old_n) and after: NULL -> buffer is an allocation; a moved or resized buffer
  * is a realloc (t_before taken before the real call); unchanged is nothing.
- * A -1 with ENOMEM and no new buffer is a failure. Preserves errno. */
+ * nomem: the call itself set ENOMEM (a -1 at end of file leaves errno alone,
+ * so a stale ENOMEM must not count); with no new buffer that is a failure.
+ * Preserves errno. */
 RH_INLINE void rh_getdelim_done(unsigned kind, char *old, size_t old_n, char **lineptr,
-                                size_t *n, long r, uint64_t t_before, void *fp)
+                                size_t *n, int nomem, uint64_t t_before, void *fp)
 {
     int e = errno;
     char *now = *lineptr;
@@ -154,7 +156,7 @@ RH_INLINE void rh_getdelim_done(unsigned kind, char *old, size_t old_n, char **l
         rh_record_alloc(kind, now, now_n, rh_now(), fp);
     else if (old != NULL && now != NULL && (now != old || now_n != old_n))
         rh_record_realloc(kind, old, now, now_n, t_before, rh_now(), fp);
-    else if (r < 0 && e == ENOMEM)
+    else if (nomem)
         rh_record_fail(kind, now_n, fp);
     rh_hook_end();
     errno = e;
@@ -166,9 +168,15 @@ RH_WRAP long __wrap_getdelim(char **lineptr, size_t *n, int delim, FILE *stream)
         return __real_getdelim(lineptr, n, delim, stream);
     char *old = *lineptr;
     size_t old_n = *n;
+    int e0 = errno;
+    errno = 0;
     uint64_t t_before = rh_now();
     long r = __real_getdelim(lineptr, n, delim, stream);
-    rh_getdelim_done(RH_KIND_GETDELIM, old, old_n, lineptr, n, r, t_before, RH_FP());
+    int e1 = errno;
+    if (e1 == 0)
+        errno = e0;
+    int nomem = r < 0 && e1 == ENOMEM;
+    rh_getdelim_done(RH_KIND_GETDELIM, old, old_n, lineptr, n, nomem, t_before, RH_FP());
     return r;
 }
 
@@ -178,9 +186,15 @@ RH_WRAP long __wrap_getline(char **lineptr, size_t *n, FILE *stream)
         return __real_getline(lineptr, n, stream);
     char *old = *lineptr;
     size_t old_n = *n;
+    int e0 = errno;
+    errno = 0;
     uint64_t t_before = rh_now();
     long r = __real_getline(lineptr, n, stream);
-    rh_getdelim_done(RH_KIND_GETLINE, old, old_n, lineptr, n, r, t_before, RH_FP());
+    int e1 = errno;
+    if (e1 == 0)
+        errno = e0;
+    int nomem = r < 0 && e1 == ENOMEM;
+    rh_getdelim_done(RH_KIND_GETLINE, old, old_n, lineptr, n, nomem, t_before, RH_FP());
     return r;
 }
 
