@@ -31,8 +31,19 @@
 
 /* ---- kind names ------------------------------------------------------------ */
 
-/* Kind numbers of wrap/wrap_table.txt ("kind" lines). They are part of the rip
- * format and never renumbered. */
+#ifdef RHEAPER_HAVE_WRAP_GEN
+/* The kind numbers and names generated from wrap/wrap_table.txt. */
+#define RH_WRAP_NO_PROTOTYPES
+#include "rh_wrap_gen.h"
+
+const char *rh_kind_name(uint32_t kind)
+{
+    const char *n = RH_KIND_NAME(kind);
+    return n ? n : "unknown";
+}
+#else
+/* Without the generated header (a converter built on its own): the kind lines
+ * of wrap/wrap_table.txt. They are part of the rip format, never renumbered. */
 static const char *const rh_kind_names[] = {
     [1] = "malloc",
     [2] = "calloc",
@@ -65,6 +76,7 @@ const char *rh_kind_name(uint32_t kind)
         return rh_kind_names[kind];
     return "unknown";
 }
+#endif
 
 /* ---- the database handle ------------------------------------------------- */
 

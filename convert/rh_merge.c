@@ -264,7 +264,8 @@ int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_m
     for (size_t i = 0; i < m.live.cap; i++)
         if (m.live.tab[i].thread)
             m.live.tab[k++] = m.live.tab[i];
-    qsort(m.live.tab, k, sizeof *m.live.tab, rh_live_cmp);
+    if (k > 1)
+        qsort(m.live.tab, k, sizeof *m.live.tab, rh_live_cmp);
     for (size_t i = 0; i < k; i++) {
         rc = rh_merge_emit(&m, &m.live.tab[i], -1, 0);
         if (rc)

@@ -87,7 +87,8 @@ static int rh_calib_cmp(const void *a, const void *b)
  * always exists (rh_rip_open adds it first). */
 static void rh_calib_finish(struct rh_rip *r)
 {
-    qsort(r->calib, r->ncalib, sizeof *r->calib, rh_calib_cmp);
+    if (r->ncalib > 1)
+        qsort(r->calib, r->ncalib, sizeof *r->calib, rh_calib_cmp);
     size_t k = 0;
     for (size_t i = 0; i < r->ncalib; i++) {
         if (k && (r->calib[i].tick == r->calib[k - 1].tick || r->calib[i].ns < r->calib[k - 1].ns))
