@@ -812,7 +812,8 @@ static void rh_symtab_build(struct rh_symmod *m)
             continue;
         t[k++] = (struct rh_symtab_ent){addr, sym.st_size, name};
     }
-    qsort(t, k, sizeof *t, rh_cmp_symtab);
+    if (k)
+        qsort(t, k, sizeof *t, rh_cmp_symtab);
     size_t w = 0;
     for (size_t i = 0; i < k; i++)
         if (!w || t[w - 1].addr != t[i].addr)
@@ -884,7 +885,8 @@ static void rh_cu_build(struct rh_symmod *m)
         }
     }
 done:
-    qsort(m->cus, m->ncus, sizeof *m->cus, rh_cmp_cu_range);
+    if (m->ncus)
+        qsort(m->cus, m->ncus, sizeof *m->cus, rh_cmp_cu_range);
     m->cus_maxhi = malloc((m->ncus ? m->ncus : 1) * sizeof *m->cus_maxhi);
     if (!m->cus_maxhi) {
         m->ncus = 0;
