@@ -7,9 +7,13 @@
  * at the recorded load bias; separate debug files are found the standard way (by
  * build id under /usr/lib/debug/.build-id, and by .gnu_debuglink). An address
  * (minus 1, since it is a return address) is then resolved from DWARF: file and
- * line from the line table, the chain of inlined functions from the DIE scopes
- * (dwarf_getscopes for the innermost function, dwarf_getscopes_die on it for the
- * callers), names from DW_AT_linkage_name demangled or DW_AT_name. Without DWARF
+ * line from the CU's line table, the chain of inlined functions from a per-CU
+ * index of subprogram / inlined_subroutine DIEs built by one DIE walk on the
+ * CU's first address (libdw's dwarf_getscopes + dwarf_getscopes_die walk the CU
+ * again for every address, ~50 us each in libc; they remain the fallback and
+ * the reference the tests compare with), names from DW_AT_linkage_name
+ * demangled or DW_AT_name. CUs are found from their own DW_AT_ranges, because
+ * clang emits no .debug_aranges, which libdw's lookup needs. Without DWARF
  * the name comes from a sorted table built once per module from .symtab or
  * .dynsym. dwfl_module_addrname is deliberately not used: it costs ~50 us a call.
  *
