@@ -122,13 +122,15 @@ int rheaper_enable(const struct rheaper_config *cfg)
     if (cfg) {
         if (cfg->max_stack_depth)
             c.max_stack_depth = cfg->max_stack_depth > RH_MAX_STACK_DEPTH ? RH_MAX_STACK_DEPTH
-                                                                         : cfg->max_stack_depth;
+                                                                          : cfg->max_stack_depth;
         if (cfg->max_trackers)
-            c.max_trackers = cfg->max_trackers > RH_MAX_TRACKERS ? RH_MAX_TRACKERS
-                                                                 : cfg->max_trackers;
+            c.max_trackers =
+                cfg->max_trackers > RH_MAX_TRACKERS ? RH_MAX_TRACKERS : cfg->max_trackers;
         if (cfg->tracker_event_buffer_size) {
             unsigned b = cfg->tracker_event_buffer_size;
-            c.buffer_size = b < RH_MIN_BUFFER ? RH_MIN_BUFFER : b > RH_MAX_BUFFER ? RH_MAX_BUFFER : b;
+            c.buffer_size = b < RH_MIN_BUFFER   ? RH_MIN_BUFFER
+                            : b > RH_MAX_BUFFER ? RH_MAX_BUFFER
+                                                : b;
         }
         if (cfg->profile_dir) {
             size_t n = strlen(cfg->profile_dir);

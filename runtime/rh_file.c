@@ -267,8 +267,8 @@ void *rh_file_map_chunk_locked(uint32_t size)
     int err = rh_reserve_disk(rh_prof.fd, off, size);
     if (err) {
         char what[RH_PATH_MAX + 96];
-        rh_fmt(what, sizeof what, "cannot grow profile %s at offset %llu by %u bytes",
-               rh_prof.path, (unsigned long long)off, size);
+        rh_fmt(what, sizeof what, "cannot grow profile %s at offset %llu by %u bytes", rh_prof.path,
+               (unsigned long long)off, size);
         rh_file_fail_locked(what, err);
         return NULL;
     }
@@ -288,7 +288,8 @@ int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
 {
     if (!rh_prof.open)
         return -1;
-    uint64_t size = ((uint64_t)RIP_CHUNK_HDR_SIZE + len + RIP_ALIGN - 1) & ~(uint64_t)(RIP_ALIGN - 1);
+    uint64_t size =
+        ((uint64_t)RIP_CHUNK_HDR_SIZE + len + RIP_ALIGN - 1) & ~(uint64_t)(RIP_ALIGN - 1);
     uint64_t off = rh_prof.end;
     struct rip_chunk_header h;
     memset(&h, 0, sizeof h);
@@ -410,7 +411,8 @@ static int rh_mod_cb(struct dl_phdr_info *info, size_t size, void *arg)
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
             continue;
-        uint64_t r[2] = {info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz};
+        uint64_t r[2] = {info->dlpi_addr + ph->p_vaddr,
+                         info->dlpi_addr + ph->p_vaddr + ph->p_memsz};
         rh_mod_put(b, r, sizeof r);
     }
     if (b->overflow)
@@ -440,8 +442,8 @@ void rh_modules_snapshot(int force)
         rh_warn("module map larger than %u bytes: only the first %u modules recorded",
                 RH_MOD_SCRATCH, b.count);
     rh_spin_lock(&rh_prof_lock);
-    if (rh_prof.open && rh_file_write_chunk_locked(RIP_CHUNK_MODULES, scratch,
-                                                   (uint32_t)(b.p - scratch)) == 0) {
+    if (rh_prof.open &&
+        rh_file_write_chunk_locked(RIP_CHUNK_MODULES, scratch, (uint32_t)(b.p - scratch)) == 0) {
         rh_prof.mod_adds = b.adds;
         rh_prof.mod_subs = b.subs;
     }

@@ -68,9 +68,10 @@ size_t rh_vfmt(char *buf, size_t size, const char *fmt, va_list ap)
             rh_put(buf, size, &n, (char)va_arg(ap, int));
             break;
         case 'd': {
-            long long v = sz ? (long long)va_arg(ap, ssize_t)
+            long long v = sz         ? (long long)va_arg(ap, ssize_t)
                           : lng >= 2 ? va_arg(ap, long long)
-                          : lng ? va_arg(ap, long) : va_arg(ap, int);
+                          : lng      ? va_arg(ap, long)
+                                     : va_arg(ap, int);
             unsigned long long u = (unsigned long long)v;
             if (v < 0) {
                 rh_put(buf, size, &n, '-');
@@ -81,9 +82,10 @@ size_t rh_vfmt(char *buf, size_t size, const char *fmt, va_list ap)
         }
         case 'u':
         case 'x': {
-            unsigned long long v = sz ? va_arg(ap, size_t)
+            unsigned long long v = sz         ? va_arg(ap, size_t)
                                    : lng >= 2 ? va_arg(ap, unsigned long long)
-                                   : lng ? va_arg(ap, unsigned long) : va_arg(ap, unsigned);
+                                   : lng      ? va_arg(ap, unsigned long)
+                                              : va_arg(ap, unsigned);
             rh_put_uint(buf, size, &n, v, *f == 'u' ? 10 : 16);
             break;
         }
@@ -151,8 +153,8 @@ void rh_warn(const char *fmt, ...)
 void rh_assert_fail(const char *expr, const char *file, int line)
 {
     char buf[512];
-    size_t n = rh_fmt(buf, sizeof buf - 1, "rheaper: internal assertion failed: %s (%s:%d)",
-                      expr, file, line);
+    size_t n = rh_fmt(buf, sizeof buf - 1, "rheaper: internal assertion failed: %s (%s:%d)", expr,
+                      file, line);
     buf[n++] = '\n';
     rh_write_all(2, buf, n);
     abort();

@@ -108,8 +108,8 @@ RH_HIDDEN void rh_clock_init(void);
 /* Event time = tick >> rh_clock_shift (4 for TSC, 0 for ns). Set with
  * rh_clock_tsc, before tracking turns on. */
 extern RH_HIDDEN uint32_t rh_clock_shift;
-RH_HIDDEN uint32_t rh_clock_kind(void);  /* RIP_CLOCK_* */
-RH_HIDDEN uint32_t rh_tick_shift(void);  /* 4 for TSC, 0 for ns */
+RH_HIDDEN uint32_t rh_clock_kind(void); /* RIP_CLOCK_* */
+RH_HIDDEN uint32_t rh_tick_shift(void); /* 4 for TSC, 0 for ns */
 RH_HIDDEN uint64_t rh_mono_ns(void);
 RH_HIDDEN uint64_t rh_real_ns(void);
 /* Ticks per second, measured once with a ~1 ms spin (no sleep); 0 if unknown. */
@@ -129,10 +129,10 @@ struct rh_stack_entry {
 struct rh_stack_table {
     struct rh_stack_entry *entries;
     uint64_t mask;
-    uint64_t limit;        /* 75% of the slots */
-    uint64_t count;        /* inserted entries (atomic) */
-    uint32_t next_id;      /* atomic, from 1 */
-    int warned;            /* full-table warning printed (atomic) */
+    uint64_t limit;   /* 75% of the slots */
+    uint64_t count;   /* inserted entries (atomic) */
+    uint32_t next_id; /* atomic, from 1 */
+    int warned;       /* full-table warning printed (atomic) */
 };
 
 /* The result of one frame-pointer walk: hash plus what is needed to encode. */
@@ -165,20 +165,20 @@ struct rh_slot;
 
 /* The open profile file. Fields are protected by rh_prof_lock unless noted. */
 struct rh_profile {
-    int fd;                          /* -1 when no file is open */
-    int open;                        /* a file is open and accepts chunks */
-    int pending;                     /* create on the first event (lazy start) */
-    int exit_flushed;                /* the exit flush already wrote a trailer */
-    uint64_t end;                    /* file end offset: next chunk goes here */
-    char path[RH_PATH_MAX];          /* full path of the current / last file */
-    struct rh_stack_table *stacks;   /* stack table of this file */
-    struct rh_slot *slots;           /* slot array of this file */
+    int fd;                        /* -1 when no file is open */
+    int open;                      /* a file is open and accepts chunks */
+    int pending;                   /* create on the first event (lazy start) */
+    int exit_flushed;              /* the exit flush already wrote a trailer */
+    uint64_t end;                  /* file end offset: next chunk goes here */
+    char path[RH_PATH_MAX];        /* full path of the current / last file */
+    struct rh_stack_table *stacks; /* stack table of this file */
+    struct rh_slot *slots;         /* slot array of this file */
     unsigned nslots;
-    uint32_t max_chunk;              /* largest chunk size (bytes, header included) */
-    uint64_t events_released;        /* events of chunks whose slot was released */
-    uint64_t lost;                   /* atomic: events not recorded */
-    int mod_early;                   /* a module snapshot was taken before main */
-    uint64_t mod_adds, mod_subs;     /* dl_iterate_phdr counters at the last snapshot */
+    uint32_t max_chunk;          /* largest chunk size (bytes, header included) */
+    uint64_t events_released;    /* events of chunks whose slot was released */
+    uint64_t lost;               /* atomic: events not recorded */
+    int mod_early;               /* a module snapshot was taken before main */
+    uint64_t mod_adds, mod_subs; /* dl_iterate_phdr counters at the last snapshot */
 };
 extern RH_HIDDEN struct rh_profile rh_prof;
 /* Bumped each time a new file is created; a writer whose chunk belongs to an

@@ -145,7 +145,8 @@ void rh_writer_seal(struct rh_writer *w, int locked)
     h->crc = rip_chunk_crc(&copy, payload);
     __atomic_store_n(&h->flags, copy.flags, __ATOMIC_RELEASE);
     /* Give the unused page-aligned tail back to the file system (a hole). */
-    uint64_t used_end = (RIP_CHUNK_HDR_SIZE + (uint64_t)h->used + RIP_ALIGN - 1) & ~(uint64_t)(RIP_ALIGN - 1);
+    uint64_t used_end =
+        (RIP_CHUNK_HDR_SIZE + (uint64_t)h->used + RIP_ALIGN - 1) & ~(uint64_t)(RIP_ALIGN - 1);
     if (used_end < w->chunk_size)
         madvise((char *)h + used_end, w->chunk_size - used_end, MADV_REMOVE);
     if (!locked)

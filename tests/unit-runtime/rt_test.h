@@ -91,8 +91,8 @@ struct tr_stack {
 struct tr_chunk {
     uint64_t off;
     struct rip_chunk_header h;
-    int crc_ok;          /* 1 sealed and crc matches, 0 unsealed, -1 bad crc */
-    char name[17];       /* first THREADNAME, "" if none */
+    int crc_ok;    /* 1 sealed and crc matches, 0 unsealed, -1 bad crc */
+    char name[17]; /* first THREADNAME, "" if none */
     int nevents;
 };
 
@@ -112,7 +112,7 @@ struct tr_file {
     uint64_t tr_events, tr_stacks, tr_lost;
     uint32_t tr_open;
     int nmodules_chunks;
-    int exe_in_modules;   /* the last MODULES chunk names hdr exe */
+    int exe_in_modules;                  /* the last MODULES chunk names hdr exe */
     uint64_t exe_range_lo, exe_range_hi; /* first executable range of the exe */
     int nsettid;
 };
@@ -120,7 +120,7 @@ struct tr_file {
 #define TR_FAIL(f, ...)                                                                            \
     do {                                                                                           \
         if (!(f)->err[0])                                                                          \
-            snprintf((f)->err, sizeof (f)->err, __VA_ARGS__);                                      \
+            snprintf((f)->err, sizeof(f)->err, __VA_ARGS__);                                       \
     } while (0)
 
 static void tr_push_event(struct tr_file *f, struct tr_event e)
@@ -214,8 +214,8 @@ static void tr_decode(struct tr_file *f, int ci, const uint8_t *pl)
                 TR_FAIL(f, "too many frames at chunk %llu", (unsigned long long)o);
                 return;
             }
-            struct tr_stack s = {(uint32_t)id, (uint32_t)kind, (uint32_t)(nc >> 1),
-                                 (uint32_t)(nc & 1), NULL, tid};
+            struct tr_stack s = {(uint32_t)id,       (uint32_t)kind, (uint32_t)(nc >> 1),
+                                 (uint32_t)(nc & 1), NULL,           tid};
             s.frames = calloc(s.n + 1, 8);
             for (uint32_t i = 0; i < s.n; i++) {
                 if (tr_vget(&p, end, &v, f, o))
@@ -386,7 +386,8 @@ static void tr_free_file(struct tr_file *f)
     memset(f, 0, sizeof *f);
 }
 
-__attribute__((unused)) static const struct tr_stack *tr_stack_by_id(const struct tr_file *f, uint32_t id)
+__attribute__((unused)) static const struct tr_stack *tr_stack_by_id(const struct tr_file *f,
+                                                                     uint32_t id)
 {
     for (int i = 0; i < f->nst; i++)
         if (f->st[i].id == id)

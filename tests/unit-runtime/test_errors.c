@@ -27,8 +27,8 @@ int main(void)
     unlink(p);
     CHECK_EQ(tr_count_files(dir), 0);
     CHECK_EQ(rheaper_disable(), RHEAPER_ERR_NOT_ENABLED);
-    int codes[] = {RHEAPER_OK, RHEAPER_ERR_ALREADY, RHEAPER_ERR_DIR, RHEAPER_ERR_FILE,
-                   RHEAPER_ERR_NOMEM, RHEAPER_ERR_NOT_ENABLED};
+    int codes[] = {RHEAPER_OK,       RHEAPER_ERR_ALREADY, RHEAPER_ERR_DIR,
+                   RHEAPER_ERR_FILE, RHEAPER_ERR_NOMEM,   RHEAPER_ERR_NOT_ENABLED};
     for (int i = 0; i < 6; i++) {
         CHECK(rheaper_strerror(codes[i]) && rheaper_strerror(codes[i])[0]);
         for (int j = 0; j < i; j++)

@@ -50,7 +50,7 @@ int main(void)
     recurse(10, 1, 0x1000);
     void *ra5[6];
     memcpy(ra5, ra, sizeof ra5);
-    recurse(10, 1, 0x1010); /* same stack again: same id */
+    recurse(10, 1, 0x1010);  /* same stack again: same id */
     recurse(10, 10, 0x1020); /* kind new: another id */
     /* a coroutine stack outside the thread's stack */
     size_t cosz = 256 * 1024;
