@@ -143,7 +143,6 @@ static const char rh_schema[] =
     "PRAGMA synchronous=OFF;"
     "PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA cache_size=-65536;"
-    "PRAGMA temp_store=MEMORY;"
     "CREATE TABLE allocations(id INTEGER PRIMARY KEY, alloc_after INTEGER NOT NULL,"
     " dealloc_after INTEGER, bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL,"
     " alloc_thread INTEGER NOT NULL, dealloc_thread INTEGER, kind TEXT NOT NULL);"
@@ -198,7 +197,12 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
         /* keep 0600: safe, only less convenient */
     }
     close(fd);
-    if (sqlite3_open_v2(rh_db_tmp, &d->db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+    /* One thread uses SQLite: no mutexes, no allocation statistics. These fail
+     * harmlessly (SQLITE_MISUSE) if SQLite was already initialized. */
+    sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    if (sqlite3_open_v2(rh_db_tmp, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         rh_db_seterr(err, errlen, "%s: cannot open as SQLite (%s)", rh_db_tmp,
                      d->db ? sqlite3_errmsg(d->db) : "out of memory");
         rh_db_abort(d);

@@ -406,7 +406,11 @@ static int rh_rip_walk(struct rh_rip *r)
             r->cut_short = 1;
             r->damaged = 1;
         } else if (h.flags & RIP_CHUNK_F_SEALED) {
-            if (rip_chunk_crc(&h, ch.payload) != h.crc) {
+            uint32_t crc = rip_chunk_crc(&h, ch.payload);
+            if (r->mapped) /* read again when decoded; RSS stays small meanwhile */
+                madvise((void *)(r->base + off), RIP_CHUNK_HDR_SIZE + (size_t)h.used,
+                        MADV_DONTNEED);
+            if (crc != h.crc) {
                 rh_rip_warn(r, "checksum mismatch in chunk at offset %llu; chunk skipped",
                             (unsigned long long)off);
                 r->damaged = 1;

@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rh_convert.h"
 
@@ -248,6 +249,12 @@ static void rh_stream_leave(struct rh_rip *r, struct rh_stream *s)
 {
     struct rh_chunk *ch = &r->chunks[s->cur];
     r->bytes_done += RIP_CHUNK_HDR_SIZE + (uint64_t)ch->used;
+    if (r->mapped) {
+        /* done with these pages: keep resident memory independent of file size */
+        uint64_t len = (RIP_CHUNK_HDR_SIZE + (uint64_t)ch->used + RIP_ALIGN - 1) &
+                       ~(uint64_t)(RIP_ALIGN - 1);
+        madvise((void *)(r->base + ch->off), len, MADV_DONTNEED);
+    }
     if (ch->next >= 0)
         rh_stream_enter(r, s, ch->next);
     else
