@@ -1,7 +1,7 @@
 /* shims_libc.c: the __wrap_ shims of libc functions that hand back memory.
  *
  * strdup, strndup, wcsdup, asprintf/vasprintf (and the _FORTIFY_SOURCE __*_chk
- * forms), getline/getdelim, realpath, getcwd, get_current_dir_name,
+ * forms), getline/getdelim/__getdelim, realpath, getcwd, get_current_dir_name,
  * canonicalize_file_name, open_memstream with fclose, and dlopen/dlclose.
  *
  * In a dynamic link libc.so allocates these blocks with its own malloc, which no
@@ -177,6 +177,26 @@ RH_WRAP long __wrap_getdelim(char **lineptr, size_t *n, int delim, FILE *stream)
         errno = e0;
     int nomem = r < 0 && e1 == ENOMEM;
     rh_getdelim_done(RH_KIND_GETDELIM, old, old_n, lineptr, n, nomem, t_before, RH_FP());
+    return r;
+}
+
+/* __getdelim: what an optimised build's inline getline() calls (glibc's
+ * <bits/stdio.h>), so it is recorded as getline. */
+RH_WRAP long __wrap___getdelim(char **lineptr, size_t *n, int delim, FILE *stream)
+{
+    if (lineptr == NULL || n == NULL || !rh_hook_begin())
+        return __real___getdelim(lineptr, n, delim, stream);
+    char *old = *lineptr;
+    size_t old_n = *n;
+    int e0 = errno;
+    errno = 0;
+    uint64_t t_before = rh_now();
+    long r = __real___getdelim(lineptr, n, delim, stream);
+    int e1 = errno;
+    if (e1 == 0)
+        errno = e0;
+    int nomem = r < 0 && e1 == ENOMEM;
+    rh_getdelim_done(RH_KIND_GETLINE, old, old_n, lineptr, n, nomem, t_before, RH_FP());
     return r;
 }
 

@@ -40,6 +40,7 @@ extern void _ZdlPvSt11align_val_t(void *, size_t);
 extern void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *, size_t, const void *);
 extern const char _ZSt7nothrow; /* std::nothrow */
 extern int __asprintf_chk(char **, int, const char *, ...);
+extern ssize_t __getdelim(char **, size_t *, int, FILE *);
 extern char *__realpath_chk(const char *, char *, size_t);
 extern char *__getcwd_chk(char *, size_t, size_t);
 
@@ -284,6 +285,17 @@ static void test_getline(const char *path)
     CHECK_ONE(MOCK_REALLOC, RH_KIND_GETLINE, n, line);
     CHECK(ev(0)->old == before);
     CHECK(n >= 302);
+
+    /* What an optimised getline() really calls (glibc's inline in <bits/stdio.h>). */
+    char *l2 = NULL;
+    size_t n2 = 0;
+    rewind(f);
+    mock_reset();
+    CHECK_EQ(__getdelim(&l2, &n2, '\n', f), 6);
+    CHECK_ONE(MOCK_ALLOC, RH_KIND_GETLINE, n2, l2);
+    CHECK_FP(ev(0));
+    free(l2);
+    CHECK_EQ(getline(&line, &n, f), 301);
 
     /* A line that fits: the buffer is unchanged, nothing is recorded. */
     mock_reset();
