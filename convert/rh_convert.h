@@ -16,23 +16,23 @@
 
 /* One loaded module as the MODULES chunks describe it (FORMAT.md). */
 struct rh_module {
-    uint64_t base;            /* load bias; 0 for a non-PIE executable */
-    const char *path;         /* path recorded at run time */
-    const uint8_t *build_id;  /* may be NULL */
+    uint64_t base;           /* load bias; 0 for a non-PIE executable */
+    const char *path;        /* path recorded at run time */
+    const uint8_t *build_id; /* may be NULL */
     unsigned build_id_len;
-    const uint64_t *ranges;   /* nranges pairs {start, end}, absolute addresses */
+    const uint64_t *ranges; /* nranges pairs {start, end}, absolute addresses */
     unsigned nranges;
 };
 
 /* One resolved frame. Strings are owned by the symbolizer and live until
  * rh_sym_free(). file/sym are NULL and line 0 when unknown. */
 struct rh_sym_frame {
-    const char *module;  /* module path, NULL if the address is in no module */
-    uint64_t rel_addr;   /* address relative to the module's base (the raw address if none) */
-    const char *file;    /* full path as DWARF gives it */
+    const char *module; /* module path, NULL if the address is in no module */
+    uint64_t rel_addr;  /* address relative to the module's base (the raw address if none) */
+    const char *file;   /* full path as DWARF gives it */
     int line;
-    const char *sym;     /* demangled function name */
-    int inlined;         /* 1 for a frame produced by inline expansion (not the outermost) */
+    const char *sym; /* demangled function name */
+    int inlined;     /* 1 for a frame produced by inline expansion (not the outermost) */
 };
 
 struct rh_symbolizer;
@@ -106,8 +106,8 @@ enum rh_ev_op {
 };
 
 struct rh_event {
-    uint64_t time;   /* event time units (tick >> tick_shift); rh_rip_ns() converts */
-    uint64_t stack;  /* stack id as recorded (ALLOC, RALLOC, FAIL) */
+    uint64_t time;  /* event time units (tick >> tick_shift); rh_rip_ns() converts */
+    uint64_t stack; /* stack id as recorded (ALLOC, RALLOC, FAIL) */
     uint64_t size;
     uint64_t addr;   /* block address (old address for RFREE) */
     uint32_t thread; /* threads.id, see rh_rip_thread() */
@@ -130,9 +130,9 @@ struct rh_chunk {
 /* A stack definition. Created on first definition or first use. */
 struct rh_stack {
     uint64_t id;
-    size_t frames;    /* index of frame 0 in rip->frames */
+    size_t frames; /* index of frame 0 in rip->frames */
     uint32_t nframes;
-    uint32_t kind;    /* wrap-table kind number */
+    uint32_t kind; /* wrap-table kind number */
     uint8_t defined;
     uint8_t cut;
     uint8_t used;        /* an event referenced it */
@@ -163,9 +163,9 @@ struct rh_rip {
     const uint8_t *base;
     size_t size;
     int mapped;
-    FILE *warn;       /* NULL: silent */
-    unsigned nwarn;   /* warnings issued (printed up to a limit) */
-    char err[768];    /* the error line of a failed rh_rip_open_*() */
+    FILE *warn;     /* NULL: silent */
+    unsigned nwarn; /* warnings issued (printed up to a limit) */
+    char err[768];  /* the error line of a failed rh_rip_open_*() */
 
     struct rip_file_header hdr;
     char exe[RIP_HDR_EXE_MAX + 1];
@@ -177,7 +177,10 @@ struct rh_rip {
     size_t nstreams;
 
     /* calibration: (tick, ns) pairs sorted and monotone */
-    struct rh_calib { uint64_t tick; uint64_t ns; } *calib;
+    struct rh_calib {
+        uint64_t tick;
+        uint64_t ns;
+    } * calib;
     size_t ncalib, capcalib;
     uint64_t rate_ns, rate_ticks; /* extrapolation rate: rate_ns per rate_ticks */
 
@@ -204,7 +207,7 @@ struct rh_rip {
     uint64_t damaged_chunks;
     uint64_t out_of_order;
     uint64_t events, allocs, frees, reallocs, fails; /* records decoded */
-    uint64_t bytes_done; /* chunk bytes fully decoded, for progress */
+    uint64_t bytes_done;                             /* chunk bytes fully decoded, for progress */
     int oom;
 };
 
@@ -217,7 +220,7 @@ struct rh_rip {
 RH_HIDDEN int rh_rip_open_file(struct rh_rip *r, const char *path, FILE *warn);
 /* The same on a caller-owned buffer that outlives r (for the fuzzer). */
 RH_HIDDEN int rh_rip_open_mem(struct rh_rip *r, const uint8_t *buf, size_t len, const char *name,
-                                FILE *warn);
+                              FILE *warn);
 RH_HIDDEN void rh_rip_close(struct rh_rip *r);
 
 /* Prints one warning line "rheaper-convert: NAME: ..." (rate-limited). */
@@ -278,7 +281,7 @@ struct rh_merge_sink {
  * still live. Memory grows with live blocks, not with events. Returns 0, -1 on
  * out-of-memory, or the sink's non-zero rc. */
 RH_HIDDEN int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink,
-                             struct rh_merge_stats *st);
+                           struct rh_merge_stats *st);
 
 /* ---- rh_db.c: the SQLite database --------------------------------------- */
 
@@ -298,7 +301,7 @@ RH_HIDDEN int rh_db_row(void *db, const struct rh_row *row);
  * with a one-line message in err; the db is freed and the temp file removed in
  * both cases. */
 RH_HIDDEN int rh_db_finish(struct rh_db *db, struct rh_rip *r, const struct rh_merge_stats *st,
-                             struct rh_symbolizer *sym, int force, char *err, size_t errlen);
+                           struct rh_symbolizer *sym, int force, char *err, size_t errlen);
 /* The message of the last failed rh_db_row(). */
 RH_HIDDEN const char *rh_db_error(const struct rh_db *db);
 /* Abandons the conversion: closes and removes the temp file. NULL is fine. */

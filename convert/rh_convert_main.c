@@ -97,8 +97,9 @@ static void rh_report_damage(const struct rh_rip *r, const struct rh_merge_stats
     size_t n = 0;
     if (r->cut_short)
         n += snprintf(what + n, sizeof what - n, "%s",
-                      r->has_trailer ? "cut short" : "cut short (no trailer: the program did not "
-                                                     "close it)");
+                      r->has_trailer ? "cut short"
+                                     : "cut short (no trailer: the program did not "
+                                       "close it)");
     if (r->damaged_chunks && n < sizeof what)
         n += snprintf(what + n, sizeof what - n, "%s%llu damaged chunk%s skipped", n ? ", " : "",
                       (unsigned long long)r->damaged_chunks, r->damaged_chunks == 1 ? "" : "s");

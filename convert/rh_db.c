@@ -45,28 +45,17 @@ const char *rh_kind_name(uint32_t kind)
 /* Without the generated header (a converter built on its own): the kind lines
  * of wrap/wrap_table.txt. They are part of the rip format, never renumbered. */
 static const char *const rh_kind_names[] = {
-    [1] = "malloc",
-    [2] = "calloc",
-    [3] = "realloc",
-    [4] = "reallocarray",
-    [5] = "posix_memalign",
-    [6] = "aligned_alloc",
-    [7] = "memalign",
-    [8] = "valloc",
-    [9] = "pvalloc",
-    [10] = "new",
-    [11] = "new[]",
-    [20] = "strdup",
-    [21] = "strndup",
-    [22] = "asprintf",
-    [23] = "vasprintf",
-    [24] = "getline",
-    [25] = "getdelim",
-    [26] = "realpath",
-    [27] = "getcwd",
-    [28] = "get_current_dir_name",
-    [29] = "open_memstream",
-    [30] = "canonicalize_file_name",
+    [1] = "malloc",          [2] = "calloc",
+    [3] = "realloc",         [4] = "reallocarray",
+    [5] = "posix_memalign",  [6] = "aligned_alloc",
+    [7] = "memalign",        [8] = "valloc",
+    [9] = "pvalloc",         [10] = "new",
+    [11] = "new[]",          [20] = "strdup",
+    [21] = "strndup",        [22] = "asprintf",
+    [23] = "vasprintf",      [24] = "getline",
+    [25] = "getdelim",       [26] = "realpath",
+    [27] = "getcwd",         [28] = "get_current_dir_name",
+    [29] = "open_memstream", [30] = "canonicalize_file_name",
     [31] = "wcsdup",
 };
 
@@ -410,8 +399,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
                       uint64_t undefined, char *err, size_t errlen)
 {
     struct rh_meta m = {d, NULL, err, errlen, 0};
-    if (rh_db_prepare(d, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)", &m.st, err,
-                      errlen))
+    if (rh_db_prepare(d, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)", &m.st, err, errlen))
         return -1;
     char when[64];
     time_t secs = (time_t)(r->hdr.start_realtime_ns / 1000000000ull);
@@ -474,8 +462,8 @@ static int rh_db_fix_kinds(struct rh_db *d, struct rh_rip *r, char *err, size_t 
         const struct rh_stack *s = &r->stacks[i];
         if (!s->provisional || !s->defined)
             continue;
-        if (!st && rh_db_prepare(d, "UPDATE allocations SET kind = ? WHERE bt = ?", &st, err,
-                                 errlen))
+        if (!st &&
+            rh_db_prepare(d, "UPDATE allocations SET kind = ? WHERE bt = ?", &st, err, errlen))
             return -1;
         sqlite3_bind_text(st, 1, rh_kind_name(s->kind), -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, (sqlite3_int64)s->id);
@@ -520,9 +508,9 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     sqlite3_finalize(d->ins);
     d->ins = NULL;
     if (rh_db_stacks(d, r, sym, &undefined, err, errlen) ||
-        rh_db_threads_modules(d, r, err, errlen) ||
-        rh_db_meta(d, r, st, undefined, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
-        rh_db_fix_kinds(d, r, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
+        rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
+        rh_db_exec(d, rh_post, err, errlen) || rh_db_fix_kinds(d, r, err, errlen) ||
+        rh_db_exec(d, "COMMIT;", err, errlen))
         goto fail;
     if (sqlite3_close(d->db) != SQLITE_OK) {
         rh_db_seterr(err, errlen, "%s: cannot close (%s)", rh_db_tmp, sqlite3_errmsg(d->db));

@@ -42,7 +42,8 @@ void rh_rip_warn(struct rh_rip *r, const char *fmt, ...)
     va_end(ap);
 }
 
-static int rh_rip_fail(struct rh_rip *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int rh_rip_fail(struct rh_rip *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static int rh_rip_fail(struct rh_rip *r, const char *fmt, ...)
 {
     va_list ap;
@@ -126,7 +127,8 @@ int64_t rh_rip_ns(const struct rh_rip *r, uint64_t time)
         unsigned __int128 d = (unsigned __int128)(c[0].tick - tick) * r->rate_ns / r->rate_ticks;
         ns = d >= c[0].ns ? 0 : c[0].ns - (uint64_t)d;
     } else if (tick >= c[n - 1].tick) {
-        unsigned __int128 d = (unsigned __int128)(tick - c[n - 1].tick) * r->rate_ns / r->rate_ticks;
+        unsigned __int128 d =
+            (unsigned __int128)(tick - c[n - 1].tick) * r->rate_ns / r->rate_ticks;
         ns = rh_sat_u64((unsigned __int128)c[n - 1].ns + d);
     } else {
         size_t lo = 0, hi = n - 1; /* c[lo].tick <= tick < c[hi].tick */
@@ -379,8 +381,10 @@ static int rh_rip_walk(struct rh_rip *r)
                 rh_rip_warn(r, "profile cut short: no chunk at offset %llu",
                             (unsigned long long)off);
             } else {
-                rh_rip_warn(r, "bad chunk header at offset %llu (%s); the rest of the file is "
-                            "ignored", (unsigned long long)off, why);
+                rh_rip_warn(r,
+                            "bad chunk header at offset %llu (%s); the rest of the file is "
+                            "ignored",
+                            (unsigned long long)off, why);
                 r->damaged = 1;
             }
             r->cut_short = 1;
@@ -401,8 +405,10 @@ static int rh_rip_walk(struct rh_rip *r)
             ch.truncated = 1;
             if (ch.used > avail)
                 ch.used = (uint32_t)avail;
-            rh_rip_warn(r, "profile cut short: chunk at offset %llu ends past the end of the "
-                        "file; decoding what is there", (unsigned long long)off);
+            rh_rip_warn(r,
+                        "profile cut short: chunk at offset %llu ends past the end of the "
+                        "file; decoding what is there",
+                        (unsigned long long)off);
             r->cut_short = 1;
             r->damaged = 1;
         } else if (h.flags & RIP_CHUNK_F_SEALED) {
@@ -475,8 +481,7 @@ static int rh_rip_index(struct rh_rip *r)
         r->streams[i].cur = -1; /* rh_stream_next starts at ->first */
     /* threads.id 1 is the process's own thread when it wrote events */
     for (size_t i = 0; i < r->nchunks; i++) {
-        if (r->chunks[i].type == RIP_CHUNK_EVENTS && r->chunks[i].tid == r->hdr.pid &&
-            r->hdr.pid) {
+        if (r->chunks[i].type == RIP_CHUNK_EVENTS && r->chunks[i].tid == r->hdr.pid && r->hdr.pid) {
             if (!rh_rip_thread(r, r->hdr.pid))
                 return rh_rip_oom(r);
             break;

@@ -251,8 +251,8 @@ static void rh_stream_leave(struct rh_rip *r, struct rh_stream *s)
     r->bytes_done += RIP_CHUNK_HDR_SIZE + (uint64_t)ch->used;
     if (r->mapped) {
         /* done with these pages: keep resident memory independent of file size */
-        uint64_t len = (RIP_CHUNK_HDR_SIZE + (uint64_t)ch->used + RIP_ALIGN - 1) &
-                       ~(uint64_t)(RIP_ALIGN - 1);
+        uint64_t len =
+            (RIP_CHUNK_HDR_SIZE + (uint64_t)ch->used + RIP_ALIGN - 1) & ~(uint64_t)(RIP_ALIGN - 1);
         madvise((void *)(r->base + ch->off), len, MADV_DONTNEED);
     }
     if (ch->next >= 0)
@@ -285,7 +285,8 @@ static int rh_stream_raw(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         }
         if (rc == RH_DEC_BAD) {
             const struct rh_chunk *ch = &r->chunks[s->cur];
-            rh_rip_warn(r, "undecodable record at offset %llu (chunk at offset %llu); the rest "
+            rh_rip_warn(r,
+                        "undecodable record at offset %llu (chunk at offset %llu); the rest "
                         "of that chunk is skipped",
                         (unsigned long long)(ch->off + RIP_CHUNK_HDR_SIZE + (s->p - ch->payload)),
                         (unsigned long long)ch->off);

@@ -22,18 +22,12 @@ struct exp_row {
 
 #define N (-1) /* NULL */
 static const struct exp_row expected[CT_ROWS] = {
-    {16, 100, 400, 1, 1, 1, 0x10000, "malloc"},
-    {24, 150, 900, 4, 2, 2, 0x40000, "new"},
-    {12, 160, 170, 6, 2, 2, 0x41000, "new[]"},
-    {32, 200, 500, 1, 1, 1, 0x10020, "malloc"},
-    {100, 300, 450, 2, 1, 2, 0x10100, "calloc"},
-    {64, 510, 600, 3, 1, 1, 0x10020, "realloc"},
-    {128, 605, 1000, 3, 1, 1, 0x20008, "realloc"},
-    {8, 900, N, 5, 3, N, 0x40000, "strdup"},
-    {16, 950, N, 1, 3, N, 0x50000, "malloc"},
-    {16, 960, N, 1, 3, N, 0x50000, "malloc"},
-    {7, 970, N, 9, 3, N, 0x60000, "unknown"},
-    {48, 1100, 1250, 1, 1, 5, 0x30000, "malloc"},
+    {16, 100, 400, 1, 1, 1, 0x10000, "malloc"},    {24, 150, 900, 4, 2, 2, 0x40000, "new"},
+    {12, 160, 170, 6, 2, 2, 0x41000, "new[]"},     {32, 200, 500, 1, 1, 1, 0x10020, "malloc"},
+    {100, 300, 450, 2, 1, 2, 0x10100, "calloc"},   {64, 510, 600, 3, 1, 1, 0x10020, "realloc"},
+    {128, 605, 1000, 3, 1, 1, 0x20008, "realloc"}, {8, 900, N, 5, 3, N, 0x40000, "strdup"},
+    {16, 950, N, 1, 3, N, 0x50000, "malloc"},      {16, 960, N, 1, 3, N, 0x50000, "malloc"},
+    {7, 970, N, 9, 3, N, 0x60000, "unknown"},      {48, 1100, 1250, 1, 1, 5, 0x30000, "malloc"},
     {40, 1200, 1300, 1, 4, 5, 0x70000, "malloc"},
 };
 
@@ -82,8 +76,8 @@ static void check_tables(sqlite3 *db)
     CHECK(!strcmp(ct_text(db, "SELECT name FROM threads WHERE tid = 1002", buf, sizeof buf),
                   "<null>"));
     CHECK_EQ(ct_int(db, "SELECT id FROM threads WHERE tid = 1003"), 4);
-    CHECK(!strcmp(ct_text(db, "SELECT name FROM threads WHERE tid = 1003", buf, sizeof buf),
-                  "late"));
+    CHECK(
+        !strcmp(ct_text(db, "SELECT name FROM threads WHERE tid = 1003", buf, sizeof buf), "late"));
     CHECK_EQ(ct_int(db, "SELECT id FROM threads WHERE tid = 1004"), 5);
 
     /* stacks and backtraces */
@@ -100,9 +94,9 @@ static void check_tables(sqlite3 *db)
                         " file IS NULL AND sym IS NULL AND line IS NULL AND address IS NULL"),
              1);
     /* the module file does not exist: module + relative address, no symbol */
-    CHECK(!strcmp(ct_text(db, "SELECT module FROM backtraces WHERE id = 1 AND frame_no = 0", buf,
-                          sizeof buf),
-                  "/nonexistent/rheaper-test/prog"));
+    CHECK(!strcmp(
+        ct_text(db, "SELECT module FROM backtraces WHERE id = 1 AND frame_no = 0", buf, sizeof buf),
+        "/nonexistent/rheaper-test/prog"));
     CHECK_EQ(ct_int(db, "SELECT address FROM backtraces WHERE id = 1 AND frame_no = 0"), 0x1000);
     CHECK_EQ(ct_int(db, "SELECT address FROM backtraces WHERE id = 1 AND frame_no = 1"), 0x1100);
     CHECK_EQ(ct_int(db, "SELECT count(*) FROM backtraces WHERE id = 1 AND sym IS NULL"), 2);
@@ -123,8 +117,8 @@ static void check_tables(sqlite3 *db)
     CHECK_EQ(ct_int(db, "SELECT leaked_bytes FROM callsites WHERE bt = 1"), 32);
     CHECK_EQ(ct_int(db, "SELECT avg_lifetime * 10 FROM callsites WHERE bt = 1"), 2125);
     CHECK_EQ(ct_int(db, "SELECT count(*) FROM callsites"), 7);
-    CHECK(!strcmp(ct_text(db, "SELECT kind FROM callsites WHERE bt = 2", buf, sizeof buf),
-                  "calloc"));
+    CHECK(
+        !strcmp(ct_text(db, "SELECT kind FROM callsites WHERE bt = 2", buf, sizeof buf), "calloc"));
     CHECK_EQ(ct_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN"
                         " ('allocations_bt', 'backtraces_id', 'backtraces_file_line')"),
              3);
@@ -225,11 +219,11 @@ static void check_calibration(void)
     CHECK_EQ(rh_rip_open_mem(&r, f.buf, f.len, "calib", stderr), 0);
     CHECK_EQ(r.damaged, 0);
     CHECK_EQ(r.has_trailer, 1);
-    CHECK_EQ(rh_rip_ns(&r, 500), 0);      /* tick 1000: enable */
-    CHECK_EQ(rh_rip_ns(&r, 1000), 500);   /* tick 2000: half way to (3000, 6000) */
-    CHECK_EQ(rh_rip_ns(&r, 2000), 1500);  /* tick 4000: between (3000,6000), (5000,7000) */
-    CHECK_EQ(rh_rip_ns(&r, 3500), 3000);  /* tick 7000: 7000 + 2000 * (2000/4000) */
-    CHECK_EQ(rh_rip_ns(&r, 100), 0);      /* before enable: clamped, never negative */
+    CHECK_EQ(rh_rip_ns(&r, 500), 0);     /* tick 1000: enable */
+    CHECK_EQ(rh_rip_ns(&r, 1000), 500);  /* tick 2000: half way to (3000, 6000) */
+    CHECK_EQ(rh_rip_ns(&r, 2000), 1500); /* tick 4000: between (3000,6000), (5000,7000) */
+    CHECK_EQ(rh_rip_ns(&r, 3500), 3000); /* tick 7000: 7000 + 2000 * (2000/4000) */
+    CHECK_EQ(rh_rip_ns(&r, 100), 0);     /* before enable: clamped, never negative */
     int64_t prev = -1, mono = 1;
     for (uint64_t t = 0; t < 5000; t += 7) {
         int64_t ns = rh_rip_ns(&r, t);

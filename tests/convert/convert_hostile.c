@@ -314,8 +314,8 @@ static void huge_fields(void)
     uint8_t ext[] = {RIP_OP_EXT, 1, 0x80, 0x80, 0x80, 0x80, 0x10, 'a'};
     hostile_record("huge-ext", ext, sizeof ext, 0, 0);
     /* an 11-byte varint as a size */
-    uint8_t var[] = {RIP_OP_ALLOC, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-                     0xff, 0x01, 0};
+    uint8_t var[] = {RIP_OP_ALLOC, 1,    0xff, 0xff, 0xff, 0xff, 0xff,
+                     0xff,         0xff, 0xff, 0xff, 0xff, 0x01, 0};
     hostile_record("long-varint", var, sizeof var, 0, 0);
     /* op 0 and op 7 */
     uint8_t op0[] = {0};

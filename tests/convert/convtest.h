@@ -23,9 +23,9 @@
 
 /* Result of one run of the converter. */
 struct ct_run {
-    int status;       /* raw wait status */
-    char err[8192];   /* captured stderr */
-    int err_lines;    /* newline count in err */
+    int status;     /* raw wait status */
+    char err[8192]; /* captured stderr */
+    int err_lines;  /* newline count in err */
 };
 
 /* Runs exe with up to 6 arguments (NULL-terminated list). */
@@ -204,8 +204,8 @@ static inline void ct_reference(struct rw_file *f, int with_trailer)
     rw_free(&c, 900, 0x40000);
     rw_end(&c, 1, 900);
 
-    rw_module(f, 0x400000, "/nonexistent/rheaper-test/prog", (const uint8_t *)"\x12\x34\xab\xcd",
-              4, 0x401000, 0x402000);
+    rw_module(f, 0x400000, "/nonexistent/rheaper-test/prog", (const uint8_t *)"\x12\x34\xab\xcd", 4,
+              0x401000, 0x402000);
 
     rw_begin(&c, f, RIP_CHUNK_EVENTS, 2, 1002, 900); /* slot 2, unsealed */
     rw_stack(&c, 5, 20, s5, 3, 1);

@@ -256,8 +256,7 @@ void rw_module(struct rw_file *f, uint64_t base, const char *path, const uint8_t
     rw_end(&c, 1, 0);
 }
 
-void rw_trailer(struct rw_file *f, uint64_t events, uint64_t end_ns, uint64_t stacks,
-                uint64_t lost)
+void rw_trailer(struct rw_file *f, uint64_t events, uint64_t end_ns, uint64_t stacks, uint64_t lost)
 {
     struct rw_chunk c;
     rw_begin(&c, f, RIP_CHUNK_TRAILER, RIP_SLOT_SHARED, 0, 0);

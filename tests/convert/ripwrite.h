@@ -46,8 +46,8 @@ void rw_free(struct rw_chunk *c, uint64_t t, uint64_t addr);
 void rw_realloc(struct rw_chunk *c, uint64_t t, uint64_t dt2, uint64_t stack, uint64_t size,
                 uint64_t old_addr, uint64_t new_addr);
 void rw_fail(struct rw_chunk *c, uint64_t t, uint64_t stack, uint64_t size);
-void rw_stack(struct rw_chunk *c, uint64_t id, unsigned kind, const uint64_t *frames,
-              unsigned n, int cut);
+void rw_stack(struct rw_chunk *c, uint64_t id, unsigned kind, const uint64_t *frames, unsigned n,
+              int cut);
 void rw_threadname(struct rw_chunk *c, const char *name);
 void rw_setthread(struct rw_chunk *c, uint32_t tid);
 /* Raw payload bytes (for hostile records). */
