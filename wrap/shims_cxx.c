@@ -71,60 +71,44 @@ static void *__attribute__((noinline)) rh_cxx_new_fallback(size_t n, size_t alig
     return p;
 }
 
+#define RH_HOOKED static __attribute__((noinline))
+#define RH_UNPAREN(...) __VA_ARGS__
+
 /* Calls the real operator SYM(args), or the fallback when libstdc++ is absent. */
 #define RH_REAL_NEW(SYM, ALIGN, NOTHROW, ...)                                                     \
     (rh_likely(__real_##SYM != NULL) ? __real_##SYM(__VA_ARGS__)                                   \
                                      : rh_cxx_new_fallback(n, ALIGN, NOTHROW))
 
-/* Body of an operator new shim: n is the size parameter, the rest forwarded. */
-#define RH_NEW_BODY(SYM, KIND, ALIGN, NOTHROW, ...)                                               \
-    if (!rh_hook_begin())                                                                          \
-        return RH_REAL_NEW(SYM, ALIGN, NOTHROW, __VA_ARGS__);                                      \
-    struct rh_cxx_pending pend __attribute__((cleanup(rh_cxx_unwind))) = {KIND, n, RH_FP(), 1};   \
-    void *p = RH_REAL_NEW(SYM, ALIGN, NOTHROW, __VA_ARGS__);                                       \
-    pend.open = 0;                                                                                 \
-    rh_shim_alloc_done(KIND, p, n, pend.fp);                                                       \
-    return p
+/* Defines the shim of operator new SYM with parameters PARAMS (the size is
+ * always n) and the noinline recording half rh_hooked_SYM, which keeps the
+ * shim's pass-through path free of saved registers. The recording half holds
+ * the cleanup that records a failure if the real operator throws. */
+#define RH_NEW_SHIM(SYM, KIND, ALIGN, NOTHROW, PARAMS, ARGS)                                      \
+    RH_HOOKED void *rh_hooked_##SYM(void *fp, RH_UNPAREN PARAMS)                                   \
+    {                                                                                              \
+        struct rh_cxx_pending pend __attribute__((cleanup(rh_cxx_unwind))) = {KIND, n, fp, 1};    \
+        void *p = RH_REAL_NEW(SYM, ALIGN, NOTHROW, RH_UNPAREN ARGS);                               \
+        pend.open = 0;                                                                             \
+        rh_shim_alloc_done(KIND, p, n, fp);                                                        \
+        return p;                                                                                  \
+    }                                                                                              \
+    RH_WRAP void *__wrap_##SYM(RH_UNPAREN PARAMS)                                                  \
+    {                                                                                              \
+        if (!rh_hook_begin())                                                                      \
+            return RH_REAL_NEW(SYM, ALIGN, NOTHROW, RH_UNPAREN ARGS);                              \
+        return rh_hooked_##SYM(RH_FP(), RH_UNPAREN ARGS);                                          \
+    }
 
-RH_WRAP void *__wrap__Znwm(size_t n)
-{
-    RH_NEW_BODY(_Znwm, RH_KIND_NEW, 0, 0, n);
-}
-
-RH_WRAP void *__wrap__Znam(size_t n)
-{
-    RH_NEW_BODY(_Znam, RH_KIND_NEW_ARRAY, 0, 0, n);
-}
-
-RH_WRAP void *__wrap__ZnwmRKSt9nothrow_t(size_t n, const void *nt)
-{
-    RH_NEW_BODY(_ZnwmRKSt9nothrow_t, RH_KIND_NEW, 0, 1, n, nt);
-}
-
-RH_WRAP void *__wrap__ZnamRKSt9nothrow_t(size_t n, const void *nt)
-{
-    RH_NEW_BODY(_ZnamRKSt9nothrow_t, RH_KIND_NEW_ARRAY, 0, 1, n, nt);
-}
-
-RH_WRAP void *__wrap__ZnwmSt11align_val_t(size_t n, size_t al)
-{
-    RH_NEW_BODY(_ZnwmSt11align_val_t, RH_KIND_NEW, al, 0, n, al);
-}
-
-RH_WRAP void *__wrap__ZnamSt11align_val_t(size_t n, size_t al)
-{
-    RH_NEW_BODY(_ZnamSt11align_val_t, RH_KIND_NEW_ARRAY, al, 0, n, al);
-}
-
-RH_WRAP void *__wrap__ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt)
-{
-    RH_NEW_BODY(_ZnwmSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW, al, 1, n, al, nt);
-}
-
-RH_WRAP void *__wrap__ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt)
-{
-    RH_NEW_BODY(_ZnamSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW_ARRAY, al, 1, n, al, nt);
-}
+RH_NEW_SHIM(_Znwm, RH_KIND_NEW, 0, 0, (size_t n), (n))
+RH_NEW_SHIM(_Znam, RH_KIND_NEW_ARRAY, 0, 0, (size_t n), (n))
+RH_NEW_SHIM(_ZnwmRKSt9nothrow_t, RH_KIND_NEW, 0, 1, (size_t n, const void *nt), (n, nt))
+RH_NEW_SHIM(_ZnamRKSt9nothrow_t, RH_KIND_NEW_ARRAY, 0, 1, (size_t n, const void *nt), (n, nt))
+RH_NEW_SHIM(_ZnwmSt11align_val_t, RH_KIND_NEW, al, 0, (size_t n, size_t al), (n, al))
+RH_NEW_SHIM(_ZnamSt11align_val_t, RH_KIND_NEW_ARRAY, al, 0, (size_t n, size_t al), (n, al))
+RH_NEW_SHIM(_ZnwmSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW, al, 1,
+            (size_t n, size_t al, const void *nt), (n, al, nt))
+RH_NEW_SHIM(_ZnamSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW_ARRAY, al, 1,
+            (size_t n, size_t al, const void *nt), (n, al, nt))
 
 /* Calls the real operator delete SYM(args), or free() without libstdc++. */
 #define RH_REAL_DELETE(SYM, ...)                                                                   \
@@ -135,75 +119,38 @@ RH_WRAP void *__wrap__ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, con
             __real_free(p);                                                                        \
     } while (0)
 
-/* Body of an operator delete shim: p is the pointer parameter. Deleting NULL
- * records nothing; otherwise the free is recorded before the real delete. */
-#define RH_DELETE_BODY(SYM, ...)                                                                   \
-    if (p == NULL || !rh_hook_begin()) {                                                           \
-        RH_REAL_DELETE(SYM, __VA_ARGS__);                                                          \
-        return;                                                                                    \
+/* Defines the shim of operator delete SYM (the pointer is always p) and its
+ * noinline recording half. Deleting NULL records nothing; otherwise the free is
+ * recorded, with its time, before the real delete. */
+#define RH_DELETE_SHIM(SYM, PARAMS, ARGS)                                                          \
+    RH_HOOKED void rh_hooked_##SYM(RH_UNPAREN PARAMS)                                              \
+    {                                                                                              \
+        int e = errno;                                                                             \
+        rh_record_free(p, rh_now());                                                               \
+        RH_REAL_DELETE(SYM, RH_UNPAREN ARGS);                                                      \
+        rh_hook_end();                                                                             \
+        errno = e;                                                                                 \
     }                                                                                              \
-    int e = errno;                                                                                 \
-    rh_record_free(p, rh_now());                                                                   \
-    RH_REAL_DELETE(SYM, __VA_ARGS__);                                                              \
-    rh_hook_end();                                                                                 \
-    errno = e
+    RH_WRAP void __wrap_##SYM(RH_UNPAREN PARAMS)                                                   \
+    {                                                                                              \
+        if (p == NULL || !rh_hook_begin()) {                                                       \
+            RH_REAL_DELETE(SYM, RH_UNPAREN ARGS);                                                  \
+            return;                                                                                \
+        }                                                                                          \
+        rh_hooked_##SYM(RH_UNPAREN ARGS);                                                          \
+    }
 
-RH_WRAP void __wrap__ZdlPv(void *p)
-{
-    RH_DELETE_BODY(_ZdlPv, p);
-}
-
-RH_WRAP void __wrap__ZdaPv(void *p)
-{
-    RH_DELETE_BODY(_ZdaPv, p);
-}
-
-RH_WRAP void __wrap__ZdlPvm(void *p, size_t n)
-{
-    RH_DELETE_BODY(_ZdlPvm, p, n);
-}
-
-RH_WRAP void __wrap__ZdaPvm(void *p, size_t n)
-{
-    RH_DELETE_BODY(_ZdaPvm, p, n);
-}
-
-RH_WRAP void __wrap__ZdlPvRKSt9nothrow_t(void *p, const void *nt)
-{
-    RH_DELETE_BODY(_ZdlPvRKSt9nothrow_t, p, nt);
-}
-
-RH_WRAP void __wrap__ZdaPvRKSt9nothrow_t(void *p, const void *nt)
-{
-    RH_DELETE_BODY(_ZdaPvRKSt9nothrow_t, p, nt);
-}
-
-RH_WRAP void __wrap__ZdlPvSt11align_val_t(void *p, size_t al)
-{
-    RH_DELETE_BODY(_ZdlPvSt11align_val_t, p, al);
-}
-
-RH_WRAP void __wrap__ZdaPvSt11align_val_t(void *p, size_t al)
-{
-    RH_DELETE_BODY(_ZdaPvSt11align_val_t, p, al);
-}
-
-RH_WRAP void __wrap__ZdlPvmSt11align_val_t(void *p, size_t n, size_t al)
-{
-    RH_DELETE_BODY(_ZdlPvmSt11align_val_t, p, n, al);
-}
-
-RH_WRAP void __wrap__ZdaPvmSt11align_val_t(void *p, size_t n, size_t al)
-{
-    RH_DELETE_BODY(_ZdaPvmSt11align_val_t, p, n, al);
-}
-
-RH_WRAP void __wrap__ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt)
-{
-    RH_DELETE_BODY(_ZdlPvSt11align_val_tRKSt9nothrow_t, p, al, nt);
-}
-
-RH_WRAP void __wrap__ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt)
-{
-    RH_DELETE_BODY(_ZdaPvSt11align_val_tRKSt9nothrow_t, p, al, nt);
-}
+RH_DELETE_SHIM(_ZdlPv, (void *p), (p))
+RH_DELETE_SHIM(_ZdaPv, (void *p), (p))
+RH_DELETE_SHIM(_ZdlPvm, (void *p, size_t n), (p, n))
+RH_DELETE_SHIM(_ZdaPvm, (void *p, size_t n), (p, n))
+RH_DELETE_SHIM(_ZdlPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt))
+RH_DELETE_SHIM(_ZdaPvRKSt9nothrow_t, (void *p, const void *nt), (p, nt))
+RH_DELETE_SHIM(_ZdlPvSt11align_val_t, (void *p, size_t al), (p, al))
+RH_DELETE_SHIM(_ZdaPvSt11align_val_t, (void *p, size_t al), (p, al))
+RH_DELETE_SHIM(_ZdlPvmSt11align_val_t, (void *p, size_t n, size_t al), (p, n, al))
+RH_DELETE_SHIM(_ZdaPvmSt11align_val_t, (void *p, size_t n, size_t al), (p, n, al))
+RH_DELETE_SHIM(_ZdlPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t al, const void *nt),
+               (p, al, nt))
+RH_DELETE_SHIM(_ZdaPvSt11align_val_tRKSt9nothrow_t, (void *p, size_t al, const void *nt),
+               (p, al, nt))

@@ -7,52 +7,76 @@
  * calling malloc, the runtime's own calls). Times: an allocation's after the
  * real call, a free's before it, a realloc's both. These functions never
  * allocate and never use stdio.
+ *
+ * The hot shims keep their pass-through path tiny: the recording half lives in
+ * a separate noinline function (rh_*_hooked) that gets the shim's frame address,
+ * so the shim itself needs no saved registers when tracking is off (1 push
+ * instead of 5 with gcc 12). The shim's frame stays on the stack during that
+ * call (no sibling calls), so the recorded frame is still the shim's.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "rh_shims.h"
 
+#define RH_HOOKED static __attribute__((noinline))
+
+/* The recording half of __wrap_malloc: called with the guard set. */
+RH_HOOKED void *rh_malloc_hooked(size_t n, void *fp)
+{
+    void *p = __real_malloc(n);
+    rh_shim_alloc_done(RH_KIND_MALLOC, p, n, fp);
+    return p;
+}
+
 RH_WRAP void *__wrap_malloc(size_t n)
 {
     if (!rh_hook_begin())
         return __real_malloc(n);
-    void *p = __real_malloc(n);
-    rh_shim_alloc_done(RH_KIND_MALLOC, p, n, RH_FP());
-    return p;
+    return rh_malloc_hooked(n, RH_FP());
 }
 
 /* calloc: records n * m bytes (SIZE_MAX when that overflows and calloc fails).
  * While open_memstream is being set up it also tells that shim, through
  * rh_memstream_probe, that libc's own allocations are visible (a static link). */
+RH_HOOKED void *rh_calloc_hooked(size_t n, size_t m, void *fp)
+{
+    void *p = __real_calloc(n, m);
+    if (rh_unlikely(rh_memstream_probe))
+        rh_memstream_probe = 2;
+    rh_shim_alloc_done(RH_KIND_CALLOC, p, rh_mul_size(n, m), fp);
+    return p;
+}
+
 RH_WRAP void *__wrap_calloc(size_t n, size_t m)
 {
     if (!rh_hook_begin())
         return __real_calloc(n, m);
-    void *p = __real_calloc(n, m);
-    if (rh_unlikely(rh_memstream_probe))
-        rh_memstream_probe = 2;
-    rh_shim_alloc_done(RH_KIND_CALLOC, p, rh_mul_size(n, m), RH_FP());
-    return p;
+    return rh_calloc_hooked(n, m, RH_FP());
 }
 
 /* realloc: realloc(NULL, n) is an allocation of kind realloc; a success is one
  * REALLOC event old -> new with times before and after the real call; a
  * realloc(p, 0) that returns NULL freed p; any other NULL is a failure and p
  * stays live. */
-RH_WRAP void *__wrap_realloc(void *p, size_t n)
+RH_HOOKED void *rh_realloc_hooked(void *p, size_t n, void *fp)
 {
-    if (!rh_hook_begin())
-        return __real_realloc(p, n);
     if (p == NULL) {
         void *q = __real_realloc(NULL, n);
-        rh_shim_alloc_done(RH_KIND_REALLOC, q, n, RH_FP());
+        rh_shim_alloc_done(RH_KIND_REALLOC, q, n, fp);
         return q;
     }
     uint64_t t_before = rh_now();
     void *q = __real_realloc(p, n);
-    rh_shim_realloc_done(RH_KIND_REALLOC, p, q, n, t_before, RH_FP());
+    rh_shim_realloc_done(RH_KIND_REALLOC, p, q, n, t_before, fp);
     return q;
+}
+
+RH_WRAP void *__wrap_realloc(void *p, size_t n)
+{
+    if (!rh_hook_begin())
+        return __real_realloc(p, n);
+    return rh_realloc_hooked(p, n, RH_FP());
 }
 
 /* reallocarray: as realloc for n * m bytes. An overflowing product fails with
@@ -76,17 +100,22 @@ RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
 /* free: free(NULL) records nothing. Otherwise the free is recorded, with its
  * time, before the real free, so the address cannot be handed out again (in
  * another thread) before its free is in the profile. */
+RH_HOOKED void rh_free_hooked(void *p)
+{
+    int e = errno;
+    rh_record_free(p, rh_now());
+    __real_free(p);
+    rh_hook_end();
+    errno = e;
+}
+
 RH_WRAP void __wrap_free(void *p)
 {
     if (p == NULL || !rh_hook_begin()) {
         __real_free(p);
         return;
     }
-    int e = errno;
-    rh_record_free(p, rh_now());
-    __real_free(p);
-    rh_hook_end();
-    errno = e;
+    rh_free_hooked(p);
 }
 
 /* posix_memalign: an allocation only when it returns 0. ENOMEM is a failure;
