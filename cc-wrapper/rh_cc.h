@@ -13,17 +13,17 @@
 
 /* What a scan of the command line found. All fields are counts or 0/1. */
 struct rh_cc_scan {
-    int no_link;     /* -c, -S, -E, -M, -MM, -fsyntax-only or -r */
-    int preprocess;  /* -E, -M or -MM: the output must be the compiler's own */
-    int info;        /* --version, --help, -dump*, -print-*: an information query */
-    int verbose;     /* -v or -###: an info query when there are no inputs */
-    int shared;      /* -shared */
-    int is_static;   /* -static or -static-pie */
-    int has_g;       /* a -g option that sets the debug level (-g0 included) */
-    int cxx_lib;     /* -lstdc++ or -lc++ (a C++ link through the C driver) */
-    int static_cxx;  /* -static-libstdc++ */
-    int inputs;      /* arguments that are not options (source, object files) */
-    int skip_next;   /* internal: the next argument belongs to an option (2: to -l) */
+    int no_link;    /* -c, -S, -E, -M, -MM, -fsyntax-only or -r */
+    int preprocess; /* -E, -M or -MM: the output must be the compiler's own */
+    int info;       /* --version, --help, -dump*, -print-*: an information query */
+    int verbose;    /* -v or -###: an info query when there are no inputs */
+    int shared;     /* -shared */
+    int is_static;  /* -static or -static-pie */
+    int has_g;      /* a -g option that sets the debug level (-g0 included) */
+    int cxx_lib;    /* -lstdc++ or -lc++ (a C++ link through the C driver) */
+    int static_cxx; /* -static-libstdc++ */
+    int inputs;     /* arguments that are not options (source, object files) */
+    int skip_next;  /* internal: the next argument belongs to an option (2: to -l) */
 };
 
 /* The kind of command, from a finished scan. */
@@ -47,8 +47,7 @@ void rh_cc_scan_arg(struct rh_cc_scan *s, const char *arg, int depth);
  * character literally (inside quotes too). Calls fn(arg, ctx) for each. buf is
  * the file content, modified in place (arguments are NUL-terminated inside it;
  * it must have room for one extra byte at buf[len]). */
-void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, void *ctx),
-                          void *ctx);
+void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, void *ctx), void *ctx);
 
 /* The mode of a command whose arguments have all been scanned. */
 enum rh_cc_mode rh_cc_mode_of(const struct rh_cc_scan *s);

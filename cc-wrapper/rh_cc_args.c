@@ -20,6 +20,7 @@
 /* Response files larger than this are not read for scanning. */
 #define RH_CC_RSP_MAX (64u << 20)
 
+/* clang-format off */
 /* Options whose value is the next argument when not attached. */
 static const char *const rh_cc_sep_opts[] = {
     "-o", "-x", "-D", "-U", "-I", "-L", "-l", "-include", "-imacros", "-isystem", "-idirafter",
@@ -36,6 +37,7 @@ static const char *const rh_cc_g_modifiers[] = {
     "-gvariable-location-views", "-ginline-points", "-gas-loc-support", "-gas-locview-support",
     "-gembed-source", "-gdwarf64", "-gdwarf32", NULL,
 };
+/* clang-format on */
 
 static int rh_in_list(const char *a, const char *const *list)
 {
@@ -80,7 +82,8 @@ static int rh_scan_response(struct rh_cc_scan *s, const char *path, int depth)
     if (fd < 0)
         return -1;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (unsigned long long)st.st_size > RH_CC_RSP_MAX) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (unsigned long long)st.st_size > RH_CC_RSP_MAX) {
         close(fd);
         return -1;
     }
@@ -105,8 +108,7 @@ static int rh_scan_response(struct rh_cc_scan *s, const char *path, int depth)
     return 0;
 }
 
-void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, void *ctx),
-                          void *ctx)
+void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, void *ctx), void *ctx)
 {
     size_t i = 0;
     buf[len] = '\0';

@@ -210,7 +210,8 @@ static void rh_print_command(const char *const *v)
         int plain = *s != '\0';
         for (const char *p = s; *p; p++)
             if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                        "-_=+,./:@%^", *p))
+                        "-_=+,./:@%^",
+                        *p))
                 plain = 0;
         if (plain) {
             fprintf(stderr, " %s", s);
@@ -235,8 +236,10 @@ static int rh_check_depth(void)
     const char *d = getenv("RHEAPER_CC_DEPTH");
     int depth = d ? atoi(d) : 0;
     if (depth >= RH_CC_MAX_DEPTH) {
-        fprintf(stderr, "%s: RHEAPER_CC/RHEAPER_CXX runs rheaper-cc again (loop); "
-                        "point it at the real compiler\n", rh_tool);
+        fprintf(stderr,
+                "%s: RHEAPER_CC/RHEAPER_CXX runs rheaper-cc again (loop); "
+                "point it at the real compiler\n",
+                rh_tool);
         return -1;
     }
     char buf[16];

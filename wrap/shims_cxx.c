@@ -63,7 +63,8 @@ static void *__attribute__((noinline)) rh_cxx_new_fallback(size_t n, size_t alig
             p = NULL;
     }
     if (p == NULL && !nothrow) {
-        static const char msg[] = "rheaper: operator new failed and libstdc++ is not linked: abort\n";
+        static const char msg[] =
+            "rheaper: operator new failed and libstdc++ is not linked: abort\n";
         ssize_t w = write(2, msg, sizeof msg - 1);
         (void)w;
         abort();
@@ -75,7 +76,7 @@ static void *__attribute__((noinline)) rh_cxx_new_fallback(size_t n, size_t alig
 #define RH_UNPAREN(...) __VA_ARGS__
 
 /* Calls the real operator SYM(args), or the fallback when libstdc++ is absent. */
-#define RH_REAL_NEW(SYM, ALIGN, NOTHROW, ...)                                                     \
+#define RH_REAL_NEW(SYM, ALIGN, NOTHROW, ...)                                                      \
     (rh_likely(__real_##SYM != NULL) ? __real_##SYM(__VA_ARGS__)                                   \
                                      : rh_cxx_new_fallback(n, ALIGN, NOTHROW))
 
@@ -83,10 +84,10 @@ static void *__attribute__((noinline)) rh_cxx_new_fallback(size_t n, size_t alig
  * always n) and the noinline recording half rh_hooked_SYM, which keeps the
  * shim's pass-through path free of saved registers. The recording half holds
  * the cleanup that records a failure if the real operator throws. */
-#define RH_NEW_SHIM(SYM, KIND, ALIGN, NOTHROW, PARAMS, ARGS)                                      \
+#define RH_NEW_SHIM(SYM, KIND, ALIGN, NOTHROW, PARAMS, ARGS)                                       \
     RH_HOOKED void *rh_hooked_##SYM(void *fp, RH_UNPAREN PARAMS)                                   \
     {                                                                                              \
-        struct rh_cxx_pending pend __attribute__((cleanup(rh_cxx_unwind))) = {KIND, n, fp, 1};    \
+        struct rh_cxx_pending pend __attribute__((cleanup(rh_cxx_unwind))) = {KIND, n, fp, 1};     \
         void *p = RH_REAL_NEW(SYM, ALIGN, NOTHROW, RH_UNPAREN ARGS);                               \
         pend.open = 0;                                                                             \
         rh_shim_alloc_done(KIND, p, n, fp);                                                        \

@@ -146,8 +146,8 @@ RH_WRAP int __wrap___asprintf_chk(char **sp, int flag, const char *fmt, ...)
  * nomem: the call itself set ENOMEM (a -1 at end of file leaves errno alone,
  * so a stale ENOMEM must not count); with no new buffer that is a failure.
  * Preserves errno. */
-RH_INLINE void rh_getdelim_done(unsigned kind, char *old, size_t old_n, char **lineptr,
-                                size_t *n, int nomem, uint64_t t_before, void *fp)
+RH_INLINE void rh_getdelim_done(unsigned kind, char *old, size_t old_n, char **lineptr, size_t *n,
+                                int nomem, uint64_t t_before, void *fp)
 {
     int e = errno;
     char *now = *lineptr;

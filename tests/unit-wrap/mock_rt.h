@@ -19,10 +19,10 @@ extern "C" {
 enum { MOCK_ALLOC = 1, MOCK_FREE, MOCK_REALLOC, MOCK_FAIL };
 
 struct mock_ev {
-    int op;          /* MOCK_* */
-    unsigned kind;   /* RH_KIND_* (0 for FREE) */
-    void *p;         /* the block (new block for REALLOC) */
-    void *old;       /* REALLOC: the block that ended */
+    int op;        /* MOCK_* */
+    unsigned kind; /* RH_KIND_* (0 for FREE) */
+    void *p;       /* the block (new block for REALLOC) */
+    void *old;     /* REALLOC: the block that ended */
     size_t size;
     uint64_t t1, t2; /* ALLOC/FREE: t1; REALLOC: t_before, t_after */
     void *fp;        /* the shim's frame address */
@@ -31,9 +31,9 @@ struct mock_ev {
 #define MOCK_LOG_MAX 64
 
 extern struct mock_ev mock_log[MOCK_LOG_MAX];
-extern int mock_n;              /* events since mock_reset() (may exceed MOCK_LOG_MAX) */
-extern int mock_dup_allocs;     /* allocations of an address already live */
-extern int mock_guard_errors;   /* records made while rh_guard was not set */
+extern int mock_n;            /* events since mock_reset() (may exceed MOCK_LOG_MAX) */
+extern int mock_dup_allocs;   /* allocations of an address already live */
+extern int mock_guard_errors; /* records made while rh_guard was not set */
 extern int mock_modules_changed;
 
 /* Forgets the log (not the live set). */

@@ -96,7 +96,7 @@ static const struct xrow xrows[] = {RH_WRAP_TABLE(ROW)};
 #define ADDR(sym, kind, flags) (void)sizeof(&__real_##sym), (void)sizeof(&__wrap_##sym),
 static void prototypes_exist(void)
 {
-    RH_WRAP_TABLE(ADDR)(void)0;
+    RH_WRAP_TABLE(ADDR)(void) 0;
 }
 #undef ADDR
 
