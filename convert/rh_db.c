@@ -298,7 +298,15 @@ static int rh_db_stacks(struct rh_db *d, struct rh_rip *r, struct rh_symbolizer 
                 fr[0].rel_addr = addr;
                 n = 1;
             }
-            for (int k = 0; k < n; k++) {
+            /* The allocation function itself is never a frame: glibc's
+             * headers inline getline() into a call to __getdelim, so frame 0
+             * would otherwise be an inlined "getline" above the user's code. */
+            int k0 = 0;
+            const char *kname = f == 0 ? rh_kind_name(st->kind) : NULL;
+            while (kname && k0 < n - 1 && fr[k0].inlined && fr[k0].sym &&
+                   strcmp(fr[k0].sym, kname) == 0)
+                k0++;
+            for (int k = k0; k < n; k++) {
                 sqlite3_bind_int64(bs, 1, (sqlite3_int64)st->id);
                 sqlite3_bind_int64(bs, 2, frame_no++);
                 if (fr[k].file)

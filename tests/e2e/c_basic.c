@@ -108,7 +108,10 @@ int main(void)
     EXPECT(line_strdup, "SELECT DISTINCT line FROM backtraces WHERE frame_no = 0 AND sym = 'dup_it'");
     free(s);
     char *t = strndup("abcdefgh", 3);
-    EXPECT(1, "SELECT count(*) FROM allocations WHERE kind = 'strndup' AND size = 4 AND dealloc_after IS NOT NULL AND " AT_SYM("main"));
+    KEEP(t); /* clang would delete a strndup+free pair it turned into malloc+free */
+    /* clang may turn strndup of a literal into malloc + memcpy: then the row is
+     * what the binary really called (README, Limits) */
+    EXPECT(1, "SELECT count(*) FROM allocations WHERE kind IN ('strndup', 'malloc') AND size = 4 AND dealloc_after IS NOT NULL AND " AT_SYM("main"));
     free(t);
     char *a = NULL;
     int alen = asprintf(&a, "value=%d", 12345);
