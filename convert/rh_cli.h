@@ -1,0 +1,116 @@
+/* rh_cli.h: the internal header of the `rheaper` command.
+ *
+ * `rheaper` answers the common questions from a profile.db without writing SQL.
+ * It runs after the profiled program, like rheaper-convert, and shares the
+ * converter's code for `rheaper convert` and `rheaper run`. Every listing
+ * command works on the allocations that pass the shared filters, which
+ * rh_filter_apply() materializes as the TEMP table `sel`. Prototypes are
+ * grouped under the file that defines them.
+ */
+#ifndef RH_CLI_H
+#define RH_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+/* ---- rh_cli_main.c: dispatch, usage ---------------------------------- */
+
+/* Each subcommand: argv[0] is the subcommand's name. Returns the exit status:
+ * 0 success, 1 failure (one line on stderr already printed), 2 usage error. */
+int rh_cmd_run(int argc, char **argv);
+int rh_cmd_convert(int argc, char **argv);
+int rh_cmd_summary(int argc, char **argv);
+int rh_cmd_top(int argc, char **argv);
+int rh_cmd_leaks(int argc, char **argv);
+int rh_cmd_peak(int argc, char **argv);
+int rh_cmd_query(int argc, char **argv);
+int rh_cmd_flamegraph(int argc, char **argv);
+int rh_cmd_timeline(int argc, char **argv);
+int rh_cmd_export(int argc, char **argv);
+int rh_cmd_report(int argc, char **argv);
+
+/* ---- rh_cli_db.c: opening a profile, shared figures ------------------ */
+
+/* Opens an existing profile database read-only; never creates one. Fails with
+ * one line on stderr ("rheaper: PATH: no such file", "... is not a rheaper
+ * profile") and returns NULL. Registers the REGEXP function. */
+sqlite3 *rh_cli_open(const char *path);
+
+/* Whole-profile figures, computed over `sel` (the filtered allocations). */
+struct rh_summary {
+    char program[1024];
+    int64_t pid;
+    int64_t duration_ns;
+    int64_t events;
+    int64_t alloc_blocks, alloc_bytes;
+    int64_t freed_blocks, freed_bytes;
+    int64_t leaked_blocks, leaked_bytes;
+    int64_t peak_bytes, peak_time_ns;
+    int64_t temporary_blocks;
+    int clean;
+};
+
+/* Fills s from the database and the `sel` table. Returns 0 or -1 (message
+ * printed). */
+int rh_summary_compute(sqlite3 *db, struct rh_summary *s);
+
+/* ---- rh_cli_filter.c: the shared filters ------------------------------ */
+
+/* The filters every command takes, with one meaning across all of them
+ * (README, "The rheaper command"). Zero-initialize, then feed options. */
+struct rh_filter {
+    double from, to;          /* seconds, or percent when *_pct is set; < 0: unset */
+    int from_pct, to_pct;
+    const char *func_re[8], *not_func_re[8], *file_re[8], *not_file_re[8];
+    int nfunc, nnot_func, nfile, nnot_file;
+    int64_t min_size, max_size; /* < 0: unset */
+    int lifetime;               /* 0 any, 1 leaked, 2 temporary, 3 range */
+    int64_t life_min_ns, life_max_ns;
+    const char *thread;         /* threads.id, tid or name; NULL: all */
+    double temporary_ms;        /* < 0: heaptrack's definition */
+};
+
+/* Sets every field to "unset". */
+void rh_filter_init(struct rh_filter *f);
+
+/* If argv[*i] is a shared filter option, consumes it and its value (advancing
+ * *i) and returns 1; returns 0 for other arguments and -1 after printing one
+ * line for a bad value. */
+int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
+
+/* Creates TEMP TABLE sel: the allocations rows (all columns, plus `lifetime`
+ * in ns, NULL when leaked) that pass f. All values are bound, never pasted into
+ * SQL. Returns 0, or -1 after printing SQLite's message. */
+int rh_filter_apply(sqlite3 *db, const struct rh_filter *f);
+
+/* ---- rh_cli_out.c: tables, CSV, JSON ---------------------------------- */
+
+enum rh_fmt { RH_FMT_TEXT, RH_FMT_CSV, RH_FMT_JSON };
+
+/* If argv[*i] is --json or --csv, sets *fmt, advances and returns 1, else 0. */
+int rh_fmt_arg(enum rh_fmt *fmt, char **argv, int *i);
+
+/* Steps st to the end and prints its rows to out: aligned columns under a
+ * header (text), RFC 4180 CSV with a header line, or one JSON array of objects
+ * keyed by column name. Returns 0, or -1 after printing SQLite's message. */
+int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out);
+
+/* ---- rh_cli_svg.c: flamegraph and timeline ----------------------------- */
+
+enum rh_flame_weight { RH_FLAME_ALL, RH_FLAME_LEAKED, RH_FLAME_PEAK };
+
+/* Writes a self-contained interactive SVG flamegraph of `sel` (click to zoom,
+ * hover for details). embedded = 1 omits the XML prolog for inlining in HTML.
+ * Returns 0 or -1 (message printed). */
+int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedded);
+
+/* Writes folded stacks ("main;f;g 1234" per line, outermost first). */
+int rh_folded(sqlite3 *db, enum rh_flame_weight w, FILE *out);
+
+/* Writes an SVG chart of live bytes over time with the top call sites of
+ * `sel` stacked. Returns 0 or -1. */
+int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded);
+
+#endif
