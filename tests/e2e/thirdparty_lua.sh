@@ -15,22 +15,11 @@ bin=$1 src=$2 work=$3
 mkdir -p "$work"
 cd "$work"
 
-if [ ! -d lua-src ]; then
-    apt_dir="$work/apt"
-    mkdir -p "$apt_dir/lists/partial"
-    printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm main\n' \
-        > "$apt_dir/src.list"
-    set -- -o Dir::Etc::SourceList="$apt_dir/src.list" -o Dir::Etc::SourceParts=/dev/null \
-        -o Dir::State::Lists="$apt_dir/lists" -o Debug::NoLocking=1
-    if ! { apt-get "$@" update -qq && apt-get "$@" source --download-only lua5.4; } > fetch.log 2>&1; then
-        echo "SKIP: cannot fetch the lua5.4 source with apt-get source (see $work/fetch.log)"
-        exit 77
-    fi
-    mkdir lua-src
-    tar xzf lua5.4_*.orig.tar.gz -C lua-src --strip-components=1
-fi
+rc=0
+sh "$src/fetch_source.sh" lua5.4 "$work/lua" || rc=$?
+[ "$rc" -eq 0 ] || exit "$rc"
 
-rm -rf build && cp -r lua-src build
+rm -rf build && cp -r lua/src build
 make -s -C build linux CC="$bin/rheaper-cc -std=gnu99" > make.log 2>&1 || { echo "FAIL: make"; cat make.log; exit 1; }
 nm build/src/lua | grep -q ' T __wrap_malloc' || { echo "FAIL: lua was not linked with the runtime"; exit 1; }
 
