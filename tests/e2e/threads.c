@@ -23,6 +23,14 @@ static atomic_long total_bytes;
 
 NOINLINE void *worker_alloc(size_t n) { return malloc(n); }
 NOINLINE void *worker_grow(void *p, size_t n) { return realloc(p, n); }
+NOINLINE void *worker_reuse(size_t n) { return malloc(n); }
+
+/* Phase 2: after freeing the next thread's blocks, each worker allocates
+ * blocks of that thread's size again; glibc hands many of the just-freed
+ * addresses back, so the same address is freed in one thread and allocated in
+ * another. The program counts those reuses itself. */
+static void *reused[NTHREADS][BLOCKS / 2];
+static atomic_long reuse_hits;
 
 static void *worker(void *arg)
 {
@@ -47,6 +55,18 @@ static void *worker(void *arg)
         free(handoff[from][i]);
     for (int i = 0; i < nmine; i++)
         free(mine[i]);
+    size_t from_size = 32 + (size_t)from;
+    for (int i = 0; i < BLOCKS / 2; i++) {
+        void *p = worker_reuse(from_size);
+        reused[id][i] = p;
+        for (int j = 1; j < BLOCKS; j += 2)
+            if (handoff[from][j] == p) {
+                atomic_fetch_add(&reuse_hits, 1);
+                break;
+            }
+    }
+    for (int i = 0; i < BLOCKS / 2; i++)
+        free(reused[id][i]);
     return NULL;
 }
 
@@ -69,6 +89,16 @@ int main(void)
     /* half of every thread's blocks were freed by another thread */
     EXPECT(NTHREADS * BLOCKS / 2, "SELECT count(*) FROM allocations WHERE alloc_thread <> dealloc_thread AND %s", at);
     EXPECT(0, "SELECT count(*) FROM allocations WHERE dealloc_after < alloc_after");
+    /* address reuse across threads: every reuse the program saw is a row whose
+     * address was allocated before by another thread and freed by this one,
+     * and no two blocks at one address ever overlap in time */
+    EXPECT(1, "SELECT %ld > 0", atomic_load(&reuse_hits));
+    EXPECT(atomic_load(&reuse_hits),
+           "SELECT count(*) FROM allocations b WHERE b.bt IN (SELECT id FROM backtraces WHERE frame_no = 0 "
+           "AND sym = 'worker_reuse') AND EXISTS (SELECT 1 FROM allocations a WHERE a.addr = b.addr "
+           "AND a.alloc_thread <> b.alloc_thread AND a.dealloc_thread = b.alloc_thread AND %s)", at);
+    EXPECT(0, "SELECT count(*) FROM allocations a JOIN allocations b ON a.addr = b.addr AND a.id <> b.id "
+              "AND b.alloc_after >= a.alloc_after AND (a.dealloc_after IS NULL OR b.alloc_after < a.dealloc_after)");
     /* realloc chains: 20 rows per thread */
     EXPECT(NTHREADS * 20, "SELECT count(*) FROM allocations WHERE kind = 'realloc' AND bt IN (SELECT id FROM backtraces WHERE frame_no = 0 AND sym = 'worker_grow')");
     EXPECT(0, "SELECT count(*) FROM leaks WHERE bt IN (SELECT id FROM backtraces WHERE frame_no = 0 AND sym = 'worker_grow')");
