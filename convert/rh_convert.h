@@ -309,4 +309,44 @@ RH_HIDDEN void rh_db_abort(struct rh_db *db);
 /* Temp file of the conversion in progress ("" if none), for a signal handler. */
 RH_HIDDEN const char *rh_db_temp_path(void);
 
+/* Bodies of the views heap_timeline and thread_summary over the allocations
+ * table T, as string literals: rh_db.c creates the views over `allocations`,
+ * the rheaper command runs the same SQL over its filtered table `sel`.
+ * heap_timeline: one row per event in the merge's order (at equal times frees
+ * first), with the live bytes and blocks after it (a window function). */
+#define RH_SQL_HEAP_TIMELINE(T)                                                                  \
+    "SELECT time, event, id, size, sum(delta) OVER w AS live_bytes,"                             \
+    " sum(cls * 2 - 1) OVER w AS live_blocks FROM"                                               \
+    " (SELECT alloc_after AS time, 'alloc' AS event, 1 AS cls, id, size, size AS delta FROM " T    \
+    " UNION ALL SELECT dealloc_after, 'free', 0, id, size, -size FROM " T                         \
+    " WHERE dealloc_after IS NOT NULL)"                                                          \
+    " WINDOW w AS (ORDER BY time, cls, id ROWS UNBOUNDED PRECEDING) ORDER BY time, cls, id"
+/* thread_summary: per thread, blocks and bytes it allocated, it freed (whoever
+ * allocated them), of its own freed by other threads, and of its own still live
+ * at the end. */
+#define RH_SQL_THREAD_SUMMARY(T)                                                                 \
+    "WITH a AS (SELECT alloc_thread AS th, count(*) AS n, sum(size) AS b,"                      \
+    " sum(dealloc_thread IS NOT NULL AND dealloc_thread <> alloc_thread) AS on_,"               \
+    " sum(CASE WHEN dealloc_thread <> alloc_thread THEN size ELSE 0 END) AS ob,"                \
+    " sum(dealloc_after IS NULL) AS ln,"                                                        \
+    " sum(CASE WHEN dealloc_after IS NULL THEN size ELSE 0 END) AS lb FROM " T                  \
+    " GROUP BY alloc_thread),"                                                                   \
+    " f AS (SELECT dealloc_thread AS th, count(*) AS n, sum(size) AS b FROM " T                 \
+    " WHERE dealloc_thread IS NOT NULL GROUP BY dealloc_thread)"                                \
+    " SELECT t.id AS thread, t.tid AS tid, t.name AS name,"                                      \
+    " coalesce(a.n, 0) AS alloc_blocks, coalesce(a.b, 0) AS alloc_bytes,"                       \
+    " coalesce(f.n, 0) AS freed_blocks, coalesce(f.b, 0) AS freed_bytes,"                       \
+    " coalesce(a.on_, 0) AS freed_by_others_blocks, coalesce(a.ob, 0) AS freed_by_others_bytes," \
+    " coalesce(a.ln, 0) AS live_blocks, coalesce(a.lb, 0) AS live_bytes"                        \
+    " FROM threads t LEFT JOIN a ON a.th = t.id LEFT JOIN f ON f.th = t.id ORDER BY t.id"
+
+/* ---- rh_convert_file.c: one whole conversion ----------------------------- */
+
+/* Converts the rip file rip_path into the database db_path (refused when it
+ * exists, unless force). Errors and, unless quiet, warnings are printed as one
+ * line each, prefixed "PROG: ". Returns the exit status: 0 (a profile cut short
+ * included, with one line saying so) or 1. */
+int rh_convert_file(const char *prog, const char *rip_path, const char *db_path, int force,
+                    int quiet);
+
 #endif

@@ -2,7 +2,8 @@
  *
  * The schema keeps the original rheaper's table and column names so its
  * documented queries work: allocations, backtraces, threads, modules, meta,
- * plus stacks, and the views leaks and callsites. The database is built in a
+ * plus stacks, and the views leaks, callsites, heap_timeline, temporary,
+ * callsites_by_function and thread_summary. The database is built in a
  * temp file next to the requested path (DB.tmp.XXXXXX) with journaling and
  * syncing off, in one transaction, with prepared statements and bound values
  * only (no data is ever pasted into SQL). Indexes and views come after the
@@ -157,7 +158,24 @@ static const char rh_post[] =
     " avg(a.dealloc_after - a.alloc_after) AS avg_lifetime,"
     " b.sym AS sym, b.file AS file, b.line AS line"
     " FROM allocations a LEFT JOIN backtraces b ON b.id = a.bt AND b.frame_no = 0"
-    " GROUP BY a.bt;";
+    " GROUP BY a.bt;"
+    /* The views of the rheaper command (README, "The rheaper command"). */
+    "CREATE VIEW heap_timeline AS " RH_SQL_HEAP_TIMELINE("allocations") ";"
+    "CREATE VIEW thread_summary AS " RH_SQL_THREAD_SUMMARY("allocations") ";"
+    /* heaptrack's temporary allocations: freed by the thread that made them
+     * before that thread allocated again (at equal times frees come first). */
+    "CREATE VIEW temporary AS SELECT id, alloc_after, dealloc_after, bt, size, addr,"
+    " alloc_thread, dealloc_thread, kind FROM (SELECT *, lead(alloc_after) OVER"
+    " (PARTITION BY alloc_thread ORDER BY alloc_after, id) AS next_alloc FROM allocations)"
+    " WHERE dealloc_after IS NOT NULL AND dealloc_thread = alloc_thread"
+    " AND (next_alloc IS NULL OR next_alloc >= dealloc_after);"
+    "CREATE VIEW callsites_by_function AS SELECT b.sym AS sym, min(b.file) AS file,"
+    " count(*) AS count, sum(a.size) AS total_size, avg(a.size) AS avg_size,"
+    " sum(a.dealloc_after IS NULL) AS leaked_count,"
+    " sum(CASE WHEN a.dealloc_after IS NULL THEN a.size ELSE 0 END) AS leaked_bytes,"
+    " count(DISTINCT a.bt) AS stacks"
+    " FROM allocations a LEFT JOIN backtraces b ON b.id = a.bt AND b.frame_no = 0"
+    " GROUP BY b.sym;";
 
 struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
 {

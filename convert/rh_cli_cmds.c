@@ -1,0 +1,634 @@
+/* rh_cli_cmds.c: the rheaper commands that print tables: summary, top, leaks,
+ * peak and query.
+ *
+ * Each opens the profile read-only (rh_cli_db.c), applies the shared filters
+ * into `sel` (rh_cli_filter.c) and prints through rh_print_stmt()
+ * (rh_cli_out.c), so --json, --csv and the filters mean the same everywhere.
+ * A call site is frame 0 of a stack: its function and file:line (module+offset
+ * without debug information); sites with the same function and line but
+ * different callers are one site unless --stacks asks for each stack. The leak
+ * score is defined at rh_leak_scores() and in the README.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_cli.h"
+#include "rh_convert.h"
+
+/* SQL: the basename of a path column. */
+#define RH_BASE(c) "replace(" c ", rtrim(" c ", replace(" c ", '/', '')), '')"
+/* SQL: one frame of backtraces b as "function (file:line)". */
+#define RH_FRAME_TEXT                                                                                                                                         \
+    "coalesce(b.sym, '?\?') || ' (' || CASE WHEN b.file IS NOT NULL THEN " RH_BASE(                                                                           \
+        "b.file") " || ':' || coalesce(b.line, '?') WHEN b.module IS NOT NULL THEN " RH_BASE("b."                                                             \
+                                                                                             "mod"                                                            \
+                                                                                             "ul"                                                             \
+                                                                                             "e") " || '+0x' || printf('%x', b.address) ELSE printf('0x%x', " \
+                                                                                                  "coalesce(b.address, 0)) END || ')'"
+
+/* ---- arguments -------------------------------------------------------------- */
+
+enum { RH_OPT_BY = 1, RH_OPT_N = 2, RH_OPT_STACKS = 4, RH_OPT_BUCKETS = 8, RH_OPT_SQL = 16 };
+
+struct rh_args {
+    const char *db, *sql, *by;
+    struct rh_filter f;
+    enum rh_fmt fmt;
+    int n, stacks, buckets, filtered;
+};
+
+/* Parses a command's argv: DB (and SQL for query), the shared filters, --json
+ * and --csv, and the options `allow` permits. Returns 0, or the exit status
+ * (2) after printing one line. */
+static int rh_parse(int argc, char **argv, unsigned allow, struct rh_args *a)
+{
+    const char *cmd = argv[0];
+    memset(a, 0, sizeof *a);
+    rh_filter_init(&a->f);
+    a->by = "bytes";
+    a->n = 10;
+    a->buckets = 20;
+    int npos = 0, dashdash = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!dashdash && s[0] == '-' && s[1]) {
+            int r = rh_filter_arg(&a->f, argc, argv, &i);
+            if (r < 0)
+                return 2;
+            if (r > 0) {
+                a->filtered = 1;
+                continue;
+            }
+            if (rh_fmt_arg(&a->fmt, argv, &i))
+                continue;
+            if (!strcmp(s, "--")) {
+                dashdash = 1;
+            } else if ((allow & RH_OPT_BY) && !strcmp(s, "--by") && i + 1 < argc) {
+                a->by = argv[++i];
+                if (strcmp(a->by, "bytes") && strcmp(a->by, "count") && strcmp(a->by, "leaked") &&
+                    strcmp(a->by, "peak") && strcmp(a->by, "temporary")) {
+                    fprintf(stderr,
+                            "rheaper: %s: --by '%s': expected bytes, count, leaked, peak or "
+                            "temporary\n",
+                            cmd, a->by);
+                    return 2;
+                }
+            } else if ((allow & RH_OPT_N) && (!strcmp(s, "-n") || !strcmp(s, "--limit")) &&
+                       i + 1 < argc) {
+                char *end;
+                long v = strtol(argv[++i], &end, 10);
+                if (*end || end == argv[i] || v < 0 || v > 1000000000) {
+                    fprintf(stderr, "rheaper: %s: -n '%s': expected a count\n", cmd, argv[i]);
+                    return 2;
+                }
+                a->n = (int)v;
+            } else if ((allow & RH_OPT_BUCKETS) && !strcmp(s, "--buckets") && i + 1 < argc) {
+                char *end;
+                long v = strtol(argv[++i], &end, 10);
+                if (*end || end == argv[i] || v < 2 || v > 10000) {
+                    fprintf(stderr, "rheaper: %s: --buckets '%s': expected 2..10000\n", cmd,
+                            argv[i]);
+                    return 2;
+                }
+                a->buckets = (int)v;
+            } else if ((allow & RH_OPT_STACKS) && !strcmp(s, "--stacks")) {
+                a->stacks = 1;
+            } else {
+                fprintf(stderr, "rheaper: %s: unknown option %s\n", cmd, s);
+                return 2;
+            }
+            continue;
+        }
+        if (npos == 0) {
+            a->db = s;
+        } else if (npos == 1 && (allow & RH_OPT_SQL)) {
+            a->sql = s;
+        } else {
+            fprintf(stderr, "rheaper: %s: unexpected argument '%s'\n", cmd, s);
+            return 2;
+        }
+        npos++;
+    }
+    if (!a->db || ((allow & RH_OPT_SQL) && !a->sql)) {
+        fprintf(stderr, "rheaper: %s: expected %s\n", cmd,
+                (allow & RH_OPT_SQL) ? "DB \"SQL\"" : "DB");
+        return 2;
+    }
+    return 0;
+}
+
+/* ---- shared steps ------------------------------------------------------------- */
+
+static int rh_exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    fprintf(stderr, "rheaper: SQL error: %s\n", msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return -1;
+}
+
+static sqlite3_stmt *rh_prepare(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+        return NULL;
+    }
+    return st;
+}
+
+/* Opens the DB and builds sel; NULL after printing one line. */
+static sqlite3 *rh_open_sel(const struct rh_args *a)
+{
+    sqlite3 *db = rh_cli_open(a->db);
+    if (!db)
+        return NULL;
+    if (rh_filter_apply(db, &a->f)) {
+        sqlite3_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+/* Creates TEMP TABLE site: for every stack in sel its frame-0 function and
+ * location, and `site`, the group it is counted in (one per function and
+ * location, or one per stack when per_stack). */
+static int rh_make_sites(sqlite3 *db, int per_stack)
+{
+    char sql[2048];
+    snprintf(
+        sql, sizeof sql,
+        "DROP TABLE IF EXISTS temp.site;"
+        "CREATE TEMP TABLE site AS SELECT bt, function, location, %s AS site FROM"
+        " (SELECT s.bt AS bt, coalesce(b.sym, '?\?') AS function,"
+        " CASE WHEN b.file IS NOT NULL THEN " RH_BASE(
+            "b.file") " || ':' ||"
+                      " coalesce(b.line, '?') WHEN b.module IS NOT NULL THEN " RH_BASE(
+                          "b.module") " || '+0x' || printf('%%x', b.address) ELSE printf('0x%%x', "
+                                      "coalesce(b.address, 0))"
+                                      " END AS location"
+                                      " FROM (SELECT DISTINCT bt FROM sel) s"
+                                      " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0);"
+                                      "CREATE INDEX temp.site_bt ON site(bt);",
+        per_stack ? "bt" : "dense_rank() OVER (ORDER BY function, location)");
+    return rh_exec(db, sql);
+}
+
+/* SQL of the whole stack of bt as one text, frames "f (file:line)" joined by
+ * "; ", innermost first. */
+#define RH_STACK_OF(bt)                                                                            \
+    "(SELECT group_concat(fr, '; ') FROM (SELECT " RH_FRAME_TEXT " AS fr FROM backtraces b"        \
+    " WHERE b.id = " bt " ORDER BY b.frame_no))"
+
+/* Prints the rows of st (text mode, with a `stack` column last) as one line of
+ * figures per site followed by its frames, one per line. */
+static int rh_print_with_stacks(sqlite3_stmt *st, FILE *out)
+{
+    int nc = sqlite3_column_count(st), rc, row = 0;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        fprintf(out, "%s#%d", row ? "\n" : "", row + 1);
+        for (int i = 0; i < nc - 1; i++) {
+            const char *v = (const char *)sqlite3_column_text(st, i);
+            fprintf(out, "  %s=%s", sqlite3_column_name(st, i), v ? v : "");
+        }
+        fputc('\n', out);
+        const char *s = (const char *)sqlite3_column_text(st, nc - 1);
+        while (s && *s) {
+            const char *e = strstr(s, "; ");
+            int len = e ? (int)(e - s) : (int)strlen(s);
+            fprintf(out, "    %.*s\n", len, s);
+            s = e ? e + 2 : NULL;
+        }
+        row++;
+    }
+    if (rc != SQLITE_DONE) {
+        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(sqlite3_db_handle(st)));
+        return -1;
+    }
+    return 0;
+}
+
+static int rh_print(sqlite3_stmt *st, const struct rh_args *a, FILE *out)
+{
+    if (a->stacks && a->fmt == RH_FMT_TEXT)
+        return rh_print_with_stacks(st, out);
+    return rh_print_stmt(st, a->fmt, out);
+}
+
+/* Human form of a byte count: "1.5 MiB". */
+static const char *rh_human(int64_t v, char *buf, size_t len)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double d = (double)v;
+    int k = 0;
+    while (fabs(d) >= 1024 && k < 4) {
+        d /= 1024;
+        k++;
+    }
+    if (k == 0)
+        snprintf(buf, len, "%lld B", (long long)v);
+    else
+        snprintf(buf, len, "%.1f %s", d, u[k]);
+    return buf;
+}
+
+/* ---- top ------------------------------------------------------------------------ */
+
+/* The statement listing sites ordered by `by`, n rows; peak_ns is the time of
+ * the peak (for the peak column). NULL after printing one line. */
+static sqlite3_stmt *rh_top_stmt(sqlite3 *db, const char *by, int n, int stacks, int64_t peak_ns)
+{
+    const char *order = !strcmp(by, "count")       ? "count"
+                        : !strcmp(by, "leaked")    ? "leaked_bytes"
+                        : !strcmp(by, "peak")      ? "peak_bytes"
+                        : !strcmp(by, "temporary") ? "temporary"
+                                                   : "bytes";
+    char sql[4096];
+    snprintf(sql, sizeof sql,
+             "SELECT function, location, count, bytes, leaked_blocks, leaked_bytes, peak_bytes,"
+             " temporary%s FROM (SELECT min(s.function) AS function, min(s.location) AS location,"
+             " count(*) AS count, sum(a.size) AS bytes,"
+             " sum(a.dealloc_after IS NULL) AS leaked_blocks,"
+             " sum(CASE WHEN a.dealloc_after IS NULL THEN a.size ELSE 0 END) AS leaked_bytes,"
+             " sum(CASE WHEN a.alloc_after <= ?1 AND (a.dealloc_after IS NULL OR"
+             " a.dealloc_after > ?1) THEN a.size ELSE 0 END) AS peak_bytes,"
+             " sum(a.temporary) AS temporary, min(a.bt) AS bt"
+             " FROM sel a JOIN site s ON s.bt = a.bt GROUP BY s.site)"
+             " WHERE %s > 0 ORDER BY %s DESC, bytes DESC, function, location LIMIT ?2",
+             stacks ? ", " RH_STACK_OF("bt") " AS stack" : "", order, order);
+    sqlite3_stmt *st = rh_prepare(db, sql);
+    if (st) {
+        sqlite3_bind_int64(st, 1, peak_ns);
+        sqlite3_bind_int64(st, 2, n);
+    }
+    return st;
+}
+
+int rh_cmd_top(int argc, char **argv)
+{
+    struct rh_args a;
+    int rc = rh_parse(argc, argv, RH_OPT_BY | RH_OPT_N | RH_OPT_STACKS, &a);
+    if (rc)
+        return rc;
+    sqlite3 *db = rh_open_sel(&a);
+    if (!db)
+        return 1;
+    struct rh_summary s;
+    sqlite3_stmt *st = NULL;
+    rc = 1;
+    if (rh_summary_compute(db, &s) || rh_make_sites(db, a.stacks) ||
+        !(st = rh_top_stmt(db, a.by, a.n, a.stacks, s.peak_time_ns)))
+        goto out;
+    rc = rh_print(st, &a, stdout) ? 1 : 0;
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc;
+}
+
+/* ---- peak ------------------------------------------------------------------------ */
+
+int rh_cmd_peak(int argc, char **argv)
+{
+    struct rh_args a;
+    int rc = rh_parse(argc, argv, RH_OPT_N | RH_OPT_STACKS, &a);
+    if (rc)
+        return rc;
+    sqlite3 *db = rh_open_sel(&a);
+    if (!db)
+        return 1;
+    struct rh_summary s;
+    sqlite3_stmt *st = NULL;
+    rc = 1;
+    if (rh_summary_compute(db, &s) || rh_make_sites(db, a.stacks))
+        goto out;
+    char sql[4096];
+    snprintf(sql, sizeof sql,
+             "SELECT function, location, blocks, bytes,"
+             " round(100.0 * bytes / ?3, 2) AS percent%s FROM"
+             " (SELECT min(s.function) AS function, min(s.location) AS location,"
+             " count(*) AS blocks, sum(a.size) AS bytes, min(a.bt) AS bt"
+             " FROM sel a JOIN site s ON s.bt = a.bt"
+             " WHERE a.alloc_after <= ?1 AND (a.dealloc_after IS NULL OR a.dealloc_after > ?1)"
+             " GROUP BY s.site) ORDER BY bytes DESC, function, location LIMIT ?2",
+             a.stacks ? ", " RH_STACK_OF("bt") " AS stack" : "");
+    if (!(st = rh_prepare(db, sql)))
+        goto out;
+    sqlite3_bind_int64(st, 1, s.peak_time_ns);
+    sqlite3_bind_int64(st, 2, a.n);
+    sqlite3_bind_int64(st, 3, s.peak_bytes > 0 ? s.peak_bytes : 1);
+    if (a.fmt == RH_FMT_TEXT) {
+        char h[32];
+        printf("peak: %lld bytes (%s) at %.3f s\n", (long long)s.peak_bytes,
+               rh_human(s.peak_bytes, h, sizeof h), s.peak_time_ns / 1e9);
+    }
+    rc = rh_print(st, &a, stdout) ? 1 : 0;
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc;
+}
+
+/* ---- leaks ------------------------------------------------------------------------ */
+
+/* Scores every site's never-freed blocks and stores them in TEMP TABLE
+ * leak_sites. The run [0, duration] is cut into nb equal buckets.
+ *   coverage = buckets in which the site allocated a leaked block / nb
+ *   fit      = R^2 of a least-squares line through the site's cumulative leaked
+ *              bytes at the end of each bucket (0 when that curve is flat)
+ *   score    = coverage * fit, from 0 to 1
+ * A site that leaked all along grows like a line and covers every bucket
+ * (score near 1); one block allocated once covers one bucket and gives a step
+ * (score near 0), however large it is. Returns 0 or -1. */
+static int rh_leak_scores(sqlite3 *db, int nb, int64_t duration)
+{
+    if (rh_exec(db, "DROP TABLE IF EXISTS temp.leak_sites;"
+                    "CREATE TEMP TABLE leak_sites(site INTEGER PRIMARY KEY, score REAL,"
+                    " coverage INTEGER, fit REAL, blocks INTEGER, bytes INTEGER, first INTEGER,"
+                    " last INTEGER)"))
+        return -1;
+    if (duration <= 0)
+        duration = 1;
+    sqlite3_stmt *q = rh_prepare(
+        db, "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER)) AS k,"
+            " count(*), sum(a.size), min(a.alloc_after), max(a.alloc_after)"
+            " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"
+            " GROUP BY s.site, k ORDER BY s.site, k");
+    sqlite3_stmt *ins = rh_prepare(db, "INSERT INTO leak_sites VALUES(?,?,?,?,?,?,?,?)");
+    double *y = calloc((size_t)nb, sizeof *y);
+    int rc = -1;
+    if (!q || !ins || !y)
+        goto out;
+    sqlite3_bind_int64(q, 1, nb);
+    sqlite3_bind_int64(q, 2, duration);
+    int64_t cur = -1, blocks = 0, bytes = 0, first = 0, last = 0;
+    int covered = 0, more = 1;
+    while (more) {
+        int r = sqlite3_step(q);
+        if (r != SQLITE_ROW && r != SQLITE_DONE) {
+            fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+            goto out;
+        }
+        more = r == SQLITE_ROW;
+        int64_t site = more ? sqlite3_column_int64(q, 0) : -2;
+        if (site != cur && cur >= 0) {
+            /* finish the previous site: cumulative bytes, R^2 against bucket number */
+            double acc = 0, sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+            for (int k = 0; k < nb; k++) {
+                acc += y[k];
+                sx += k;
+                sy += acc;
+                sxx += (double)k * k;
+                syy += acc * acc;
+                sxy += k * acc;
+            }
+            double n = nb, vx = n * sxx - sx * sx, vy = n * syy - sy * sy, cxy = n * sxy - sx * sy;
+            double fit = vy > 1e-9 * n * syy && vx > 0 ? (cxy * cxy) / (vx * vy) : 0;
+            if (fit > 1)
+                fit = 1;
+            double cov = (double)covered / nb;
+            sqlite3_bind_int64(ins, 1, cur);
+            sqlite3_bind_double(ins, 2, cov * fit);
+            sqlite3_bind_int64(ins, 3, covered);
+            sqlite3_bind_double(ins, 4, fit);
+            sqlite3_bind_int64(ins, 5, blocks);
+            sqlite3_bind_int64(ins, 6, bytes);
+            sqlite3_bind_int64(ins, 7, first);
+            sqlite3_bind_int64(ins, 8, last);
+            int ri = sqlite3_step(ins);
+            sqlite3_reset(ins);
+            if (ri != SQLITE_DONE) {
+                fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+                goto out;
+            }
+        }
+        if (!more)
+            break;
+        if (site != cur) {
+            cur = site;
+            memset(y, 0, (size_t)nb * sizeof *y);
+            blocks = bytes = 0;
+            covered = 0;
+            first = sqlite3_column_int64(q, 4);
+        }
+        int k = sqlite3_column_int(q, 1);
+        if (k < 0)
+            k = 0;
+        y[k] += (double)sqlite3_column_int64(q, 3);
+        covered++;
+        blocks += sqlite3_column_int64(q, 2);
+        bytes += sqlite3_column_int64(q, 3);
+        last = sqlite3_column_int64(q, 5);
+    }
+    rc = 0;
+out:
+    free(y);
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+int rh_cmd_leaks(int argc, char **argv)
+{
+    struct rh_args a;
+    int rc = rh_parse(argc, argv, RH_OPT_N | RH_OPT_STACKS | RH_OPT_BUCKETS, &a);
+    if (rc)
+        return rc;
+    sqlite3 *db = rh_open_sel(&a);
+    if (!db)
+        return 1;
+    struct rh_summary s;
+    sqlite3_stmt *st = NULL;
+    rc = 1;
+    if (rh_summary_compute(db, &s) || rh_make_sites(db, a.stacks) ||
+        rh_leak_scores(db, a.buckets, s.duration_ns))
+        goto out;
+    char sql[4096];
+    snprintf(sql, sizeof sql,
+             "SELECT round(l.score, 3) AS score, l.coverage || '/' || ?2 AS coverage,"
+             " round(l.fit, 3) AS fit, l.blocks AS leaked_blocks, l.bytes AS leaked_bytes,"
+             " round(l.first / 1e9, 3) AS first_s, round(l.last / 1e9, 3) AS last_s,"
+             " s.function AS function, s.location AS location%s"
+             " FROM leak_sites l JOIN (SELECT site, min(function) AS function,"
+             " min(location) AS location, min(bt) AS bt FROM site GROUP BY site) s"
+             " ON s.site = l.site ORDER BY l.score DESC, l.bytes DESC, s.function LIMIT ?1",
+             a.stacks ? ", " RH_STACK_OF("s.bt") " AS stack" : "");
+    if (!(st = rh_prepare(db, sql)))
+        goto out;
+    sqlite3_bind_int64(st, 1, a.n);
+    sqlite3_bind_int64(st, 2, a.buckets);
+    if (a.fmt == RH_FMT_TEXT) {
+        char h[32];
+        printf("leaked: %lld bytes (%s) in %lld blocks; score = coverage x fit "
+               "(README, \"rheaper leaks\")\n",
+               (long long)s.leaked_bytes, rh_human(s.leaked_bytes, h, sizeof h),
+               (long long)s.leaked_blocks);
+    }
+    rc = rh_print(st, &a, stdout) ? 1 : 0;
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc;
+}
+
+/* ---- summary ---------------------------------------------------------------------- */
+
+static void rh_json_kv_str(FILE *out, const char *k, const char *v)
+{
+    fprintf(out, "\"%s\":\"", k);
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
+    }
+    fputs("\",", out);
+}
+
+int rh_cmd_summary(int argc, char **argv)
+{
+    struct rh_args a;
+    int rc = rh_parse(argc, argv, 0, &a);
+    if (rc)
+        return rc;
+    sqlite3 *db = rh_open_sel(&a);
+    if (!db)
+        return 1;
+    struct rh_summary s;
+    sqlite3_stmt *top = NULL, *thr = NULL;
+    rc = 1;
+    if (rh_summary_compute(db, &s) || rh_make_sites(db, 0) ||
+        !(top = rh_top_stmt(db, "bytes", 5, 0, s.peak_time_ns)) ||
+        !(thr = rh_prepare(db, RH_SQL_THREAD_SUMMARY("sel"))))
+        goto out;
+    const struct {
+        const char *k;
+        int64_t v;
+    } figs[] = {
+        {"pid", s.pid},
+        {"duration_ns", s.duration_ns},
+        {"events", s.events},
+        {"alloc_blocks", s.alloc_blocks},
+        {"alloc_bytes", s.alloc_bytes},
+        {"freed_blocks", s.freed_blocks},
+        {"freed_bytes", s.freed_bytes},
+        {"leaked_blocks", s.leaked_blocks},
+        {"leaked_bytes", s.leaked_bytes},
+        {"peak_bytes", s.peak_bytes},
+        {"peak_time_ns", s.peak_time_ns},
+        {"temporary_blocks", s.temporary_blocks},
+        {"clean", s.clean},
+    };
+    size_t nfig = sizeof figs / sizeof figs[0];
+    if (a.fmt == RH_FMT_CSV) {
+        printf("key,value\nprogram,");
+        /* the program's command line may hold commas or quotes */
+        const char *p = s.program;
+        if (strpbrk(p, ",\"\r\n")) {
+            putchar('"');
+            for (; *p; p++) {
+                if (*p == '"')
+                    putchar('"');
+                putchar(*p);
+            }
+            putchar('"');
+        } else {
+            fputs(p, stdout);
+        }
+        putchar('\n');
+        for (size_t i = 0; i < nfig; i++)
+            printf("%s,%lld\n", figs[i].k, (long long)figs[i].v);
+        rc = 0;
+        goto out;
+    }
+    if (a.fmt == RH_FMT_JSON) {
+        putchar('{');
+        rh_json_kv_str(stdout, "program", s.program);
+        for (size_t i = 0; i < nfig; i++)
+            printf("\"%s\":%lld,", figs[i].k, (long long)figs[i].v);
+        printf("\"top\":");
+        if (rh_print_stmt(top, RH_FMT_JSON, stdout))
+            goto out;
+        printf(",\"threads\":");
+        if (rh_print_stmt(thr, RH_FMT_JSON, stdout))
+            goto out;
+        printf("}\n");
+        rc = 0;
+        goto out;
+    }
+    char h[32];
+    printf("program        %s\n", s.program);
+    printf("pid            %lld\n", (long long)s.pid);
+    printf("duration       %.3f s%s\n", s.duration_ns / 1e9,
+           s.clean ? "" : " (profile not clean: cut short or damaged)");
+    printf("events         %lld\n", (long long)s.events);
+    printf("allocated      %lld bytes (%s) in %lld blocks\n", (long long)s.alloc_bytes,
+           rh_human(s.alloc_bytes, h, sizeof h), (long long)s.alloc_blocks);
+    printf("freed          %lld bytes (%s) in %lld blocks\n", (long long)s.freed_bytes,
+           rh_human(s.freed_bytes, h, sizeof h), (long long)s.freed_blocks);
+    printf("peak           %lld bytes (%s) at %.3f s\n", (long long)s.peak_bytes,
+           rh_human(s.peak_bytes, h, sizeof h), s.peak_time_ns / 1e9);
+    printf("leaked         %lld bytes (%s) in %lld blocks\n", (long long)s.leaked_bytes,
+           rh_human(s.leaked_bytes, h, sizeof h), (long long)s.leaked_blocks);
+    printf("temporary      %lld blocks (%.1f%% of allocations)\n", (long long)s.temporary_blocks,
+           s.alloc_blocks ? 100.0 * s.temporary_blocks / s.alloc_blocks : 0.0);
+    printf("\ntop 5 call sites by bytes\n");
+    if (rh_print_stmt(top, RH_FMT_TEXT, stdout))
+        goto out;
+    printf("\nthreads\n");
+    if (rh_print_stmt(thr, RH_FMT_TEXT, stdout))
+        goto out;
+    rc = 0;
+out:
+    sqlite3_finalize(top);
+    sqlite3_finalize(thr);
+    sqlite3_close(db);
+    return rc;
+}
+
+/* ---- query ------------------------------------------------------------------------- */
+
+int rh_cmd_query(int argc, char **argv)
+{
+    struct rh_args a;
+    int rc = rh_parse(argc, argv, RH_OPT_SQL, &a);
+    if (rc)
+        return rc;
+    sqlite3 *db = rh_cli_open(a.db);
+    if (!db)
+        return 1;
+    /* sel is built only when it can matter: a filter was given or the SQL
+     * names it (building it reads the whole allocations table). */
+    if ((a.filtered || strstr(a.sql, "sel")) && rh_filter_apply(db, &a.f)) {
+        sqlite3_close(db);
+        return 1;
+    }
+    const char *sql = a.sql;
+    rc = 0;
+    while (sql && *sql) {
+        sqlite3_stmt *st = NULL;
+        const char *tail = NULL;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, &tail) != SQLITE_OK) {
+            fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+            rc = 1;
+            break;
+        }
+        if (!st) /* only whitespace or a comment left */
+            break;
+        int r = rh_print_stmt(st, a.fmt, stdout);
+        sqlite3_finalize(st);
+        if (r) {
+            rc = 1;
+            break;
+        }
+        sql = tail;
+    }
+    sqlite3_close(db);
+    return rc;
+}

@@ -1,0 +1,205 @@
+/* rh_cli_db.c: opening a profile database for the rheaper command, and the
+ * whole-profile figures every report starts from.
+ *
+ * rh_cli_open() opens an existing profile.db read-only (it never creates one),
+ * checks that it is a rheaper profile and registers REGEXP, implemented with
+ * POSIX extended regular expressions, for the --function and --file filters.
+ * rh_summary_compute() reads the meta table and computes totals, the peak of
+ * live bytes and the temporary count over `sel`, the filtered allocations that
+ * rh_filter_apply() (rh_cli_filter.c) made.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rh_cli.h"
+#include "rh_convert.h"
+
+/* ---- REGEXP ------------------------------------------------------------- */
+
+static void rh_regex_free(void *p)
+{
+    regfree(p);
+    free(p);
+}
+
+/* regexp(PATTERN, TEXT): 1 when TEXT matches the POSIX extended regular
+ * expression PATTERN anywhere, 0 when not, NULL when TEXT is NULL. The compiled
+ * pattern is cached as auxiliary data of the call site. A bad pattern is an
+ * SQL error carrying regerror()'s text. */
+static void rh_regexp_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    const char *text = (const char *)sqlite3_value_text(argv[1]);
+    if (!text) {
+        sqlite3_result_null(ctx);
+        return;
+    }
+    regex_t *re = sqlite3_get_auxdata(ctx, 0);
+    if (!re) {
+        const char *pat = (const char *)sqlite3_value_text(argv[0]);
+        if (!pat) {
+            sqlite3_result_null(ctx);
+            return;
+        }
+        re = malloc(sizeof *re);
+        if (!re) {
+            sqlite3_result_error_nomem(ctx);
+            return;
+        }
+        int rc = regcomp(re, pat, REG_EXTENDED | REG_NOSUB);
+        if (rc) {
+            char msg[256], full[400];
+            regerror(rc, re, msg, sizeof msg);
+            snprintf(full, sizeof full, "bad regular expression '%s': %s", pat, msg);
+            free(re);
+            sqlite3_result_error(ctx, full, -1);
+            return;
+        }
+        sqlite3_set_auxdata(ctx, 0, re, rh_regex_free);
+        re = sqlite3_get_auxdata(ctx, 0); /* SQLite may have freed it already */
+        if (!re) {
+            /* not cached: compile again for this one call */
+            regex_t tmp;
+            if (regcomp(&tmp, pat, REG_EXTENDED | REG_NOSUB)) {
+                sqlite3_result_error(ctx, "bad regular expression", -1);
+                return;
+            }
+            sqlite3_result_int(ctx, regexec(&tmp, text, 0, NULL, 0) == 0);
+            regfree(&tmp);
+            return;
+        }
+    }
+    sqlite3_result_int(ctx, regexec(re, text, 0, NULL, 0) == 0);
+}
+
+/* ---- opening -------------------------------------------------------------- */
+
+sqlite3 *rh_cli_open(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        if (errno == ENOENT)
+            fprintf(stderr, "rheaper: %s: no such file\n", path);
+        else
+            fprintf(stderr, "rheaper: %s: cannot open (%s)\n", path, strerror(errno));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fprintf(stderr, "rheaper: %s: not a regular file\n", path);
+        return NULL;
+    }
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        fprintf(stderr, "rheaper: %s: cannot open (%s)\n", path,
+                db ? sqlite3_errmsg(db) : "out of memory");
+        sqlite3_close(db);
+        return NULL;
+    }
+    /* A profile has the converter's tables and its format_version in meta. */
+    sqlite3_stmt *st2 = NULL;
+    int ok =
+        sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
+                           " ('allocations', 'backtraces', 'threads', 'meta')",
+                           -1, &st2, NULL) == SQLITE_OK &&
+        sqlite3_step(st2) == SQLITE_ROW && sqlite3_column_int(st2, 0) == 4;
+    sqlite3_finalize(st2);
+    st2 = NULL;
+    if (ok)
+        ok = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format_version'", -1, &st2,
+                                NULL) == SQLITE_OK &&
+             sqlite3_step(st2) == SQLITE_ROW;
+    sqlite3_finalize(st2);
+    if (!ok) {
+        fprintf(stderr, "rheaper: %s: is not a rheaper profile\n", path);
+        sqlite3_close(db);
+        return NULL;
+    }
+    sqlite3_create_function(db, "regexp", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, rh_regexp_fn,
+                            NULL, NULL);
+    sqlite3_busy_timeout(db, 2000);
+    return db;
+}
+
+/* ---- summary figures ------------------------------------------------------ */
+
+/* Runs a one-row query and stores up to n integer columns in out[]. Returns 0,
+ * or -1 after printing SQLite's message. A missing row leaves out[] alone. */
+static int rh_row_ints(sqlite3 *db, const char *sql, int64_t *out[], int n)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+        return -1;
+    }
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        for (int i = 0; i < n && i < sqlite3_column_count(st); i++)
+            if (out[i])
+                *out[i] = sqlite3_column_int64(st, i);
+    } else if (rc != SQLITE_DONE) {
+        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int rh_summary_compute(sqlite3 *db, struct rh_summary *s)
+{
+    memset(s, 0, sizeof *s);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT key, value FROM meta", -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+        return -1;
+    }
+    char args[sizeof s->program] = "";
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        if (!k)
+            continue;
+        if (!strcmp(k, "program") && sqlite3_column_text(st, 1))
+            snprintf(s->program, sizeof s->program, "%s", sqlite3_column_text(st, 1));
+        else if (!strcmp(k, "args") && sqlite3_column_text(st, 1))
+            snprintf(args, sizeof args, "%s", sqlite3_column_text(st, 1));
+        else if (!strcmp(k, "pid"))
+            s->pid = sqlite3_column_int64(st, 1);
+        else if (!strcmp(k, "duration_ns"))
+            s->duration_ns = sqlite3_column_int64(st, 1);
+        else if (!strcmp(k, "events"))
+            s->events = sqlite3_column_int64(st, 1);
+        else if (!strcmp(k, "clean"))
+            s->clean = sqlite3_column_int(st, 1);
+    }
+    sqlite3_finalize(st);
+    /* The command line when recorded (it starts with the program), else the
+     * executable's path. */
+    if (args[0])
+        snprintf(s->program, sizeof s->program, "%s", args);
+
+    int64_t *tot[] = {&s->alloc_blocks,  &s->alloc_bytes,  &s->freed_blocks,    &s->freed_bytes,
+                      &s->leaked_blocks, &s->leaked_bytes, &s->temporary_blocks};
+    if (rh_row_ints(db,
+                    "SELECT count(*), coalesce(sum(size), 0), count(dealloc_after),"
+                    " coalesce(sum(CASE WHEN dealloc_after IS NOT NULL THEN size END), 0),"
+                    " count(*) - count(dealloc_after),"
+                    " coalesce(sum(CASE WHEN dealloc_after IS NULL THEN size END), 0),"
+                    " coalesce(sum(temporary), 0) FROM sel",
+                    tot, 7))
+        return -1;
+    /* The peak: the first time the live bytes reached their maximum. */
+    int64_t *pk[] = {&s->peak_bytes, &s->peak_time_ns};
+    if (rh_row_ints(db,
+                    "SELECT live_bytes, time FROM (" RH_SQL_HEAP_TIMELINE(
+                        "sel") ") ORDER BY live_bytes DESC, time ASC LIMIT 1",
+                    pk, 2))
+        return -1;
+    if (s->peak_bytes < 0)
+        s->peak_bytes = 0;
+    return 0;
+}

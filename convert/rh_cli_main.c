@@ -1,0 +1,290 @@
+/* rh_cli_main.c: the `rheaper` command: dispatch, usage, `run` and `convert`.
+ *
+ *     rheaper COMMAND [OPTIONS] ...
+ *
+ * Each subcommand is an rh_cmd_*() function (rh_cli.h) that takes its own argv
+ * and returns the exit status: 0 success, 1 failure (one line on stderr), 2 a
+ * usage error. `run` starts an already-built program with tracking on, converts
+ * the profile its process wrote and prints the summary; `convert` is
+ * rheaper-convert under another name. The second half's commands (flamegraph,
+ * timeline, export, report) live in rh_cli_svg.c, rh_cli_heaptrack.c and
+ * rh_cli_html.c; when those are not part of the build, the weak stand-ins here
+ * say so.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rh_cli.h"
+#include "rh_convert.h"
+
+#ifndef RHEAPER_VERSION_STRING
+#define RHEAPER_VERSION_STRING "0.0.0"
+#endif
+
+static const char rh_usage[] =
+    "usage: rheaper COMMAND [OPTIONS]\n"
+    "Answers questions about a heap profile (a profile.db from rheaper-convert).\n"
+    "\n"
+    "  run [-o DB] [--force] -- PROG ARGS...   profile PROG (built with rheaper-cc),\n"
+    "                                          convert, print the summary\n"
+    "  convert RIP DB [--force] [--quiet]      the same as rheaper-convert\n"
+    "  summary DB                              totals, peak, leaks, top sites, threads\n"
+    "  top DB [--by bytes|count|leaked|peak|temporary] [-n N] [--stacks]\n"
+    "  leaks DB [-n N] [--buckets N] [--stacks]   never-freed blocks by call site,\n"
+    "                                          steady growth first\n"
+    "  peak DB [-n N] [--stacks]               call sites holding memory at the peak\n"
+    "  query DB \"SQL\"                          run SQL (the table sel holds the\n"
+    "                                          filtered allocations)\n"
+    "  flamegraph DB [--leaked|--peak|--all] [--folded] -o OUT\n"
+    "  timeline DB -o OUT.svg\n"
+    "  export heaptrack DB -o FILE\n"
+    "  report DB -o OUT.html\n"
+    "\n"
+    "Output: --json or --csv instead of aligned columns.\n"
+    "Filters (every command): --from T, --to T (seconds or N%), --function RE,\n"
+    "  --not-function RE, --file RE, --not-file RE (any frame of the stack),\n"
+    "  --min-size N, --max-size N, --lifetime leaked|temporary|MIN..MAX\n"
+    "  (ns, us, ms, s), --thread ID|TID|NAME, --temporary-ms T.\n"
+    "  rheaper --help | --version\n";
+
+/* ---- stand-ins for the second half's commands ----------------------------- */
+
+/* Weak: the real definitions in rh_cli_svg.c, rh_cli_heaptrack.c and
+ * rh_cli_html.c replace these when those files are built in. */
+static int rh_not_built(const char *cmd)
+{
+    fprintf(stderr, "rheaper: %s: not built into this rheaper\n", cmd);
+    return 1;
+}
+
+__attribute__((weak)) int rh_cmd_flamegraph(int argc, char **argv)
+{
+    return rh_not_built(argv[0]);
+}
+
+__attribute__((weak)) int rh_cmd_timeline(int argc, char **argv)
+{
+    return rh_not_built(argv[0]);
+}
+
+__attribute__((weak)) int rh_cmd_export(int argc, char **argv)
+{
+    return rh_not_built(argv[0]);
+}
+
+__attribute__((weak)) int rh_cmd_report(int argc, char **argv)
+{
+    return rh_not_built(argv[0]);
+}
+
+/* ---- convert ---------------------------------------------------------------- */
+
+int rh_cmd_convert(int argc, char **argv)
+{
+    int force = 0, quiet = 0, dashdash = 0, n = 0;
+    const char *paths[2] = {NULL, NULL};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!dashdash && a[0] == '-' && a[1]) {
+            if (!strcmp(a, "--force") || !strcmp(a, "-f")) {
+                force = 1;
+            } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+                quiet = 1;
+            } else if (!strcmp(a, "--")) {
+                dashdash = 1;
+            } else {
+                fprintf(stderr, "rheaper: convert: unknown option %s\n", a);
+                return 2;
+            }
+            continue;
+        }
+        if (n == 2) {
+            fprintf(stderr, "rheaper: convert: too many arguments (expected RIP DB)\n");
+            return 2;
+        }
+        paths[n++] = a;
+    }
+    if (n != 2) {
+        fprintf(stderr, "rheaper: convert: expected RIP DB\n");
+        return 2;
+    }
+    return rh_convert_file("rheaper", paths[0], paths[1], force, quiet);
+}
+
+/* ---- run ---------------------------------------------------------------------- */
+
+/* Lists the rip files in dir other than `mine`, one line each on stderr.
+ * Returns how many there were. */
+static int rh_other_rips(const char *dir, const char *mine)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "rip-", 4) || !strcmp(e->d_name, mine))
+            continue;
+        fprintf(stderr,
+                "rheaper: another process of the run wrote %s/%s (convert it with "
+                "`rheaper convert %s/%s DB`)\n",
+                dir, e->d_name, dir, e->d_name);
+        n++;
+    }
+    closedir(d);
+    return n;
+}
+
+int rh_cmd_run(int argc, char **argv)
+{
+    const char *out = "profile.db";
+    int force = 0, i;
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "rheaper: run: %s needs a file name\n", a);
+                return 2;
+            }
+            out = argv[++i];
+        } else if (!strncmp(a, "--output=", 9)) {
+            out = a + 9;
+        } else if (!strcmp(a, "--force") || !strcmp(a, "-f")) {
+            force = 1;
+        } else {
+            fprintf(stderr, "rheaper: run: unknown option %s\n", a);
+            return 2;
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "rheaper: run: expected -- PROG ARGS...\n");
+        return 2;
+    }
+    char **prog = argv + i;
+    struct stat sb;
+    if (!force && lstat(out, &sb) == 0) {
+        fprintf(stderr, "rheaper: %s exists; use --force to overwrite\n", out);
+        return 1;
+    }
+
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/rheaper-run.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "rheaper: %s: cannot create a directory (%s)\n", dir, strerror(errno));
+        return 1;
+    }
+
+    /* Like system(): the program gets ^C, rheaper waits for it and converts. */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "rheaper: run: cannot fork (%s)\n", strerror(errno));
+        rmdir(dir);
+        return 1;
+    }
+    if (pid == 0) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGQUIT, &old_quit, NULL);
+        setenv("RHEAPER_ENABLE", "1", 1);
+        setenv("RHEAPER_PROFILE_DIR", dir, 1);
+        execvp(prog[0], prog);
+        fprintf(stderr, "rheaper: %s: cannot run (%s)\n", prog[0], strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+
+    int code;
+    if (WIFEXITED(status)) {
+        code = WEXITSTATUS(status);
+        fprintf(stderr, "rheaper: %s exited with status %d\n", prog[0], code);
+    } else {
+        code = 128 + WTERMSIG(status);
+        fprintf(stderr, "rheaper: %s was killed by signal %d (%s)\n", prog[0], WTERMSIG(status),
+                strsignal(WTERMSIG(status)));
+    }
+
+    char name[64], rip[4200];
+    snprintf(name, sizeof name, "rip-%d", (int)pid);
+    snprintf(rip, sizeof rip, "%s/%s", dir, name);
+    int others = rh_other_rips(dir, name);
+    if (lstat(rip, &sb) != 0) {
+        fprintf(stderr,
+                "rheaper: %s wrote no profile (was it built with rheaper-cc, and did it "
+                "start?)\n",
+                prog[0]);
+        if (!others)
+            rmdir(dir);
+        return 1;
+    }
+    int rc = rh_convert_file("rheaper", rip, out, force, 0);
+    if (rc == 0)
+        unlink(rip);
+    if (!others && rc == 0)
+        rmdir(dir);
+    else if (rc)
+        fprintf(stderr, "rheaper: the profile stays in %s\n", rip);
+    if (rc)
+        return rc;
+    fprintf(stderr, "rheaper: wrote %s\n", out);
+    char *sargv[] = {"summary", (char *)out, NULL};
+    if (rh_cmd_summary(2, sargv) != 0)
+        return 1;
+    return code;
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+} rh_cmds[] = {
+    {"run", rh_cmd_run},       {"convert", rh_cmd_convert},       {"summary", rh_cmd_summary},
+    {"top", rh_cmd_top},       {"leaks", rh_cmd_leaks},           {"peak", rh_cmd_peak},
+    {"query", rh_cmd_query},   {"flamegraph", rh_cmd_flamegraph}, {"timeline", rh_cmd_timeline},
+    {"export", rh_cmd_export}, {"report", rh_cmd_report},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(rh_usage, stderr);
+        return 2;
+    }
+    const char *c = argv[1];
+    if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
+        fputs(rh_usage, stdout);
+        return 0;
+    }
+    if (!strcmp(c, "--version")) {
+        printf("rheaper %s (rip format %u)\n", RHEAPER_VERSION_STRING, RIP_VERSION);
+        return 0;
+    }
+    for (size_t k = 0; k < sizeof rh_cmds / sizeof rh_cmds[0]; k++)
+        if (!strcmp(c, rh_cmds[k].name))
+            return rh_cmds[k].fn(argc - 1, argv + 1);
+    fprintf(stderr, "rheaper: unknown command '%s' (rheaper --help lists them)\n", c);
+    return 2;
+}

@@ -1,0 +1,273 @@
+/* rh_cli_out.c: how the rheaper command prints rows.
+ *
+ * Every listing goes through rh_print_stmt(), so --csv and --json mean the same
+ * for all commands: text is aligned columns under a header (numbers right
+ * aligned, NULL as empty), CSV is RFC 4180 quoting with a header line and LF
+ * line ends, JSON is one array of objects keyed by column name (integers and
+ * reals as numbers, NULL as null, text as strings, blobs as hex strings).
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_cli.h"
+
+int rh_fmt_arg(enum rh_fmt *fmt, char **argv, int *i)
+{
+    if (!strcmp(argv[*i], "--json")) {
+        *fmt = RH_FMT_JSON;
+    } else if (!strcmp(argv[*i], "--csv")) {
+        *fmt = RH_FMT_CSV;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* Writes s as a JSON string literal. */
+static void rh_json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"':
+            fputs("\\\"", out);
+            break;
+        case '\\':
+            fputs("\\\\", out);
+            break;
+        case '\n':
+            fputs("\\n", out);
+            break;
+        case '\r':
+            fputs("\\r", out);
+            break;
+        case '\t':
+            fputs("\\t", out);
+            break;
+        default:
+            if (*p < 0x20)
+                fprintf(out, "\\u%04x", *p);
+            else
+                fputc(*p, out);
+        }
+    }
+    fputc('"', out);
+}
+
+/* Writes s as one CSV field, quoted when it holds a comma, quote or line end. */
+static void rh_csv_field(FILE *out, const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, out);
+        return;
+    }
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', out);
+        fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+/* The text of column i of the current row as a new string (caller frees);
+ * NULL becomes "". Reals print with up to 6 significant decimals. */
+static char *rh_cell(sqlite3_stmt *st, int i)
+{
+    char buf[64];
+    switch (sqlite3_column_type(st, i)) {
+    case SQLITE_NULL:
+        return strdup("");
+    case SQLITE_INTEGER:
+        snprintf(buf, sizeof buf, "%lld", (long long)sqlite3_column_int64(st, i));
+        return strdup(buf);
+    case SQLITE_FLOAT:
+        snprintf(buf, sizeof buf, "%.6g", sqlite3_column_double(st, i));
+        return strdup(buf);
+    case SQLITE_BLOB: {
+        int n = sqlite3_column_bytes(st, i);
+        const unsigned char *p = sqlite3_column_blob(st, i);
+        char *s = malloc((size_t)n * 2 + 1);
+        if (!s)
+            return NULL;
+        for (int k = 0; k < n; k++)
+            snprintf(s + 2 * k, 3, "%02x", p[k]);
+        s[2 * n] = 0;
+        return s;
+    }
+    default: {
+        const char *t = (const char *)sqlite3_column_text(st, i);
+        return strdup(t ? t : "");
+    }
+    }
+}
+
+/* Display width of a UTF-8 string (code points; good enough for names). */
+static size_t rh_width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xc0) != 0x80)
+            w++;
+    return w;
+}
+
+static int rh_step_error(sqlite3_stmt *st)
+{
+    fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(sqlite3_db_handle(st)));
+    return -1;
+}
+
+/* Text output: keeps all cells to measure the columns first. */
+static int rh_print_text(sqlite3_stmt *st, FILE *out)
+{
+    int nc = sqlite3_column_count(st);
+    if (nc == 0) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+            ;
+        return rc == SQLITE_DONE ? 0 : rh_step_error(st);
+    }
+    size_t *w = calloc((size_t)nc, sizeof *w);
+    int *num = calloc((size_t)nc, sizeof *num); /* 1: right-align (numbers seen) */
+    char **cells = NULL;
+    size_t ncells = 0, cap = 0;
+    int rc, ret = 0;
+    if (!w || !num)
+        goto oom;
+    for (int i = 0; i < nc; i++)
+        w[i] = rh_width(sqlite3_column_name(st, i));
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (ncells + (size_t)nc > cap) {
+            size_t nc2 = cap ? cap * 2 : (size_t)nc * 64;
+            char **c2 = realloc(cells, nc2 * sizeof *c2);
+            if (!c2)
+                goto oom;
+            cells = c2;
+            cap = nc2;
+        }
+        for (int i = 0; i < nc; i++) {
+            int t = sqlite3_column_type(st, i);
+            if (t == SQLITE_INTEGER || t == SQLITE_FLOAT)
+                num[i] = 1;
+            char *c = rh_cell(st, i);
+            if (!c)
+                goto oom;
+            cells[ncells++] = c;
+            size_t cw = rh_width(c);
+            if (cw > w[i])
+                w[i] = cw;
+        }
+    }
+    if (rc != SQLITE_DONE)
+        ret = rh_step_error(st);
+    if (ret == 0) {
+        for (int i = 0; i < nc; i++) {
+            const char *h = sqlite3_column_name(st, i);
+            int pad = (int)(w[i] - rh_width(h));
+            if (i)
+                fputs("  ", out);
+            if (num[i])
+                fprintf(out, "%*s%s", pad, "", h);
+            else if (i < nc - 1)
+                fprintf(out, "%s%*s", h, pad, "");
+            else
+                fputs(h, out);
+        }
+        fputc('\n', out);
+        for (size_t r = 0; r < ncells; r += (size_t)nc) {
+            for (int i = 0; i < nc; i++) {
+                const char *c = cells[r + (size_t)i];
+                int pad = (int)(w[i] - rh_width(c));
+                if (i)
+                    fputs("  ", out);
+                if (num[i])
+                    fprintf(out, "%*s%s", pad, "", c);
+                else if (i < nc - 1)
+                    fprintf(out, "%s%*s", c, pad, "");
+                else
+                    fputs(c, out);
+            }
+            fputc('\n', out);
+        }
+    }
+    goto done;
+oom:
+    fprintf(stderr, "rheaper: out of memory\n");
+    ret = -1;
+done:
+    for (size_t k = 0; k < ncells; k++)
+        free(cells[k]);
+    free(cells);
+    free(w);
+    free(num);
+    return ret;
+}
+
+int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out)
+{
+    if (fmt == RH_FMT_TEXT)
+        return rh_print_text(st, out);
+    int nc = sqlite3_column_count(st);
+    int rc, rows = 0;
+    if (fmt == RH_FMT_CSV && nc > 0) {
+        for (int i = 0; i < nc; i++) {
+            if (i)
+                fputc(',', out);
+            rh_csv_field(out, sqlite3_column_name(st, i));
+        }
+        fputc('\n', out);
+    }
+    if (fmt == RH_FMT_JSON)
+        fputc('[', out);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (fmt == RH_FMT_JSON)
+            fputs(rows ? ",\n{" : "\n{", out);
+        for (int i = 0; i < nc; i++) {
+            int t = sqlite3_column_type(st, i);
+            if (fmt == RH_FMT_JSON) {
+                if (i)
+                    fputc(',', out);
+                rh_json_str(out, sqlite3_column_name(st, i));
+                fputc(':', out);
+                if (t == SQLITE_NULL) {
+                    fputs("null", out);
+                } else if (t == SQLITE_INTEGER) {
+                    fprintf(out, "%lld", (long long)sqlite3_column_int64(st, i));
+                } else if (t == SQLITE_FLOAT) {
+                    double d = sqlite3_column_double(st, i);
+                    if (isfinite(d))
+                        fprintf(out, "%.17g", d);
+                    else
+                        fputs("null", out);
+                } else {
+                    char *c = rh_cell(st, i);
+                    rh_json_str(out, c ? c : "");
+                    free(c);
+                }
+            } else {
+                if (i)
+                    fputc(',', out);
+                if (t == SQLITE_FLOAT) {
+                    fprintf(out, "%.17g", sqlite3_column_double(st, i));
+                } else {
+                    char *c = rh_cell(st, i);
+                    rh_csv_field(out, c ? c : "");
+                    free(c);
+                }
+            }
+        }
+        if (fmt == RH_FMT_JSON)
+            fputc('}', out);
+        else
+            fputc('\n', out);
+        rows++;
+    }
+    if (fmt == RH_FMT_JSON)
+        fputs(rows ? "\n]\n" : "]\n", out);
+    if (rc != SQLITE_DONE)
+        return rh_step_error(st);
+    return 0;
+}

@@ -1,0 +1,161 @@
+/* rh_convert_file.c: one whole conversion, rip file in, SQLite database out.
+ *
+ * Shared by rheaper-convert (rh_convert_main.c) and the rheaper command's
+ * `convert` and `run` (rh_cli_main.c). It opens the rip file (rh_rip.c), merges
+ * and pairs its events (rh_merge.c), symbolizes the stacks (rh_symbolize.c) and
+ * writes the database (rh_db.c), printing each error as one line prefixed with
+ * the calling program's name. Progress goes to stderr only when stderr is a
+ * terminal; SIGINT, SIGTERM and SIGHUP remove the temp database on the way out.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rh_convert.h"
+
+/* Removes the temp database when the conversion is interrupted. */
+static void rh_on_signal(int sig)
+{
+    const char *tmp = rh_db_temp_path();
+    if (tmp[0])
+        unlink(tmp);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+struct rh_progress {
+    const char *prog;
+    int on;
+    int last;
+};
+
+static void rh_show_progress(struct rh_progress *p, uint64_t done, uint64_t total)
+{
+    if (!p->on || !total)
+        return;
+    int pct = (int)(done * 100 / total);
+    if (pct != p->last) {
+        p->last = pct;
+        fprintf(stderr, "\r%s: %3d%%", p->prog, pct);
+        fflush(stderr);
+    }
+}
+
+struct rh_sink_ctx {
+    struct rh_db *db;
+    struct rh_progress prog;
+};
+
+static int rh_sink_row(void *ctx, const struct rh_row *row)
+{
+    return rh_db_row(((struct rh_sink_ctx *)ctx)->db, row);
+}
+
+static void rh_sink_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    rh_show_progress(&((struct rh_sink_ctx *)ctx)->prog, done, total);
+}
+
+/* Registers the modules of every snapshot with the symbolizer, latest snapshot
+ * first (it is the one that covers an address when modules were reloaded). */
+static struct rh_symbolizer *rh_make_symbolizer(struct rh_rip *r)
+{
+    struct rh_symbolizer *s = rh_sym_new();
+    if (!s)
+        return NULL;
+    for (size_t i = r->nmods; i-- > 0;)
+        if (rh_sym_add_module(s, &r->mods[i]) != 0)
+            break;
+    return s;
+}
+
+/* One line saying what was not whole about the profile, if anything. */
+static void rh_report_damage(const char *prog, const struct rh_rip *r,
+                             const struct rh_merge_stats *st)
+{
+    if (!r->cut_short && !r->damaged)
+        return;
+    char what[256] = "";
+    size_t n = 0;
+    if (r->cut_short)
+        n += snprintf(what + n, sizeof what - n, "%s",
+                      r->has_trailer ? "cut short"
+                                     : "cut short (no trailer: the program did not "
+                                       "close it)");
+    if (r->damaged_chunks && n < sizeof what)
+        n += snprintf(what + n, sizeof what - n, "%s%llu damaged chunk%s skipped", n ? ", " : "",
+                      (unsigned long long)r->damaged_chunks, r->damaged_chunks == 1 ? "" : "s");
+    else if (r->damaged && n < sizeof what)
+        n += snprintf(what + n, sizeof what - n, "%sdamaged", n ? ", " : "");
+    fprintf(stderr,
+            "%s: %s: profile not clean: %s; converted %llu events, %llu block%s "
+            "still live at the end\n",
+            prog, r->name, what, (unsigned long long)r->events, (unsigned long long)st->live_at_end,
+            st->live_at_end == 1 ? "" : "s");
+}
+
+int rh_convert_file(const char *prog, const char *rip_path, const char *db_path, int force,
+                    int quiet)
+{
+    struct stat st;
+    if (!force && lstat(db_path, &st) == 0) {
+        fprintf(stderr, "%s: %s exists; use --force to overwrite\n", prog, db_path);
+        return 1;
+    }
+
+    static struct rh_rip r;
+    memset(&r, 0, sizeof r);
+    if (rh_rip_open_file(&r, rip_path, quiet ? NULL : stderr) != 0) {
+        fprintf(stderr, "%s: %s\n", prog, r.err);
+        rh_rip_close(&r);
+        return 1;
+    }
+
+    char err[1024];
+    struct rh_sink_ctx sc = {0};
+    sc.prog.prog = prog;
+    sc.prog.on = !quiet && isatty(2);
+    sc.prog.last = -1;
+    signal(SIGINT, rh_on_signal);
+    signal(SIGTERM, rh_on_signal);
+    signal(SIGHUP, rh_on_signal);
+    sc.db = rh_db_create(db_path, err, sizeof err);
+    if (!sc.db) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        rh_rip_close(&r);
+        return 1;
+    }
+
+    struct rh_merge_sink sink = {rh_sink_row, rh_sink_progress, &sc};
+    struct rh_merge_stats ms;
+    int rc = rh_merge_run(&r, &sink, &ms);
+    if (sc.prog.on)
+        fputs("\r                       \r", stderr);
+    if (rc) {
+        if (r.oom || (rc == -1 && !rh_db_error(sc.db)[0]))
+            fprintf(stderr, "%s: %s: out of memory\n", prog, rip_path);
+        else
+            fprintf(stderr, "%s: %s\n", prog, rh_db_error(sc.db));
+        rh_db_abort(sc.db);
+        rh_rip_close(&r);
+        return 1;
+    }
+
+    struct rh_symbolizer *sym = rh_make_symbolizer(&r);
+    rc = rh_db_finish(sc.db, &r, &ms, sym, force, err, sizeof err);
+    rh_sym_free(sym);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        rh_rip_close(&r);
+        return 1;
+    }
+    if (!quiet)
+        rh_report_damage(prog, &r, &ms);
+    rh_rip_close(&r);
+    return 0;
+}
