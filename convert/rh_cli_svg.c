@@ -1,0 +1,1112 @@
+/* rh_cli_svg.c: `rheaper flamegraph` and `rheaper timeline`, drawn by our own code.
+ *
+ * Both work on the TEMP table `sel` (the allocations that pass the shared
+ * filters). The flamegraph merges every stack of `sel` into a tree of frames
+ * from the outermost frame (the root, drawn at the bottom) down to frame 0,
+ * weighted by all allocated bytes, by leaked bytes or by the bytes live at the
+ * peak. It is written either as folded text ("main;f;g 1234", what
+ * flamegraph.pl, inferno and speedscope read) or as one self-contained SVG whose
+ * small script zooms on click and shows details on hover. The timeline replays
+ * the allocations and frees of `sel` in time order, keeps the live bytes of the
+ * top call sites (by frame 0's function, file and line, ranked by their bytes
+ * live at the peak) plus "other", samples them into columns that keep each
+ * column's maximum, and draws them stacked. The sampled figures are also
+ * written into the SVG (data-t / data-v attributes) for the hover readout and
+ * for tests; the drawn maximum is the peak of `sel`.
+ *
+ * The scripts avoid the characters '<' and '&' so that their text is the same
+ * in XML (standalone SVG) and inside HTML (rh_cli_html.c hashes them for the
+ * page's Content-Security-Policy). No style attributes are written for the same
+ * reason: presentation attributes only.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_cli.h"
+
+#define RH_FG_WIDTH 1200
+#define RH_FG_ROW 17
+#define RH_TL_WIDTH 1200
+#define RH_TL_HEIGHT 420
+#define RH_TL_COLUMNS 600
+#define RH_TL_SERIES 8 /* top call sites drawn; the rest is "other" */
+
+/* ---- small output helpers --------------------------------------------- */
+
+/* Writes s escaped for XML text and attributes: markup characters as
+ * entities, control characters and bytes that are not valid UTF-8 as '?', so
+ * that any symbol or path from the database keeps the document well-formed. */
+static void rh_xml_put(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned c = *p;
+        if (c == '&')
+            fputs("&amp;", out);
+        else if (c == '<')
+            fputs("&lt;", out);
+        else if (c == '>')
+            fputs("&gt;", out);
+        else if (c == '"')
+            fputs("&quot;", out);
+        else if (c == '\'')
+            fputs("&#39;", out);
+        else if (c < 0x20 || c == 0x7f)
+            fputc('?', out);
+        else if (c < 0x80)
+            fputc((int)c, out);
+        else {
+            int n = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+            int ok = n > 0;
+            for (int k = 1; ok && k <= n; k++)
+                ok = (p[k] & 0xc0) == 0x80;
+            if (!ok) {
+                fputc('?', out);
+            } else {
+                fwrite(p, 1, (size_t)n + 1, out);
+                p += n;
+            }
+        }
+        p++;
+    }
+}
+
+/* Formats a byte count for labels: "812 B", "1.50 KiB", "3.25 MiB". */
+static const char *rh_human(int64_t b, char *buf, size_t n)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while ((v >= 1024.0 || v <= -1024.0) && i < 4) {
+        v /= 1024.0;
+        i++;
+    }
+    if (i == 0)
+        snprintf(buf, n, "%" PRId64 " B", b);
+    else
+        snprintf(buf, n, "%.2f %s", v, u[i]);
+    return buf;
+}
+
+/* Prints SQLite's message for a failed step as the command's one line. */
+static int rh_sql_fail(sqlite3 *db, const char *what)
+{
+    fprintf(stderr, "rheaper: %s: SQLite error (%s)\n", what, sqlite3_errmsg(db));
+    return -1;
+}
+
+/* ---- the peak of `sel` -------------------------------------------------- */
+
+/* Replays `sel` in time order (frees before allocations at equal times, as the
+ * converter merges them) and finds the highest live byte count and the first
+ * time it was reached. On success returns 0 with *peak and *t (0 and 0 for an
+ * empty selection); -1 after a message. */
+static int rh_peak_find(sqlite3 *db, int64_t *peak, int64_t *t)
+{
+    static const char sql[] =
+        "SELECT t, d FROM (SELECT alloc_after AS t, 1 AS k, size AS d FROM sel"
+        " UNION ALL SELECT dealloc_after, 0, -size FROM sel WHERE dealloc_after IS NOT NULL)"
+        " ORDER BY t, k";
+    sqlite3_stmt *st;
+    *peak = 0;
+    *t = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "peak");
+    int64_t live = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        live += sqlite3_column_int64(st, 1);
+        if (live > *peak) {
+            *peak = live;
+            *t = sqlite3_column_int64(st, 0);
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : rh_sql_fail(db, "peak");
+}
+
+/* ---- the frame tree ------------------------------------------------------ */
+
+/* One node of the merged stacks: a frame name under its parent. Children are
+ * a singly linked list, sorted by name before output. */
+struct rh_fnode {
+    int32_t name;   /* index into the tree's name table */
+    int32_t parent; /* -1 for the root */
+    int32_t child, next;
+    int32_t depth;
+    int64_t w, self;  /* weight of the subtree, weight ending here */
+    int64_t n, nself; /* allocations likewise */
+};
+
+/* The tree plus a hash of (parent, name) -> node and a hash of interned names. */
+struct rh_ftree {
+    struct rh_fnode *v;
+    int32_t len, cap;
+    int32_t *slot; /* open addressing over nodes; -1 empty */
+    uint32_t nslot;
+    char **names;
+    int32_t nnames, capnames;
+    int32_t *nslots; /* name hash; -1 empty */
+    uint32_t nnslot;
+    int32_t maxdepth;
+};
+
+static uint64_t rh_hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t rh_hash_pair(int32_t a, int32_t b)
+{
+    uint64_t h = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+/* Interns a name; returns its index or -1 when out of memory. */
+static int32_t rh_ftree_name(struct rh_ftree *t, const char *s)
+{
+    if ((uint32_t)t->nnames * 2 >= t->nnslot) {
+        uint32_t n = t->nnslot ? t->nnslot * 2 : 1024;
+        int32_t *ns = malloc(n * sizeof *ns);
+        if (!ns)
+            return -1;
+        memset(ns, 0xff, n * sizeof *ns);
+        for (int32_t i = 0; i < t->nnames; i++) {
+            uint32_t h = (uint32_t)rh_hash_str(t->names[i]) & (n - 1);
+            while (ns[h] >= 0)
+                h = (h + 1) & (n - 1);
+            ns[h] = i;
+        }
+        free(t->nslots);
+        t->nslots = ns;
+        t->nnslot = n;
+    }
+    uint32_t h = (uint32_t)rh_hash_str(s) & (t->nnslot - 1);
+    while (t->nslots[h] >= 0) {
+        if (strcmp(t->names[t->nslots[h]], s) == 0)
+            return t->nslots[h];
+        h = (h + 1) & (t->nnslot - 1);
+    }
+    if (t->nnames == t->capnames) {
+        int32_t c = t->capnames ? t->capnames * 2 : 256;
+        char **nn = realloc(t->names, (size_t)c * sizeof *nn);
+        if (!nn)
+            return -1;
+        t->names = nn;
+        t->capnames = c;
+    }
+    char *d = strdup(s);
+    if (!d)
+        return -1;
+    t->names[t->nnames] = d;
+    t->nslots[h] = t->nnames;
+    return t->nnames++;
+}
+
+/* Returns the child of parent named name, creating it; -1 when out of memory. */
+static int32_t rh_ftree_child(struct rh_ftree *t, int32_t parent, int32_t name)
+{
+    if ((uint32_t)t->len * 2 >= t->nslot) {
+        uint32_t n = t->nslot ? t->nslot * 2 : 1024;
+        int32_t *ns = malloc(n * sizeof *ns);
+        if (!ns)
+            return -1;
+        memset(ns, 0xff, n * sizeof *ns);
+        for (int32_t i = 0; i < t->len; i++) {
+            uint32_t h = (uint32_t)rh_hash_pair(t->v[i].parent, t->v[i].name) & (n - 1);
+            while (ns[h] >= 0)
+                h = (h + 1) & (n - 1);
+            ns[h] = i;
+        }
+        free(t->slot);
+        t->slot = ns;
+        t->nslot = n;
+    }
+    uint32_t h = (uint32_t)rh_hash_pair(parent, name) & (t->nslot - 1);
+    while (t->slot[h] >= 0) {
+        struct rh_fnode *x = &t->v[t->slot[h]];
+        if (x->parent == parent && x->name == name)
+            return t->slot[h];
+        h = (h + 1) & (t->nslot - 1);
+    }
+    if (t->len == t->cap) {
+        int32_t c = t->cap ? t->cap * 2 : 1024;
+        struct rh_fnode *nv = realloc(t->v, (size_t)c * sizeof *nv);
+        if (!nv)
+            return -1;
+        t->v = nv;
+        t->cap = c;
+    }
+    int32_t id = t->len++;
+    struct rh_fnode *x = &t->v[id];
+    memset(x, 0, sizeof *x);
+    x->name = name;
+    x->parent = parent;
+    x->child = -1;
+    x->next = -1;
+    x->depth = parent >= 0 ? t->v[parent].depth + 1 : 0;
+    if (x->depth > t->maxdepth)
+        t->maxdepth = x->depth;
+    if (parent >= 0) {
+        x->next = t->v[parent].child;
+        t->v[parent].child = id;
+    }
+    t->slot[h] = id;
+    return id;
+}
+
+static void rh_ftree_free(struct rh_ftree *t)
+{
+    for (int32_t i = 0; i < t->nnames; i++)
+        free(t->names[i]);
+    free(t->names);
+    free(t->nslots);
+    free(t->slot);
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+/* The display name of a frame: its function, else module+address, else "??".
+ * A ';' (the folded format's separator) becomes ':'. */
+static void rh_frame_name(char *buf, size_t n, const char *sym, const char *module, int64_t addr,
+                          int has_addr)
+{
+    if (sym && *sym) {
+        snprintf(buf, n, "%s", sym);
+    } else if (module && *module) {
+        const char *b = strrchr(module, '/');
+        snprintf(buf, n, "%s+0x%" PRIx64, b ? b + 1 : module, (uint64_t)addr);
+    } else if (has_addr) {
+        snprintf(buf, n, "0x%" PRIx64, (uint64_t)addr);
+    } else {
+        snprintf(buf, n, "??");
+    }
+    for (char *p = buf; *p; p++)
+        if (*p == ';' || *p == '\n' || *p == '\r')
+            *p = ':';
+}
+
+static struct rh_ftree *rh_sort_tree; /* for the qsort comparator only */
+
+static int rh_cmp_child(const void *a, const void *b)
+{
+    const struct rh_fnode *x = &rh_sort_tree->v[*(const int32_t *)a];
+    const struct rh_fnode *y = &rh_sort_tree->v[*(const int32_t *)b];
+    return strcmp(rh_sort_tree->names[x->name], rh_sort_tree->names[y->name]);
+}
+
+/* Sorts every child list by name, so output does not depend on row order.
+ * Returns 0 or -1 when out of memory. */
+static int rh_ftree_sort(struct rh_ftree *t)
+{
+    int32_t *tmp = malloc((size_t)(t->len ? t->len : 1) * sizeof *tmp);
+    if (!tmp)
+        return -1;
+    rh_sort_tree = t;
+    for (int32_t i = 0; i < t->len; i++) {
+        int32_t k = 0;
+        for (int32_t c = t->v[i].child; c >= 0; c = t->v[c].next)
+            tmp[k++] = c;
+        if (k < 2)
+            continue;
+        qsort(tmp, (size_t)k, sizeof *tmp, rh_cmp_child);
+        t->v[i].child = tmp[0];
+        for (int32_t j = 0; j < k; j++)
+            t->v[tmp[j]].next = j + 1 < k ? tmp[j + 1] : -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+/* Builds the tree of `sel` under weight w. Node 0 is the root ("all"); every
+ * stack adds its weight to each node of its path, outermost frame first.
+ * Returns 0, or -1 after a message. */
+static int rh_ftree_build(sqlite3 *db, enum rh_flame_weight w, struct rh_ftree *t)
+{
+    static const char *const sql[] = {
+        [RH_FLAME_ALL] = "SELECT bt, sum(size), count(*) FROM sel GROUP BY bt",
+        [RH_FLAME_LEAKED] = "SELECT bt, sum(size), count(*) FROM sel"
+                            " WHERE dealloc_after IS NULL GROUP BY bt",
+        [RH_FLAME_PEAK] = "SELECT bt, sum(size), count(*) FROM sel WHERE alloc_after <= ?1"
+                          " AND (dealloc_after IS NULL OR dealloc_after > ?1) GROUP BY bt",
+    };
+    memset(t, 0, sizeof *t);
+    int32_t root_name = rh_ftree_name(t, "all");
+    if (root_name < 0 || rh_ftree_child(t, -1, root_name) != 0) {
+        fprintf(stderr, "rheaper: flamegraph: out of memory\n");
+        return -1;
+    }
+    sqlite3_stmt *st = NULL, *fr = NULL;
+    if (sqlite3_prepare_v2(db, sql[w], -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "SELECT sym, module, address FROM backtraces WHERE id = ?"
+                           " ORDER BY frame_no DESC",
+                           -1, &fr, NULL) != SQLITE_OK) {
+        rh_sql_fail(db, "flamegraph");
+        sqlite3_finalize(st);
+        return -1;
+    }
+    if (w == RH_FLAME_PEAK) {
+        int64_t peak, pt;
+        if (rh_peak_find(db, &peak, &pt) != 0) {
+            sqlite3_finalize(st);
+            sqlite3_finalize(fr);
+            return -1;
+        }
+        sqlite3_bind_int64(st, 1, pt);
+    }
+    int rc;
+    char name[1024];
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t weight = sqlite3_column_int64(st, 1), count = sqlite3_column_int64(st, 2);
+        int32_t node = 0;
+        int nframes = 0;
+        t->v[0].w += weight;
+        t->v[0].n += count;
+        sqlite3_bind_int64(fr, 1, sqlite3_column_int64(st, 0));
+        int frc;
+        while ((frc = sqlite3_step(fr)) == SQLITE_ROW) {
+            rh_frame_name(name, sizeof name, (const char *)sqlite3_column_text(fr, 0),
+                          (const char *)sqlite3_column_text(fr, 1), sqlite3_column_int64(fr, 2),
+                          sqlite3_column_type(fr, 2) != SQLITE_NULL);
+            int32_t nm = rh_ftree_name(t, name);
+            node = nm < 0 ? -1 : rh_ftree_child(t, node, nm);
+            if (node < 0)
+                break;
+            t->v[node].w += weight;
+            t->v[node].n += count;
+            nframes++;
+        }
+        sqlite3_reset(fr);
+        if (node >= 0 && frc != SQLITE_DONE && frc != SQLITE_ROW) {
+            rc = frc;
+            break;
+        }
+        if (node >= 0 && nframes == 0) {
+            int32_t nm = rh_ftree_name(t, "[no stack]");
+            node = nm < 0 ? -1 : rh_ftree_child(t, 0, nm);
+            if (node >= 0) {
+                t->v[node].w += weight;
+                t->v[node].n += count;
+            }
+        }
+        if (node < 0) {
+            fprintf(stderr, "rheaper: flamegraph: out of memory\n");
+            sqlite3_finalize(st);
+            sqlite3_finalize(fr);
+            return -1;
+        }
+        t->v[node].self += weight;
+        t->v[node].nself += count;
+    }
+    if (rc != SQLITE_DONE) {
+        rh_sql_fail(db, "flamegraph");
+        sqlite3_finalize(st);
+        sqlite3_finalize(fr);
+        return -1;
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(fr);
+    if (rh_ftree_sort(t) != 0) {
+        fprintf(stderr, "rheaper: flamegraph: out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- folded stacks -------------------------------------------------------- */
+
+/* Prints "a;b;c W" for node and its subtree: one line for every node with
+ * weight ending in it. path holds the names of node's ancestors below the root
+ * ("all", which is not part of the paths); depth is their number. */
+static void rh_folded_walk(const struct rh_ftree *t, int32_t node, const char **path, int depth,
+                           FILE *out)
+{
+    for (; node >= 0; node = t->v[node].next) {
+        const struct rh_fnode *x = &t->v[node];
+        path[depth] = t->names[x->name];
+        if (x->self > 0) {
+            for (int i = 0; i <= depth; i++) {
+                if (i)
+                    fputc(';', out);
+                fputs(path[i], out);
+            }
+            fprintf(out, " %" PRId64 "\n", x->self);
+        }
+        rh_folded_walk(t, x->child, path, depth + 1, out);
+    }
+}
+
+int rh_folded(sqlite3 *db, enum rh_flame_weight w, FILE *out)
+{
+    struct rh_ftree t;
+    if (rh_ftree_build(db, w, &t) != 0) {
+        rh_ftree_free(&t);
+        return -1;
+    }
+    const char **path = malloc((size_t)(t.maxdepth + 2) * sizeof *path);
+    if (!path) {
+        rh_ftree_free(&t);
+        fprintf(stderr, "rheaper: flamegraph: out of memory\n");
+        return -1;
+    }
+    rh_folded_walk(&t, t.v[0].child, path, 0, out);
+    free(path);
+    rh_ftree_free(&t);
+    return ferror(out) ? -1 : 0;
+}
+
+/* ---- the flamegraph SVG -------------------------------------------------- */
+
+/* Zoom on click, details on hover, reset. No '<' or '&' in this text (see the
+ * file comment). `svg` is the script's own <svg>, so two charts share a page. */
+static const char rh_fg_script[] =
+    "(function () {\n"
+    "  var svg = document.currentScript.ownerSVGElement;\n"
+    "  var W = +svg.getAttribute('data-width');\n"
+    "  var nodes = Array.prototype.slice.call(svg.querySelectorAll('g.fg-n'));\n"
+    "  var details = svg.querySelector('.fg-details');\n"
+    "  var reset = svg.querySelector('.fg-reset');\n"
+    "  var orig = details.textContent;\n"
+    "  function label(g, px) {\n"
+    "    var name = g.getAttribute('data-n');\n"
+    "    var fit = Math.floor((px - 6) / 7);\n"
+    "    if (3 > fit) return '';\n"
+    "    return name.length > fit ? name.slice(0, fit - 2) + '..' : name;\n"
+    "  }\n"
+    "  function layout(zx, zw, zd) {\n"
+    "    nodes.forEach(function (g) {\n"
+    "      var x = +g.getAttribute('data-x'), w = +g.getAttribute('data-w');\n"
+    "      var d = +g.getAttribute('data-d');\n"
+    "      var outside = zx >= x + w - 1e-12 || x >= zx + zw - 1e-12;\n"
+    "      if (outside) { g.setAttribute('display', 'none'); return; }\n"
+    "      g.removeAttribute('display');\n"
+    "      var l = Math.max(x, zx), r = Math.min(x + w, zx + zw);\n"
+    "      var px = (l - zx) / zw * W, pw = (r - l) / zw * W;\n"
+    "      var rect = g.querySelector('rect'), text = g.querySelector('text');\n"
+    "      rect.setAttribute('x', (10 + px).toFixed(2));\n"
+    "      rect.setAttribute('width', Math.max(pw - 0.5, 0.1).toFixed(2));\n"
+    "      g.setAttribute('opacity', zd > d ? '0.55' : '1');\n"
+    "      text.setAttribute('x', (13 + px).toFixed(2));\n"
+    "      text.textContent = label(g, pw);\n"
+    "    });\n"
+    "    reset.setAttribute('display', zw >= 1 ? 'none' : 'inline');\n"
+    "  }\n"
+    "  nodes.forEach(function (g) {\n"
+    "    g.addEventListener('click', function () {\n"
+    "      layout(+g.getAttribute('data-x'), +g.getAttribute('data-w'),\n"
+    "             +g.getAttribute('data-d'));\n"
+    "    });\n"
+    "    g.addEventListener('mouseover', function () {\n"
+    "      details.textContent = g.querySelector('title').textContent;\n"
+    "    });\n"
+    "    g.addEventListener('mouseout', function () { details.textContent = orig; });\n"
+    "  });\n"
+    "  reset.addEventListener('click', function () { layout(0, 1, 0); });\n"
+    "  layout(0, 1, 0);\n"
+    "})();\n";
+
+/* A warm colour from the name, the same for the same function everywhere. */
+static void rh_fg_color(const char *name, char *buf, size_t n)
+{
+    uint64_t h = rh_hash_str(name);
+    unsigned r = 205 + (unsigned)(h % 50), g = 80 + (unsigned)((h >> 8) % 130),
+             b = (unsigned)((h >> 16) % 55);
+    snprintf(buf, n, "rgb(%u,%u,%u)", r, g, b);
+}
+
+static const char *const rh_weight_title[] = {
+    [RH_FLAME_ALL] = "all allocated bytes",
+    [RH_FLAME_LEAKED] = "leaked bytes",
+    [RH_FLAME_PEAK] = "bytes live at the peak",
+};
+
+/* Writes the SVG's opening tag (with the XML prolog unless embedded). */
+static void rh_svg_open(FILE *out, int embedded, const char *cls, int w, int h)
+{
+    if (!embedded)
+        fputs("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n", out);
+    fprintf(out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"%s\""
+            " width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" data-width=\"%d\""
+            " font-family=\"Verdana, sans-serif\" font-size=\"12\">\n",
+            cls, w, h, w, h, w - 20);
+}
+
+/* Writes the script element. The text has no markup characters, so it needs no
+ * CDATA section and reads the same in XML and in HTML. */
+static void rh_svg_script(FILE *out, const char *js)
+{
+    fputs("<script type=\"text/javascript\">", out);
+    fputs(js, out);
+    fputs("</script>\n", out);
+}
+
+int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedded)
+{
+    struct rh_ftree t;
+    if (rh_ftree_build(db, w, &t) != 0) {
+        rh_ftree_free(&t);
+        return -1;
+    }
+    const int width = RH_FG_WIDTH + 20;
+    const int rows = t.maxdepth + 1;
+    const int height = rows * RH_FG_ROW + 70;
+    const int64_t total = t.v[0].w;
+    char hb[64], color[32];
+    rh_svg_open(out, embedded, "rh-flamegraph", width, height);
+    fputs("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fdfaf3\"/>\n", out);
+    fprintf(out,
+            "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">Flamegraph: %s"
+            " (%s in %" PRId64 " allocations)</text>\n",
+            width / 2, rh_weight_title[w], rh_human(total, hb, sizeof hb), t.v[0].n);
+    fputs("<text class=\"fg-reset\" x=\"10\" y=\"22\" fill=\"#1a5fb4\" cursor=\"pointer\""
+          " display=\"none\">Reset zoom</text>\n",
+          out);
+    fprintf(out,
+            "<text class=\"fg-details\" x=\"10\" y=\"%d\">Click a frame to zoom, hover for"
+            " details</text>\n",
+            height - 10);
+
+    /* Depth-first layout: x offset of each node as a fraction of the root. */
+    double *x = malloc((size_t)(t.len ? t.len : 1) * sizeof *x);
+    if (!x) {
+        rh_ftree_free(&t);
+        fprintf(stderr, "rheaper: flamegraph: out of memory\n");
+        return -1;
+    }
+    x[0] = 0;
+    for (int32_t i = 0; i < t.len; i++) {
+        /* parents precede children in creation order, so x[i] is known */
+        double off = x[i];
+        for (int32_t c = t.v[i].child; c >= 0; c = t.v[c].next) {
+            x[c] = off;
+            off += total > 0 ? (double)t.v[c].w / (double)total : 0;
+        }
+    }
+    /* Nodes below a millionth of the total would never be seen even zoomed. */
+    for (int32_t i = 0; i < t.len && total > 0; i++) {
+        const struct rh_fnode *nd = &t.v[i];
+        if (nd->w * 1000000 < total)
+            continue;
+        const char *name = t.names[nd->name];
+        double fw = (double)nd->w / (double)total;
+        int y = height - 40 - (nd->depth + 1) * RH_FG_ROW;
+        rh_fg_color(name, color, sizeof color);
+        fprintf(out,
+                "<g class=\"fg-n\" cursor=\"pointer\" data-x=\"%.9f\" data-w=\"%.9f\""
+                " data-d=\"%d\" data-n=\"",
+                x[i], fw, nd->depth);
+        rh_xml_put(out, name);
+        fputs("\"><title>", out);
+        rh_xml_put(out, name);
+        fprintf(out, " (%" PRId64 " bytes, %.2f%%, %" PRId64 " allocations)</title>", nd->w,
+                100.0 * fw, nd->n);
+        fprintf(out,
+                "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
+                10 + x[i] * RH_FG_WIDTH, y, fw * RH_FG_WIDTH > 0.6 ? fw * RH_FG_WIDTH - 0.5 : 0.1,
+                RH_FG_ROW - 1, color);
+        fprintf(out, "<text x=\"%.2f\" y=\"%d\"></text></g>\n", 13 + x[i] * RH_FG_WIDTH,
+                y + RH_FG_ROW - 5);
+    }
+    free(x);
+    if (total == 0)
+        fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">(no allocations)</text>\n",
+                width / 2, height / 2);
+    rh_svg_script(out, rh_fg_script);
+    fputs("</svg>\n", out);
+    rh_ftree_free(&t);
+    return ferror(out) ? -1 : 0;
+}
+
+/* ---- the timeline ---------------------------------------------------------- */
+
+/* Hover readout: a vertical rule and the values of the column under the mouse
+ * in the legend. No '<' or '&' (see the file comment). */
+static const char rh_tl_script[] =
+    "(function () {\n"
+    "  var svg = document.currentScript.ownerSVGElement;\n"
+    "  var plot = svg.querySelector('.tl-plot');\n"
+    "  var rule = svg.querySelector('.tl-rule');\n"
+    "  var info = svg.querySelector('.tl-info');\n"
+    "  var ts = svg.querySelector('.tl-data').getAttribute('data-t').split(' ').map(Number);\n"
+    "  var series = Array.prototype.slice.call(svg.querySelectorAll('.tl-s'));\n"
+    "  var vals = series.map(function (s) {\n"
+    "    return s.getAttribute('data-v').split(' ').map(Number);\n"
+    "  });\n"
+    "  var x0 = +plot.getAttribute('x'), pw = +plot.getAttribute('width');\n"
+    "  var orig = info.textContent;\n"
+    "  function fmt(b) {\n"
+    "    var u = ['B', 'KiB', 'MiB', 'GiB'], i = 0;\n"
+    "    while (b >= 1024 ? 3 > i : false) { b /= 1024; i++; }\n"
+    "    return (i ? b.toFixed(2) : b) + ' ' + u[i];\n"
+    "  }\n"
+    "  plot.addEventListener('mousemove', function (ev) {\n"
+    "    var pt = svg.createSVGPoint();\n"
+    "    pt.x = ev.clientX; pt.y = ev.clientY;\n"
+    "    var p = pt.matrixTransform(svg.getScreenCTM().inverse());\n"
+    "    var i = Math.round((p.x - x0) / pw * (ts.length - 1));\n"
+    "    i = Math.max(0, Math.min(ts.length - 1, i));\n"
+    "    var total = 0;\n"
+    "    series.forEach(function (s, k) {\n"
+    "      total += vals[k][i];\n"
+    "      s.parentNode.querySelector('.tl-lv').textContent = fmt(vals[k][i]);\n"
+    "    });\n"
+    "    var x = x0 + i / (ts.length - 1) * pw;\n"
+    "    rule.setAttribute('x1', x); rule.setAttribute('x2', x);\n"
+    "    rule.setAttribute('display', 'inline');\n"
+    "    info.textContent = (ts[i] / 1e9).toFixed(4) + ' s: ' + fmt(total) + ' live';\n"
+    "  });\n"
+    "  plot.addEventListener('mouseleave', function () {\n"
+    "    rule.setAttribute('display', 'none'); info.textContent = orig;\n"
+    "  });\n"
+    "})();\n";
+
+static const char *const rh_tl_colors[RH_TL_SERIES + 1] = {
+    "#e66101", "#1f78b4", "#33a02c", "#e31a1c", "#6a3d9a",
+    "#b15928", "#fdbf6f", "#a6cee3", "#bdbdbd",
+};
+
+/* A call site of the timeline: the label of frame 0 and its bytes at the peak. */
+struct rh_tl_site {
+    char label[600];
+    int64_t at_peak;
+};
+
+/* Reads the top call sites at the peak time pt into sites (at most
+ * RH_TL_SERIES) and maps every stack id of `sel` to its series (index into
+ * sites, or RH_TL_SERIES for "other") in *map, indexed by stack id up to
+ * *nmap. Returns the number of sites, or -1 after a message. */
+static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, uint8_t **map,
+                       int64_t *nmap)
+{
+    static const char sql_site[] =
+        "CREATE TEMP TABLE rh_tl_bt AS SELECT s.bt AS bt,"
+        " coalesce(b.sym, '?' || '?') || CASE WHEN b.file IS NULL THEN ''"
+        " ELSE ' (' || replace(b.file, rtrim(b.file, replace(b.file, '/', '')), '')"
+        " || ':' || coalesce(b.line, 0) || ')' END AS site"
+        " FROM (SELECT DISTINCT bt FROM sel) s"
+        " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0";
+    static const char sql_top[] =
+        "SELECT t.site, sum(CASE WHEN s.alloc_after <= ?1 AND (s.dealloc_after IS NULL"
+        " OR s.dealloc_after > ?1) THEN s.size ELSE 0 END), sum(s.size)"
+        " FROM sel s JOIN rh_tl_bt t ON t.bt = s.bt"
+        " GROUP BY t.site ORDER BY 2 DESC, 3 DESC, 1 LIMIT ?2";
+    char *msg = NULL;
+    sqlite3_exec(db, "DROP TABLE IF EXISTS temp.rh_tl_bt", NULL, NULL, NULL);
+    if (sqlite3_exec(db, sql_site, NULL, NULL, &msg) != SQLITE_OK) {
+        fprintf(stderr, "rheaper: timeline: SQLite error (%s)\n", msg ? msg : "?");
+        sqlite3_free(msg);
+        return -1;
+    }
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql_top, -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "timeline");
+    sqlite3_bind_int64(st, 1, pt);
+    sqlite3_bind_int(st, 2, RH_TL_SERIES);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < RH_TL_SERIES) {
+        const char *l = (const char *)sqlite3_column_text(st, 0);
+        snprintf(sites[n].label, sizeof sites[n].label, "%s", l ? l : "??");
+        sites[n].at_peak = sqlite3_column_int64(st, 1);
+        n++;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        return rh_sql_fail(db, "timeline");
+
+    int64_t maxbt = 0;
+    if (sqlite3_prepare_v2(db, "SELECT coalesce(max(bt), 0) FROM rh_tl_bt", -1, &st, NULL) !=
+        SQLITE_OK)
+        return rh_sql_fail(db, "timeline");
+    if (sqlite3_step(st) == SQLITE_ROW)
+        maxbt = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (maxbt < 0 || maxbt > (int64_t)1 << 31) {
+        fprintf(stderr, "rheaper: timeline: stack id %" PRId64 " out of range\n", maxbt);
+        return -1;
+    }
+    *nmap = maxbt + 1;
+    *map = malloc((size_t)*nmap);
+    if (!*map) {
+        fprintf(stderr, "rheaper: timeline: out of memory\n");
+        return -1;
+    }
+    memset(*map, RH_TL_SERIES, (size_t)*nmap);
+    if (sqlite3_prepare_v2(db, "SELECT bt, site FROM rh_tl_bt", -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "timeline");
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t bt = sqlite3_column_int64(st, 0);
+        const char *site = (const char *)sqlite3_column_text(st, 1);
+        for (int k = 0; k < n && site && bt >= 0 && bt < *nmap; k++)
+            if (strcmp(site, sites[k].label) == 0)
+                (*map)[bt] = (uint8_t)k;
+    }
+    sqlite3_finalize(st);
+    sqlite3_exec(db, "DROP TABLE IF EXISTS temp.rh_tl_bt", NULL, NULL, NULL);
+    return rc == SQLITE_DONE ? n : rh_sql_fail(db, "timeline");
+}
+
+/* The sampled chart: RH_TL_COLUMNS + 1 columns; column 0 is time 0 (nothing
+ * live), column c covers ((c-1)/C, c/C] of the span and holds the state at the
+ * highest total reached in it, or the state carried from before when nothing
+ * happened in it. */
+struct rh_tl_data {
+    int64_t t[RH_TL_COLUMNS + 1];
+    int64_t v[RH_TL_SERIES + 1][RH_TL_COLUMNS + 1];
+    int64_t span, max_total;
+};
+
+/* Replays `sel` into d. Returns 0 or -1 after a message. */
+static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh_tl_data *d)
+{
+    static const char sql[] =
+        "SELECT t, d, bt FROM (SELECT alloc_after AS t, 1 AS k, size AS d, bt FROM sel"
+        " UNION ALL SELECT dealloc_after, 0, -size, bt FROM sel WHERE dealloc_after IS NOT NULL)"
+        " ORDER BY t, k";
+    int64_t live[RH_TL_SERIES + 1] = {0}, total = 0, best = -1;
+    int col = 0; /* column of the last event, whose values are final once left */
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "timeline");
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t t = sqlite3_column_int64(st, 0), delta = sqlite3_column_int64(st, 1);
+        int64_t bt = sqlite3_column_int64(st, 2);
+        int s = bt >= 0 && bt < nmap ? map[bt] : RH_TL_SERIES;
+        int c = t <= 0 || d->span <= 0
+                    ? 1
+                    : (int)(((__int128)t * RH_TL_COLUMNS + d->span - 1) / d->span);
+        if (c < 1)
+            c = 1;
+        if (c > RH_TL_COLUMNS)
+            c = RH_TL_COLUMNS;
+        if (c != col) {
+            /* columns between the last event's and this one hold the end state */
+            for (int k = col + 1; k < c; k++)
+                for (int j = 0; j <= RH_TL_SERIES; j++)
+                    d->v[j][k] = live[j];
+            col = c;
+            best = -1;
+        }
+        live[s] += delta;
+        total += delta;
+        if (total > best) {
+            best = total;
+            for (int j = 0; j <= RH_TL_SERIES; j++)
+                d->v[j][c] = live[j];
+            if (total > d->max_total)
+                d->max_total = total;
+        }
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return rh_sql_fail(db, "timeline");
+    for (int k = col + 1; k <= RH_TL_COLUMNS; k++)
+        for (int j = 0; j <= RH_TL_SERIES; j++)
+            d->v[j][k] = live[j];
+    for (int k = 0; k <= RH_TL_COLUMNS; k++)
+        d->t[k] = (int64_t)((__int128)d->span * k / RH_TL_COLUMNS);
+    return 0;
+}
+
+/* A round axis step near range/5: 1, 2 or 5 times a power of base. */
+static double rh_nice_step(double range, double base)
+{
+    if (range <= 0)
+        return 1;
+    double raw = range / 5, p = 1;
+    while (p * base <= raw)
+        p *= base;
+    while (p > raw && p > 1e-12)
+        p /= base;
+    double m = raw / p;
+    return m < 2 ? 2 * p : m < 5 ? 5 * p : 10 * p;
+}
+
+int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
+{
+    int64_t peak, pt, span = 0;
+    if (rh_peak_find(db, &peak, &pt) != 0)
+        return -1;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT max(coalesce((SELECT max(max(alloc_after),"
+                           " coalesce(max(dealloc_after), 0)) FROM sel), 0),"
+                           " coalesce((SELECT value FROM meta WHERE key = 'duration_ns'), 0))",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "timeline");
+    if (sqlite3_step(st) == SQLITE_ROW)
+        span = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (span <= 0)
+        span = 1;
+
+    struct rh_tl_site sites[RH_TL_SERIES];
+    uint8_t *map = NULL;
+    int64_t nmap = 0;
+    int nsites = rh_tl_sites(db, pt, sites, &map, &nmap);
+    if (nsites < 0) {
+        free(map);
+        return -1;
+    }
+    struct rh_tl_data *d = calloc(1, sizeof *d);
+    if (!d) {
+        free(map);
+        fprintf(stderr, "rheaper: timeline: out of memory\n");
+        return -1;
+    }
+    d->span = span;
+    int rc = rh_tl_replay(db, map, nmap, d);
+    free(map);
+    if (rc != 0) {
+        free(d);
+        return -1;
+    }
+
+    const int W = RH_TL_WIDTH + 20, legend_h = 20 * (nsites + 1) + 20;
+    const int H = RH_TL_HEIGHT + legend_h;
+    const double px0 = 90, py0 = 40, pw = W - 120, ph = RH_TL_HEIGHT - 90;
+    const double ymax = d->max_total > 0 ? (double)d->max_total * 1.05 : 1;
+    char hb[64], hb2[64];
+    rh_svg_open(out, embedded, "rh-timeline", W, H);
+    fputs("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n", out);
+    fprintf(out,
+            "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">Live heap over time"
+            " (peak %s at %.4f s)</text>\n",
+            W / 2, rh_human(peak, hb, sizeof hb), (double)pt / 1e9);
+
+    /* axes and grid */
+    double ystep = rh_nice_step(ymax, 1024);
+    if (ymax < 1024)
+        ystep = rh_nice_step(ymax, 10);
+    fputs("<g class=\"tl-axes\" stroke=\"#dddddd\">\n", out);
+    for (double y = 0; y <= ymax; y += ystep) {
+        double yy = py0 + ph - y / ymax * ph;
+        fprintf(out,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\""
+                " y=\"%.1f\" text-anchor=\"end\" stroke=\"none\" fill=\"#333\">%s</text>\n",
+                px0, yy, px0 + pw, yy, px0 - 6, yy + 4, rh_human((int64_t)y, hb, sizeof hb));
+    }
+    double secs = (double)span / 1e9, xstep = rh_nice_step(secs, 10);
+    for (double x = 0; x <= secs * 1.0000001; x += xstep) {
+        double xx = px0 + x / secs * pw;
+        fprintf(out,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\""
+                " y=\"%.1f\" text-anchor=\"middle\" stroke=\"none\" fill=\"#333\">%g s</text>\n",
+                xx, py0, xx, py0 + ph, xx, py0 + ph + 16, x);
+    }
+    fputs("</g>\n", out);
+
+    /* the data, then stacked areas: series k sits on the sum of series before it */
+    fputs("<g class=\"tl-data\" data-t=\"", out);
+    for (int c = 0; c <= RH_TL_COLUMNS; c++)
+        fprintf(out, c ? " %" PRId64 : "%" PRId64, d->t[c]);
+    fputs("\">\n", out);
+    int64_t base[RH_TL_COLUMNS + 1] = {0};
+    for (int s = 0; s <= RH_TL_SERIES; s++) {
+        if (s >= nsites && s < RH_TL_SERIES)
+            continue;
+        if (s == RH_TL_SERIES) { /* "other" only when some site is in it */
+            int any = 0;
+            for (int c = 0; c <= RH_TL_COLUMNS && !any; c++)
+                any = d->v[s][c] != 0;
+            if (!any && nsites > 0)
+                continue;
+        }
+        const char *label = s < RH_TL_SERIES ? sites[s].label : "other";
+        fprintf(out, "<g><polygon class=\"tl-s\" fill=\"%s\" fill-opacity=\"0.85\" data-v=\"",
+                rh_tl_colors[s]);
+        for (int c = 0; c <= RH_TL_COLUMNS; c++)
+            fprintf(out, c ? " %" PRId64 : "%" PRId64, d->v[s][c]);
+        fputs("\" points=\"", out);
+        for (int c = 0; c <= RH_TL_COLUMNS; c++)
+            fprintf(out, "%.1f,%.1f ", px0 + pw * c / RH_TL_COLUMNS,
+                    py0 + ph - (double)(base[c] + d->v[s][c]) / ymax * ph);
+        for (int c = RH_TL_COLUMNS; c >= 0; c--)
+            fprintf(out, "%.1f,%.1f ", px0 + pw * c / RH_TL_COLUMNS,
+                    py0 + ph - (double)base[c] / ymax * ph);
+        fputs("\"><title>", out);
+        rh_xml_put(out, label);
+        fputs("</title></polygon>", out);
+        /* legend entry */
+        int ly = RH_TL_HEIGHT + 10 + 20 * (s < RH_TL_SERIES ? s : nsites);
+        int64_t atp = d->v[s][0];
+        for (int c = 0; c <= RH_TL_COLUMNS; c++)
+            if (d->v[s][c] > atp)
+                atp = d->v[s][c];
+        fprintf(out,
+                "<rect x=\"%.0f\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/>"
+                "<text class=\"tl-lv\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\">max %s</text>"
+                "<text x=\"%.0f\" y=\"%d\">",
+                px0, ly, rh_tl_colors[s], px0 + 110, ly + 12, rh_human(atp, hb2, sizeof hb2),
+                px0 + 120, ly + 12);
+        rh_xml_put(out, label);
+        fputs("</text></g>\n", out);
+        for (int c = 0; c <= RH_TL_COLUMNS; c++)
+            base[c] += d->v[s][c];
+    }
+    fputs("</g>\n", out);
+    double peak_x = px0 + (double)pt / (double)span * pw;
+    fprintf(out,
+            "<line class=\"tl-peak\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\""
+            " stroke=\"#c01c28\" stroke-dasharray=\"4 3\"/>\n",
+            peak_x, py0, peak_x, py0 + ph);
+    fprintf(out,
+            "<line class=\"tl-rule\" x1=\"0\" y1=\"%.1f\" x2=\"0\" y2=\"%.1f\" stroke=\"#000\""
+            " display=\"none\"/>\n",
+            py0, py0 + ph);
+    fprintf(out,
+            "<rect class=\"tl-plot\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\""
+            " fill=\"#000000\" fill-opacity=\"0\" stroke=\"#888\"/>\n",
+            px0, py0, pw, ph);
+    fprintf(out,
+            "<text class=\"tl-info\" x=\"%.1f\" y=\"%.1f\">Hover for the live bytes at a"
+            " time; legend: each site's highest value</text>\n",
+            px0, py0 + ph + 40);
+    rh_svg_script(out, rh_tl_script);
+    fputs("</svg>\n", out);
+    free(d);
+    return ferror(out) ? -1 : 0;
+}
+
+/* ---- the commands ------------------------------------------------------------ */
+
+/* Opens path for writing, or stdout for NULL or "-". Prints the failure. */
+static FILE *rh_out_open(const char *path)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return stdout;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        fprintf(stderr, "rheaper: %s: cannot write (%s)\n", path, strerror(errno));
+    return f;
+}
+
+/* Closes what rh_out_open opened; reports write errors. Returns 0 or -1. */
+static int rh_out_close(FILE *f, const char *path, int rc)
+{
+    int bad = ferror(f);
+    if (f == stdout) {
+        if (fflush(f) != 0)
+            bad = 1;
+    } else if (fclose(f) != 0) {
+        bad = 1;
+    }
+    if (bad && rc == 0) {
+        fprintf(stderr, "rheaper: %s: write failed (%s)\n", path ? path : "stdout",
+                strerror(errno));
+        return -1;
+    }
+    return rc;
+}
+
+/* Parses "CMD DB [options] [filters]" for flamegraph and timeline. flame != 0
+ * accepts --all/--leaked/--peak/--folded. Returns 0, or the exit status. */
+static int rh_svg_args(int argc, char **argv, int flame, const char **db, const char **out,
+                       enum rh_flame_weight *w, int *folded, struct rh_filter *f)
+{
+    rh_filter_init(f);
+    *db = NULL;
+    *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        int r = rh_filter_arg(f, argc, argv, &i);
+        if (r < 0)
+            return 2;
+        if (r > 0)
+            continue;
+        const char *a = argv[i];
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "rheaper %s: %s needs a file name\n", argv[0], a);
+                return 2;
+            }
+            *out = argv[++i];
+        } else if (flame && strcmp(a, "--all") == 0) {
+            *w = RH_FLAME_ALL;
+        } else if (flame && strcmp(a, "--leaked") == 0) {
+            *w = RH_FLAME_LEAKED;
+        } else if (flame && strcmp(a, "--peak") == 0) {
+            *w = RH_FLAME_PEAK;
+        } else if (flame && strcmp(a, "--folded") == 0) {
+            *folded = 1;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "rheaper %s: unknown option %s\n", argv[0], a);
+            return 2;
+        } else if (!*db) {
+            *db = a;
+        } else {
+            fprintf(stderr, "rheaper %s: unexpected argument %s\n", argv[0], a);
+            return 2;
+        }
+    }
+    if (!*db) {
+        fprintf(stderr, "usage: rheaper %s DB%s [-o FILE] [filters]\n", argv[0],
+                flame ? " [--all|--leaked|--peak] [--folded]" : "");
+        return 2;
+    }
+    return 0;
+}
+
+int rh_cmd_flamegraph(int argc, char **argv)
+{
+    const char *dbpath, *outpath;
+    enum rh_flame_weight w = RH_FLAME_ALL;
+    int folded = 0;
+    struct rh_filter f;
+    int rc = rh_svg_args(argc, argv, 1, &dbpath, &outpath, &w, &folded, &f);
+    if (rc)
+        return rc;
+    sqlite3 *db = rh_cli_open(dbpath);
+    if (!db)
+        return 1;
+    if (rh_filter_apply(db, &f) != 0) {
+        sqlite3_close(db);
+        return 1;
+    }
+    FILE *out = rh_out_open(outpath);
+    if (!out) {
+        sqlite3_close(db);
+        return 1;
+    }
+    rc = folded ? rh_folded(db, w, out) : rh_svg_flamegraph(db, w, out, 0);
+    rc = rh_out_close(out, outpath, rc);
+    sqlite3_close(db);
+    return rc ? 1 : 0;
+}
+
+int rh_cmd_timeline(int argc, char **argv)
+{
+    const char *dbpath, *outpath;
+    struct rh_filter f;
+    int rc = rh_svg_args(argc, argv, 0, &dbpath, &outpath, NULL, NULL, &f);
+    if (rc)
+        return rc;
+    sqlite3 *db = rh_cli_open(dbpath);
+    if (!db)
+        return 1;
+    if (rh_filter_apply(db, &f) != 0) {
+        sqlite3_close(db);
+        return 1;
+    }
+    FILE *out = rh_out_open(outpath);
+    if (!out) {
+        sqlite3_close(db);
+        return 1;
+    }
+    rc = rh_svg_timeline(db, out, 0);
+    rc = rh_out_close(out, outpath, rc);
+    sqlite3_close(db);
+    return rc ? 1 : 0;
+}
