@@ -22,6 +22,8 @@ struct rh_cc_scan {
     int has_g;      /* a -g option that sets the debug level (-g0 included) */
     int cxx_lib;    /* -lstdc++ or -lc++ (a C++ link through the C driver) */
     int static_cxx; /* -static-libstdc++ */
+    int shared_cxx; /* -shared-libstdc++ (rheaper's own opt-out, not passed on) */
+    int libcxx;     /* -stdlib=libc++ (whose static archive is often not installed) */
     int inputs;     /* arguments that are not options (source, object files) */
     int skip_next;  /* internal: the next argument belongs to an option (2: to -l) */
 };
@@ -51,5 +53,14 @@ void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, voi
 
 /* The mode of a command whose arguments have all been scanned. */
 enum rh_cc_mode rh_cc_mode_of(const struct rh_cc_scan *s);
+
+/* Whether rheaper-c++ adds -static-libstdc++: a C++ driver (cxx) linking an
+ * executable that is not already -static or -static-libstdc++, unless the user
+ * opted out with -shared-libstdc++ or env_value (RHEAPER_STATIC_LIBSTDCXX) "0",
+ * or chose -stdlib=libc++.
+ * libstdc++.so has no wrapped calls: its allocations (std::string, iostreams)
+ * are only seen when it is linked in. Returns 1 or 0. */
+int rh_cc_static_cxx_default(const struct rh_cc_scan *s, enum rh_cc_mode mode, int cxx,
+                             const char *env_value);
 
 #endif

@@ -188,6 +188,10 @@ void rh_cc_scan_arg(struct rh_cc_scan *s, const char *a, int depth)
         s->is_static = 1;
     } else if (strcmp(a, "-static-libstdc++") == 0) {
         s->static_cxx = 1;
+    } else if (strcmp(a, "-shared-libstdc++") == 0) {
+        s->shared_cxx = 1;
+    } else if (strcmp(a, "-stdlib=libc++") == 0) {
+        s->libcxx = 1;
     } else if (strcmp(a, "-lstdc++") == 0 || strcmp(a, "-lc++") == 0) {
         s->cxx_lib = 1;
     } else if (strcmp(a, "--version") == 0 || strcmp(a, "--help") == 0 || rh_starts(a, "--help=") ||
@@ -213,4 +217,17 @@ enum rh_cc_mode rh_cc_mode_of(const struct rh_cc_scan *s)
     if (s->shared)
         return RH_CC_LINK_SO;
     return RH_CC_LINK_EXE;
+}
+
+int rh_cc_static_cxx_default(const struct rh_cc_scan *s, enum rh_cc_mode mode, int cxx,
+                             const char *env_value)
+{
+    /* Only the C++ driver: gcc and clang apply -static-libstdc++ to the library
+     * their C++ driver adds, never to a -lstdc++ the user names (clang warns). */
+    if (mode != RH_CC_LINK_EXE || !cxx || s->is_static || s->static_cxx || s->shared_cxx ||
+        s->libcxx)
+        return 0;
+    if (env_value && strcmp(env_value, "0") == 0)
+        return 0;
+    return 1;
 }

@@ -13,11 +13,25 @@
  *             RHEAPER_CC_FAMILY=clang) unless the user gave a -g level;
  *   linking an executable, after: -Wl,--wrap=SYM for every table function (the
  *     dynamic-only ones not with -static), -Wl,--export-dynamic-symbol=__wrap_SYM
- *     (not with -static), -Wl,-u,OPERATOR for C++ links with a static libstdc++,
- *     then -x none and the runtime
+ *     (not with -static), -static-libstdc++ for rheaper-c++ (below),
+ *     -Wl,-u,OPERATOR for C++ links with a static libstdc++, -Wl,--eh-frame-hdr
+ *     with -static (the runtime finds CFI through PT_GNU_EH_FRAME, which gcc
+ *     and clang leave out of static links), then -x none and the runtime
  *     librheaper_rt.a as a whole archive, -lpthread -ldl;
  *   linking a shared library (-shared), after: the wrap flags and
  *     librheaper_weak.a (weak fallbacks, one archive member per function).
+ *
+ * A static libstdc++ by default: rheaper-c++ links executables with
+ * -static-libstdc++ because a shared libstdc++.so calls malloc and operator new
+ * internally, where --wrap cannot reach, so std::string, std::vector growth
+ * inside the library and iostreams would be missing from the profile. Linked
+ * statically, those calls are wrapped, and the runtime's CFI step recovers the
+ * user frames above libstdc++'s frame-pointer-less code. Opt out with
+ * RHEAPER_STATIC_LIBSTDCXX=0 or -shared-libstdc++ (rheaper's own option: it is
+ * removed from the command, as the compilers do not know it; give it on the
+ * command line, not in a response file). A C-driver link naming -lstdc++
+ * keeps it shared: the compilers apply -static-libstdc++ only to the library
+ * their C++ driver adds.
  *
  * The libraries are looked up in $RHEAPER_LIBDIR when set, else next to the
  * executable: <dir of /proc/self/exe>/../lib (the build tree), then the install
@@ -163,7 +177,8 @@ static void rh_add_wrap_flags(struct rh_argv *a, int is_static)
 
 /* Executable link: wrap, export, C++ operators, the runtime. Returns 0, or -1
  * when the runtime archive cannot be found (message printed). */
-static int rh_add_exe_link(struct rh_argv *a, const struct rh_cc_scan *s, int cxx)
+static int rh_add_exe_link(struct rh_argv *a, const struct rh_cc_scan *s, int cxx,
+                           int add_static_cxx)
 {
     char *rt = rh_find_lib("librheaper_rt.a");
     if (!rt)
@@ -171,10 +186,14 @@ static int rh_add_exe_link(struct rh_argv *a, const struct rh_cc_scan *s, int cx
     rh_add_wrap_flags(a, s->is_static);
     for (size_t i = 0; !s->is_static && rh_wrap_syms[i].name; i++)
         rh_push(a, rh_link_export_flags[i]);
+    if (add_static_cxx)
+        rh_push(a, "-static-libstdc++");
+    if (s->is_static)
+        rh_push(a, "-Wl,--eh-frame-hdr");
     /* A static libstdc++ provides the operators only if something pulls them in:
      * the shims' weak references do not. (With a shared libstdc++ the weak
      * references bind by themselves, and bfd rejects -u there.) */
-    if ((s->is_static && (cxx || s->cxx_lib)) || s->static_cxx)
+    if ((s->is_static && (cxx || s->cxx_lib)) || s->static_cxx || add_static_cxx)
         for (size_t i = 0; rh_link_cxx_undef_flags[i]; i++)
             rh_push(a, rh_link_cxx_undef_flags[i]);
     rh_push(a, "-x"); /* a user's "-x c++" must not apply to the archive */
@@ -276,8 +295,10 @@ int main(int argc, char **argv)
     if (mode != RH_CC_PASS)
         rh_add_compile_flags(&a, &scan, clang);
     for (int i = 1; i < argc; i++)
-        rh_push(&a, argv[i]);
-    if (mode == RH_CC_LINK_EXE && rh_add_exe_link(&a, &scan, cxx) != 0)
+        if (strcmp(argv[i], "-shared-libstdc++") != 0) /* ours: the compilers reject it */
+            rh_push(&a, argv[i]);
+    int static_cxx = rh_cc_static_cxx_default(&scan, mode, cxx, getenv("RHEAPER_STATIC_LIBSTDCXX"));
+    if (mode == RH_CC_LINK_EXE && rh_add_exe_link(&a, &scan, cxx, static_cxx) != 0)
         return 1;
     if (mode == RH_CC_LINK_SO && rh_add_so_link(&a) != 0)
         return 1;

@@ -159,6 +159,59 @@ RH_HIDDEN uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p);
  * when the table is full (a one-time warning; the caller counts the loss). */
 RH_HIDDEN uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int *is_new);
 
+/* ---- rh_unwind.c -------------------------------------------------------- */
+
+/* CFI steps for frames without a frame pointer (x86_64; elsewhere the walk is
+ * frame-pointer only and rh_unwind_prefix always returns 0). */
+#if defined(__x86_64__) && !defined(RH_NO_UNWIND_CFI)
+#define RH_UNWIND_CFI 1
+#else
+#define RH_UNWIND_CFI 0
+#endif
+/* Most frames a CFI prefix walks before the frame-pointer walk takes over. */
+#define RH_UNWIND_MAX_PREFIX 32u
+
+/* How to find the caller of a frame, from the CFI row at its call. */
+enum {
+    RH_UW_FP = 1,      /* frame record at rbp (or no usable CFI): frame-pointer step */
+    RH_UW_CFA_RSP = 2, /* CFA = rsp + cfa_off; return address at CFA - 8 */
+    RH_UW_CFA_RBP = 3, /* CFA = rbp + cfa_off, not the standard frame record */
+    RH_UW_END = 4,     /* the return address is undefined: outermost frame */
+};
+struct rh_unwind_rule {
+    int kind;        /* RH_UW_* */
+    int32_t cfa_off; /* CFA offset from rsp or rbp */
+    int32_t rbp_off; /* rbp's save slot relative to the CFA; 0: rbp unchanged */
+};
+
+#if RH_UNWIND_CFI
+/* Frames of the stack whose shim frame is fp while they lack a frame pointer.
+ * Returns 0 (nothing written, one cache probe) when frame 0's function keeps a
+ * frame record: the caller does its frame-pointer walk. Otherwise writes n >= 1
+ * return addresses to pcs (frame 0 first; pcs holds RH_UNWIND_MAX_PREFIX),
+ * sets *resume to the frame record where the frame-pointer walk continues (its
+ * [1] is frame n), or 0 when the stack ends, and *cut when max stopped it.
+ * Requires fp inside [lo, hi - 16]. Never faults, allocates or locks. */
+RH_HIDDEN uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max,
+                                    uintptr_t *pcs, uintptr_t *resume, uint32_t *cut);
+/* The packed, cached rule of return address ret (computed on a miss). */
+RH_HIDDEN uint64_t rh_unwind_lookup(uintptr_t ret);
+/* The rule of return address ret, unpacked (tests). */
+RH_HIDDEN void rh_unwind_rule_of(uintptr_t ret, struct rh_unwind_rule *r);
+/* Looks ret up in the .eh_frame_hdr at hdr, reading only inside [lo, hi), and
+ * runs its FDE up to the call. Returns 0 with *r set, or -1 (r says RH_UW_FP)
+ * when the CFI is missing, malformed or beyond what this unwinder runs. */
+RH_HIDDEN int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi,
+                              uintptr_t ret, struct rh_unwind_rule *r);
+#else
+static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max,
+                                        uintptr_t *pcs, uintptr_t *resume, uint32_t *cut)
+{
+    (void)fp, (void)lo, (void)hi, (void)max, (void)pcs, (void)resume, (void)cut;
+    return 0;
+}
+#endif
+
 /* ---- rh_file.c ---------------------------------------------------------- */
 
 struct rh_slot;

@@ -137,6 +137,24 @@ void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
     h = rh_mix(h, ((const uintptr_t *)cur)[1]);
     uint32_t n = 1, cut = 0;
     if (cur >= lo && hi >= 16 && cur <= hi - 16) {
+        /* Frame 0's function has no frame pointer (libstdc++, libc): its caller
+         * and those above it come from CFI (rh_unwind.c) until frame-pointer
+         * code, whose frame record (resume) the loop below continues from. One
+         * cache probe when frame 0 is frame-pointer code. */
+        uintptr_t pre[RH_UNWIND_MAX_PREFIX], resume;
+        uint32_t np = rh_unwind_prefix(cur, lo, hi, max, pre, &resume, &cut);
+        if (rh_unlikely(np)) {
+            for (uint32_t i = 1; i < np; i++)
+                h = rh_mix(h, pre[i]);
+            n = np;
+            cur = resume;
+            if (cur && !cut && n >= max)
+                cut = 1;
+            if (!cur || cut)
+                goto done;
+            h = rh_mix(h, ((const uintptr_t *)cur)[1]);
+            n++;
+        }
         for (;;) {
             uintptr_t next = rh_next_frame(cur, hi);
             if (!next)
@@ -150,6 +168,7 @@ void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
             cur = next;
         }
     }
+done:
     h = rh_fmix(rh_mix(h, ((uint64_t)n << 1) | cut));
     w->hash = h ? h : 1;
     w->nframes = n;
@@ -162,8 +181,23 @@ uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p)
     rh_stack_bounds(&lo, &hi);
     uintptr_t cur = (uintptr_t)fp;
     uint64_t prev = 0;
-    for (uint32_t i = 0; i < nframes; i++) {
-        if (i) {
+    uint32_t i = 0;
+    /* The same CFI prefix as rh_stack_walk (deterministic for one stack). */
+    uintptr_t pre[RH_UNWIND_MAX_PREFIX], resume = 0;
+    uint32_t cut, np = 0;
+    if (cur >= lo && hi >= 16 && cur <= hi - 16)
+        np = rh_unwind_prefix(cur, lo, hi, nframes, pre, &resume, &cut);
+    if (rh_unlikely(np)) {
+        for (; i < np && i < nframes; i++) {
+            p = rip_put_varint(p, rip_zigzag((int64_t)(pre[i] - prev)));
+            prev = pre[i];
+        }
+        if (i >= nframes || !resume)
+            return p;
+        cur = resume; /* frame i is cur[1]; the loop below reads it first */
+    }
+    for (uint32_t first = i; i < nframes; i++) {
+        if (i != first) {
             uintptr_t next = rh_next_frame(cur, hi);
             rh_assert_internal(next != 0);
             if (!next)
