@@ -115,3 +115,34 @@ case_fault_eintr() {
     convert_all
     check_expect
 }
+
+# ---- the program's lifecycle -------------------------------------------------
+
+# life MODE [ARG]: the program exits 0, every profile converts, facts hold.
+life() {
+    prog "$helpers/rel_life" "$@"
+    eq "exit status of rel_life $1" "$rc" 0
+    convert_all
+    check_expect
+}
+case_life_threads10k() { life threads10k; }
+case_life_fork_threads() { life fork-threads; eq "profiles" "$(nrips)" 21; }
+case_life_fork100() { life fork100; eq "profiles" "$(nrips)" 101; }
+case_life_exec() {
+    life exec "$helpers/rel_life"
+    # parent, fork child before exec, its exec'd image, the vfork'd and the
+    # spawned instrumented images; /bin/true writes nothing
+    eq "profiles" "$(nrips)" 5
+}
+case_life_sigalloc() { life sigalloc; }
+case_life_dlclose() { life dlclose "$helpers/rel_lib.so"; }
+
+# exit() from one thread while others allocate, ten times over.
+case_life_exit_thread() {
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        rm -rf "$prof" && mkdir -p "$prof"
+        : > "$RH_EXPECT_FILE"
+        life exit-thread
+        eq "profiles" "$(nrips)" 1
+    done
+}
