@@ -1,0 +1,552 @@
+/* rh_cli_html.c: `rheaper report DB -o report.html`, one self-contained page.
+ *
+ * The page holds the summary of `sel` (the filtered allocations), the timeline
+ * and the flamegraph (the SVGs of rh_cli_svg.c, inlined), the top call sites by
+ * bytes and the leaks grouped by call site, each with its full stack in a
+ * <details> element. Everything is in the one file: no external script, style,
+ * font or image, and a Content-Security-Policy meta tag whose default is 'none'
+ * forbids every fetch. Scripts and the style sheet are allowed by their SHA-256
+ * hashes only (no 'unsafe-inline'), so the page runs exactly the code written
+ * here: the SVGs' own scripts (found in their text, which never holds '<' or
+ * '&') and a last one that records the drawn sizes of the charts in the
+ * <body>'s data attributes (data-timeline, data-flamegraph, data-flame-nodes)
+ * for tests and for anyone checking the page rendered. No style attributes are
+ * written, since the policy would block them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rh_cli.h"
+
+#define RH_HTML_TOP 20   /* rows of the top-sites table */
+#define RH_HTML_LEAKS 20 /* rows of the leak table */
+#define RH_HTML_MAX_SCRIPTS 8
+
+/* ---- SHA-256 (FIPS 180-4) and base64, for the policy's hashes ---------- */
+
+struct rh_sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t nbuf;
+};
+
+static const uint32_t rh_sha_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+static uint32_t rh_ror(uint32_t x, int n)
+{
+    return (x >> n) | (x << (32 - n));
+}
+
+static void rh_sha_block(struct rh_sha256 *c, const unsigned char *p)
+{
+    uint32_t w[64], a[8];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = rh_ror(w[i - 15], 7) ^ rh_ror(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = rh_ror(w[i - 2], 17) ^ rh_ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    memcpy(a, c->h, sizeof a);
+    for (int i = 0; i < 64; i++) {
+        uint32_t s1 = rh_ror(a[4], 6) ^ rh_ror(a[4], 11) ^ rh_ror(a[4], 25);
+        uint32_t ch = (a[4] & a[5]) ^ (~a[4] & a[6]);
+        uint32_t t1 = a[7] + s1 + ch + rh_sha_k[i] + w[i];
+        uint32_t s0 = rh_ror(a[0], 2) ^ rh_ror(a[0], 13) ^ rh_ror(a[0], 22);
+        uint32_t mj = (a[0] & a[1]) ^ (a[0] & a[2]) ^ (a[1] & a[2]);
+        memmove(a + 1, a, 7 * sizeof a[0]);
+        a[4] += t1;
+        a[0] = t1 + s0 + mj;
+    }
+    for (int i = 0; i < 8; i++)
+        c->h[i] += a[i];
+}
+
+static void rh_sha_init(struct rh_sha256 *c)
+{
+    static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    memcpy(c->h, h0, sizeof h0);
+    c->len = 0;
+    c->nbuf = 0;
+}
+
+static void rh_sha_update(struct rh_sha256 *c, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    c->len += n;
+    while (n) {
+        size_t k = 64 - c->nbuf < n ? 64 - c->nbuf : n;
+        memcpy(c->buf + c->nbuf, p, k);
+        c->nbuf += k;
+        p += k;
+        n -= k;
+        if (c->nbuf == 64) {
+            rh_sha_block(c, c->buf);
+            c->nbuf = 0;
+        }
+    }
+}
+
+static void rh_sha_final(struct rh_sha256 *c, unsigned char out[32])
+{
+    uint64_t bits = c->len * 8;
+    unsigned char pad = 0x80, zero = 0, lenb[8];
+    rh_sha_update(c, &pad, 1);
+    while (c->nbuf != 56)
+        rh_sha_update(c, &zero, 1);
+    for (int i = 0; i < 8; i++)
+        lenb[i] = (unsigned char)(bits >> (56 - 8 * i));
+    rh_sha_update(c, lenb, 8);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 4; j++)
+            out[4 * i + j] = (unsigned char)(c->h[i] >> (24 - 8 * j));
+}
+
+/* Writes "'sha256-BASE64'" of the n bytes at s into out (at least 56 bytes). */
+static void rh_csp_hash(const char *s, size_t n, char *out)
+{
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    unsigned char d[33] = {0};
+    struct rh_sha256 c;
+    rh_sha_init(&c);
+    rh_sha_update(&c, s, n);
+    rh_sha_final(&c, d);
+    char *o = out + sprintf(out, "'sha256-");
+    for (int i = 0; i < 33; i += 3) {
+        uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 | d[i + 2];
+        *o++ = b64[v >> 18 & 63];
+        *o++ = b64[v >> 12 & 63];
+        *o++ = i + 1 < 32 ? b64[v >> 6 & 63] : '=';
+        *o++ = i + 2 < 32 ? b64[v & 63] : '=';
+    }
+    strcpy(o, "'");
+}
+
+/* ---- HTML text ------------------------------------------------------------ */
+
+/* Writes s escaped for HTML text and attributes; control characters and
+ * invalid UTF-8 become '?'. */
+static void rh_html_put(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned c = *p;
+        if (c == '&')
+            fputs("&amp;", out);
+        else if (c == '<')
+            fputs("&lt;", out);
+        else if (c == '>')
+            fputs("&gt;", out);
+        else if (c == '"')
+            fputs("&quot;", out);
+        else if (c == '\'')
+            fputs("&#39;", out);
+        else if (c < 0x20 || c == 0x7f)
+            fputc('?', out);
+        else if (c < 0x80)
+            fputc((int)c, out);
+        else {
+            int n = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+            int ok = n > 0;
+            for (int k = 1; ok && k <= n; k++)
+                ok = (p[k] & 0xc0) == 0x80;
+            if (!ok) {
+                fputc('?', out);
+            } else {
+                fwrite(p, 1, (size_t)n + 1, out);
+                p += n;
+            }
+        }
+        p++;
+    }
+}
+
+static const char *rh_hbytes(int64_t b, char *buf, size_t n)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while ((v >= 1024.0 || v <= -1024.0) && i < 4) {
+        v /= 1024.0;
+        i++;
+    }
+    if (i == 0)
+        snprintf(buf, n, "%" PRId64 " B", b);
+    else
+        snprintf(buf, n, "%.2f %s (%" PRId64 " B)", v, u[i], b);
+    return buf;
+}
+
+static const char rh_html_style[] =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;"
+    "background:#f6f5f4;color:#241f31}"
+    "header{background:#1c1c28;color:#fff;padding:14px 24px}"
+    "header h1{margin:0;font-size:20px}header p{margin:4px 0 0;color:#c0bfbc;font-size:13px}"
+    "main{padding:12px 24px;max-width:1260px}"
+    "section{background:#fff;border:1px solid #deddda;border-radius:6px;margin:14px 0;"
+    "padding:10px 16px}"
+    "h2{font-size:16px;margin:4px 0 10px}"
+    "svg{max-width:100%;height:auto;display:block}"
+    "table{border-collapse:collapse;font-size:13px;width:100%}"
+    "th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eee;vertical-align:top}"
+    "td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+    "table.kv{width:auto}table.kv th{font-weight:normal;color:#5e5c64}"
+    "details summary{cursor:pointer}details ol{margin:4px 0;padding-left:22px;color:#3d3846}"
+    "code{font-size:12px}.muted{color:#77767b}";
+
+/* Records the drawn size of both charts and the number of visible flamegraph
+ * frames in <body data-*> attributes. */
+static const char rh_html_script[] =
+    "(function () {\n"
+    "  function size(sel) {\n"
+    "    var e = document.querySelector(sel);\n"
+    "    if (!e) return '0x0';\n"
+    "    var r = e.getBoundingClientRect();\n"
+    "    return Math.round(r.width) + 'x' + Math.round(r.height);\n"
+    "  }\n"
+    "  var drawn = 0;\n"
+    "  Array.prototype.forEach.call(document.querySelectorAll('svg.rh-flamegraph g.fg-n rect'),\n"
+    "    function (r) { if (r.getBoundingClientRect().width > 0) drawn++; });\n"
+    "  var areas = 0;\n"
+    "  Array.prototype.forEach.call(document.querySelectorAll('svg.rh-timeline polygon.tl-s'),\n"
+    "    function (p) { var b = p.getBBox(); if (b.width * b.height > 0) areas++; });\n"
+    "  document.body.setAttribute('data-timeline', size('svg.rh-timeline'));\n"
+    "  document.body.setAttribute('data-flamegraph', size('svg.rh-flamegraph'));\n"
+    "  document.body.setAttribute('data-flame-nodes', String(drawn));\n"
+    "  document.body.setAttribute('data-timeline-areas', String(areas));\n"
+    "})();\n";
+
+/* ---- sections ------------------------------------------------------------ */
+
+static int rh_html_sqlerr(sqlite3 *db)
+{
+    fprintf(stderr, "rheaper: report: SQLite error (%s)\n", sqlite3_errmsg(db));
+    return -1;
+}
+
+static void rh_kv(FILE *out, const char *k, const char *v)
+{
+    fputs("<tr><th>", out);
+    rh_html_put(out, k);
+    fputs("</th><td class=\"n\">", out);
+    rh_html_put(out, v);
+    fputs("</td></tr>\n", out);
+}
+
+/* The summary table from rh_summary_compute. */
+static void rh_html_summary(FILE *out, const struct rh_summary *s)
+{
+    char v[256], b[96];
+    fputs("<section id=\"summary\"><h2>Summary</h2><table class=\"kv\">\n", out);
+    rh_kv(out, "program", s->program);
+    snprintf(v, sizeof v, "%" PRId64, s->pid);
+    rh_kv(out, "pid", v);
+    snprintf(v, sizeof v, "%.3f s", (double)s->duration_ns / 1e9);
+    rh_kv(out, "duration", v);
+    snprintf(v, sizeof v, "%" PRId64, s->events);
+    rh_kv(out, "events", v);
+    snprintf(v, sizeof v, "%" PRId64 " blocks, %s", s->alloc_blocks,
+             rh_hbytes(s->alloc_bytes, b, sizeof b));
+    rh_kv(out, "allocated", v);
+    snprintf(v, sizeof v, "%" PRId64 " blocks, %s", s->freed_blocks,
+             rh_hbytes(s->freed_bytes, b, sizeof b));
+    rh_kv(out, "freed", v);
+    snprintf(v, sizeof v, "%s at %.4f s", rh_hbytes(s->peak_bytes, b, sizeof b),
+             (double)s->peak_time_ns / 1e9);
+    rh_kv(out, "peak live heap", v);
+    snprintf(v, sizeof v, "%" PRId64 " blocks, %s", s->leaked_blocks,
+             rh_hbytes(s->leaked_bytes, b, sizeof b));
+    rh_kv(out, "leaked", v);
+    snprintf(v, sizeof v, "%" PRId64 " blocks", s->temporary_blocks);
+    rh_kv(out, "temporary", v);
+    rh_kv(out, "profile", s->clean ? "complete" : "incomplete (see meta)");
+    fputs("</table></section>\n", out);
+}
+
+/* Writes the frames of stack bt as a numbered list, frame 0 first. */
+static int rh_html_stack(sqlite3 *db, sqlite3_stmt *fr, int64_t bt, FILE *out)
+{
+    sqlite3_bind_int64(fr, 1, bt);
+    fputs("<ol start=\"0\">", out);
+    int s;
+    while ((s = sqlite3_step(fr)) == SQLITE_ROW) {
+        const char *sym = (const char *)sqlite3_column_text(fr, 0);
+        const char *file = (const char *)sqlite3_column_text(fr, 1);
+        fputs("<li><code>", out);
+        rh_html_put(out, sym ? sym : "??");
+        fputs("</code>", out);
+        if (file) {
+            fputs(" <span class=\"muted\">", out);
+            rh_html_put(out, file);
+            fprintf(out, ":%d</span>", sqlite3_column_int(fr, 2));
+        }
+        if (sqlite3_column_int(fr, 3))
+            fputs(" <span class=\"muted\">(inlined)</span>", out);
+        fputs("</li>", out);
+    }
+    sqlite3_reset(fr);
+    fputs("</ol>", out);
+    return s == SQLITE_DONE ? 0 : rh_html_sqlerr(db);
+}
+
+/* A table of call sites (stacks) from sql, whose columns are: bt, sym, file,
+ * line, then numeric columns named in heads (n of them). */
+static int rh_html_sites(sqlite3 *db, FILE *out, const char *id, const char *title, const char *sql,
+                         const char *const *heads, int n)
+{
+    sqlite3_stmt *st, *fr;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return rh_html_sqlerr(db);
+    if (sqlite3_prepare_v2(db,
+                           "SELECT sym, file, line, inlined FROM backtraces WHERE id = ?"
+                           " ORDER BY frame_no",
+                           -1, &fr, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return rh_html_sqlerr(db);
+    }
+    fprintf(out,
+            "<section id=\"%s\"><h2>%s</h2><table><thead><tr><th>call site (frame 0;"
+            " click for the stack)</th>",
+            id, title);
+    for (int i = 0; i < n; i++)
+        fprintf(out, "<th class=\"n\">%s</th>", heads[i]);
+    fputs("</tr></thead><tbody>\n", out);
+    int s, rows = 0;
+    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *sym = (const char *)sqlite3_column_text(st, 1);
+        const char *file = (const char *)sqlite3_column_text(st, 2);
+        fputs("<tr><td><details><summary><code>", out);
+        rh_html_put(out, sym ? sym : "??");
+        fputs("</code>", out);
+        if (file) {
+            const char *base = strrchr(file, '/');
+            fputs(" <span class=\"muted\">", out);
+            rh_html_put(out, base ? base + 1 : file);
+            fprintf(out, ":%d</span>", sqlite3_column_int(st, 3));
+        }
+        fputs("</summary>", out);
+        if (rh_html_stack(db, fr, sqlite3_column_int64(st, 0), out) != 0) {
+            sqlite3_finalize(st);
+            sqlite3_finalize(fr);
+            return -1;
+        }
+        fputs("</details></td>", out);
+        for (int i = 0; i < n; i++) {
+            if (sqlite3_column_type(st, 4 + i) == SQLITE_FLOAT)
+                fprintf(out, "<td class=\"n\">%.3f</td>", sqlite3_column_double(st, 4 + i));
+            else
+                fprintf(out, "<td class=\"n\">%" PRId64 "</td>",
+                        (int64_t)sqlite3_column_int64(st, 4 + i));
+        }
+        fputs("</tr>\n", out);
+        rows++;
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(fr);
+    if (s != SQLITE_DONE)
+        return rh_html_sqlerr(db);
+    if (rows == 0)
+        fprintf(out, "<tr><td colspan=\"%d\" class=\"muted\">none</td></tr>\n", n + 1);
+    fputs("</tbody></table></section>\n", out);
+    return 0;
+}
+
+/* ---- assembling the page ---------------------------------------------------- */
+
+/* Collects the text of every <script> element of buf into the policy's list
+ * of hashes. The SVG writers keep '<' and '&' out of script text, so the text
+ * between the tags is exactly what the browser hashes. Returns the new count,
+ * or -1 when a script is unterminated or the list is full. */
+static int rh_collect_scripts(const char *buf, char hashes[][64], int n)
+{
+    const char *p = buf;
+    while ((p = strstr(p, "<script")) != NULL) {
+        const char *b = strchr(p, '>');
+        const char *e = b ? strstr(b, "</script>") : NULL;
+        if (!e || n >= RH_HTML_MAX_SCRIPTS)
+            return -1;
+        rh_csp_hash(b + 1, (size_t)(e - b - 1), hashes[n++]);
+        p = e + 9;
+    }
+    return n;
+}
+
+/* Renders one SVG into a malloc'd string (embedded form). Returns NULL after a
+ * message. */
+static char *rh_render(sqlite3 *db, int which)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) {
+        fprintf(stderr, "rheaper: report: out of memory\n");
+        return NULL;
+    }
+    int rc = which ? rh_svg_flamegraph(db, RH_FLAME_ALL, m, 1) : rh_svg_timeline(db, m, 1);
+    if (fclose(m) != 0 || rc != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Writes the page for `sel` to out. Returns 0 or -1 after a message. */
+static int rh_report_write(sqlite3 *db, FILE *out, const char *dbpath)
+{
+    struct rh_summary s;
+    if (rh_summary_compute(db, &s) != 0)
+        return -1;
+    char *timeline = rh_render(db, 0);
+    char *flame = timeline ? rh_render(db, 1) : NULL;
+    if (!flame) {
+        free(timeline);
+        return -1;
+    }
+    char hashes[RH_HTML_MAX_SCRIPTS][64], style_hash[64];
+    int nh = rh_collect_scripts(timeline, hashes, 0);
+    nh = nh < 0 ? -1 : rh_collect_scripts(flame, hashes, nh);
+    if (nh < 0 || nh >= RH_HTML_MAX_SCRIPTS) {
+        fprintf(stderr, "rheaper: report: internal error: unexpected script in a chart\n");
+        free(timeline);
+        free(flame);
+        return -1;
+    }
+    rh_csp_hash(rh_html_script, strlen(rh_html_script), hashes[nh++]);
+    rh_csp_hash(rh_html_style, strlen(rh_html_style), style_hash);
+
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n", out);
+    fputs("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src",
+          out);
+    for (int i = 0; i < nh; i++)
+        fprintf(out, " %s", hashes[i]);
+    fprintf(out, "; style-src %s; img-src data:; base-uri 'none'; form-action 'none'\">\n",
+            style_hash);
+    fputs("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rheaper"
+          " report: ",
+          out);
+    const char *prog = strrchr(s.program, '/');
+    rh_html_put(out, prog ? prog + 1 : s.program);
+    fprintf(out, "</title>\n<style>%s</style>\n</head><body>\n<header><h1>rheaper report: ",
+            rh_html_style);
+    rh_html_put(out, prog ? prog + 1 : s.program);
+    fputs("</h1><p>", out);
+    rh_html_put(out, dbpath);
+    fputs("</p></header>\n<main>\n", out);
+    rh_html_summary(out, &s);
+    fputs("<section id=\"timeline\"><h2>Live heap over time</h2>\n", out);
+    fputs(timeline, out);
+    fputs("</section>\n<section id=\"flamegraph\"><h2>Flamegraph of all allocated bytes</h2>\n",
+          out);
+    fputs(flame, out);
+    fputs("</section>\n", out);
+    free(timeline);
+    free(flame);
+
+    static const char *const top_heads[] = {"allocations", "bytes", "leaked blocks",
+                                            "leaked bytes"};
+    static const char *const leak_heads[] = {"leaked blocks", "leaked bytes", "first (s)",
+                                             "last (s)"};
+    char top_sql[768], leak_sql[768];
+    snprintf(top_sql, sizeof top_sql,
+             "SELECT s.bt, b.sym, b.file, b.line, count(*), sum(s.size),"
+             " sum(s.dealloc_after IS NULL),"
+             " sum(CASE WHEN s.dealloc_after IS NULL THEN s.size ELSE 0 END)"
+             " FROM sel s LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0"
+             " GROUP BY s.bt ORDER BY 6 DESC, 5 DESC, 1 LIMIT %d",
+             RH_HTML_TOP);
+    snprintf(leak_sql, sizeof leak_sql,
+             "SELECT s.bt, b.sym, b.file, b.line, count(*), sum(s.size),"
+             " min(s.alloc_after) / 1e9, max(s.alloc_after) / 1e9"
+             " FROM sel s LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0"
+             " WHERE s.dealloc_after IS NULL"
+             " GROUP BY s.bt ORDER BY 6 DESC, 5 DESC, 1 LIMIT %d",
+             RH_HTML_LEAKS);
+    if (rh_html_sites(db, out, "top", "Top call sites by allocated bytes", top_sql, top_heads, 4) ||
+        rh_html_sites(db, out, "leaks", "Leaks by call site (never freed)", leak_sql, leak_heads,
+                      4))
+        return -1;
+    time_t now = time(NULL);
+    char when[64] = "";
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+    fprintf(out,
+            "<p class=\"muted\">Written by rheaper report on %s. Self-contained: this page"
+            " loads nothing from anywhere.</p>\n</main>\n",
+            when);
+    fprintf(out, "<script>%s</script>\n</body></html>\n", rh_html_script);
+    return ferror(out) ? -1 : 0;
+}
+
+int rh_cmd_report(int argc, char **argv)
+{
+    const char *dbpath = NULL, *outpath = NULL;
+    struct rh_filter f;
+    rh_filter_init(&f);
+    for (int i = 1; i < argc; i++) {
+        int r = rh_filter_arg(&f, argc, argv, &i);
+        if (r < 0)
+            return 2;
+        if (r > 0)
+            continue;
+        const char *a = argv[i];
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "rheaper report: %s needs a file name\n", a);
+                return 2;
+            }
+            outpath = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "rheaper report: unknown option %s\n", a);
+            return 2;
+        } else if (!dbpath) {
+            dbpath = a;
+        } else {
+            fprintf(stderr, "rheaper report: unexpected argument %s\n", a);
+            return 2;
+        }
+    }
+    if (!dbpath || !outpath) {
+        fprintf(stderr, "usage: rheaper report DB -o report.html [filters]\n");
+        return 2;
+    }
+    sqlite3 *db = rh_cli_open(dbpath);
+    if (!db)
+        return 1;
+    if (rh_filter_apply(db, &f) != 0) {
+        sqlite3_close(db);
+        return 1;
+    }
+    FILE *out = strcmp(outpath, "-") == 0 ? stdout : fopen(outpath, "w");
+    if (!out) {
+        fprintf(stderr, "rheaper: %s: cannot write (%s)\n", outpath, strerror(errno));
+        sqlite3_close(db);
+        return 1;
+    }
+    int rc = rh_report_write(db, out, dbpath);
+    int bad = out == stdout ? fflush(out) != 0 : fclose(out) != 0;
+    if (bad && rc == 0) {
+        fprintf(stderr, "rheaper: %s: write failed (%s)\n", outpath, strerror(errno));
+        rc = -1;
+    }
+    sqlite3_close(db);
+    return rc ? 1 : 0;
+}
