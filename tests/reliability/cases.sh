@@ -146,3 +146,134 @@ case_life_exit_thread() {
         eq "profiles" "$(nrips)" 1
     done
 }
+
+# ---- files and privileges ----------------------------------------------------
+
+# Profiles are mode 0600 whatever the umask.
+case_files_mode() {
+    umask 000
+    prog "$helpers/rel_faults" workload
+    eq "exit status" "$rc" 0
+    eq "profiles" "$(nrips)" 1
+    eq "mode of the profile" "$(stat -c %a "$prof/$(rips)")" 600
+    convert_all
+    check_expect
+}
+
+# start_waiting HELPER ARGS...: starts a helper that waits for "go" on a fifo
+# before it execs, so its pid (and so its profile's name) is known in advance.
+start_waiting() {
+    rm -f "$w/go" && mkfifo "$w/go"
+    (read -r _ < "$w/go"; RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$prof" exec "$@" > "$w/out" 2> "$w/err") &
+    pid=$!
+}
+go() {
+    echo go > "$w/go"
+    set +e; wait "$pid"; rc=$?; set -e
+}
+
+# Symlinks planted at the profile's names and a profile left by an earlier
+# process with the same pid: none is followed or touched; the runtime moves on
+# to the next free name.
+case_files_planted() {
+    start_waiting "$helpers/rel_faults" workload
+    echo "precious" > "$w/target"
+    ln -s "$w/target" "$prof/rip-$pid"            # an existing file elsewhere
+    ln -s "$w/dangling" "$prof/rip-$pid.1"        # a file it would create
+    echo "old profile of an earlier process $pid" > "$prof/rip-$pid.2"
+    go
+    eq "exit status" "$rc" 0
+    eq "target untouched" "$(cat "$w/target")" "precious"
+    yes_ "the dangling link's target was not created" test ! -e "$w/dangling"
+    yes_ "rip-$pid is still a symlink" test -L "$prof/rip-$pid"
+    yes_ "rip-$pid.1 is still a symlink" test -L "$prof/rip-$pid.1"
+    eq "the old profile" "$(cat "$prof/rip-$pid.2")" "old profile of an earlier process $pid"
+    yes_ "the profile went to rip-$pid.3" test -f "$prof/rip-$pid.3"
+    "$bin/rheaper-convert" --quiet "$prof/rip-$pid.3" "$prof/rip-$pid.3.db"
+    eq "rows in rip-$pid.3" "$(sql "$prof/rip-$pid.3.db" "SELECT count(*) FROM allocations WHERE size BETWEEN 2000 AND 2199")" 200
+    eq "profiles in the directory" "$(ls "$prof" | grep -vc '\.db$')" 4
+}
+
+# No RHEAPER_* value (nor TMPDIR or HOME) makes the runtime write anywhere but
+# the profile directory.
+case_files_env_outside() {
+    sb=$w/sandbox
+    mkdir -p "$sb/cwd" "$sb/prof" "$sb/elsewhere"
+    touch "$w/marker"
+    sleep 1 # file times have a 1 s resolution on some file systems
+    (cd "$sb/cwd" && env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$sb/prof" \
+        RHEAPER_MAX_STACK_DEPTH="../elsewhere/depth" RHEAPER_MAX_TRACKERS="$sb/elsewhere/trackers" \
+        RHEAPER_BUFFER_SIZE="%s%n%s" RHEAPER_OUTPUT="$sb/elsewhere/out" RHEAPER_LOG="$sb/elsewhere/log" \
+        RHEAPER_PROFILE="$sb/elsewhere/p" RHEAPER_FILE="../elsewhere/f" TMPDIR="$sb/elsewhere" \
+        HOME="$sb/elsewhere" "$helpers/rel_faults" workload > "$w/out" 2> "$w/err") && rc=0 || rc=$?
+    eq "exit status" "$rc" 0
+    eq "warning lines for the three bad numbers" "$(grep -c '^rheaper: ignoring' "$w/err" || true)" 3
+    eq "files written outside the profile directory" \
+        "$(find "$sb" -newer "$w/marker" -type f ! -path "$sb/prof/*" | wc -l | tr -d ' ')" 0
+    eq "profiles in the profile directory" "$(ls "$sb/prof" | wc -l | tr -d ' ')" 1
+    # a relative RHEAPER_PROFILE_DIR is taken from the working directory
+    mkdir -p "$sb/cwd/rel"
+    (cd "$sb/cwd" && env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR=rel "$helpers/rel_faults" workload \
+        > "$w/out" 2> "$w/err") && rc=0 || rc=$?
+    eq "exit status (relative directory)" "$rc" 0
+    eq "profiles in cwd/rel" "$(ls "$sb/cwd/rel" | wc -l | tr -d ' ')" 1
+    eq "files written outside the two profile directories" \
+        "$(find "$sb" -newer "$w/marker" -type f ! -path "$sb/prof/*" ! -path "$sb/cwd/rel/*" | wc -l | tr -d ' ')" 0
+}
+
+# privileged MODE CHOWN: a setuid or setgid copy ignores RHEAPER_* (root only:
+# the copy is given to nobody/nogroup, so running it changes an id).
+privileged() {
+    [ "$(id -u)" -eq 0 ] || skip "making a setuid/setgid program for another user needs root"
+    d=$(mktemp -d "${TMPDIR:-/tmp}/rh-rel-suid-XXXXXX")
+    chmod 0755 "$d"
+    mkdir "$d/prof" && chmod 1777 "$d/prof"
+    cp "$helpers/rel_files" "$d/prog"
+    chown "$2" "$d/prog"
+    # control: without the bit, the same copy run as nobody writes a profile
+    chmod 0755 "$d/prog"
+    set +e
+    setpriv --reuid=nobody --regid=nogroup --clear-groups env RHEAPER_ENABLE=1 \
+        RHEAPER_PROFILE_DIR="$d/prof" "$d/prog" ids > "$w/out" 2> "$w/err"
+    rc=$?
+    set -e
+    eq "control run exit status" "$rc" 0
+    eq "control run profiles" "$(ls "$d/prof" | wc -l | tr -d ' ')" 1
+    rm -f "$d/prof"/*
+    chmod "$1" "$d/prog"
+    set +e
+    env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d/prof" "$d/prog" ids > "$w/out" 2> "$w/err"
+    rc=$?
+    set -e
+    ids=$(cat "$w/out")
+    set -- $ids
+    if [ "$1" = "$2" ] && [ "$3" = "$4" ]; then
+        rm -rf "$d"
+        skip "the set-id bit had no effect here (nosuid mount?): ids $ids"
+    fi
+    eq "exit status" "$rc" 0
+    eq "profiles written by the set-id program" "$(ls "$d/prof" | wc -l | tr -d ' ')" 0
+    eq "runtime lines" "$(rh_lines)" 0
+    rm -rf "$d"
+}
+case_files_setuid() { privileged 4755 nobody; }
+case_files_setgid() { privileged 2755 :nogroup; }
+
+# Quotes and SQL in the program's path, its arguments and its thread names
+# arrive in the database as data.
+case_files_sql_quotes() {
+    evil="x'); DROP TABLE meta; --\"q"
+    mkdir -p "$w/bin"
+    cp "$helpers/rel_files" "$w/bin/$evil"
+    tname="a'b\";DROP c--"
+    prog "$w/bin/$evil" named "$tname"
+    eq "exit status" "$rc" 0
+    convert_all
+    db=$prof/$(rips).db
+    eq "program" "$(sql "$db" "SELECT value FROM meta WHERE key = 'program'")" "$w/bin/$evil"
+    eq "args" "$(sql "$db" "SELECT replace(value, char(0), ' ') FROM meta WHERE key = 'args'")" \
+        "$w/bin/$evil named $tname"
+    eq "thread name" "$(sql "$db" "SELECT count(*) FROM threads WHERE name = 'a''b\";DROP c--'")" 1
+    eq "the named thread's rows" "$(sql "$db" "SELECT count(*) FROM allocations a JOIN threads t ON t.id = a.alloc_thread WHERE t.name = 'a''b\";DROP c--' AND a.size = 1112")" 7
+    eq "tables" "$(sql "$db" "SELECT count(*) FROM sqlite_master WHERE type = 'table'")" 6
+}
