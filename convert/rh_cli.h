@@ -81,7 +81,8 @@ void rh_filter_init(struct rh_filter *f);
 int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
 
 /* Creates TEMP TABLE sel: the allocations rows (all columns, plus `lifetime`
- * in ns, NULL when leaked) that pass f. All values are bound, never pasted into
+ * in ns, NULL when leaked, and `temporary`, 1 for a temporary allocation in the
+ * sense --temporary-ms selects) that pass f. All values are bound, never pasted into
  * SQL. Returns 0, or -1 after printing SQLite's message. */
 int rh_filter_apply(sqlite3 *db, const struct rh_filter *f);
 
