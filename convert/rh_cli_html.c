@@ -460,28 +460,39 @@ static int rh_report_write(sqlite3 *db, FILE *out, const char *dbpath)
     free(timeline);
     free(flame);
 
-    static const char *const top_heads[] = {"allocations", "bytes", "leaked blocks",
+    static const char *const top_heads[] = {"stacks", "allocations", "bytes", "leaked blocks",
                                             "leaked bytes"};
-    static const char *const leak_heads[] = {"leaked blocks", "leaked bytes", "first (s)",
+    static const char *const leak_heads[] = {"stacks", "leaked blocks", "leaked bytes", "first (s)",
                                              "last (s)"};
-    char top_sql[768], leak_sql[768];
+    char top_sql[1024], leak_sql[1024];
+    /* Call sites by frame 0 (function, file, line), as `rheaper top` shows
+     * them; the stack shown is the one of the site with the most bytes. */
     snprintf(top_sql, sizeof top_sql,
-             "SELECT s.bt, b.sym, b.file, b.line, count(*), sum(s.size),"
-             " sum(s.dealloc_after IS NULL),"
-             " sum(CASE WHEN s.dealloc_after IS NULL THEN s.size ELSE 0 END)"
-             " FROM sel s LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0"
-             " GROUP BY s.bt ORDER BY 6 DESC, 5 DESC, 1 LIMIT %d",
-             RH_HTML_TOP);
+             "WITH g AS (SELECT s.bt, b.sym, b.file, b.line, count(*) AS n, sum(s.size) AS bytes,"
+             " sum(s.dealloc_after IS NULL) AS lb,"
+             " sum(CASE WHEN s.dealloc_after IS NULL THEN s.size ELSE 0 END) AS lbytes,"
+             " min(s.alloc_after) AS first, max(s.alloc_after) AS last"
+             " FROM sel s LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0 %s"
+             " GROUP BY s.bt)"
+             " SELECT (SELECT g2.bt FROM g g2 WHERE g2.sym IS g.sym AND g2.file IS g.file"
+             " AND g2.line IS g.line ORDER BY g2.bytes DESC, g2.bt LIMIT 1), sym, file, line,"
+             " %s FROM g GROUP BY sym, file, line ORDER BY 7 DESC, 6 DESC, 2 LIMIT %d",
+             "", "count(*), sum(n), sum(bytes), sum(lb), sum(lbytes)", RH_HTML_TOP);
     snprintf(leak_sql, sizeof leak_sql,
-             "SELECT s.bt, b.sym, b.file, b.line, count(*), sum(s.size),"
-             " min(s.alloc_after) / 1e9, max(s.alloc_after) / 1e9"
-             " FROM sel s LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0"
-             " WHERE s.dealloc_after IS NULL"
-             " GROUP BY s.bt ORDER BY 6 DESC, 5 DESC, 1 LIMIT %d",
-             RH_HTML_LEAKS);
-    if (rh_html_sites(db, out, "top", "Top call sites by allocated bytes", top_sql, top_heads, 4) ||
+             "WITH g AS (SELECT s.bt, b.sym, b.file, b.line, count(*) AS n, sum(s.size) AS bytes,"
+             " sum(s.dealloc_after IS NULL) AS lb,"
+             " sum(CASE WHEN s.dealloc_after IS NULL THEN s.size ELSE 0 END) AS lbytes,"
+             " min(s.alloc_after) AS first, max(s.alloc_after) AS last"
+             " FROM sel s LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0 %s"
+             " GROUP BY s.bt)"
+             " SELECT (SELECT g2.bt FROM g g2 WHERE g2.sym IS g.sym AND g2.file IS g.file"
+             " AND g2.line IS g.line ORDER BY g2.bytes DESC, g2.bt LIMIT 1), sym, file, line,"
+             " %s FROM g GROUP BY sym, file, line ORDER BY 7 DESC, 6 DESC, 2 LIMIT %d",
+             "WHERE s.dealloc_after IS NULL",
+             "count(*), sum(lb), sum(lbytes), min(first) / 1e9, max(last) / 1e9", RH_HTML_LEAKS);
+    if (rh_html_sites(db, out, "top", "Top call sites by allocated bytes", top_sql, top_heads, 5) ||
         rh_html_sites(db, out, "leaks", "Leaks by call site (never freed)", leak_sql, leak_heads,
-                      4))
+                      5))
         return -1;
     time_t now = time(NULL);
     char when[64] = "";

@@ -821,18 +821,19 @@ static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh
     return 0;
 }
 
-/* A round axis step near range/5: 1, 2 or 5 times a power of base. */
-static double rh_nice_step(double range, double base)
+/* A round axis step near range/5: 1, 2 or 5 times a power of ten, in units
+ * of unit (1 for seconds, a power of 1024 for bytes so labels stay round). */
+static double rh_nice_step(double range, double unit)
 {
-    if (range <= 0)
-        return 1;
-    double raw = range / 5, p = 1;
-    while (p * base <= raw)
-        p *= base;
-    while (p > raw && p > 1e-12)
-        p /= base;
+    double raw = range / unit / 5, p = 1;
+    if (raw <= 0)
+        return unit;
+    while (p * 10 <= raw)
+        p *= 10;
+    while (p > raw)
+        p /= 10;
     double m = raw / p;
-    return m < 2 ? 2 * p : m < 5 ? 5 * p : 10 * p;
+    return (m < 2 ? 2 * p : m < 5 ? 5 * p : 10 * p) * unit;
 }
 
 int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
@@ -888,9 +889,12 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
             W / 2, rh_human(peak, hb, sizeof hb), (double)pt / 1e9);
 
     /* axes and grid */
-    double ystep = rh_nice_step(ymax, 1024);
-    if (ymax < 1024)
-        ystep = rh_nice_step(ymax, 10);
+    double yunit = 1;
+    while (ymax / yunit >= 1024 && yunit < 1e15)
+        yunit *= 1024;
+    double ystep = rh_nice_step(ymax, yunit);
+    if (yunit == 1 && ystep < 1)
+        ystep = 1;
     fputs("<g class=\"tl-axes\" stroke=\"#dddddd\">\n", out);
     for (double y = 0; y <= ymax; y += ystep) {
         double yy = py0 + ph - y / ymax * ph;
@@ -899,7 +903,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
                 " y=\"%.1f\" text-anchor=\"end\" stroke=\"none\" fill=\"#333\">%s</text>\n",
                 px0, yy, px0 + pw, yy, px0 - 6, yy + 4, rh_human((int64_t)y, hb, sizeof hb));
     }
-    double secs = (double)span / 1e9, xstep = rh_nice_step(secs, 10);
+    double secs = (double)span / 1e9, xstep = rh_nice_step(secs, 1);
     for (double x = 0; x <= secs * 1.0000001; x += xstep) {
         double xx = px0 + x / secs * pw;
         fprintf(out,
