@@ -4,7 +4,7 @@
 # Usage: cc_wrapper_test.sh BINDIR CASE
 #   BINDIR  the directory holding rheaper-cc and rheaper-c++ (build/bin)
 #   CASE    passthrough | info | errors | compile-flags | link-gcc | link-clang |
-#           static | shared | lto
+#           static | static-cxx | shared | lto
 # Each case builds small programs in a fresh temporary directory, checks what
 # the programs print, what the wrapper added (RHEAPER_CC_VERBOSE=1) and what the
 # linker produced (nm), and exits with the number of failed checks.
@@ -244,6 +244,55 @@ case_static() {
     fi
 }
 
+# rheaper-c++ links libstdc++ statically by default (its internal allocations
+# are then wrapped); RHEAPER_STATIC_LIBSTDCXX=0 and -shared-libstdc++ opt out.
+case_static_cxx() {
+    for cxx in g++ clang++; do
+        if ! have "$cxx"; then
+            echo "SKIP: $cxx not installed"
+            continue
+        fi
+        RHEAPER_CXX=$cxx RHEAPER_CC_VERBOSE=1 "$RCXX" -O2 alloc.cc -o d_$cxx 2>v.txt
+        check "$cxx default: link status" 0 $?
+        has "$cxx default: -static-libstdc++ added" v.txt " -static-libstdc++ "
+        has "$cxx default: operators pulled in" v.txt "-Wl,-u,_Znwm"
+        check "$cxx default: no libstdc++.so needed" 0 \
+            "$(readelf -d d_$cxx | grep -c 'NEEDED.*libstdc++')"
+        check "$cxx default: operator new linked in" 1 "$(nm d_$cxx | grep -c ' T _Znwm$')"
+        check "$cxx default: std::string code linked in" 1 \
+            "$(nm d_$cxx | grep -c ' [TW] _ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEE9_M_createERmm$')"
+        profiled "$cxx default" d_$cxx "100 7 200"
+        RHEAPER_STATIC_LIBSTDCXX=0 RHEAPER_CXX=$cxx RHEAPER_CC_VERBOSE=1 "$RCXX" -O2 alloc.cc \
+            -o e_$cxx 2>v.txt
+        check "$cxx RHEAPER_STATIC_LIBSTDCXX=0: link status" 0 $?
+        hasnt "$cxx RHEAPER_STATIC_LIBSTDCXX=0: nothing added" v.txt "-static-libstdc++"
+        check "$cxx RHEAPER_STATIC_LIBSTDCXX=0: libstdc++.so needed" 1 \
+            "$(readelf -d e_$cxx | grep -c 'NEEDED.*libstdc++')"
+        profiled "$cxx RHEAPER_STATIC_LIBSTDCXX=0" e_$cxx "100 7 200"
+        RHEAPER_CXX=$cxx RHEAPER_CC_VERBOSE=1 "$RCXX" -O2 alloc.cc -shared-libstdc++ -o f_$cxx \
+            2>v.txt
+        check "$cxx -shared-libstdc++: link status" 0 $?
+        hasnt "$cxx -shared-libstdc++: not passed to the compiler" v.txt "libstdc++"
+        check "$cxx -shared-libstdc++: libstdc++.so needed" 1 \
+            "$(readelf -d f_$cxx | grep -c 'NEEDED.*libstdc++')"
+    done
+    # Compiling, a C++ shared library and the C driver naming -lstdc++: unchanged.
+    RHEAPER_CC_VERBOSE=1 "$RCXX" -c alloc.cc -o a.o 2>v.txt
+    hasnt "compile: no -static-libstdc++" v.txt "-static-libstdc++"
+    RHEAPER_CC_VERBOSE=1 "$RCXX" -shared -fPIC alloc.cc -o liba.so 2>v.txt
+    hasnt "-shared: no -static-libstdc++" v.txt "-static-libstdc++"
+    RHEAPER_CC_VERBOSE=1 "$RCC" a.o -lstdc++ -o c_lstdcxx 2>v.txt
+    check "C driver -lstdc++: link status" 0 $?
+    hasnt "C driver -lstdc++: no -static-libstdc++" v.txt "-static-libstdc++"
+    # -static: the runtime's CFI step needs PT_GNU_EH_FRAME, which gcc omits there.
+    RHEAPER_CC_VERBOSE=1 "$RCXX" -static alloc.cc -o s_cc 2>v.txt
+    check "-static: link status" 0 $?
+    has "-static: --eh-frame-hdr added" v.txt "-Wl,--eh-frame-hdr"
+    hasnt "-static: no -static-libstdc++ on top" v.txt "-static-libstdc++"
+    check "-static: PT_GNU_EH_FRAME" 1 "$(readelf -lW s_cc | grep -c 'GNU_EH_FRAME')"
+    profiled "-static" s_cc "100 7 200"
+}
+
 case_shared() {
     cat >plug.c <<'EOF'
 #include <stdlib.h>
@@ -334,7 +383,7 @@ case_lto() {
 }
 
 case "$case_name" in
-passthrough | info | errors | compile-flags | link-gcc | link-clang | static | shared | lto)
+passthrough | info | errors | compile-flags | link-gcc | link-clang | static | static-cxx | shared | lto)
     "case_$(echo "$case_name" | tr - _)"
     ;;
 *)

@@ -109,6 +109,41 @@ static void test_modes(void)
     CHECK_EQ(s.is_static, 0);
 }
 
+/* rheaper-c++'s static libstdc++ default and its opt-outs. */
+static void test_static_cxx_default(void)
+{
+    struct rh_cc_scan s;
+    const char *const exe[] = {"x.cc", "-o", "x", NULL};
+    enum rh_cc_mode m = mode_of(exe, &s);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, NULL), 1);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, "1"), 1);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, "0"), 0);  /* RHEAPER_STATIC_LIBSTDCXX=0 */
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 0, NULL), 0); /* the C driver */
+    const char *const shared_cxx[] = {"x.cc", "-shared-libstdc++", NULL};
+    m = mode_of(shared_cxx, &s);
+    CHECK_EQ(s.shared_cxx, 1);
+    CHECK_EQ(m, RH_CC_LINK_EXE);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, NULL), 0);
+    const char *const so[] = {"-shared", "-fPIC", "x.cc", "-o", "libx.so", NULL};
+    m = mode_of(so, &s);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, NULL), 0);
+    const char *const obj[] = {"-c", "x.cc", NULL};
+    m = mode_of(obj, &s);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, NULL), 0);
+    const char *const st[] = {"-static", "x.cc", NULL};
+    m = mode_of(st, &s);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, NULL), 0); /* -static has it already */
+    const char *const sl[] = {"-static-libstdc++", "x.cc", NULL};
+    m = mode_of(sl, &s);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, NULL), 0); /* given once is enough */
+    const char *const lcxx[] = {"-stdlib=libc++", "x.cc", NULL};
+    m = mode_of(lcxx, &s);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, NULL), 0);
+    const char *const ver[] = {"--version", NULL};
+    m = mode_of(ver, &s);
+    CHECK_EQ(rh_cc_static_cxx_default(&s, m, 1, NULL), 0);
+}
+
 static void test_response_files(void)
 {
     char dir[] = "/tmp/rh-cc-args-XXXXXX";
@@ -148,6 +183,7 @@ int main(void)
 {
     test_split();
     test_modes();
+    test_static_cxx_default();
     test_response_files();
     return rh_test_summary();
 }
