@@ -1,4 +1,7 @@
-/* cxx.cpp: C++ operators new/delete in all their forms, and std containers.
+/* cxx.cpp: C++ operators new/delete in all their forms, std containers, and
+ * allocations libstdc++ makes itself (std::string, ostringstream), which need
+ * its static link (rheaper-c++'s default) and the runtime's CFI step to show
+ * the user's frames above libstdc++'s frame-pointer-less code.
  *
  * Each block is made in a named extern "C" function so the test can find it by
  * any frame of its stack (frame 0 may be an inlined std:: function). Counts and
@@ -8,6 +11,7 @@
 
 #include <map>
 #include <new>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -82,6 +86,18 @@ NOINLINE size_t long_string(void)
     return s.capacity();
 }
 
+/* An ostringstream grows its buffer inside libstdc++ (overflow, xsputn), then
+ * str() copies it into a string of exactly its length. Returns that length. */
+NOINLINE size_t stream_text(int n)
+{
+    std::ostringstream os;
+    for (int i = 0; i < n; i++)
+        os << "line " << i << '\n';
+    std::string s = os.str();
+    KEEP(s.data());
+    return s.size();
+}
+
 } // extern "C"
 
 int main()
@@ -106,6 +122,14 @@ int main()
 
     size_t scap = long_string();
     EXPECT(1, "SELECT count(*) FROM allocations WHERE size = %zu AND dealloc_after IS NOT NULL AND " IN_STACK("long_string"), scap + 1);
+
+    size_t text = stream_text(100);
+    if (text <= 15) /* the copy must leave the small-string buffer */
+        text = 0;
+    /* the copy made by str(), exactly its length plus the terminator */
+    EXPECT(1, "SELECT count(*) FROM allocations WHERE size = %zu AND dealloc_after IS NOT NULL AND " IN_STACK("stream_text"), text + 1);
+    /* and the buffer the stream grew before it (inside libstdc++): more rows, all freed */
+    EXPECT(1, "SELECT count(*) >= 2 AND count(*) = count(dealloc_after) FROM allocations WHERE " IN_STACK("stream_text"));
 
     /* no row is counted twice by the layered operators of a static libstdc++ */
     EXPECT(0, "SELECT count(*) FROM (SELECT addr, alloc_after FROM allocations GROUP BY addr, alloc_after HAVING count(*) > 1)");
