@@ -12,7 +12,9 @@ set -eu
 
 BUILD_PKGS="cmake make gcc g++ python3 pkg-config libdw-dev libelf-dev libsqlite3-dev"
 DEMO_PKGS="sqlite3"
-TEST_PKGS="clang lld binutils valgrind heaptrack libclang-rt-14-dev sqlite3"
+TEST_PKGS="clang lld binutils valgrind heaptrack libclang-rt-14-dev sqlite3 libxml2-utils"
+# Wanted by the test mode but optional: report-html skips itself without it.
+OPTIONAL_TEST_PKGS="chromium"
 
 say() { printf 'quickstart: %s\n' "$*"; }
 die() { printf 'quickstart: error: %s\n' "$*" >&2; exit 1; }
@@ -116,6 +118,9 @@ demo)
     ;;
 test)
     ensure_packages $BUILD_PKGS $TEST_PKGS
+    # shellcheck disable=SC2086
+    (ensure_packages $OPTIONAL_TEST_PKGS) ||
+        say "optional packages not installed ($OPTIONAL_TEST_PKGS): the tests needing them skip"
     say "building rheaper and its tests into build/"
     cmake -S . -B build -DRHEAPER_BUILD_TESTS=ON || die "cmake configuration failed"
     cmake --build build -j2 || die "the build failed (see the messages above)"
