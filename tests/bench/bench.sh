@@ -43,9 +43,9 @@ flags="-O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-si
 case $(uname -m) in x86_64|i?86|aarch64) ;; *) flags=$(echo "$flags" | sed 's/ -mno-omit-leaf-frame-pointer//') ;; esac
 
 if [ "$tiny" = 1 ]; then
-    runs=1 pairs=200000 deep=20000 levels=12 prounds=1 luan=3000 mlimit=30
+    runs=1 pairs=200000 deep=10000 levels=12 prounds=1 luan=3000 mlimit=30
 else
-    pairs=5000000 deep=3000000 levels=17 prounds=3 luan=300000 mlimit=120
+    pairs=3000000 deep=1000000 levels=17 prounds=3 luan=300000 mlimit=120
 fi
 
 # The driver, and the C workloads in both builds.
