@@ -185,6 +185,29 @@ struct rh_unwind_rule {
 };
 
 #if RH_UNWIND_CFI
+/* The rule cache (rh_unwind.c): direct-mapped by return address, lock-free. An
+ * entry's check word is ret ^ RH_UW_MIXINFO(info), so a torn entry (two writers)
+ * reads as a miss. info is the packed rule, 0 when empty. */
+#define RH_UW_CACHE_BITS 12
+#define RH_UW_CHECK_K 0x9e3779b97f4a7c15ull
+#define RH_UW_MIXINFO(info) (((info)*RH_UW_CHECK_K) ^ (((info)*RH_UW_CHECK_K) >> 31))
+struct rh_uw_slot {
+    uint64_t check;
+    uint64_t info;
+};
+extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
+
+/* The hot-path test: 1 when the cache says the function holding return address
+ * ret keeps a frame record (the frame-pointer step is right); 0 when it does
+ * not, or on a miss (then rh_unwind_prefix decides). */
+static inline int rh_unwind_fp_frame(uintptr_t ret)
+{
+    const struct rh_uw_slot *s = &rh_uw_cache[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)];
+    uint64_t info = __atomic_load_n(&s->info, __ATOMIC_RELAXED);
+    uint64_t check = __atomic_load_n(&s->check, __ATOMIC_RELAXED);
+    return info == RH_UW_FP && check == (ret ^ RH_UW_MIXINFO((uint64_t)RH_UW_FP));
+}
+
 /* Frames of the stack whose shim frame is fp while they lack a frame pointer.
  * Returns 0 (nothing written, one cache probe) when frame 0's function keeps a
  * frame record: the caller does its frame-pointer walk. Otherwise writes n >= 1
@@ -204,6 +227,11 @@ RH_HIDDEN void rh_unwind_rule_of(uintptr_t ret, struct rh_unwind_rule *r);
 RH_HIDDEN int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi,
                               uintptr_t ret, struct rh_unwind_rule *r);
 #else
+static inline int rh_unwind_fp_frame(uintptr_t ret)
+{
+    (void)ret;
+    return 1;
+}
 static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max,
                                         uintptr_t *pcs, uintptr_t *resume, uint32_t *cut)
 {

@@ -139,6 +139,41 @@ static inline uintptr_t rh_next_frame(uintptr_t cur, uintptr_t hi)
     return next;
 }
 
+/* What the CFI prefix of a walk leaves for the frame-pointer loop. */
+struct rh_walk_cfi {
+    uintptr_t cur; /* frame record to continue from: its [1] is frame n - 1 */
+    uint64_t h;
+    uint32_t n, cut;
+    int go; /* 0: the walk is over */
+};
+
+/* Cold part of rh_stack_walk when frame 0's rule is not a cached frame-pointer
+ * one: the CFI prefix (rh_unwind_prefix) from the shim frame cur, hashed on top
+ * of h (which holds frame 0). Results go to *o by value, so that the walk's own
+ * variables stay in registers. */
+static RH_COLD void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi, unsigned max,
+                                      uint64_t h, struct rh_walk_cfi *o)
+{
+    uintptr_t pre[RH_UNWIND_MAX_PREFIX], resume;
+    uint32_t cut = 0;
+    uint32_t np = rh_unwind_prefix(cur, lo, hi, max, pre, &resume, &cut);
+    *o = (struct rh_walk_cfi){cur, h, 1, 0, 1};
+    if (!np)
+        return; /* frame 0 keeps a frame record after all: the plain walk */
+    for (uint32_t i = 1; i < np; i++)
+        h = rh_mix(h, pre[i]);
+    o->n = np;
+    o->cut = cut || (resume && np >= max);
+    o->h = h;
+    if (!resume || o->cut) {
+        o->go = 0;
+        return;
+    }
+    o->h = rh_mix(h, ((const uintptr_t *)resume)[1]);
+    o->n = np + 1;
+    o->cur = resume;
+}
+
 void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
 {
     uintptr_t lo, hi;
@@ -149,22 +184,14 @@ void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
     uint32_t n = 1, cut = 0;
     if (cur >= lo && hi >= 16 && cur <= hi - 16) {
         /* Frame 0's function has no frame pointer (libstdc++, libc): its caller
-         * and those above it come from CFI (rh_unwind.c) until frame-pointer
-         * code, whose frame record (resume) the loop below continues from. One
-         * cache probe when frame 0 is frame-pointer code. */
-        uintptr_t pre[RH_UNWIND_MAX_PREFIX], resume;
-        uint32_t np = rh_unwind_prefix(cur, lo, hi, max, pre, &resume, &cut);
-        if (rh_unlikely(np)) {
-            for (uint32_t i = 1; i < np; i++)
-                h = rh_mix(h, pre[i]);
-            n = np;
-            cur = resume;
-            if (cur && !cut && n >= max)
-                cut = 1;
-            if (!cur || cut)
+         * and those above it come from CFI (rh_unwind.c). Frame-pointer code
+         * costs one inline cache probe here. */
+        if (rh_unlikely(!rh_unwind_fp_frame(((const uintptr_t *)cur)[1]))) {
+            struct rh_walk_cfi o;
+            rh_stack_walk_cfi(cur, lo, hi, max, h, &o);
+            cur = o.cur, h = o.h, n = o.n, cut = o.cut;
+            if (!o.go)
                 goto done;
-            h = rh_mix(h, ((const uintptr_t *)cur)[1]);
-            n++;
         }
         for (;;) {
             uintptr_t next = rh_next_frame(cur, hi);
