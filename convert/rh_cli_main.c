@@ -116,7 +116,7 @@ int rh_cmd_convert(int argc, char **argv)
         fprintf(stderr, "rheaper: convert: expected RIP DB\n");
         return 2;
     }
-    return rh_convert_file("rheaper", paths[0], paths[1], force, quiet);
+    return rh_convert_file("rheaper", paths[0], paths[1], force, quiet, NULL);
 }
 
 /* ---- run ---------------------------------------------------------------------- */
@@ -239,7 +239,7 @@ int rh_cmd_run(int argc, char **argv)
             rmdir(dir);
         return 1;
     }
-    int rc = rh_convert_file("rheaper", rip, out, force, 0);
+    int rc = rh_convert_file("rheaper", rip, out, force, 0, NULL);
     if (rc == 0)
         unlink(rip);
     if (!others && rc == 0)

@@ -344,9 +344,11 @@ RH_HIDDEN const char *rh_db_temp_path(void);
 
 /* Converts the rip file rip_path into the database db_path (refused when it
  * exists, unless force). Errors and, unless quiet, warnings are printed as one
- * line each, prefixed "PROG: ". Returns the exit status: 0 (a profile cut short
- * included, with one line saying so) or 1. */
+ * line each, prefixed "PROG: ". search: NULL, or a NULL-terminated list of
+ * directories where modules are looked for by file name before their recorded
+ * paths. Returns the exit status: 0 (a profile cut short included, with one
+ * line saying so) or 1. */
 int rh_convert_file(const char *prog, const char *rip_path, const char *db_path, int force,
-                    int quiet);
+                    int quiet, const char *const *search);
 
 #endif

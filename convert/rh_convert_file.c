@@ -61,16 +61,38 @@ static void rh_sink_progress(void *ctx, uint64_t done, uint64_t total)
     rh_show_progress(&((struct rh_sink_ctx *)ctx)->prog, done, total);
 }
 
+/* The file to read for a module: DIR/basename(path) from the first search
+ * directory that has it, else the recorded path. Writes into buf. */
+static const char *rh_module_file(const char *path, const char *const *search, char *buf,
+                                  size_t len)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (int i = 0; search && search[i]; i++) {
+        if (snprintf(buf, len, "%s/%s", search[i], base) < (int)len && access(buf, R_OK) == 0)
+            return buf;
+    }
+    return path;
+}
+
 /* Registers the modules of every snapshot with the symbolizer, latest snapshot
- * first (it is the one that covers an address when modules were reloaded). */
-static struct rh_symbolizer *rh_make_symbolizer(struct rh_rip *r)
+ * first (it is the one that covers an address when modules were reloaded).
+ * search: NULL-terminated directories to look in first (rheaper-convert
+ * --search), for converting on another machine; the symbolizer still checks
+ * each file's build id against the recorded one. */
+static struct rh_symbolizer *rh_make_symbolizer(struct rh_rip *r, const char *const *search)
 {
     struct rh_symbolizer *s = rh_sym_new();
     if (!s)
         return NULL;
-    for (size_t i = r->nmods; i-- > 0;)
-        if (rh_sym_add_module(s, &r->mods[i]) != 0)
+    char buf[4096];
+    for (size_t i = r->nmods; i-- > 0;) {
+        struct rh_module m = r->mods[i];
+        if (m.path)
+            m.path = rh_module_file(m.path, search, buf, sizeof buf);
+        if (rh_sym_add_module(s, &m) != 0)
             break;
+    }
     return s;
 }
 
@@ -100,7 +122,7 @@ static void rh_report_damage(const char *prog, const struct rh_rip *r,
 }
 
 int rh_convert_file(const char *prog, const char *rip_path, const char *db_path, int force,
-                    int quiet)
+                    int quiet, const char *const *search)
 {
     struct stat st;
     if (!force && lstat(db_path, &st) == 0) {
@@ -146,7 +168,7 @@ int rh_convert_file(const char *prog, const char *rip_path, const char *db_path,
         return 1;
     }
 
-    struct rh_symbolizer *sym = rh_make_symbolizer(&r);
+    struct rh_symbolizer *sym = rh_make_symbolizer(&r, search);
     rc = rh_db_finish(sc.db, &r, &ms, sym, force, err, sizeof err);
     rh_sym_free(sym);
     if (rc) {

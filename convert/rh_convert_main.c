@@ -22,16 +22,19 @@
 #endif
 
 static const char rh_usage[] =
-    "usage: rheaper-convert [--force] [--quiet] RIP DB\n"
+    "usage: rheaper-convert [--force] [--quiet] [--search DIR]... RIP DB\n"
     "Converts the rheaper profile RIP (rip-<pid>) into the SQLite database DB.\n"
     "  --force    overwrite DB if it exists\n"
     "  --quiet    no warnings or progress, errors only\n"
+    "  --search DIR  look for the program and its libraries in DIR first (by file\n"
+    "             name; build ids must match), e.g. to convert on another machine\n"
     "  --help     this text\n"
     "  --version  print the version\n";
 
 int main(int argc, char **argv)
 {
-    int force = 0, quiet = 0, dashdash = 0;
+    int force = 0, quiet = 0, dashdash = 0, nsearch = 0;
+    const char *search[17] = {0};
     const char *paths[2];
     int npaths = 0;
     for (int i = 1; i < argc; i++) {
@@ -41,6 +44,12 @@ int main(int argc, char **argv)
                 force = 1;
             } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
                 quiet = 1;
+            } else if (!strcmp(a, "--search")) {
+                if (i + 1 >= argc || nsearch == 16) {
+                    fprintf(stderr, "rheaper-convert: --search needs a directory (at most 16)\n");
+                    return 2;
+                }
+                search[nsearch++] = argv[++i];
             } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
                 fputs(rh_usage, stdout);
                 return 0;
@@ -65,5 +74,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "rheaper-convert: expected RIP and DB\n%s", rh_usage);
         return 2;
     }
-    return rh_convert_file("rheaper-convert", paths[0], paths[1], force, quiet);
+    return rh_convert_file("rheaper-convert", paths[0], paths[1], force, quiet, search);
 }
