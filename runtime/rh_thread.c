@@ -52,6 +52,10 @@ uint32_t rh_gettid(void)
     return rh_tls_tid;
 }
 
+/* Bytes kept free at the end of every EVENTS chunk for the THREADNAME record
+ * written at seal: op, subtype, length and 16 bytes of name. */
+#define RH_NAME_RESERVE (3 + 16)
+
 void rh_writer_threadname(struct rh_writer *w)
 {
     char name[17];
@@ -107,9 +111,10 @@ int rh_writer_open(struct rh_writer *w, uint64_t t)
     w->pos = (uint8_t *)h + RIP_CHUNK_HDR_SIZE;
     w->end = w->pos + h->capacity;
     w->calib_left = RH_CALIB_EVERY;
-    if (w->type == RIP_CHUNK_EVENTS)
+    if (w->type == RIP_CHUNK_EVENTS) {
         rh_writer_threadname(w);
-    else
+        w->end -= RH_NAME_RESERVE; /* room to restate the name at seal */
+    } else
         rh_writer_setthread(w); /* the caller holds rh_shared_lock and writes next */
     return 0;
 }
@@ -138,6 +143,14 @@ void rh_writer_seal(struct rh_writer *w, int locked)
     if (!h)
         return;
     uint8_t *payload = (uint8_t *)h + RIP_CHUNK_HDR_SIZE;
+    if (h->type == RIP_CHUNK_EVENTS && w->pos) {
+        /* Programs name their threads after the first allocation, so the name
+         * read at open is often the parent's: restate it in the reserved room.
+         * Only the owner may: the name is read from the calling thread. */
+        w->end += RH_NAME_RESERVE;
+        if (w->tid == rh_gettid())
+            rh_writer_threadname(w);
+    }
     rh_calib_pair(&h->calib_tick, &h->calib_ns);
     struct rip_chunk_header copy;
     memcpy(&copy, h, sizeof copy);

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -39,6 +40,11 @@ static void *worker(void *arg)
     void *mine[BLOCKS / 2];
     int nmine = 0;
     for (int i = 0; i < BLOCKS; i++) {
+        if (i == 1) { /* named after its first allocation, as programs do */
+            char name[16];
+            snprintf(name, sizeof name, "worker-%d", id);
+            pthread_setname_np(pthread_self(), name);
+        }
         void *p = worker_alloc(size);
         KEEP(p);
         atomic_fetch_add(&total_bytes, (long)size);
@@ -99,6 +105,9 @@ int main(void)
            "AND a.alloc_thread <> b.alloc_thread AND a.dealloc_thread = b.alloc_thread AND %s)", at);
     EXPECT(0, "SELECT count(*) FROM allocations a JOIN allocations b ON a.addr = b.addr AND a.id <> b.id "
               "AND b.alloc_after >= a.alloc_after AND (a.dealloc_after IS NULL OR b.alloc_after < a.dealloc_after)");
+    /* each worker's rows carry the name it gave itself */
+    EXPECT(NTHREADS, "SELECT count(DISTINCT t.name) FROM threads t JOIN allocations a ON a.alloc_thread = t.id "
+                     "WHERE t.name LIKE 'worker-%%' AND a.size = 32 + substr(t.name, 8) AND %s", at);
     /* realloc chains: 20 rows per thread */
     EXPECT(NTHREADS * 20, "SELECT count(*) FROM allocations WHERE kind = 'realloc' AND bt IN (SELECT id FROM backtraces WHERE frame_no = 0 AND sym = 'worker_grow')");
     EXPECT(0, "SELECT count(*) FROM leaks WHERE bt IN (SELECT id FROM backtraces WHERE frame_no = 0 AND sym = 'worker_grow')");
