@@ -56,6 +56,17 @@ struct rh_summary {
  * printed). */
 int rh_summary_compute(sqlite3 *db, struct rh_summary *s);
 
+/* ---- rh_cli_cmds.c: shared with the report ----------------------------- */
+
+/* Default number of time buckets of the leak score (`rheaper leaks --buckets`). */
+#define RH_LEAK_BUCKETS 20
+
+/* Scores the never-freed blocks of `sel` per call site (frame 0's function and
+ * line) exactly as `rheaper leaks` ranks them, into TEMP TABLE site(bt,
+ * function, location, site) and TEMP TABLE leak_sites(site, score, coverage,
+ * fit, blocks, bytes, first, last). Returns 0 or -1 (message printed). */
+int rh_leak_sites(sqlite3 *db, int buckets, int64_t duration_ns);
+
 /* ---- rh_cli_filter.c: the shared filters ------------------------------ */
 
 /* The filters every command takes, with one meaning across all of them

@@ -49,7 +49,7 @@ static int rh_parse(int argc, char **argv, unsigned allow, struct rh_args *a)
     rh_filter_init(&a->f);
     a->by = "bytes";
     a->n = 10;
-    a->buckets = 20;
+    a->buckets = RH_LEAK_BUCKETS;
     int npos = 0, dashdash = 0;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
@@ -430,6 +430,11 @@ out:
     sqlite3_finalize(q);
     sqlite3_finalize(ins);
     return rc;
+}
+
+int rh_leak_sites(sqlite3 *db, int buckets, int64_t duration_ns)
+{
+    return rh_make_sites(db, 0) || rh_leak_scores(db, buckets, duration_ns) ? -1 : 0;
 }
 
 int rh_cmd_leaks(int argc, char **argv)

@@ -462,7 +462,7 @@ static int rh_report_write(sqlite3 *db, FILE *out, const char *dbpath)
 
     static const char *const top_heads[] = {"stacks", "allocations", "bytes", "leaked blocks",
                                             "leaked bytes"};
-    static const char *const leak_heads[] = {"stacks", "leaked blocks", "leaked bytes", "first (s)",
+    static const char *const leak_heads[] = {"score", "leaked blocks", "leaked bytes", "first (s)",
                                              "last (s)"};
     char top_sql[1024], leak_sql[1024];
     /* Call sites by frame 0 (function, file, line), as `rheaper top` shows
@@ -478,18 +478,17 @@ static int rh_report_write(sqlite3 *db, FILE *out, const char *dbpath)
              " AND g2.line IS g.line ORDER BY g2.bytes DESC, g2.bt LIMIT 1), sym, file, line,"
              " %s FROM g GROUP BY sym, file, line ORDER BY 7 DESC, 6 DESC, 2 LIMIT %d",
              "", "count(*), sum(n), sum(bytes), sum(lb), sum(lbytes)", RH_HTML_TOP);
+    /* Leaks ranked as `rheaper leaks` ranks them: by how steadily each site
+     * leaked over the run, then by bytes (rh_leak_sites). */
     snprintf(leak_sql, sizeof leak_sql,
-             "WITH g AS (SELECT s.bt, b.sym, b.file, b.line, count(*) AS n, sum(s.size) AS bytes,"
-             " sum(s.dealloc_after IS NULL) AS lb,"
-             " sum(CASE WHEN s.dealloc_after IS NULL THEN s.size ELSE 0 END) AS lbytes,"
-             " min(s.alloc_after) AS first, max(s.alloc_after) AS last"
-             " FROM sel s LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0 %s"
-             " GROUP BY s.bt)"
-             " SELECT (SELECT g2.bt FROM g g2 WHERE g2.sym IS g.sym AND g2.file IS g.file"
-             " AND g2.line IS g.line ORDER BY g2.bytes DESC, g2.bt LIMIT 1), sym, file, line,"
-             " %s FROM g GROUP BY sym, file, line ORDER BY 7 DESC, 6 DESC, 2 LIMIT %d",
-             "WHERE s.dealloc_after IS NULL",
-             "count(*), sum(lb), sum(lbytes), min(first) / 1e9, max(last) / 1e9", RH_HTML_LEAKS);
+             "SELECT x.bt, b.sym, b.file, b.line, round(l.score, 3), l.blocks, l.bytes,"
+             " round(l.first / 1e9, 3), round(l.last / 1e9, 3)"
+             " FROM leak_sites l JOIN (SELECT site, min(bt) AS bt FROM site GROUP BY site) x"
+             " ON x.site = l.site LEFT JOIN backtraces b ON b.id = x.bt AND b.frame_no = 0"
+             " ORDER BY l.score DESC, l.bytes DESC, b.sym LIMIT %d",
+             RH_HTML_LEAKS);
+    if (rh_leak_sites(db, RH_LEAK_BUCKETS, s.duration_ns))
+        return -1;
     if (rh_html_sites(db, out, "top", "Top call sites by allocated bytes", top_sql, top_heads, 5) ||
         rh_html_sites(db, out, "leaks", "Leaks by call site (never freed)", leak_sql, leak_heads,
                       5))
