@@ -254,13 +254,27 @@ struct rh_slot *rh_thread_prepare(uint64_t t, int *drop)
     return s;
 }
 
+/* The destructor round in which the thread's slot is released: the last one.
+ * Under ThreadSanitizer one round earlier, since TSan's own key destructor
+ * tears down the thread's sanitizer state in the last round, before ours. */
+#if defined(__SANITIZE_THREAD__)
+#define RH_EXIT_ROUND (PTHREAD_DESTRUCTOR_ITERATIONS - 1)
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RH_EXIT_ROUND (PTHREAD_DESTRUCTOR_ITERATIONS - 1)
+#endif
+#endif
+#ifndef RH_EXIT_ROUND
+#define RH_EXIT_ROUND PTHREAD_DESTRUCTOR_ITERATIONS
+#endif
+
 /* pthread key destructor: re-arms itself until the last destructor round, so
  * frees done by other libraries' destructors are still recorded in the slot,
  * then seals and releases the slot. Later events use the shared path. */
 static void rh_thread_exit_cb(void *v)
 {
     uintptr_t round = (uintptr_t)v;
-    if (round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+    if (round < RH_EXIT_ROUND) {
         pthread_setspecific(rh_exit_key, (void *)(round + 1));
         return;
     }

@@ -125,7 +125,10 @@ struct tr_file {
 
 static void tr_push_event(struct tr_file *f, struct tr_event e)
 {
-    f->ev = realloc(f->ev, (size_t)(f->nev + 1) * sizeof *f->ev);
+    /* capacity doubles at each power of two (linear growth is quadratic
+     * under ASan, whose realloc always copies) */
+    if ((f->nev & (f->nev - 1)) == 0)
+        f->ev = realloc(f->ev, (size_t)(f->nev ? 2 * f->nev : 1) * sizeof *f->ev);
     f->ev[f->nev++] = e;
 }
 
