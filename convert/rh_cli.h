@@ -109,6 +109,14 @@ int rh_fmt_arg(enum rh_fmt *fmt, char **argv, int *i);
  * keyed by column name. Returns 0, or -1 after printing SQLite's message. */
 int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out);
 
+/* Formats a byte count for people: "812 B", "1.50 KiB", "3.25 MiB". */
+const char *rh_human_bytes(int64_t b, char *buf, size_t n);
+
+/* Writes s escaped for XML/HTML text and attributes: markup characters as
+ * entities, control characters and invalid UTF-8 as '?', so any symbol or path
+ * from the database keeps the document well-formed. */
+void rh_markup_put(FILE *out, const char *s);
+
 /* ---- rh_cli_svg.c: flamegraph and timeline ----------------------------- */
 
 enum rh_flame_weight { RH_FLAME_ALL, RH_FLAME_LEAKED, RH_FLAME_PEAK };

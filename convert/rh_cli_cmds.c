@@ -219,23 +219,6 @@ static int rh_print(sqlite3_stmt *st, const struct rh_args *a, FILE *out)
     return rh_print_stmt(st, a->fmt, out);
 }
 
-/* Human form of a byte count: "1.5 MiB". */
-static const char *rh_human(int64_t v, char *buf, size_t len)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double d = (double)v;
-    int k = 0;
-    while (fabs(d) >= 1024 && k < 4) {
-        d /= 1024;
-        k++;
-    }
-    if (k == 0)
-        snprintf(buf, len, "%lld B", (long long)v);
-    else
-        snprintf(buf, len, "%.1f %s", d, u[k]);
-    return buf;
-}
-
 /* ---- top ------------------------------------------------------------------------ */
 
 /* The statement listing sites ordered by `by`, n rows; peak_ns is the time of
@@ -324,7 +307,7 @@ int rh_cmd_peak(int argc, char **argv)
     if (a.fmt == RH_FMT_TEXT) {
         char h[32];
         printf("peak: %lld bytes (%s) at %.3f s\n", (long long)s.peak_bytes,
-               rh_human(s.peak_bytes, h, sizeof h), s.peak_time_ns / 1e9);
+               rh_human_bytes(s.peak_bytes, h, sizeof h), s.peak_time_ns / 1e9);
     }
     rc = rh_print(st, &a, stdout) ? 1 : 0;
 out:
@@ -470,7 +453,7 @@ int rh_cmd_leaks(int argc, char **argv)
         char h[32];
         printf("leaked: %lld bytes (%s) in %lld blocks; score = coverage x fit "
                "(README, \"rheaper leaks\")\n",
-               (long long)s.leaked_bytes, rh_human(s.leaked_bytes, h, sizeof h),
+               (long long)s.leaked_bytes, rh_human_bytes(s.leaked_bytes, h, sizeof h),
                (long long)s.leaked_blocks);
     }
     rc = rh_print(st, &a, stdout) ? 1 : 0;
@@ -574,13 +557,13 @@ int rh_cmd_summary(int argc, char **argv)
            s.clean ? "" : " (profile not clean: cut short or damaged)");
     printf("events         %lld\n", (long long)s.events);
     printf("allocated      %lld bytes (%s) in %lld blocks\n", (long long)s.alloc_bytes,
-           rh_human(s.alloc_bytes, h, sizeof h), (long long)s.alloc_blocks);
+           rh_human_bytes(s.alloc_bytes, h, sizeof h), (long long)s.alloc_blocks);
     printf("freed          %lld bytes (%s) in %lld blocks\n", (long long)s.freed_bytes,
-           rh_human(s.freed_bytes, h, sizeof h), (long long)s.freed_blocks);
+           rh_human_bytes(s.freed_bytes, h, sizeof h), (long long)s.freed_blocks);
     printf("peak           %lld bytes (%s) at %.3f s\n", (long long)s.peak_bytes,
-           rh_human(s.peak_bytes, h, sizeof h), s.peak_time_ns / 1e9);
+           rh_human_bytes(s.peak_bytes, h, sizeof h), s.peak_time_ns / 1e9);
     printf("leaked         %lld bytes (%s) in %lld blocks\n", (long long)s.leaked_bytes,
-           rh_human(s.leaked_bytes, h, sizeof h), (long long)s.leaked_blocks);
+           rh_human_bytes(s.leaked_bytes, h, sizeof h), (long long)s.leaked_blocks);
     printf("temporary      %lld blocks (%.1f%% of allocations)\n", (long long)s.temporary_blocks,
            s.alloc_blocks ? 100.0 * s.temporary_blocks / s.alloc_blocks : 0.0);
     printf("\ntop 5 call sites by bytes\n");

@@ -142,59 +142,6 @@ static void rh_csp_hash(const char *s, size_t n, char *out)
 
 /* ---- HTML text ------------------------------------------------------------ */
 
-/* Writes s escaped for HTML text and attributes; control characters and
- * invalid UTF-8 become '?'. */
-static void rh_html_put(FILE *out, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        unsigned c = *p;
-        if (c == '&')
-            fputs("&amp;", out);
-        else if (c == '<')
-            fputs("&lt;", out);
-        else if (c == '>')
-            fputs("&gt;", out);
-        else if (c == '"')
-            fputs("&quot;", out);
-        else if (c == '\'')
-            fputs("&#39;", out);
-        else if (c < 0x20 || c == 0x7f)
-            fputc('?', out);
-        else if (c < 0x80)
-            fputc((int)c, out);
-        else {
-            int n = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
-            int ok = n > 0;
-            for (int k = 1; ok && k <= n; k++)
-                ok = (p[k] & 0xc0) == 0x80;
-            if (!ok) {
-                fputc('?', out);
-            } else {
-                fwrite(p, 1, (size_t)n + 1, out);
-                p += n;
-            }
-        }
-        p++;
-    }
-}
-
-static const char *rh_hbytes(int64_t b, char *buf, size_t n)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int i = 0;
-    while ((v >= 1024.0 || v <= -1024.0) && i < 4) {
-        v /= 1024.0;
-        i++;
-    }
-    if (i == 0)
-        snprintf(buf, n, "%" PRId64 " B", b);
-    else
-        snprintf(buf, n, "%.2f %s (%" PRId64 " B)", v, u[i], b);
-    return buf;
-}
-
 static const char rh_html_style[] =
     "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;"
     "background:#f6f5f4;color:#241f31}"
@@ -236,6 +183,18 @@ static const char rh_html_script[] =
 
 /* ---- sections ------------------------------------------------------------ */
 
+/* "1.72 MiB (1800448 B)": rh_human_bytes() plus the exact count. */
+static const char *rh_hbytes_exact(int64_t b, char *buf, size_t n)
+{
+    char h[32];
+    rh_human_bytes(b, h, sizeof h);
+    if (b > -1024 && b < 1024)
+        snprintf(buf, n, "%s", h);
+    else
+        snprintf(buf, n, "%s (%" PRId64 " B)", h, b);
+    return buf;
+}
+
 static int rh_html_sqlerr(sqlite3 *db)
 {
     fprintf(stderr, "rheaper: report: SQLite error (%s)\n", sqlite3_errmsg(db));
@@ -245,9 +204,9 @@ static int rh_html_sqlerr(sqlite3 *db)
 static void rh_kv(FILE *out, const char *k, const char *v)
 {
     fputs("<tr><th>", out);
-    rh_html_put(out, k);
+    rh_markup_put(out, k);
     fputs("</th><td class=\"n\">", out);
-    rh_html_put(out, v);
+    rh_markup_put(out, v);
     fputs("</td></tr>\n", out);
 }
 
@@ -264,16 +223,16 @@ static void rh_html_summary(FILE *out, const struct rh_summary *s)
     snprintf(v, sizeof v, "%" PRId64, s->events);
     rh_kv(out, "events", v);
     snprintf(v, sizeof v, "%" PRId64 " blocks, %s", s->alloc_blocks,
-             rh_hbytes(s->alloc_bytes, b, sizeof b));
+             rh_hbytes_exact(s->alloc_bytes, b, sizeof b));
     rh_kv(out, "allocated", v);
     snprintf(v, sizeof v, "%" PRId64 " blocks, %s", s->freed_blocks,
-             rh_hbytes(s->freed_bytes, b, sizeof b));
+             rh_hbytes_exact(s->freed_bytes, b, sizeof b));
     rh_kv(out, "freed", v);
-    snprintf(v, sizeof v, "%s at %.4f s", rh_hbytes(s->peak_bytes, b, sizeof b),
+    snprintf(v, sizeof v, "%s at %.4f s", rh_hbytes_exact(s->peak_bytes, b, sizeof b),
              (double)s->peak_time_ns / 1e9);
     rh_kv(out, "peak live heap", v);
     snprintf(v, sizeof v, "%" PRId64 " blocks, %s", s->leaked_blocks,
-             rh_hbytes(s->leaked_bytes, b, sizeof b));
+             rh_hbytes_exact(s->leaked_bytes, b, sizeof b));
     rh_kv(out, "leaked", v);
     snprintf(v, sizeof v, "%" PRId64 " blocks", s->temporary_blocks);
     rh_kv(out, "temporary", v);
@@ -291,11 +250,11 @@ static int rh_html_stack(sqlite3 *db, sqlite3_stmt *fr, int64_t bt, FILE *out)
         const char *sym = (const char *)sqlite3_column_text(fr, 0);
         const char *file = (const char *)sqlite3_column_text(fr, 1);
         fputs("<li><code>", out);
-        rh_html_put(out, sym ? sym : "??");
+        rh_markup_put(out, sym ? sym : "??");
         fputs("</code>", out);
         if (file) {
             fputs(" <span class=\"muted\">", out);
-            rh_html_put(out, file);
+            rh_markup_put(out, file);
             fprintf(out, ":%d</span>", sqlite3_column_int(fr, 2));
         }
         if (sqlite3_column_int(fr, 3))
@@ -334,12 +293,12 @@ static int rh_html_sites(sqlite3 *db, FILE *out, const char *id, const char *tit
         const char *sym = (const char *)sqlite3_column_text(st, 1);
         const char *file = (const char *)sqlite3_column_text(st, 2);
         fputs("<tr><td><details><summary><code>", out);
-        rh_html_put(out, sym ? sym : "??");
+        rh_markup_put(out, sym ? sym : "??");
         fputs("</code>", out);
         if (file) {
             const char *base = strrchr(file, '/');
             fputs(" <span class=\"muted\">", out);
-            rh_html_put(out, base ? base + 1 : file);
+            rh_markup_put(out, base ? base + 1 : file);
             fprintf(out, ":%d</span>", sqlite3_column_int(st, 3));
         }
         fputs("</summary>", out);
@@ -443,12 +402,12 @@ static int rh_report_write(sqlite3 *db, FILE *out, const char *dbpath)
           " report: ",
           out);
     const char *prog = strrchr(s.program, '/');
-    rh_html_put(out, prog ? prog + 1 : s.program);
+    rh_markup_put(out, prog ? prog + 1 : s.program);
     fprintf(out, "</title>\n<style>%s</style>\n</head><body>\n<header><h1>rheaper report: ",
             rh_html_style);
-    rh_html_put(out, prog ? prog + 1 : s.program);
+    rh_markup_put(out, prog ? prog + 1 : s.program);
     fputs("</h1><p>", out);
-    rh_html_put(out, dbpath);
+    rh_markup_put(out, dbpath);
     fputs("</p></header>\n<main>\n", out);
     rh_html_summary(out, &s);
     fputs("<section id=\"timeline\"><h2>Live heap over time</h2>\n", out);

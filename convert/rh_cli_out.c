@@ -271,3 +271,57 @@ int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out)
         return rh_step_error(st);
     return 0;
 }
+
+/* ---- text for people and markup ---------------------------------------- */
+
+const char *rh_human_bytes(int64_t b, char *buf, size_t n)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)b;
+    int i = 0;
+    while ((v >= 1024.0 || v <= -1024.0) && i < 4) {
+        v /= 1024.0;
+        i++;
+    }
+    if (i == 0)
+        snprintf(buf, n, "%lld B", (long long)b);
+    else
+        snprintf(buf, n, "%.2f %s", v, unit[i]);
+    return buf;
+}
+
+void rh_markup_put(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        unsigned c = *p;
+        if (c == '&')
+            fputs("&amp;", out);
+        else if (c == '<')
+            fputs("&lt;", out);
+        else if (c == '>')
+            fputs("&gt;", out);
+        else if (c == '"')
+            fputs("&quot;", out);
+        else if (c == '\'')
+            fputs("&#39;", out);
+        else if (c < 0x20 || c == 0x7f)
+            fputc('?', out);
+        else if (c < 0x80)
+            fputc((int)c, out);
+        else {
+            /* pass a valid UTF-8 sequence through, replace anything else */
+            int len = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+            int ok = len > 0;
+            for (int k = 1; ok && k <= len; k++)
+                ok = (p[k] & 0xc0) == 0x80;
+            if (!ok) {
+                fputc('?', out);
+            } else {
+                fwrite(p, 1, (size_t)len + 1, out);
+                p += len;
+            }
+        }
+        p++;
+    }
+}

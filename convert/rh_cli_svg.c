@@ -38,61 +38,6 @@
 
 /* ---- small output helpers --------------------------------------------- */
 
-/* Writes s escaped for XML text and attributes: markup characters as
- * entities, control characters and bytes that are not valid UTF-8 as '?', so
- * that any symbol or path from the database keeps the document well-formed. */
-static void rh_xml_put(FILE *out, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (*p) {
-        unsigned c = *p;
-        if (c == '&')
-            fputs("&amp;", out);
-        else if (c == '<')
-            fputs("&lt;", out);
-        else if (c == '>')
-            fputs("&gt;", out);
-        else if (c == '"')
-            fputs("&quot;", out);
-        else if (c == '\'')
-            fputs("&#39;", out);
-        else if (c < 0x20 || c == 0x7f)
-            fputc('?', out);
-        else if (c < 0x80)
-            fputc((int)c, out);
-        else {
-            int n = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
-            int ok = n > 0;
-            for (int k = 1; ok && k <= n; k++)
-                ok = (p[k] & 0xc0) == 0x80;
-            if (!ok) {
-                fputc('?', out);
-            } else {
-                fwrite(p, 1, (size_t)n + 1, out);
-                p += n;
-            }
-        }
-        p++;
-    }
-}
-
-/* Formats a byte count for labels: "812 B", "1.50 KiB", "3.25 MiB". */
-static const char *rh_human(int64_t b, char *buf, size_t n)
-{
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = (double)b;
-    int i = 0;
-    while ((v >= 1024.0 || v <= -1024.0) && i < 4) {
-        v /= 1024.0;
-        i++;
-    }
-    if (i == 0)
-        snprintf(buf, n, "%" PRId64 " B", b);
-    else
-        snprintf(buf, n, "%.2f %s", v, u[i]);
-    return buf;
-}
-
 /* Prints SQLite's message for a failed step as the command's one line. */
 static int rh_sql_fail(sqlite3 *db, const char *what)
 {
@@ -570,7 +515,7 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
     fprintf(out,
             "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">Flamegraph: %s"
             " (%s in %" PRId64 " allocations)</text>\n",
-            width / 2, rh_weight_title[w], rh_human(total, hb, sizeof hb), t.v[0].n);
+            width / 2, rh_weight_title[w], rh_human_bytes(total, hb, sizeof hb), t.v[0].n);
     fputs("<text class=\"fg-reset\" x=\"10\" y=\"22\" fill=\"#1a5fb4\" cursor=\"pointer\""
           " display=\"none\">Reset zoom</text>\n",
           out);
@@ -608,9 +553,9 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
                 "<g class=\"fg-n\" cursor=\"pointer\" data-x=\"%.9f\" data-w=\"%.9f\""
                 " data-d=\"%d\" data-n=\"",
                 x[i], fw, nd->depth);
-        rh_xml_put(out, name);
+        rh_markup_put(out, name);
         fputs("\"><title>", out);
-        rh_xml_put(out, name);
+        rh_markup_put(out, name);
         fprintf(out, " (%" PRId64 " bytes, %.2f%%, %" PRId64 " allocations)</title>", nd->w,
                 100.0 * fw, nd->n);
         fprintf(out,
@@ -886,7 +831,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
     fprintf(out,
             "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">Live heap over time"
             " (peak %s at %.4f s)</text>\n",
-            W / 2, rh_human(peak, hb, sizeof hb), (double)pt / 1e9);
+            W / 2, rh_human_bytes(peak, hb, sizeof hb), (double)pt / 1e9);
 
     /* axes and grid */
     double yunit = 1;
@@ -901,7 +846,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
         fprintf(out,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\""
                 " y=\"%.1f\" text-anchor=\"end\" stroke=\"none\" fill=\"#333\">%s</text>\n",
-                px0, yy, px0 + pw, yy, px0 - 6, yy + 4, rh_human((int64_t)y, hb, sizeof hb));
+                px0, yy, px0 + pw, yy, px0 - 6, yy + 4, rh_human_bytes((int64_t)y, hb, sizeof hb));
     }
     double secs = (double)span / 1e9, xstep = rh_nice_step(secs, 1);
     for (double x = 0; x <= secs * 1.0000001; x += xstep) {
@@ -942,7 +887,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
             fprintf(out, "%.1f,%.1f ", px0 + pw * c / RH_TL_COLUMNS,
                     py0 + ph - (double)base[c] / ymax * ph);
         fputs("\"><title>", out);
-        rh_xml_put(out, label);
+        rh_markup_put(out, label);
         fputs("</title></polygon>", out);
         /* legend entry */
         int ly = RH_TL_HEIGHT + 10 + 20 * (s < RH_TL_SERIES ? s : nsites);
@@ -954,9 +899,9 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
                 "<rect x=\"%.0f\" y=\"%d\" width=\"14\" height=\"14\" fill=\"%s\"/>"
                 "<text class=\"tl-lv\" x=\"%.0f\" y=\"%d\" text-anchor=\"end\">max %s</text>"
                 "<text x=\"%.0f\" y=\"%d\">",
-                px0, ly, rh_tl_colors[s], px0 + 110, ly + 12, rh_human(atp, hb2, sizeof hb2),
+                px0, ly, rh_tl_colors[s], px0 + 110, ly + 12, rh_human_bytes(atp, hb2, sizeof hb2),
                 px0 + 120, ly + 12);
-        rh_xml_put(out, label);
+        rh_markup_put(out, label);
         fputs("</text></g>\n", out);
         for (int c = 0; c <= RH_TL_COLUMNS; c++)
             base[c] += d->v[s][c];
