@@ -56,6 +56,10 @@ struct rh_summary {
  * printed). */
 int rh_summary_compute(sqlite3 *db, struct rh_summary *s);
 
+/* Prints "rheaper: WHAT: SQLite error (MESSAGE)", SQLite's last message on db,
+ * as the one line of a failed command. Returns -1. */
+int rh_sql_fail(sqlite3 *db, const char *what);
+
 /* ---- rh_cli_cmds.c: shared with the report ----------------------------- */
 
 /* Default number of time buckets of the leak score (`rheaper leaks --buckets`). */
@@ -109,6 +113,10 @@ int rh_fmt_arg(enum rh_fmt *fmt, char **argv, int *i);
  * keyed by column name. Returns 0, or -1 after printing SQLite's message. */
 int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out);
 
+/* Writes s as one RFC 4180 CSV field, quoted when it holds a comma, quote or
+ * line end. */
+void rh_csv_field(FILE *out, const char *s);
+
 /* Formats a byte count for people: "812 B", "1.50 KiB", "3.25 MiB". */
 const char *rh_human_bytes(int64_t b, char *buf, size_t n);
 
@@ -116,6 +124,35 @@ const char *rh_human_bytes(int64_t b, char *buf, size_t n);
  * entities, control characters and invalid UTF-8 as '?', so any symbol or path
  * from the database keeps the document well-formed. */
 void rh_markup_put(FILE *out, const char *s);
+
+/* ---- rh_cli_out.c: the commands that write one file --------------------- */
+
+/* flamegraph, timeline, export and report: "CMD POS... [-o FILE] [filters]"
+ * plus the command's own flags. */
+struct rh_file_args {
+    const char *pos[2]; /* the positional arguments in order (the DB last); NULL: not given */
+    const char *out;    /* -o/--output FILE; NULL when not given */
+    struct rh_filter f;
+};
+
+/* Parses such a command's argv (argv[0] names it in messages: "rheaper CMD:
+ * ..."). Each argument is tried as a shared filter, then as -o/--output FILE,
+ * then by flag(arg, ctx) (NULL: the command has no flags of its own), which
+ * returns 1 when it took the argument; any other "-X" is an unknown option and
+ * anything else a positional, at most npos (1 or 2) of them. When fewer than
+ * npos were given, or need_out is set and -o was not, prints `usage` (a whole
+ * line). Returns 0, or 2 after one line on stderr. */
+int rh_file_args_parse(int argc, char **argv, int npos, int need_out, const char *usage,
+                       int (*flag)(const char *arg, void *ctx), void *ctx,
+                       struct rh_file_args *fa);
+
+/* Runs such a command: opens the profile dbpath, builds `sel` from f, opens
+ * outpath for writing (stdout for NULL or "-"), calls write(db, out, ctx),
+ * which returns 0 or -1 after its own message, then flushes or closes the
+ * output, reporting a failed write ("rheaper: PATH: write failed (...)") when
+ * the writer succeeded. Returns the exit status: 0, or 1 after one line. */
+int rh_file_cmd_run(const char *dbpath, const struct rh_filter *f, const char *outpath,
+                    int (*write)(sqlite3 *db, FILE *out, void *ctx), void *ctx);
 
 /* ---- rh_cli_svg.c: flamegraph and timeline ----------------------------- */
 

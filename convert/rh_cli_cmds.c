@@ -141,19 +141,6 @@ static sqlite3_stmt *rh_prepare(sqlite3 *db, const char *sql)
     return st;
 }
 
-/* Opens the DB and builds sel; NULL after printing one line. */
-static sqlite3 *rh_open_sel(const struct rh_args *a)
-{
-    sqlite3 *db = rh_cli_open(a->db);
-    if (!db)
-        return NULL;
-    if (rh_filter_apply(db, &a->f)) {
-        sqlite3_close(db);
-        return NULL;
-    }
-    return db;
-}
-
 /* Creates TEMP TABLE site: for every stack in sel its frame-0 function and
  * location, and `site`, the group it is counted in (one per function and
  * location, or one per stack when per_stack). */
@@ -212,11 +199,45 @@ static int rh_print_with_stacks(sqlite3_stmt *st, FILE *out)
     return 0;
 }
 
-static int rh_print(sqlite3_stmt *st, const struct rh_args *a, FILE *out)
+/* Prints st to stdout as a asks (one stack per site with --stacks in text
+ * mode), after the line `head` in text mode (NULL: none), and finalizes st.
+ * Returns 0 or -1 after a message. */
+static int rh_print(sqlite3_stmt *st, const struct rh_args *a, const char *head)
 {
+    int rc;
+    if (a->fmt == RH_FMT_TEXT && head)
+        fputs(head, stdout);
     if (a->stacks && a->fmt == RH_FMT_TEXT)
-        return rh_print_with_stacks(st, out);
-    return rh_print_stmt(st, a->fmt, out);
+        rc = rh_print_with_stacks(st, stdout);
+    else
+        rc = rh_print_stmt(st, a->fmt, stdout);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* What a listing command prints once `sel`, its summary and TEMP TABLE site
+ * exist. Returns 0 or -1 after a message. */
+typedef int rh_list_fn(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s);
+
+/* Runs a listing command: parses argv with the options `allow` permits, opens
+ * the profile, builds `sel`, computes its summary and TEMP TABLE site (one
+ * group per stack with --stacks), then calls list. Returns the exit status. */
+static int rh_listing(int argc, char **argv, unsigned allow, rh_list_fn *list)
+{
+    struct rh_args a;
+    int rc = rh_parse(argc, argv, allow, &a);
+    if (rc)
+        return rc;
+    sqlite3 *db = rh_cli_open(a.db);
+    if (!db)
+        return 1;
+    struct rh_summary s;
+    rc = 0;
+    if (rh_filter_apply(db, &a.f) || rh_summary_compute(db, &s) || rh_make_sites(db, a.stacks) ||
+        list(db, &a, &s))
+        rc = 1;
+    sqlite3_close(db);
+    return rc;
 }
 
 /* ---- top ------------------------------------------------------------------------ */
@@ -251,44 +272,21 @@ static sqlite3_stmt *rh_top_stmt(sqlite3 *db, const char *by, int n, int stacks,
     return st;
 }
 
+static int rh_top_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
+{
+    sqlite3_stmt *st = rh_top_stmt(db, a->by, a->n, a->stacks, s->peak_time_ns);
+    return st ? rh_print(st, a, NULL) : -1;
+}
+
 int rh_cmd_top(int argc, char **argv)
 {
-    struct rh_args a;
-    int rc = rh_parse(argc, argv, RH_OPT_BY | RH_OPT_N | RH_OPT_STACKS, &a);
-    if (rc)
-        return rc;
-    sqlite3 *db = rh_open_sel(&a);
-    if (!db)
-        return 1;
-    struct rh_summary s;
-    sqlite3_stmt *st = NULL;
-    rc = 1;
-    if (rh_summary_compute(db, &s) || rh_make_sites(db, a.stacks) ||
-        !(st = rh_top_stmt(db, a.by, a.n, a.stacks, s.peak_time_ns)))
-        goto out;
-    rc = rh_print(st, &a, stdout) ? 1 : 0;
-out:
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return rc;
+    return rh_listing(argc, argv, RH_OPT_BY | RH_OPT_N | RH_OPT_STACKS, rh_top_list);
 }
 
 /* ---- peak ------------------------------------------------------------------------ */
 
-int rh_cmd_peak(int argc, char **argv)
+static int rh_peak_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
-    struct rh_args a;
-    int rc = rh_parse(argc, argv, RH_OPT_N | RH_OPT_STACKS, &a);
-    if (rc)
-        return rc;
-    sqlite3 *db = rh_open_sel(&a);
-    if (!db)
-        return 1;
-    struct rh_summary s;
-    sqlite3_stmt *st = NULL;
-    rc = 1;
-    if (rh_summary_compute(db, &s) || rh_make_sites(db, a.stacks))
-        goto out;
     char sql[4096];
     snprintf(sql, sizeof sql,
              "SELECT function, location, blocks, bytes,"
@@ -298,22 +296,22 @@ int rh_cmd_peak(int argc, char **argv)
              " FROM sel a JOIN site s ON s.bt = a.bt"
              " WHERE a.alloc_after <= ?1 AND (a.dealloc_after IS NULL OR a.dealloc_after > ?1)"
              " GROUP BY s.site) ORDER BY bytes DESC, function, location LIMIT ?2",
-             a.stacks ? ", " RH_STACK_OF("bt") " AS stack" : "");
-    if (!(st = rh_prepare(db, sql)))
-        goto out;
-    sqlite3_bind_int64(st, 1, s.peak_time_ns);
-    sqlite3_bind_int64(st, 2, a.n);
-    sqlite3_bind_int64(st, 3, s.peak_bytes > 0 ? s.peak_bytes : 1);
-    if (a.fmt == RH_FMT_TEXT) {
-        char h[32];
-        printf("peak: %lld bytes (%s) at %.3f s\n", (long long)s.peak_bytes,
-               rh_human_bytes(s.peak_bytes, h, sizeof h), s.peak_time_ns / 1e9);
-    }
-    rc = rh_print(st, &a, stdout) ? 1 : 0;
-out:
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return rc;
+             a->stacks ? ", " RH_STACK_OF("bt") " AS stack" : "");
+    sqlite3_stmt *st = rh_prepare(db, sql);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, s->peak_time_ns);
+    sqlite3_bind_int64(st, 2, a->n);
+    sqlite3_bind_int64(st, 3, s->peak_bytes > 0 ? s->peak_bytes : 1);
+    char h[32], head[128];
+    snprintf(head, sizeof head, "peak: %lld bytes (%s) at %.3f s\n", (long long)s->peak_bytes,
+             rh_human_bytes(s->peak_bytes, h, sizeof h), s->peak_time_ns / 1e9);
+    return rh_print(st, a, head);
+}
+
+int rh_cmd_peak(int argc, char **argv)
+{
+    return rh_listing(argc, argv, RH_OPT_N | RH_OPT_STACKS, rh_peak_list);
 }
 
 /* ---- leaks ------------------------------------------------------------------------ */
@@ -420,21 +418,10 @@ int rh_leak_sites(sqlite3 *db, int buckets, int64_t duration_ns)
     return rh_make_sites(db, 0) || rh_leak_scores(db, buckets, duration_ns) ? -1 : 0;
 }
 
-int rh_cmd_leaks(int argc, char **argv)
+static int rh_leaks_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
-    struct rh_args a;
-    int rc = rh_parse(argc, argv, RH_OPT_N | RH_OPT_STACKS | RH_OPT_BUCKETS, &a);
-    if (rc)
-        return rc;
-    sqlite3 *db = rh_open_sel(&a);
-    if (!db)
-        return 1;
-    struct rh_summary s;
-    sqlite3_stmt *st = NULL;
-    rc = 1;
-    if (rh_summary_compute(db, &s) || rh_make_sites(db, a.stacks) ||
-        rh_leak_scores(db, a.buckets, s.duration_ns))
-        goto out;
+    if (rh_leak_scores(db, a->buckets, s->duration_ns))
+        return -1;
     char sql[4096];
     snprintf(sql, sizeof sql,
              "SELECT round(l.score, 3) AS score, l.coverage || '/' || ?2 AS coverage,"
@@ -444,23 +431,24 @@ int rh_cmd_leaks(int argc, char **argv)
              " FROM leak_sites l JOIN (SELECT site, min(function) AS function,"
              " min(location) AS location, min(bt) AS bt FROM site GROUP BY site) s"
              " ON s.site = l.site ORDER BY l.score DESC, l.bytes DESC, s.function LIMIT ?1",
-             a.stacks ? ", " RH_STACK_OF("s.bt") " AS stack" : "");
-    if (!(st = rh_prepare(db, sql)))
-        goto out;
-    sqlite3_bind_int64(st, 1, a.n);
-    sqlite3_bind_int64(st, 2, a.buckets);
-    if (a.fmt == RH_FMT_TEXT) {
-        char h[32];
-        printf("leaked: %lld bytes (%s) in %lld blocks; score = coverage x fit "
-               "(README, \"rheaper leaks\")\n",
-               (long long)s.leaked_bytes, rh_human_bytes(s.leaked_bytes, h, sizeof h),
-               (long long)s.leaked_blocks);
-    }
-    rc = rh_print(st, &a, stdout) ? 1 : 0;
-out:
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return rc;
+             a->stacks ? ", " RH_STACK_OF("s.bt") " AS stack" : "");
+    sqlite3_stmt *st = rh_prepare(db, sql);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, a->n);
+    sqlite3_bind_int64(st, 2, a->buckets);
+    char h[32], head[256];
+    snprintf(head, sizeof head,
+             "leaked: %lld bytes (%s) in %lld blocks; score = coverage x fit "
+             "(README, \"rheaper leaks\")\n",
+             (long long)s->leaked_bytes, rh_human_bytes(s->leaked_bytes, h, sizeof h),
+             (long long)s->leaked_blocks);
+    return rh_print(st, a, head);
+}
+
+int rh_cmd_leaks(int argc, char **argv)
+{
+    return rh_listing(argc, argv, RH_OPT_N | RH_OPT_STACKS | RH_OPT_BUCKETS, rh_leaks_list);
 }
 
 /* ---- summary ---------------------------------------------------------------------- */
@@ -479,65 +467,46 @@ static void rh_json_kv_str(FILE *out, const char *k, const char *v)
     fputs("\",", out);
 }
 
-int rh_cmd_summary(int argc, char **argv)
+/* Prints the whole-profile figures, the top 5 sites and the threads, as text,
+ * CSV (figures only) or one JSON object. */
+static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
-    struct rh_args a;
-    int rc = rh_parse(argc, argv, 0, &a);
-    if (rc)
-        return rc;
-    sqlite3 *db = rh_open_sel(&a);
-    if (!db)
-        return 1;
-    struct rh_summary s;
     sqlite3_stmt *top = NULL, *thr = NULL;
-    rc = 1;
-    if (rh_summary_compute(db, &s) || rh_make_sites(db, 0) ||
-        !(top = rh_top_stmt(db, "bytes", 5, 0, s.peak_time_ns)) ||
+    int rc = -1;
+    if (!(top = rh_top_stmt(db, "bytes", 5, 0, s->peak_time_ns)) ||
         !(thr = rh_prepare(db, RH_SQL_THREAD_SUMMARY("sel"))))
         goto out;
     const struct {
         const char *k;
         int64_t v;
     } figs[] = {
-        {"pid", s.pid},
-        {"duration_ns", s.duration_ns},
-        {"events", s.events},
-        {"alloc_blocks", s.alloc_blocks},
-        {"alloc_bytes", s.alloc_bytes},
-        {"freed_blocks", s.freed_blocks},
-        {"freed_bytes", s.freed_bytes},
-        {"leaked_blocks", s.leaked_blocks},
-        {"leaked_bytes", s.leaked_bytes},
-        {"peak_bytes", s.peak_bytes},
-        {"peak_time_ns", s.peak_time_ns},
-        {"temporary_blocks", s.temporary_blocks},
-        {"clean", s.clean},
+        {"pid", s->pid},
+        {"duration_ns", s->duration_ns},
+        {"events", s->events},
+        {"alloc_blocks", s->alloc_blocks},
+        {"alloc_bytes", s->alloc_bytes},
+        {"freed_blocks", s->freed_blocks},
+        {"freed_bytes", s->freed_bytes},
+        {"leaked_blocks", s->leaked_blocks},
+        {"leaked_bytes", s->leaked_bytes},
+        {"peak_bytes", s->peak_bytes},
+        {"peak_time_ns", s->peak_time_ns},
+        {"temporary_blocks", s->temporary_blocks},
+        {"clean", s->clean},
     };
     size_t nfig = sizeof figs / sizeof figs[0];
-    if (a.fmt == RH_FMT_CSV) {
+    if (a->fmt == RH_FMT_CSV) {
         printf("key,value\nprogram,");
-        /* the program's command line may hold commas or quotes */
-        const char *p = s.program;
-        if (strpbrk(p, ",\"\r\n")) {
-            putchar('"');
-            for (; *p; p++) {
-                if (*p == '"')
-                    putchar('"');
-                putchar(*p);
-            }
-            putchar('"');
-        } else {
-            fputs(p, stdout);
-        }
+        rh_csv_field(stdout, s->program); /* the command line may hold commas or quotes */
         putchar('\n');
         for (size_t i = 0; i < nfig; i++)
             printf("%s,%lld\n", figs[i].k, (long long)figs[i].v);
         rc = 0;
         goto out;
     }
-    if (a.fmt == RH_FMT_JSON) {
+    if (a->fmt == RH_FMT_JSON) {
         putchar('{');
-        rh_json_kv_str(stdout, "program", s.program);
+        rh_json_kv_str(stdout, "program", s->program);
         for (size_t i = 0; i < nfig; i++)
             printf("\"%s\":%lld,", figs[i].k, (long long)figs[i].v);
         printf("\"top\":");
@@ -551,21 +520,21 @@ int rh_cmd_summary(int argc, char **argv)
         goto out;
     }
     char h[32];
-    printf("program        %s\n", s.program);
-    printf("pid            %lld\n", (long long)s.pid);
-    printf("duration       %.3f s%s\n", s.duration_ns / 1e9,
-           s.clean ? "" : " (profile not clean: cut short or damaged)");
-    printf("events         %lld\n", (long long)s.events);
-    printf("allocated      %lld bytes (%s) in %lld blocks\n", (long long)s.alloc_bytes,
-           rh_human_bytes(s.alloc_bytes, h, sizeof h), (long long)s.alloc_blocks);
-    printf("freed          %lld bytes (%s) in %lld blocks\n", (long long)s.freed_bytes,
-           rh_human_bytes(s.freed_bytes, h, sizeof h), (long long)s.freed_blocks);
-    printf("peak           %lld bytes (%s) at %.3f s\n", (long long)s.peak_bytes,
-           rh_human_bytes(s.peak_bytes, h, sizeof h), s.peak_time_ns / 1e9);
-    printf("leaked         %lld bytes (%s) in %lld blocks\n", (long long)s.leaked_bytes,
-           rh_human_bytes(s.leaked_bytes, h, sizeof h), (long long)s.leaked_blocks);
-    printf("temporary      %lld blocks (%.1f%% of allocations)\n", (long long)s.temporary_blocks,
-           s.alloc_blocks ? 100.0 * s.temporary_blocks / s.alloc_blocks : 0.0);
+    printf("program        %s\n", s->program);
+    printf("pid            %lld\n", (long long)s->pid);
+    printf("duration       %.3f s%s\n", s->duration_ns / 1e9,
+           s->clean ? "" : " (profile not clean: cut short or damaged)");
+    printf("events         %lld\n", (long long)s->events);
+    printf("allocated      %lld bytes (%s) in %lld blocks\n", (long long)s->alloc_bytes,
+           rh_human_bytes(s->alloc_bytes, h, sizeof h), (long long)s->alloc_blocks);
+    printf("freed          %lld bytes (%s) in %lld blocks\n", (long long)s->freed_bytes,
+           rh_human_bytes(s->freed_bytes, h, sizeof h), (long long)s->freed_blocks);
+    printf("peak           %lld bytes (%s) at %.3f s\n", (long long)s->peak_bytes,
+           rh_human_bytes(s->peak_bytes, h, sizeof h), s->peak_time_ns / 1e9);
+    printf("leaked         %lld bytes (%s) in %lld blocks\n", (long long)s->leaked_bytes,
+           rh_human_bytes(s->leaked_bytes, h, sizeof h), (long long)s->leaked_blocks);
+    printf("temporary      %lld blocks (%.1f%% of allocations)\n", (long long)s->temporary_blocks,
+           s->alloc_blocks ? 100.0 * s->temporary_blocks / s->alloc_blocks : 0.0);
     printf("\ntop 5 call sites by bytes\n");
     if (rh_print_stmt(top, RH_FMT_TEXT, stdout))
         goto out;
@@ -576,8 +545,12 @@ int rh_cmd_summary(int argc, char **argv)
 out:
     sqlite3_finalize(top);
     sqlite3_finalize(thr);
-    sqlite3_close(db);
     return rc;
+}
+
+int rh_cmd_summary(int argc, char **argv)
+{
+    return rh_listing(argc, argv, 0, rh_summary_list);
 }
 
 /* ---- query ------------------------------------------------------------------------- */

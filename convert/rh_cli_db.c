@@ -125,6 +125,12 @@ sqlite3 *rh_cli_open(const char *path)
     return db;
 }
 
+int rh_sql_fail(sqlite3 *db, const char *what)
+{
+    fprintf(stderr, "rheaper: %s: SQLite error (%s)\n", what, sqlite3_errmsg(db));
+    return -1;
+}
+
 /* ---- summary figures ------------------------------------------------------ */
 
 /* Runs a one-row query and stores up to n integer columns in out[]. Returns 0,

@@ -317,25 +317,24 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
         bad |= rh_cat(where, sizeof where, " AND alloc_after <= ?");
         rh_bind_int(&b, (int64_t)llround(f->to_pct ? f->to / 100.0 * (double)dur : f->to * 1e9));
     }
-    for (int k = 0; k < f->nfunc; k++) {
-        bad |= rh_cat(where, sizeof where,
-                      " AND bt IN (SELECT id FROM backtraces WHERE sym REGEXP ?)");
-        rh_bind_text(&b, f->func_re[k]);
-    }
-    for (int k = 0; k < f->nnot_func; k++) {
-        bad |= rh_cat(where, sizeof where,
-                      " AND bt NOT IN (SELECT id FROM backtraces WHERE sym REGEXP ?)");
-        rh_bind_text(&b, f->not_func_re[k]);
-    }
-    for (int k = 0; k < f->nfile; k++) {
-        bad |= rh_cat(where, sizeof where,
-                      " AND bt IN (SELECT id FROM backtraces WHERE file REGEXP ?)");
-        rh_bind_text(&b, f->file_re[k]);
-    }
-    for (int k = 0; k < f->nnot_file; k++) {
-        bad |= rh_cat(where, sizeof where,
-                      " AND bt NOT IN (SELECT id FROM backtraces WHERE file REGEXP ?)");
-        rh_bind_text(&b, f->not_file_re[k]);
+    /* --function, --not-function, --file, --not-file: any frame of the stack */
+    const struct {
+        const char *cond;
+        const char *const *re;
+        int n;
+    } res[] = {
+        {" AND bt IN (SELECT id FROM backtraces WHERE sym REGEXP ?)", f->func_re, f->nfunc},
+        {" AND bt NOT IN (SELECT id FROM backtraces WHERE sym REGEXP ?)", f->not_func_re,
+         f->nnot_func},
+        {" AND bt IN (SELECT id FROM backtraces WHERE file REGEXP ?)", f->file_re, f->nfile},
+        {" AND bt NOT IN (SELECT id FROM backtraces WHERE file REGEXP ?)", f->not_file_re,
+         f->nnot_file},
+    };
+    for (size_t r = 0; r < sizeof res / sizeof res[0]; r++) {
+        for (int k = 0; k < res[r].n; k++) {
+            bad |= rh_cat(where, sizeof where, res[r].cond);
+            rh_bind_text(&b, res[r].re[k]);
+        }
     }
     if (f->min_size >= 0) {
         bad |= rh_cat(where, sizeof where, " AND size >= ?");

@@ -28,7 +28,6 @@
  * refuses those names.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,12 +39,6 @@
 /* The heaptrack release whose format this matches (1.4.0) and its file version. */
 #define RH_HT_VERSION 0x10400
 #define RH_HT_FILE_VERSION 3
-
-static int rh_ht_sqlerr(sqlite3 *db)
-{
-    fprintf(stderr, "rheaper: export heaptrack: SQLite error (%s)\n", sqlite3_errmsg(db));
-    return -1;
-}
 
 /* Runs statements without bound values (temp tables only). Returns 0 or -1. */
 static int rh_ht_exec(sqlite3 *db, const char *sql)
@@ -108,7 +101,7 @@ static int rh_ht_traces(sqlite3 *db)
         sqlite3_prepare_v2(db, "SELECT id FROM ht_trace WHERE parent = ?2 AND ip = ?1", -1, &get,
                            NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO ht_bt(bt, trace) VALUES(?, ?)", -1, &put, NULL)) {
-        rh_ht_sqlerr(db);
+        rh_sql_fail(db, "export heaptrack");
         goto out;
     }
     int s;
@@ -122,7 +115,7 @@ static int rh_ht_traces(sqlite3 *db)
             sqlite3_bind_int64(get, 1, ip);
             sqlite3_bind_int64(get, 2, node);
             if (sqlite3_step(ins) != SQLITE_DONE || sqlite3_step(get) != SQLITE_ROW) {
-                rh_ht_sqlerr(db);
+                rh_sql_fail(db, "export heaptrack");
                 goto out;
             }
             node = sqlite3_column_int64(get, 0);
@@ -131,20 +124,20 @@ static int rh_ht_traces(sqlite3 *db)
         }
         sqlite3_reset(fr);
         if (s != SQLITE_DONE) {
-            rh_ht_sqlerr(db);
+            rh_sql_fail(db, "export heaptrack");
             goto out;
         }
         /* a stack without frames hangs at the root: heaptrack's trace 0 */
         sqlite3_bind_int64(put, 1, bt);
         sqlite3_bind_int64(put, 2, node);
         if (sqlite3_step(put) != SQLITE_DONE) {
-            rh_ht_sqlerr(db);
+            rh_sql_fail(db, "export heaptrack");
             goto out;
         }
         sqlite3_reset(put);
     }
     if (s != SQLITE_DONE) {
-        rh_ht_sqlerr(db);
+        rh_sql_fail(db, "export heaptrack");
         goto out;
     }
     rc = 0;
@@ -163,12 +156,12 @@ static int rh_ht_rows(sqlite3 *db, const char *sql, FILE *out,
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return rh_ht_sqlerr(db);
+        return rh_sql_fail(db, "export heaptrack");
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW)
         emit(st, out);
     sqlite3_finalize(st);
-    return s == SQLITE_DONE ? 0 : rh_ht_sqlerr(db);
+    return s == SQLITE_DONE ? 0 : rh_sql_fail(db, "export heaptrack");
 }
 
 /* "s LENGTH TEXT": the length counts bytes; a newline would end the record
@@ -206,9 +199,11 @@ static void rh_ht_emit_info(sqlite3_stmt *st, FILE *out)
             (uint64_t)sqlite3_column_int64(st, 1));
 }
 
-/* Writes the whole file for `sel` to out. Returns 0 or -1 after a message. */
-static int rh_heaptrack_write(sqlite3 *db, FILE *out)
+/* Writes the whole file for `sel` to out (rh_file_cmd_run's writer; ctx
+ * unused). Returns 0 or -1 after a message. */
+static int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
 {
+    (void)ctx;
     if (rh_ht_exec(db, rh_ht_schema) || rh_ht_traces(db) ||
         rh_ht_exec(db, "CREATE TEMP TABLE ht_info(id INTEGER PRIMARY KEY, size INTEGER,"
                        " trace INTEGER, UNIQUE(size, trace));"
@@ -225,7 +220,7 @@ static int rh_heaptrack_write(sqlite3 *db, FILE *out)
                            " (SELECT value FROM meta WHERE key = 'program'), '?'),"
                            " coalesce((SELECT value FROM meta WHERE key = 'duration_ns'), 0)",
                            -1, &st, NULL) != SQLITE_OK)
-        return rh_ht_sqlerr(db);
+        return rh_sql_fail(db, "export heaptrack");
     int64_t duration = 0;
     fputs("X ", out);
     if (sqlite3_step(st) == SQLITE_ROW) {
@@ -253,7 +248,7 @@ static int rh_heaptrack_write(sqlite3 *db, FILE *out)
         " UNION ALL SELECT dealloc_after, 0, id, info FROM x WHERE dealloc_after IS NOT NULL)"
         " ORDER BY t, k, id";
     if (sqlite3_prepare_v2(db, ev, -1, &st, NULL) != SQLITE_OK)
-        return rh_ht_sqlerr(db);
+        return rh_sql_fail(db, "export heaptrack");
     int64_t ms = 0;
     int s;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
@@ -267,7 +262,7 @@ static int rh_heaptrack_write(sqlite3 *db, FILE *out)
     }
     sqlite3_finalize(st);
     if (s != SQLITE_DONE)
-        return rh_ht_sqlerr(db);
+        return rh_sql_fail(db, "export heaptrack");
     if (duration / 1000000 > ms)
         ms = duration / 1000000;
     fprintf(out, "c %" PRIx64 "\n", (uint64_t)(ms + 1));
@@ -283,68 +278,22 @@ static int rh_ends_with(const char *name, const char *suffix)
 
 int rh_cmd_export(int argc, char **argv)
 {
-    const char *fmt = NULL, *dbpath = NULL, *outpath = NULL;
-    struct rh_filter f;
-    rh_filter_init(&f);
-    for (int i = 1; i < argc; i++) {
-        int r = rh_filter_arg(&f, argc, argv, &i);
-        if (r < 0)
-            return 2;
-        if (r > 0)
-            continue;
-        const char *a = argv[i];
-        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "rheaper export: %s needs a file name\n", a);
-                return 2;
-            }
-            outpath = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "rheaper export: unknown option %s\n", a);
-            return 2;
-        } else if (!fmt) {
-            fmt = a;
-        } else if (!dbpath) {
-            dbpath = a;
-        } else {
-            fprintf(stderr, "rheaper export: unexpected argument %s\n", a);
-            return 2;
-        }
-    }
-    if (!fmt || !dbpath || !outpath) {
-        fprintf(stderr, "usage: rheaper export heaptrack DB -o FILE [filters]\n");
+    struct rh_file_args fa;
+    int rc = rh_file_args_parse(argc, argv, 2, 1,
+                                "usage: rheaper export heaptrack DB -o FILE [filters]\n", NULL,
+                                NULL, &fa);
+    if (rc)
+        return rc;
+    if (strcmp(fa.pos[0], "heaptrack") != 0) {
+        fprintf(stderr, "rheaper export: unknown format %s (known: heaptrack)\n", fa.pos[0]);
         return 2;
     }
-    if (strcmp(fmt, "heaptrack") != 0) {
-        fprintf(stderr, "rheaper export: unknown format %s (known: heaptrack)\n", fmt);
-        return 2;
-    }
-    if (rh_ends_with(outpath, ".gz") || rh_ends_with(outpath, ".zst")) {
+    if (rh_ends_with(fa.out, ".gz") || rh_ends_with(fa.out, ".zst")) {
         fprintf(stderr,
                 "rheaper export: %s: heaptrack reads names ending in .gz or .zst as"
                 " compressed, but rheaper writes plain text; choose another name\n",
-                outpath);
+                fa.out);
         return 2;
     }
-    sqlite3 *db = rh_cli_open(dbpath);
-    if (!db)
-        return 1;
-    if (rh_filter_apply(db, &f) != 0) {
-        sqlite3_close(db);
-        return 1;
-    }
-    FILE *out = strcmp(outpath, "-") == 0 ? stdout : fopen(outpath, "w");
-    if (!out) {
-        fprintf(stderr, "rheaper: %s: cannot write (%s)\n", outpath, strerror(errno));
-        sqlite3_close(db);
-        return 1;
-    }
-    int rc = rh_heaptrack_write(db, out);
-    int bad = out == stdout ? fflush(out) != 0 : fclose(out) != 0;
-    if (bad && rc == 0) {
-        fprintf(stderr, "rheaper: %s: write failed (%s)\n", outpath, strerror(errno));
-        rc = -1;
-    }
-    sqlite3_close(db);
-    return rc ? 1 : 0;
+    return rh_file_cmd_run(fa.pos[1], &fa.f, fa.out, rh_heaptrack_write, NULL);
 }

@@ -14,7 +14,6 @@
  * written, since the policy would block them.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -195,12 +194,6 @@ static const char *rh_hbytes_exact(int64_t b, char *buf, size_t n)
     return buf;
 }
 
-static int rh_html_sqlerr(sqlite3 *db)
-{
-    fprintf(stderr, "rheaper: report: SQLite error (%s)\n", sqlite3_errmsg(db));
-    return -1;
-}
-
 static void rh_kv(FILE *out, const char *k, const char *v)
 {
     fputs("<tr><th>", out);
@@ -240,6 +233,20 @@ static void rh_html_summary(FILE *out, const struct rh_summary *s)
     fputs("</table></section>\n", out);
 }
 
+/* Writes one frame: its function as code, then " file:line" when the file is
+ * known. */
+static void rh_html_frame(FILE *out, const char *sym, const char *file, int line)
+{
+    fputs("<code>", out);
+    rh_markup_put(out, sym ? sym : "??");
+    fputs("</code>", out);
+    if (file) {
+        fputs(" <span class=\"muted\">", out);
+        rh_markup_put(out, file);
+        fprintf(out, ":%d</span>", line);
+    }
+}
+
 /* Writes the frames of stack bt as a numbered list, frame 0 first. */
 static int rh_html_stack(sqlite3 *db, sqlite3_stmt *fr, int64_t bt, FILE *out)
 {
@@ -249,21 +256,15 @@ static int rh_html_stack(sqlite3 *db, sqlite3_stmt *fr, int64_t bt, FILE *out)
     while ((s = sqlite3_step(fr)) == SQLITE_ROW) {
         const char *sym = (const char *)sqlite3_column_text(fr, 0);
         const char *file = (const char *)sqlite3_column_text(fr, 1);
-        fputs("<li><code>", out);
-        rh_markup_put(out, sym ? sym : "??");
-        fputs("</code>", out);
-        if (file) {
-            fputs(" <span class=\"muted\">", out);
-            rh_markup_put(out, file);
-            fprintf(out, ":%d</span>", sqlite3_column_int(fr, 2));
-        }
+        fputs("<li>", out);
+        rh_html_frame(out, sym, file, sqlite3_column_int(fr, 2));
         if (sqlite3_column_int(fr, 3))
             fputs(" <span class=\"muted\">(inlined)</span>", out);
         fputs("</li>", out);
     }
     sqlite3_reset(fr);
     fputs("</ol>", out);
-    return s == SQLITE_DONE ? 0 : rh_html_sqlerr(db);
+    return s == SQLITE_DONE ? 0 : rh_sql_fail(db, "report");
 }
 
 /* A table of call sites (stacks) from sql, whose columns are: bt, sym, file,
@@ -273,13 +274,13 @@ static int rh_html_sites(sqlite3 *db, FILE *out, const char *id, const char *tit
 {
     sqlite3_stmt *st, *fr;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return rh_html_sqlerr(db);
+        return rh_sql_fail(db, "report");
     if (sqlite3_prepare_v2(db,
                            "SELECT sym, file, line, inlined FROM backtraces WHERE id = ?"
                            " ORDER BY frame_no",
                            -1, &fr, NULL) != SQLITE_OK) {
         sqlite3_finalize(st);
-        return rh_html_sqlerr(db);
+        return rh_sql_fail(db, "report");
     }
     fprintf(out,
             "<section id=\"%s\"><h2>%s</h2><table><thead><tr><th>call site (frame 0;"
@@ -292,15 +293,9 @@ static int rh_html_sites(sqlite3 *db, FILE *out, const char *id, const char *tit
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         const char *sym = (const char *)sqlite3_column_text(st, 1);
         const char *file = (const char *)sqlite3_column_text(st, 2);
-        fputs("<tr><td><details><summary><code>", out);
-        rh_markup_put(out, sym ? sym : "??");
-        fputs("</code>", out);
-        if (file) {
-            const char *base = strrchr(file, '/');
-            fputs(" <span class=\"muted\">", out);
-            rh_markup_put(out, base ? base + 1 : file);
-            fprintf(out, ":%d</span>", sqlite3_column_int(st, 3));
-        }
+        const char *base = file ? strrchr(file, '/') : NULL;
+        fputs("<tr><td><details><summary>", out);
+        rh_html_frame(out, sym, base ? base + 1 : file, sqlite3_column_int(st, 3));
         fputs("</summary>", out);
         if (rh_html_stack(db, fr, sqlite3_column_int64(st, 0), out) != 0) {
             sqlite3_finalize(st);
@@ -321,7 +316,7 @@ static int rh_html_sites(sqlite3 *db, FILE *out, const char *id, const char *tit
     sqlite3_finalize(st);
     sqlite3_finalize(fr);
     if (s != SQLITE_DONE)
-        return rh_html_sqlerr(db);
+        return rh_sql_fail(db, "report");
     if (rows == 0)
         fprintf(out, "<tr><td colspan=\"%d\" class=\"muted\">none</td></tr>\n", n + 1);
     fputs("</tbody></table></section>\n", out);
@@ -367,9 +362,11 @@ static char *rh_render(sqlite3 *db, int which)
     return buf;
 }
 
-/* Writes the page for `sel` to out. Returns 0 or -1 after a message. */
-static int rh_report_write(sqlite3 *db, FILE *out, const char *dbpath)
+/* Writes the page for `sel` to out (rh_file_cmd_run's writer; ctx is the
+ * database's path, shown in the header). Returns 0 or -1 after a message. */
+static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
 {
+    const char *dbpath = ctx;
     struct rh_summary s;
     if (rh_summary_compute(db, &s) != 0)
         return -1;
@@ -467,55 +464,8 @@ static int rh_report_write(sqlite3 *db, FILE *out, const char *dbpath)
 
 int rh_cmd_report(int argc, char **argv)
 {
-    const char *dbpath = NULL, *outpath = NULL;
-    struct rh_filter f;
-    rh_filter_init(&f);
-    for (int i = 1; i < argc; i++) {
-        int r = rh_filter_arg(&f, argc, argv, &i);
-        if (r < 0)
-            return 2;
-        if (r > 0)
-            continue;
-        const char *a = argv[i];
-        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "rheaper report: %s needs a file name\n", a);
-                return 2;
-            }
-            outpath = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "rheaper report: unknown option %s\n", a);
-            return 2;
-        } else if (!dbpath) {
-            dbpath = a;
-        } else {
-            fprintf(stderr, "rheaper report: unexpected argument %s\n", a);
-            return 2;
-        }
-    }
-    if (!dbpath || !outpath) {
-        fprintf(stderr, "usage: rheaper report DB -o report.html [filters]\n");
-        return 2;
-    }
-    sqlite3 *db = rh_cli_open(dbpath);
-    if (!db)
-        return 1;
-    if (rh_filter_apply(db, &f) != 0) {
-        sqlite3_close(db);
-        return 1;
-    }
-    FILE *out = strcmp(outpath, "-") == 0 ? stdout : fopen(outpath, "w");
-    if (!out) {
-        fprintf(stderr, "rheaper: %s: cannot write (%s)\n", outpath, strerror(errno));
-        sqlite3_close(db);
-        return 1;
-    }
-    int rc = rh_report_write(db, out, dbpath);
-    int bad = out == stdout ? fflush(out) != 0 : fclose(out) != 0;
-    if (bad && rc == 0) {
-        fprintf(stderr, "rheaper: %s: write failed (%s)\n", outpath, strerror(errno));
-        rc = -1;
-    }
-    sqlite3_close(db);
-    return rc ? 1 : 0;
+    struct rh_file_args fa;
+    int rc = rh_file_args_parse(
+        argc, argv, 1, 1, "usage: rheaper report DB -o report.html [filters]\n", NULL, NULL, &fa);
+    return rc ? rc : rh_file_cmd_run(fa.pos[0], &fa.f, fa.out, rh_report_write, (void *)fa.pos[0]);
 }

@@ -1,12 +1,17 @@
-/* rh_cli_out.c: how the rheaper command prints rows.
+/* rh_cli_out.c: how the rheaper command prints rows and writes output files.
  *
  * Every listing goes through rh_print_stmt(), so --csv and --json mean the same
  * for all commands: text is aligned columns under a header (numbers right
  * aligned, NULL as empty), CSV is RFC 4180 quoting with a header line and LF
  * line ends, JSON is one array of objects keyed by column name (integers and
  * reals as numbers, NULL as null, text as strings, blobs as hex strings).
+ * The commands that write one file (flamegraph, timeline, export, report) parse
+ * their arguments and open, write and close their output through
+ * rh_file_args_parse() and rh_file_cmd_run(), so -o and its errors mean the
+ * same for all of them.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +61,7 @@ static void rh_json_str(FILE *out, const char *s)
     fputc('"', out);
 }
 
-/* Writes s as one CSV field, quoted when it holds a comma, quote or line end. */
-static void rh_csv_field(FILE *out, const char *s)
+void rh_csv_field(FILE *out, const char *s)
 {
     if (!strpbrk(s, ",\"\r\n")) {
         fputs(s, out);
@@ -114,6 +118,21 @@ static size_t rh_width(const char *s)
     return w;
 }
 
+/* Writes cell i (of nc) of a text row: padded to width w, right-aligned when
+ * num, the last column unpadded; two spaces before every cell but the first. */
+static void rh_text_cell(FILE *out, const char *c, int i, int nc, size_t w, int num)
+{
+    int pad = (int)(w - rh_width(c));
+    if (i)
+        fputs("  ", out);
+    if (num)
+        fprintf(out, "%*s%s", pad, "", c);
+    else if (i < nc - 1)
+        fprintf(out, "%s%*s", c, pad, "");
+    else
+        fputs(c, out);
+}
+
 static int rh_step_error(sqlite3_stmt *st)
 {
     fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(sqlite3_db_handle(st)));
@@ -164,32 +183,12 @@ static int rh_print_text(sqlite3_stmt *st, FILE *out)
     if (rc != SQLITE_DONE)
         ret = rh_step_error(st);
     if (ret == 0) {
-        for (int i = 0; i < nc; i++) {
-            const char *h = sqlite3_column_name(st, i);
-            int pad = (int)(w[i] - rh_width(h));
-            if (i)
-                fputs("  ", out);
-            if (num[i])
-                fprintf(out, "%*s%s", pad, "", h);
-            else if (i < nc - 1)
-                fprintf(out, "%s%*s", h, pad, "");
-            else
-                fputs(h, out);
-        }
+        for (int i = 0; i < nc; i++)
+            rh_text_cell(out, sqlite3_column_name(st, i), i, nc, w[i], num[i]);
         fputc('\n', out);
         for (size_t r = 0; r < ncells; r += (size_t)nc) {
-            for (int i = 0; i < nc; i++) {
-                const char *c = cells[r + (size_t)i];
-                int pad = (int)(w[i] - rh_width(c));
-                if (i)
-                    fputs("  ", out);
-                if (num[i])
-                    fprintf(out, "%*s%s", pad, "", c);
-                else if (i < nc - 1)
-                    fprintf(out, "%s%*s", c, pad, "");
-                else
-                    fputs(c, out);
-            }
+            for (int i = 0; i < nc; i++)
+                rh_text_cell(out, cells[r + (size_t)i], i, nc, w[i], num[i]);
             fputc('\n', out);
         }
     }
@@ -324,4 +323,74 @@ void rh_markup_put(FILE *out, const char *s)
         }
         p++;
     }
+}
+
+/* ---- the commands that write one file ------------------------------------ */
+
+int rh_file_args_parse(int argc, char **argv, int npos, int need_out, const char *usage,
+                       int (*flag)(const char *arg, void *ctx), void *ctx, struct rh_file_args *fa)
+{
+    int n = 0;
+    memset(fa, 0, sizeof *fa);
+    rh_filter_init(&fa->f);
+    for (int i = 1; i < argc; i++) {
+        int r = rh_filter_arg(&fa->f, argc, argv, &i);
+        if (r < 0)
+            return 2;
+        if (r > 0)
+            continue;
+        const char *a = argv[i];
+        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "rheaper %s: %s needs a file name\n", argv[0], a);
+                return 2;
+            }
+            fa->out = argv[++i];
+        } else if (flag && flag(a, ctx)) {
+            continue;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "rheaper %s: unknown option %s\n", argv[0], a);
+            return 2;
+        } else if (n < npos) {
+            fa->pos[n++] = a;
+        } else {
+            fprintf(stderr, "rheaper %s: unexpected argument %s\n", argv[0], a);
+            return 2;
+        }
+    }
+    if (n < npos || (need_out && !fa->out)) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    return 0;
+}
+
+int rh_file_cmd_run(const char *dbpath, const struct rh_filter *f, const char *outpath,
+                    int (*write)(sqlite3 *db, FILE *out, void *ctx), void *ctx)
+{
+    sqlite3 *db = rh_cli_open(dbpath);
+    if (!db)
+        return 1;
+    if (rh_filter_apply(db, f) != 0) {
+        sqlite3_close(db);
+        return 1;
+    }
+    int to_stdout = !outpath || strcmp(outpath, "-") == 0;
+    FILE *out = to_stdout ? stdout : fopen(outpath, "w");
+    if (!out) {
+        fprintf(stderr, "rheaper: %s: cannot write (%s)\n", outpath, strerror(errno));
+        sqlite3_close(db);
+        return 1;
+    }
+    int rc = write(db, out, ctx);
+    int bad = ferror(out);
+    if (to_stdout ? fflush(out) != 0 : fclose(out) != 0)
+        bad = 1;
+    if (bad && rc == 0) {
+        fprintf(stderr, "rheaper: %s: write failed (%s)\n", outpath ? outpath : "stdout",
+                strerror(errno));
+        rc = -1;
+    }
+    sqlite3_close(db);
+    return rc ? 1 : 0;
 }

@@ -20,7 +20,6 @@
  * reason: presentation attributes only.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,15 +34,6 @@
 #define RH_TL_HEIGHT 420
 #define RH_TL_COLUMNS 600
 #define RH_TL_SERIES 8 /* top call sites drawn; the rest is "other" */
-
-/* ---- small output helpers --------------------------------------------- */
-
-/* Prints SQLite's message for a failed step as the command's one line. */
-static int rh_sql_fail(sqlite3 *db, const char *what)
-{
-    fprintf(stderr, "rheaper: %s: SQLite error (%s)\n", what, sqlite3_errmsg(db));
-    return -1;
-}
 
 /* ---- the peak of `sel` -------------------------------------------------- */
 
@@ -932,130 +922,56 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
 
 /* ---- the commands ------------------------------------------------------------ */
 
-/* Opens path for writing, or stdout for NULL or "-". Prints the failure. */
-static FILE *rh_out_open(const char *path)
+/* flamegraph's own flags and what its writer draws. */
+struct rh_flame_opts {
+    enum rh_flame_weight w;
+    int folded;
+};
+
+/* Takes --all, --leaked, --peak and --folded (rh_file_args_parse's flag). */
+static int rh_flame_flag(const char *a, void *ctx)
 {
-    if (!path || strcmp(path, "-") == 0)
-        return stdout;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        fprintf(stderr, "rheaper: %s: cannot write (%s)\n", path, strerror(errno));
-    return f;
+    struct rh_flame_opts *o = ctx;
+    if (strcmp(a, "--all") == 0)
+        o->w = RH_FLAME_ALL;
+    else if (strcmp(a, "--leaked") == 0)
+        o->w = RH_FLAME_LEAKED;
+    else if (strcmp(a, "--peak") == 0)
+        o->w = RH_FLAME_PEAK;
+    else if (strcmp(a, "--folded") == 0)
+        o->folded = 1;
+    else
+        return 0;
+    return 1;
 }
 
-/* Closes what rh_out_open opened; reports write errors. Returns 0 or -1. */
-static int rh_out_close(FILE *f, const char *path, int rc)
+static int rh_flame_write(sqlite3 *db, FILE *out, void *ctx)
 {
-    int bad = ferror(f);
-    if (f == stdout) {
-        if (fflush(f) != 0)
-            bad = 1;
-    } else if (fclose(f) != 0) {
-        bad = 1;
-    }
-    if (bad && rc == 0) {
-        fprintf(stderr, "rheaper: %s: write failed (%s)\n", path ? path : "stdout",
-                strerror(errno));
-        return -1;
-    }
-    return rc;
-}
-
-/* Parses "CMD DB [options] [filters]" for flamegraph and timeline. flame != 0
- * accepts --all/--leaked/--peak/--folded. Returns 0, or the exit status. */
-static int rh_svg_args(int argc, char **argv, int flame, const char **db, const char **out,
-                       enum rh_flame_weight *w, int *folded, struct rh_filter *f)
-{
-    rh_filter_init(f);
-    *db = NULL;
-    *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        int r = rh_filter_arg(f, argc, argv, &i);
-        if (r < 0)
-            return 2;
-        if (r > 0)
-            continue;
-        const char *a = argv[i];
-        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "rheaper %s: %s needs a file name\n", argv[0], a);
-                return 2;
-            }
-            *out = argv[++i];
-        } else if (flame && strcmp(a, "--all") == 0) {
-            *w = RH_FLAME_ALL;
-        } else if (flame && strcmp(a, "--leaked") == 0) {
-            *w = RH_FLAME_LEAKED;
-        } else if (flame && strcmp(a, "--peak") == 0) {
-            *w = RH_FLAME_PEAK;
-        } else if (flame && strcmp(a, "--folded") == 0) {
-            *folded = 1;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "rheaper %s: unknown option %s\n", argv[0], a);
-            return 2;
-        } else if (!*db) {
-            *db = a;
-        } else {
-            fprintf(stderr, "rheaper %s: unexpected argument %s\n", argv[0], a);
-            return 2;
-        }
-    }
-    if (!*db) {
-        fprintf(stderr, "usage: rheaper %s DB%s [-o FILE] [filters]\n", argv[0],
-                flame ? " [--all|--leaked|--peak] [--folded]" : "");
-        return 2;
-    }
-    return 0;
+    const struct rh_flame_opts *o = ctx;
+    return o->folded ? rh_folded(db, o->w, out) : rh_svg_flamegraph(db, o->w, out, 0);
 }
 
 int rh_cmd_flamegraph(int argc, char **argv)
 {
-    const char *dbpath, *outpath;
-    enum rh_flame_weight w = RH_FLAME_ALL;
-    int folded = 0;
-    struct rh_filter f;
-    int rc = rh_svg_args(argc, argv, 1, &dbpath, &outpath, &w, &folded, &f);
-    if (rc)
-        return rc;
-    sqlite3 *db = rh_cli_open(dbpath);
-    if (!db)
-        return 1;
-    if (rh_filter_apply(db, &f) != 0) {
-        sqlite3_close(db);
-        return 1;
-    }
-    FILE *out = rh_out_open(outpath);
-    if (!out) {
-        sqlite3_close(db);
-        return 1;
-    }
-    rc = folded ? rh_folded(db, w, out) : rh_svg_flamegraph(db, w, out, 0);
-    rc = rh_out_close(out, outpath, rc);
-    sqlite3_close(db);
-    return rc ? 1 : 0;
+    struct rh_flame_opts o = {RH_FLAME_ALL, 0};
+    struct rh_file_args fa;
+    int rc = rh_file_args_parse(
+        argc, argv, 1, 0,
+        "usage: rheaper flamegraph DB [--all|--leaked|--peak] [--folded] [-o FILE] [filters]\n",
+        rh_flame_flag, &o, &fa);
+    return rc ? rc : rh_file_cmd_run(fa.pos[0], &fa.f, fa.out, rh_flame_write, &o);
+}
+
+static int rh_timeline_write(sqlite3 *db, FILE *out, void *ctx)
+{
+    (void)ctx;
+    return rh_svg_timeline(db, out, 0);
 }
 
 int rh_cmd_timeline(int argc, char **argv)
 {
-    const char *dbpath, *outpath;
-    struct rh_filter f;
-    int rc = rh_svg_args(argc, argv, 0, &dbpath, &outpath, NULL, NULL, &f);
-    if (rc)
-        return rc;
-    sqlite3 *db = rh_cli_open(dbpath);
-    if (!db)
-        return 1;
-    if (rh_filter_apply(db, &f) != 0) {
-        sqlite3_close(db);
-        return 1;
-    }
-    FILE *out = rh_out_open(outpath);
-    if (!out) {
-        sqlite3_close(db);
-        return 1;
-    }
-    rc = rh_svg_timeline(db, out, 0);
-    rc = rh_out_close(out, outpath, rc);
-    sqlite3_close(db);
-    return rc ? 1 : 0;
+    struct rh_file_args fa;
+    int rc = rh_file_args_parse(
+        argc, argv, 1, 0, "usage: rheaper timeline DB [-o FILE] [filters]\n", NULL, NULL, &fa);
+    return rc ? rc : rh_file_cmd_run(fa.pos[0], &fa.f, fa.out, rh_timeline_write, NULL);
 }
