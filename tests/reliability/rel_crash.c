@@ -72,17 +72,31 @@ int main(int argc, char **argv)
     while (__atomic_load_n(&workers_ready, __ATOMIC_ACQUIRE) < 2)
         rel_sleep_ms(1);
 
-    EXPECT(MAIN_N, "SELECT count(*) FROM allocations WHERE size BETWEEN 3000 AND %d", 3000 + MAIN_N - 1);
-    EXPECT(live, "SELECT count(*) FROM allocations WHERE size BETWEEN 3000 AND %d AND dealloc_after IS NULL", 3000 + MAIN_N - 1);
-    EXPECT(MAIN_N - live, "SELECT count(*) FROM allocations WHERE size BETWEEN 3000 AND %d AND dealloc_after > alloc_after", 3000 + MAIN_N - 1);
+    EXPECT(MAIN_N, "SELECT count(*) FROM allocations WHERE size BETWEEN 3000 AND %d",
+           3000 + MAIN_N - 1);
+    EXPECT(
+        live,
+        "SELECT count(*) FROM allocations WHERE size BETWEEN 3000 AND %d AND dealloc_after IS NULL",
+        3000 + MAIN_N - 1);
+    EXPECT(MAIN_N - live,
+           "SELECT count(*) FROM allocations WHERE size BETWEEN 3000 AND %d AND dealloc_after > "
+           "alloc_after",
+           3000 + MAIN_N - 1);
     EXPECT(11, "SELECT count(*) FROM allocations WHERE size BETWEEN 5000 AND 5010");
     EXPECT(1, "SELECT count(*) FROM allocations WHERE size = 5010 AND dealloc_after IS NULL");
     for (int t = 0; t < 2; t++) {
-        EXPECT(WORKER_N, "SELECT count(*) FROM allocations WHERE size BETWEEN %d AND %d", 20000 + t * 1000, 20000 + t * 1000 + WORKER_N - 1);
-        EXPECT(WORKER_N / 2, "SELECT count(*) FROM allocations WHERE size BETWEEN %d AND %d AND dealloc_after IS NULL", 20000 + t * 1000, 20000 + t * 1000 + WORKER_N - 1);
-        EXPECT(1, "SELECT count(DISTINCT alloc_thread) FROM allocations WHERE size BETWEEN %d AND %d", 20000 + t * 1000, 20000 + t * 1000 + WORKER_N - 1);
+        EXPECT(WORKER_N, "SELECT count(*) FROM allocations WHERE size BETWEEN %d AND %d",
+               20000 + t * 1000, 20000 + t * 1000 + WORKER_N - 1);
+        EXPECT(WORKER_N / 2,
+               "SELECT count(*) FROM allocations WHERE size BETWEEN %d AND %d AND dealloc_after IS "
+               "NULL",
+               20000 + t * 1000, 20000 + t * 1000 + WORKER_N - 1);
+        EXPECT(1,
+               "SELECT count(DISTINCT alloc_thread) FROM allocations WHERE size BETWEEN %d AND %d",
+               20000 + t * 1000, 20000 + t * 1000 + WORKER_N - 1);
     }
-    EXPECT(MAIN_N + 11 + 2 * WORKER_N, "SELECT count(*) FROM allocations WHERE " AT_SYM("crash_alloc") " OR size BETWEEN 5001 AND 5010");
+    EXPECT(MAIN_N + 11 + 2 * WORKER_N, "SELECT count(*) FROM allocations WHERE " AT_SYM(
+                                           "crash_alloc") " OR size BETWEEN 5001 AND 5010");
     EXPECT(0, "SELECT value FROM meta WHERE key = 'clean'");
     EXPECT(1, "SELECT value FROM meta WHERE key = 'cut_short'");
     EXPECT(0, "SELECT value FROM meta WHERE key = 'damaged'");

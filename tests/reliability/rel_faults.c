@@ -50,8 +50,10 @@ static int mode_workload(void)
         if (!(i & 1))
             free(keep[i]);
     }
-    EXPECT(200, "SELECT count(*) FROM allocations WHERE size BETWEEN 2000 AND 2199 AND " AT_SYM("fault_alloc"));
-    EXPECT(100, "SELECT count(*) FROM allocations WHERE size BETWEEN 2000 AND 2199 AND dealloc_after IS NULL");
+    EXPECT(200, "SELECT count(*) FROM allocations WHERE size BETWEEN 2000 AND 2199 AND " AT_SYM(
+                    "fault_alloc"));
+    EXPECT(100, "SELECT count(*) FROM allocations WHERE size BETWEEN 2000 AND 2199 AND "
+                "dealloc_after IS NULL");
     EXPECT(1, "SELECT value FROM meta WHERE key = 'clean'");
     if (bad)
         rel_say("rel_faults: %d blocks corrupted", bad);
@@ -75,9 +77,12 @@ static int mode_grow(void)
     }
     EXPECT(1, "SELECT count(*) = max(size) AND min(size) = 1 AND count(DISTINCT size) = count(*)"
               " FROM allocations WHERE " AT_SYM("fault_alloc"));
-    EXPECT(1, "SELECT count(*) > 500 AND count(*) < %d FROM allocations WHERE " AT_SYM("fault_alloc"), GROW_N);
-    EXPECT(0, "SELECT count(*) FROM allocations WHERE " AT_SYM("fault_alloc") " AND dealloc_after IS NULL"
-              " AND size < (SELECT max(size) FROM allocations)");
+    EXPECT(1,
+           "SELECT count(*) > 500 AND count(*) < %d FROM allocations WHERE " AT_SYM("fault_alloc"),
+           GROW_N);
+    EXPECT(0, "SELECT count(*) FROM allocations WHERE " AT_SYM(
+                  "fault_alloc") " AND dealloc_after IS NULL"
+                                 " AND size < (SELECT max(size) FROM allocations)");
     EXPECT(0, "SELECT value FROM meta WHERE key = 'clean'");
     EXPECT(0, "SELECT value FROM meta WHERE key = 'damaged'");
     if (bad)
@@ -201,12 +206,19 @@ static int mode_nofile_fork(void)
     }
     set_nofile((rlim_t)top + 8); /* EXPECT needs an fd */
     int me = (int)getpid();
-    EXPECT(50, "@rip-%d SELECT count(*) FROM allocations WHERE size = 7000 AND dealloc_after IS NULL", me);
-    EXPECT(20000, "@rip-%d SELECT count(*) FROM allocations WHERE size = 7001 AND dealloc_after IS NOT NULL", me);
+    EXPECT(50,
+           "@rip-%d SELECT count(*) FROM allocations WHERE size = 7000 AND dealloc_after IS NULL",
+           me);
+    EXPECT(
+        20000,
+        "@rip-%d SELECT count(*) FROM allocations WHERE size = 7001 AND dealloc_after IS NOT NULL",
+        me);
     EXPECT(0, "@rip-%d SELECT count(*) FROM allocations WHERE size = 7002", me);
     EXPECT(1, "@rip-%d SELECT value FROM meta WHERE key = 'clean'", me);
     EXPECT(100, "@rip-%d SELECT count(*) FROM allocations WHERE size = 7002", (int)c);
-    EXPECT(50, "@rip-%d SELECT count(*) FROM allocations WHERE size = 7002 AND dealloc_after IS NULL", (int)c);
+    EXPECT(50,
+           "@rip-%d SELECT count(*) FROM allocations WHERE size = 7002 AND dealloc_after IS NULL",
+           (int)c);
     EXPECT(0, "@rip-%d SELECT count(*) FROM allocations WHERE size IN (7000, 7001)", (int)c);
     return 0;
 }
@@ -301,7 +313,8 @@ static int mode_eintr(const char *lib)
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
     EXPECT(EINTR_N, "SELECT count(*) FROM allocations WHERE " AT_SYM("fault_alloc"));
-    EXPECT(EINTR_N / 2, "SELECT count(*) FROM allocations WHERE " AT_SYM("fault_alloc") " AND dealloc_after IS NULL");
+    EXPECT(EINTR_N / 2, "SELECT count(*) FROM allocations WHERE " AT_SYM(
+                            "fault_alloc") " AND dealloc_after IS NULL");
     EXPECT(1, "SELECT value FROM meta WHERE key = 'clean'");
     EXPECT(0, "SELECT value FROM meta WHERE key = 'damaged'");
     EXPECT(0, "SELECT value FROM meta WHERE key = 'events_lost'");

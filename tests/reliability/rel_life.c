@@ -57,7 +57,8 @@ static int mode_threads10k(void)
         for (int k = 0; k < 8; k++)
             pthread_join(th[k], NULL);
     }
-    EXPECT(NTHREADS, "SELECT count(*) FROM allocations WHERE size = 61 AND dealloc_after IS NOT NULL");
+    EXPECT(NTHREADS,
+           "SELECT count(*) FROM allocations WHERE size = 61 AND dealloc_after IS NOT NULL");
     EXPECT(NTHREADS, "SELECT count(*) FROM allocations WHERE size = 62 AND dealloc_after IS NULL");
     EXPECT(1, "SELECT count(DISTINCT alloc_thread) > 8 FROM allocations WHERE size = 62");
     EXPECT(1, "SELECT value FROM meta WHERE key = 'clean'");
@@ -125,8 +126,12 @@ static int mode_fork_threads(void)
             }
             int me = (int)getpid();
             EXPECT(50, "@rip-%d SELECT count(*) FROM allocations WHERE size = %d", me, 4000 + k);
-            EXPECT(25, "@rip-%d SELECT count(*) FROM allocations WHERE size = %d AND dealloc_after IS NULL", me, 4000 + k);
-            EXPECT(0, "@rip-%d SELECT count(*) FROM allocations WHERE size BETWEEN 100 AND 199", me);
+            EXPECT(25,
+                   "@rip-%d SELECT count(*) FROM allocations WHERE size = %d AND dealloc_after IS "
+                   "NULL",
+                   me, 4000 + k);
+            EXPECT(0, "@rip-%d SELECT count(*) FROM allocations WHERE size BETWEEN 100 AND 199",
+                   me);
             EXPECT(1, "@rip-%d SELECT value FROM meta WHERE key = 'clean'", me);
             exit(0);
         }
@@ -156,7 +161,8 @@ static int mode_fork100(void)
             for (int i = 0; i <= k % 5; i++)
                 sink = life_alloc((size_t)(9000 + k));
             int me = (int)getpid();
-            EXPECT(k % 5 + 1, "@rip-%d SELECT count(*) FROM allocations WHERE size = %d", me, 9000 + k);
+            EXPECT(k % 5 + 1, "@rip-%d SELECT count(*) FROM allocations WHERE size = %d", me,
+                   9000 + k);
             EXPECT(0, "@rip-%d SELECT count(*) FROM allocations WHERE size <> %d", me, 9000 + k);
             exit(0);
         }
@@ -184,7 +190,8 @@ static int mode_exec_child(const char *tag)
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
     EXPECT(20, "@%s SELECT count(*) FROM allocations WHERE size = %zu", base, size);
-    EXPECT(0, "@%s SELECT count(*) FROM allocations WHERE size <> %zu AND " AT_SYM("life_alloc"), base, size);
+    EXPECT(0, "@%s SELECT count(*) FROM allocations WHERE size <> %zu AND " AT_SYM("life_alloc"),
+           base, size);
     return 0;
 }
 
@@ -242,7 +249,8 @@ static int mode_exec(const char *self)
     int me = (int)getpid();
     EXPECT(10, "@rip-%d SELECT count(*) FROM allocations WHERE size = 6001", me);
     EXPECT(10, "@rip-%d SELECT count(*) FROM allocations WHERE size = 6002", me);
-    EXPECT(0, "@rip-%d SELECT count(*) FROM allocations WHERE size IN (6003, 6010, 6020, 6030)", me);
+    EXPECT(0, "@rip-%d SELECT count(*) FROM allocations WHERE size IN (6003, 6010, 6020, 6030)",
+           me);
     EXPECT(1, "@rip-%d SELECT value FROM meta WHERE key = 'clean'", me);
     return bad ? 1 : 0;
 }
@@ -284,9 +292,11 @@ static int mode_sigalloc(void)
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
     signal(SIGALRM, SIG_DFL);
-    EXPECT(SIG_N, "SELECT count(*) FROM allocations WHERE size BETWEEN 200 AND 249 AND dealloc_after IS NOT NULL");
+    EXPECT(SIG_N, "SELECT count(*) FROM allocations WHERE size BETWEEN 200 AND 249 AND "
+                  "dealloc_after IS NOT NULL");
     /* a handler's pair is recorded whole or not at all (the guard) */
-    EXPECT(1, "SELECT count(*) BETWEEN 1 AND %d FROM allocations WHERE size = 24", (int)handled + 1);
+    EXPECT(1, "SELECT count(*) BETWEEN 1 AND %d FROM allocations WHERE size = 24",
+           (int)handled + 1);
     EXPECT(0, "SELECT count(*) FROM allocations WHERE size = 24 AND dealloc_after IS NULL");
     EXPECT(0, "SELECT value FROM meta WHERE key = 'damaged'");
     EXPECT(1, "SELECT value FROM meta WHERE key = 'clean'");
@@ -325,8 +335,9 @@ static int mode_dlclose(const char *lib)
         sink = life_alloc(4848); /* after the unload */
     EXPECT(40, "SELECT count(*) FROM allocations WHERE size = 4747");
     EXPECT(30, "SELECT count(*) FROM allocations WHERE size = 4747 AND dealloc_after IS NULL");
-    EXPECT(40, "SELECT count(*) FROM allocations a JOIN backtraces b ON b.id = a.bt AND b.frame_no = 0"
-               " WHERE a.size = 4747 AND b.sym = 'rel_lib_alloc' AND b.module LIKE '%%rel_lib.so'");
+    EXPECT(40,
+           "SELECT count(*) FROM allocations a JOIN backtraces b ON b.id = a.bt AND b.frame_no = 0"
+           " WHERE a.size = 4747 AND b.sym = 'rel_lib_alloc' AND b.module LIKE '%%rel_lib.so'");
     EXPECT(5, "SELECT count(*) FROM allocations WHERE size = 4848 AND " AT_SYM("life_alloc"));
     EXPECT(1, "SELECT value FROM meta WHERE key = 'clean'");
     return bad ? 1 : 0;
@@ -352,6 +363,7 @@ int main(int argc, char **argv)
         return mode_sigalloc();
     if (!strcmp(m, "dlclose") && argc > 2)
         return mode_dlclose(argv[2]);
-    rel_say("usage: rel_life threads10k|exit-thread|fork-threads|fork100|exec SELF|sigalloc|dlclose LIB");
+    rel_say("usage: rel_life threads10k|exit-thread|fork-threads|fork100|exec "
+            "SELF|sigalloc|dlclose LIB");
     return 2;
 }
