@@ -12,6 +12,10 @@
 set -eu
 bin=$1 helpers=$2 w=$3 case=$4
 
+# a tmpfs left mounted by an interrupted full-disk run
+if [ -d "$w/prof" ] && command -v mountpoint > /dev/null && mountpoint -q "$w/prof"; then
+    umount "$w/prof" || true
+fi
 rm -rf "$w" && mkdir -p "$w/prof"
 w=$(cd "$w" && pwd)
 prof=$w/prof
