@@ -383,10 +383,12 @@ int rh_file_cmd_run(const char *dbpath, const struct rh_filter *f, const char *o
         return 1;
     }
     int rc = write(db, out, ctx);
+    /* A writer that fails on the stream says nothing (its SQL errors it does
+     * report): an I/O error is named here, whatever the writer returned. */
     int bad = ferror(out);
     if (to_stdout ? fflush(out) != 0 : fclose(out) != 0)
         bad = 1;
-    if (bad && rc == 0) {
+    if (bad) {
         fprintf(stderr, "rheaper: %s: write failed (%s)\n", outpath ? outpath : "stdout",
                 strerror(errno));
         rc = -1;

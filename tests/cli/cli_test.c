@@ -412,6 +412,22 @@ static int errors(const char *bin, const char *src, const char *work)
     cl_rh(&r, "convert", rip, NULL);
     CHECK_EQ(r.code, 2);
     cl_free(&r);
+
+    /* an output that cannot be written (a full device): one line naming it */
+    static const char *const writers[][3] = {{"report", NULL, NULL},
+                                             {"flamegraph", NULL, NULL},
+                                             {"timeline", NULL, NULL},
+                                             {"export", "heaptrack", NULL}};
+    for (size_t k = 0; k < sizeof writers / sizeof writers[0]; k++) {
+        if (writers[k][1])
+            cl_rh(&r, writers[k][0], writers[k][1], c_db, "-o", "/dev/full", NULL);
+        else
+            cl_rh(&r, writers[k][0], c_db, "-o", "/dev/full", NULL);
+        CHECK_EQ(r.code, 1);
+        CHECK_EQ(r.err_lines, 1);
+        CHECK(strstr(r.err, "/dev/full: write failed") != NULL);
+        cl_free(&r);
+    }
     return rh_test_summary();
 }
 
