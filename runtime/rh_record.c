@@ -9,7 +9,13 @@
  * functions. Records follow FORMAT.md "Event records" exactly: times are deltas
  * from the previous timed record of the chunk, addresses svarint deltas from the
  * previous address, in 16-byte units unless the record's A flag is set.
+ *
+ * errno: nothing on the fast path can change it (no system call, no libc call),
+ * so the shims do not save it; every cold path that may call into libc or the
+ * kernel (opening a file or chunk, a thread's first event, a new stack, the
+ * shared path) saves and restores it itself (rh_record_* preserve errno).
  */
+#include <errno.h>
 #include <string.h>
 
 #include "rh_runtime.h"
@@ -24,10 +30,14 @@ void rh_writer_commit(struct rh_writer *w)
                      __ATOMIC_RELEASE);
 }
 
-/* Cold half of rh_writer_reserve: the chunk is full (or missing). */
+/* Cold half of rh_writer_reserve: the chunk is full (or missing). Seals and
+ * maps chunks (system calls), so it keeps the caller's errno. */
 static RH_COLD int rh_writer_reserve_slow(struct rh_writer *w, size_t need, uint64_t t)
 {
-    if (rh_writer_open(w, t) != 0)
+    int e = errno;
+    int rc = rh_writer_open(w, t);
+    errno = e;
+    if (rc != 0)
         return -1;
     rh_assert(w->pos + need <= w->end);
     return 0;
@@ -43,8 +53,10 @@ int rh_writer_reserve(struct rh_writer *w, size_t need, uint64_t t)
 /* Refreshes the chunk's calibration pair every RH_CALIB_EVERY events. */
 static RH_COLD void rh_writer_recalibrate(struct rh_writer *w)
 {
+    int e = errno;
     rh_calib_pair(&w->chunk->calib_tick, &w->chunk->calib_ns);
     w->calib_left = 4096;
+    errno = e;
 }
 
 /* Ends an event record at q: stores used and the chunk's event count. */
@@ -83,6 +95,26 @@ static inline uint8_t *rh_put_addr(uint8_t *q, int64_t d, unsigned raw)
 /* Finds (or defines) the stack id of this call. A new stack gets its STACK
  * record in w before the event that uses it. Returns 0 when the table is full or
  * no room could be made (counted as lost by the caller's event). */
+/* Cold part of rh_stack_id: writes the STACK record of new stack id (walked
+ * into wk) before the event that uses it. Keeps errno (the CFI prefix and a
+ * new chunk may call into libc). */
+static RH_COLD void rh_stack_define(struct rh_writer *w, uint32_t id, unsigned kind, void *fp,
+                                    const struct rh_walk *wk, uint64_t t)
+{
+    int e = errno;
+    if (rh_writer_reserve(w, RH_STACK_FIXED + (size_t)wk->nframes * 10, t) == 0) {
+        uint8_t *q = w->pos;
+        *q++ = RIP_OP_STACK;
+        q = rip_put_varint(q, id);
+        q = rip_put_varint(q, kind);
+        q = rip_put_varint(q, ((uint64_t)wk->nframes << 1) | wk->cut);
+        q = rh_stack_encode(fp, wk->nframes, q);
+        w->pos = q;
+        rh_writer_commit(w);
+    } /* else the definition is lost with the file; nothing to do */
+    errno = e;
+}
+
 static inline uint32_t rh_stack_id(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
 {
     struct rh_walk wk;
@@ -94,16 +126,7 @@ static inline uint32_t rh_stack_id(struct rh_writer *w, unsigned kind, void *fp,
             __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
         return id;
     }
-    if (rh_writer_reserve(w, RH_STACK_FIXED + (size_t)wk.nframes * 10, t) != 0)
-        return id; /* the definition is lost with the file; nothing to do */
-    uint8_t *q = w->pos;
-    *q++ = RIP_OP_STACK;
-    q = rip_put_varint(q, id);
-    q = rip_put_varint(q, kind);
-    q = rip_put_varint(q, ((uint64_t)wk.nframes << 1) | wk.cut);
-    q = rh_stack_encode(fp, wk.nframes, q);
-    w->pos = q;
-    rh_writer_commit(w);
+    rh_stack_define(w, id, kind, fp, &wk, t);
     return id;
 }
 
@@ -219,9 +242,12 @@ static uint64_t rh_shared_begin(void)
 static RH_COLD void rh_shared_record(int ev, unsigned kind, void *old, void *p, size_t size,
                                      uint64_t t_before, void *fp)
 {
+    int e = errno;
     uint64_t t = rh_shared_begin();
-    if (!t)
+    if (!t) {
+        errno = e;
         return;
+    }
     struct rh_writer *w = &rh_shared;
     switch (ev) {
     case RH_EV_ALLOC:
@@ -240,6 +266,17 @@ static RH_COLD void rh_shared_record(int ev, unsigned kind, void *old, void *p, 
         break;
     }
     rh_spin_unlock(&rh_shared_lock);
+    errno = e;
+}
+
+/* rh_thread_prepare, keeping errno (it may create the file, map a chunk or
+ * take a slot). */
+static RH_COLD struct rh_slot *rh_prepare(uint64_t t, int *drop)
+{
+    int e = errno;
+    struct rh_slot *s = rh_thread_prepare(t, drop);
+    errno = e;
+    return s;
 }
 
 /* The calling thread's writable slot, or NULL (shared path or dropped). */
@@ -249,7 +286,7 @@ static inline struct rh_slot *rh_ready(uint64_t t, int *drop)
     *drop = 0;
     if (rh_likely(s && s->w.chunk && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED)))
         return s;
-    return rh_thread_prepare(t, drop);
+    return rh_prepare(t, drop);
 }
 
 /* ---- rh_hooks.h entry points -------------------------------------------- */

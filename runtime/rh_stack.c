@@ -20,6 +20,7 @@
  * with a release store. A reader that finds the hash with id 0 spins briefly.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -85,6 +86,7 @@ struct rh_stack_table *rh_stack_table_new(void)
  * allocates: the caller has the guard set, so those calls pass untracked. */
 static RH_COLD void rh_stack_bounds_compute(void)
 {
+    int e = errno; /* rh_record_* keep errno; getrlimit and pthread_* may not */
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     uintptr_t main_top = (uintptr_t)__libc_stack_end;
     uintptr_t lim = 8u << 20;
@@ -111,6 +113,7 @@ static RH_COLD void rh_stack_bounds_compute(void)
     }
     rh_tls_stack_lo = lo;
     rh_tls_stack_hi = hi;
+    errno = e;
 }
 
 void rh_stack_bounds(uintptr_t *lo, uintptr_t *hi)
@@ -156,7 +159,9 @@ static RH_COLD void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi,
 {
     uintptr_t pre[RH_UNWIND_MAX_PREFIX], resume;
     uint32_t cut = 0;
+    int e = errno; /* a rule-cache miss may look at modules */
     uint32_t np = rh_unwind_prefix(cur, lo, hi, max, pre, &resume, &cut);
+    errno = e;
     *o = (struct rh_walk_cfi){cur, h, 1, 0, 1};
     if (!np)
         return; /* frame 0 keeps a frame record after all: the plain walk */

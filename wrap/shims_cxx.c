@@ -126,11 +126,9 @@ RH_NEW_SHIM(_ZnamSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW_ARRAY, al, 1,
 #define RH_DELETE_SHIM(SYM, PARAMS, ARGS)                                                          \
     RH_HOOKED void rh_hooked_##SYM(RH_UNPAREN PARAMS)                                              \
     {                                                                                              \
-        int e = errno;                                                                             \
-        rh_record_free(p, rh_now());                                                               \
+        rh_record_free(p, rh_now()); /* keeps errno */                                             \
         RH_REAL_DELETE(SYM, RH_UNPAREN ARGS);                                                      \
         rh_hook_end();                                                                             \
-        errno = e;                                                                                 \
     }                                                                                              \
     RH_WRAP void __wrap_##SYM(RH_UNPAREN PARAMS)                                                   \
     {                                                                                              \

@@ -12,7 +12,10 @@
  * a separate noinline function (rh_*_hooked) that gets the shim's frame address,
  * so the shim itself needs no saved registers when tracking is off (1 push
  * instead of 5 with gcc 12). The shim's frame stays on the stack during that
- * call (no sibling calls), so the recorded frame is still the shim's.
+ * call (no sibling calls), so the recorded frame is still the shim's. The
+ * recording halves of malloc, realloc and free do not save errno: rh_record_*
+ * keep it (their fast path makes no libc call; their cold paths save it), which
+ * spares two calls to __errno_location per event.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,11 +35,23 @@
 #define RH_HOT_SHIM RH_WRAP
 #endif
 
+/* rh_shim_alloc_done without saving errno (rh_record_* keep it): records the
+ * allocation p (NULL: a failure) of size bytes and ends the hook. */
+RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
+{
+    uint64_t t = rh_now();
+    if (rh_likely(p != NULL))
+        rh_record_alloc(kind, p, size, t, fp);
+    else
+        rh_record_fail(kind, size, fp);
+    rh_hook_end();
+}
+
 /* The recording half of __wrap_malloc: called with the guard set. */
 RH_HOOKED void *rh_malloc_hooked(size_t n, void *fp)
 {
     void *p = __real_malloc(n);
-    rh_shim_alloc_done(RH_KIND_MALLOC, p, n, fp);
+    rh_alloc_done(RH_KIND_MALLOC, p, n, fp);
     return p;
 }
 
@@ -76,12 +91,19 @@ RH_HOOKED void *rh_realloc_hooked(void *p, size_t n, void *fp)
 {
     if (p == NULL) {
         void *q = __real_realloc(NULL, n);
-        rh_shim_alloc_done(RH_KIND_REALLOC, q, n, fp);
+        rh_alloc_done(RH_KIND_REALLOC, q, n, fp);
         return q;
     }
     uint64_t t_before = rh_now();
     void *q = __real_realloc(p, n);
-    rh_shim_realloc_done(RH_KIND_REALLOC, p, q, n, t_before, fp);
+    uint64_t t_after = rh_now();
+    if (rh_likely(q != NULL))
+        rh_record_realloc(RH_KIND_REALLOC, p, q, n, t_before, t_after, fp);
+    else if (n == 0)
+        rh_record_free(p, t_before);
+    else
+        rh_record_fail(RH_KIND_REALLOC, n, fp);
+    rh_hook_end();
     return q;
 }
 
@@ -117,11 +139,9 @@ RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
  * another thread) before its free is in the profile. */
 RH_HOOKED void rh_free_hooked(void *p)
 {
-    int e = errno;
     rh_record_free(p, rh_now());
     __real_free(p);
     rh_hook_end();
-    errno = e;
 }
 
 RH_HOT_SHIM void __wrap_free(void *p)
