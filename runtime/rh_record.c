@@ -119,8 +119,17 @@ static inline uint32_t rh_stack_id(struct rh_writer *w, unsigned kind, void *fp,
 {
     struct rh_walk wk;
     rh_stack_walk(fp, kind, rh_cfg.max_stack_depth, &wk);
+    /* A known stack usually sits in its home entry: probe it inline and leave
+     * collisions, insertions and a full table to rh_stack_lookup. */
+    struct rh_stack_table *tb = w->stacks;
+    const struct rh_stack_entry *home = &tb->entries[wk.hash & tb->mask];
+    if (rh_likely(__atomic_load_n(&home->hash, __ATOMIC_ACQUIRE) == wk.hash)) {
+        uint32_t hid = __atomic_load_n(&home->id, __ATOMIC_ACQUIRE);
+        if (rh_likely(hid))
+            return hid;
+    }
     int is_new;
-    uint32_t id = rh_stack_lookup(w->stacks, wk.hash, &is_new);
+    uint32_t id = rh_stack_lookup(tb, wk.hash, &is_new);
     if (rh_likely(!is_new)) {
         if (rh_unlikely(!id))
             __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
