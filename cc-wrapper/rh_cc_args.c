@@ -158,6 +158,30 @@ void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, voi
     }
 }
 
+/* gcc's driver (and clang's) accept long spellings of some options and
+ * translate them before anything else (gcc.cc option_map): "--compile" is -c,
+ * "--output X" is -o X, and so on. Returns the short form, or a itself. */
+static const char *rh_long_alias(const char *a)
+{
+    static const char *const map[][2] = {
+        {"--compile", "-c"},   {"--assemble", "-S"}, {"--preprocess", "-E"},
+        {"--shared", "-shared"}, {"--static", "-static"}, {"--output", "-o"},
+        {"--language", "-x"},  {"--include", "-include"}, {"--define-macro", "-D"},
+        {"--undefine-macro", "-U"}, {"--include-directory", "-I"}, {"--library-directory", "-L"},
+        {"--imacros", "-imacros"}, {"--include-prefix", "-iprefix"},
+        {"--include-with-prefix", "-iwithprefix"},
+        {"--dependencies", "-M"}, {"--user-dependencies", "-MM"}, {"--verbose", "-v"},
+        {"--for-linker", "-Xlinker"}, {"--force-link", "-u"}, {"--prefix", "-B"},
+        {"--specs", "-specs"},
+    };
+    if (a[0] != '-' || a[1] != '-')
+        return a;
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(a, map[i][0]) == 0)
+            return map[i][1];
+    return a;
+}
+
 void rh_cc_scan_arg(struct rh_cc_scan *s, const char *a, int depth)
 {
     if (s->skip_next) {
@@ -176,6 +200,7 @@ void rh_cc_scan_arg(struct rh_cc_scan *s, const char *a, int depth)
         s->inputs++; /* a file, or "-" for stdin */
         return;
     }
+    a = rh_long_alias(a);
     if (strcmp(a, "-c") == 0 || strcmp(a, "-S") == 0 || strcmp(a, "-r") == 0 ||
         strcmp(a, "-fsyntax-only") == 0) {
         s->no_link = 1;

@@ -87,6 +87,13 @@ static void test_modes(void)
     /* An option's value is not an input or an option. */
     MODE(RH_CC_PASS, "-o", "-c", "-v");
     MODE(RH_CC_LINK_EXE, "-x", "c", "x.c", "-o", "-E");
+    /* gcc's and clang's long spellings of the mode options (gcc.cc option_map) */
+    MODE(RH_CC_COMPILE, "--compile", "x.c", "-o", "x.o");
+    MODE(RH_CC_COMPILE, "--assemble", "x.c");
+    MODE(RH_CC_PASS, "--preprocess", "x.c");
+    MODE(RH_CC_LINK_SO, "--shared", "-fPIC", "x.c", "-o", "libx.so");
+    MODE(RH_CC_LINK_EXE, "--output", "-c", "x.c");
+    MODE(RH_CC_LINK_EXE, "--language", "c", "-", "-o", "x");
 
     struct rh_cc_scan s;
     const char *const st[] = {"-static", "x.c", "-l", "stdc++", NULL};
@@ -107,6 +114,9 @@ static void test_modes(void)
     mode_of(sl, &s);
     CHECK_EQ(s.static_cxx, 1);
     CHECK_EQ(s.is_static, 0);
+    const char *const lst[] = {"--static", "x.o", NULL};
+    CHECK_EQ(mode_of(lst, &s), RH_CC_LINK_EXE);
+    CHECK_EQ(s.is_static, 1);
 }
 
 /* rheaper-c++'s static libstdc++ default and its opt-outs. */
