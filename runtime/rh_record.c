@@ -115,6 +115,22 @@ static RH_COLD void rh_stack_define(struct rh_writer *w, uint32_t id, unsigned k
     errno = e;
 }
 
+/* Cold part of rh_stack_id: the home entry did not hold the stack (a
+ * collision, a new stack or a full table). */
+static RH_COLD uint32_t rh_stack_id_slow(struct rh_writer *w, unsigned kind, void *fp,
+                                         const struct rh_walk *wk, uint64_t t)
+{
+    int is_new;
+    uint32_t id = rh_stack_lookup(w->stacks, wk->hash, &is_new);
+    if (rh_likely(!is_new)) {
+        if (rh_unlikely(!id))
+            __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return id;
+    }
+    rh_stack_define(w, id, kind, fp, wk, t);
+    return id;
+}
+
 static inline uint32_t rh_stack_id(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
 {
     struct rh_walk wk;
@@ -128,27 +144,46 @@ static inline uint32_t rh_stack_id(struct rh_writer *w, unsigned kind, void *fp,
         if (rh_likely(hid))
             return hid;
     }
-    int is_new;
-    uint32_t id = rh_stack_lookup(tb, wk.hash, &is_new);
-    if (rh_likely(!is_new)) {
-        if (rh_unlikely(!id))
-            __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
-        return id;
+    return rh_stack_id_slow(w, kind, fp, &wk, t);
+}
+
+/* rh_stack_id for the fast path, whose chunk had room for one event before the
+ * walk: only a new stack's STACK record can take that room, so the cold part
+ * reserves again after it. Returns RH_ID_LOST (nothing written, the loss
+ * counted) when no room could be made. */
+#define RH_ID_LOST UINT32_MAX
+static RH_COLD uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, void *fp,
+                                              const struct rh_walk *wk, uint64_t t)
+{
+    uint32_t id = rh_stack_id_slow(w, kind, fp, wk, t);
+    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return RH_ID_LOST;
     }
-    rh_stack_define(w, id, kind, fp, &wk, t);
     return id;
+}
+
+static inline uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
+{
+    struct rh_walk wk;
+    rh_stack_walk(fp, kind, rh_cfg.max_stack_depth, &wk);
+    struct rh_stack_table *tb = w->stacks;
+    const struct rh_stack_entry *home = &tb->entries[wk.hash & tb->mask];
+    if (rh_likely(__atomic_load_n(&home->hash, __ATOMIC_ACQUIRE) == wk.hash)) {
+        uint32_t hid = __atomic_load_n(&home->id, __ATOMIC_ACQUIRE);
+        if (rh_likely(hid))
+            return hid;
+    }
+    return rh_stack_id_slow_fast(w, kind, fp, &wk, t);
 }
 
 /* ---- encoders, shared by the slot and shared paths ---------------------- */
 
-static inline void rh_emit_alloc(struct rh_writer *w, unsigned kind, void *p, size_t size,
-                                 uint64_t t, void *fp)
+/* The rh_put_* write one event record at w->pos, which has room for
+ * RIP_MAX_EVENT_BYTES, and end it; the rh_emit_* reserve that room first. */
+static inline __attribute__((always_inline)) void
+rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, size_t size, uint64_t t)
 {
-    uint32_t id = rh_stack_id(w, kind, fp, t);
-    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
-        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
-        return;
-    }
     int64_t d = (int64_t)((uint64_t)(uintptr_t)p - w->prev_addr);
     unsigned raw = (d & 15) ? RIP_B0_RAWADDR : 0;
     uint8_t *q = rh_put_head(w, w->pos, RIP_OP_ALLOC, raw, t);
@@ -159,12 +194,9 @@ static inline void rh_emit_alloc(struct rh_writer *w, unsigned kind, void *p, si
     rh_event_done(w, q);
 }
 
-static inline void rh_emit_free(struct rh_writer *w, void *p, uint64_t t)
+static inline __attribute__((always_inline)) void rh_put_free(struct rh_writer *w, void *p,
+                                                              uint64_t t)
 {
-    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
-        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
-        return;
-    }
     int64_t d = (int64_t)((uint64_t)(uintptr_t)p - w->prev_addr);
     unsigned raw = (d & 15) ? RIP_B0_RAWADDR : 0;
     uint8_t *q = rh_put_head(w, w->pos, RIP_OP_FREE, raw, t);
@@ -173,14 +205,10 @@ static inline void rh_emit_free(struct rh_writer *w, void *p, uint64_t t)
     rh_event_done(w, q);
 }
 
-static inline void rh_emit_realloc(struct rh_writer *w, unsigned kind, void *old, void *p,
-                                   size_t size, uint64_t t1, uint64_t t2, void *fp)
+static inline __attribute__((always_inline)) void
+rh_put_realloc(struct rh_writer *w, uint32_t id, void *old, void *p, size_t size, uint64_t t1,
+               uint64_t t2)
 {
-    uint32_t id = rh_stack_id(w, kind, fp, t1);
-    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t1) != 0)) {
-        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
-        return;
-    }
     int64_t d1 = (int64_t)((uint64_t)(uintptr_t)old - w->prev_addr);
     int64_t d2 = (int64_t)((uint64_t)(uintptr_t)p - (uint64_t)(uintptr_t)old);
     unsigned raw = ((d1 | d2) & 15) ? RIP_B0_RAWADDR : 0;
@@ -193,6 +221,37 @@ static inline void rh_emit_realloc(struct rh_writer *w, unsigned kind, void *old
     q = rh_put_addr(q, d2, raw);
     w->prev_addr = (uintptr_t)p;
     rh_event_done(w, q);
+}
+
+static inline void rh_emit_alloc(struct rh_writer *w, unsigned kind, void *p, size_t size,
+                                 uint64_t t, void *fp)
+{
+    uint32_t id = rh_stack_id(w, kind, fp, t);
+    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    rh_put_alloc(w, id, p, size, t);
+}
+
+static inline void rh_emit_free(struct rh_writer *w, void *p, uint64_t t)
+{
+    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    rh_put_free(w, p, t);
+}
+
+static inline void rh_emit_realloc(struct rh_writer *w, unsigned kind, void *old, void *p,
+                                   size_t size, uint64_t t1, uint64_t t2, void *fp)
+{
+    uint32_t id = rh_stack_id(w, kind, fp, t1);
+    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t1) != 0)) {
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    rh_put_realloc(w, id, old, p, size, t1, t2);
 }
 
 static inline void rh_emit_fail(struct rh_writer *w, unsigned kind, size_t size, uint64_t t,
@@ -298,11 +357,26 @@ static inline struct rh_slot *rh_ready(uint64_t t, int *drop)
     return rh_prepare(t, drop);
 }
 
+/* The fast path's writer: the calling thread's slot, of the current epoch,
+ * with room for one event in its chunk (a slot without a chunk has pos == end
+ * == NULL, so the room test covers it). One test for what rh_ready and
+ * rh_writer_reserve check apart; NULL sends the event to the cold path, which
+ * runs those two as before. */
+static inline struct rh_writer *rh_fast_writer(void)
+{
+    struct rh_slot *s = rh_tls_slot;
+    if (rh_likely(s && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED) &&
+                  (size_t)(s->w.end - s->w.pos) >= RIP_MAX_EVENT_BYTES))
+        return &s->w;
+    return NULL;
+}
+
 /* ---- rh_hooks.h entry points -------------------------------------------- */
 
-void rh_record_alloc(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
+/* The cold halves: a thread's first event, a full chunk, a new file, the
+ * shared path. Exactly the checks and records of before the fast path. */
+static RH_COLD void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t, void *fp)
 {
-    uint64_t t = t_after >> rh_clock_shift;
     int drop;
     struct rh_slot *s = rh_ready(t, &drop);
     if (rh_likely(s))
@@ -311,11 +385,8 @@ void rh_record_alloc(unsigned kind, void *p, size_t size, uint64_t t_after, void
         rh_shared_record(RH_EV_ALLOC, kind, NULL, p, size, 0, fp);
 }
 
-void rh_record_free(void *p, uint64_t t_before)
+static RH_COLD void rh_record_free_slow(void *p, uint64_t t, uint64_t t_before)
 {
-    if (!p)
-        return;
-    uint64_t t = t_before >> rh_clock_shift;
     int drop;
     struct rh_slot *s = rh_ready(t, &drop);
     if (rh_likely(s))
@@ -324,16 +395,54 @@ void rh_record_free(void *p, uint64_t t_before)
         rh_shared_record(RH_EV_FREE, 0, NULL, p, 0, t_before, NULL);
 }
 
-void rh_record_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
-                       uint64_t t_after, void *fp)
+static RH_COLD void rh_record_realloc_slow(unsigned kind, void *old, void *p, size_t size,
+                                           uint64_t t_before, uint64_t t1, uint64_t t2, void *fp)
 {
-    uint64_t t1 = t_before >> rh_clock_shift, t2 = t_after >> rh_clock_shift;
     int drop;
     struct rh_slot *s = rh_ready(t1, &drop);
     if (rh_likely(s))
         rh_emit_realloc(&s->w, kind, old, p, size, t1, t2, fp);
     else if (!drop)
         rh_shared_record(RH_EV_REALLOC, kind, old, p, size, t_before, fp);
+}
+
+void rh_record_alloc(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
+{
+    uint64_t t = t_after >> rh_clock_shift;
+    struct rh_writer *w = rh_fast_writer();
+    if (rh_unlikely(!w)) {
+        rh_record_alloc_slow(kind, p, size, t, fp);
+        return;
+    }
+    uint32_t id = rh_stack_id_fast(w, kind, fp, t);
+    if (rh_likely(id != RH_ID_LOST))
+        rh_put_alloc(w, id, p, size, t);
+}
+
+void rh_record_free(void *p, uint64_t t_before)
+{
+    if (!p)
+        return;
+    uint64_t t = t_before >> rh_clock_shift;
+    struct rh_writer *w = rh_fast_writer();
+    if (rh_likely(w))
+        rh_put_free(w, p, t);
+    else
+        rh_record_free_slow(p, t, t_before);
+}
+
+void rh_record_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
+                       uint64_t t_after, void *fp)
+{
+    uint64_t t1 = t_before >> rh_clock_shift, t2 = t_after >> rh_clock_shift;
+    struct rh_writer *w = rh_fast_writer();
+    if (rh_unlikely(!w)) {
+        rh_record_realloc_slow(kind, old, p, size, t_before, t1, t2, fp);
+        return;
+    }
+    uint32_t id = rh_stack_id_fast(w, kind, fp, t1);
+    if (rh_likely(id != RH_ID_LOST))
+        rh_put_realloc(w, id, old, p, size, t1, t2);
 }
 
 void rh_record_fail(unsigned kind, size_t size, void *fp)

@@ -198,18 +198,30 @@ void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
             if (!o.go)
                 goto done;
         }
+        /* The rules of rh_next_frame, spelled out so that each is one compare
+         * and branch on the loop's registers (no sentinel, no recomputed
+         * range), and the depth limit a down-counter: ~14 instructions a frame
+         * where the shared helper took ~21. rh_stack_encode must follow the
+         * same frames, so any change here goes to rh_next_frame too. */
+        uintptr_t top = hi - 16;
+        uint32_t left = max > n ? max - n : 0; /* frames still allowed */
         for (;;) {
-            uintptr_t next = rh_next_frame(cur, hi);
-            if (!next)
+            uintptr_t next = ((const uintptr_t *)cur)[0];
+            if ((next & 7u) || next <= cur || next > top)
                 break;
-            if (rh_unlikely(n >= max)) {
+            uintptr_t ret = ((const uintptr_t *)next)[1];
+            if (ret <= 4096u)
+                break;
+            if (rh_unlikely(!left)) {
                 cut = 1;
                 break;
             }
-            h = rh_step(h, ((const uintptr_t *)next)[1]);
-            n++;
+            left--;
+            h ^= ret;
+            h *= RH_MIX_K; /* rh_step, written so that h keeps its register */
             cur = next;
         }
+        n = max > n ? max - left : n;
     }
 done:
     h = rh_fmix(rh_mix(h, ((uint64_t)n << 1) | cut));
