@@ -86,10 +86,11 @@ static inline uint8_t *rh_put_head(struct rh_writer *w, uint8_t *q, unsigned op,
     return rip_put_varint(q, dt);
 }
 
-/* Address delta as an svarint, in 16-byte units unless raw. */
+/* Address delta as an svarint, in 16-byte units unless raw. Not raw means d
+ * is a multiple of 16, so the arithmetic shift is the exact quotient. */
 static inline uint8_t *rh_put_addr(uint8_t *q, int64_t d, unsigned raw)
 {
-    return rip_put_varint(q, rip_zigzag(raw ? d : d / 16));
+    return rip_put_varint(q, rip_zigzag(raw ? d : d >> 4));
 }
 
 /* Finds (or defines) the stack id of this call. A new stack gets its STACK
@@ -163,10 +164,10 @@ static RH_COLD uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind
     return id;
 }
 
-static inline uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
+RH_ALWAYS_INLINE uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
 {
     struct rh_walk wk;
-    rh_stack_walk(fp, kind, rh_cfg.max_stack_depth, &wk);
+    rh_stack_walk_inline(fp, kind, rh_cfg.max_stack_depth, &wk);
     struct rh_stack_table *tb = w->stacks;
     const struct rh_stack_entry *home = &tb->entries[wk.hash & tb->mask];
     if (rh_likely(__atomic_load_n(&home->hash, __ATOMIC_ACQUIRE) == wk.hash)) {
@@ -181,8 +182,8 @@ static inline uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, void
 
 /* The rh_put_* write one event record at w->pos, which has room for
  * RIP_MAX_EVENT_BYTES, and end it; the rh_emit_* reserve that room first. */
-static inline __attribute__((always_inline)) void
-rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, size_t size, uint64_t t)
+RH_ALWAYS_INLINE void rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, size_t size,
+                                   uint64_t t)
 {
     int64_t d = (int64_t)((uint64_t)(uintptr_t)p - w->prev_addr);
     unsigned raw = (d & 15) ? RIP_B0_RAWADDR : 0;
@@ -194,8 +195,7 @@ rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, size_t size, uint64_t t)
     rh_event_done(w, q);
 }
 
-static inline __attribute__((always_inline)) void rh_put_free(struct rh_writer *w, void *p,
-                                                              uint64_t t)
+RH_ALWAYS_INLINE void rh_put_free(struct rh_writer *w, void *p, uint64_t t)
 {
     int64_t d = (int64_t)((uint64_t)(uintptr_t)p - w->prev_addr);
     unsigned raw = (d & 15) ? RIP_B0_RAWADDR : 0;
@@ -205,9 +205,8 @@ static inline __attribute__((always_inline)) void rh_put_free(struct rh_writer *
     rh_event_done(w, q);
 }
 
-static inline __attribute__((always_inline)) void
-rh_put_realloc(struct rh_writer *w, uint32_t id, void *old, void *p, size_t size, uint64_t t1,
-               uint64_t t2)
+RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old, void *p,
+                                     size_t size, uint64_t t1, uint64_t t2)
 {
     int64_t d1 = (int64_t)((uint64_t)(uintptr_t)old - w->prev_addr);
     int64_t d2 = (int64_t)((uint64_t)(uintptr_t)p - (uint64_t)(uintptr_t)old);

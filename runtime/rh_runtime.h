@@ -22,6 +22,8 @@
 #endif
 
 #define RH_COLD __attribute__((noinline, cold))
+/* Hot-path helpers that must inline whatever gcc's size estimate says. */
+#define RH_ALWAYS_INLINE static inline __attribute__((always_inline))
 
 /* Busy-wait hint inside spin loops. */
 static inline void rh_cpu_relax(void)
@@ -150,7 +152,8 @@ RH_HIDDEN void rh_stack_bounds(uintptr_t *lo, uintptr_t *hi);
 /* Forget the cached bounds of the calling thread (fork child keeps them, a new
  * thread computes its own). */
 RH_HIDDEN void rh_stack_bounds_reset(void);
-/* Walks from the shim frame fp, hashing kind and frames. max = max depth. */
+/* Walks from the shim frame fp, hashing kind and frames. max = max depth.
+ * Out-of-line copy of rh_stack_walk_inline (below), for tests and cold code. */
 RH_HIDDEN void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w);
 /* Walks again and writes the frames as svarint deltas at p (which must hold
  * nframes * 10 bytes). Returns the end. */
@@ -239,6 +242,104 @@ static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi
     return 0;
 }
 #endif
+
+/* ---- rh_stack.c: the walk, inline in the record fast path --------------
+ * rh_stack_walk_inline is the whole frame-pointer walk with its hash, so that
+ * rh_record.c's fast path pays no call, no saved registers of its own and no
+ * struct in memory for it; the parts it needs from rh_stack.c are below. */
+
+/* The calling thread's stack bounds; hi == 0 until rh_stack_bounds_compute
+ * (cold, keeps errno) has run on this thread. */
+extern RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
+RH_HIDDEN void rh_stack_bounds_compute(void) RH_COLD;
+
+/* What the CFI prefix of a walk leaves for the frame-pointer loop. */
+struct rh_walk_cfi {
+    uintptr_t cur; /* frame record to continue from: its [1] is frame n - 1 */
+    uint64_t h;
+    uint32_t n, cut;
+    int go; /* 0: the walk is over */
+};
+/* Cold part of the walk when frame 0's rule is not a cached frame-pointer one:
+ * the CFI prefix (rh_unwind_prefix) from the shim frame cur, hashed on top of h
+ * (which holds frame 0). Results go to *o, so that the walk's own variables
+ * stay in registers. Keeps errno. */
+RH_HIDDEN void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi, unsigned max,
+                                 uint64_t h, struct rh_walk_cfi *o) RH_COLD;
+
+/* The walk's hash. Per value: one xor and one multiply by an odd constant (a
+ * bijection), no longer than the load of the next frame record, so the hash
+ * costs almost nothing beside the walk; murmur3's 64-bit finaliser spreads the
+ * high bits at the end. The hash never leaves the process (stack ids are the
+ * table's insertion order), so it may change between versions. */
+#define RH_WALK_K 0x9e3779b97f4a7c15ull
+static inline uint64_t rh_walk_step(uint64_t h, uint64_t v)
+{
+    return (h ^ v) * RH_WALK_K;
+}
+static inline uint64_t rh_walk_fmix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
+/* rh_stack_walk, inline. The frame rules are those of rh_stack.c's
+ * rh_next_frame (which rh_stack_encode follows: change both together), each
+ * spelled out as one compare and branch on the loop's registers, and the depth
+ * limit is a down-counter: ~17 instructions a frame. */
+RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
+{
+    uintptr_t hi = rh_tls_stack_hi;
+    if (rh_unlikely(!hi)) {
+        rh_stack_bounds_compute();
+        hi = rh_tls_stack_hi;
+    }
+    uintptr_t lo = rh_tls_stack_lo;
+    uintptr_t cur = (uintptr_t)fp;
+    uint64_t h = rh_walk_step(0x52484541505249ull, kind); /* "RHEAPRI" */
+    h = rh_walk_step(h, ((const uintptr_t *)cur)[1]);
+    uint32_t n = 1, cut = 0;
+    if (cur >= lo && hi >= 16 && cur <= hi - 16) {
+        /* Frame 0's function has no frame pointer (libstdc++, libc): its caller
+         * and those above it come from CFI (rh_unwind.c). Frame-pointer code
+         * costs one inline cache probe here. */
+        if (rh_unlikely(!rh_unwind_fp_frame(((const uintptr_t *)cur)[1]))) {
+            struct rh_walk_cfi o;
+            rh_stack_walk_cfi(cur, lo, hi, max, h, &o);
+            cur = o.cur, h = o.h, n = o.n, cut = o.cut;
+            if (!o.go)
+                goto done;
+        }
+        uintptr_t top = hi - 16;
+        uint32_t left = max > n ? max - n : 0; /* frames still allowed */
+        for (;;) {
+            uintptr_t next = ((const uintptr_t *)cur)[0];
+            if ((next & 7u) || next <= cur || next > top)
+                break;
+            uintptr_t ret = ((const uintptr_t *)next)[1];
+            if (ret <= 4096u)
+                break;
+            if (rh_unlikely(!left)) {
+                cut = 1;
+                break;
+            }
+            left--;
+            h ^= ret;
+            h *= RH_WALK_K; /* rh_walk_step, written so that h keeps its register */
+            cur = next;
+        }
+        n = max > n ? max - left : n;
+    }
+done:
+    h = rh_walk_fmix(rh_walk_step(h, ((uint64_t)n << 1) | cut));
+    w->hash = h ? h : 1;
+    w->nframes = n;
+    w->cut = cut;
+}
 
 /* ---- rh_file.c ---------------------------------------------------------- */
 

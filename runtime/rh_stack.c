@@ -29,38 +29,11 @@
 #include "rh_runtime.h"
 
 #define RH_STACK_TABLE_BITS 21
-#define RH_MIX_K 0x9e3779b97f4a7c15ull
 
 extern void *__libc_stack_end;
 
-static __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
-
-static inline uint64_t rh_mix(uint64_t h, uint64_t v)
-{
-    h ^= v;
-    h *= RH_MIX_K;
-    return h ^ (h >> 29);
-}
-
-/* The per-frame step of the walk's hash: one xor and one multiply on the
- * dependency chain, no longer than the load of the next frame record, so the
- * hash costs almost nothing beside the walk. Multiplying by an odd constant is
- * a bijection; the finaliser at the end spreads the high bits. */
-static inline uint64_t rh_step(uint64_t h, uint64_t v)
-{
-    return (h ^ v) * RH_MIX_K;
-}
-
-/* murmur3's 64-bit finaliser. */
-static inline uint64_t rh_fmix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 33);
-}
+RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
 
 struct rh_stack_table *rh_stack_table_new(void)
 {
@@ -84,7 +57,7 @@ struct rh_stack_table *rh_stack_table_new(void)
 /* Computes the calling thread's stack bounds. The main thread's stack ends at
  * __libc_stack_end (no allocation); other threads ask pthread_getattr_np, which
  * allocates: the caller has the guard set, so those calls pass untracked. */
-static RH_COLD void rh_stack_bounds_compute(void)
+void rh_stack_bounds_compute(void)
 {
     int e = errno; /* rh_record_* keep errno; getrlimit and pthread_* may not */
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
@@ -131,7 +104,9 @@ void rh_stack_bounds_reset(void)
 
 /* The next frame record above cur, or 0 when the walk must stop: next must be
  * 8-aligned and in (cur, hi - 16], and its return address above 4096. The
- * range test is one unsigned compare: next - cur - 1 < hi - 16 - cur. */
+ * range test is one unsigned compare: next - cur - 1 < hi - 16 - cur. These
+ * are the rules of rh_stack_walk_inline's loop (rh_runtime.h): change both
+ * together, or an encoded stack would differ from its walk. */
 static inline uintptr_t rh_next_frame(uintptr_t cur, uintptr_t hi)
 {
     uintptr_t next = ((const uintptr_t *)cur)[0];
@@ -142,20 +117,9 @@ static inline uintptr_t rh_next_frame(uintptr_t cur, uintptr_t hi)
     return next;
 }
 
-/* What the CFI prefix of a walk leaves for the frame-pointer loop. */
-struct rh_walk_cfi {
-    uintptr_t cur; /* frame record to continue from: its [1] is frame n - 1 */
-    uint64_t h;
-    uint32_t n, cut;
-    int go; /* 0: the walk is over */
-};
-
-/* Cold part of rh_stack_walk when frame 0's rule is not a cached frame-pointer
- * one: the CFI prefix (rh_unwind_prefix) from the shim frame cur, hashed on top
- * of h (which holds frame 0). Results go to *o by value, so that the walk's own
- * variables stay in registers. */
-static RH_COLD void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi, unsigned max,
-                                      uint64_t h, struct rh_walk_cfi *o)
+/* The CFI prefix of a walk (contract in rh_runtime.h). */
+void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi, unsigned max, uint64_t h,
+                       struct rh_walk_cfi *o)
 {
     uintptr_t pre[RH_UNWIND_MAX_PREFIX], resume;
     uint32_t cut = 0;
@@ -166,7 +130,7 @@ static RH_COLD void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi,
     if (!np)
         return; /* frame 0 keeps a frame record after all: the plain walk */
     for (uint32_t i = 1; i < np; i++)
-        h = rh_mix(h, pre[i]);
+        h = rh_walk_step(h, pre[i]);
     o->n = np;
     o->cut = cut || (resume && np >= max);
     o->h = h;
@@ -174,60 +138,14 @@ static RH_COLD void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi,
         o->go = 0;
         return;
     }
-    o->h = rh_mix(h, ((const uintptr_t *)resume)[1]);
+    o->h = rh_walk_step(h, ((const uintptr_t *)resume)[1]);
     o->n = np + 1;
     o->cur = resume;
 }
 
 void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
 {
-    uintptr_t lo, hi;
-    rh_stack_bounds(&lo, &hi);
-    uintptr_t cur = (uintptr_t)fp;
-    uint64_t h = rh_mix(0x52484541505249ull, kind); /* "RHEAPRI" */
-    h = rh_mix(h, ((const uintptr_t *)cur)[1]);
-    uint32_t n = 1, cut = 0;
-    if (cur >= lo && hi >= 16 && cur <= hi - 16) {
-        /* Frame 0's function has no frame pointer (libstdc++, libc): its caller
-         * and those above it come from CFI (rh_unwind.c). Frame-pointer code
-         * costs one inline cache probe here. */
-        if (rh_unlikely(!rh_unwind_fp_frame(((const uintptr_t *)cur)[1]))) {
-            struct rh_walk_cfi o;
-            rh_stack_walk_cfi(cur, lo, hi, max, h, &o);
-            cur = o.cur, h = o.h, n = o.n, cut = o.cut;
-            if (!o.go)
-                goto done;
-        }
-        /* The rules of rh_next_frame, spelled out so that each is one compare
-         * and branch on the loop's registers (no sentinel, no recomputed
-         * range), and the depth limit a down-counter: ~14 instructions a frame
-         * where the shared helper took ~21. rh_stack_encode must follow the
-         * same frames, so any change here goes to rh_next_frame too. */
-        uintptr_t top = hi - 16;
-        uint32_t left = max > n ? max - n : 0; /* frames still allowed */
-        for (;;) {
-            uintptr_t next = ((const uintptr_t *)cur)[0];
-            if ((next & 7u) || next <= cur || next > top)
-                break;
-            uintptr_t ret = ((const uintptr_t *)next)[1];
-            if (ret <= 4096u)
-                break;
-            if (rh_unlikely(!left)) {
-                cut = 1;
-                break;
-            }
-            left--;
-            h ^= ret;
-            h *= RH_MIX_K; /* rh_step, written so that h keeps its register */
-            cur = next;
-        }
-        n = max > n ? max - left : n;
-    }
-done:
-    h = rh_fmix(rh_mix(h, ((uint64_t)n << 1) | cut));
-    w->hash = h ? h : 1;
-    w->nframes = n;
-    w->cut = cut;
+    rh_stack_walk_inline(fp, kind, max, w);
 }
 
 uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p)

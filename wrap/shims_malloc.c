@@ -30,10 +30,11 @@
  * half is never a tail call: rh_barrier() after it keeps the shim's frame,
  * whose address the hooked half records, on the stack. */
 #if defined(__GNUC__) && !defined(__clang__)
-#define RH_HOT_SHIM RH_WRAP __attribute__((optimize("optimize-sibling-calls")))
+#define RH_SIBCALLS __attribute__((optimize("optimize-sibling-calls")))
 #else
-#define RH_HOT_SHIM RH_WRAP
+#define RH_SIBCALLS
 #endif
+#define RH_HOT_SHIM RH_WRAP RH_SIBCALLS
 
 /* rh_shim_alloc_done without saving errno (rh_record_* keep it): records the
  * allocation p (NULL: a failure) of size bytes and ends the hook. */
@@ -87,13 +88,17 @@ RH_WRAP void *__wrap_calloc(size_t n, size_t m)
  * REALLOC event old -> new with times before and after the real call; a
  * realloc(p, 0) that returns NULL freed p; any other NULL is a failure and p
  * stays live. */
-RH_HOOKED void *rh_realloc_hooked(void *p, size_t n, void *fp)
+/* realloc(NULL, n), apart from the rest so that it saves as few registers as
+ * rh_malloc_hooked does (allocators like Lua's allocate this way). */
+RH_HOOKED void *rh_realloc0_hooked(size_t n, void *fp)
 {
-    if (p == NULL) {
-        void *q = __real_realloc(NULL, n);
-        rh_alloc_done(RH_KIND_REALLOC, q, n, fp);
-        return q;
-    }
+    void *q = __real_realloc(NULL, n);
+    rh_alloc_done(RH_KIND_REALLOC, q, n, fp);
+    return q;
+}
+
+RH_HOOKED void *rh_realloc1_hooked(void *p, size_t n, void *fp)
+{
     uint64_t t_before = rh_now();
     void *q = __real_realloc(p, n);
     uint64_t t_after = rh_now();
@@ -105,6 +110,17 @@ RH_HOOKED void *rh_realloc_hooked(void *p, size_t n, void *fp)
         rh_record_fail(RH_KIND_REALLOC, n, fp);
     rh_hook_end();
     return q;
+}
+
+/* The recording half of __wrap_realloc: picks one of the two above with a
+ * tail jump (fp is the shim's frame, which stays on the stack), so that
+ * neither the shim's pass-through nor realloc(NULL, n) saves more registers
+ * than it needs. */
+RH_HOOKED RH_SIBCALLS void *rh_realloc_hooked(void *p, size_t n, void *fp)
+{
+    if (p == NULL)
+        return rh_realloc0_hooked(n, fp);
+    return rh_realloc1_hooked(p, n, fp);
 }
 
 RH_HOT_SHIM void *__wrap_realloc(void *p, size_t n)
