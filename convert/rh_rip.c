@@ -288,7 +288,8 @@ static int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
     return 0;
 }
 
-static void rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
+/* Returns 1 when the trailer was read. */
+static int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
 {
     struct rh_cursor c = {ch->payload, ch->payload + ch->used, 0};
     uint64_t events = rh_cur_u(&c, 8), end_tick = rh_cur_u(&c, 8), end_ns = rh_cur_u(&c, 8);
@@ -298,7 +299,7 @@ static void rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
         rh_rip_warn(r, "trailer at offset %llu is too short (%u bytes)",
                     (unsigned long long)ch->off, ch->used);
         r->damaged = 1;
-        return;
+        return 0;
     }
     r->has_trailer = 1;
     r->tr_events = events;
@@ -308,6 +309,7 @@ static void rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     r->tr_lost = lost;
     r->tr_open_chunks = open;
     rh_calib_add(r, end_tick, end_ns);
+    return 1;
 }
 
 /* ---- chunk walk -------------------------------------------------------- */
@@ -351,7 +353,10 @@ static int rh_rip_walk(struct rh_rip *r)
     struct rh_map slots = {0};
     size_t capstreams = 0;
     int rc = 0;
-    uint64_t unsealed = 0;
+    /* Unsealed EVENTS/SHARED chunks so far, and before the last trailer: a
+     * chunk after it was opened after the close (threads that kept running
+     * through the exit flush) and is legitimately unsealed. */
+    uint64_t unsealed = 0, unsealed_at_trailer = 0;
     uint64_t off = RIP_HEADER_SIZE;
     while (off < r->size) {
         if (r->size - off < RIP_CHUNK_HDR_SIZE) {
@@ -438,7 +443,8 @@ static int rh_rip_walk(struct rh_rip *r)
                 break;
             }
         } else if (ch.type == RIP_CHUNK_TRAILER) {
-            rh_rip_trailer(r, &ch);
+            if (rh_rip_trailer(r, &ch))
+                unsealed_at_trailer = unsealed;
         } else {
             if (rh_grow(&r->chunks, &r->capchunks, r->nchunks + 1, sizeof *r->chunks) ||
                 r->nchunks >= INT32_MAX) {
@@ -460,10 +466,10 @@ static int rh_rip_walk(struct rh_rip *r)
     rh_map_free(&slots);
     if (!r->has_trailer) {
         r->cut_short = 1;
-    } else if (unsealed > r->tr_open_chunks) {
+    } else if (unsealed_at_trailer > r->tr_open_chunks) {
         /* a clean close seals every chunk but those of running threads */
         rh_rip_warn(r, "%llu chunks are not sealed but the trailer says %u were open",
-                    (unsigned long long)unsealed, r->tr_open_chunks);
+                    (unsigned long long)unsealed_at_trailer, r->tr_open_chunks);
         r->damaged = 1;
     }
     return rc;

@@ -252,7 +252,8 @@ int rh_file_create_locked(void)
     rh_prof.pending = 0;
     rh_prof.exit_flushed = 0;
     rh_prof.events_released = 0;
-    rh_prof.lost = 0;
+    /* atomic: a thread still in flight from the last file may count a loss */
+    __atomic_store_n(&rh_prof.lost, 0, __ATOMIC_RELAXED);
     rh_prof.mod_adds = rh_prof.mod_subs = ~0ull;
     __atomic_store_n(&rh_prof.open, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&rh_epoch, 1, __ATOMIC_RELEASE);

@@ -244,7 +244,12 @@ struct rh_slot *rh_thread_prepare(uint64_t t, int *drop)
         }
         rh_tls_slot = s;
         rh_tls_mode = RH_TM_SLOT;
-        if (rh_thread_ready)
+        /* Arm the exit key unless it is armed already: a thread that moves to
+         * a new file's slot inside its destructor rounds (another library's
+         * key destructor records after an enable) must keep its round count,
+         * or the count restarts at 1, never reaches RH_EXIT_ROUND before glibc
+         * stops calling, and the slot stays held with its chunk open. */
+        if (rh_thread_ready && !pthread_getspecific(rh_exit_key))
             pthread_setspecific(rh_exit_key, (void *)1);
     }
     if (!s->w.chunk && rh_writer_open(&s->w, t) != 0) {

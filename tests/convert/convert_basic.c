@@ -235,6 +235,44 @@ static void check_calibration(void)
     rw_free_file(&f);
 }
 
+/* The trailer's open-chunk count: a clean close seals every chunk but those of
+ * running threads, so more unsealed chunks before the trailer than it counts is
+ * damage. Chunks after the trailer were opened by threads still running
+ * through the exit flush (the file stays open) and may stay unsealed: clean. */
+static void check_open_chunks(void)
+{
+    for (int after = 0; after < 2; after++) {
+        struct rw_file f;
+        rw_new(&f, 7, "x", "x", 1);
+        struct rw_chunk c;
+        rw_begin(&c, &f, RIP_CHUNK_EVENTS, 0, 7, 0);
+        rw_alloc(&c, 10, 0, 16, 0x1000);
+        rw_end(&c, 1, 10);
+        if (!after) { /* unsealed before the trailer, which counts none */
+            rw_begin(&c, &f, RIP_CHUNK_EVENTS, 1, 8, 0);
+            rw_alloc(&c, 20, 0, 32, 0x2000);
+            rw_end(&c, 0, 20);
+            f.unsealed = 0;
+        }
+        rw_trailer(&f, 2, 100, 0, 0);
+        rw_begin(&c, &f, RIP_CHUNK_EVENTS, 0, 7, 110); /* opened after the close */
+        rw_alloc(&c, 120, 0, 48, 0x3000);
+        rw_end(&c, 0, 120);
+        rw_begin(&c, &f, RIP_CHUNK_SHARED, RIP_SLOT_SHARED, 0, 110);
+        rw_setthread(&c, 9);
+        rw_alloc(&c, 130, 0, 64, 0x4000);
+        rw_end(&c, 0, 130);
+        struct rh_rip r;
+        memset(&r, 0, sizeof r);
+        CHECK_EQ(rh_rip_open_mem(&r, f.buf, f.len, "open-chunks", NULL), 0);
+        CHECK_EQ(r.has_trailer, 1);
+        CHECK_EQ(r.cut_short, 0);
+        CHECK_EQ(r.damaged, after ? 0 : 1);
+        rh_rip_close(&r);
+        rw_free_file(&f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -247,5 +285,6 @@ int main(int argc, char **argv)
     convert_reference(dir, 0);
     convert_reference(dir, 1);
     check_calibration();
+    check_open_chunks();
     return rh_test_summary();
 }

@@ -147,6 +147,9 @@ case_life_exit_thread() {
     done
 }
 
+# Events after the exit trailer open chunks that stay unsealed: still clean.
+case_life_exit_late() { life exit-late; eq "profiles" "$(nrips)" 1; }
+
 # ---- files and privileges ----------------------------------------------------
 
 # Profiles are mode 0600 whatever the umask.

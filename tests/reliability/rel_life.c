@@ -3,6 +3,7 @@
  *
  *   rel_life threads10k     10 000 short-lived threads, 8 at a time
  *   rel_life exit-thread    a thread calls exit() while others allocate
+ *   rel_life exit-late      events after the exit trailer open new chunks
  *   rel_life fork-threads   20 forks while 4 threads allocate
  *   rel_life fork100        100 children, each with its own profile
  *   rel_life exec SELF      execve after fork, vfork + execve, posix_spawn
@@ -17,6 +18,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/time.h>
@@ -100,6 +102,62 @@ static int mode_exit_thread(void)
         return 3;
     for (;;)
         free(life_alloc(150));
+}
+
+/* ---- events after the exit trailer ---------------------------------------- */
+
+/* Threads go on running while the process exits, after the runtime's
+ * destructor(101) wrote the trailer: a thread that had no open chunk then
+ * (its first event, or between two chunks) opens a new one after the trailer,
+ * still unsealed when the process ends. A destructor(100) runs after the
+ * runtime's and makes that happen for sure: a waiting thread records its first
+ * events, and the exiting thread records more after its chunk was sealed. */
+static int late_on;
+static sem_t late_go, late_done;
+
+static void *late_thread(void *arg)
+{
+    (void)arg;
+    while (sem_wait(&late_go) != 0)
+        ;
+    for (int i = 0; i < 50; i++)
+        sink = life_alloc(4321);
+    sem_post(&late_done);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wprio-ctor-dtor"
+__attribute__((destructor(100))) static void late_dtor(void)
+{
+    if (!late_on)
+        return;
+    sem_post(&late_go);
+    while (sem_wait(&late_done) != 0)
+        ;
+    for (int i = 0; i < 50; i++)
+        sink = life_alloc(4322);
+}
+#pragma GCC diagnostic pop
+
+static int mode_exit_late(void)
+{
+    for (int i = 0; i < 300; i++)
+        sink = life_alloc(3333);
+    sem_init(&late_go, 0, 0);
+    sem_init(&late_done, 0, 0);
+    pthread_t th;
+    if (pthread_create(&th, NULL, late_thread, NULL) != 0)
+        return 3;
+    late_on = 1;
+    EXPECT(300, "SELECT count(*) FROM allocations WHERE size = 3333 AND dealloc_after IS NULL");
+    EXPECT(50, "SELECT count(*) FROM allocations WHERE size = 4321");
+    EXPECT(50, "SELECT count(*) FROM allocations WHERE size = 4322");
+    EXPECT(0, "SELECT value FROM meta WHERE key = 'damaged'");
+    EXPECT(1, "SELECT value FROM meta WHERE key = 'clean'");
+    exit(0);
 }
 
 /* ---- fork while threads allocate ------------------------------------------ */
@@ -351,6 +409,8 @@ int main(int argc, char **argv)
         return mode_threads10k();
     if (!strcmp(m, "exit-thread"))
         return mode_exit_thread();
+    if (!strcmp(m, "exit-late"))
+        return mode_exit_late();
     if (!strcmp(m, "fork-threads"))
         return mode_fork_threads();
     if (!strcmp(m, "fork100"))
@@ -363,7 +423,7 @@ int main(int argc, char **argv)
         return mode_sigalloc();
     if (!strcmp(m, "dlclose") && argc > 2)
         return mode_dlclose(argv[2]);
-    rel_say("usage: rel_life threads10k|exit-thread|fork-threads|fork100|exec "
+    rel_say("usage: rel_life threads10k|exit-thread|exit-late|fork-threads|fork100|exec "
             "SELF|sigalloc|dlclose LIB");
     return 2;
 }
