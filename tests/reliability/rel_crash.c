@@ -79,7 +79,7 @@ int main(int argc, char **argv)
         "SELECT count(*) FROM allocations WHERE size BETWEEN 3000 AND %d AND dealloc_after IS NULL",
         3000 + MAIN_N - 1);
     EXPECT(MAIN_N - live,
-           "SELECT count(*) FROM allocations WHERE size BETWEEN 3000 AND %d AND dealloc_after > "
+           "SELECT count(*) FROM allocations WHERE size BETWEEN 3000 AND %d AND dealloc_after >= "
            "alloc_after",
            3000 + MAIN_N - 1);
     EXPECT(11, "SELECT count(*) FROM allocations WHERE size BETWEEN 5000 AND 5010");
