@@ -50,6 +50,21 @@ RH_HIDDEN int rh_init_lazy(void) __attribute__((noinline, cold));
 /* Returns 1 when this call must be recorded; then the guard is set and the
  * caller must call rh_hook_end() after recording. Returns 0 (nothing set) when
  * tracking is off or this thread is already inside a hooked call. */
+/* rh_hook_begin's first call of the process (state RH_UNINIT, guard clear):
+ * runs rh_init_lazy under the guard and leaves the guard set when tracking is
+ * now on. Out of line so that a shim keeps no register across it (the guard's
+ * TLS address, the shim's arguments) on its hooked path. */
+static __attribute__((noinline, cold, unused)) int rh_hook_begin_init(void)
+{
+    rh_guard = 1;
+    rh_barrier();
+    int on = rh_init_lazy();
+    rh_barrier();
+    rh_guard = on ? 1 : 0;
+    rh_barrier();
+    return on;
+}
+
 static inline int rh_hook_begin(void)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
@@ -57,15 +72,8 @@ static inline int rh_hook_begin(void)
         return 0;
     if (rh_guard)
         return 0;
-    if (rh_unlikely(s == RH_UNINIT)) {
-        rh_guard = 1;
-        rh_barrier();
-        int on = rh_init_lazy();
-        rh_barrier();
-        rh_guard = 0;
-        if (!on)
-            return 0;
-    }
+    if (rh_unlikely(s == RH_UNINIT))
+        return rh_hook_begin_init();
     rh_guard = 1;
     rh_barrier();
     return 1;

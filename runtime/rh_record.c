@@ -6,7 +6,11 @@
  * (a MAP_SHARED file mapping), followed by a release store of the chunk's
  * `used`. Everything not needed on every call (first event of a thread, a full
  * chunk, a new stack, threads without a slot) sits behind rh_unlikely in cold
- * functions. Records follow FORMAT.md "Event records" exactly: times are deltas
+ * functions. The fast path itself (rh_record_*_inline and the rh_put_*
+ * encoders) lives in rh_runtime.h, so that the hot shims inline it; this file
+ * holds its cold parts, the out-of-line rh_record_* (the same code, for the
+ * other shims) and the shared path. Records follow FORMAT.md "Event records"
+ * exactly: times are deltas
  * from the previous timed record of the chunk, addresses svarint deltas from the
  * previous address, in 16-byte units unless the record's A flag is set.
  *
@@ -51,46 +55,12 @@ int rh_writer_reserve(struct rh_writer *w, size_t need, uint64_t t)
 }
 
 /* Refreshes the chunk's calibration pair every RH_CALIB_EVERY events. */
-static RH_COLD void rh_writer_recalibrate(struct rh_writer *w)
+void rh_writer_recalibrate(struct rh_writer *w)
 {
     int e = errno;
     rh_calib_pair(&w->chunk->calib_tick, &w->chunk->calib_ns);
     w->calib_left = 4096;
     errno = e;
-}
-
-/* Ends an event record at q: stores used and the chunk's event count. */
-static inline void rh_event_done(struct rh_writer *w, uint8_t *q)
-{
-    w->pos = q;
-    struct rip_chunk_header *h = w->chunk;
-    h->events++;
-    w->total_events++;
-    rh_writer_commit(w);
-    if (rh_unlikely(--w->calib_left == 0))
-        rh_writer_recalibrate(w);
-}
-
-/* Writes byte 0 and the optional time varint for time t (event units, clamped so
- * the stream never goes back). Returns the position after them. */
-static inline uint8_t *rh_put_head(struct rh_writer *w, uint8_t *q, unsigned op, unsigned raw,
-                                   uint64_t t)
-{
-    uint64_t dt = t > w->prev_time ? t - w->prev_time : 0;
-    w->prev_time += dt;
-    if (dt < RIP_B0_DT_VARINT) {
-        *q++ = (uint8_t)(op | raw | (dt << RIP_B0_DT_SHIFT));
-        return q;
-    }
-    *q++ = (uint8_t)(op | raw | (RIP_B0_DT_VARINT << RIP_B0_DT_SHIFT));
-    return rip_put_varint(q, dt);
-}
-
-/* Address delta as an svarint, in 16-byte units unless raw. Not raw means d
- * is a multiple of 16, so the arithmetic shift is the exact quotient. */
-static inline uint8_t *rh_put_addr(uint8_t *q, int64_t d, unsigned raw)
-{
-    return rip_put_varint(q, rip_zigzag(raw ? d : d >> 4));
 }
 
 /* Finds (or defines) the stack id of this call. A new stack gets its STACK
@@ -152,11 +122,11 @@ static inline uint32_t rh_stack_id(struct rh_writer *w, unsigned kind, void *fp,
  * walk: only a new stack's STACK record can take that room, so the cold part
  * reserves again after it. Returns RH_ID_LOST (nothing written, the loss
  * counted) when no room could be made. */
-#define RH_ID_LOST UINT32_MAX
-static RH_COLD uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, void *fp,
-                                              const struct rh_walk *wk, uint64_t t)
+uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, void *fp, uint64_t hash,
+                               uint32_t nframes, uint32_t cut, uint64_t t)
 {
-    uint32_t id = rh_stack_id_slow(w, kind, fp, wk, t);
+    struct rh_walk wk = {hash, nframes, cut};
+    uint32_t id = rh_stack_id_slow(w, kind, fp, &wk, t);
     if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
         __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
         return RH_ID_LOST;
@@ -164,64 +134,10 @@ static RH_COLD uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind
     return id;
 }
 
-RH_ALWAYS_INLINE uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
-{
-    struct rh_walk wk;
-    rh_stack_walk_inline(fp, kind, rh_cfg.max_stack_depth, &wk);
-    struct rh_stack_table *tb = w->stacks;
-    const struct rh_stack_entry *home = &tb->entries[wk.hash & tb->mask];
-    if (rh_likely(__atomic_load_n(&home->hash, __ATOMIC_ACQUIRE) == wk.hash)) {
-        uint32_t hid = __atomic_load_n(&home->id, __ATOMIC_ACQUIRE);
-        if (rh_likely(hid))
-            return hid;
-    }
-    return rh_stack_id_slow_fast(w, kind, fp, &wk, t);
-}
-
 /* ---- encoders, shared by the slot and shared paths ---------------------- */
 
-/* The rh_put_* write one event record at w->pos, which has room for
- * RIP_MAX_EVENT_BYTES, and end it; the rh_emit_* reserve that room first. */
-RH_ALWAYS_INLINE void rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, size_t size,
-                                   uint64_t t)
-{
-    int64_t d = (int64_t)((uint64_t)(uintptr_t)p - w->prev_addr);
-    unsigned raw = (d & 15) ? RIP_B0_RAWADDR : 0;
-    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_ALLOC, raw, t);
-    q = rip_put_varint(q, id);
-    q = rip_put_varint(q, size);
-    q = rh_put_addr(q, d, raw);
-    w->prev_addr = (uintptr_t)p;
-    rh_event_done(w, q);
-}
-
-RH_ALWAYS_INLINE void rh_put_free(struct rh_writer *w, void *p, uint64_t t)
-{
-    int64_t d = (int64_t)((uint64_t)(uintptr_t)p - w->prev_addr);
-    unsigned raw = (d & 15) ? RIP_B0_RAWADDR : 0;
-    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_FREE, raw, t);
-    q = rh_put_addr(q, d, raw);
-    w->prev_addr = (uintptr_t)p;
-    rh_event_done(w, q);
-}
-
-RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old, void *p,
-                                     size_t size, uint64_t t1, uint64_t t2)
-{
-    int64_t d1 = (int64_t)((uint64_t)(uintptr_t)old - w->prev_addr);
-    int64_t d2 = (int64_t)((uint64_t)(uintptr_t)p - (uint64_t)(uintptr_t)old);
-    unsigned raw = ((d1 | d2) & 15) ? RIP_B0_RAWADDR : 0;
-    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_REALLOC, raw, t1);
-    uint64_t t = w->prev_time;
-    q = rip_put_varint(q, t2 > t ? t2 - t : 0);
-    q = rip_put_varint(q, id);
-    q = rip_put_varint(q, size);
-    q = rh_put_addr(q, d1, raw);
-    q = rh_put_addr(q, d2, raw);
-    w->prev_addr = (uintptr_t)p;
-    rh_event_done(w, q);
-}
-
+/* The rh_emit_* reserve room for one event, then write it with rh_put_*
+ * (rh_runtime.h). */
 static inline void rh_emit_alloc(struct rh_writer *w, unsigned kind, void *p, size_t size,
                                  uint64_t t, void *fp)
 {
@@ -356,26 +272,14 @@ static inline struct rh_slot *rh_ready(uint64_t t, int *drop)
     return rh_prepare(t, drop);
 }
 
-/* The fast path's writer: the calling thread's slot, of the current epoch,
- * with room for one event in its chunk (a slot without a chunk has pos == end
- * == NULL, so the room test covers it). One test for what rh_ready and
- * rh_writer_reserve check apart; NULL sends the event to the cold path, which
- * runs those two as before. */
-static inline struct rh_writer *rh_fast_writer(void)
-{
-    struct rh_slot *s = rh_tls_slot;
-    if (rh_likely(s && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED) &&
-                  (size_t)(s->w.end - s->w.pos) >= RIP_MAX_EVENT_BYTES))
-        return &s->w;
-    return NULL;
-}
-
 /* ---- rh_hooks.h entry points -------------------------------------------- */
 
-/* The cold halves: a thread's first event, a full chunk, a new file, the
- * shared path. Exactly the checks and records of before the fast path. */
-static RH_COLD void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t, void *fp)
+/* The slow entry points of the fast path (rh_runtime.h): a thread's first
+ * event, a full chunk, a new file, the shared path. Exactly the checks and
+ * records of before the fast path; they take rh_record_*'s arguments. */
+void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
 {
+    uint64_t t = t_after >> rh_clock_shift;
     int drop;
     struct rh_slot *s = rh_ready(t, &drop);
     if (rh_likely(s))
@@ -384,8 +288,9 @@ static RH_COLD void rh_record_alloc_slow(unsigned kind, void *p, size_t size, ui
         rh_shared_record(RH_EV_ALLOC, kind, NULL, p, size, 0, fp);
 }
 
-static RH_COLD void rh_record_free_slow(void *p, uint64_t t, uint64_t t_before)
+void rh_record_free_slow(void *p, uint64_t t_before)
 {
+    uint64_t t = t_before >> rh_clock_shift;
     int drop;
     struct rh_slot *s = rh_ready(t, &drop);
     if (rh_likely(s))
@@ -394,9 +299,10 @@ static RH_COLD void rh_record_free_slow(void *p, uint64_t t, uint64_t t_before)
         rh_shared_record(RH_EV_FREE, 0, NULL, p, 0, t_before, NULL);
 }
 
-static RH_COLD void rh_record_realloc_slow(unsigned kind, void *old, void *p, size_t size,
-                                           uint64_t t_before, uint64_t t1, uint64_t t2, void *fp)
+void rh_record_realloc_slow(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
+                            uint64_t t_after, void *fp)
 {
+    uint64_t t1 = t_before >> rh_clock_shift, t2 = t_after >> rh_clock_shift;
     int drop;
     struct rh_slot *s = rh_ready(t1, &drop);
     if (rh_likely(s))
@@ -405,43 +311,23 @@ static RH_COLD void rh_record_realloc_slow(unsigned kind, void *old, void *p, si
         rh_shared_record(RH_EV_REALLOC, kind, old, p, size, t_before, fp);
 }
 
-void rh_record_alloc(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
+/* Out of line, for the shims that are not hot and for the runtime's tests; the
+ * hot shims inline the same code (rh_record_*_inline). */
+RH_WALK_ALIGNED void rh_record_alloc(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
 {
-    uint64_t t = t_after >> rh_clock_shift;
-    struct rh_writer *w = rh_fast_writer();
-    if (rh_unlikely(!w)) {
-        rh_record_alloc_slow(kind, p, size, t, fp);
-        return;
-    }
-    uint32_t id = rh_stack_id_fast(w, kind, fp, t);
-    if (rh_likely(id != RH_ID_LOST))
-        rh_put_alloc(w, id, p, size, t);
+    rh_record_alloc_inline(kind, p, size, t_after, fp);
 }
 
 void rh_record_free(void *p, uint64_t t_before)
 {
-    if (!p)
-        return;
-    uint64_t t = t_before >> rh_clock_shift;
-    struct rh_writer *w = rh_fast_writer();
-    if (rh_likely(w))
-        rh_put_free(w, p, t);
-    else
-        rh_record_free_slow(p, t, t_before);
+    if (p)
+        rh_record_free_inline(p, t_before);
 }
 
-void rh_record_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
+RH_WALK_ALIGNED void rh_record_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
                        uint64_t t_after, void *fp)
 {
-    uint64_t t1 = t_before >> rh_clock_shift, t2 = t_after >> rh_clock_shift;
-    struct rh_writer *w = rh_fast_writer();
-    if (rh_unlikely(!w)) {
-        rh_record_realloc_slow(kind, old, p, size, t_before, t1, t2, fp);
-        return;
-    }
-    uint32_t id = rh_stack_id_fast(w, kind, fp, t1);
-    if (rh_likely(id != RH_ID_LOST))
-        rh_put_realloc(w, id, old, p, size, t1, t2);
+    rh_record_realloc_inline(kind, old, p, size, t_before, t_after, fp);
 }
 
 void rh_record_fail(unsigned kind, size_t size, void *fp)

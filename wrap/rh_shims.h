@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "rh_hooks.h"
+#include "rh_runtime.h" /* rh_record_*_inline: the hot shims' recording */
 #include "rh_wrap_gen.h"
 
 /* The frame address a shim records: must be taken in the shim's own body, so
@@ -36,6 +37,20 @@ RH_INLINE void rh_shim_alloc_done(unsigned kind, void *p, size_t size, void *fp)
         rh_record_fail(kind, size, fp);
     rh_hook_end();
     errno = e;
+}
+
+/* rh_shim_alloc_done for the hot shims (malloc, realloc, operator new): the
+ * record fast path is inlined (rh_record_alloc_inline), and errno is not saved,
+ * since rh_record_* keep it (only their cold paths can change it, and those
+ * restore it). */
+RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
+{
+    uint64_t t = rh_now();
+    if (rh_likely(p != NULL))
+        rh_record_alloc_inline(kind, p, size, t, fp);
+    else
+        rh_record_fail(kind, size, fp);
+    rh_hook_end();
 }
 
 /* a * b, or SIZE_MAX when it overflows (the size a failed calloc records). */

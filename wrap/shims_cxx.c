@@ -85,12 +85,12 @@ static void *__attribute__((noinline)) rh_cxx_new_fallback(size_t n, size_t alig
  * shim's pass-through path free of saved registers. The recording half holds
  * the cleanup that records a failure if the real operator throws. */
 #define RH_NEW_SHIM(SYM, KIND, ALIGN, NOTHROW, PARAMS, ARGS)                                       \
-    RH_HOOKED void *rh_hooked_##SYM(void *fp, RH_UNPAREN PARAMS)                                   \
+    RH_HOOKED RH_WALK_ALIGNED void *rh_hooked_##SYM(void *fp, RH_UNPAREN PARAMS)                   \
     {                                                                                              \
         struct rh_cxx_pending pend __attribute__((cleanup(rh_cxx_unwind))) = {KIND, n, fp, 1};     \
         void *p = RH_REAL_NEW(SYM, ALIGN, NOTHROW, RH_UNPAREN ARGS);                               \
         pend.open = 0;                                                                             \
-        rh_shim_alloc_done(KIND, p, n, fp);                                                        \
+        rh_alloc_done(KIND, p, n, fp); /* keeps errno */                                           \
         return p;                                                                                  \
     }                                                                                              \
     RH_WRAP void *__wrap_##SYM(RH_UNPAREN PARAMS)                                                  \
@@ -126,7 +126,7 @@ RH_NEW_SHIM(_ZnamSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW_ARRAY, al, 1,
 #define RH_DELETE_SHIM(SYM, PARAMS, ARGS)                                                          \
     RH_HOOKED void rh_hooked_##SYM(RH_UNPAREN PARAMS)                                              \
     {                                                                                              \
-        rh_record_free(p, rh_now()); /* keeps errno */                                             \
+        rh_record_free_inline(p, rh_now()); /* keeps errno */                                      \
         RH_REAL_DELETE(SYM, RH_UNPAREN ARGS);                                                      \
         rh_hook_end();                                                                             \
     }                                                                                              \

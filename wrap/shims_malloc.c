@@ -15,7 +15,10 @@
  * call (no sibling calls), so the recorded frame is still the shim's. The
  * recording halves of malloc, realloc and free do not save errno: rh_record_*
  * keep it (their fast path makes no libc call; their cold paths save it), which
- * spares two calls to __errno_location per event.
+ * spares two calls to __errno_location per event. They record through the
+ * inline fast path (rh_record_*_inline, runtime/rh_runtime.h), so a recorded
+ * event makes one call into the shim's recording half and none from there into
+ * the runtime unless it takes a cold path.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +26,8 @@
 #include "rh_shims.h"
 
 #define RH_HOOKED static __attribute__((noinline))
+/* A recording half that inlines the stack walk (see RH_WALK_ALIGNED). */
+#define RH_HOOKED_WALK RH_HOOKED RH_WALK_ALIGNED
 
 /* The hot shims' pass-through is a tail jump to __real_SYM: gcc gets sibling
  * calls back for these three functions (the file is built without them), so a
@@ -36,20 +41,8 @@
 #endif
 #define RH_HOT_SHIM RH_WRAP RH_SIBCALLS
 
-/* rh_shim_alloc_done without saving errno (rh_record_* keep it): records the
- * allocation p (NULL: a failure) of size bytes and ends the hook. */
-RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
-{
-    uint64_t t = rh_now();
-    if (rh_likely(p != NULL))
-        rh_record_alloc(kind, p, size, t, fp);
-    else
-        rh_record_fail(kind, size, fp);
-    rh_hook_end();
-}
-
 /* The recording half of __wrap_malloc: called with the guard set. */
-RH_HOOKED void *rh_malloc_hooked(size_t n, void *fp)
+RH_HOOKED_WALK void *rh_malloc_hooked(size_t n, void *fp)
 {
     void *p = __real_malloc(n);
     rh_alloc_done(RH_KIND_MALLOC, p, n, fp);
@@ -90,20 +83,20 @@ RH_WRAP void *__wrap_calloc(size_t n, size_t m)
  * stays live. */
 /* realloc(NULL, n), apart from the rest so that it saves as few registers as
  * rh_malloc_hooked does (allocators like Lua's allocate this way). */
-RH_HOOKED void *rh_realloc0_hooked(size_t n, void *fp)
+RH_HOOKED_WALK void *rh_realloc0_hooked(size_t n, void *fp)
 {
     void *q = __real_realloc(NULL, n);
     rh_alloc_done(RH_KIND_REALLOC, q, n, fp);
     return q;
 }
 
-RH_HOOKED void *rh_realloc1_hooked(void *p, size_t n, void *fp)
+RH_HOOKED_WALK void *rh_realloc1_hooked(void *p, size_t n, void *fp)
 {
     uint64_t t_before = rh_now();
     void *q = __real_realloc(p, n);
     uint64_t t_after = rh_now();
     if (rh_likely(q != NULL))
-        rh_record_realloc(RH_KIND_REALLOC, p, q, n, t_before, t_after, fp);
+        rh_record_realloc_inline(RH_KIND_REALLOC, p, q, n, t_before, t_after, fp);
     else if (n == 0)
         rh_record_free(p, t_before);
     else
@@ -155,7 +148,7 @@ RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
  * another thread) before its free is in the profile. */
 RH_HOOKED void rh_free_hooked(void *p)
 {
-    rh_record_free(p, rh_now());
+    rh_record_free_inline(p, rh_now());
     __real_free(p);
     rh_hook_end();
 }

@@ -2,11 +2,20 @@
  *
  * Single-threaded test use only. Uses no wrapped function: the live set is a
  * fixed array, so recording never re-enters the shims.
+ *
+ * The hot shims (malloc, realloc, free, operator new and delete) record through
+ * the runtime's inline fast path (rh_record_*_inline in rh_runtime.h). Here the
+ * calling thread never has a slot (rh_tls_slot stays NULL), so that path always
+ * leaves through its slow entry points, rh_record_*_slow, which take exactly
+ * rh_record_*'s arguments: they log through the same functions. The rest of
+ * what the inline path refers to (the walk, the stack table, the calibration)
+ * must never run; it aborts the test if it does.
  */
+#include <stdlib.h>
 #include <time.h>
 
 #include "mock_rt.h"
-#include "rh_hooks.h"
+#include "rh_runtime.h"
 
 int rh_state = RH_UNINIT;
 __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
@@ -138,6 +147,66 @@ void rh_record_fail(unsigned kind, size_t size, void *fp)
     e->kind = kind;
     e->size = size;
     e->fp = fp;
+}
+
+/* ---- the inline fast path's out-of-line parts (rh_runtime.h) ------------ */
+
+__thread struct rh_slot *rh_tls_slot __attribute__((tls_model("initial-exec"))); /* always NULL */
+uint32_t rh_epoch;
+uint32_t rh_clock_shift;
+struct rh_config rh_cfg;
+__thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
+__thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
+#if RH_UNWIND_CFI
+struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
+#endif
+int mock_slow_calls;
+
+void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
+{
+    mock_slow_calls++;
+    rh_record_alloc(kind, p, size, t_after, fp);
+}
+
+void rh_record_free_slow(void *p, uint64_t t_before)
+{
+    mock_slow_calls++;
+    if (!p)
+        mock_guard_errors++; /* the inline free requires p != NULL */
+    rh_record_free(p, t_before);
+}
+
+void rh_record_realloc_slow(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
+                            uint64_t t_after, void *fp)
+{
+    mock_slow_calls++;
+    rh_record_realloc(kind, old, p, size, t_before, t_after, fp);
+}
+
+/* Reached only with a slot: never here. */
+void rh_writer_recalibrate(struct rh_writer *w)
+{
+    (void)w;
+    abort();
+}
+
+uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, void *fp, uint64_t hash,
+                               uint32_t nframes, uint32_t cut, uint64_t t)
+{
+    (void)w, (void)kind, (void)fp, (void)hash, (void)nframes, (void)cut, (void)t;
+    abort();
+}
+
+void rh_stack_bounds_compute(void)
+{
+    abort();
+}
+
+void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi, unsigned max, uint64_t h,
+                       struct rh_walk_cfi *o)
+{
+    (void)cur, (void)lo, (void)hi, (void)max, (void)h, (void)o;
+    abort();
 }
 
 void rh_modules_changed(void)

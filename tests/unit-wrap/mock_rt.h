@@ -1,6 +1,7 @@
 /* mock_rt.h: a recording stand-in for the runtime, for testing the wrap shims.
  *
- * mock_rt.c defines everything runtime/rh_hooks.h declares. Instead of writing a
+ * mock_rt.c defines everything runtime/rh_hooks.h declares, and what the
+ * record fast path the hot shims inline (runtime/rh_runtime.h) refers to. Instead of writing a
  * profile it keeps a log of the calls the shims make (the last MOCK_LOG_MAX) and
  * a set of live blocks, and counts anomalies: an allocation of an address that
  * is already live, or a record made without the reentrancy guard set. The test
@@ -35,6 +36,7 @@ extern int mock_n;            /* events since mock_reset() (may exceed MOCK_LOG_
 extern int mock_dup_allocs;   /* allocations of an address already live */
 extern int mock_guard_errors; /* records made while rh_guard was not set */
 extern int mock_modules_changed;
+extern int mock_slow_calls; /* records that reached the inline fast path's slow entries */
 
 /* Forgets the log (not the live set). */
 void mock_reset(void);

@@ -464,6 +464,38 @@ static void test_cxx(void)
     free(after);
 }
 
+/* The hot shims record through the runtime's inline fast path, whose slow
+ * entry points the mock implements (its thread never has a slot); the other
+ * shims call rh_record_* out of line. */
+static void test_inline_path(void)
+{
+    mock_reset();
+    int before = mock_slow_calls;
+    char *volatile p = malloc(16);
+    p = realloc(p, 32);
+    free(p);
+    p = realloc(null_ptr, 8);
+    free(p);
+    p = _Znwm(24);
+    _ZdlPv(p);
+    p = _ZnwmSt11align_val_t(64, 64);
+    _ZdlPvSt11align_val_t(p, 64);
+    CHECK_EQ(mock_n, 9);
+    CHECK_EQ(mock_slow_calls, before + 9);
+    for (int i = 0; i < 9; i++)
+        CHECK(ev(i)->fp == NULL || ((void **)ev(i)->fp)[0] == __builtin_frame_address(0));
+
+    mock_reset();
+    before = mock_slow_calls;
+    p = calloc(2, 8);
+    char *volatile q = aligned_alloc(64, 64);
+    CHECK_EQ(mock_n, 2);
+    CHECK_EQ(mock_slow_calls, before);
+    free(p);
+    free(q);
+    CHECK_EQ(mock_slow_calls, before + 2);
+}
+
 static void test_passthrough(void)
 {
     mock_set_tracking(0);
@@ -512,6 +544,7 @@ int main(int argc, char **argv)
     test_paths();
     test_memstream();
     test_cxx();
+    test_inline_path();
     test_passthrough();
     test_dl();
     CHECK_EQ(mock_dup_allocs, 0);
