@@ -233,6 +233,8 @@ int rh_file_create_locked(void)
     void *slots = mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     struct rh_stack_table *stacks = slots == MAP_FAILED ? NULL : rh_stack_table_new();
+    if (stacks)
+        stacks->max_depth = rh_cfg.max_stack_depth;
     if (!stacks) {
         int e = errno;
         if (slots != MAP_FAILED)

@@ -105,10 +105,10 @@ static RH_COLD uint32_t rh_stack_id_slow(struct rh_writer *w, unsigned kind, voi
 static inline uint32_t rh_stack_id(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
 {
     struct rh_walk wk;
-    rh_stack_walk(fp, kind, rh_cfg.max_stack_depth, &wk);
+    struct rh_stack_table *tb = w->stacks;
+    rh_stack_walk(fp, kind, tb->max_depth, &wk);
     /* A known stack usually sits in its home entry: probe it inline and leave
      * collisions, insertions and a full table to rh_stack_lookup. */
-    struct rh_stack_table *tb = w->stacks;
     const struct rh_stack_entry *home = &tb->entries[wk.hash & tb->mask];
     if (rh_likely(__atomic_load_n(&home->hash, __ATOMIC_ACQUIRE) == wk.hash)) {
         uint32_t hid = __atomic_load_n(&home->id, __ATOMIC_ACQUIRE);

@@ -135,6 +135,9 @@ struct rh_stack_table {
     uint64_t count;   /* inserted entries (atomic) */
     uint32_t next_id; /* atomic, from 1 */
     int warned;       /* full-table warning printed (atomic) */
+    unsigned max_depth; /* the file's stack depth: set before the table is shared,
+                           then read-only, so a re-enable with another depth never
+                           races with threads still walking for the old file */
 };
 
 /* The result of one frame-pointer walk: hash plus what is needed to encode. */
@@ -531,7 +534,9 @@ RH_ALWAYS_INLINE void rh_event_done(struct rh_writer *w, uint8_t *q)
     w->pos = q;
     struct rip_chunk_header *h = w->chunk;
     h->events++;
-    w->total_events++;
+    /* read by rh_thread_totals_locked from another thread at close: a relaxed
+     * atomic store (the same plain store on x86) keeps that read defined */
+    __atomic_store_n(&w->total_events, w->total_events + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&h->used, (uint32_t)(q - ((uint8_t *)h + RIP_CHUNK_HDR_SIZE)),
                      __ATOMIC_RELEASE);
     if (rh_unlikely(--w->calib_left == 0))
@@ -607,8 +612,8 @@ RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old
 RH_ALWAYS_INLINE uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
 {
     struct rh_walk wk;
-    rh_stack_walk_inline(fp, kind, rh_cfg.max_stack_depth, &wk);
     struct rh_stack_table *tb = w->stacks;
+    rh_stack_walk_inline(fp, kind, tb->max_depth, &wk);
     const struct rh_stack_entry *home = &tb->entries[wk.hash & tb->mask];
     if (rh_likely(__atomic_load_n(&home->hash, __ATOMIC_ACQUIRE) == wk.hash)) {
         uint32_t hid = __atomic_load_n(&home->id, __ATOMIC_ACQUIRE);

@@ -609,15 +609,19 @@ static int rh_uw_obj_from_phdrs(const ElfW(Phdr) * phdr, size_t phnum, uintptr_t
 }
 
 /* The main program, from the auxiliary vector: its CFI and the range of its
- * PT_LOAD segments. state: 0 unknown, 1 ready, 2 unusable (atomic; racing
- * threads compute the same values). */
+ * PT_LOAD segments. state (atomic): 0 unknown, 1 ready, 2 unusable, 3 being
+ * computed. One thread claims 0 -> 3 and is the only writer of the fields; it
+ * publishes 1 or 2 with a release store, and readers look at the fields only
+ * after an acquire load of 1. Threads that find 3 skip the main program this
+ * once (they fall back to _dl_find_object, or to the frame-pointer walk). */
 static struct {
     int state;
     uintptr_t text_lo, text_hi;
     struct rh_uw_obj obj;
 } rh_uw_main;
 
-/* Computes rh_uw_main. The load bias comes from PT_PHDR, or, without it (bfd's
+/* Computes rh_uw_main; called only by the thread that claimed it (state 3).
+ * The load bias comes from PT_PHDR, or, without it (bfd's
  * static-pie), from the ELF header found at the page start of AT_PHDR. */
 static RH_COLD void rh_uw_main_init(void)
 {
@@ -672,7 +676,10 @@ static int rh_uw_find_object(uintptr_t pc, struct rh_uw_obj *o)
 {
     int st = __atomic_load_n(&rh_uw_main.state, __ATOMIC_ACQUIRE);
     if (st == 0) {
-        rh_uw_main_init();
+        int unknown = 0;
+        if (__atomic_compare_exchange_n(&rh_uw_main.state, &unknown, 3, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            rh_uw_main_init();
         st = __atomic_load_n(&rh_uw_main.state, __ATOMIC_ACQUIRE);
     }
     if (st == 1 && pc >= rh_uw_main.text_lo && pc < rh_uw_main.text_hi) {
