@@ -25,24 +25,21 @@
 #define RH_INLINE static inline __attribute__((always_inline))
 
 /* Records the outcome of an allocation that returned p for `size` bytes (NULL:
- * a failure) and ends the hook. errno is preserved for the caller. Must be
- * called between a successful rh_hook_begin() and nothing else. */
+ * a failure) and ends the hook; errno stays as the real call left it
+ * (rh_record_* keep it, runtime/rh_hooks.h). Must be called between a
+ * successful rh_hook_begin() and nothing else. */
 RH_INLINE void rh_shim_alloc_done(unsigned kind, void *p, size_t size, void *fp)
 {
-    int e = errno;
     uint64_t t = rh_now();
     if (rh_likely(p != NULL))
         rh_record_alloc(kind, p, size, t, fp);
     else
         rh_record_fail(kind, size, fp);
     rh_hook_end();
-    errno = e;
 }
 
-/* rh_shim_alloc_done for the hot shims (malloc, realloc, operator new): the
- * record fast path is inlined (rh_record_alloc_inline), and errno is not saved,
- * since rh_record_* keep it (only their cold paths can change it, and those
- * restore it). */
+/* rh_shim_alloc_done for the hot shims (malloc, realloc, operator new), with
+ * the record fast path inlined (rh_record_alloc_inline). */
 RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
 {
     uint64_t t = rh_now();
@@ -69,7 +66,6 @@ RH_INLINE size_t rh_mul_size(size_t a, size_t b)
 RH_INLINE void rh_shim_realloc_done(unsigned kind, void *old, void *q, size_t size,
                                     uint64_t t_before, void *fp)
 {
-    int e = errno;
     uint64_t t_after = rh_now();
     if (rh_likely(q != NULL))
         rh_record_realloc(kind, old, q, size, t_before, t_after, fp);
@@ -78,7 +74,6 @@ RH_INLINE void rh_shim_realloc_done(unsigned kind, void *old, void *q, size_t si
     else
         rh_record_fail(kind, size, fp);
     rh_hook_end();
-    errno = e;
 }
 
 /* shims_libc.c: set by a calloc recorded while open_memstream runs (see there). */

@@ -32,19 +32,17 @@ RH_HIDDEN __thread int rh_memstream_probe __attribute__((tls_model("initial-exec
 
 /* Ends a hooked call whose result is a NUL-terminated string p allocated by
  * libc: records strlen(p) + 1 bytes (or `size` when non-zero); a NULL result is
- * a failure only when errno says ENOMEM. Preserves errno. */
+ * a failure only when errno says ENOMEM. errno stays as the call left it. */
 RH_INLINE void rh_shim_str_done(unsigned kind, char *p, size_t size, void *fp)
 {
-    int e = errno;
     if (p != NULL) {
         if (size == 0)
             size = strlen(p) + 1;
         rh_record_alloc(kind, p, size, rh_now(), fp);
-    } else if (e == ENOMEM) {
+    } else if (errno == ENOMEM) {
         rh_record_fail(kind, size, fp);
     }
     rh_hook_end();
-    errno = e;
 }
 
 RH_WRAP char *__wrap_strdup(const char *s)
@@ -82,11 +80,9 @@ RH_INLINE void rh_asprintf_done(unsigned kind, char **sp, int rc, void *fp)
     if (rc >= 0) {
         rh_shim_alloc_done(kind, *sp, (size_t)rc + 1, fp);
     } else {
-        int e = errno;
-        if (e == ENOMEM)
+        if (errno == ENOMEM)
             rh_record_fail(kind, 0, fp);
         rh_hook_end();
-        errno = e;
     }
 }
 
@@ -145,11 +141,10 @@ RH_WRAP int __wrap___asprintf_chk(char **sp, int flag, const char *fmt, ...)
  * is a realloc (t_before taken before the real call); unchanged is nothing.
  * nomem: the call itself set ENOMEM (a -1 at end of file leaves errno alone,
  * so a stale ENOMEM must not count); with no new buffer that is a failure.
- * Preserves errno. */
+ * errno stays as the call left it. */
 RH_INLINE void rh_getdelim_done(unsigned kind, char *old, size_t old_n, char **lineptr, size_t *n,
                                 int nomem, uint64_t t_before, void *fp)
 {
-    int e = errno;
     char *now = *lineptr;
     size_t now_n = *n;
     if (old == NULL && now != NULL)
@@ -159,7 +154,6 @@ RH_INLINE void rh_getdelim_done(unsigned kind, char *old, size_t old_n, char **l
     else if (nomem)
         rh_record_fail(kind, now_n, fp);
     rh_hook_end();
-    errno = e;
 }
 
 RH_WRAP long __wrap_getdelim(char **lineptr, size_t *n, int delim, FILE *stream)
