@@ -72,7 +72,6 @@ void rh_sym_free(struct rh_symbolizer *s);
 #ifndef RH_HIDDEN
 #define RH_HIDDEN __attribute__((visibility("hidden")))
 #endif
-#define RH_UNUSED __attribute__((unused))
 
 /* ---- rh_map.c: u64 -> u32 hash map and array growth --------------------- */
 
@@ -122,7 +121,6 @@ struct rh_chunk {
     uint32_t slot, tid;
     uint64_t base_time;
     uint8_t type;
-    uint8_t sealed;    /* crc verified */
     uint8_t truncated; /* cut by the end of the file */
     int32_t next;      /* next chunk of the same stream, or -1 */
 };
@@ -188,7 +186,7 @@ struct rh_rip {
     size_t nmods, capmods;
 
     int has_trailer;
-    uint64_t tr_events, tr_end_tick, tr_end_ns, tr_stacks, tr_lost;
+    uint64_t tr_events, tr_end_tick, tr_end_ns, tr_lost;
     uint32_t tr_open_chunks;
 
     struct rh_stack *stacks;
@@ -206,8 +204,8 @@ struct rh_rip {
     int damaged;
     uint64_t damaged_chunks;
     uint64_t out_of_order;
-    uint64_t events, allocs, frees, reallocs, fails; /* records decoded */
-    uint64_t bytes_done;                             /* chunk bytes fully decoded, for progress */
+    uint64_t events, allocs, frees, reallocs; /* records decoded */
+    uint64_t bytes_done;                      /* chunk bytes fully decoded, for progress */
     int oom;
 };
 

@@ -293,7 +293,8 @@ static int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
 {
     struct rh_cursor c = {ch->payload, ch->payload + ch->used, 0};
     uint64_t events = rh_cur_u(&c, 8), end_tick = rh_cur_u(&c, 8), end_ns = rh_cur_u(&c, 8);
-    uint64_t stacks = rh_cur_u(&c, 8), lost = rh_cur_u(&c, 8);
+    rh_cur_u(&c, 8); /* stacks defined */
+    uint64_t lost = rh_cur_u(&c, 8);
     uint32_t open = (uint32_t)rh_cur_u(&c, 4);
     if (c.bad) {
         rh_rip_warn(r, "trailer at offset %llu is too short (%u bytes)",
@@ -305,7 +306,6 @@ static int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     r->tr_events = events;
     r->tr_end_tick = end_tick;
     r->tr_end_ns = end_ns;
-    r->tr_stacks = stacks;
     r->tr_lost = lost;
     r->tr_open_chunks = open;
     rh_calib_add(r, end_tick, end_ns);
@@ -430,7 +430,6 @@ static int rh_rip_walk(struct rh_rip *r)
                        ~(uint64_t)(RIP_ALIGN - 1);
                 continue;
             }
-            ch.sealed = 1;
         } else if (ch.type == RIP_CHUNK_EVENTS || ch.type == RIP_CHUNK_SHARED) {
             unsealed++;
         }

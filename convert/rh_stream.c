@@ -193,7 +193,6 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         ev->op = RH_EV_FAIL;
         ev->cls = 1;
         ev->addr = 0;
-        r->fails++;
         break;
     case RIP_OP_STACK:
         rc = rh_dec_stack(r, &p, end);
