@@ -54,6 +54,15 @@ int rh_writer_reserve(struct rh_writer *w, size_t need, uint64_t t)
     return rh_writer_reserve_slow(w, need, t);
 }
 
+/* Room for one event record in w, or -1 with the event counted as lost. */
+static inline int rh_event_room(struct rh_writer *w, uint64_t t)
+{
+    if (rh_likely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) == 0))
+        return 0;
+    __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+    return -1;
+}
+
 /* Refreshes the chunk's calibration pair every RH_CALIB_EVERY events. */
 void rh_writer_recalibrate(struct rh_writer *w)
 {
@@ -107,14 +116,10 @@ static inline uint32_t rh_stack_id(struct rh_writer *w, unsigned kind, void *fp,
     struct rh_walk wk;
     struct rh_stack_table *tb = w->stacks;
     rh_stack_walk(fp, kind, tb->max_depth, &wk);
-    /* A known stack usually sits in its home entry: probe it inline and leave
-     * collisions, insertions and a full table to rh_stack_lookup. */
-    const struct rh_stack_entry *home = &tb->entries[wk.hash & tb->mask];
-    if (rh_likely(__atomic_load_n(&home->hash, __ATOMIC_ACQUIRE) == wk.hash)) {
-        uint32_t hid = __atomic_load_n(&home->id, __ATOMIC_ACQUIRE);
-        if (rh_likely(hid))
-            return hid;
-    }
+    /* collisions, insertions and a full table go to rh_stack_lookup */
+    uint32_t hid = rh_stack_home_id(tb, wk.hash);
+    if (rh_likely(hid))
+        return hid;
     return rh_stack_id_slow(w, kind, fp, &wk, t);
 }
 
@@ -127,11 +132,7 @@ uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, void *fp, uin
 {
     struct rh_walk wk = {hash, nframes, cut};
     uint32_t id = rh_stack_id_slow(w, kind, fp, &wk, t);
-    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
-        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
-        return RH_ID_LOST;
-    }
-    return id;
+    return rh_event_room(w, t) == 0 ? id : RH_ID_LOST;
 }
 
 /* ---- encoders, shared by the slot and shared paths ---------------------- */
@@ -142,19 +143,15 @@ static inline void rh_emit_alloc(struct rh_writer *w, unsigned kind, void *p, si
                                  uint64_t t, void *fp)
 {
     uint32_t id = rh_stack_id(w, kind, fp, t);
-    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
-        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+    if (rh_unlikely(rh_event_room(w, t) != 0))
         return;
-    }
     rh_put_alloc(w, id, p, size, t);
 }
 
 static inline void rh_emit_free(struct rh_writer *w, void *p, uint64_t t)
 {
-    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
-        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+    if (rh_unlikely(rh_event_room(w, t) != 0))
         return;
-    }
     rh_put_free(w, p, t);
 }
 
@@ -162,10 +159,8 @@ static inline void rh_emit_realloc(struct rh_writer *w, unsigned kind, void *old
                                    size_t size, uint64_t t1, uint64_t t2, void *fp)
 {
     uint32_t id = rh_stack_id(w, kind, fp, t1);
-    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t1) != 0)) {
-        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+    if (rh_unlikely(rh_event_room(w, t1) != 0))
         return;
-    }
     rh_put_realloc(w, id, old, p, size, t1, t2);
 }
 
@@ -173,10 +168,8 @@ static inline void rh_emit_fail(struct rh_writer *w, unsigned kind, size_t size,
                                 void *fp)
 {
     uint32_t id = rh_stack_id(w, kind, fp, t);
-    if (rh_unlikely(rh_writer_reserve(w, RIP_MAX_EVENT_BYTES, t) != 0)) {
-        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+    if (rh_unlikely(rh_event_room(w, t) != 0))
         return;
-    }
     uint8_t *q = rh_put_head(w, w->pos, RIP_OP_FAIL, 0, t);
     q = rip_put_varint(q, id);
     q = rip_put_varint(q, size);

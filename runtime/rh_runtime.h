@@ -607,6 +607,17 @@ RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old
     rh_event_done(w, q);
 }
 
+/* The id in the home entry of hash in tb, or 0 when the stack is not there (a
+ * collision, a new stack, an insertion not yet published). A known stack
+ * usually sits in its home entry, so this probe answers most calls. */
+RH_ALWAYS_INLINE uint32_t rh_stack_home_id(const struct rh_stack_table *tb, uint64_t hash)
+{
+    const struct rh_stack_entry *home = &tb->entries[hash & tb->mask];
+    if (rh_likely(__atomic_load_n(&home->hash, __ATOMIC_ACQUIRE) == hash))
+        return __atomic_load_n(&home->id, __ATOMIC_ACQUIRE);
+    return 0;
+}
+
 /* The stack id of this call: the inline walk, then an inline probe of the
  * stack's home entry in the table (a known stack usually sits there). */
 RH_ALWAYS_INLINE uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, void *fp, uint64_t t)
@@ -614,12 +625,9 @@ RH_ALWAYS_INLINE uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, v
     struct rh_walk wk;
     struct rh_stack_table *tb = w->stacks;
     rh_stack_walk_inline(fp, kind, tb->max_depth, &wk);
-    const struct rh_stack_entry *home = &tb->entries[wk.hash & tb->mask];
-    if (rh_likely(__atomic_load_n(&home->hash, __ATOMIC_ACQUIRE) == wk.hash)) {
-        uint32_t hid = __atomic_load_n(&home->id, __ATOMIC_ACQUIRE);
-        if (rh_likely(hid))
-            return hid;
-    }
+    uint32_t hid = rh_stack_home_id(tb, wk.hash);
+    if (rh_likely(hid))
+        return hid;
     /* The walk's results go by value, so that wk never lives in memory. */
     return rh_stack_id_slow_fast(w, kind, fp, wk.hash, wk.nframes, wk.cut, t);
 }
