@@ -68,11 +68,6 @@ uint32_t rh_clock_kind(void)
     return rh_clock_tsc ? RIP_CLOCK_TSC : RIP_CLOCK_MONO;
 }
 
-uint32_t rh_tick_shift(void)
-{
-    return rh_clock_shift;
-}
-
 void rh_calib_pair(uint64_t *tick, uint64_t *ns)
 {
     *tick = rh_now();

@@ -111,7 +111,6 @@ RH_HIDDEN void rh_clock_init(void);
  * rh_clock_tsc, before tracking turns on. */
 extern RH_HIDDEN uint32_t rh_clock_shift;
 RH_HIDDEN uint32_t rh_clock_kind(void); /* RIP_CLOCK_* */
-RH_HIDDEN uint32_t rh_tick_shift(void); /* 4 for TSC, 0 for ns */
 RH_HIDDEN uint64_t rh_mono_ns(void);
 RH_HIDDEN uint64_t rh_real_ns(void);
 /* Ticks per second, measured once with a ~1 ms spin (no sleep); 0 if unknown. */
@@ -152,9 +151,6 @@ RH_HIDDEN struct rh_stack_table *rh_stack_table_new(void);
 /* This thread's stack bounds, computed once per thread (pthread_getattr_np with
  * the guard set, or __libc_stack_end for the main thread). */
 RH_HIDDEN void rh_stack_bounds(uintptr_t *lo, uintptr_t *hi);
-/* Forget the cached bounds of the calling thread (fork child keeps them, a new
- * thread computes its own). */
-RH_HIDDEN void rh_stack_bounds_reset(void);
 /* Walks from the shim frame fp, hashing kind and frames. max = max depth.
  * Out-of-line copy of rh_stack_walk_inline (below), for tests and cold code. */
 RH_HIDDEN void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w);

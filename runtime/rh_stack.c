@@ -97,11 +97,6 @@ void rh_stack_bounds(uintptr_t *lo, uintptr_t *hi)
     *hi = rh_tls_stack_hi;
 }
 
-void rh_stack_bounds_reset(void)
-{
-    rh_tls_stack_lo = rh_tls_stack_hi = 0;
-}
-
 /* The next frame record above cur, or 0 when the walk must stop: next must be
  * 8-aligned and in (cur, hi - 16], and its return address above 4096. The
  * range test is one unsigned compare: next - cur - 1 < hi - 16 - cur. These
