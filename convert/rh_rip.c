@@ -181,7 +181,6 @@ static int rh_rip_header(struct rh_rip *r)
     size_t exe_len = r->hdr.exe_len < RIP_HDR_EXE_MAX ? r->hdr.exe_len : RIP_HDR_EXE_MAX;
     memcpy(r->exe, r->base + RIP_HDR_EXE_OFF, exe_len);
     r->exe[exe_len] = 0;
-    r->exe[strlen(r->exe)] = 0;
     size_t cmd_len = r->hdr.cmd_len < RIP_HDR_CMD_MAX ? r->hdr.cmd_len : RIP_HDR_CMD_MAX;
     const char *cmd = (const char *)r->base + RIP_HDR_CMD_OFF;
     for (size_t i = 0; i < cmd_len; i++)
@@ -266,7 +265,6 @@ static int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
         }
         memcpy(p, path, plen);
         p[plen] = 0;
-        p[strlen(p)] = 0;
         if (blen)
             memcpy(b, bid, blen);
         if (nr)
@@ -337,7 +335,7 @@ static int rh_rip_link(struct rh_rip *r, struct rh_map *slots, size_t *capstream
         struct rh_stream *s = &r->streams[si];
         memset(s, 0, sizeof *s);
         s->first = s->last = idx;
-        s->cur = -1;
+        s->cur = -1; /* rh_stream_next starts at ->first */
         s->shared = ch->type == RIP_CHUNK_SHARED;
         return 0;
     }
@@ -396,6 +394,8 @@ static int rh_rip_walk(struct rh_rip *r)
             break;
         }
         uint64_t avail = r->size - off - RIP_CHUNK_HDR_SIZE;
+        uint64_t stride = (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
+                          ~(uint64_t)(RIP_ALIGN - 1);
         struct rh_chunk ch = {0};
         ch.off = off;
         ch.payload = r->base + off + RIP_CHUNK_HDR_SIZE;
@@ -426,8 +426,7 @@ static int rh_rip_walk(struct rh_rip *r)
                             (unsigned long long)off);
                 r->damaged = 1;
                 r->damaged_chunks++;
-                off += (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
-                       ~(uint64_t)(RIP_ALIGN - 1);
+                off += stride;
                 continue;
             }
         } else if (ch.type == RIP_CHUNK_EVENTS || ch.type == RIP_CHUNK_SHARED) {
@@ -459,8 +458,7 @@ static int rh_rip_walk(struct rh_rip *r)
         }
         if (ch.truncated)
             break;
-        off += (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
-               ~(uint64_t)(RIP_ALIGN - 1);
+        off += stride;
     }
     rh_map_free(&slots);
     if (!r->has_trailer) {
@@ -482,8 +480,6 @@ static int rh_rip_index(struct rh_rip *r)
     if (rh_rip_walk(r))
         return -1;
     rh_calib_finish(r);
-    for (size_t i = 0; i < r->nstreams; i++)
-        r->streams[i].cur = -1; /* rh_stream_next starts at ->first */
     /* threads.id 1 is the process's own thread when it wrote events */
     for (size_t i = 0; i < r->nchunks; i++) {
         if (r->chunks[i].type == RIP_CHUNK_EVENTS && r->chunks[i].tid == r->hdr.pid && r->hdr.pid) {
