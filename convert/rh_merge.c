@@ -162,6 +162,14 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
     return m->sink->row ? m->sink->row(m->sink->ctx, &row) : 0;
 }
 
+/* Removes live block b and emits its row, freed at t by thread. */
+static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint32_t thread)
+{
+    struct rh_live copy = *b;
+    rh_live_del(&m->live, b);
+    return rh_merge_emit(m, &copy, t, thread);
+}
+
 /* Applies one merged event. Returns 0, -1 (out of memory) or the sink's rc. */
 static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
 {
@@ -176,9 +184,7 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
             m->st->unknown_frees++;
             return 0;
         }
-        struct rh_live copy = *b;
-        rh_live_del(&m->live, b);
-        return rh_merge_emit(m, &copy, t, ev->thread);
+        return rh_merge_close(m, b, t, ev->thread);
     }
     case RH_EV_ALLOC:
     case RH_EV_RALLOC: {
@@ -189,9 +195,7 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         struct rh_live *old = rh_live_find(&m->live, ev->addr);
         if (old) {
             m->st->overlapping_allocs++;
-            struct rh_live copy = *old;
-            rh_live_del(&m->live, old);
-            int rc = rh_merge_emit(m, &copy, -1, 0);
+            int rc = rh_merge_close(m, old, -1, 0);
             if (rc)
                 return rc;
         }
