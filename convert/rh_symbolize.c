@@ -727,10 +727,7 @@ static void rh_mod_load(struct rh_symmod *m)
     ssize_t bl = dwelf_elf_gnu_build_id(e, &bid);
     if (bl > 0 && m->build_id_len) {
         if ((size_t)bl != m->build_id_len || memcmp(bid, m->build_id, (size_t)bl) != 0) {
-            fprintf(stderr,
-                    "rheaper-convert: warning: %s: build id differs from the profiled program; "
-                    "its frames are left unresolved\n",
-                    m->path);
+            rh_sym_warn(m->path, "build id differs from the profiled program");
             elf_end(e);
             close(fd);
             return;
@@ -1002,7 +999,7 @@ static void rh_clip_sibling(const struct rh_unit *u, int32_t pv, uint64_t *lo, u
  * the difference between ~50 us and a few us per address. The walk is iterative
  * and bounded in depth. Returns 0, or -1 (then the unit is marked unusable and
  * addresses in it go through dwarf_getscopes). */
-static int rh_unit_build(struct rh_symmod *m, struct rh_unit *u, Dwarf_Die *cu)
+static int rh_unit_build(struct rh_unit *u, Dwarf_Die *cu)
 {
     Dwarf_Die stack[RH_SYM_MAX_DEPTH];
     int32_t owner[RH_SYM_MAX_DEPTH]; /* innermost function node at each level */
@@ -1077,7 +1074,6 @@ sort:
         memcpy(u->sorted, u->by_node, u->nranges * sizeof *u->sorted);
         qsort(u->sorted, u->nranges, sizeof *u->sorted, rh_cmp_frange);
     }
-    (void)m;
     return 0;
 }
 
@@ -1264,7 +1260,7 @@ static int rh_resolve_in_module(struct rh_symbolizer *s, struct rh_symmod *m, ui
         u = NULL;
 #endif
         if (u && u->state == 0)
-            u->state = rh_unit_build(m, u, cu) == 0 ? 1 : -1;
+            u->state = rh_unit_build(u, cu) == 0 ? 1 : -1;
         if (u && u->state == 1) {
             int32_t node = rh_unit_lookup(u, da);
             if (node >= 0)
