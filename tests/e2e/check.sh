@@ -46,24 +46,19 @@ for rip in rip-*; do
     "$bin/rheaper-convert" --quiet "$rip" "$rip.db" || { echo "FAIL: conversion of $rip"; exit 1; }
 done
 
-# An EXPECT line may name its profile with a leading "@rip-PID " when the
-# program writes several (fork); otherwise the only profile is used.
-first=$(ls rip-*.db | head -n 1)
-tab=$(printf '\t')
-while IFS="$tab" read -r tag value sql; do
-    [ "$tag" = EXPECT ] || continue
-    db=$first
-    case $sql in
-        @*) key=${sql%% *}; sql=${sql#* }; db="${key#@}.db" ;;
-    esac
-    got=$(sqlite3 "$db" "$sql" 2>&1) || got="error: $got"
-    if [ "$got" = "$value" ]; then
+# check_one VALUE DB SQL
+check_one() {
+    got=$(sqlite3 "$2" "$3" 2>&1) || got="error: $got"
+    if [ "$got" = "$1" ]; then
         pass=$((pass + 1))
     else
         fail=$((fail + 1))
-        echo "FAIL: expected $value, got '$got' from: $sql"
+        echo "FAIL: expected $1, got '$got' from: $3"
     fi
-done < "$RH_EXPECT_FILE"
+}
+# An EXPECT line may name its profile (fork); otherwise the only one is used.
+. "$src/expect.sh"
+expect_each "$RH_EXPECT_FILE" . "$(ls rip-*.db | head -n 1)" check_one
 
 [ $((pass + fail)) -gt 0 ] || { echo "FAIL: the program stated no expectations"; fail=1; }
 echo "$pass passed, $fail failed"

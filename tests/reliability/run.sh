@@ -72,27 +72,19 @@ convert_all() {
 # sql DB SQL: one value from a converted profile.
 sql() { sqlite3 "$1" "$2" 2>&1 || true; }
 
-# check_expect: every EXPECT line the program wrote, against the only profile
-# or the one named by a leading "@rip-NAME ".
+# check_expect: every EXPECT line the program wrote (read by tests/e2e/expect.sh),
+# against the only profile or the one named by a leading "@rip-NAME ".
+expect_one() { n=$((n + 1)); eq "$3" "$(sql "$2" "$3")" "$1"; }   # VALUE DB SQL
 check_expect() {
     n=0
-    first=$(rips | head -n 1)
-    tab=$(printf '\t')
-    while IFS="$tab" read -r tag value q; do
-        [ "$tag" = EXPECT ] || continue
-        db="$prof/$first.db"
-        case $q in
-        @*) key=${q%% *}; q=${q#* }; db="$prof/${key#@}.db" ;;
-        esac
-        n=$((n + 1))
-        eq "$q" "$(sql "$db" "$q")" "$value"
-    done < "$RH_EXPECT_FILE"
+    expect_each "$RH_EXPECT_FILE" "$prof" "$prof/$(rips | head -n 1).db" expect_one
     [ "$n" -gt 0 ] || bad "the program stated no expectations"
 }
 
 # meta DB KEY
 meta() { sql "$1" "SELECT value FROM meta WHERE key = '$2'"; }
 
+. "$(dirname "$0")/../e2e/expect.sh"
 . "$(dirname "$0")/cases.sh"
 
 case_fn=$(echo "case_$case" | tr - _)
