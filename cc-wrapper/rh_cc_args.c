@@ -108,13 +108,18 @@ static int rh_scan_response(struct rh_cc_scan *s, const char *path, int depth)
     return 0;
 }
 
+/* Whitespace that separates response file arguments (C isspace, locale-free). */
+static int rh_rsp_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v';
+}
+
 void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, void *ctx), void *ctx)
 {
     size_t i = 0;
     buf[len] = '\0';
     while (i < len) {
-        while (i < len && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r' ||
-                           buf[i] == '\f' || buf[i] == '\v'))
+        while (i < len && rh_rsp_space(buf[i]))
             i++;
         if (i >= len)
             break;
@@ -138,8 +143,7 @@ void rh_cc_split_response(char *buf, size_t len, void (*fn)(const char *arg, voi
                     dquote = 0;
                 else
                     out[o++] = ch;
-            } else if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' ||
-                       ch == '\v') {
+            } else if (rh_rsp_space(ch)) {
                 break;
             } else if (ch == '\'') {
                 squote = 1;
