@@ -6,10 +6,9 @@
  * and returns the exit status: 0 success, 1 failure (one line on stderr), 2 a
  * usage error. `run` starts an already-built program with tracking on, converts
  * the profile its process wrote and prints the summary; `convert` is
- * rheaper-convert under another name. The second half's commands (flamegraph,
- * timeline, export, report) live in rh_cli_svg.c, rh_cli_heaptrack.c and
- * rh_cli_html.c; when those are not part of the build, the weak stand-ins here
- * say so.
+ * rheaper-convert under another name. The other commands live in
+ * rh_cli_cmds.c (listings), rh_cli_svg.c (flamegraph, timeline),
+ * rh_cli_heaptrack.c (export) and rh_cli_html.c (report).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -56,34 +55,6 @@ static const char rh_usage[] =
     "  rheaper --help | --version\n";
 
 /* ---- stand-ins for the second half's commands ----------------------------- */
-
-/* Weak: the real definitions in rh_cli_svg.c, rh_cli_heaptrack.c and
- * rh_cli_html.c replace these when those files are built in. */
-static int rh_not_built(const char *cmd)
-{
-    fprintf(stderr, "rheaper: %s: not built into this rheaper\n", cmd);
-    return 1;
-}
-
-__attribute__((weak)) int rh_cmd_flamegraph(int argc, char **argv)
-{
-    return rh_not_built(argv[0]);
-}
-
-__attribute__((weak)) int rh_cmd_timeline(int argc, char **argv)
-{
-    return rh_not_built(argv[0]);
-}
-
-__attribute__((weak)) int rh_cmd_export(int argc, char **argv)
-{
-    return rh_not_built(argv[0]);
-}
-
-__attribute__((weak)) int rh_cmd_report(int argc, char **argv)
-{
-    return rh_not_built(argv[0]);
-}
 
 /* ---- convert ---------------------------------------------------------------- */
 
