@@ -254,6 +254,7 @@ struct rh_row {
     uint64_t size, addr;
     uint32_t alloc_thread, dealloc_thread; /* 0 = NULL */
     uint32_t kind;                         /* RH_KIND_UNKNOWN when not known yet */
+    uint8_t temporary;                     /* heaptrack's definition (rh_merge.c) */
 };
 #define RH_KIND_UNKNOWN UINT32_MAX
 
