@@ -1,0 +1,119 @@
+#!/bin/sh
+# agree_test.sh: rheaper's answers against the reference tools and the user's view.
+#
+#   agree_test.sh STEP BIN_DIR SRC_DIR WORK_DIR
+#
+# STEP is one ctest entry:
+#   seq, turns  agree_prog.c's scripts (one thread with interleaved frees; two
+#               threads in strict turns): four temporary counts must be equal:
+#               the program's own (EXPECT), `rheaper summary`, heaptrack_print
+#               on `rheaper export heaptrack`, and heaptrack_print on real
+#               heaptrack's recording of the plain (non-rheaper) build
+#   example     the same three tool counts on tests/example/example.c. Its two
+#               worker threads are not forced into turns; when real heaptrack's
+#               run and rheaper's run interleave them differently, the pair of
+#               runs is repeated (at most 3 times). rheaper and its export, the
+#               same recording, must always agree.
+# Prints "FAIL: ..." lines and "N passed, N failed"; exits 1 on failure, 77 when
+# a needed tool (heaptrack, heaptrack_print) is missing.
+set -eu
+step=$1 bin=$2 src=$3 work=$4
+rheaper="$bin/rheaper"
+pass=0 fail=0
+
+fail() { fail=$((fail + 1)); echo "FAIL: $1"; }
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+check() { # check MESSAGE COMMAND...
+    msg=$1; shift
+    if "$@"; then ok "$msg"; else fail "$msg"; fi
+}
+eq() { [ -n "$1" ] && [ "$1" = "$2" ]; } # equal, and not empty
+finish() {
+    echo "$pass passed, $fail failed"
+    [ "$fail" -eq 0 ]
+    exit $?
+}
+need() { command -v "$1" > /dev/null 2>&1 || { echo "SKIP: $1 is not installed"; exit 77; }; }
+
+dir="$work/$step"
+rm -rf "$dir"
+mkdir -p "$dir"
+out="$dir/stdout" err="$dir/stderr"
+
+# run CMD...: stdout in $out, stderr in $err; a failure is a FAIL line.
+run() {
+    rc=0; "$@" > "$out" 2> "$err" || rc=$?
+    [ "$rc" -eq 0 ] || fail "$* exited $rc: $(tail -c 400 "$err")"
+}
+
+# ht_temporary FILE: heaptrack_print's "temporary memory allocations" count
+ht_temporary() {
+    heaptrack_print -f "$1" 2> /dev/null | awk '/^temporary memory allocations:/ { print $4 }'
+}
+
+# build PROG CFLAGS...: $dir/PROG (rheaper-cc) and $dir/PROG.plain (cc)
+build() {
+    _p=$1; shift
+    run "$bin/rheaper-cc" "$@" -o "$dir/$_p" "$srcfile"
+    run cc "$@" -o "$dir/$_p.plain" "$srcfile"
+}
+
+# rheaper_counts PROG ARGS...: records with rheaper in $dir/rh, converts, and
+# sets rh_tmp (summary) and exp_tmp (heaptrack_print on the export); the
+# program's stdout is left in $dir/prog.out
+rheaper_counts() {
+    _p=$1; shift
+    rm -rf "$dir/rh"
+    mkdir -p "$dir/rh"
+    run env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$dir/rh" "$dir/$_p" "$@"
+    cp "$out" "$dir/prog.out"
+    run "$bin/rheaper-convert" "$(ls "$dir"/rh/rip-* | head -n 1)" "$dir/rh/p.db"
+    run "$rheaper" summary "$dir/rh/p.db" --json
+    rh_tmp=$(sed -n 's/.*"temporary_blocks": *\([0-9]*\).*/\1/p' "$out")
+    run "$rheaper" export heaptrack "$dir/rh/p.db" -o "$dir/rh/export.txt"
+    exp_tmp=$(ht_temporary "$dir/rh/export.txt")
+}
+
+# heaptrack_count PROG ARGS...: real heaptrack on the plain build; sets real_tmp
+heaptrack_count() {
+    _p=$1; shift
+    rm -f "$dir"/real.*
+    run heaptrack -o "$dir/real" "$dir/$_p.plain" "$@"
+    real_tmp=$(ht_temporary "$(ls "$dir"/real.* | head -n 1)")
+}
+
+need heaptrack
+need heaptrack_print
+case $step in
+seq | turns)
+    srcfile="$src/agree_prog.c"
+    build prog -O1 -g -pthread
+    rheaper_counts prog "$step"
+    want=$(awk '$1 == "EXPECT" && $2 == "temporary" { print $3 }' "$dir/prog.out")
+    heaptrack_count prog "$step"
+    echo "temporary: program $want, rheaper $rh_tmp, heaptrack_print on the export $exp_tmp, real heaptrack $real_tmp"
+    check "$step: rheaper summary's temporary count is the program's ($rh_tmp, $want)" eq "$rh_tmp" "$want"
+    check "$step: heaptrack_print on the export agrees ($exp_tmp)" eq "$exp_tmp" "$want"
+    check "$step: real heaptrack agrees ($real_tmp)" eq "$real_tmp" "$want"
+    [ "$want" -gt 0 ] 2> /dev/null || fail "$step: the script expects no temporary allocation"
+    ;;
+example)
+    srcfile="$src/../example/example.c"
+    build example -O2 -pthread -g
+    tries=0
+    while :; do
+        tries=$((tries + 1))
+        rheaper_counts example
+        heaptrack_count example
+        echo "try $tries: temporary: rheaper $rh_tmp, heaptrack_print on the export $exp_tmp, real heaptrack $real_tmp"
+        if eq "$rh_tmp" "$real_tmp" || [ "$tries" -ge 3 ]; then break; fi
+    done
+    check "example: heaptrack_print on the export agrees with rheaper ($exp_tmp, $rh_tmp)" eq "$exp_tmp" "$rh_tmp"
+    check "example: real heaptrack agrees with rheaper ($real_tmp, $rh_tmp)" eq "$real_tmp" "$rh_tmp"
+    ;;
+*)
+    echo "unknown step $step" >&2
+    exit 2
+    ;;
+esac
+finish
