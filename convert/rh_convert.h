@@ -168,6 +168,8 @@ struct rh_rip {
     struct rip_file_header hdr;
     char exe[RIP_HDR_EXE_MAX + 1];
     char args[RIP_HDR_CMD_MAX + 1]; /* cmdline joined by spaces */
+    /* cmdline quoted for a POSIX shell (rh_rip.c): each byte takes at most 4 */
+    char cmdline[4 * RIP_HDR_CMD_MAX + 16];
 
     struct rh_chunk *chunks;
     size_t nchunks, capchunks;

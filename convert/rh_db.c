@@ -448,6 +448,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     int clean = r->has_trailer && !r->damaged && !r->cut_short;
     rh_meta_text(&m, "program", r->exe);
     rh_meta_text(&m, "args", r->args);
+    rh_meta_text(&m, "command_line", r->cmdline);
     rh_meta_int(&m, "pid", r->hdr.pid);
     rh_meta_int(&m, "ppid", r->hdr.ppid);
     rh_meta_text(&m, "start_time", when);

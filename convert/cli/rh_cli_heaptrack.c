@@ -222,7 +222,8 @@ static int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
     fprintf(out, "v %x %x\n", RH_HT_VERSION, RH_HT_FILE_VERSION);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db,
-                           "SELECT coalesce((SELECT value FROM meta WHERE key = 'args'),"
+                           "SELECT coalesce((SELECT value FROM meta WHERE key = 'command_line'),"
+                           " (SELECT value FROM meta WHERE key = 'args'),"
                            " (SELECT value FROM meta WHERE key = 'program'), '?'),"
                            " coalesce((SELECT value FROM meta WHERE key = 'duration_ns'), 0)",
                            -1, &st, NULL) != SQLITE_OK)

@@ -182,7 +182,7 @@ static void *turn_thread(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && !strcmp(argv[1], "seq")) {
+    if (argc >= 2 && !strcmp(argv[1], "seq")) { /* further arguments: ignored */
         for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++)
             perform(&seq[i]);
         printf("EXPECT temporary %u\n", expected(seq, sizeof seq / sizeof seq[0]));
