@@ -10,6 +10,9 @@
  *                      variable (neither allocates). The global order of the
  *                      events is then the script's, in every run and under
  *                      every tool.
+ *   agree_prog wait    runs `seq`, prints READY and waits for the end of its
+ *                      standard input, so that its profile can be converted
+ *                      while it is still being written.
  *
  * Every allocation comes from one of a few noinline "site" functions called
  * from one place each, so a site is one stack. The program prints
@@ -202,6 +205,15 @@ int main(int argc, char **argv)
         printf("EXPECT temporary %u\n", expected(turns, sizeof turns / sizeof turns[0]));
         return 0;
     }
-    fprintf(stderr, "usage: agree_prog seq|turns\n");
+    if (argc == 2 && !strcmp(argv[1], "wait")) {
+        for (size_t i = 0; i < sizeof seq / sizeof seq[0]; i++)
+            perform(&seq[i]);
+        printf("READY\n");
+        fflush(stdout);
+        while (getchar() != EOF) /* until stdin closes: a profile still being written */
+            ;
+        return 0;
+    }
+    fprintf(stderr, "usage: agree_prog seq|turns|wait\n");
     return 2;
 }

@@ -14,6 +14,14 @@
 #               run and rheaper's run interleave them differently, the pair of
 #               runs is repeated (at most 3 times). rheaper and its export, the
 #               same recording, must always agree.
+#   cli         what a user reads: summary shows the command line quoted as a
+#               shell needs it (empty arguments as '', read back by the shell
+#               into the same arguments); `rheaper query` builds `sel` for a
+#               statement that reads it in any letter case, and not for one
+#               that does not; the report is titled with the program's name;
+#               converting the profile of a running program says it is still
+#               being recorded and by which process, and no longer says so
+#               once the program has ended
 # Prints "FAIL: ..." lines and "N passed, N failed"; exits 1 on failure, 77 when
 # a needed tool (heaptrack, heaptrack_print) is missing.
 set -eu
@@ -82,10 +90,10 @@ heaptrack_count() {
     real_tmp=$(ht_temporary "$(ls "$dir"/real.* | head -n 1)")
 }
 
-need heaptrack
-need heaptrack_print
 case $step in
 seq | turns)
+    need heaptrack
+    need heaptrack_print
     srcfile="$src/agree_prog.c"
     build prog -O1 -g -pthread
     rheaper_counts prog "$step"
@@ -98,6 +106,8 @@ seq | turns)
     [ "$want" -gt 0 ] 2> /dev/null || fail "$step: the script expects no temporary allocation"
     ;;
 example)
+    need heaptrack
+    need heaptrack_print
     srcfile="$src/../example/example.c"
     build example -O2 -pthread -g
     tries=0
@@ -110,6 +120,66 @@ example)
     done
     check "example: heaptrack_print on the export agrees with rheaper ($exp_tmp, $rh_tmp)" eq "$exp_tmp" "$rh_tmp"
     check "example: real heaptrack agrees with rheaper ($real_tmp, $rh_tmp)" eq "$real_tmp" "$rh_tmp"
+    ;;
+cli)
+    srcfile="$src/agree_prog.c"
+    run "$bin/rheaper-cc" -O1 -g -pthread -o "$dir/agree-titled" "$srcfile"
+    # quoting: arguments a shell must quote, empty ones among them
+    mkdir -p "$dir/q"
+    run env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$dir/q" "$dir/agree-titled" seq '' "it's" 'a b' \
+        /srv/log/server.log ''
+    run "$bin/rheaper-convert" "$(ls "$dir"/q/rip-* | head -n 1)" "$dir/q.db"
+    run "$rheaper" summary "$dir/q.db"
+    line=$(sed -n 's/^program  *//p' "$out")
+    echo "summary's program line: $line"
+    eval "set -- $line"
+    check "summary: 7 arguments read back by the shell ($#)" [ "$#" -eq 7 ]
+    check "summary: the empty arguments stay ('$3', '$7')" eq "x$3.$7" "x."
+    check "summary: a quote and a space stay ('$4', '$5')" eq "$4|$5" "it's|a b"
+    check "summary: the program comes first ($1)" eq "$1" "$dir/agree-titled"
+    check "summary: empty arguments show as ''" eq "${line#*seq }" "'' 'it'\\''s' 'a b' /srv/log/server.log ''"
+
+    # query: sel for a statement that reads it, in any letter case, and only then
+    q() { run "$rheaper" query "$dir/q.db" "$1" --csv; tail -n 1 "$out"; }
+    rows=$(q "SELECT count(*) FROM allocations")
+    built="; select count(*) from temp.sqlite_master where name = 'sel_bt'"
+    check "query: 'select count(*) from sel' reads every row ($rows)" eq "$(q "select count(*) from sel")" "$rows"
+    check "query: 'SELECT COUNT(*) FROM SEL' too" eq "$(q "SELECT COUNT(*) FROM SEL")" "$rows"
+    check "query: 'select 1' does not build sel" eq "$(q "select 1$built")" 0
+    check "query: 'SELECT 1' does not build sel" eq "$(q "SELECT 1$built")" 0
+    check "query: 'SeLeCt sum(size) FROM sel' builds it" eq "$(q "SeLeCt sum(size) FROM sel$built")" 1
+    rc=0; "$rheaper" query "$dir/q.db" "delete from allocations" > "$out" 2> "$err" || rc=$?
+    check "query: a writing statement fails with a read-only message" \
+        sh -c '[ "$1" -ne 0 ] && grep -q "read-only" "$2"' - "$rc" "$err"
+
+    # report title: the program's name, not the last piece of its arguments
+    run "$rheaper" report "$dir/q.db" -o "$dir/q.html"
+    check "report: titled with the program's name" grep -qF "<title>rheaper report: agree-titled</title>" "$dir/q.html"
+    check "report: heading too" grep -qF "<h1>rheaper report: agree-titled</h1>" "$dir/q.html"
+
+    # still recording: a running program's profile, then the same one after it ended
+    mkdir -p "$dir/live"
+    rm -f "$dir/fifo"
+    mkfifo "$dir/fifo"
+    env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$dir/live" "$dir/agree-titled" wait \
+        < "$dir/fifo" > "$dir/live.out" 2>&1 &
+    pid=$!
+    exec 3> "$dir/fifo"
+    i=0
+    while ! grep -q READY "$dir/live.out" && [ "$i" -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+    rip="$dir/live/rip-$pid"
+    rc=0; "$bin/rheaper-convert" "$rip" "$dir/live1.db" > "$out" 2> "$err" || rc=$?
+    cat "$err"
+    check "convert while running: succeeds" [ "$rc" -eq 0 ]
+    check "convert while running: says still being recorded by process $pid" \
+        grep -q "still being recorded by process $pid" "$err"
+    rc=0; "$rheaper" convert "$rip" "$dir/live2.db" > "$out" 2> "$err" || rc=$?
+    check "rheaper convert while running: says so too" grep -q "still being recorded by process $pid" "$err"
+    exec 3>&-
+    wait "$pid" || fail "the waiting program failed"
+    rc=0; "$bin/rheaper-convert" "$rip" "$dir/live3.db" --force > "$out" 2> "$err" || rc=$?
+    cat "$err"
+    check "convert after the end: no longer says still being recorded" sh -c '! grep -q "still being recorded" "$1"' - "$err"
     ;;
 *)
     echo "unknown step $step" >&2
