@@ -22,6 +22,11 @@
 #               converting the profile of a running program says it is still
 #               being recorded and by which process, and no longer says so
 #               once the program has ended
+#   flamegraph  the SVG carries its labels as text: rsvg-convert renders it,
+#               the frames of agree_prog's functions are labelled with their
+#               names, every label fits its frame (7 px per character plus 6)
+#               and is the name or its start followed by "..", in the
+#               flamegraph and in the report's embedded copy
 # Prints "FAIL: ..." lines and "N passed, N failed"; exits 1 on failure, 77 when
 # a needed tool (heaptrack, heaptrack_print) is missing.
 set -eu
@@ -180,6 +185,32 @@ cli)
     rc=0; "$bin/rheaper-convert" "$rip" "$dir/live3.db" --force > "$out" 2> "$err" || rc=$?
     cat "$err"
     check "convert after the end: no longer says still being recorded" sh -c '! grep -q "still being recorded" "$1"' - "$err"
+    ;;
+flamegraph)
+    need rsvg-convert
+    srcfile="$src/agree_prog.c"
+    run "$bin/rheaper-cc" -O1 -g -pthread -o "$dir/prog" "$srcfile"
+    run env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$dir" "$dir/prog" seq
+    run "$bin/rheaper-convert" "$(ls "$dir"/rip-* | head -n 1)" "$dir/p.db"
+    run "$rheaper" flamegraph "$dir/p.db" -o "$dir/f.svg"
+    run "$rheaper" report "$dir/p.db" -o "$dir/r.html"
+    run rsvg-convert "$dir/f.svg" -o "$dir/f.png"
+    check "rsvg-convert renders the flamegraph" [ -s "$dir/f.png" ]
+    # frames: "NAME<TAB>WIDTH<TAB>LABEL", one per <g class="fg-n"> line
+    frames() {
+        sed -n 's/.*<g class="fg-n"[^>]* data-n="\([^"]*\)">.*<rect [^>]*width="\([0-9.]*\)".*<text [^>]*>\([^<]*\)<\/text><\/g>.*/\1	\2	\3/p' "$1"
+    }
+    for f in f.svg r.html; do
+        frames "$dir/$f" > "$dir/$f.frames"
+        for fn in main perform site0 site1 site2 site3; do
+            check "$f: the frame $fn is labelled $fn" \
+                awk -F '	' -v fn="$fn" '$1 == fn && $3 == fn { found = 1 } END { exit !found }' "$dir/$f.frames"
+        done
+        check "$f: every label fits its frame and is its name or the name's start and '..'" awk -F '	' '
+            { n++; if (length($3) * 7 + 6 > $2 + 0.5 + 1e-9 && $3 != "") { print "too wide: " $0; bad = 1 }
+              if ($3 != $1 && $3 != "" && !(substr($3, length($3) - 1) == ".." && index($1, substr($3, 1, length($3) - 2)) == 1)) { print "not its name: " $0; bad = 1 } }
+            END { exit bad || n < 6 }' "$dir/$f.frames"
+    done
     ;;
 *)
     echo "unknown step $step" >&2
