@@ -95,7 +95,7 @@ __attribute__((noinline)) static void *site2(size_t n)
     sink = p;
     return p;
 }
-__attribute__((noinline)) static void *site3(void *old, size_t n)
+__attribute__((noinline)) static void *site3_reallocates_a_block_under_a_name_longer_than_its_frame(void *old, size_t n)
 {
     void *p = realloc(old, n);
     sink = p;
@@ -116,7 +116,7 @@ __attribute__((noinline)) static void perform(const struct op *o)
         memset(slots[o->slot], 1, o->size);
         break;
     case A_REALLOC:
-        slots[o->slot] = site3(slots[o->slot], o->size);
+        slots[o->slot] = site3_reallocates_a_block_under_a_name_longer_than_its_frame(slots[o->slot], o->size);
         if (!slots[o->slot])
             abort();
         break;

@@ -202,7 +202,10 @@ flamegraph)
     }
     for f in f.svg r.html; do
         frames "$dir/$f" > "$dir/$f.frames"
-        for fn in main perform site0 site1 site2 site3; do
+        long=site3_reallocates_a_block_under_a_name_longer_than_its_frame
+        check "$f: the frame $long is labelled with its start and '..'" \
+            awk -F '\t' -v fn="$long" '$1 == fn && $3 ~ /^site3_.*[.][.]$/ && length($3) < length(fn) { found = 1 } END { exit !found }' "$dir/$f.frames"
+        for fn in main perform site0 site1 site2; do
             check "$f: the frame $fn is labelled $fn" \
                 awk -F '	' -v fn="$fn" '$1 == fn && $3 == fn { found = 1 } END { exit !found }' "$dir/$f.frames"
         done
