@@ -160,7 +160,7 @@ static int rh_rip_needs_quotes(const char *a, size_t n)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)a[i];
         if (!c || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr("_@%+=:,./-", c)))
+                    strchr("_@%+=:,./-", c)))
             return 1;
     }
     return 0;

@@ -244,8 +244,7 @@ static int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
         rh_ht_rows(db, "SELECT address, module, sym, file, line FROM ht_ip ORDER BY id", out,
                    rh_ht_emit_ip) ||
         rh_ht_rows(db, "SELECT ip, parent FROM ht_trace ORDER BY id", out, rh_ht_emit_trace) ||
-        rh_ht_rows(db, "SELECT max(size, 0), trace FROM ht_info ORDER BY id", out,
-                   rh_ht_emit_info))
+        rh_ht_rows(db, "SELECT max(size, 0), trace FROM ht_info ORDER BY id", out, rh_ht_emit_info))
         return -1;
 
     /* the events in recorded order (distinct times; at equal times, only in a

@@ -45,18 +45,18 @@ struct op {
  * apart: equal (size, site) of another block, another size, another site, a
  * realloc's two halves, a free(NULL) in between. */
 static const struct op seq[] = {
-    {0, 'a', 0, 0, 32},  {0, 'a', 1, 0, 32},  {0, 'f', 1, 0, 0},   {0, 'f', 0, 0, 0},
-    {0, 'a', 0, 0, 32},  {0, 'a', 1, 0, 32},  {0, 'f', 0, 0, 0},   {0, 'f', 1, 0, 0},
-    {0, 'a', 0, 1, 64},  {0, 'a', 1, 0, 32},  {0, 'f', 0, 0, 0},   {0, 'f', 1, 0, 0},
-    {0, 'a', 0, 1, 64},  {0, 'f', 0, 0, 0},   {0, 'a', 0, 1, 64},  {0, 'a', 1, 1, 48},
-    {0, 'f', 0, 0, 0},   {0, 'f', 1, 0, 0},   {0, 'a', 2, 2, 100}, {0, 'n', 0, 0, 0},
-    {0, 'f', 2, 0, 0},   {0, 'a', 3, 0, 32},  {0, 'r', 3, 3, 200}, {0, 'f', 3, 0, 0},
-    {0, 'a', 0, 0, 32},  {0, 'a', 1, 0, 32},  {0, 'a', 2, 0, 32},  {0, 'f', 2, 0, 0},
-    {0, 'f', 1, 0, 0},   {0, 'f', 0, 0, 0},   {0, 'a', 4, 2, 24},  {0, 'a', 5, 1, 24},
-    {0, 'f', 4, 0, 0},   {0, 'a', 6, 2, 24},  {0, 'f', 5, 0, 0},   {0, 'f', 6, 0, 0},
-    {0, 'a', 7, 1, 16},  {0, 'f', 7, 0, 0},   {0, 'a', 7, 1, 16},  {0, 'f', 7, 0, 0},
-    {0, 'a', 7, 1, 16},  {0, 'f', 7, 0, 0},   {0, 'a', 3, 2, 8},   {0, 'r', 3, 3, 16},
-    {0, 'r', 3, 3, 16},  {0, 'f', 3, 0, 0},
+    {0, 'a', 0, 0, 32}, {0, 'a', 1, 0, 32}, {0, 'f', 1, 0, 0},   {0, 'f', 0, 0, 0},
+    {0, 'a', 0, 0, 32}, {0, 'a', 1, 0, 32}, {0, 'f', 0, 0, 0},   {0, 'f', 1, 0, 0},
+    {0, 'a', 0, 1, 64}, {0, 'a', 1, 0, 32}, {0, 'f', 0, 0, 0},   {0, 'f', 1, 0, 0},
+    {0, 'a', 0, 1, 64}, {0, 'f', 0, 0, 0},  {0, 'a', 0, 1, 64},  {0, 'a', 1, 1, 48},
+    {0, 'f', 0, 0, 0},  {0, 'f', 1, 0, 0},  {0, 'a', 2, 2, 100}, {0, 'n', 0, 0, 0},
+    {0, 'f', 2, 0, 0},  {0, 'a', 3, 0, 32}, {0, 'r', 3, 3, 200}, {0, 'f', 3, 0, 0},
+    {0, 'a', 0, 0, 32}, {0, 'a', 1, 0, 32}, {0, 'a', 2, 0, 32},  {0, 'f', 2, 0, 0},
+    {0, 'f', 1, 0, 0},  {0, 'f', 0, 0, 0},  {0, 'a', 4, 2, 24},  {0, 'a', 5, 1, 24},
+    {0, 'f', 4, 0, 0},  {0, 'a', 6, 2, 24}, {0, 'f', 5, 0, 0},   {0, 'f', 6, 0, 0},
+    {0, 'a', 7, 1, 16}, {0, 'f', 7, 0, 0},  {0, 'a', 7, 1, 16},  {0, 'f', 7, 0, 0},
+    {0, 'a', 7, 1, 16}, {0, 'f', 7, 0, 0},  {0, 'a', 3, 2, 8},   {0, 'r', 3, 3, 16},
+    {0, 'r', 3, 3, 16}, {0, 'f', 3, 0, 0},
 };
 
 /* Two threads, strict turns. Where a per-thread rule and the global one differ
@@ -65,12 +65,12 @@ static const struct op seq[] = {
  * counts like any other. Both threads run the same code, so a site is the same
  * stack in both. */
 static const struct op turns[] = {
-    {0, 'a', 0, 0, 32}, {1, 'a', 1, 0, 32}, {0, 'f', 0, 0, 0},  {1, 'f', 1, 0, 0},
-    {0, 'a', 0, 1, 64}, {1, 'a', 1, 0, 32}, {0, 'f', 0, 0, 0},  {1, 'f', 1, 0, 0},
+    {0, 'a', 0, 0, 32}, {1, 'a', 1, 0, 32}, {0, 'f', 0, 0, 0},   {1, 'f', 1, 0, 0},
+    {0, 'a', 0, 1, 64}, {1, 'a', 1, 0, 32}, {0, 'f', 0, 0, 0},   {1, 'f', 1, 0, 0},
     {0, 'a', 2, 1, 64}, {1, 'f', 2, 0, 0},  {1, 'a', 3, 2, 100}, {0, 'a', 4, 2, 100},
-    {1, 'f', 3, 0, 0},  {0, 'f', 4, 0, 0},  {0, 'a', 5, 1, 64}, {1, 'a', 6, 1, 64},
-    {1, 'f', 6, 0, 0},  {0, 'f', 5, 0, 0},  {1, 'a', 7, 0, 32}, {0, 'r', 7, 3, 80},
-    {1, 'f', 7, 0, 0},  {0, 'a', 0, 0, 40}, {1, 'n', 0, 0, 0},  {0, 'f', 0, 0, 0},
+    {1, 'f', 3, 0, 0},  {0, 'f', 4, 0, 0},  {0, 'a', 5, 1, 64},  {1, 'a', 6, 1, 64},
+    {1, 'f', 6, 0, 0},  {0, 'f', 5, 0, 0},  {1, 'a', 7, 0, 32},  {0, 'r', 7, 3, 80},
+    {1, 'f', 7, 0, 0},  {0, 'a', 0, 0, 40}, {1, 'n', 0, 0, 0},   {0, 'f', 0, 0, 0},
 };
 
 /* ---- the sites: one call instruction each ------------------------------- */
@@ -95,7 +95,8 @@ __attribute__((noinline)) static void *site2(size_t n)
     sink = p;
     return p;
 }
-__attribute__((noinline)) static void *site3_reallocates_a_block_under_a_name_longer_than_its_frame(void *old, size_t n)
+__attribute__((noinline)) static void *
+site3_reallocates_a_block_under_a_name_longer_than_its_frame(void *old, size_t n)
 {
     void *p = realloc(old, n);
     sink = p;
@@ -109,14 +110,16 @@ __attribute__((noinline)) static void perform(const struct op *o)
 {
     switch (o->what) {
     case A_ALLOC:
-        slots[o->slot] = o->site == 0 ? site0(o->size) : o->site == 1 ? site1(o->size)
-                                                                        : site2(o->size);
+        slots[o->slot] = o->site == 0   ? site0(o->size)
+                         : o->site == 1 ? site1(o->size)
+                                        : site2(o->size);
         if (!slots[o->slot])
             abort();
         memset(slots[o->slot], 1, o->size);
         break;
     case A_REALLOC:
-        slots[o->slot] = site3_reallocates_a_block_under_a_name_longer_than_its_frame(slots[o->slot], o->size);
+        slots[o->slot] =
+            site3_reallocates_a_block_under_a_name_longer_than_its_frame(slots[o->slot], o->size);
         if (!slots[o->slot])
             abort();
         break;
@@ -160,8 +163,8 @@ static unsigned expected(const struct op *s, size_t n)
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static size_t pc;  /* next operation of `turns` */
-static int go;     /* set once both threads exist */
+static size_t pc; /* next operation of `turns` */
+static int go;    /* set once both threads exist */
 
 static void *turn_thread(void *arg)
 {
