@@ -151,7 +151,7 @@ struct rh_merge {
  * 1 ns after the previous event's when the clock did not advance (equal ticks,
  * or a stream out of order). Times are then strictly increasing in the merged
  * order, so ORDER BY time in the database is the recorded order (FORMAT.md,
- * "Database"). */
+ * "What rheaper-convert derives from the merged order"). */
 static int64_t rh_merge_time(struct rh_merge *m, const struct rh_event *ev)
 {
     int64_t t = rh_rip_ns(m->r, ev->time);
