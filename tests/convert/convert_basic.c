@@ -63,6 +63,18 @@ static void check_rows(sqlite3 *db)
     }
     CHECK_EQ(i, CT_ROWS);
     sqlite3_finalize(st);
+    /* heaptrack's temporaries in the merged order of the rows above: the
+     * new[] freed at 170 right after its allocation at 160, and the realloc
+     * block freed at 600 (the realloc's free half) right after its allocation
+     * at 510. The malloc(48) freed at 1250 follows a malloc(40) of the same
+     * stack, not the same size: not temporary. */
+    char buf[64];
+    CHECK(!strcmp(ct_text(db,
+                          "SELECT group_concat(size) FROM (SELECT size FROM allocations"
+                          " WHERE temporary ORDER BY alloc_after)",
+                          buf, sizeof buf),
+                  "12,64"));
+    CHECK_EQ(ct_int(db, "SELECT count(*) FROM temporary"), 2);
 }
 
 static void check_tables(sqlite3 *db)
