@@ -188,6 +188,8 @@ struct rh_rip {
     int has_trailer;
     uint64_t tr_events, tr_end_tick, tr_end_ns, tr_lost;
     uint32_t tr_open_chunks;
+    int tr_has_reentered;   /* the trailer has the v2 field */
+    uint64_t tr_reentered;  /* calls passed through unrecorded by re-entry */
 
     struct rh_stack *stacks;
     size_t nstacks, capstacks;

@@ -474,6 +474,9 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     } else {
         rh_meta_text(&m, "events_lost", NULL);
     }
+    /* v2 trailers only: a v1 profile did not count it */
+    if (r->has_trailer && r->tr_has_reentered)
+        rh_meta_int(&m, "reentered_unrecorded", (int64_t)r->tr_reentered);
     rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;

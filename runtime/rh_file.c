@@ -568,7 +568,7 @@ void rh_file_close_locked(int close_fd)
     rh_thread_totals_locked(&events, &open_chunks);
     if (rh_shared.epoch == rh_epoch)
         events += rh_shared.total_events;
-    uint8_t t[48];
+    uint8_t t[56];
     uint64_t end_tick, end_ns;
     rh_calib_pair(&end_tick, &end_ns);
     uint64_t stacks = __atomic_load_n(&rh_prof.stacks->next_id, __ATOMIC_RELAXED) - 1;
@@ -581,6 +581,8 @@ void rh_file_close_locked(int close_fd)
     memcpy(t + 32, &lost, 8);
     memcpy(t + 40, &open_chunks, 4);
     memcpy(t + 44, &zero, 4);
+    uint64_t reentered = __atomic_load_n(&rh_prof.reentered, __ATOMIC_RELAXED);
+    memcpy(t + 48, &reentered, 8); /* format v2 */
     if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)
         return;
     rh_warn("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);

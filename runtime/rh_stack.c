@@ -72,6 +72,11 @@ void rh_stack_bounds_compute(void)
         hi = main_top;
         lo = main_top - lim;
     } else {
+        /* its allocations (and pthread_attr_destroy's free) pass through as
+         * the runtime's own, not as a re-entry (RH_GUARD_LEAF counts those) */
+        int g = rh_guard;
+        rh_guard = RH_GUARD_CALL;
+        rh_barrier();
         pthread_attr_t a;
         if (pthread_getattr_np(pthread_self(), &a) == 0) {
             void *addr;
@@ -83,6 +88,8 @@ void rh_stack_bounds_compute(void)
             }
             pthread_attr_destroy(&a);
         }
+        rh_barrier();
+        rh_guard = g;
     }
     rh_tls_stack_lo = lo;
     rh_tls_stack_hi = hi;

@@ -30,6 +30,13 @@ static struct {
     unsigned kind;
 } mock_live[MOCK_LIVE_MAX];
 
+int mock_reentries;
+
+void rh_note_reentry(void)
+{
+    mock_reentries++;
+}
+
 int rh_init_lazy(void)
 {
     rh_state = RH_ON;
