@@ -147,7 +147,8 @@ struct rh_walk {
     uint32_t cut;
 };
 
-/* Maps a fresh table (2^21 slots). Returns NULL when mmap fails. */
+/* Maps a fresh table (2^21 slots, 32 MiB of address space; less under a finite
+ * RLIMIT_AS: at most 1/64 of it). Returns NULL when mmap fails. */
 RH_HIDDEN struct rh_stack_table *rh_stack_table_new(void);
 /* This thread's stack bounds, computed once per thread (pthread_getattr_np with
  * the guard set, or __libc_stack_end for the main thread). */
