@@ -33,6 +33,8 @@ struct rh_sym_frame {
     int line;
     const char *sym; /* demangled function name */
     int inlined;     /* 1 for a frame produced by inline expansion (not the outermost) */
+    int chain_cut;   /* 1 on the last frame when the inline chain passed the symbolizer's
+                        cap: its callers are missing (the stack is shown truncated) */
 };
 
 struct rh_symbolizer;
