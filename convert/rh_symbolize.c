@@ -1344,7 +1344,7 @@ int rh_sym_resolve(struct rh_symbolizer *s, uint64_t addr, struct rh_sym_frame *
     if (max < 1 || !out)
         return 0;
     if (!s) {
-        out[0] = (struct rh_sym_frame){NULL, addr, NULL, 0, NULL, 0};
+        out[0] = (struct rh_sym_frame){NULL, addr, NULL, 0, NULL, 0, 0};
         return 1;
     }
     if (s->cache_cap) {
@@ -1362,7 +1362,7 @@ int rh_sym_resolve(struct rh_symbolizer *s, uint64_t addr, struct rh_sym_frame *
     struct rh_sym_frame fr[RH_SYM_MAX_CHAIN];
     int n = 1;
     struct rh_symmod *m = rh_find_module(s, addr);
-    fr[0] = (struct rh_sym_frame){NULL, addr, NULL, 0, NULL, 0};
+    fr[0] = (struct rh_sym_frame){NULL, addr, NULL, 0, NULL, 0, 0};
     if (m) {
         if (m->state == RH_MOD_UNLOADED)
             rh_mod_load(m);
