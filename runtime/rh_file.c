@@ -272,6 +272,10 @@ static void rh_fill_header(uint8_t *hdr)
 
 int rh_file_create_locked(void)
 {
+    /* The header first: it reads /proc/self/cmdline through a second fd, which
+     * under a tight fd limit is only free while the profile is not open. */
+    uint8_t hdr[RIP_HEADER_SIZE];
+    rh_fill_header(hdr);
     char path[RH_PATH_MAX];
     size_t n = rh_dir_prefix(path, sizeof path);
     n += rh_fmt(path + n, sizeof path - n, "/rip-%d", (int)getpid());
@@ -290,8 +294,6 @@ int rh_file_create_locked(void)
         return RHEAPER_ERR_FILE;
     }
 
-    uint8_t hdr[RIP_HEADER_SIZE];
-    rh_fill_header(hdr);
     struct stat st;
     int err = rh_check_fsize(0, RIP_HEADER_SIZE);
     if (!err)
