@@ -380,6 +380,11 @@ void *rh_file_map_chunk_locked(uint32_t size)
         rh_file_fail_locked(what, err);
         return NULL;
     }
+    /* Each chunk comes from a fresh open, so from fresh readahead state: its
+     * first fault would read around (page cache for up to 128 KiB of zeros,
+     * ~200 us per 256 KiB chunk; tests/bench/chunk_cost.c). The runtime only
+     * writes the chunk, front to back: no readaround. */
+    madvise(m, size, MADV_RANDOM);
     __atomic_fetch_add(&rh_prof.end, size, __ATOMIC_RELAXED);
     return m;
 }
