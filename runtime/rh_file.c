@@ -20,6 +20,16 @@
  * the program has used up its fd limit (EMFILE), the chunk is not mapped, the
  * events that needed it are counted lost (one warning) and the next chunk tries
  * again: the program's own open never fails because of the runtime.
+ *
+ * For what comes next (issues 9 and 11): every operation goes through
+ * rh_file_open_locked on rh_prof.path, so a recording toggled by a signal is
+ * just rh_file_create_locked with another name (a template expanded into
+ * rh_prof.path) and rh_file_close_locked; a size limit is one check of
+ * rh_prof.end against it in rh_file_map_chunk_locked, the one place the file
+ * grows (then rh_file_close_locked, not rh_file_fail_locked, so the profile
+ * ends clean). A streaming sender must not hold a socket in the program's fd
+ * table either: a process of its own that reads sealed chunks from the file
+ * (or a shared mapping) keeps that promise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
