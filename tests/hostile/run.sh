@@ -8,8 +8,9 @@
 # a directory of their own (the program writes its files under ./data, the
 # profiles go to ./prof), under the same time bound and the same resource
 # limits. Checks: same exit status, same stdout, byte-identical data/, no
-# runtime warning, every profile converts clean with nothing lost, and every
-# EXPECT line the profiled program printed (its own counts) holds.
+# runtime warning, every profile converts clean with nothing lost, `rheaper
+# summary` shows the re-entered count when there is one, and every EXPECT line
+# the profiled program printed (its own counts) holds.
 set -eu
 bin=$1 src=$2 work=$3 name=$4 mode=$5
 arg=${6:-}
@@ -75,6 +76,11 @@ for rip in "$@"; do
         got=$(sqlite3 "$rip.db" "SELECT value FROM meta WHERE key = '$key'")
         [ "$got" = "$want" ] || fail "$rip: meta $key is '$got', not $want (profile incomplete)"
     done
+    # `rheaper summary` prints the re-entered count exactly when it is not zero
+    re=$(sqlite3 "$rip.db" "SELECT value FROM meta WHERE key = 'reentered_unrecorded'")
+    n=$("$bin/rheaper" summary "$rip.db" | grep -c "^unrecorded  *$re calls re-entered" || true)
+    if [ "$re" -gt 0 ]; then want=1; else want=0; fi
+    [ "$n" = "$want" ] || fail "$rip: rheaper summary shows the re-entered count ($re) $n times, not $want"
 done
 
 check_one() {
