@@ -31,6 +31,8 @@ static struct {
 } mock_live[MOCK_LIVE_MAX];
 
 int mock_reentries;
+_Static_assert(MOCK_GUARD_CALL == RH_GUARD_CALL && MOCK_GUARD_LEAF == RH_GUARD_LEAF,
+               "mock_rt.h's guard values follow rh_hooks.h");
 
 void rh_note_reentry(void)
 {
