@@ -33,6 +33,8 @@ struct rh_sym_frame {
     int line;
     const char *sym; /* demangled function name */
     int inlined;     /* 1 for a frame produced by inline expansion (not the outermost) */
+    int chain_cut;   /* 1 on the last frame when the inline chain passed the symbolizer's
+                        cap: its callers are missing (the stack is shown truncated) */
 };
 
 struct rh_symbolizer;
@@ -190,6 +192,8 @@ struct rh_rip {
     int has_trailer;
     uint64_t tr_events, tr_end_tick, tr_end_ns, tr_lost;
     uint32_t tr_open_chunks;
+    int tr_has_reentered;   /* the trailer has the v2 field */
+    uint64_t tr_reentered;  /* calls passed through unrecorded by re-entry */
 
     struct rh_stack *stacks;
     size_t nstacks, capstacks;

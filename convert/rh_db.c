@@ -305,7 +305,8 @@ static int rh_db_stacks(struct rh_db *d, struct rh_rip *r, struct rh_symbolizer 
             continue;
         }
         int64_t frame_no = 0;
-        for (uint32_t f = 0; f < st->nframes; f++) {
+        int chain_cut = 0; /* an inline chain passed the symbolizer's cap */
+        for (uint32_t f = 0; f < st->nframes && !chain_cut; f++) {
             uint64_t addr = r->frames[st->frames + f];
             int n = 0;
             if (sym)
@@ -339,6 +340,19 @@ static int rh_db_stacks(struct rh_db *d, struct rh_rip *r, struct rh_symbolizer 
                 sqlite3_bind_int64(bs, 8, fr[k].inlined ? 1 : 0);
                 if (rh_db_step(d, bs, err, errlen))
                     goto out;
+                chain_cut |= fr[k].chain_cut;
+            }
+        }
+        /* Past the cap the stack ends at the last inlined frame kept: its real
+         * function and every caller are unknown, so it is marked truncated. */
+        if (chain_cut && !st->cut) {
+            char sql[96];
+            snprintf(sql, sizeof sql, "UPDATE stacks SET truncated = 1 WHERE id = %llu",
+                     (unsigned long long)st->id);
+            if (sqlite3_exec(d->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+                snprintf(err, errlen, "marking stack %llu truncated: %s",
+                         (unsigned long long)st->id, sqlite3_errmsg(d->db));
+                goto out;
             }
         }
     }
@@ -474,6 +488,9 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     } else {
         rh_meta_text(&m, "events_lost", NULL);
     }
+    /* v2 trailers only: a v1 profile did not count it */
+    if (r->has_trailer && r->tr_has_reentered)
+        rh_meta_int(&m, "reentered_unrecorded", (int64_t)r->tr_reentered);
     rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;

@@ -216,7 +216,7 @@ static int rh_rip_header(struct rh_rip *r)
     if (r->size < RIP_HEADER_SIZE)
         return rh_rip_fail(r, "file header cut short (%zu of %u bytes)", r->size, RIP_HEADER_SIZE);
     memcpy(&r->hdr, r->base, sizeof r->hdr);
-    if (r->hdr.version != RIP_VERSION)
+    if (r->hdr.version < RIP_VERSION_MIN || r->hdr.version > RIP_VERSION)
         return rh_rip_fail(r, "unsupported rip format version %u at offset 8 (this reader: %u)",
                            r->hdr.version, RIP_VERSION);
     if (r->hdr.header_size != RIP_HEADER_SIZE)
@@ -349,6 +349,7 @@ static int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     rh_cur_u(&c, 8); /* stacks defined */
     uint64_t lost = rh_cur_u(&c, 8);
     uint32_t open = (uint32_t)rh_cur_u(&c, 4);
+    rh_cur_u(&c, 4); /* reserved */
     if (c.bad) {
         rh_rip_warn(r, "trailer at offset %llu is too short (%u bytes)",
                     (unsigned long long)ch->off, ch->used);
@@ -361,6 +362,9 @@ static int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     r->tr_end_ns = end_ns;
     r->tr_lost = lost;
     r->tr_open_chunks = open;
+    /* v2: calls passed through unrecorded by re-entry (FORMAT.md) */
+    r->tr_has_reentered = ch->used >= 56;
+    r->tr_reentered = r->tr_has_reentered ? rh_cur_u(&c, 8) : 0;
     rh_calib_add(r, end_tick, end_ns);
     return 1;
 }

@@ -48,7 +48,8 @@
 /* From libstdc++ (the Itanium C++ ABI); declared here so this stays a C file. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
-#define RH_SYM_MAX_CHAIN 64        /* frames kept per address (inline depth bound) */
+#define RH_SYM_MAX_CHAIN 64        /* frames kept per address (inline depth bound; past it the
+                                      stack ends, marked truncated) */
 #define RH_SYM_POOL_BLOCK 65536    /* bytes per string pool block */
 #define RH_SYM_MAX_NAME (1u << 16) /* longer names are cut: hostile .debug_str */
 
@@ -1177,9 +1178,14 @@ static int rh_chain_index(struct rh_symbolizer *s, struct rh_symmod *m, struct r
         out[n].line = line;
         out[n].sym = f->name;
         out[n].inlined = 1;
+        out[n].chain_cut = 0;
         n++;
         if (f->is_sub || f->parent >= node)
-            break; /* the real function: the chain ends here */
+            return n; /* the real function: the chain ends here */
+        if (n == max) {
+            out[n - 1].chain_cut = 1; /* the cap: the callers are not shown */
+            return n;
+        }
         file = f->call_file;
         line = f->call_line;
         node = f->parent;
@@ -1226,9 +1232,14 @@ static int rh_chain_scopes(struct rh_symbolizer *s, Dwarf_Die *cu, uint64_t da, 
         out[n].line = line;
         out[n].sym = rh_die_name(s, d);
         out[n].inlined = 1;
+        out[n].chain_cut = 0;
         n++;
         if (dwarf_tag(d) == DW_TAG_subprogram)
             break; /* the real function: the chain ends here */
+        if (n == max) {
+            out[n - 1].chain_cut = 1; /* the cap: the callers are not shown */
+            break;
+        }
         rh_call_site(s, d, &file, &line);
     }
     free(chain);
@@ -1268,7 +1279,9 @@ static int rh_resolve_in_module(struct rh_symbolizer *s, struct rh_symmod *m, ui
         } else {
             n = rh_chain_scopes(s, cu, da, file, line, out, max);
         }
-        if (n > 0) {
+        /* The outermost frame is the real function, unless the chain was cut
+         * at the cap: then it stays an inlined frame, never a real call. */
+        if (n > 0 && !out[n - 1].chain_cut) {
             out[n - 1].inlined = 0;
             /* an outermost function without a DWARF name (rare) */
             if (!out[n - 1].sym) {
@@ -1331,7 +1344,7 @@ int rh_sym_resolve(struct rh_symbolizer *s, uint64_t addr, struct rh_sym_frame *
     if (max < 1 || !out)
         return 0;
     if (!s) {
-        out[0] = (struct rh_sym_frame){NULL, addr, NULL, 0, NULL, 0};
+        out[0] = (struct rh_sym_frame){NULL, addr, NULL, 0, NULL, 0, 0};
         return 1;
     }
     if (s->cache_cap) {
@@ -1349,7 +1362,7 @@ int rh_sym_resolve(struct rh_symbolizer *s, uint64_t addr, struct rh_sym_frame *
     struct rh_sym_frame fr[RH_SYM_MAX_CHAIN];
     int n = 1;
     struct rh_symmod *m = rh_find_module(s, addr);
-    fr[0] = (struct rh_sym_frame){NULL, addr, NULL, 0, NULL, 0};
+    fr[0] = (struct rh_sym_frame){NULL, addr, NULL, 0, NULL, 0, 0};
     if (m) {
         if (m->state == RH_MOD_UNLOADED)
             rh_mod_load(m);

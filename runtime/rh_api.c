@@ -32,10 +32,15 @@ static struct rh_config rh_cfg_env;
 /* Set by our constructor: libc is fully initialised. */
 static int rh_ctor_ran;
 
+void rh_note_reentry(void)
+{
+    __atomic_fetch_add(&rh_prof.reentered, 1, __ATOMIC_RELAXED);
+}
+
 int rh_guard_enter(void)
 {
     int saved = rh_guard;
-    rh_guard = 1;
+    rh_guard = RH_GUARD_CALL;
     rh_barrier();
     return saved;
 }

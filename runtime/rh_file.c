@@ -8,6 +8,28 @@
  * fallocate (so a full disk shows up here, not as SIGBUS on a store into the
  * mapping). Any failure prints one line, turns tracking off and leaves what was
  * written convertible. MODULES and TRAILER chunks are written whole with pwrite.
+ *
+ * File descriptors: the runtime holds none between operations. The program may
+ * close, dup2 over or reuse any fd number at any moment (daemons close every fd
+ * at start-up and reopen their log on fd 3), so each operation that needs the
+ * file (map a chunk, write a chunk) opens it by path with O_NOFOLLOW|O_CLOEXEC,
+ * checks that it is still the inode created, does its work and closes it again:
+ * a MAP_SHARED mapping outlives its fd. Every system call made here is a raw
+ * one (rh_sys_*), never a glibc cancellation point, so a thread with a pending
+ * pthread_cancel cannot die inside the runtime while holding rh_prof_lock. When
+ * the program has used up its fd limit (EMFILE), the chunk is not mapped, the
+ * events that needed it are counted lost (one warning) and the next chunk tries
+ * again: the program's own open never fails because of the runtime.
+ *
+ * For what comes next (issues 9 and 11): every operation goes through
+ * rh_file_open_locked on rh_prof.path, so a recording toggled by a signal is
+ * just rh_file_create_locked with another name (a template expanded into
+ * rh_prof.path) and rh_file_close_locked; a size limit is one check of
+ * rh_prof.end against it in rh_file_map_chunk_locked, the one place the file
+ * grows (then rh_file_close_locked, not rh_file_fail_locked, so the profile
+ * ends clean). A streaming sender must not hold a socket in the program's fd
+ * table either: a process of its own that reads sealed chunks from the file
+ * (or a shared mapping) keeps that promise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,7 +46,7 @@
 #include "rh_runtime.h"
 #include "rheaper.h"
 
-RH_HIDDEN struct rh_profile rh_prof = {.fd = -1};
+RH_HIDDEN struct rh_profile rh_prof;
 RH_HIDDEN uint32_t rh_epoch;
 RH_HIDDEN int rh_prof_lock;
 
@@ -55,13 +77,34 @@ static const char *rh_errstr(int err)
     return s ? s : "unknown error";
 }
 
+/* ---- raw system calls ---------------------------------------------------
+ * glibc's open, read, pwrite and close are cancellation points; syscall() is
+ * not. Each returns what the system call does, with errno set on -1. */
+
+int rh_sys_open(const char *path, int flags, unsigned mode)
+{
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+void rh_sys_close(int fd)
+{
+    int e = errno;
+    syscall(SYS_close, fd); /* never retried: the fd is gone even on EINTR */
+    errno = e;
+}
+
+ssize_t rh_sys_read(int fd, void *buf, size_t len)
+{
+    return (ssize_t)syscall(SYS_read, fd, buf, len);
+}
+
 /* pwrite all of buf at off, retrying EINTR and short writes. Returns 0 or an
  * errno value. */
 static int rh_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
     const char *p = buf;
     while (len) {
-        ssize_t w = pwrite(fd, p, len, (off_t)off);
+        ssize_t w = (ssize_t)syscall(SYS_pwrite64, fd, p, len, (off_t)off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -113,11 +156,52 @@ void rh_file_fail_locked(const char *what, int err)
 {
     rh_warn("%s: %s; tracking stopped", what, rh_errstr(err));
     __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
-    if (rh_prof.fd >= 0)
-        close(rh_prof.fd);
-    rh_prof.fd = -1;
     __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
     rh_prof.pending = 0;
+}
+
+/* 1 when err means the process has no fd to spare (its own limit or the
+ * system's): the program's business, so the runtime waits rather than stops. */
+static int rh_fd_starved(int err)
+{
+    return err == EMFILE || err == ENFILE;
+}
+
+/* Opens the current profile for one operation: by path, O_NOFOLLOW|O_CLOEXEC,
+ * then checks it is the inode rh_file_create_locked made (a renamed or
+ * replaced file is never written). Caller holds rh_prof_lock and closes the fd
+ * with rh_sys_close before releasing it. Returns the fd, or -1 with *err set
+ * (ESTALE for another inode). */
+static int rh_file_open_locked(int *err)
+{
+    int fd;
+    do
+        fd = rh_sys_open(rh_prof.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        *err = errno;
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != rh_prof.dev ||
+        (uint64_t)st.st_ino != rh_prof.ino || !S_ISREG(st.st_mode)) {
+        *err = ESTALE;
+        rh_sys_close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The fd could not be opened for want of a free descriptor: warns once per
+ * file and counts nothing here (the caller's event is counted lost). */
+static void rh_file_starved_locked(void)
+{
+    if (!rh_prof.starved_warned) {
+        rh_prof.starved_warned = 1;
+        rh_warn("no free file descriptor to grow profile %s (the program holds all it may "
+                "open); events are counted as lost until one is free",
+                rh_prof.path);
+    }
 }
 
 /* Writes the directory part of the profile path into buf: the configured
@@ -172,10 +256,10 @@ static void rh_fill_header(uint8_t *hdr)
 
     uint8_t *cmd = hdr + RIP_HDR_CMD_OFF;
     size_t got = 0;
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    int fd = rh_sys_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
     if (fd >= 0) {
         for (;;) {
-            ssize_t r = read(fd, cmd + got, RIP_HDR_CMD_MAX - got);
+            ssize_t r = rh_sys_read(fd, cmd + got, RIP_HDR_CMD_MAX - got);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0)
@@ -183,12 +267,12 @@ static void rh_fill_header(uint8_t *hdr)
             got += (size_t)r;
             if (got == RIP_HDR_CMD_MAX) {
                 char extra;
-                if (read(fd, &extra, 1) == 1)
+                if (rh_sys_read(fd, &extra, 1) == 1)
                     h->flags |= RIP_HDR_F_CMD_TRUNCATED;
                 break;
             }
         }
-        close(fd);
+        rh_sys_close(fd);
     }
     if (!(h->flags & RIP_HDR_F_CMD_TRUNCATED) && got && cmd[got - 1] == '\0')
         got--; /* arguments are separated, not terminated, by NUL */
@@ -198,6 +282,10 @@ static void rh_fill_header(uint8_t *hdr)
 
 int rh_file_create_locked(void)
 {
+    /* The header first: it reads /proc/self/cmdline through a second fd, which
+     * under a tight fd limit is only free while the profile is not open. */
+    uint8_t hdr[RIP_HEADER_SIZE];
+    rh_fill_header(hdr);
     char path[RH_PATH_MAX];
     size_t n = rh_dir_prefix(path, sizeof path);
     n += rh_fmt(path + n, sizeof path - n, "/rip-%d", (int)getpid());
@@ -205,8 +293,9 @@ int rh_file_create_locked(void)
     for (unsigned k = 0; k < 100000; k++) {
         if (k)
             rh_fmt(path + n, sizeof path - n, ".%u", k);
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd >= 0 || errno != EEXIST)
+        fd = rh_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                         0600);
+        if (fd >= 0 || (errno != EEXIST && errno != EINTR))
             break;
     }
     memcpy(rh_prof.path, path, sizeof path);
@@ -215,15 +304,16 @@ int rh_file_create_locked(void)
         return RHEAPER_ERR_FILE;
     }
 
-    uint8_t hdr[RIP_HEADER_SIZE];
-    rh_fill_header(hdr);
+    struct stat st;
     int err = rh_check_fsize(0, RIP_HEADER_SIZE);
     if (!err)
         err = rh_pwrite_all(fd, hdr, RIP_HEADER_SIZE, 0);
+    if (!err && fstat(fd, &st) != 0)
+        err = errno;
+    rh_sys_close(fd); /* no fd is held between operations */
     if (err) {
         rh_warn("cannot write profile header %s at offset 0: %s; tracking stays off", path,
                 rh_errstr(err));
-        close(fd);
         unlink(path);
         return RHEAPER_ERR_FILE;
     }
@@ -241,7 +331,6 @@ int rh_file_create_locked(void)
             munmap(slots, sbytes);
         rh_warn("cannot map the runtime's tables for %s: %s; tracking stays off", path,
                 rh_errstr(e));
-        close(fd);
         unlink(path);
         return RHEAPER_ERR_NOMEM;
     }
@@ -249,13 +338,16 @@ int rh_file_create_locked(void)
     rh_prof.slots = slots;
     rh_prof.nslots = rh_cfg.max_trackers;
     rh_prof.stacks = stacks;
-    rh_prof.fd = fd;
+    rh_prof.dev = (uint64_t)st.st_dev;
+    rh_prof.ino = (uint64_t)st.st_ino;
+    rh_prof.starved_warned = 0;
     rh_prof.end = RIP_HEADER_SIZE;
     rh_prof.pending = 0;
     rh_prof.exit_flushed = 0;
     rh_prof.events_released = 0;
     /* atomic: a thread still in flight from the last file may count a loss */
     __atomic_store_n(&rh_prof.lost, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&rh_prof.reentered, 0, __ATOMIC_RELAXED);
     rh_prof.mod_adds = rh_prof.mod_subs = ~0ull;
     __atomic_store_n(&rh_prof.open, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&rh_epoch, 1, __ATOMIC_RELEASE);
@@ -267,22 +359,42 @@ void *rh_file_map_chunk_locked(uint32_t size)
     if (!rh_prof.open)
         return NULL;
     uint64_t off = rh_prof.end;
-    int err = rh_reserve_disk(rh_prof.fd, off, size);
+    int err = 0;
+    int fd = rh_file_open_locked(&err);
+    if (fd < 0) {
+        if (rh_fd_starved(err)) {
+            rh_file_starved_locked();
+            return NULL;
+        }
+        char what[RH_PATH_MAX + 96];
+        rh_fmt(what, sizeof what, "cannot reopen profile %s to grow it", rh_prof.path);
+        rh_file_fail_locked(what, err);
+        return NULL;
+    }
+    err = rh_reserve_disk(fd, off, size);
     if (err) {
+        rh_sys_close(fd);
         char what[RH_PATH_MAX + 96];
         rh_fmt(what, sizeof what, "cannot grow profile %s at offset %llu by %u bytes", rh_prof.path,
                (unsigned long long)off, size);
         rh_file_fail_locked(what, err);
         return NULL;
     }
-    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, rh_prof.fd, (off_t)off);
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+    err = m == MAP_FAILED ? errno : 0;
+    rh_sys_close(fd); /* the mapping outlives its fd */
     if (m == MAP_FAILED) {
         char what[RH_PATH_MAX + 96];
         rh_fmt(what, sizeof what, "cannot map profile %s at offset %llu", rh_prof.path,
                (unsigned long long)off);
-        rh_file_fail_locked(what, errno);
+        rh_file_fail_locked(what, err);
         return NULL;
     }
+    /* Each chunk comes from a fresh open, so from fresh readahead state: its
+     * first fault would read around (page cache for up to 128 KiB of zeros,
+     * ~200 us per 256 KiB chunk; tests/bench/chunk_cost.c). The runtime only
+     * writes the chunk, front to back: no readaround. */
+    madvise(m, size, MADV_RANDOM);
     __atomic_fetch_add(&rh_prof.end, size, __ATOMIC_RELAXED);
     return m;
 }
@@ -306,11 +418,19 @@ int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
     h.tid = rh_gettid();
     rh_calib_pair(&h.calib_tick, &h.calib_ns);
     h.crc = rip_chunk_crc(&h, payload);
-    int err = rh_reserve_disk(rh_prof.fd, off, size);
-    if (!err)
-        err = rh_pwrite_all(rh_prof.fd, payload, len, off + RIP_CHUNK_HDR_SIZE);
-    if (!err)
-        err = rh_pwrite_all(rh_prof.fd, &h, sizeof h, off);
+    int err = 0;
+    int fd = rh_file_open_locked(&err);
+    if (fd >= 0) {
+        err = rh_reserve_disk(fd, off, size);
+        if (!err)
+            err = rh_pwrite_all(fd, payload, len, off + RIP_CHUNK_HDR_SIZE);
+        if (!err)
+            err = rh_pwrite_all(fd, &h, sizeof h, off);
+        rh_sys_close(fd);
+    } else if (rh_fd_starved(err)) {
+        rh_file_starved_locked(); /* a MODULES snapshot is retried at the next change */
+        return -1;
+    }
     if (err) {
         char what[RH_PATH_MAX + 96];
         rh_fmt(what, sizeof what, "cannot write profile %s at offset %llu", rh_prof.path,
@@ -465,7 +585,7 @@ void rh_file_close_locked(int close_fd)
     rh_thread_totals_locked(&events, &open_chunks);
     if (rh_shared.epoch == rh_epoch)
         events += rh_shared.total_events;
-    uint8_t t[48];
+    uint8_t t[56];
     uint64_t end_tick, end_ns;
     rh_calib_pair(&end_tick, &end_ns);
     uint64_t stacks = __atomic_load_n(&rh_prof.stacks->next_id, __ATOMIC_RELAXED) - 1;
@@ -478,12 +598,12 @@ void rh_file_close_locked(int close_fd)
     memcpy(t + 32, &lost, 8);
     memcpy(t + 40, &open_chunks, 4);
     memcpy(t + 44, &zero, 4);
+    uint64_t reentered = __atomic_load_n(&rh_prof.reentered, __ATOMIC_RELAXED);
+    memcpy(t + 48, &reentered, 8); /* format v2 */
     if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)
         return;
     rh_warn("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);
     if (close_fd) {
-        close(rh_prof.fd);
-        rh_prof.fd = -1;
         __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
     } else {
         rh_prof.exit_flushed = 1;
@@ -492,10 +612,9 @@ void rh_file_close_locked(int close_fd)
 
 void rh_file_forget_in_child(void)
 {
+    /* Nothing to close: the runtime holds no fd, so a number the child reuses
+     * is never touched. */
     int was = rh_prof.open || rh_prof.pending;
-    if (rh_prof.fd >= 0)
-        close(rh_prof.fd);
-    rh_prof.fd = -1;
     rh_prof.open = 0;
     rh_prof.exit_flushed = 0;
     rh_prof.slots = NULL;

@@ -39,8 +39,19 @@ enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2 };
 extern RH_HIDDEN int rh_state;
 
 /* Per-thread reentrancy guard. volatile plus barriers: gcc -O2 otherwise drops
- * the store around calls it believes are leaf (strdup) and recursion follows. */
+ * the store around calls it believes are leaf (strdup) and recursion follows.
+ * 0: outside; RH_GUARD_CALL: inside a hooked call whose real function may call
+ * other wrapped functions (operator new calls malloc in a static link, so do
+ * strdup, getline...) or inside the runtime's API; RH_GUARD_LEAF: inside a
+ * malloc-family call (its real function never calls a wrapped one), including
+ * the runtime's recording of it. A call that finds RH_GUARD_LEAF can only be a
+ * signal handler's (or another re-entry into the runtime): it passes through
+ * unrecorded and is counted (rh_prof.reentered, meta reentered_unrecorded). */
+enum { RH_GUARD_CALL = 1, RH_GUARD_LEAF = 2 };
 extern RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
+/* Counts one call that passed through unrecorded because it re-entered a
+ * malloc-family call. Async-signal-safe (one relaxed atomic add). */
+RH_HIDDEN void rh_note_reentry(void) __attribute__((noinline, cold));
 
 /* Cold: first wrapped call of the process. Reads RHEAPER_* and, when
  * RHEAPER_ENABLE=1, starts tracking. Returns 1 if tracking is now on. Never
@@ -54,29 +65,47 @@ RH_HIDDEN int rh_init_lazy(void) __attribute__((noinline, cold));
  * runs rh_init_lazy under the guard and leaves the guard set when tracking is
  * now on. Out of line so that a shim keeps no register across it (the guard's
  * TLS address, the shim's arguments) on its hooked path. */
-static __attribute__((noinline, cold, unused)) int rh_hook_begin_init(void)
+static __attribute__((noinline, cold, unused)) int rh_hook_begin_init(int value)
 {
-    rh_guard = 1;
+    rh_guard = RH_GUARD_CALL;
     rh_barrier();
     int on = rh_init_lazy();
     rh_barrier();
-    rh_guard = on ? 1 : 0;
+    rh_guard = on ? value : 0;
     rh_barrier();
     return on;
 }
 
-static inline int rh_hook_begin(void)
+/* rh_hook_begin with the guard value to set (RH_GUARD_CALL or RH_GUARD_LEAF). */
+static inline __attribute__((always_inline)) int rh_hook_begin_as(int value)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
     if (rh_likely(s == RH_OFF))
         return 0;
-    if (rh_guard)
+    int g = rh_guard;
+    if (g) {
+        if (rh_unlikely(g == RH_GUARD_LEAF))
+            rh_note_reentry();
         return 0;
+    }
     if (rh_unlikely(s == RH_UNINIT))
-        return rh_hook_begin_init();
-    rh_guard = 1;
+        return rh_hook_begin_init(value);
+    rh_guard = value;
     rh_barrier();
     return 1;
+}
+
+/* For shims whose real function may call other wrapped functions. */
+static inline int rh_hook_begin(void)
+{
+    return rh_hook_begin_as(RH_GUARD_CALL);
+}
+
+/* For the malloc family (wrap/shims_malloc.c): the real function never calls a
+ * wrapped one, so any call nested inside is a re-entry and is counted. */
+static inline int rh_hook_begin_leaf(void)
+{
+    return rh_hook_begin_as(RH_GUARD_LEAF);
 }
 
 static inline void rh_hook_end(void)

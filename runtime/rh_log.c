@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rh_runtime.h"
@@ -123,7 +124,8 @@ size_t rh_fmt(char *buf, size_t size, const char *fmt, ...)
 static void rh_write_all(int fd, const char *buf, size_t len)
 {
     while (len) {
-        ssize_t w = write(fd, buf, len);
+        /* raw: glibc's write is a cancellation point */
+        ssize_t w = (ssize_t)syscall(SYS_write, fd, buf, len);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "rh_hooks.h"
 #include "rip_format.h"
@@ -146,7 +147,8 @@ struct rh_walk {
     uint32_t cut;
 };
 
-/* Maps a fresh table (2^21 slots). Returns NULL when mmap fails. */
+/* Maps a fresh table (2^21 slots, 32 MiB of address space; less under a finite
+ * RLIMIT_AS: at most 1/64 of it). Returns NULL when mmap fails. */
 RH_HIDDEN struct rh_stack_table *rh_stack_table_new(void);
 /* This thread's stack bounds, computed once per thread (pthread_getattr_np with
  * the guard set, or __libc_stack_end for the main thread). */
@@ -357,7 +359,8 @@ struct rh_slot;
 
 /* The open profile file. Fields are protected by rh_prof_lock unless noted. */
 struct rh_profile {
-    int fd;                        /* -1 when no file is open */
+    uint64_t dev, ino;             /* identity of the file: checked at each reopen */
+    int starved_warned;            /* the EMFILE warning was printed for this file */
     int open;                      /* a file is open and accepts chunks */
     int pending;                   /* create on the first event (lazy start) */
     int exit_flushed;              /* the exit flush already wrote a trailer */
@@ -369,6 +372,7 @@ struct rh_profile {
     uint32_t max_chunk;          /* largest chunk size (bytes, header included) */
     uint64_t events_released;    /* events of chunks whose slot was released */
     uint64_t lost;               /* atomic: events not recorded */
+    uint64_t reentered;          /* atomic: calls passed through by re-entry (rh_hooks.h) */
     int mod_early;               /* a module snapshot was taken before main */
     uint64_t mod_adds, mod_subs; /* dl_iterate_phdr counters at the last snapshot */
 };
@@ -383,21 +387,27 @@ extern RH_HIDDEN int rh_prof_lock;
 RH_HIDDEN void rh_spin_lock(int *l);
 RH_HIDDEN void rh_spin_unlock(int *l);
 
+/* Raw system calls (never cancellation points); errno set on -1. */
+RH_HIDDEN int rh_sys_open(const char *path, int flags, unsigned mode);
+RH_HIDDEN void rh_sys_close(int fd); /* keeps errno */
+RH_HIDDEN ssize_t rh_sys_read(int fd, void *buf, size_t len);
+
 /* Creates dir/rip-<pid>[.N], writes the header, maps a fresh slot array and
  * stack table, bumps rh_epoch. Caller holds rh_prof_lock. Returns RHEAPER_OK or
  * RHEAPER_ERR_FILE / RHEAPER_ERR_NOMEM (one warning line already printed). */
 RH_HIDDEN int rh_file_create_locked(void);
-/* Reserves disk for a chunk of `size` bytes and maps it. Caller holds
- * rh_prof_lock and the file is open. Returns the mapping (header zeroed) and its
- * file offset, or NULL on failure; then tracking has been turned off with one
- * warning line. */
+/* Reserves disk for a chunk of `size` bytes and maps it (opening the file by
+ * path for the operation only). Caller holds rh_prof_lock and the file is open.
+ * Returns the mapping (header zeroed), or NULL on failure; then tracking has
+ * been turned off with one warning line, unless the process had no fd to spare
+ * (EMFILE, ENFILE): then tracking goes on and the next chunk retries. */
 RH_HIDDEN void *rh_file_map_chunk_locked(uint32_t size);
 /* Writes a whole sealed chunk of `type` with payload[0, len) via pwrite. Caller
  * holds rh_prof_lock. Returns 0 or -1 (tracking off, one warning). */
 RH_HIDDEN int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len);
 /* Turns tracking off after an internal failure: one line "<what>: strerror(err);
- * tracking stopped" (what names the path and offset), then state OFF and the fd
- * closed. Caller holds rh_prof_lock. */
+ * tracking stopped" (what names the path and offset), then state OFF and the
+ * file closed. Caller holds rh_prof_lock. */
 RH_HIDDEN void rh_file_fail_locked(const char *what, int err);
 /* Takes a module snapshot (skipped when force == 0 and the dl_iterate_phdr
  * counters did not change). Takes rh_prof_lock itself; the caller holds no lock

@@ -35,9 +35,25 @@ extern void *__libc_stack_end;
 RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
 RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
 
+/* The table's size in bits. Every mapping counts against RLIMIT_AS, even a
+ * MAP_NORESERVE or PROT_NONE one, so under a finite limit the table takes at
+ * most 1/64 of it (200 MiB: 2^17 slots, 2 MiB); a full table costs new stacks
+ * (counted lost, one warning), never the program's own memory. */
+static unsigned rh_stack_table_bits(void)
+{
+    unsigned bits = RH_STACK_TABLE_BITS;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        uint64_t budget = (uint64_t)rl.rlim_cur / 64;
+        while (bits > 12 && ((uint64_t)sizeof(struct rh_stack_entry) << bits) > budget)
+            bits--;
+    }
+    return bits;
+}
+
 struct rh_stack_table *rh_stack_table_new(void)
 {
-    size_t n = (size_t)1 << RH_STACK_TABLE_BITS;
+    size_t n = (size_t)1 << rh_stack_table_bits();
     size_t bytes = sizeof(struct rh_stack_table) + n * sizeof(struct rh_stack_entry);
     bytes = (bytes + 4095) & ~(size_t)4095;
     void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -72,6 +88,11 @@ void rh_stack_bounds_compute(void)
         hi = main_top;
         lo = main_top - lim;
     } else {
+        /* its allocations (and pthread_attr_destroy's free) pass through as
+         * the runtime's own, not as a re-entry (RH_GUARD_LEAF counts those) */
+        int g = rh_guard;
+        rh_guard = RH_GUARD_CALL;
+        rh_barrier();
         pthread_attr_t a;
         if (pthread_getattr_np(pthread_self(), &a) == 0) {
             void *addr;
@@ -83,6 +104,8 @@ void rh_stack_bounds_compute(void)
             }
             pthread_attr_destroy(&a);
         }
+        rh_barrier();
+        rh_guard = g;
     }
     rh_tls_stack_lo = lo;
     rh_tls_stack_hi = hi;

@@ -253,6 +253,10 @@ struct rh_slot *rh_thread_prepare(uint64_t t, int *drop)
             pthread_setspecific(rh_exit_key, (void *)1);
     }
     if (!s->w.chunk && rh_writer_open(&s->w, t) != 0) {
+        /* Still open: the chunk could not be mapped for want of an fd (EMFILE);
+         * the event is lost, and counted, and the next one retries. */
+        if (__atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE))
+            __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
         *drop = 1;
         return NULL;
     }

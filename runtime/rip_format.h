@@ -12,7 +12,9 @@
 #include <stdint.h>
 
 #define RIP_MAGIC "RHEAPRIP"
-#define RIP_VERSION 1u
+#define RIP_VERSION 2u
+/* Oldest version a reader accepts (v2 appended a trailer field). */
+#define RIP_VERSION_MIN 1u
 #define RIP_HEADER_SIZE 4096u
 #define RIP_ALIGN 4096u
 

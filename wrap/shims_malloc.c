@@ -4,7 +4,9 @@
  * memalign, valloc and pvalloc. Each is a thin layer over __real_SYM that records
  * one event through runtime/rh_hooks.h, or passes straight through when tracking
  * is off or the thread is already inside a hooked call (a static libc's strdup
- * calling malloc, the runtime's own calls). Times: an allocation's after the
+ * calling malloc, the runtime's own calls). Their real functions never call a
+ * wrapped one, so they take the guard as RH_GUARD_LEAF (rh_hook_begin_leaf):
+ * a call that arrives inside one of them is a signal handler's, and is counted. Times: an allocation's after the
  * real call, a free's before it, a realloc's both. These functions never
  * allocate and never use stdio.
  *
@@ -51,7 +53,7 @@ RH_HOOKED_WALK void *rh_malloc_hooked(size_t n, void *fp)
 
 RH_HOT_SHIM void *__wrap_malloc(size_t n)
 {
-    if (!rh_hook_begin())
+    if (!rh_hook_begin_leaf())
         return __real_malloc(n);
     void *p = rh_malloc_hooked(n, RH_FP());
     rh_barrier();
@@ -72,7 +74,7 @@ RH_HOOKED void *rh_calloc_hooked(size_t n, size_t m, void *fp)
 
 RH_WRAP void *__wrap_calloc(size_t n, size_t m)
 {
-    if (!rh_hook_begin())
+    if (!rh_hook_begin_leaf())
         return __real_calloc(n, m);
     return rh_calloc_hooked(n, m, RH_FP());
 }
@@ -118,7 +120,7 @@ RH_HOOKED RH_SIBCALLS void *rh_realloc_hooked(void *p, size_t n, void *fp)
 
 RH_HOT_SHIM void *__wrap_realloc(void *p, size_t n)
 {
-    if (!rh_hook_begin())
+    if (!rh_hook_begin_leaf())
         return __real_realloc(p, n);
     void *q = rh_realloc_hooked(p, n, RH_FP());
     rh_barrier();
@@ -129,7 +131,7 @@ RH_HOT_SHIM void *__wrap_realloc(void *p, size_t n)
  * ENOMEM and leaves p alive: recorded as a failure of SIZE_MAX bytes. */
 RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
 {
-    if (!rh_hook_begin())
+    if (!rh_hook_begin_leaf())
         return __real_reallocarray(p, n, m);
     size_t size = rh_mul_size(n, m);
     if (p == NULL) {
@@ -155,7 +157,7 @@ RH_HOOKED void rh_free_hooked(void *p)
 
 RH_HOT_SHIM void __wrap_free(void *p)
 {
-    if (p == NULL || !rh_hook_begin()) {
+    if (p == NULL || !rh_hook_begin_leaf()) {
         __real_free(p);
         return;
     }
@@ -167,7 +169,7 @@ RH_HOT_SHIM void __wrap_free(void *p)
  * EINVAL (a bad alignment) is a usage error and records nothing. */
 RH_WRAP int __wrap_posix_memalign(void **pp, size_t align, size_t n)
 {
-    if (!rh_hook_begin())
+    if (!rh_hook_begin_leaf())
         return __real_posix_memalign(pp, align, n);
     int rc = __real_posix_memalign(pp, align, n);
     if (rc == 0)
@@ -181,7 +183,7 @@ RH_WRAP int __wrap_posix_memalign(void **pp, size_t align, size_t n)
 
 RH_WRAP void *__wrap_aligned_alloc(size_t align, size_t n)
 {
-    if (!rh_hook_begin())
+    if (!rh_hook_begin_leaf())
         return __real_aligned_alloc(align, n);
     void *p = __real_aligned_alloc(align, n);
     rh_shim_alloc_done(RH_KIND_ALIGNED_ALLOC, p, n, RH_FP());
@@ -190,7 +192,7 @@ RH_WRAP void *__wrap_aligned_alloc(size_t align, size_t n)
 
 RH_WRAP void *__wrap_memalign(size_t align, size_t n)
 {
-    if (!rh_hook_begin())
+    if (!rh_hook_begin_leaf())
         return __real_memalign(align, n);
     void *p = __real_memalign(align, n);
     rh_shim_alloc_done(RH_KIND_MEMALIGN, p, n, RH_FP());
@@ -199,7 +201,7 @@ RH_WRAP void *__wrap_memalign(size_t align, size_t n)
 
 RH_WRAP void *__wrap_valloc(size_t n)
 {
-    if (!rh_hook_begin())
+    if (!rh_hook_begin_leaf())
         return __real_valloc(n);
     void *p = __real_valloc(n);
     rh_shim_alloc_done(RH_KIND_VALLOC, p, n, RH_FP());
@@ -209,7 +211,7 @@ RH_WRAP void *__wrap_valloc(size_t n)
 /* pvalloc: records the requested size; glibc rounds the block up to a page. */
 RH_WRAP void *__wrap_pvalloc(size_t n)
 {
-    if (!rh_hook_begin())
+    if (!rh_hook_begin_leaf())
         return __real_pvalloc(n);
     void *p = __real_pvalloc(n);
     rh_shim_alloc_done(RH_KIND_PVALLOC, p, n, RH_FP());

@@ -535,6 +535,14 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
            rh_human_bytes(s->leaked_bytes, h, sizeof h), (long long)s->leaked_blocks);
     printf("temporary      %lld blocks (%.1f%% of allocations)\n", (long long)s->temporary_blocks,
            s->alloc_blocks ? 100.0 * s->temporary_blocks / s->alloc_blocks : 0.0);
+    /* issue 13: calls that re-entered the runtime (signal handlers) and passed
+     * through unrecorded; one line, only when there were any */
+    sqlite3_stmt *re = rh_prepare(db, "SELECT value FROM meta WHERE key = 'reentered_unrecorded'");
+    if (re && sqlite3_step(re) == SQLITE_ROW && sqlite3_column_int64(re, 0) > 0)
+        printf("unrecorded     %lld calls re-entered the allocator (signal handlers) and were "
+               "not recorded\n",
+               (long long)sqlite3_column_int64(re, 0));
+    sqlite3_finalize(re);
     printf("\ntop 5 call sites by bytes\n");
     if (rh_print_stmt(top, RH_FMT_TEXT, stdout))
         goto out;

@@ -30,6 +30,15 @@ static struct {
     unsigned kind;
 } mock_live[MOCK_LIVE_MAX];
 
+int mock_reentries;
+_Static_assert(MOCK_GUARD_CALL == RH_GUARD_CALL && MOCK_GUARD_LEAF == RH_GUARD_LEAF,
+               "mock_rt.h's guard values follow rh_hooks.h");
+
+void rh_note_reentry(void)
+{
+    mock_reentries++;
+}
+
 int rh_init_lazy(void)
 {
     rh_state = RH_ON;

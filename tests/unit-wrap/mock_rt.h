@@ -34,6 +34,10 @@ struct mock_ev {
 extern struct mock_ev mock_log[MOCK_LOG_MAX];
 extern int mock_n;            /* events since mock_reset() (may exceed MOCK_LOG_MAX) */
 extern int mock_dup_allocs;   /* allocations of an address already live */
+extern int mock_reentries;   /* rh_note_reentry calls */
+/* rh_hooks.h's guard values (mock_rt.c checks they match) */
+#define MOCK_GUARD_CALL 1
+#define MOCK_GUARD_LEAF 2
 extern int mock_guard_errors; /* records made while rh_guard was not set */
 extern int mock_modules_changed;
 extern int mock_slow_calls; /* records that reached the inline fast path's slow entries */

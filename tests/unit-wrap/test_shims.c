@@ -515,6 +515,59 @@ static void test_passthrough(void)
     mock_set_guard(0);
 }
 
+/* Re-entry counting (issue 13): a call nested inside a malloc-family call
+ * (guard RH_GUARD_LEAF: a signal handler) passes through and is counted; one
+ * nested inside another hooked call (RH_GUARD_CALL: a static libc's strdup
+ * calling malloc) passes through uncounted; tracking off counts nothing. */
+static void test_reentry_count(void)
+{
+    int before = mock_reentries;
+    mock_reset();
+    mock_set_guard(MOCK_GUARD_LEAF);
+    void *volatile p = malloc(10);
+    char *volatile s = calloc(1, 8);
+    free(p);
+    free(s);
+    mock_set_guard(0);
+    CHECK_EQ(mock_n, 0);
+    CHECK_EQ(mock_reentries, before + 4);
+
+    /* strdup is counted too; in a static link so is the malloc it makes */
+    mock_set_guard(MOCK_GUARD_LEAF);
+    s = strdup("x");
+    mock_set_guard(0);
+#ifdef RH_TEST_STATIC
+    CHECK_EQ(mock_reentries, before + 6);
+    before += 2;
+#else
+    CHECK_EQ(mock_reentries, before + 5);
+    before += 1;
+#endif
+    free(s); /* recorded: a free of an unknown block */
+    mock_reset();
+
+    mock_set_guard(MOCK_GUARD_CALL);
+    p = malloc(10);
+    free(p);
+    mock_set_guard(0);
+    CHECK_EQ(mock_n, 0);
+    CHECK_EQ(mock_reentries, before + 4);
+
+    mock_set_tracking(0);
+    mock_set_guard(MOCK_GUARD_LEAF);
+    p = malloc(10);
+    free(p);
+    mock_set_guard(0);
+    mock_set_tracking(1);
+    CHECK_EQ(mock_reentries, before + 4);
+
+    /* a recorded malloc leaves no count behind */
+    p = malloc(10);
+    free(p);
+    CHECK_EQ(mock_reentries, before + 4);
+    CHECK_EQ(mock_n, 2);
+}
+
 static void test_dl(void)
 {
 #ifndef RH_TEST_STATIC
@@ -546,6 +599,7 @@ int main(int argc, char **argv)
     test_cxx();
     test_inline_path();
     test_passthrough();
+    test_reentry_count();
     test_dl();
     CHECK_EQ(mock_dup_allocs, 0);
     CHECK_EQ(mock_guard_errors, 0);
