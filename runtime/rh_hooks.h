@@ -38,6 +38,12 @@
 enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2 };
 extern RH_HIDDEN int rh_state;
 
+/* RHEAPER_SCOPE: 1 (the default, "process") when the malloc family the
+ * executable defines (wrap/interpose_*.c, dynamic links) records what shared
+ * libraries and libc allocate; 0 ("program") when it only forwards and just the
+ * program's own calls, through the __wrap_ shims, are recorded. Set at init. */
+extern RH_HIDDEN int rh_scope_process;
+
 /* Per-thread reentrancy guard. volatile plus barriers: gcc -O2 otherwise drops
  * the store around calls it believes are leaf (strdup) and recursion follows. */
 extern RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
