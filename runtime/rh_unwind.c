@@ -230,6 +230,7 @@ struct rh_uw_cie {
     uint64_t ra_reg;
     uint8_t fde_enc;
     int has_z;
+    int signal; /* augmentation 'S': a signal trampoline's frame */
     const uint8_t *insns, *insns_end;
 };
 
@@ -435,6 +436,10 @@ static int rh_uw_parse_cie(const uint8_t *cie_p, const uint8_t *lo, const uint8_
     cie->ra_reg = version == 1 ? rh_uw_u(&c, 1) : rh_uw_uleb(&c);
     cie->fde_enc = 0; /* absptr */
     cie->has_z = na > 0;
+    cie->signal = 0;
+    for (size_t i = 1; i < na; i++)
+        if (aug[i] == 'S')
+            cie->signal = 1;
     if (c.bad || cie->code_align == 0 || cie->code_align > 16 || cie->ra_reg != RH_DW_RA)
         return -1;
     if (cie->has_z) {
@@ -557,6 +562,12 @@ int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi, ui
     uint64_t pc_range = rh_uw_encoded(&f, cie.fde_enc & 0x0f, hdr);
     if (f.bad || target < pc_begin || target - pc_begin >= pc_range)
         return -1;
+    if (cie.signal) {
+        /* glibc's __restore_rt: the kernel's signal frame is at the CFA (see
+         * rh_stack.c, rh_ws_signal); its CFI expressions need not be run */
+        r->kind = RH_UW_SIGNAL;
+        return 0;
+    }
     if (cie.has_z) {
         uint64_t alen = rh_uw_uleb(&f);
         if (!rh_uw_has(&f, alen))
@@ -755,7 +766,7 @@ uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max
         pcs[n++] = pc;
         struct rh_unwind_rule r;
         rh_uw_unpack(info, &r);
-        if (r.kind == RH_UW_END)
+        if (r.kind == RH_UW_END || r.kind == RH_UW_SIGNAL)
             return n;
         if (r.kind == RH_UW_FP) {
             /* frame-pointer code again: its frame record is rbp */

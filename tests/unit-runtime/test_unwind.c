@@ -310,7 +310,7 @@ static void test_synthetic(void)
         uintptr_t k = (x >> 40) % 0x120;
         if (synth_rule(&s, k, &r) == 0) {
             parsed++;
-            CHECK(r.kind >= RH_UW_FP && r.kind <= RH_UW_END);
+            CHECK(r.kind >= RH_UW_FP && r.kind <= RH_UW_SIGNAL);
         } else {
             refused++;
             CHECK_EQ(r.kind, RH_UW_FP);

@@ -202,10 +202,16 @@ void rh_stack_bounds_compute(void)
     abort();
 }
 
-void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi, unsigned max, uint64_t h,
-                       struct rh_walk_cfi *o)
+void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo, uintptr_t hi,
+                        unsigned max, uint64_t h, uint32_t n, struct rh_walk_rest *o)
 {
-    (void)cur, (void)lo, (void)hi, (void)max, (void)h, (void)o;
+    (void)ret, (void)rsp, (void)rbp, (void)lo, (void)hi, (void)max, (void)h, (void)n, (void)o;
+    abort();
+}
+
+void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_rest *o)
+{
+    (void)fp, (void)max, (void)h, (void)o;
     abort();
 }
 
