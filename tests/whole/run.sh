@@ -8,7 +8,8 @@
 # MODE is dynamic or static. VAR=VALUE pairs go into the profiled run's
 # environment (RHEAPER_SCOPE=program). When NAME.lib.c exists it is built
 # WITHOUT rheaper and without frame pointers into libwhole.so, which the
-# program links (-lwhole) or dlopens ($RH_WHOLE_LIB). When the program prints
+# program links (-lwhole); NAME.plugin.c likewise into plugin.so, which it
+# dlopens ($RH_WHOLE_PLUGIN). When the program prints
 # "VALGRIND" on stdout of a plain run, the row count of the profile must equal
 # valgrind's "total heap usage" allocs of an untracked run of the same program:
 # every allocation in the process, in any library, is a row.
@@ -29,6 +30,11 @@ if [ -f "$src/$name.lib.c" ]; then
     cc -O2 -fomit-frame-pointer -g -fPIC -shared "$src/$name.lib.c" -o "$work/libwhole.so"
     libflags="-L$work -Wl,-rpath,$work -lwhole"
     export RH_WHOLE_LIB="$work/libwhole.so"
+fi
+if [ -f "$src/$name.plugin.c" ]; then
+    # a plugin the program (or its library) dlopens: no rheaper either
+    cc -O2 -fomit-frame-pointer -g -fPIC -shared "$src/$name.plugin.c" -o "$work/plugin.so"
+    export RH_WHOLE_PLUGIN="$work/plugin.so"
 fi
 ldflags=""
 [ "$mode" = static ] && ldflags="-static"
