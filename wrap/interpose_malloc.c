@@ -40,6 +40,21 @@
 
 extern char **__environ;
 
+/* Tells the libc shims (shims_libc.c) that libc's inner allocations reach this
+ * file: they then record through it, with a kind hint (rh_hooks.h). */
+RH_HIDDEN const int rh_ip_linked = 1;
+
+/* The kind and walk start of a call recorded here: its own, or a libc shim's
+ * hint when one is set (the shim's frame is still on the stack: the call runs
+ * inside it). */
+#define RH_IP_HINT(kind, fp)                                                                       \
+    do {                                                                                           \
+        if (rh_unlikely(rh_tls_hint_fp != NULL)) {                                                 \
+            kind = rh_tls_hint_kind;                                                               \
+            fp = rh_tls_hint_fp;                                                                   \
+        }                                                                                          \
+    } while (0)
+
 #define RH_IP RH_WRAP /* exported, kept */
 #define RH_HOOKED static __attribute__((noinline))
 
@@ -185,7 +200,9 @@ static inline int rh_ip_begin(void)
 RH_HOOKED RH_WALK_ALIGNED void *rh_ip_malloc_hooked(size_t n, void *fp)
 {
     void *p = rh_next.malloc(n);
-    rh_alloc_done(RH_KIND_MALLOC, p, n, fp);
+    unsigned kind = RH_KIND_MALLOC;
+    RH_IP_HINT(kind, fp);
+    rh_alloc_done(kind, p, n, fp);
     return p;
 }
 
@@ -228,7 +245,12 @@ RH_IP void *calloc(size_t n, size_t m)
     if (!rh_ip_begin())
         return rh_next.calloc(n, m);
     void *p = rh_next.calloc(n, m);
-    rh_shim_alloc_done(RH_KIND_CALLOC, p, rh_mul_size(n, m), RH_FP());
+    if (rh_unlikely(rh_memstream_probe))
+        rh_memstream_probe = 2; /* open_memstream's buffer is recorded here */
+    unsigned kind = RH_KIND_CALLOC;
+    void *fp = RH_FP();
+    RH_IP_HINT(kind, fp);
+    rh_shim_alloc_done(kind, p, rh_mul_size(n, m), fp);
     return p;
 }
 
@@ -246,20 +268,22 @@ static void *rh_boot_move(void *p, size_t n)
 
 RH_HOOKED RH_WALK_ALIGNED void *rh_ip_realloc_hooked(void *p, size_t n, void *fp)
 {
+    unsigned kind = RH_KIND_REALLOC;
+    RH_IP_HINT(kind, fp);
     if (p == NULL) {
         void *q = rh_next.realloc(NULL, n);
-        rh_alloc_done(RH_KIND_REALLOC, q, n, fp);
+        rh_alloc_done(kind, q, n, fp);
         return q;
     }
     uint64_t t_before = rh_now();
     void *q = rh_next.realloc(p, n);
     uint64_t t_after = rh_now();
     if (rh_likely(q != NULL))
-        rh_record_realloc_inline(RH_KIND_REALLOC, p, q, n, t_before, t_after, fp);
+        rh_record_realloc_inline(kind, p, q, n, t_before, t_after, fp);
     else if (n == 0)
         rh_record_free(p, t_before);
     else
-        rh_record_fail(RH_KIND_REALLOC, n, fp);
+        rh_record_fail(kind, n, fp);
     rh_hook_end();
     return q;
 }
@@ -291,14 +315,17 @@ RH_IP void *reallocarray(void *p, size_t n, size_t m)
     if (!rh_ip_begin())
         return rh_next.reallocarray(p, n, m);
     size_t size = rh_mul_size(n, m);
+    unsigned kind = RH_KIND_REALLOCARRAY;
+    void *fp = RH_FP();
+    RH_IP_HINT(kind, fp);
     if (p == NULL) {
         void *q = rh_next.reallocarray(NULL, n, m);
-        rh_shim_alloc_done(RH_KIND_REALLOCARRAY, q, size, RH_FP());
+        rh_shim_alloc_done(kind, q, size, fp);
         return q;
     }
     uint64_t t_before = rh_now();
     void *q = rh_next.reallocarray(p, n, m);
-    rh_shim_realloc_done(RH_KIND_REALLOCARRAY, p, q, size, t_before, RH_FP());
+    rh_shim_realloc_done(kind, p, q, size, t_before, fp);
     return q;
 }
 
@@ -316,10 +343,13 @@ RH_IP int posix_memalign(void **pp, size_t align, size_t n)
     if (!rh_ip_begin())
         return rh_next.posix_memalign(pp, align, n);
     int rc = rh_next.posix_memalign(pp, align, n);
+    unsigned kind = RH_KIND_POSIX_MEMALIGN;
+    void *fp = RH_FP();
+    RH_IP_HINT(kind, fp);
     if (rc == 0)
-        rh_shim_alloc_done(RH_KIND_POSIX_MEMALIGN, *pp, n, RH_FP());
+        rh_shim_alloc_done(kind, *pp, n, fp);
     else if (rc == ENOMEM)
-        rh_shim_alloc_done(RH_KIND_POSIX_MEMALIGN, NULL, n, RH_FP());
+        rh_shim_alloc_done(kind, NULL, n, fp);
     else
         rh_hook_end();
     return rc;
@@ -335,7 +365,10 @@ RH_IP int posix_memalign(void **pp, size_t align, size_t n)
         if (!rh_ip_begin())                                                                        \
             return rh_next.name ARGS;                                                              \
         void *p = rh_next.name ARGS;                                                               \
-        rh_shim_alloc_done(KIND, p, SIZE, RH_FP());                                                \
+        unsigned kind = KIND;                                                                      \
+        void *fp = RH_FP();                                                                        \
+        RH_IP_HINT(kind, fp);                                                                      \
+        rh_shim_alloc_done(kind, p, SIZE, fp);                                                     \
         return p;                                                                                  \
     }
 

@@ -18,6 +18,7 @@
 #include "rh_runtime.h"
 
 int rh_state = RH_UNINIT;
+int rh_scope_process = 1;
 __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
 int rh_clock_tsc = 1;
 
