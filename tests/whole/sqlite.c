@@ -57,6 +57,13 @@ int main(void)
     EXPECT(1, "SELECT count(*) > 100 FROM allocations WHERE bt IN "
               "(SELECT id FROM backtraces WHERE sym = 'sqlite3_step')");
     EXPECT(0, "SELECT value FROM meta WHERE key = 'unknown_frees'");
+    /* one meta row per module says what it was symbolized with: Debian's
+     * libsqlite3 has no debug info unless its -dbgsym package is installed */
+    EXPECT(1, "SELECT count(*) FROM meta WHERE key LIKE 'debug:%%/libsqlite3.so%%' AND "
+              "(value = 'no debug info: exported names from .dynsym' OR "
+              "value LIKE 'debug info from /usr/lib/debug/%%')");
+    EXPECT(1, "SELECT value = 'debug info' FROM meta WHERE key = 'debug:' || "
+              "(SELECT value FROM meta WHERE key = 'program')");
     EXPECT(0, "SELECT count(*) FROM leaks");
     if (write(1, "VALGRIND\n", 9) != 9)
         return 1;
