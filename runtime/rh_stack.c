@@ -6,10 +6,19 @@
  * one hash and one table probe; only a new stack is walked a second time, to
  * encode its frames straight into the writer's chunk.
  *
- * Safety: the walk never faults. It reads a frame only when the frame pointer is
- * 8-aligned, inside this thread's stack [lo, hi) with 16 bytes to spare, and
- * strictly above the previous one; a return address <= 4096 ends it. A walk that
- * starts outside the thread's stack (sigaltstack, coroutines) keeps frame 0 only.
+ * Frames: frame records while the code keeps frame pointers (inline, in the
+ * record fast path), CFI from .eh_frame where it does not (rh_unwind.c), in any
+ * order and as often as the stack switches (rh_ws_run), and the kernel's signal
+ * frame under a signal handler.
+ *
+ * Safety: the walk never faults. It reads a frame only when the address is
+ * 8-aligned, inside the stack being walked (the thread's own [lo, hi), computed
+ * from the thread rather than from the first walk; or the sigaltstack the walk
+ * started on) with 16 bytes to spare, and above the previous one; a return
+ * address <= 4096 ends it. A walk that cannot go on ends with cut = 1
+ * (truncated), as does a walk that starts on a stack the runtime does not know
+ * (a coroutine's), which keeps frame 0 only. Only the outermost frame (CFI
+ * without a return address, or a saved rbp of 0) ends a walk as complete.
  *
  * Identity: two stacks with the same 64-bit hash are treated as the same stack.
  * With a good mix the chance of a collision among a million stacks is ~3e-8;

@@ -38,10 +38,14 @@
  * frame pointer pays about 115 more instructions per CFI frame (cache hits). x86_64 only; elsewhere the walk
  * stays frame-pointer only (rh_runtime.h stubs rh_unwind_prefix).
  *
- * Limits: only frame 0 and the rsp-based frames right above it are checked; a
- * function without frame pointer deeper in the stack (qsort calling a
- * comparator that allocates) still hides its caller. A library unloaded and
- * another loaded at the same address keep the first one's cached rules.
+ * rh_unwind_prefix is the older, frame-0-only form of the walk, kept for the
+ * unit tests of the rules; the walk itself (rh_stack.c, rh_ws_run) asks
+ * rh_unwind_lookup for the rule of every frame whose function the inline
+ * cache probe does not know as frame-pointer code, anywhere in the stack, and
+ * RH_UW_SIGNAL marks glibc's signal trampoline (CIE augmentation 'S').
+ *
+ * Limits: a library unloaded and another loaded at the same address keep the
+ * first one's cached rules.
  */
 #define _GNU_SOURCE
 #include "rh_runtime.h"
