@@ -201,15 +201,20 @@ struct rh_uw_slot {
 };
 extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
 
-/* The hot-path test: 1 when the cache says the function holding return address
- * ret keeps a frame record (the frame-pointer step is right); 0 when it does
- * not, or on a miss (then rh_unwind_prefix decides). */
+/* The set of return addresses known to lie in frame-pointer code: direct-mapped
+ * like the rule cache, one word per slot holding the address itself (a whole
+ * aligned word: never torn). Filled by rh_unwind_lookup. */
+extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
+
+/* The hot-path test, made for every frame of every walk: 1 when the function
+ * holding return address ret is known to keep a frame record (the
+ * frame-pointer step is right); 0 when it does not, or is not known yet (then
+ * the out-of-line walk asks rh_unwind_lookup). One multiply, one load, one
+ * compare. */
 static inline int rh_unwind_fp_frame(uintptr_t ret)
 {
-    const struct rh_uw_slot *s = &rh_uw_cache[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)];
-    uint64_t info = __atomic_load_n(&s->info, __ATOMIC_RELAXED);
-    uint64_t check = __atomic_load_n(&s->check, __ATOMIC_RELAXED);
-    return info == RH_UW_FP && check == (ret ^ RH_UW_MIXINFO((uint64_t)RH_UW_FP));
+    return __atomic_load_n(&rh_uw_fpset[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)],
+                           __ATOMIC_RELAXED) == ret;
 }
 
 /* Frames of the stack whose shim frame is fp while they lack a frame pointer.
@@ -260,6 +265,18 @@ static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi
 extern RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
 extern RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
 RH_HIDDEN void rh_stack_bounds_compute(void) RH_COLD;
+
+/* The calling thread's tail memo (rh_stack.c says why it is sound): the
+ * RH_TAIL_MAX or fewer frames between the state (pc, rsp) of a function
+ * without frame pointer near the base of the stack and the stack's end. n == 0
+ * when empty. The inline walk uses it as rh_ws_run does. */
+#define RH_TAIL_MAX 4
+struct rh_tail {
+    uintptr_t pc, rsp;
+    uint32_t n;
+    uintptr_t f[RH_TAIL_MAX];
+};
+extern RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
 
 /* What the out-of-line part of a walk returns. */
 struct rh_walk_rest {
@@ -333,6 +350,16 @@ RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max
     uint32_t left = max > 1 ? max - 1 : 0; /* frames still allowed */
     for (;;) {
         if (rh_unlikely(!rh_unwind_fp_frame(ret))) {
+            /* the base of the stack (libc's start code, start_thread): its
+             * frames from the tail memo, as rh_ws_run would take them */
+            const struct rh_tail *m = &rh_tls_tail;
+            uint32_t mn = m->n;
+            if (rh_likely(mn && mn <= left && m->pc == ret && m->rsp == cur + 16)) {
+                for (uint32_t i = 0; i < mn; i++)
+                    h = rh_walk_step(h, m->f[i]);
+                left -= mn;
+                break;
+            }
             rh_stack_walk_cont(ret, cur + 16, ((const uintptr_t *)cur)[0], lo, hi, max, h,
                                max - left, &o);
             h = o.h, n = o.n, cut = o.cut;

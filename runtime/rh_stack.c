@@ -148,21 +148,16 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
     return 1;
 }
 
-/* The tail memo: the frames from a thread's last non-frame-pointer state to
- * the end of its stack, when that is at most RH_TAIL_MAX frames. Near the base
+/* The tail memo (struct rh_tail, rh_runtime.h): the frames from a thread's
+ * last non-frame-pointer state to the end of its stack, when that is at most
+ * RH_TAIL_MAX frames. Near the base
  * of a stack (main -> __libc_start_call_main -> __libc_start_main -> _start,
  * or a thread's start_thread -> clone3) those frames are the same for the life
  * of the thread, at the same addresses: every walk of a frame-pointer program
  * reaches them, and the memo spares it their CFI steps. Keyed by (pc, rsp): the
  * same return address in the same stack slot, which near the base can only be
  * the same activation. Per thread, in TLS. */
-#define RH_TAIL_MAX 4
-struct rh_tail {
-    uintptr_t pc, rsp;
-    uint32_t n;
-    uintptr_t f[RH_TAIL_MAX];
-};
-static __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
 
 /* The signal frame's registers (x86_64 ucontext_t: uc_mcontext.gregs starts at
  * byte 40; REG_RBP 10, REG_RSP 15, REG_RIP 16). */

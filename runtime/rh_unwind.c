@@ -77,6 +77,7 @@
 /* The table itself (rh_runtime.h has its layout and the inline hot-path test).
  * A packed rule is never 0, so info 0 is an empty slot. */
 struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
+uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
 
 static inline uint64_t rh_uw_mixinfo(uint64_t info)
 {
@@ -739,11 +740,14 @@ uint64_t rh_unwind_lookup(uintptr_t ret)
     struct rh_uw_slot *s = &rh_uw_cache[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)];
     uint64_t info = __atomic_load_n(&s->info, __ATOMIC_RELAXED);
     uint64_t check = __atomic_load_n(&s->check, __ATOMIC_RELAXED);
-    if (rh_likely(info && check == (ret ^ rh_uw_mixinfo(info))))
-        return info;
-    info = rh_uw_compute(ret);
-    __atomic_store_n(&s->info, info, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->check, ret ^ rh_uw_mixinfo(info), __ATOMIC_RELAXED);
+    if (!(rh_likely(info && check == (ret ^ rh_uw_mixinfo(info))))) {
+        info = rh_uw_compute(ret);
+        __atomic_store_n(&s->info, info, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->check, ret ^ rh_uw_mixinfo(info), __ATOMIC_RELAXED);
+    }
+    if (info == RH_UW_FP) /* the inline walk's one-word test (rh_unwind_fp_frame) */
+        __atomic_store_n(&rh_uw_fpset[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)], ret,
+                         __ATOMIC_RELAXED);
     return info;
 }
 
