@@ -17,7 +17,10 @@
  *     -Wl,-u,OPERATOR for C++ links with a static libstdc++, -Wl,--eh-frame-hdr
  *     with -static (the runtime finds CFI through PT_GNU_EH_FRAME, which gcc
  *     and clang leave out of static links), then -x none and the runtime
- *     librheaper_rt.a as a whole archive, -lpthread -ldl;
+ *     librheaper_rt.a as a whole archive (not -static: with librheaper_ip.a,
+ *     which defines and exports the malloc family, and with a shared
+ *     libstdc++ librheaper_ipcxx.a, the operators, plus their
+ *     -Wl,--export-dynamic-symbol flags), -lpthread -ldl;
  *   linking a shared library (-shared), after: the wrap flags and
  *     librheaper_weak.a (weak fallbacks, one archive member per function).
  *
@@ -175,6 +178,13 @@ static void rh_add_wrap_flags(struct rh_argv *a, int is_static)
     }
 }
 
+/* What librheaper_ip.a defines and a dynamic executable exports. */
+static const char *const rh_ip_syms[] = {
+    "malloc",        "free",     "calloc", "realloc", "reallocarray",       "posix_memalign",
+    "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size", "dlopen",
+    NULL,
+};
+
 /* Executable link: wrap, export, C++ operators, the runtime. Returns 0, or -1
  * when the runtime archive cannot be found (message printed). */
 static int rh_add_exe_link(struct rh_argv *a, const struct rh_cc_scan *s, int cxx,
@@ -196,10 +206,29 @@ static int rh_add_exe_link(struct rh_argv *a, const struct rh_cc_scan *s, int cx
     if ((s->is_static && (cxx || s->cxx_lib)) || s->static_cxx || add_static_cxx)
         for (size_t i = 0; rh_link_cxx_undef_flags[i]; i++)
             rh_push(a, rh_link_cxx_undef_flags[i]);
+    /* Dynamic links: the executable defines the malloc family (and, with a
+     * shared libstdc++, the operators) so that shared libraries' and libc's own
+     * allocations are seen too (wrap/interpose_*.c). */
+    char *ip = NULL, *ipcxx = NULL;
+    int shared_cxx = (cxx || s->cxx_lib) && !s->static_cxx && !add_static_cxx;
+    if (!s->is_static) {
+        ip = rh_find_lib("librheaper_ip.a");
+        if (!ip || (shared_cxx && !(ipcxx = rh_find_lib("librheaper_ipcxx.a"))))
+            return -1;
+        for (size_t i = 0; rh_ip_syms[i]; i++)
+            rh_push(a, rh_cat3("-Wl,--export-dynamic-symbol=", rh_ip_syms[i], ""));
+        for (size_t i = 0; shared_cxx && rh_wrap_syms[i].name; i++)
+            if (rh_wrap_syms[i].flags & RH_WRAP_F_CXX)
+                rh_push(a, rh_cat3("-Wl,--export-dynamic-symbol=", rh_wrap_syms[i].name, ""));
+    }
     rh_push(a, "-x"); /* a user's "-x c++" must not apply to the archive */
     rh_push(a, "none");
     rh_push(a, "-Wl,--whole-archive");
     rh_push(a, rt); /* stays allocated until exec */
+    if (ip)
+        rh_push(a, ip);
+    if (ipcxx)
+        rh_push(a, ipcxx);
     rh_push(a, "-Wl,--no-whole-archive");
     rh_push(a, "-lpthread");
     rh_push(a, "-ldl");

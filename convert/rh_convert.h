@@ -61,6 +61,16 @@ int rh_sym_resolve(struct rh_symbolizer *s, uint64_t addr, struct rh_sym_frame *
 /* Frees everything, including all strings handed out. NULL is fine. */
 void rh_sym_free(struct rh_symbolizer *s);
 
+/* The registered modules, and for module i (0 <= i < rh_sym_nmodules) its path
+ * in *path and what its frames were resolved with: "debug info", "debug info
+ * from DEBUGFILE" (a separate file, /usr/lib/debug/.build-id/ or
+ * .gnu_debuglink), "no debug info: names from .symtab", "...: exported names
+ * from .dynsym", "no debug info, no symbols", "not read (no frame in it)" or
+ * "unreadable (see the warning)". The text lives in buf or is static. */
+size_t rh_sym_nmodules(const struct rh_symbolizer *s);
+const char *rh_sym_module_debug(struct rh_symbolizer *s, size_t i, const char **path, char *buf,
+                                size_t len);
+
 /* ---- shared definitions ------------------------------------------------ */
 
 #include <stdio.h>

@@ -496,6 +496,27 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     return m.rc;
 }
 
+/* One meta row per module, "debug:PATH", saying what its frames were
+ * symbolized with (rh_sym_module_debug): debug info (and from which separate
+ * file), symbol-table names only, or nothing. */
+static int rh_db_meta_debug(struct rh_db *d, struct rh_symbolizer *sym, char *err, size_t errlen)
+{
+    if (!sym)
+        return 0;
+    struct rh_meta m = {d, NULL, err, errlen, 0};
+    if (rh_db_prepare(d, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)", &m.st, err, errlen))
+        return -1;
+    for (size_t i = 0; i < rh_sym_nmodules(sym) && !m.rc; i++) {
+        char buf[4096 + 64], key[4096 + 16];
+        const char *path;
+        const char *what = rh_sym_module_debug(sym, i, &path, buf, sizeof buf);
+        snprintf(key, sizeof key, "debug:%s", path ? path : "?");
+        rh_meta_text(&m, key, what);
+    }
+    sqlite3_finalize(m.st);
+    return m.rc;
+}
+
 /* Kinds of rows written before their stack's definition was seen. Runs after
  * the bt index exists. */
 static int rh_db_fix_kinds(struct rh_db *d, struct rh_rip *r, char *err, size_t errlen)
@@ -552,6 +573,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     d->ins = NULL;
     if (rh_db_stacks(d, r, sym, &undefined, err, errlen) ||
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
+        rh_db_meta_debug(d, sym, err, errlen) ||
         rh_db_exec(d, rh_post, err, errlen) || rh_db_fix_kinds(d, r, err, errlen) ||
         rh_db_exec(d, "COMMIT;", err, errlen))
         goto fail;

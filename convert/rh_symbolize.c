@@ -773,6 +773,49 @@ static void rh_mod_load(struct rh_symmod *m)
     m->state = RH_MOD_READY;
 }
 
+/* ---- what each module had --------------------------------------------- */
+
+size_t rh_sym_nmodules(const struct rh_symbolizer *s)
+{
+    return s->nmods;
+}
+
+const char *rh_sym_module_debug(struct rh_symbolizer *s, size_t i, const char **path, char *buf,
+                                size_t len)
+{
+    struct rh_symmod *m = &s->mods[i];
+    *path = m->path;
+    if (m->state == RH_MOD_UNLOADED)
+        return "not read (no frame in it)";
+    if (m->state != RH_MOD_READY)
+        return "unreadable (see the warning)";
+    if (m->dwarf) {
+        const char *mainfile = NULL, *debugfile = NULL;
+        dwfl_module_info(m->mod, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
+        if (debugfile && (!mainfile || strcmp(debugfile, mainfile) != 0)) {
+            snprintf(buf, len, "debug info from %s", debugfile);
+            return buf;
+        }
+        return "debug info";
+    }
+    /* no DWARF: names come from the symbol table libdwfl picked */
+    GElf_Addr bias;
+    Elf *e = dwfl_module_getelf(m->mod, &bias);
+    int symtab = 0, dynsym = 0;
+    for (Elf_Scn *scn = e ? elf_nextscn(e, NULL) : NULL; scn; scn = elf_nextscn(e, scn)) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) == NULL)
+            continue;
+        symtab |= sh.sh_type == SHT_SYMTAB;
+        dynsym |= sh.sh_type == SHT_DYNSYM;
+    }
+    if (symtab)
+        return "no debug info: names from .symtab";
+    if (dynsym)
+        return "no debug info: exported names from .dynsym";
+    return "no debug info, no symbols";
+}
+
 /* ---- symbol table fallback --------------------------------------------- */
 
 static int rh_cmp_symtab(const void *a, const void *b)

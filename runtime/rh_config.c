@@ -1,7 +1,7 @@
 /* rh_config.c: the runtime's settings, from the environment.
  *
  * RHEAPER_ENABLE, RHEAPER_PROFILE_DIR, RHEAPER_MAX_STACK_DEPTH,
- * RHEAPER_MAX_TRACKERS and RHEAPER_BUFFER_SIZE are read once, on the first
+ * RHEAPER_MAX_TRACKERS, RHEAPER_BUFFER_SIZE and RHEAPER_SCOPE are read once, on the first
  * wrapped call, with secure_getenv so setuid and setgid programs ignore them. A
  * bad value never stops the program: it gets one warning line and the default.
  * rheaper_enable() (rh_api.c) overlays its struct rheaper_config on top.
@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "rh_runtime.h"
+
+RH_HIDDEN int rh_scope_process = 1;
 
 RH_HIDDEN struct rh_config rh_cfg = {
     .enable = 0,
@@ -66,6 +68,13 @@ void rh_config_load_env(void)
                     sizeof rh_cfg.profile_dir - 64);
         else
             memcpy(rh_cfg.profile_dir, d, n + 1);
+    }
+    const char *sc = secure_getenv("RHEAPER_SCOPE");
+    if (sc && *sc) {
+        if (!strcmp(sc, "program"))
+            rh_scope_process = 0;
+        else if (strcmp(sc, "process") != 0)
+            rh_warn("ignoring RHEAPER_SCOPE=%s: expected process or program; using process", sc);
     }
     rh_env_uint("RHEAPER_MAX_STACK_DEPTH", 1, RH_MAX_STACK_DEPTH, &rh_cfg.max_stack_depth);
     rh_env_uint("RHEAPER_MAX_TRACKERS", 1, RH_MAX_TRACKERS, &rh_cfg.max_trackers);

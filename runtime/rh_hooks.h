@@ -38,6 +38,23 @@
 enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2 };
 extern RH_HIDDEN int rh_state;
 
+/* RHEAPER_SCOPE: 1 (the default, "process") when the malloc family the
+ * executable defines (wrap/interpose_*.c, dynamic links) records what shared
+ * libraries and libc allocate; 0 ("program") when it only forwards and just the
+ * program's own calls, through the __wrap_ shims, are recorded. Set at init. */
+extern RH_HIDDEN int rh_scope_process;
+
+/* The kind hint of a libc shim (wrap/shims_libc.c) whose real call runs
+ * unguarded because the executable's interposed malloc family
+ * (wrap/interpose_malloc.c, which defines rh_ip_linked) records libc's inner
+ * allocations itself: each one is recorded with the shim's kind and from the
+ * shim's frame (rh_tls_hint_fp, NULL when no hint is set), so strdup's block
+ * is one row of kind strdup at the caller's stack, and a stdio buffer getline
+ * allocates on the way is a row too. */
+extern RH_HIDDEN __thread void *rh_tls_hint_fp __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN const int rh_ip_linked __attribute__((weak));
+
 /* Per-thread reentrancy guard. volatile plus barriers: gcc -O2 otherwise drops
  * the store around calls it believes are leaf (strdup) and recursion follows.
  * 0: outside; RH_GUARD_CALL: inside a hooked call whose real function may call

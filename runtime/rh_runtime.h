@@ -181,6 +181,8 @@ enum {
     RH_UW_CFA_RSP = 2, /* CFA = rsp + cfa_off; return address at CFA - 8 */
     RH_UW_CFA_RBP = 3, /* CFA = rbp + cfa_off, not the standard frame record */
     RH_UW_END = 4,     /* the return address is undefined: outermost frame */
+    RH_UW_SIGNAL = 5,  /* a signal trampoline (CIE augmentation 'S'): the kernel's
+                          signal frame holds the interrupted registers */
 };
 struct rh_unwind_rule {
     int kind;        /* RH_UW_* */
@@ -201,15 +203,20 @@ struct rh_uw_slot {
 };
 extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
 
-/* The hot-path test: 1 when the cache says the function holding return address
- * ret keeps a frame record (the frame-pointer step is right); 0 when it does
- * not, or on a miss (then rh_unwind_prefix decides). */
+/* The set of return addresses known to lie in frame-pointer code: direct-mapped
+ * like the rule cache, one word per slot holding the address itself (a whole
+ * aligned word: never torn). Filled by rh_unwind_lookup. */
+extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
+
+/* The hot-path test, made for every frame of every walk: 1 when the function
+ * holding return address ret is known to keep a frame record (the
+ * frame-pointer step is right); 0 when it does not, or is not known yet (then
+ * the out-of-line walk asks rh_unwind_lookup). One multiply, one load, one
+ * compare. */
 static inline int rh_unwind_fp_frame(uintptr_t ret)
 {
-    const struct rh_uw_slot *s = &rh_uw_cache[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)];
-    uint64_t info = __atomic_load_n(&s->info, __ATOMIC_RELAXED);
-    uint64_t check = __atomic_load_n(&s->check, __ATOMIC_RELAXED);
-    return info == RH_UW_FP && check == (ret ^ RH_UW_MIXINFO((uint64_t)RH_UW_FP));
+    return __atomic_load_n(&rh_uw_fpset[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)],
+                           __ATOMIC_RELAXED) == ret;
 }
 
 /* Frames of the stack whose shim frame is fp while they lack a frame pointer.
@@ -245,29 +252,50 @@ static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi
 #endif
 
 /* ---- rh_stack.c: the walk, inline in the record fast path --------------
- * rh_stack_walk_inline is the whole frame-pointer walk with its hash, so that
- * rh_record.c's fast path pays no call, no saved registers of its own and no
- * struct in memory for it; the parts it needs from rh_stack.c are below. */
+ * rh_stack_walk_inline is the frame-pointer part of the walk with its hash, so
+ * that rh_record.c's fast path pays no call, no saved registers of its own and
+ * no struct in memory for it while every frame keeps a frame record. The first
+ * frame that does not (its function has no frame pointer: libc, libstdc++,
+ * Debian's libraries), a walk that starts off the thread's stack (a signal
+ * handler on sigaltstack, a coroutine) and a thread's first walk continue out
+ * of line in rh_stack.c, which follows CFI and frame records in any order. */
 
-/* The calling thread's stack bounds; hi == 0 until rh_stack_bounds_compute
- * (cold, keeps errno) has run on this thread. */
+/* The calling thread's own stack [lo, hi): hi == 0 until
+ * rh_stack_bounds_compute (cold, keeps errno) has run on this thread. Computed
+ * from the thread (never from where the first walk happens to run), so a
+ * first allocation on a coroutine stack cannot spoil them. */
 extern RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
 extern RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
 RH_HIDDEN void rh_stack_bounds_compute(void) RH_COLD;
 
-/* What the CFI prefix of a walk leaves for the frame-pointer loop. */
-struct rh_walk_cfi {
-    uintptr_t cur; /* frame record to continue from: its [1] is frame n - 1 */
+/* The calling thread's tail memo (rh_stack.c says why it is sound): the
+ * RH_TAIL_MAX or fewer frames between the state (pc, rsp) of a function
+ * without frame pointer near the base of the stack and the stack's end. n == 0
+ * when empty. The inline walk uses it as rh_ws_run does. */
+#define RH_TAIL_MAX 4
+struct rh_tail {
+    uintptr_t pc, rsp;
+    uint32_t n;
+    uintptr_t f[RH_TAIL_MAX];
+};
+extern RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
+
+/* What the out-of-line part of a walk returns. */
+struct rh_walk_rest {
     uint64_t h;
     uint32_t n, cut;
-    int go; /* 0: the walk is over */
 };
-/* Cold part of the walk when frame 0's rule is not a cached frame-pointer one:
- * the CFI prefix (rh_unwind_prefix) from the shim frame cur, hashed on top of h
- * (which holds frame 0). Results go to *o, so that the walk's own variables
- * stay in registers. Keeps errno. */
-RH_HIDDEN void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi, unsigned max,
-                                 uint64_t h, struct rh_walk_cfi *o) RH_COLD;
+/* The rest of a walk whose last frame, ret (already hashed into h, n frames so
+ * far), belongs to a function whose rule is not a cached frame-pointer one.
+ * rsp is that function's stack pointer at its call (the callee's CFA), rbp its
+ * rbp; [lo, hi) the thread's stack. Keeps errno. */
+RH_HIDDEN void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo,
+                                  uintptr_t hi, unsigned max, uint64_t h, uint32_t n,
+                                  struct rh_walk_rest *o) RH_COLD;
+/* The whole walk from the shim frame fp when fp is not inside the thread's
+ * known stack (h holds the kind and frame 0). Keeps errno. */
+RH_HIDDEN void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h,
+                                 struct rh_walk_rest *o) RH_COLD;
 
 /* The walk's hash. Per value: one xor and one multiply by an odd constant (a
  * bijection), no longer than the load of the next frame record, so the hash
@@ -300,52 +328,65 @@ static inline uint64_t rh_walk_fmix(uint64_t h)
 #endif
 
 /* rh_stack_walk, inline. The frame rules are those of rh_stack.c's
- * rh_next_frame (which rh_stack_encode follows: change both together), each
- * spelled out as one compare and branch on the loop's registers, and the depth
- * limit is a down-counter: ~17 instructions a frame. */
+ * rh_ws_run for a frame-pointer frame (which rh_stack_encode follows: change
+ * both together): the next frame record must be 8-aligned, at least 16 bytes
+ * above the current one and inside the stack, its return address above 4096.
+ * A saved rbp of 0 is the outermost frame; any other failure ends the walk
+ * with cut = 1 (truncated), as does the depth limit, a down-counter. Per
+ * frame: the rule-cache probe, then ~17 instructions. */
 RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
 {
-    uintptr_t hi = rh_tls_stack_hi;
-    if (rh_unlikely(!hi)) {
-        rh_stack_bounds_compute();
-        hi = rh_tls_stack_hi;
-    }
-    uintptr_t lo = rh_tls_stack_lo;
     uintptr_t cur = (uintptr_t)fp;
+    uintptr_t lo = rh_tls_stack_lo, hi = rh_tls_stack_hi;
     uint64_t h = rh_walk_step(0x52484541505249ull, kind); /* "RHEAPRI" */
-    h = rh_walk_step(h, ((const uintptr_t *)cur)[1]);
+    uintptr_t ret = ((const uintptr_t *)cur)[1];
+    h = rh_walk_step(h, ret);
     uint32_t n = 1, cut = 0;
-    if (cur >= lo && hi >= 16 && cur <= hi - 16) {
-        /* Frame 0's function has no frame pointer (libstdc++, libc): its caller
-         * and those above it come from CFI (rh_unwind.c). Frame-pointer code
-         * costs one inline cache probe here. */
-        if (rh_unlikely(!rh_unwind_fp_frame(((const uintptr_t *)cur)[1]))) {
-            struct rh_walk_cfi o;
-            rh_stack_walk_cfi(cur, lo, hi, max, h, &o);
-            cur = o.cur, h = o.h, n = o.n, cut = o.cut;
-            if (!o.go)
-                goto done;
-        }
-        uintptr_t top = hi - 16;
-        uint32_t left = max > n ? max - n : 0; /* frames still allowed */
-        for (;;) {
-            uintptr_t next = ((const uintptr_t *)cur)[0];
-            if ((next & 7u) || next <= cur || next > top)
-                break;
-            uintptr_t ret = ((const uintptr_t *)next)[1];
-            if (ret <= 4096u)
-                break;
-            if (rh_unlikely(!left)) {
-                cut = 1;
+    struct rh_walk_rest o;
+    if (rh_unlikely(cur < lo || hi < 16 || cur > hi - 16)) {
+        rh_stack_walk_far(cur, max, h, &o);
+        h = o.h, n = o.n, cut = o.cut;
+        goto done;
+    }
+    uintptr_t top = hi - 16;
+    uint32_t left = max > 1 ? max - 1 : 0; /* frames still allowed */
+    for (;;) {
+        if (rh_unlikely(!rh_unwind_fp_frame(ret))) {
+            /* the base of the stack (libc's start code, start_thread): its
+             * frames from the tail memo, as rh_ws_run would take them */
+            const struct rh_tail *m = &rh_tls_tail;
+            uint32_t mn = m->n;
+            if (rh_likely(mn && mn <= left && m->pc == ret && m->rsp == cur + 16)) {
+                for (uint32_t i = 0; i < mn; i++)
+                    h = rh_walk_step(h, m->f[i]);
+                left -= mn;
                 break;
             }
-            left--;
-            h ^= ret;
-            h *= RH_WALK_K; /* rh_walk_step, written so that h keeps its register */
-            cur = next;
+            rh_stack_walk_cont(ret, cur + 16, ((const uintptr_t *)cur)[0], lo, hi, max, h,
+                               max - left, &o);
+            h = o.h, n = o.n, cut = o.cut;
+            goto done;
         }
-        n = max > n ? max - left : n;
+        uintptr_t next = ((const uintptr_t *)cur)[0];
+        if ((next & 7u) || next < cur + 16 || next > top) {
+            cut = next != 0;
+            break;
+        }
+        ret = ((const uintptr_t *)next)[1];
+        if (ret <= 4096u) {
+            cut = 1;
+            break;
+        }
+        if (rh_unlikely(!left)) {
+            cut = 1;
+            break;
+        }
+        left--;
+        h ^= ret;
+        h *= RH_WALK_K; /* rh_walk_step, written so that h keeps its register */
+        cur = next;
     }
+    n = max - left;
 done:
     h = rh_walk_fmix(rh_walk_step(h, ((uint64_t)n << 1) | cut));
     w->hash = h ? h : 1;

@@ -6,10 +6,19 @@
  * one hash and one table probe; only a new stack is walked a second time, to
  * encode its frames straight into the writer's chunk.
  *
- * Safety: the walk never faults. It reads a frame only when the frame pointer is
- * 8-aligned, inside this thread's stack [lo, hi) with 16 bytes to spare, and
- * strictly above the previous one; a return address <= 4096 ends it. A walk that
- * starts outside the thread's stack (sigaltstack, coroutines) keeps frame 0 only.
+ * Frames: frame records while the code keeps frame pointers (inline, in the
+ * record fast path), CFI from .eh_frame where it does not (rh_unwind.c), in any
+ * order and as often as the stack switches (rh_ws_run), and the kernel's signal
+ * frame under a signal handler.
+ *
+ * Safety: the walk never faults. It reads a frame only when the address is
+ * 8-aligned, inside the stack being walked (the thread's own [lo, hi), computed
+ * from the thread rather than from the first walk; or the sigaltstack the walk
+ * started on) with 16 bytes to spare, and above the previous one; a return
+ * address <= 4096 ends it. A walk that cannot go on ends with cut = 1
+ * (truncated), as does a walk that starts on a stack the runtime does not know
+ * (a coroutine's), which keeps frame 0 only. Only the outermost frame (CFI
+ * without a return address, or a saved rbp of 0) ends a walk as complete.
  *
  * Identity: two stacks with the same 64-bit hash are treated as the same stack.
  * With a good mix the chance of a collision among a million stacks is ~3e-8;
@@ -24,7 +33,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "rh_runtime.h"
 
@@ -70,23 +81,25 @@ struct rh_stack_table *rh_stack_table_new(void)
     return t;
 }
 
-/* Computes the calling thread's stack bounds. The main thread's stack ends at
- * __libc_stack_end (no allocation); other threads ask pthread_getattr_np, which
- * allocates: the caller has the guard set, so those calls pass untracked. */
+/* Computes the calling thread's own stack bounds, whatever stack the call runs
+ * on (a coroutine's, a signal handler's). The main thread (tid == pid) ends at
+ * __libc_stack_end (no allocation) and may grow down to RLIMIT_STACK below it;
+ * other threads ask pthread_getattr_np, which allocates: the caller has the
+ * guard set, so those calls pass untracked. Unknown bounds are [1, 1): walks
+ * then start out of line (rh_stack_walk_far). */
 void rh_stack_bounds_compute(void)
 {
     int e = errno; /* rh_record_* keep errno; getrlimit and pthread_* may not */
-    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
     uintptr_t main_top = (uintptr_t)__libc_stack_end;
     uintptr_t lim = 8u << 20;
     struct rlimit rl;
     if (getrlimit(RLIMIT_STACK, &rl) == 0)
         lim = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (1u << 30) ? (1u << 30)
                                                                        : (uintptr_t)rl.rlim_cur;
-    uintptr_t lo = 1, hi = 1; /* unknown: walks keep frame 0 only */
-    if (main_top && here < main_top && main_top - here <= lim) {
+    uintptr_t lo = 1, hi = 1;
+    if (main_top && rh_gettid() == (uint32_t)getpid()) {
         hi = main_top;
-        lo = main_top - lim;
+        lo = main_top > lim ? main_top - lim : 1;
     } else {
         /* its allocations (and pthread_attr_destroy's free) pass through as
          * the runtime's own, not as a re-entry (RH_GUARD_LEAF counts those) */
@@ -97,8 +110,7 @@ void rh_stack_bounds_compute(void)
         if (pthread_getattr_np(pthread_self(), &a) == 0) {
             void *addr;
             size_t size;
-            if (pthread_attr_getstack(&a, &addr, &size) == 0 && here >= (uintptr_t)addr &&
-                here < (uintptr_t)addr + size) {
+            if (pthread_attr_getstack(&a, &addr, &size) == 0 && size) {
                 lo = (uintptr_t)addr;
                 hi = (uintptr_t)addr + size;
             }
@@ -120,45 +132,228 @@ void rh_stack_bounds(uintptr_t *lo, uintptr_t *hi)
     *hi = rh_tls_stack_hi;
 }
 
-/* The next frame record above cur, or 0 when the walk must stop: next must be
- * 8-aligned and in (cur, hi - 16], and its return address above 4096. The
- * range test is one unsigned compare: next - cur - 1 < hi - 16 - cur. These
- * are the rules of rh_stack_walk_inline's loop (rh_runtime.h): change both
- * together, or an encoded stack would differ from its walk. */
-static inline uintptr_t rh_next_frame(uintptr_t cur, uintptr_t hi)
+/* ---- the general walk ----------------------------------------------------
+ * One state per frame: pc (the frame's return address, already taken), rsp
+ * (the function's stack pointer at that call: the callee's CFA) and rbp (its
+ * rbp there). The rule of pc (rh_unwind.c, cached per return address) says how
+ * to find the caller:
+ *   frame pointer: the frame record at rbp (the checks of the inline walk);
+ *   CFA from rsp or rbp: the return address at CFA - 8, rbp from its slot;
+ *   signal trampoline: the registers the kernel saved in the signal frame, on
+ *     whatever stack the interrupted code ran (the thread's, under a handler
+ *     on sigaltstack);
+ *   end (return address undefined: _start, clone): the walk is complete.
+ * Every read is 8-aligned, inside the stack being walked and above the
+ * previous one, so the walk never faults; when it cannot go on it stops with
+ * cut = 1. Nothing here allocates or locks. */
+
+struct rh_ws {
+    uintptr_t lo, hi; /* the stack being walked */
+    uint64_t h;
+    uint32_t n, max, cut;
+    uint8_t *enc;  /* rh_stack_encode: frames go here as svarint deltas */
+    uint64_t prev; /* the encoder's previous frame */
+};
+
+/* Takes frame pc: 0 when the depth limit stops the walk (cut set). */
+static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
 {
-    uintptr_t next = ((const uintptr_t *)cur)[0];
-    if ((next & 7u) || next - cur - 1 >= hi - 16 - cur)
+    if (s->n >= s->max) {
+        s->cut = 1;
         return 0;
-    if (((const uintptr_t *)next)[1] <= 4096u)
-        return 0;
-    return next;
+    }
+    s->h = rh_walk_step(s->h, pc);
+    s->n++;
+    if (s->enc) {
+        s->enc = rip_put_varint(s->enc, rip_zigzag((int64_t)(pc - s->prev)));
+        s->prev = pc;
+    }
+    return 1;
 }
 
-/* The CFI prefix of a walk (contract in rh_runtime.h). */
-void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi, unsigned max, uint64_t h,
-                       struct rh_walk_cfi *o)
+/* The tail memo (struct rh_tail, rh_runtime.h): the frames from a thread's
+ * last non-frame-pointer state to the end of its stack, when that is at most
+ * RH_TAIL_MAX frames. Near the base
+ * of a stack (main -> __libc_start_call_main -> __libc_start_main -> _start,
+ * or a thread's start_thread -> clone3) those frames are the same for the life
+ * of the thread, at the same addresses: every walk of a frame-pointer program
+ * reaches them, and the memo spares it their CFI steps. Keyed by (pc, rsp): the
+ * same return address in the same stack slot, which near the base can only be
+ * the same activation. Per thread, in TLS. */
+RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
+
+/* The signal frame's registers (x86_64 ucontext_t: uc_mcontext.gregs starts at
+ * byte 40; REG_RBP 10, REG_RSP 15, REG_RIP 16). */
+#define RH_UC_GREGS 40
+#define RH_REG_RBP 10
+#define RH_REG_RSP 15
+#define RH_REG_RIP 16
+
+/* Picks the bounds of the stack holding sp: the current one, the thread's, or
+ * the sigaltstack we run on. 0 when sp is on none of them. */
+static int rh_ws_stack_of(struct rh_ws *s, uintptr_t sp)
 {
-    uintptr_t pre[RH_UNWIND_MAX_PREFIX], resume;
-    uint32_t cut = 0;
-    int e = errno; /* a rule-cache miss may look at modules */
-    uint32_t np = rh_unwind_prefix(cur, lo, hi, max, pre, &resume, &cut);
-    errno = e;
-    *o = (struct rh_walk_cfi){cur, h, 1, 0, 1};
-    if (!np)
-        return; /* frame 0 keeps a frame record after all: the plain walk */
-    for (uint32_t i = 1; i < np; i++)
-        h = rh_walk_step(h, pre[i]);
-    o->n = np;
-    o->cut = cut || (resume && np >= max);
-    o->h = h;
-    if (!resume || o->cut) {
-        o->go = 0;
-        return;
+    if (sp >= s->lo && s->hi >= 16 && sp <= s->hi - 16)
+        return 1;
+    uintptr_t lo = rh_tls_stack_lo, hi = rh_tls_stack_hi;
+    if (sp >= lo && hi >= 16 && sp <= hi - 16) {
+        s->lo = lo, s->hi = hi;
+        return 1;
     }
-    o->h = rh_walk_step(h, ((const uintptr_t *)resume)[1]);
-    o->n = np + 1;
-    o->cur = resume;
+    stack_t ss;
+    if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE) && ss.ss_size >= 32) {
+        lo = (uintptr_t)ss.ss_sp, hi = lo + ss.ss_size;
+        if (sp >= lo && sp <= hi - 16) {
+            s->lo = lo, s->hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Runs the walk from state (pc, rsp, rbp), pc already taken. */
+static void rh_ws_run(struct rh_ws *s, uintptr_t pc, uintptr_t rsp, uintptr_t rbp)
+{
+    /* the state that started the current run of non-frame-pointer frames, and
+     * the frames taken since (for the tail memo) */
+    uintptr_t t_pc = 0, t_rsp = 0, t_f[RH_TAIL_MAX];
+    uint32_t t_n = 0;
+    int prev_fp = 1;
+    for (;;) {
+#if RH_UNWIND_CFI
+        uint64_t info = rh_unwind_lookup(pc);
+        int kind = (int)(info & 0xff);
+        struct rh_unwind_rule r = {kind, (int32_t)(uint32_t)(info >> 8),
+                                   (int16_t)(uint16_t)(info >> 40)};
+#else
+        int kind = RH_UW_FP;
+        struct rh_unwind_rule r = {kind, 0, 0};
+#endif
+        if (kind != RH_UW_FP && prev_fp) {
+            const struct rh_tail *m = &rh_tls_tail;
+            if (m->n && m->pc == pc && m->rsp == rsp) {
+                for (uint32_t i = 0; i < m->n; i++)
+                    if (!rh_ws_emit(s, m->f[i]))
+                        return;
+                return;
+            }
+            t_pc = pc, t_rsp = rsp, t_n = 0;
+        }
+        prev_fp = kind == RH_UW_FP;
+        uintptr_t ret;
+        if (kind == RH_UW_END) {
+            if (t_pc && t_n <= RH_TAIL_MAX) {
+                struct rh_tail *m = &rh_tls_tail;
+                m->n = 0; /* a signal handler's walk sees no half-written memo */
+                rh_barrier();
+                m->pc = t_pc, m->rsp = t_rsp;
+                for (uint32_t i = 0; i < t_n; i++)
+                    m->f[i] = t_f[i];
+                rh_barrier();
+                m->n = t_n;
+            }
+            return; /* the outermost frame: complete */
+        }
+        if (kind == RH_UW_FP) {
+            if (rbp == 0)
+                return; /* the outermost frame record */
+            if ((rbp & 7u) || rbp < rsp || s->hi < 16 || rbp > s->hi - 16)
+                goto stuck;
+            ret = ((const uintptr_t *)rbp)[1];
+            if (ret <= 4096u)
+                goto stuck;
+            if (!rh_ws_emit(s, ret))
+                return;
+            pc = ret;
+            rsp = rbp + 16;
+            rbp = ((const uintptr_t *)rbp)[0];
+            continue;
+        }
+        if (kind == RH_UW_SIGNAL) {
+            /* rsp is the handler's CFA: the ucontext the kernel pushed */
+            uintptr_t g = rsp + RH_UC_GREGS;
+            if ((rsp & 7u) || s->hi < 16 || g + 8 * (RH_REG_RIP + 1) > s->hi)
+                goto stuck;
+            const uintptr_t *gr = (const uintptr_t *)g;
+            uintptr_t ip = gr[RH_REG_RIP], sp = gr[RH_REG_RSP];
+            rbp = gr[RH_REG_RBP];
+            if (ip <= 4096u || (sp & 7u) || !rh_ws_stack_of(s, sp))
+                goto stuck;
+            /* the interrupted instruction itself, not a return address: +1 so
+             * that lookups and the converter (which subtract 1) land on it */
+            ret = ip + 1;
+            if (!rh_ws_emit(s, ret))
+                return;
+            t_pc = 0; /* no memo across a signal frame */
+            pc = ret;
+            rsp = sp; /* exact: the walk's reads above it stay in its stack */
+            prev_fp = 1;
+            continue;
+        }
+        uintptr_t cfa = (kind == RH_UW_CFA_RSP ? rsp : rbp) + (uintptr_t)(uint32_t)r.cfa_off;
+        if ((cfa & 7u) || cfa <= rsp || cfa > s->hi || cfa - 8 < s->lo)
+            goto stuck;
+        ret = ((const uintptr_t *)cfa)[-1];
+        if (ret <= 4096u)
+            goto stuck;
+        if (r.rbp_off) {
+            uintptr_t slot = cfa + (uintptr_t)(intptr_t)r.rbp_off;
+            if (slot < rsp || slot + 8 > cfa)
+                goto stuck;
+            rbp = *(const uintptr_t *)slot;
+        }
+        if (!rh_ws_emit(s, ret))
+            return;
+        if (t_pc && t_n < RH_TAIL_MAX)
+            t_f[t_n] = ret;
+        t_n++;
+        rsp = cfa;
+        pc = ret;
+    }
+stuck:
+    s->cut = 1;
+}
+
+/* The hash and frame count of a finished walk (as rh_stack_walk_inline). */
+static void rh_ws_result(const struct rh_ws *s, struct rh_walk_rest *o)
+{
+    o->h = s->h;
+    o->n = s->n;
+    o->cut = s->cut;
+}
+
+void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo, uintptr_t hi,
+                        unsigned max, uint64_t h, uint32_t n, struct rh_walk_rest *o)
+{
+    int e = errno; /* a rule-cache miss may look at modules */
+    struct rh_ws s = {lo, hi, h, n, max, 0, NULL, 0};
+    rh_ws_run(&s, ret, rsp, rbp);
+    rh_ws_result(&s, o);
+    errno = e;
+}
+
+/* The start of a walk from the shim frame fp on any stack: 0 when fp lies on
+ * no stack we know (a coroutine's), then the walk is frame 0 and cut. */
+static int rh_ws_start(struct rh_ws *s, uintptr_t fp)
+{
+    if (rh_unlikely(!rh_tls_stack_hi))
+        rh_stack_bounds_compute();
+    s->lo = rh_tls_stack_lo;
+    s->hi = rh_tls_stack_hi;
+    return rh_ws_stack_of(s, fp);
+}
+
+void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_rest *o)
+{
+    int e = errno;
+    const uintptr_t *f = (const uintptr_t *)fp;
+    struct rh_ws s = {0, 0, h, 1, max, 0, NULL, 0};
+    if (rh_ws_start(&s, fp))
+        rh_ws_run(&s, f[1], fp + 16, f[0]);
+    else
+        s.cut = 1;
+    rh_ws_result(&s, o);
+    errno = e;
 }
 
 void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
@@ -168,38 +363,16 @@ void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
 
 uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p)
 {
-    uintptr_t lo, hi;
-    rh_stack_bounds(&lo, &hi);
-    uintptr_t cur = (uintptr_t)fp;
-    uint64_t prev = 0;
-    uint32_t i = 0;
-    /* The same CFI prefix as rh_stack_walk (deterministic for one stack). */
-    uintptr_t pre[RH_UNWIND_MAX_PREFIX], resume = 0;
-    uint32_t cut, np = 0;
-    if (cur >= lo && hi >= 16 && cur <= hi - 16)
-        np = rh_unwind_prefix(cur, lo, hi, nframes, pre, &resume, &cut);
-    if (rh_unlikely(np)) {
-        for (; i < np && i < nframes; i++) {
-            p = rip_put_varint(p, rip_zigzag((int64_t)(pre[i] - prev)));
-            prev = pre[i];
-        }
-        if (i >= nframes || !resume)
-            return p;
-        cur = resume; /* frame i is cur[1]; the loop below reads it first */
-    }
-    for (uint32_t first = i; i < nframes; i++) {
-        if (i != first) {
-            uintptr_t next = rh_next_frame(cur, hi);
-            rh_assert_internal(next != 0);
-            if (!next)
-                break;
-            cur = next;
-        }
-        uint64_t ret = ((const uintptr_t *)cur)[1];
-        p = rip_put_varint(p, rip_zigzag((int64_t)(ret - prev)));
-        prev = ret;
-    }
-    return p;
+    int e = errno;
+    const uintptr_t *f = (const uintptr_t *)fp;
+    struct rh_ws s = {0, 0, 0, 1, nframes, 0, p, 0};
+    p = rip_put_varint(p, rip_zigzag((int64_t)f[1]));
+    s.enc = p;
+    s.prev = f[1];
+    if (nframes > 1 && rh_ws_start(&s, (uintptr_t)fp))
+        rh_ws_run(&s, f[1], (uintptr_t)fp + 16, f[0]);
+    errno = e;
+    return s.enc;
 }
 
 uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int *is_new)

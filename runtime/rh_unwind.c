@@ -38,10 +38,14 @@
  * frame pointer pays about 115 more instructions per CFI frame (cache hits). x86_64 only; elsewhere the walk
  * stays frame-pointer only (rh_runtime.h stubs rh_unwind_prefix).
  *
- * Limits: only frame 0 and the rsp-based frames right above it are checked; a
- * function without frame pointer deeper in the stack (qsort calling a
- * comparator that allocates) still hides its caller. A library unloaded and
- * another loaded at the same address keep the first one's cached rules.
+ * rh_unwind_prefix is the older, frame-0-only form of the walk, kept for the
+ * unit tests of the rules; the walk itself (rh_stack.c, rh_ws_run) asks
+ * rh_unwind_lookup for the rule of every frame whose function the inline
+ * cache probe does not know as frame-pointer code, anywhere in the stack, and
+ * RH_UW_SIGNAL marks glibc's signal trampoline (CIE augmentation 'S').
+ *
+ * Limits: a library unloaded and another loaded at the same address keep the
+ * first one's cached rules.
  */
 #define _GNU_SOURCE
 #include "rh_runtime.h"
@@ -73,6 +77,7 @@
 /* The table itself (rh_runtime.h has its layout and the inline hot-path test).
  * A packed rule is never 0, so info 0 is an empty slot. */
 struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
+uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
 
 static inline uint64_t rh_uw_mixinfo(uint64_t info)
 {
@@ -230,6 +235,7 @@ struct rh_uw_cie {
     uint64_t ra_reg;
     uint8_t fde_enc;
     int has_z;
+    int signal; /* augmentation 'S': a signal trampoline's frame */
     const uint8_t *insns, *insns_end;
 };
 
@@ -435,6 +441,10 @@ static int rh_uw_parse_cie(const uint8_t *cie_p, const uint8_t *lo, const uint8_
     cie->ra_reg = version == 1 ? rh_uw_u(&c, 1) : rh_uw_uleb(&c);
     cie->fde_enc = 0; /* absptr */
     cie->has_z = na > 0;
+    cie->signal = 0;
+    for (size_t i = 1; i < na; i++)
+        if (aug[i] == 'S')
+            cie->signal = 1;
     if (c.bad || cie->code_align == 0 || cie->code_align > 16 || cie->ra_reg != RH_DW_RA)
         return -1;
     if (cie->has_z) {
@@ -557,6 +567,12 @@ int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi, ui
     uint64_t pc_range = rh_uw_encoded(&f, cie.fde_enc & 0x0f, hdr);
     if (f.bad || target < pc_begin || target - pc_begin >= pc_range)
         return -1;
+    if (cie.signal) {
+        /* glibc's __restore_rt: the kernel's signal frame is at the CFA (see
+         * rh_stack.c, rh_ws_signal); its CFI expressions need not be run */
+        r->kind = RH_UW_SIGNAL;
+        return 0;
+    }
     if (cie.has_z) {
         uint64_t alen = rh_uw_uleb(&f);
         if (!rh_uw_has(&f, alen))
@@ -724,11 +740,14 @@ uint64_t rh_unwind_lookup(uintptr_t ret)
     struct rh_uw_slot *s = &rh_uw_cache[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)];
     uint64_t info = __atomic_load_n(&s->info, __ATOMIC_RELAXED);
     uint64_t check = __atomic_load_n(&s->check, __ATOMIC_RELAXED);
-    if (rh_likely(info && check == (ret ^ rh_uw_mixinfo(info))))
-        return info;
-    info = rh_uw_compute(ret);
-    __atomic_store_n(&s->info, info, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->check, ret ^ rh_uw_mixinfo(info), __ATOMIC_RELAXED);
+    if (!(rh_likely(info && check == (ret ^ rh_uw_mixinfo(info))))) {
+        info = rh_uw_compute(ret);
+        __atomic_store_n(&s->info, info, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->check, ret ^ rh_uw_mixinfo(info), __ATOMIC_RELAXED);
+    }
+    if (info == RH_UW_FP) /* the inline walk's one-word test (rh_unwind_fp_frame) */
+        __atomic_store_n(&rh_uw_fpset[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)], ret,
+                         __ATOMIC_RELAXED);
     return info;
 }
 
@@ -755,7 +774,7 @@ uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max
         pcs[n++] = pc;
         struct rh_unwind_rule r;
         rh_uw_unpack(info, &r);
-        if (r.kind == RH_UW_END)
+        if (r.kind == RH_UW_END || r.kind == RH_UW_SIGNAL)
             return n;
         if (r.kind == RH_UW_FP) {
             /* frame-pointer code again: its frame record is rbp */

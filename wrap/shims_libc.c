@@ -4,9 +4,14 @@
  * forms), getline/getdelim/__getdelim, realpath, getcwd, get_current_dir_name,
  * canonicalize_file_name, open_memstream with fclose, and dlopen/dlclose.
  *
- * In a dynamic link libc.so allocates these blocks with its own malloc, which no
- * wrapper sees; recording at this level gives the block the caller's stack and
- * lets its later free() match. In a static link libc's inner malloc calls are
+ * In a dynamic link libc.so allocates these blocks with its own malloc. When the
+ * executable defines the malloc family (wrap/interpose_malloc.c, the default
+ * RHEAPER_SCOPE=process), libc's calls reach it: the shim then runs the real
+ * call unguarded with a kind hint (RH_LIBC_BEGIN), and every block libc
+ * allocates inside it, the result and any other (a stdio buffer getline
+ * allocates), is recorded there with this shim's kind and the caller's stack.
+ * Otherwise (RHEAPER_SCOPE=program) recording at this level gives the block the
+ * caller's stack and lets its later free() match. In a static link libc's inner malloc calls are
  * wrapped too, but the guard held by the outer shim makes them pass through, so
  * each block is recorded once. Failures that are not about memory (ENOENT from
  * realpath, ERANGE from getcwd) record nothing; ENOMEM records a failure.
@@ -29,6 +34,36 @@
 #include "rh_shims.h"
 
 RH_HIDDEN __thread int rh_memstream_probe __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread void *rh_tls_hint_fp __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("initial-exec")));
+
+/* 1 when this shim's real call must run unguarded under a kind hint: the
+ * executable's interposed malloc family records (dynamic link, tracking on,
+ * RHEAPER_SCOPE=process), and no outer call is hooked or hinted. */
+RH_INLINE int rh_libc_defer(void)
+{
+    return &rh_ip_linked != NULL && __atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_ON &&
+           !rh_guard && rh_scope_process && rh_tls_hint_fp == NULL;
+}
+
+/* The start of a libc shim returning TYPE from CALL: under rh_libc_defer the
+ * real call runs with the hint {KIND, this shim's frame} and the shim records
+ * nothing (the interposed functions do); otherwise as rh_hook_begin, passing
+ * straight through when that says no. Must be used in the shim's own body. */
+#define RH_LIBC_BEGIN(KIND, TYPE, CALL)                                                            \
+    do {                                                                                           \
+        if (rh_unlikely(rh_libc_defer())) {                                                        \
+            rh_tls_hint_kind = (KIND);                                                             \
+            rh_tls_hint_fp = RH_FP();                                                              \
+            rh_barrier();                                                                          \
+            TYPE r_ = CALL;                                                                        \
+            rh_barrier();                                                                          \
+            rh_tls_hint_fp = NULL;                                                                 \
+            return r_;                                                                             \
+        }                                                                                          \
+        if (!rh_hook_begin())                                                                      \
+            return CALL;                                                                           \
+    } while (0)
 
 /* Ends a hooked call whose result is a NUL-terminated string p allocated by
  * libc: records strlen(p) + 1 bytes (or `size` when non-zero); a NULL result is
@@ -47,8 +82,7 @@ RH_INLINE void rh_shim_str_done(unsigned kind, char *p, size_t size, void *fp)
 
 RH_WRAP char *__wrap_strdup(const char *s)
 {
-    if (!rh_hook_begin())
-        return __real_strdup(s);
+    RH_LIBC_BEGIN(RH_KIND_STRDUP, char *, __real_strdup(s));
     char *p = __real_strdup(s);
     rh_shim_alloc_done(RH_KIND_STRDUP, p, p ? strlen(p) + 1 : strlen(s) + 1, RH_FP());
     return p;
@@ -56,8 +90,7 @@ RH_WRAP char *__wrap_strdup(const char *s)
 
 RH_WRAP char *__wrap_strndup(const char *s, size_t n)
 {
-    if (!rh_hook_begin())
-        return __real_strndup(s, n);
+    RH_LIBC_BEGIN(RH_KIND_STRNDUP, char *, __real_strndup(s, n));
     char *p = __real_strndup(s, n);
     rh_shim_alloc_done(RH_KIND_STRNDUP, p, p ? strlen(p) + 1 : strnlen(s, n) + 1, RH_FP());
     return p;
@@ -66,8 +99,7 @@ RH_WRAP char *__wrap_strndup(const char *s, size_t n)
 /* wcsdup: the table spells wchar_t as int (the same type on Linux). */
 RH_WRAP int *__wrap_wcsdup(const int *s)
 {
-    if (!rh_hook_begin())
-        return __real_wcsdup(s);
+    RH_LIBC_BEGIN(RH_KIND_WCSDUP, int *, __real_wcsdup(s));
     int *p = __real_wcsdup(s);
     const wchar_t *w = (const wchar_t *)(p ? p : s);
     rh_shim_alloc_done(RH_KIND_WCSDUP, p, (wcslen(w) + 1) * sizeof(wchar_t), RH_FP());
@@ -88,8 +120,7 @@ RH_INLINE void rh_asprintf_done(unsigned kind, char **sp, int rc, void *fp)
 
 RH_WRAP int __wrap_vasprintf(char **sp, const char *fmt, va_list ap)
 {
-    if (!rh_hook_begin())
-        return __real_vasprintf(sp, fmt, ap);
+    RH_LIBC_BEGIN(RH_KIND_VASPRINTF, int, __real_vasprintf(sp, fmt, ap));
     int rc = __real_vasprintf(sp, fmt, ap);
     rh_asprintf_done(RH_KIND_VASPRINTF, sp, rc, RH_FP());
     return rc;
@@ -100,6 +131,16 @@ RH_WRAP int __wrap_asprintf(char **sp, const char *fmt, ...)
     va_list ap;
     int rc;
     va_start(ap, fmt);
+    if (rh_unlikely(rh_libc_defer())) {
+        rh_tls_hint_kind = RH_KIND_ASPRINTF;
+        rh_tls_hint_fp = RH_FP();
+        rh_barrier();
+        rc = __real_vasprintf(sp, fmt, ap);
+        rh_barrier();
+        rh_tls_hint_fp = NULL;
+        va_end(ap);
+        return rc;
+    }
     if (!rh_hook_begin()) {
         rc = __real_vasprintf(sp, fmt, ap);
         va_end(ap);
@@ -113,8 +154,7 @@ RH_WRAP int __wrap_asprintf(char **sp, const char *fmt, ...)
 
 RH_WRAP int __wrap___vasprintf_chk(char **sp, int flag, const char *fmt, va_list ap)
 {
-    if (!rh_hook_begin())
-        return __real___vasprintf_chk(sp, flag, fmt, ap);
+    RH_LIBC_BEGIN(RH_KIND_VASPRINTF, int, __real___vasprintf_chk(sp, flag, fmt, ap));
     int rc = __real___vasprintf_chk(sp, flag, fmt, ap);
     rh_asprintf_done(RH_KIND_VASPRINTF, sp, rc, RH_FP());
     return rc;
@@ -125,6 +165,16 @@ RH_WRAP int __wrap___asprintf_chk(char **sp, int flag, const char *fmt, ...)
     va_list ap;
     int rc;
     va_start(ap, fmt);
+    if (rh_unlikely(rh_libc_defer())) {
+        rh_tls_hint_kind = RH_KIND_ASPRINTF;
+        rh_tls_hint_fp = RH_FP();
+        rh_barrier();
+        rc = __real___vasprintf_chk(sp, flag, fmt, ap);
+        rh_barrier();
+        rh_tls_hint_fp = NULL;
+        va_end(ap);
+        return rc;
+    }
     if (!rh_hook_begin()) {
         rc = __real___vasprintf_chk(sp, flag, fmt, ap);
         va_end(ap);
@@ -158,8 +208,9 @@ RH_INLINE void rh_getdelim_done(unsigned kind, char *old, size_t old_n, char **l
 
 RH_WRAP long __wrap_getdelim(char **lineptr, size_t *n, int delim, FILE *stream)
 {
-    if (lineptr == NULL || n == NULL || !rh_hook_begin())
+    if (lineptr == NULL || n == NULL)
         return __real_getdelim(lineptr, n, delim, stream);
+    RH_LIBC_BEGIN(RH_KIND_GETDELIM, long, __real_getdelim(lineptr, n, delim, stream));
     char *old = *lineptr;
     size_t old_n = *n;
     int e0 = errno;
@@ -178,8 +229,9 @@ RH_WRAP long __wrap_getdelim(char **lineptr, size_t *n, int delim, FILE *stream)
  * <bits/stdio.h>), so it is recorded as getline. */
 RH_WRAP long __wrap___getdelim(char **lineptr, size_t *n, int delim, FILE *stream)
 {
-    if (lineptr == NULL || n == NULL || !rh_hook_begin())
+    if (lineptr == NULL || n == NULL)
         return __real___getdelim(lineptr, n, delim, stream);
+    RH_LIBC_BEGIN(RH_KIND_GETLINE, long, __real___getdelim(lineptr, n, delim, stream));
     char *old = *lineptr;
     size_t old_n = *n;
     int e0 = errno;
@@ -196,8 +248,9 @@ RH_WRAP long __wrap___getdelim(char **lineptr, size_t *n, int delim, FILE *strea
 
 RH_WRAP long __wrap_getline(char **lineptr, size_t *n, FILE *stream)
 {
-    if (lineptr == NULL || n == NULL || !rh_hook_begin())
+    if (lineptr == NULL || n == NULL)
         return __real_getline(lineptr, n, stream);
+    RH_LIBC_BEGIN(RH_KIND_GETLINE, long, __real_getline(lineptr, n, stream));
     char *old = *lineptr;
     size_t old_n = *n;
     int e0 = errno;
@@ -215,8 +268,9 @@ RH_WRAP long __wrap_getline(char **lineptr, size_t *n, FILE *stream)
 /* realpath allocates only when the caller passes no buffer. */
 RH_WRAP char *__wrap_realpath(const char *path, char *resolved)
 {
-    if (resolved != NULL || !rh_hook_begin())
+    if (resolved != NULL)
         return __real_realpath(path, resolved);
+    RH_LIBC_BEGIN(RH_KIND_REALPATH, char *, __real_realpath(path, NULL));
     char *p = __real_realpath(path, NULL);
     rh_shim_str_done(RH_KIND_REALPATH, p, 0, RH_FP());
     return p;
@@ -224,8 +278,9 @@ RH_WRAP char *__wrap_realpath(const char *path, char *resolved)
 
 RH_WRAP char *__wrap___realpath_chk(const char *path, char *resolved, size_t resolvedlen)
 {
-    if (resolved != NULL || !rh_hook_begin())
+    if (resolved != NULL)
         return __real___realpath_chk(path, resolved, resolvedlen);
+    RH_LIBC_BEGIN(RH_KIND_REALPATH, char *, __real___realpath_chk(path, NULL, resolvedlen));
     char *p = __real___realpath_chk(path, NULL, resolvedlen);
     rh_shim_str_done(RH_KIND_REALPATH, p, 0, RH_FP());
     return p;
@@ -235,8 +290,9 @@ RH_WRAP char *__wrap___realpath_chk(const char *path, char *resolved, size_t res
  * size is 0 (glibc's documented extension). */
 RH_WRAP char *__wrap_getcwd(char *buf, size_t size)
 {
-    if (buf != NULL || !rh_hook_begin())
+    if (buf != NULL)
         return __real_getcwd(buf, size);
+    RH_LIBC_BEGIN(RH_KIND_GETCWD, char *, __real_getcwd(NULL, size));
     char *p = __real_getcwd(NULL, size);
     rh_shim_str_done(RH_KIND_GETCWD, p, size, RH_FP());
     return p;
@@ -244,8 +300,9 @@ RH_WRAP char *__wrap_getcwd(char *buf, size_t size)
 
 RH_WRAP char *__wrap___getcwd_chk(char *buf, size_t size, size_t buflen)
 {
-    if (buf != NULL || !rh_hook_begin())
+    if (buf != NULL)
         return __real___getcwd_chk(buf, size, buflen);
+    RH_LIBC_BEGIN(RH_KIND_GETCWD, char *, __real___getcwd_chk(NULL, size, buflen));
     char *p = __real___getcwd_chk(NULL, size, buflen);
     rh_shim_str_done(RH_KIND_GETCWD, p, size, RH_FP());
     return p;
@@ -253,8 +310,7 @@ RH_WRAP char *__wrap___getcwd_chk(char *buf, size_t size, size_t buflen)
 
 RH_WRAP char *__wrap_get_current_dir_name(void)
 {
-    if (!rh_hook_begin())
-        return __real_get_current_dir_name();
+    RH_LIBC_BEGIN(RH_KIND_GET_CURRENT_DIR_NAME, char *, __real_get_current_dir_name());
     char *p = __real_get_current_dir_name();
     rh_shim_str_done(RH_KIND_GET_CURRENT_DIR_NAME, p, 0, RH_FP());
     return p;
@@ -262,8 +318,7 @@ RH_WRAP char *__wrap_get_current_dir_name(void)
 
 RH_WRAP char *__wrap_canonicalize_file_name(const char *path)
 {
-    if (!rh_hook_begin())
-        return __real_canonicalize_file_name(path);
+    RH_LIBC_BEGIN(RH_KIND_CANONICALIZE_FILE_NAME, char *, __real_canonicalize_file_name(path));
     char *p = __real_canonicalize_file_name(path);
     rh_shim_str_done(RH_KIND_CANONICALIZE_FILE_NAME, p, 0, RH_FP());
     return p;

@@ -13,8 +13,10 @@
 # Workloads: 1 synthetic malloc/free loop at 1 and 2 threads (wl_synth.c);
 # 2 Lua 5.4 from unmodified Debian source (fetched with tests/e2e/fetch_source.sh)
 # running alloc.lua; 3 deep stacks (wl_deep.c, depth 50); 4 many distinct call
-# paths (wl_paths.c, 2^17). --tiny uses small sizes and one run (the ctest
-# bench-tiny) and then checks that every variant ran; it asserts no timings.
+# paths (wl_paths.c, 2^17); 5 allocations inside the system's libsqlite3
+# (wl_sqlite.c), with the depth of the stacks found there. --tiny uses small
+# sizes and one run (the ctest bench-tiny) and then checks that every variant
+# ran; it asserts no timings.
 # Lua, heaptrack and massif are skipped with a message when unavailable.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,9 +45,9 @@ flags="-O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-si
 case $(uname -m) in x86_64|i?86|aarch64) ;; *) flags=$(echo "$flags" | sed 's/ -mno-omit-leaf-frame-pointer//') ;; esac
 
 if [ "$tiny" = 1 ]; then
-    runs=1 pairs=200000 deep=10000 levels=12 prounds=1 luan=3000 mlimit=30
+    runs=1 pairs=200000 deep=10000 levels=12 prounds=1 luan=3000 mlimit=30 sqln=2000
 else
-    pairs=3000000 deep=1000000 levels=17 prounds=3 luan=300000 mlimit=120
+    pairs=3000000 deep=1000000 levels=17 prounds=3 luan=300000 mlimit=120 sqln=200000
 fi
 
 # The driver, and the C workloads in both builds.
@@ -54,6 +56,27 @@ for w in wl_synth wl_deep wl_paths; do
     "$cc" $flags -pthread -o "$out/$w.plain" "$here/$w.c"
     "$bin/rheaper-cc" -O2 -pthread -o "$out/$w.rh" "$here/$w.c"
 done
+
+# Workload 5: allocations inside a system library (libsqlite3), and the depth
+# of the stacks the walk finds there (a tracked run converted once).
+sqlite=0
+if "$cc" $flags -o "$out/wl_sqlite.plain" "$here/wl_sqlite.c" -lsqlite3 2> "$out/wl_sqlite.log" &&
+    "$bin/rheaper-cc" -O2 -o "$out/wl_sqlite.rh" "$here/wl_sqlite.c" -lsqlite3 2>> "$out/wl_sqlite.log"; then
+    sqlite=1
+    rm -rf "$out/sqlite-depth" && mkdir -p "$out/sqlite-depth"
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$out/sqlite-depth" "$out/wl_sqlite.rh" "$sqln" > /dev/null 2>&1 &&
+        "$bin/rheaper-convert" --quiet "$out"/sqlite-depth/rip-* "$out/sqlite-depth/p.db" &&
+        sqlite3 "$out/sqlite-depth/p.db" "
+            SELECT 'bench: workload 5 stacks: ' || count(*) || ' allocations, mean depth ' ||
+                   printf('%.1f', avg(s.depth)) || ', max ' || max(s.depth) || ', truncated ' ||
+                   sum(s.truncated) || ', with a libsqlite3 frame ' ||
+                   sum(a.bt IN (SELECT id FROM backtraces WHERE module LIKE '%libsqlite3%'))
+            FROM allocations a JOIN stacks s ON s.id = a.bt" > "$out/sqlite-depth.txt" ||
+        echo "FAIL: workload 5's depth run"
+    cat "$out/sqlite-depth.txt" 2>/dev/null || true
+else
+    echo "bench: note: workload 5 skipped (libsqlite3-dev missing; see $out/wl_sqlite.log)"
+fi
 
 set -- \
     --workload "synth-1t|Workload 1: synthetic malloc/free loop, 1 thread, $pairs pairs|$pairs|1|$out/wl_synth.plain|$out/wl_synth.rh|1 $pairs" \
@@ -80,6 +103,9 @@ fi
 set -- "$@" \
     --workload "deep|Workload 3: deep stacks, recursion depth 50, $deep pairs|0|1|$out/wl_deep.plain|$out/wl_deep.rh|50 $deep" \
     --workload "paths|Workload 4: $(( (1 << levels) )) distinct call paths, $prounds rounds|0|1|$out/wl_paths.plain|$out/wl_paths.rh|$levels $prounds"
+
+[ "$sqlite" = 1 ] && set -- "$@" \
+    --workload "sqlite|Workload 5: $sqln SQLite inserts, allocations inside the system's libsqlite3|0|1|$out/wl_sqlite.plain|$out/wl_sqlite.rh|$sqln"
 
 ht=$(command -v heaptrack || true)
 htp=$(command -v heaptrack_print || true)

@@ -437,6 +437,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: cli_test figures|errors BIN_DIR SRC_DIR WORK_DIR\n");
         return 2;
     }
+    /* every profiled run here (rheaper run, the direct one) records the
+     * program's own blocks, which cli_prog.h plans: libc's (stdio, thread
+     * TLS) stay out */
+    setenv("RHEAPER_SCOPE", "program", 1);
     static char rh[512];
     snprintf(rh, sizeof rh, "%s/rheaper", argv[2]);
     cl_rheaper = rh;

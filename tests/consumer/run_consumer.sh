@@ -65,9 +65,10 @@ if [ "$mode" = example ]; then
     timeout 120 "$build/bin/rheaper-cc" -O2 -pthread -o "$work/example" "$src/tests/example/example.c" ||
         fail "rheaper-cc could not build the example"
     RHEAPER_ENABLE=1
-    export RHEAPER_ENABLE
+    RHEAPER_SCOPE=program # the example counts its own blocks, not libc's
+    export RHEAPER_ENABLE RHEAPER_SCOPE
     run_and_convert "$build/bin/rheaper-convert" "$work/example"
-    unset RHEAPER_ENABLE
+    unset RHEAPER_ENABLE RHEAPER_SCOPE
     # "example: allocated N blocks, B bytes; never freed: K blocks, L bytes"
     # shellcheck disable=SC2046 # the four numbers become $1..$4
     set -- $(sed -n 's/^example: allocated \([0-9]*\) blocks, \([0-9]*\) bytes; never freed: \([0-9]*\) blocks, \([0-9]*\) bytes$/\1 \2 \3 \4/p' "$work/out")

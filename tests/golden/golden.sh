@@ -34,7 +34,7 @@ SELECT 'frame', id, frame_no, replace(file, rtrim(file, replace(file, '/', '')),
   FROM backtraces WHERE module LIKE '%/golden' ORDER BY id, frame_no;
 SELECT 'stack', id, kind, depth, truncated FROM stacks ORDER BY id;
 SELECT 'thread', id, name FROM threads ORDER BY id;
-SELECT 'meta', key, value FROM meta WHERE key NOT IN ('rheaper_version') ORDER BY key;
+SELECT 'meta', key, value FROM meta WHERE key NOT IN ('rheaper_version') AND key NOT LIKE 'debug:%' ORDER BY key;
 SELECT 'callsite', sym, line, count, total_size, leaked_count, leaked_bytes FROM callsites
   WHERE sym IS NOT NULL ORDER BY total_size DESC, sym;
 SQL

@@ -18,6 +18,7 @@
 #include "rh_runtime.h"
 
 int rh_state = RH_UNINIT;
+int rh_scope_process = 1;
 __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
 int rh_clock_tsc = 1;
 
@@ -168,6 +169,8 @@ __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
 __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
 #if RH_UNWIND_CFI
 struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
+uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
+__thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
 #endif
 int mock_slow_calls;
 
@@ -211,10 +214,16 @@ void rh_stack_bounds_compute(void)
     abort();
 }
 
-void rh_stack_walk_cfi(uintptr_t cur, uintptr_t lo, uintptr_t hi, unsigned max, uint64_t h,
-                       struct rh_walk_cfi *o)
+void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo, uintptr_t hi,
+                        unsigned max, uint64_t h, uint32_t n, struct rh_walk_rest *o)
 {
-    (void)cur, (void)lo, (void)hi, (void)max, (void)h, (void)o;
+    (void)ret, (void)rsp, (void)rbp, (void)lo, (void)hi, (void)max, (void)h, (void)n, (void)o;
+    abort();
+}
+
+void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_rest *o)
+{
+    (void)fp, (void)max, (void)h, (void)o;
     abort();
 }
 
