@@ -162,7 +162,7 @@ static int rh_rip_header(struct rh_rip *r)
     if (r->size < RIP_HEADER_SIZE)
         return rh_rip_fail(r, "file header cut short (%zu of %u bytes)", r->size, RIP_HEADER_SIZE);
     memcpy(&r->hdr, r->base, sizeof r->hdr);
-    if (r->hdr.version != RIP_VERSION)
+    if (r->hdr.version < RIP_VERSION_MIN || r->hdr.version > RIP_VERSION)
         return rh_rip_fail(r, "unsupported rip format version %u at offset 8 (this reader: %u)",
                            r->hdr.version, RIP_VERSION);
     if (r->hdr.header_size != RIP_HEADER_SIZE)
