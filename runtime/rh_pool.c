@@ -77,6 +77,16 @@ uint32_t rh_kind_intern(const char *name)
     return kind;
 }
 
+void rh_kinds_fork(int phase)
+{
+    if (phase == 0)
+        rh_spin_lock(&rh_dyn_lock);
+    else if (phase == 1)
+        rh_spin_unlock(&rh_dyn_lock);
+    else
+        rh_dyn_lock = 0;
+}
+
 void rh_kind_announce(struct rh_writer *w, unsigned kind, uint64_t t)
 {
     uint32_t i = kind - RIP_DYN_KIND_BASE;

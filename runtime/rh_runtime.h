@@ -685,6 +685,9 @@ RH_HIDDEN uint32_t rh_kind_intern(const char *name) RH_COLD;
 /* Writes the KINDNAME record of dynamic kind `kind` into w unless this file
  * already has it. Called before the STACK record that first uses the kind. */
 RH_HIDDEN void rh_kind_announce(struct rh_writer *w, unsigned kind, uint64_t t) RH_COLD;
+/* fork handlers' part: 0 prepare (locks the kind table), 1 parent (unlocks),
+ * 2 child (resets the lock). */
+RH_HIDDEN void rh_kinds_fork(int phase);
 /* rh_record.c: the timed POOLRESET record of pool `id`. */
 RH_HIDDEN void rh_record_pool_reset(uint32_t id, uint64_t t_before);
 

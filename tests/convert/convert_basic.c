@@ -135,7 +135,7 @@ static void check_tables(sqlite3 *db)
     CHECK_EQ(ct_int(db, "SELECT value FROM meta WHERE key = 'damaged_chunks'"), 0);
     CHECK_EQ(ct_int(db, "SELECT value FROM meta WHERE key = 'pid'"), 1000);
     CHECK_EQ(ct_int(db, "SELECT value FROM meta WHERE key = 'ppid'"), 1);
-    CHECK_EQ(ct_int(db, "SELECT value FROM meta WHERE key = 'format_version'"), 1);
+    CHECK_EQ(ct_int(db, "SELECT value FROM meta WHERE key = 'format_version'"), RIP_VERSION);
     CHECK(!strcmp(ct_text(db, "SELECT value FROM meta WHERE key = 'program'", buf, sizeof buf),
                   "/opt/test/prog"));
     CHECK(!strcmp(ct_text(db, "SELECT value FROM meta WHERE key = 'args'", buf, sizeof buf),
