@@ -89,7 +89,7 @@ run() {
     case $v in
     *-plain) (cd "$dir" && eval exec "$out/$b-plain/src/redis-server" $args) & ;;
     *-off) (cd "$dir" && eval exec "$out/$b-rheaper/src/redis-server" $args) & ;;
-    *-tracked) (cd "$dir" && RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$dir" \
+    *-tracked) (cd "$dir" && export RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$dir" &&
                   eval exec "$out/$b-rheaper/src/redis-server" $args) & ;;
     *-heaptrack) (cd "$dir" && eval exec heaptrack -o "$dir/heaptrack" \
                   "$out/$b-plain/src/redis-server" $args > "$dir/heaptrack.out" 2>&1) & ;;
