@@ -10,8 +10,10 @@
 # redis-benchmark over 127.0.0.1, interleaving per round:
 #   jemalloc: plain, rheaper-cc tracking off, rheaper-cc tracked, heaptrack
 #   libc:     plain, rheaper-cc tracking off, rheaper-cc tracked, heaptrack
-# and writes OUT/redis.md with, per variant, the median ops/s (over the
-# rounds) and its ratio to the plain build of the same allocator; the load
+# and writes OUT/redis.md with, per variant, the median ops/s and the median
+# CPU seconds the server used (its own `INFO cpu`: used_cpu_user + sys, which
+# other processes on a loaded machine disturb less than throughput), each with
+# its ratio to the plain build of the same allocator; the load
 # average before and after; `INFO memory`'s mem_allocator of each build; and,
 # from the first round, the rows of each tracked profile, the row counts of
 # the jemalloc and libc builds side by side, rows per kind, and `rheaper top`.
@@ -75,8 +77,8 @@ wait_ready() {
 }
 
 # run VARIANT ROUND: one server run under the variant; prints its ops/s (total
-# requests over the summed time of the tests) and leaves its profile in
-# $out/run/VARIANT.ROUND when tracked.
+# requests over the summed time of the tests) and the server's CPU seconds,
+# and leaves its profile in $out/run/VARIANT.ROUND when tracked.
 run() {
     v=$1 r=$2
     case $v in
@@ -101,11 +103,13 @@ run() {
             > "$dir/allocator.txt" || true
     fi
     "$bench" -h 127.0.0.1 -p $port -n "$requests" -c 50 -t "$tests" --csv > "$dir/bench.csv" 2>/dev/null
+    cpu=$("$cli" -h 127.0.0.1 -p $port info cpu | tr -d '\r' |
+        awk -F: '$1 == "used_cpu_user" || $1 == "used_cpu_sys" { s += $2 } END { printf "%.3f", s }')
     "$cli" -h 127.0.0.1 -p $port shutdown nosave > /dev/null 2>&1 || true
     wait $spid 2>/dev/null || true
-    # total requests / summed seconds over the tests
-    awk -F'","' -v n="$requests" 'NR > 1 { gsub(/"/, "", $2); if ($2 > 0) t += n / $2; k++ }
-        END { if (t > 0) printf "%.0f\n", k * n / t; else print 0 }' "$dir/bench.csv"
+    # total requests / summed seconds over the tests, then the CPU seconds
+    awk -F'","' -v n="$requests" -v cpu="$cpu" 'NR > 1 { gsub(/"/, "", $2); if ($2 > 0) t += n / $2; k++ }
+        END { if (t > 0) printf "%.0f %s\n", k * n / t, cpu; else print 0, cpu }' "$dir/bench.csv"
 }
 
 variants="je-plain je-off je-tracked je-heaptrack libc-plain libc-off libc-tracked libc-heaptrack"
@@ -116,9 +120,9 @@ rm -rf "$out/run" && mkdir -p "$out/run"
 r=1
 while [ $r -le "$runs" ]; do
     for v in $variants; do
-        ops=$(run "$v" "$r")
-        echo "$v $r $ops" >> "$out/ops.txt"
-        echo "round $r: $v $ops ops/s" >&2
+        res=$(run "$v" "$r")
+        echo "$v $r $res" >> "$out/ops.txt"
+        echo "round $r: $v ${res% *} ops/s, server CPU ${res#* } s" >&2
         # profiles: keep round 1's, drop the others' (they are large)
         [ "$r" = 1 ] || rm -f "$out/run/$v.$r"/rip-* "$out/run/$v.$r"/heaptrack*
     done
@@ -129,6 +133,11 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 # ---- figures ----------------------------------------------------------------
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 med_of() { awk -v v="$1" '$1 == v { print $3 }' "$out/ops.txt" | median; }
+cpu_of() {
+    awk -v v="$1" '$1 == v { print $4 }' "$out/ops.txt" | sort -n |
+        awk '{ c[NR] = $1 } END { if (NR % 2) print c[(NR + 1) / 2]; else printf "%.3f\n", (c[NR / 2] + c[NR / 2 + 1]) / 2 }'
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 rows_of() {
     rip=$(ls "$out/run/$1.1"/rip-* 2>/dev/null | grep -v '\.db$' | head -n 1)
     [ -n "$rip" ] || { echo "-"; return; }
@@ -141,12 +150,11 @@ rows_of() {
     echo "$runs interleaved rounds, $requests requests per test, tests $tests, 50 clients;"
     echo "load average before: $load_before; after: $load_after; $(nproc) cores."
     echo
-    echo "| variant | ops/s median | / plain of its allocator |"
-    echo "|---|--:|--:|"
+    echo "| variant | ops/s median | ops/s / plain | server CPU s median | CPU / plain |"
+    echo "|---|--:|--:|--:|--:|"
     for v in $variants; do
-        m=$(med_of "$v")
-        base=$(med_of "${v%%-*}-plain")
-        echo "| $v | $m | $(awk -v a="$m" -v b="$base" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }') |"
+        m=$(med_of "$v") c=$(cpu_of "$v")
+        echo "| $v | $m | $(ratio "$m" "$(med_of "${v%%-*}-plain")") | $c | $(ratio "$c" "$(cpu_of "${v%%-*}-plain")") |"
     done
     echo
     echo "INFO memory: jemalloc build (rheaper-cc): $(cat "$out/run/je-tracked.1/allocator.txt" 2>/dev/null);"
@@ -156,6 +164,13 @@ rows_of() {
     lc=$(rows_of libc-tracked)
     echo "Rows (round 1): jemalloc build $je, libc build $lc" \
         "($(awk -v a="$je" -v b="$lc" 'BEGIN { if (b > 0) printf "%+.2f%%", 100 * (a - b) / b; else print "-" }'))."
+    for v in je-heaptrack libc-heaptrack; do
+        ht=$(ls "$out/run/$v.1"/heaptrack.* 2>/dev/null | grep -v '\.out$' | head -n 1)
+        [ -n "$ht" ] || continue
+        echo
+        echo "$v (round 1), heaptrack_print: $(heaptrack_print -f "$ht" 2>/dev/null |
+            grep -m1 'calls to allocation functions')"
+    done
     for v in je-tracked libc-tracked; do
         db=$(ls "$out/run/$v.1"/rip-*.db 2>/dev/null | head -n 1)
         [ -n "$db" ] || continue
