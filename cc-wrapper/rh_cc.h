@@ -63,4 +63,25 @@ enum rh_cc_mode rh_cc_mode_of(const struct rh_cc_scan *s);
 int rh_cc_static_cxx_default(const struct rh_cc_scan *s, enum rh_cc_mode mode, int cxx,
                              const char *env_value);
 
+/* ---- rh_cc_alloc.c: the user's allocator families ---- */
+
+/* Reads one allocator file (--rheaper-allocator=FILE, $RHEAPER_ALLOCATORS).
+ * Returns 0, or -1 after printing one line per error (FILE:LINE: ...). */
+int rh_cc_alloc_read(const char *tool, const char *path);
+/* Number of functions declared so far. */
+size_t rh_cc_alloc_count(void);
+/* For an executable link: checks each declared function against the object
+ * files and archives objs[0, nobjs) with nm (sources != 0: the command also
+ * compiles source files, whose symbols nm cannot see), warns about each one
+ * that cannot be wrapped with the reason, and compiles the shims of the others
+ * into a temporary directory (its path in tmpdir, "" when none was made).
+ * On return *obj_out is the object to link (NULL when there is none) and
+ * (*wrap_flags)[0, *nwrap) the -Wl,--wrap flags. Returns 0, or -1 (message
+ * printed). */
+int rh_cc_alloc_prepare(const char *tool, const char *compiler, const char *const *objs,
+                        size_t nobjs, int sources, char *tmpdir, size_t tmpcap,
+                        const char **obj_out, char ***wrap_flags, size_t *nwrap);
+/* Removes the temporary directory of rh_cc_alloc_prepare and its files. */
+void rh_cc_alloc_cleanup(const char *tmpdir);
+
 #endif

@@ -45,6 +45,8 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,6 +298,82 @@ static int rh_check_depth(void)
     return 0;
 }
 
+static int rh_has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static int rh_is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+#define RH_ALLOC_OPT "--rheaper-allocator="
+
+/* Reads the allocator files of the command line and $RHEAPER_ALLOCATORS.
+ * Returns 0, or -1 (messages printed). */
+static int rh_read_allocator_files(int argc, char **argv)
+{
+    int rc = 0;
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], RH_ALLOC_OPT, strlen(RH_ALLOC_OPT)) == 0 &&
+            rh_cc_alloc_read(rh_tool, argv[i] + strlen(RH_ALLOC_OPT)) != 0)
+            rc = -1;
+    const char *env = getenv("RHEAPER_ALLOCATORS");
+    if (env && *env) {
+        char *list = strdup(env), *save = NULL;
+        for (char *f = list ? strtok_r(list, ":", &save) : NULL; f; f = strtok_r(NULL, ":", &save))
+            if (rh_cc_alloc_read(rh_tool, f) != 0)
+                rc = -1;
+        free(list);
+    }
+    return rc;
+}
+
+/* Adds the user's allocator shims to an executable link: the object files and
+ * archives of the command are checked with nm. tmpdir receives the temporary
+ * directory to remove after the link. Returns 0 or -1. */
+static int rh_add_user_allocators(struct rh_argv *a, const char *compiler, int argc, char **argv,
+                                  char *tmpdir, size_t tmpcap)
+{
+    const char **objs = calloc((size_t)argc + 1, sizeof *objs);
+    size_t nobjs = 0;
+    int sources = 0;
+    if (!objs)
+        return -1;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strcmp(s, "-o") == 0 || strcmp(s, "-x") == 0 || strcmp(s, "-MF") == 0) {
+            i++;
+            continue;
+        }
+        if (s[0] == '-' || s[0] == '@' || !rh_is_file(s))
+            continue;
+        if (rh_has_suffix(s, ".o") || rh_has_suffix(s, ".a") || rh_has_suffix(s, ".lo"))
+            objs[nobjs++] = s;
+        else if (!rh_has_suffix(s, ".so") && !strstr(s, ".so."))
+            sources = 1; /* a source file compiled by this very command */
+    }
+    const char *obj = NULL;
+    char **flags = NULL;
+    size_t nflags = 0;
+    int rc = rh_cc_alloc_prepare(rh_tool, compiler, objs, nobjs, sources, tmpdir, tmpcap, &obj,
+                                 &flags, &nflags);
+    free(objs);
+    if (rc != 0)
+        return -1;
+    for (size_t i = 0; i < nflags; i++)
+        rh_push(a, flags[i]);
+    if (obj) {
+        rh_push(a, "-x");
+        rh_push(a, "none");
+        rh_push(a, obj);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *self = rh_basename(argc > 0 ? argv[0] : "rheaper-cc");
@@ -324,8 +402,22 @@ int main(int argc, char **argv)
     if (mode != RH_CC_PASS)
         rh_add_compile_flags(&a, &scan, clang);
     for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "-shared-libstdc++") != 0) /* ours: the compilers reject it */
+        if (strcmp(argv[i], "-shared-libstdc++") != 0 && /* ours: the compilers reject them */
+            strncmp(argv[i], RH_ALLOC_OPT, strlen(RH_ALLOC_OPT)) != 0)
             rh_push(&a, argv[i]);
+    char tmpdir[PATH_MAX] = "";
+    if (mode == RH_CC_LINK_EXE || mode == RH_CC_LINK_SO) {
+        if (rh_read_allocator_files(argc, argv) != 0)
+            return 1;
+        if (rh_cc_alloc_count() && mode == RH_CC_LINK_SO)
+            fprintf(stderr, "%s: note: allocator files apply to executables; %s\n", rh_tool,
+                    "the shared library's calls are wrapped when the executable is linked");
+        else if (rh_cc_alloc_count() &&
+                 rh_add_user_allocators(&a, compiler, argc, argv, tmpdir, sizeof tmpdir) != 0) {
+            rh_cc_alloc_cleanup(tmpdir);
+            return 1;
+        }
+    }
     int static_cxx = rh_cc_static_cxx_default(&scan, mode, cxx, getenv("RHEAPER_STATIC_LIBSTDCXX"));
     if (mode == RH_CC_LINK_EXE && rh_add_exe_link(&a, &scan, cxx, static_cxx) != 0)
         return 1;
@@ -336,6 +428,21 @@ int main(int argc, char **argv)
     if (verbose && *verbose && strcmp(verbose, "0") != 0)
         rh_print_command(a.v);
     fflush(NULL);
+    if (tmpdir[0]) {
+        /* the generated shims' directory goes after the link: run it as a child */
+        pid_t pid = fork();
+        if (pid == 0) {
+            execvp(compiler, (char *const *)a.v);
+            fprintf(stderr, "%s: cannot run compiler '%s': %s\n", rh_tool, compiler, strerror(errno));
+            _exit(errno == ENOENT ? 127 : 126);
+        }
+        int st = 0;
+        int ok = pid > 0 && waitpid(pid, &st, 0) == pid;
+        rh_cc_alloc_cleanup(tmpdir);
+        if (!ok)
+            return 126;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
     execvp(compiler, (char *const *)a.v);
     int e = errno;
     fprintf(stderr, "%s: cannot run compiler '%s': %s\n", rh_tool, compiler, strerror(e));

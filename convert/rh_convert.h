@@ -114,6 +114,7 @@ enum rh_ev_op {
     RH_EV_RFREE = 3,  /* free half of a REALLOC, at t */
     RH_EV_RALLOC = 4, /* alloc half of a REALLOC, at t + dt2 */
     RH_EV_FAIL = 5,
+    RH_EV_POOLRESET = 6, /* every live block of pool `addr` ends (EXT POOLRESET) */
 };
 
 struct rh_event {
@@ -166,6 +167,7 @@ struct rh_stream {
     uint64_t last_time;   /* last time yielded (out-of-order detection) */
     int have_pending;
     struct rh_event pending; /* REALLOC alloc half */
+    struct rh_event ext_event; /* a timed EXT record being decoded (POOLRESET) */
 };
 
 struct rh_rip {
@@ -302,8 +304,17 @@ RH_HIDDEN int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink,
 
 struct rh_db;
 
-/* Name of an allocation kind number ("malloc", "new[]", ...), "unknown" if none. */
+/* Name of an allocation kind number ("malloc", "new[]", ...), "unknown" if none.
+ * Kinds from RIP_DYN_KIND_BASE up are named by the file's KINDNAME records. */
 RH_HIDDEN const char *rh_kind_name(uint32_t kind);
+
+/* ---- rh_kinds.c: names of dynamic kinds (KINDNAME records) --------------- */
+
+/* Records the name of dynamic kind `kind` (a KINDNAME record): name[0, len).
+ * Returns 0, or -1 on out-of-memory. */
+RH_HIDDEN int rh_kind_define(uint32_t kind, const uint8_t *name, size_t len);
+/* The name of a dynamic kind, or NULL when the file did not name it. */
+RH_HIDDEN const char *rh_kind_dyn_name(uint32_t kind);
 
 /* Creates DB.tmp.XXXXXX next to `path`, the schema, an open transaction and the
  * row statement. Returns NULL with a one-line message in err. */

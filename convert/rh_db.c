@@ -40,6 +40,8 @@
 const char *rh_kind_name(uint32_t kind)
 {
     const char *n = RH_KIND_NAME(kind);
+    if (!n)
+        n = rh_kind_dyn_name(kind);
     return n ? n : "unknown";
 }
 #else
@@ -64,7 +66,8 @@ const char *rh_kind_name(uint32_t kind)
 {
     if (kind < sizeof rh_kind_names / sizeof rh_kind_names[0] && rh_kind_names[kind])
         return rh_kind_names[kind];
-    return "unknown";
+    const char *n = rh_kind_dyn_name(kind);
+    return n ? n : "unknown";
 }
 #endif
 
@@ -517,14 +520,15 @@ static int rh_db_meta_debug(struct rh_db *d, struct rh_symbolizer *sym, char *er
     return m.rc;
 }
 
-/* Kinds of rows written before their stack's definition was seen. Runs after
- * the bt index exists. */
+/* Kinds of rows written before their stack's definition was seen, and of rows
+ * of dynamic kinds (their KINDNAME record may come later in the merge than a
+ * row of another thread). Runs after the bt index exists. */
 static int rh_db_fix_kinds(struct rh_db *d, struct rh_rip *r, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
     for (size_t i = 0; i < r->nstacks; i++) {
         const struct rh_stack *s = &r->stacks[i];
-        if (!s->provisional || !s->defined)
+        if ((!s->provisional && s->kind < RIP_DYN_KIND_BASE) || !s->defined)
             continue;
         if (!st &&
             rh_db_prepare(d, "UPDATE allocations SET kind = ? WHERE bt = ?", &st, err, errlen))

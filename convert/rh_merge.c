@@ -145,6 +145,7 @@ struct rh_merge {
     int prev_alloc;
     uint64_t prev_size;
     uint32_t prev_stack;
+    uint64_t pool_live; /* live blocks with a pool tag (RIP_IS_POOL_ADDR) */
 };
 
 /* The time of the next merged event in ns since enable: the clock's, raised to
@@ -194,7 +195,8 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
     row.dealloc_ns = t;
     row.stack = stk->id;
     row.size = b->size;
-    row.addr = b->addr;
+    /* a pool block's address without its tag (runtime/rip_format.h) */
+    row.addr = RIP_IS_POOL_ADDR(b->addr) ? b->addr & RIP_POOL_ADDR_MASK : b->addr;
     row.alloc_thread = b->thread;
     row.dealloc_thread = thread;
     row.temporary = (uint8_t)temporary;
@@ -213,8 +215,45 @@ static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint
                           int temporary)
 {
     struct rh_live copy = *b;
+    if (RIP_IS_POOL_ADDR(b->addr))
+        m->pool_live--;
     rh_live_del(&m->live, b);
     return rh_merge_emit(m, &copy, t, thread, temporary);
+}
+
+/* Ends every live block of pool `pool` at t (a POOLRESET). Scans the live
+ * blocks, so a reset costs O(live blocks) when any pool block is live and
+ * nothing otherwise. Returns 0, -1 (out of memory) or the sink's rc. */
+static int rh_merge_pool_reset(struct rh_merge *m, uint32_t pool, int64_t t, uint32_t thread)
+{
+    if (!m->pool_live)
+        return 0;
+    uint64_t *addrs = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < m->live.cap; i++) {
+        const struct rh_live *e = &m->live.tab[i];
+        if (!e->thread || !RIP_IS_POOL_ADDR(e->addr) || RIP_POOL_OF(e->addr) != pool)
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            uint64_t *a = realloc(addrs, nc * sizeof *a);
+            if (!a) {
+                free(addrs);
+                return -1;
+            }
+            addrs = a;
+            cap = nc;
+        }
+        addrs[n++] = e->addr;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        struct rh_live *b = rh_live_find(&m->live, addrs[i]);
+        if (b)
+            rc = rh_merge_close(m, b, t, thread, 0); /* not a heaptrack event */
+    }
+    free(addrs);
+    return rc;
 }
 
 /* Applies one merged event. Returns 0, -1 (out of memory) or the sink's rc. */
@@ -248,8 +287,12 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         }
         rh_merge_temporary(m, NULL, ev->size, si);
         struct rh_live b = {ev->addr, t, ev->size, si, ev->thread ? ev->thread : 1};
+        if (RIP_IS_POOL_ADDR(ev->addr))
+            m->pool_live++;
         return rh_live_add(&m->live, &b);
     }
+    case RH_EV_POOLRESET:
+        return rh_merge_pool_reset(m, (uint32_t)ev->addr, t, ev->thread);
     case RH_EV_FAIL: {
         m->st->failed_allocs++;
         uint32_t si = rh_rip_stack(m->r, ev->stack);
@@ -271,7 +314,7 @@ static int rh_live_cmp(const void *a, const void *b)
 
 int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_merge_stats *st)
 {
-    struct rh_merge m = {r, sink, st, {0}, -1, 0, 0, 0};
+    struct rh_merge m = {.r = r, .sink = sink, .st = st, .prev_ns = -1};
     memset(st, 0, sizeof *st);
     int rc = 0;
     struct rh_head *heap = calloc(r->nstreams ? r->nstreams : 1, sizeof *heap);

@@ -132,6 +132,24 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         memcpy(t->name, b, n);
         t->name[n] = 0;
         t->named = 1;
+    } else if (sub == RIP_EXT_KINDNAME) {
+        const uint8_t *q = b;
+        uint64_t kind;
+        if (rh_get(&q, b + len, &kind))
+            return RH_DEC_BAD;
+        if (kind >= RIP_DYN_KIND_BASE && kind < 0xffff &&
+            rh_kind_define((uint32_t)kind, q, (size_t)(b + len - q)))
+            return RH_DEC_OOM;
+    } else if (sub == RIP_EXT_POOLRESET) {
+        /* a timed record: the caller applies byte 0's time delta */
+        const uint8_t *q = b;
+        uint64_t pool;
+        if (rh_get(&q, b + len, &pool))
+            return RH_DEC_BAD;
+        s->ext_event.op = RH_EV_POOLRESET;
+        s->ext_event.cls = 0; /* with the frees */
+        s->ext_event.addr = pool;
+        return RH_DEC_EVENT;
     } else if (sub == RIP_EXT_SETTHREAD && s->shared) {
         const uint8_t *q = b;
         uint64_t tid;
@@ -199,6 +217,11 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         break;
     case RIP_OP_EXT:
         rc = rh_dec_ext(r, s, &p, end);
+        if (rc == RH_DEC_EVENT) { /* POOLRESET */
+            ev->op = s->ext_event.op;
+            ev->cls = s->ext_event.cls;
+            ev->addr = s->ext_event.addr;
+        }
         break;
     default:
         return RH_DEC_BAD;

@@ -82,6 +82,8 @@ static RH_COLD void rh_stack_define(struct rh_writer *w, uint32_t id, unsigned k
                                     const struct rh_walk *wk, uint64_t t)
 {
     int e = errno;
+    if (kind >= RIP_DYN_KIND_BASE)
+        rh_kind_announce(w, kind, t); /* its name, once per file (rh_pool.c) */
     if (rh_writer_reserve(w, RH_STACK_FIXED + (size_t)wk->nframes * 10, t) == 0) {
         uint8_t *q = w->pos;
         *q++ = RIP_OP_STACK;
@@ -178,7 +180,22 @@ static inline void rh_emit_fail(struct rh_writer *w, unsigned kind, size_t size,
 
 /* ---- the shared path ---------------------------------------------------- */
 
-enum { RH_EV_ALLOC, RH_EV_FREE, RH_EV_REALLOC, RH_EV_FAIL };
+enum { RH_EV_ALLOC, RH_EV_FREE, RH_EV_REALLOC, RH_EV_FAIL, RH_EV_POOLRESET };
+
+/* A timed EXT POOLRESET record for pool `id` (FORMAT.md "Allocator families and
+ * pools"); counted as an event like a FREE. */
+static inline void rh_emit_pool_reset(struct rh_writer *w, uint32_t id, uint64_t t)
+{
+    if (rh_unlikely(rh_event_room(w, t) != 0))
+        return;
+    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_EXT, 0, t);
+    uint8_t body[10];
+    size_t n = (size_t)(rip_put_varint(body, id) - body);
+    q = rip_put_varint(q, RIP_EXT_POOLRESET);
+    q = rip_put_varint(q, n);
+    memcpy(q, body, n);
+    rh_event_done(w, q + n);
+}
 
 /* Locks the shared writer and readies it for an event of the calling thread:
  * current epoch, an open chunk, SETTHREAD (+ THREADNAME) when the thread
@@ -239,6 +256,9 @@ static RH_COLD void rh_shared_record(int ev, unsigned kind, void *old, void *p, 
     }
     case RH_EV_FAIL:
         rh_emit_fail(w, kind, size, t, fp);
+        break;
+    case RH_EV_POOLRESET:
+        rh_emit_pool_reset(w, (uint32_t)size, t);
         break;
     }
     rh_spin_unlock(&rh_shared_lock);
@@ -332,4 +352,16 @@ void rh_record_fail(unsigned kind, size_t size, void *fp)
         rh_emit_fail(&s->w, kind, size, t, fp);
     else if (!drop)
         rh_shared_record(RH_EV_FAIL, kind, NULL, NULL, size, 0, fp);
+}
+
+/* Every block of pool `id` ends at t_before (rheaper_pool_reset, rh_pool.c). */
+void rh_record_pool_reset(uint32_t id, uint64_t t_before)
+{
+    uint64_t t = t_before >> rh_clock_shift;
+    int drop;
+    struct rh_slot *s = rh_ready(t, &drop);
+    if (rh_likely(s))
+        rh_emit_pool_reset(&s->w, id, t);
+    else if (!drop)
+        rh_shared_record(RH_EV_POOLRESET, 0, NULL, NULL, id, t_before, NULL);
 }

@@ -727,4 +727,19 @@ RH_HIDDEN void rh_guard_leave(int saved);
  * when a file is open. */
 RH_HIDDEN int rh_file_ensure(void) RH_COLD;
 
+/* ---- rh_pool.c: named kinds, client requests, user allocator families ---- */
+
+/* The kind number of `name` (>= RIP_DYN_KIND_BASE), the same for equal names;
+ * `name` must stay valid for the life of the process. Returns 0 when the
+ * table of RIP_DYN_KIND_MAX names is full. Takes a spin lock; no allocation. */
+RH_HIDDEN uint32_t rh_kind_intern(const char *name) RH_COLD;
+/* Writes the KINDNAME record of dynamic kind `kind` into w unless this file
+ * already has it. Called before the STACK record that first uses the kind. */
+RH_HIDDEN void rh_kind_announce(struct rh_writer *w, unsigned kind, uint64_t t) RH_COLD;
+/* fork handlers' part: 0 prepare (locks the kind table), 1 parent (unlocks),
+ * 2 child (resets the lock). */
+RH_HIDDEN void rh_kinds_fork(int phase);
+/* rh_record.c: the timed POOLRESET record of pool `id`. */
+RH_HIDDEN void rh_record_pool_reset(uint32_t id, uint64_t t_before);
+
 #endif

@@ -8,6 +8,8 @@
 #ifndef RHEAPER_H
 #define RHEAPER_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -48,6 +50,70 @@ const char *rheaper_profile_path(void);
 
 /* A static, human-readable description of an error code. */
 const char *rheaper_strerror(int rc);
+
+/* ---- Pools and arenas: client requests ------------------------------------
+ *
+ * For allocators rheaper cannot wrap (no per-block free, header-only, carved
+ * out of one big malloc chunk), the allocator tells rheaper about its blocks,
+ * in the spirit of valgrind's MALLOCLIKE_BLOCK / FREELIKE_BLOCK:
+ *
+ *     static struct rheaper_pool strings = RHEAPER_POOL_INIT("string_arena");
+ *     p = carve(arena, n);  rheaper_alloc_event(p, n, &strings);
+ *     ...                   rheaper_free_event(p, &strings);
+ *     reset the arena:      rheaper_pool_reset(&strings);   (frees every block)
+ *
+ * Each block is a row whose kind is the pool's name; the pool's own chunk
+ * from malloc stays a row of kind malloc (filter one or the other with
+ * `rheaper ... --kind`, README "Allocators"). One struct rheaper_pool per pool
+ * instance: a reset ends the blocks of that instance only. Pools with equal
+ * names share a kind. `name` must stay valid while the program runs (a string
+ * literal). Zero-initialise the rh_ fields (RHEAPER_POOL_INIT does).
+ *
+ * Cost: while tracking is off each request is one load and a branch, inline;
+ * a program not linked with the rheaper runtime (built without rheaper-cc)
+ * compiles and links the same code and the requests do nothing (weak
+ * references). Requests made inside another recorded call (a wrapped
+ * allocator function calling them) are not recorded: the outer call is. */
+struct rheaper_pool {
+    const char *name;  /* the kind of the pool's rows */
+    unsigned rh_kind;  /* the runtime's: zero */
+    unsigned rh_id;    /* the runtime's: zero */
+};
+#define RHEAPER_POOL_INIT(name) {(name), 0u, 0u}
+
+/* The runtime's side of the requests; call the inline functions below. */
+extern int rheaper_tracking_ __attribute__((weak));
+void rheaper_alloc_event_(void *ptr, size_t size, struct rheaper_pool *pool) __attribute__((weak));
+void rheaper_free_event_(void *ptr, struct rheaper_pool *pool) __attribute__((weak));
+void rheaper_pool_reset_(struct rheaper_pool *pool) __attribute__((weak));
+
+/* 1 when a request may be recorded: the runtime is linked and not off. */
+#define RHEAPER_REQUESTS_ON_() \
+    (&rheaper_tracking_ != 0 && __builtin_expect(rheaper_tracking_ != 1, 0))
+
+/* Macros, not inline functions: an inline function would show up as frame 0
+ * of every pool block's stack. */
+
+/* ptr (size bytes) was handed out by pool. */
+#define rheaper_alloc_event(ptr, size, pool)                 \
+    do {                                                     \
+        if (RHEAPER_REQUESTS_ON_())                          \
+            rheaper_alloc_event_((ptr), (size), (pool));     \
+    } while (0)
+
+/* The block at ptr went back to pool. */
+#define rheaper_free_event(ptr, pool)                        \
+    do {                                                     \
+        if (RHEAPER_REQUESTS_ON_())                          \
+            rheaper_free_event_((ptr), (pool));              \
+    } while (0)
+
+/* Every block of pool still live is freed (an arena reset or destroy). */
+#define rheaper_pool_reset(pool)                             \
+    do {                                                     \
+        if (RHEAPER_REQUESTS_ON_())                          \
+            rheaper_pool_reset_((pool));                     \
+    } while (0)
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,8 @@
 
 #define RIP_MAGIC "RHEAPRIP"
 #define RIP_VERSION 2u
-/* Oldest version a reader accepts (v2 appended a trailer field). */
+/* Oldest version a reader accepts (v2 appended a trailer field and added
+ * records). */
 #define RIP_VERSION_MIN 1u
 #define RIP_HEADER_SIZE 4096u
 #define RIP_ALIGN 4096u
@@ -105,7 +106,26 @@ enum rip_op {
 enum rip_ext {
     RIP_EXT_THREADNAME = 1,
     RIP_EXT_SETTHREAD = 2,
+    /* version 2, FORMAT.md "Allocator families and pools" (3..6 reserved there) */
+    RIP_EXT_KINDNAME = 3,  /* varint kind, then the kind's name */
+    RIP_EXT_POOLRESET = 4, /* timed: varint pool id; frees every block of the pool */
 };
+
+/* Kinds from RIP_DYN_KIND_BASE up are named in the file by KINDNAME records
+ * (a pool's name, a function of the user's allocator file); below it they are
+ * the numbers of wrap/wrap_table.txt. */
+#define RIP_DYN_KIND_BASE 256u
+#define RIP_DYN_KIND_MAX 4096u /* dynamic kinds a process can name */
+#define RIP_MAX_KIND_NAME 256u
+
+/* Addresses of pool blocks (client requests) carry a tag: bit 63 set and the
+ * pool id (1..65535) in bits 47..62, above every x86-64 user address, so they
+ * never pair with the allocator's blocks that contain them. */
+#define RIP_POOL_TAG_SHIFT 47
+#define RIP_POOL_ADDR_MASK ((1ull << RIP_POOL_TAG_SHIFT) - 1)
+#define RIP_POOL_TAG(id) ((1ull << 63) | ((uint64_t)(id) << RIP_POOL_TAG_SHIFT))
+#define RIP_IS_POOL_ADDR(a) (((a) >> 63) != 0)
+#define RIP_POOL_OF(a) ((uint32_t)(((a) >> RIP_POOL_TAG_SHIFT) & 0xffffu))
 
 /* Reader limits (FORMAT.md "Limits a reader enforces"). */
 #define RIP_MAX_FRAMES 1024u

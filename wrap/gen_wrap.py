@@ -19,6 +19,8 @@ runs at build time (Python 3, standard library only) and writes into --out:
                       no wrap of the dynamic-only functions (dlopen, dlclose);
   rheaper_wrap_cxx.flags  -Wl,-u,SYM for each C++ operator: what a C++ link with
                       a static libstdc++ adds so that it provides the operators.
+  rh_family_gen.c     the __wrap_ shims of the allocator families ("afn" lines),
+                      generated from each function's role (see ROLES below).
 
 Files are rewritten only when their content changes, so an edit of the table that
 does not change an output does not rebuild its users.
@@ -36,7 +38,23 @@ import sys
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_CXX = 1
 FLAG_DYNAMIC = 2
-KNOWN_FLAGS = {"dynamic": FLAG_DYNAMIC}
+FLAG_FAMILY = 4  # an "afn" line: weak __real_, shim generated from the role
+FLAG_THROWS = 8  # a family function that may throw (tc_new): shim releases the guard
+KNOWN_FLAGS = {"dynamic": FLAG_DYNAMIC, "throws": FLAG_THROWS}
+
+# Roles of allocator-family functions ("afn" lines), with how many argument
+# indexes follow the role name (see wrap_table.txt for their meaning).
+ROLES = {
+    "alloc": (1, 2),      # S [N]: returns the block; size aS (times aN if given)
+    "zalloc": (2, 2),     # N S: calloc-like, size aN * aS
+    "realloc": (2, 3),    # P S, or P N S: realloc-like
+    "reallocf": (2, 2),   # P S: realloc that frees P when it fails
+    "expand": (2, 2),     # P S: resizes in place, returns P or NULL
+    "xalloc": (2, 2),     # P S: jemalloc xallocx, returns the new usable size
+    "memalign": (2, 2),   # PP S: posix_memalign-like, returns 0 and stores *aPP
+    "strdup": (1, 1),     # S: returns a copy of string aS (strlen + 1 bytes)
+    "free": (1, 1),       # P: frees aP (sized and aligned frees alike)
+}
 
 
 class TableError(Exception):
@@ -46,8 +64,9 @@ class TableError(Exception):
 class Fn:
     """One "fn" line: a wrapped symbol and its prototype."""
 
-    def __init__(self, line, sym, kind, ret, params, vafwd, flags):
+    def __init__(self, line, sym, kind, ret, params, vafwd, flags, role=None):
         self.line = line
+        self.role = role  # ("alloc", [indexes]) for an "afn" line, else None
         self.sym = sym
         self.kind = kind  # kind name, or None for "-"
         self.ret = ret
@@ -117,8 +136,10 @@ def parse_table(path):
             if fn.vafwd and not fn.variadic:
                 raise TableError("%s: VA-FORWARD on non-variadic '%s'" % (where, sym))
             fns.append(fn)
+        elif line.startswith("afn "):
+            fns.append(parse_afn(line, where, no, kinds))
         else:
-            raise TableError("%s: expected 'kind' or 'fn'" % where)
+            raise TableError("%s: expected 'kind', 'fn' or 'afn'" % where)
 
     seen_num, seen_name = {}, {}
     for num, name, no in kinds:
@@ -150,6 +171,42 @@ def parse_table(path):
     if not fns:
         raise TableError("%s: no fn lines" % path)
     return [(n, name) for n, name, _ in kinds], fns
+
+
+def parse_afn(line, where, no, kinds):
+    """An allocator-family line: "afn KIND SYMBOL | ROLE IDX... | RET | PARAMS | FLAGS".
+    Defines kind KIND named SYMBOL (appended to kinds) and returns its Fn."""
+    cols = [c.strip() for c in line[4:].split("|")]
+    while len(cols) < 5:
+        cols.append("")
+    if len(cols) > 5:
+        raise TableError("%s: more than 5 columns" % where)
+    head, role, ret, params, flags = cols
+    hp = head.split()
+    if len(hp) != 2 or not hp[0].isdigit() or not IDENT.match(hp[1]):
+        raise TableError("%s: expected 'afn KIND SYMBOL'" % where)
+    num, sym = int(hp[0]), hp[1]
+    if num < 1 or num > 255:
+        raise TableError("%s: kind number %d outside 1..255" % (where, num))
+    rp = role.split()
+    if not rp or rp[0] not in ROLES:
+        raise TableError("%s: unknown role '%s'" % (where, role))
+    lo, hi = ROLES[rp[0]]
+    if not lo <= len(rp) - 1 <= hi or not all(x.isdigit() for x in rp[1:]):
+        raise TableError("%s: role '%s' takes %d to %d argument indexes" % (where, rp[0], lo, hi))
+    plist = [p.strip() for p in params.split(",")] if params else []
+    idx = [int(x) for x in rp[1:]]
+    if any(i >= len(plist) for i in idx):
+        raise TableError("%s: argument index past the parameters" % where)
+    if "..." in plist:
+        raise TableError("%s: a family function cannot be variadic" % where)
+    bits = FLAG_FAMILY
+    for fl in flags.split():
+        if fl not in KNOWN_FLAGS:
+            raise TableError("%s: unknown flag '%s'" % (where, fl))
+        bits |= KNOWN_FLAGS[fl]
+    kinds.append((num, sym, no))
+    return Fn(no, sym, sym, ret, plist, None, bits, (rp[0], idx))
 
 
 def proto(ret, name, params, names=False):
@@ -214,6 +271,7 @@ def gen_wrap_h(kinds, fns):
     w("/* Flags of a wrapped function (rh_wrap_syms[], RH_WRAP_TABLE). */")
     w("#define RH_WRAP_F_CXX %d     /* a C++ operator: C++ links add -Wl,-u,SYM */" % FLAG_CXX)
     w("#define RH_WRAP_F_DYNAMIC %d /* wrapped in dynamic links only */" % FLAG_DYNAMIC)
+    w("#define RH_WRAP_F_FAMILY %d  /* an allocator family's function (afn line) */" % FLAG_FAMILY)
     w("#define RH_WRAP_FN_COUNT %d" % len(fns))
     w("")
     w("/* X(symbol, kind number or 0 for none, RH_WRAP_F_* flags), in table order. */")
@@ -230,6 +288,9 @@ def gen_wrap_h(kinds, fns):
     w("#ifndef RH_REAL_DYN")
     w("#define RH_REAL_DYN")
     w("#endif")
+    w("#ifndef RH_REAL_FAM")
+    w("#define RH_REAL_FAM")
+    w("#endif")
     w("/* Put on every __wrap_ definition: exported from executables, kept by the linker. */")
     w('#define RH_WRAP __attribute__((used, visibility("default")))')
     w("")
@@ -237,6 +298,8 @@ def gen_wrap_h(kinds, fns):
         attr = ""
         if fn.flags & FLAG_CXX:
             attr = " RH_REAL_CXX"
+        elif fn.flags & FLAG_FAMILY:
+            attr = " RH_REAL_FAM"
         elif fn.flags & FLAG_DYNAMIC:
             attr = " RH_REAL_DYN"
         w("extern %s%s;" % (proto(fn.ret, "__real_" + fn.sym, fn.params), attr))
@@ -337,6 +400,134 @@ def gen_flags_txt(fns):
     return "\n".join(lines) + "\n"
 
 
+def gen_family_c(fns):
+    """rh_family_gen.c: one __wrap_ shim per "afn" function, from its role. Each
+    follows runtime/rh_hooks.h: pass through unless rh_hook_begin(), guard held
+    across the real call (outermost-call rule), allocation times after the call,
+    free times before it."""
+    out = ["/* rh_family_gen.c: " + HEADER_NOTE,
+           " *",
+           " * The shims of the allocator families (jemalloc, mimalloc, gperftools), one",
+           " * per \"afn\" line, written from the function's role. The __real_ functions",
+           " * are weak: a program that does not link the allocator leaves them NULL and",
+           " * never calls the shim. Nothing here allocates or uses stdio.",
+           " */",
+           "#define RH_REAL_FAM __attribute__((weak))",
+           "#include <string.h>",
+           "#include \"rh_shims.h\"",
+           "",
+           "/* A throwing family function (tc_new) left by an exception: the cleanup",
+           " * records the failure and releases the guard. */",
+           "struct rh_fam_pending {",
+           "    unsigned kind;",
+           "    size_t size;",
+           "    void *fp;",
+           "    int open;",
+           "};",
+           "",
+           "static void __attribute__((unused)) rh_fam_unwind(struct rh_fam_pending *c)",
+           "{",
+           "    if (rh_unlikely(c->open)) {",
+           "        c->open = 0;",
+           "        rh_record_fail(c->kind, c->size, c->fp);",
+           "        rh_hook_end();",
+           "    }",
+           "}",
+           ""]
+    for fn in fns:
+        if not fn.flags & FLAG_FAMILY:
+            continue
+        role, idx = fn.role
+        a = ["a%d" % i for i in range(len(fn.params))]
+        call = "__real_%s(%s)" % (fn.sym, ", ".join(a))
+        kind = kind_enum(fn.kind)
+        void = fn.ret == "void"
+        out.append("RH_WRAP " + proto(fn.ret, "__wrap_" + fn.sym, fn.params, names=True))
+        out.append("{")
+        w = out.append
+        if role == "free":
+            p = a[idx[0]]
+            w("    if (%s == NULL || !rh_hook_begin()) {" % p)
+            w("        %s%s;" % ("" if void else "return ", call))
+            if void:
+                w("        return;")
+            w("    }")
+            w("    rh_record_free((void *)%s, rh_now());" % p)
+            if void:
+                w("    %s;" % call)
+                w("    rh_hook_end();")
+            else:
+                w("    %s r = %s;" % (fn.ret, call))
+                w("    rh_hook_end();")
+                w("    return r;")
+            w("}")
+            w("")
+            continue
+        w("    if (!rh_hook_begin())")
+        w("        return %s;" % call)
+        if role in ("alloc", "zalloc", "strdup"):
+            if role == "strdup":
+                size = "r ? strlen((const char *)r) + 1 : 0"
+            elif len(idx) == 2 and role == "alloc":
+                size = "rh_mul_size(%s, %s)" % (a[idx[1]], a[idx[0]])
+            elif role == "zalloc":
+                size = "rh_mul_size(%s, %s)" % (a[idx[0]], a[idx[1]])
+            else:
+                size = a[idx[0]]
+            if fn.flags & FLAG_THROWS:
+                w("    struct rh_fam_pending c __attribute__((cleanup(rh_fam_unwind))) ="
+                  " {%s, %s, RH_FP(), 1};" % (kind, size if role != "strdup" else "0"))
+                w("    %s r = %s;" % (fn.ret, call))
+                w("    c.open = 0;")
+            else:
+                w("    %s r = %s;" % (fn.ret, call))
+            w("    rh_shim_alloc_done(%s, (void *)r, %s, RH_FP());" % (kind, size))
+            w("    return r;")
+        elif role == "memalign":
+            pp, sz = a[idx[0]], a[idx[1]]
+            w("    %s rc = %s;" % (fn.ret, call))
+            w("    if (rc == 0)")
+            w("        rh_shim_alloc_done(%s, *(void **)%s, %s, RH_FP());" % (kind, pp, sz))
+            w("    else if (rc == ENOMEM)")
+            w("        rh_shim_alloc_done(%s, NULL, %s, RH_FP());" % (kind, sz))
+            w("    else")
+            w("        rh_hook_end();")
+            w("    return rc;")
+        elif role in ("realloc", "reallocf"):
+            p = a[idx[0]]
+            size = a[idx[1]] if len(idx) == 2 else "rh_mul_size(%s, %s)" % (a[idx[1]], a[idx[2]])
+            w("    size_t size = %s;" % size)
+            w("    if (%s == NULL) {" % p)
+            w("        %s r = %s;" % (fn.ret, call))
+            w("        rh_shim_alloc_done(%s, (void *)r, size, RH_FP());" % kind)
+            w("        return r;")
+            w("    }")
+            w("    uint64_t t0 = rh_now();")
+            w("    %s r = %s;" % (fn.ret, call))
+            if role == "reallocf":
+                w("    if (r == NULL && size != 0) {")
+                w("        rh_record_free((void *)%s, t0);" % p)
+                w("        rh_hook_end();")
+                w("        return r;")
+                w("    }")
+            w("    rh_shim_realloc_done(%s, (void *)%s, (void *)r, size, t0, RH_FP());"
+              % (kind, p))
+            w("    return r;")
+        elif role in ("expand", "xalloc"):
+            p, sz = a[idx[0]], a[idx[1]]
+            w("    uint64_t t0 = rh_now();")
+            w("    %s r = %s;" % (fn.ret, call))
+            ok = "r != NULL" if role == "expand" else "r >= %s" % sz
+            w("    if (%s)" % ok)
+            w("        rh_record_realloc(%s, (void *)%s, (void *)%s, %s, t0, rh_now(), RH_FP());"
+              % (kind, p, p, sz))
+            w("    rh_hook_end();")
+            w("    return r;")
+        out.append("}")
+        out.append("")
+    return "\n".join(out)
+
+
 def write_if_changed(path, text):
     """Writes text to path unless the file already holds exactly that text."""
     try:
@@ -374,6 +565,7 @@ def main(argv):
     write_if_changed(os.path.join(args.out, "rh_wrap_gen.h"), gen_wrap_h(kinds, fns))
     write_if_changed(os.path.join(args.out, "rh_link_flags.h"), gen_flags_h(fns))
     write_if_changed(os.path.join(args.out, "rh_weak_gen.c"), gen_weak_c(fns))
+    write_if_changed(os.path.join(args.out, "rh_family_gen.c"), gen_family_c(fns))
     for i in range(len(fns)):
         write_if_changed(os.path.join(args.out, "rh_weak_%03d.c" % i),
                          "/* " + HEADER_NOTE + " */\n#define RH_WEAK_ONLY %d\n"

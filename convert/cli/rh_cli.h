@@ -85,6 +85,8 @@ struct rh_filter {
     int64_t life_min_ns, life_max_ns;
     const char *thread;         /* threads.id, tid or name; NULL: all */
     double temporary_ms;        /* < 0: heaptrack's definition */
+    const char *kind[8], *not_kind[8]; /* --kind (any of), --not-kind (none of) */
+    int nkind, nnot_kind;
 };
 
 /* Sets every field to "unset". */

@@ -471,10 +471,16 @@ static void rh_json_kv_str(FILE *out, const char *k, const char *v)
  * CSV (figures only) or one JSON object. */
 static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
-    sqlite3_stmt *top = NULL, *thr = NULL;
+    sqlite3_stmt *top = NULL, *thr = NULL, *kinds = NULL;
     int rc = -1;
+    /* One line per kind (allocation function or pool name): a pool's blocks
+     * sit inside chunks of another kind, so "allocated" counts those bytes
+     * twice; --kind / --not-kind pick one side (README "Allocators"). */
     if (!(top = rh_top_stmt(db, "bytes", 5, 0, s->peak_time_ns)) ||
-        !(thr = rh_prepare(db, RH_SQL_THREAD_SUMMARY("sel"))))
+        !(thr = rh_prepare(db, RH_SQL_THREAD_SUMMARY("sel"))) ||
+        !(kinds = rh_prepare(db, "SELECT kind, count(*) AS blocks, sum(size) AS bytes,"
+                                 " sum(dealloc_after IS NULL) AS leaked_blocks FROM sel"
+                                 " GROUP BY kind ORDER BY bytes DESC, kind")))
         goto out;
     const struct {
         const char *k;
@@ -515,6 +521,9 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         printf(",\"threads\":");
         if (rh_print_stmt(thr, RH_FMT_JSON, stdout))
             goto out;
+        printf(",\"kinds\":");
+        if (rh_print_stmt(kinds, RH_FMT_JSON, stdout))
+            goto out;
         printf("}\n");
         rc = 0;
         goto out;
@@ -549,10 +558,14 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
     printf("\nthreads\n");
     if (rh_print_stmt(thr, RH_FMT_TEXT, stdout))
         goto out;
+    printf("\nby kind (pool blocks lie inside other rows' chunks: see --kind)\n");
+    if (rh_print_stmt(kinds, RH_FMT_TEXT, stdout))
+        goto out;
     rc = 0;
 out:
     sqlite3_finalize(top);
     sqlite3_finalize(thr);
+    sqlite3_finalize(kinds);
     return rc;
 }
 

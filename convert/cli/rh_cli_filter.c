@@ -15,6 +15,10 @@
  *   --temporary-ms T       "temporary" means a lifetime under T ms instead of
  *                          heaptrack's "freed before the same thread allocated
  *                          again"
+ *   --kind K / --not-kind K   the allocation function (kind) is one of the
+ *                          --kind values / none of the --not-kind values: a
+ *                          pool's name, malloc, je_malloc, ... (README
+ *                          "Allocators": not counting pool bytes twice)
  * rh_filter_apply() materializes the rows that pass as TEMP TABLE sel, with
  * every value bound as a parameter.
  */
@@ -151,7 +155,8 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
 {
     static const char *const opts[] = {
         "--from",     "--to",       "--function", "--not-function", "--file",         "--not-file",
-        "--min-size", "--max-size", "--lifetime", "--thread",       "--temporary-ms", NULL};
+        "--min-size", "--max-size", "--lifetime", "--thread",       "--temporary-ms",
+        "--kind",     "--not-kind", NULL};
     const char *a = argv[*i], *val = NULL;
     int k;
     size_t alen = 0;
@@ -241,6 +246,15 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
         if (end == val || *end || errno || !isfinite(d) || d < 0)
             return rh_bad(opt, val, "milliseconds (e.g. 5 or 0.5)");
         f->temporary_ms = d;
+        break;
+    }
+    case 11:
+    case 12: {
+        const char **v = k == 11 ? f->kind : f->not_kind;
+        int *n = k == 11 ? &f->nkind : &f->nnot_kind;
+        if (!*val || *n == 8)
+            return rh_bad(opt, val, "an allocation kind (at most 8 of each option)");
+        v[(*n)++] = val;
         break;
     }
     }
@@ -358,6 +372,16 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
             bad |= rh_cat(where, sizeof where, " AND dealloc_after - alloc_after <= ?");
             rh_bind_int(&b, f->life_max_ns);
         }
+    }
+    for (int k = 0; k < f->nkind; k++) {
+        bad |= rh_cat(where, sizeof where, k ? " OR kind = ?" : " AND (kind = ?");
+        rh_bind_text(&b, f->kind[k]);
+    }
+    if (f->nkind)
+        bad |= rh_cat(where, sizeof where, ")");
+    for (int k = 0; k < f->nnot_kind; k++) {
+        bad |= rh_cat(where, sizeof where, " AND kind <> ?");
+        rh_bind_text(&b, f->not_kind[k]);
     }
     if (f->thread) {
         bad |= rh_cat(where, sizeof where,

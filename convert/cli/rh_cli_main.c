@@ -51,7 +51,8 @@ static const char rh_usage[] =
     "Filters (every command): --from T, --to T (seconds or N%), --function RE,\n"
     "  --not-function RE, --file RE, --not-file RE (any frame of the stack),\n"
     "  --min-size N, --max-size N, --lifetime leaked|temporary|MIN..MAX\n"
-    "  (ns, us, ms, s), --thread ID|TID|NAME, --temporary-ms T.\n"
+    "  (ns, us, ms, s), --thread ID|TID|NAME, --temporary-ms T,\n"
+    "  --kind K, --not-kind K (the allocation function or pool name).\n"
     "  rheaper --help | --version\n";
 
 /* ---- stand-ins for the second half's commands ----------------------------- */

@@ -198,6 +198,26 @@ void rw_setthread(struct rw_chunk *c, uint32_t tid)
     rw_ext(c, RIP_EXT_SETTHREAD, b, (size_t)(rip_put_varint(b, tid) - b));
 }
 
+void rw_kindname(struct rw_chunk *c, uint64_t kind, const char *name)
+{
+    uint8_t b[10 + 256];
+    size_t k = (size_t)(rip_put_varint(b, kind) - b), n = strlen(name);
+    if (n > 256)
+        n = 256;
+    memcpy(b + k, name, n);
+    rw_ext(c, RIP_EXT_KINDNAME, b, k + n);
+}
+
+void rw_pool_reset(struct rw_chunk *c, uint64_t t, uint64_t pool)
+{
+    uint8_t b[10];
+    rw_head(c, RIP_OP_EXT, 0, t); /* a timed EXT: byte 0 carries the time delta */
+    rw_var(c, RIP_EXT_POOLRESET);
+    size_t k = (size_t)(rip_put_varint(b, pool) - b);
+    rw_var(c, k);
+    rw_put(c, b, k);
+}
+
 void rw_raw(struct rw_chunk *c, const void *bytes, size_t n)
 {
     rw_put(c, bytes, n);

@@ -50,6 +50,10 @@ void rw_stack(struct rw_chunk *c, uint64_t id, unsigned kind, const uint64_t *fr
               int cut);
 void rw_threadname(struct rw_chunk *c, const char *name);
 void rw_setthread(struct rw_chunk *c, uint32_t tid);
+/* Version 2 (FORMAT.md "Allocator families and pools"): names dynamic kind
+ * `kind`; ends every live block of pool `pool` at t (a timed record). */
+void rw_kindname(struct rw_chunk *c, uint64_t kind, const char *name);
+void rw_pool_reset(struct rw_chunk *c, uint64_t t, uint64_t pool);
 /* Raw payload bytes (for hostile records). */
 void rw_raw(struct rw_chunk *c, const void *bytes, size_t n);
 /* Appends the chunk to the file, sealed (with crc) or not. The capacity is the

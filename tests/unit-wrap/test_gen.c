@@ -58,6 +58,20 @@ static int parse_table(const char *path)
             CHECK_EQ(kseen[num], 0); /* kind numbers are unique */
             kseen[num]++;
             snprintf(knames[num], sizeof knames[num], "%s", name);
+        } else if (strncmp(l, "afn ", 4) == 0 && nfn < MAX_FN) {
+            /* an allocator family's function: kind NUM named SYM, and fn SYM */
+            int num;
+            char sym[128];
+            CHECK_EQ(sscanf(l + 4, "%d %127s", &num, sym), 2);
+            CHECK(num > 0 && num < 256);
+            if (num <= 0 || num >= 256)
+                continue;
+            CHECK_EQ(kseen[num], 0);
+            kseen[num]++;
+            snprintf(knames[num], sizeof knames[num], "%.63s", sym);
+            snprintf(fns[nfn].sym, sizeof fns[nfn].sym, "%s", sym);
+            snprintf(fns[nfn].kind, sizeof fns[nfn].kind, "%.63s", sym);
+            nfn++;
         } else if (strncmp(l, "fn ", 3) == 0 && nfn < MAX_FN) {
             char *bar1 = strchr(l, '|');
             char *bar2 = bar1 ? strchr(bar1 + 1, '|') : NULL;
