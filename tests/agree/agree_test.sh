@@ -78,7 +78,7 @@ rheaper_counts() {
     _p=$1; shift
     rm -rf "$dir/rh"
     mkdir -p "$dir/rh"
-    run env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$dir/rh" "$dir/$_p" "$@"
+    run env RHEAPER_ENABLE=1 RHEAPER_SCOPE="${scope:-process}" RHEAPER_PROFILE_DIR="$dir/rh" "$dir/$_p" "$@"
     cp "$out" "$dir/prog.out"
     run "$bin/rheaper-convert" "$(ls "$dir"/rh/rip-* | head -n 1)" "$dir/rh/p.db"
     run "$rheaper" summary "$dir/rh/p.db" --json
@@ -115,6 +115,11 @@ example)
     need heaptrack_print
     srcfile="$src/../example/example.c"
     build example -O2 -pthread -g
+    # Program scope, as the three counts were settled on (issue 17). In the
+    # default whole-process scope rheaper also records libc's own blocks and
+    # its count of this unsynchronised two-thread program varies between runs
+    # (1 or 2 against heaptrack's 3): an open point, noted in the README.
+    scope=program
     tries=0
     while :; do
         tries=$((tries + 1))
@@ -190,7 +195,8 @@ flamegraph)
     need rsvg-convert
     srcfile="$src/agree_prog.c"
     run "$bin/rheaper-cc" -O1 -g -pthread -o "$dir/prog" "$srcfile"
-    run env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$dir" "$dir/prog" seq
+    # program scope: the frame widths planned below are the program's own sites
+    run env RHEAPER_ENABLE=1 RHEAPER_SCOPE=program RHEAPER_PROFILE_DIR="$dir" "$dir/prog" seq
     run "$bin/rheaper-convert" "$(ls "$dir"/rip-* | head -n 1)" "$dir/p.db"
     run "$rheaper" flamegraph "$dir/p.db" -o "$dir/f.svg"
     run "$rheaper" report "$dir/p.db" -o "$dir/r.html"
