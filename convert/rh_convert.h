@@ -170,6 +170,8 @@ struct rh_rip {
     struct rip_file_header hdr;
     char exe[RIP_HDR_EXE_MAX + 1];
     char args[RIP_HDR_CMD_MAX + 1]; /* cmdline joined by spaces */
+    /* cmdline quoted for a POSIX shell (rh_rip.c): each byte takes at most 4 */
+    char cmdline[4 * RIP_HDR_CMD_MAX + 16];
 
     struct rh_chunk *chunks;
     size_t nchunks, capchunks;
@@ -258,6 +260,7 @@ struct rh_row {
     uint64_t size, addr;
     uint32_t alloc_thread, dealloc_thread; /* 0 = NULL */
     uint32_t kind;                         /* RH_KIND_UNKNOWN when not known yet */
+    uint8_t temporary;                     /* heaptrack's definition (rh_merge.c) */
 };
 #define RH_KIND_UNKNOWN UINT32_MAX
 

@@ -96,6 +96,22 @@ static struct rh_symbolizer *rh_make_symbolizer(struct rh_rip *r, const char *co
     return s;
 }
 
+/* Is the process that wrote r still running on this machine? Its pid is alive
+ * and runs the recorded executable (when /proc lets us see it). */
+static int rh_still_recording(const struct rh_rip *r)
+{
+    pid_t pid = (pid_t)r->hdr.pid;
+    if (pid <= 0 || (kill(pid, 0) != 0 && errno != EPERM))
+        return 0;
+    char link[64], exe[sizeof r->exe];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, exe, sizeof exe - 1);
+    if (n < 0)
+        return errno == EACCES || errno == EPERM; /* alive, not ours to look at */
+    exe[n] = 0;
+    return !strcmp(exe, r->exe);
+}
+
 /* One line saying what was not whole about the profile, if anything. */
 static void rh_report_damage(const char *prog, const struct rh_rip *r,
                              const struct rh_merge_stats *st)
@@ -104,7 +120,12 @@ static void rh_report_damage(const char *prog, const struct rh_rip *r,
         return;
     char what[256] = "";
     size_t n = 0;
-    if (r->cut_short)
+    if (r->cut_short && !r->has_trailer && rh_still_recording(r))
+        n += snprintf(what + n, sizeof what - n,
+                      "still being recorded by process %u, which is running (this is what it "
+                      "wrote so far)",
+                      (unsigned)r->hdr.pid);
+    else if (r->cut_short)
         n += snprintf(what + n, sizeof what - n, "%s",
                       r->has_trailer ? "cut short"
                                      : "cut short (no trailer: the program did not "

@@ -135,7 +135,8 @@ static const char rh_schema[] =
     "PRAGMA cache_size=-65536;"
     "CREATE TABLE allocations(id INTEGER PRIMARY KEY, alloc_after INTEGER NOT NULL,"
     " dealloc_after INTEGER, bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL,"
-    " alloc_thread INTEGER NOT NULL, dealloc_thread INTEGER, kind TEXT NOT NULL);"
+    " alloc_thread INTEGER NOT NULL, dealloc_thread INTEGER, kind TEXT NOT NULL,"
+    " temporary INTEGER NOT NULL);"
     "CREATE TABLE backtraces(id INTEGER NOT NULL, frame_no INTEGER NOT NULL, file TEXT,"
     " line INTEGER, sym TEXT, module TEXT, address INTEGER, inlined INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(id, frame_no)) WITHOUT ROWID;"
@@ -162,13 +163,10 @@ static const char rh_post[] =
     /* The views of the rheaper command (README, "The rheaper command"). */
     "CREATE VIEW heap_timeline AS " RH_SQL_HEAP_TIMELINE("allocations") ";"
     "CREATE VIEW thread_summary AS " RH_SQL_THREAD_SUMMARY("allocations") ";"
-    /* heaptrack's temporary allocations: freed by the thread that made them
-     * before that thread allocated again (at equal times frees come first). */
+    /* heaptrack's temporary allocations: allocations.temporary, set by the
+     * converter's merge (rh_merge.c, rh_merge_temporary). */
     "CREATE VIEW temporary AS SELECT id, alloc_after, dealloc_after, bt, size, addr,"
-    " alloc_thread, dealloc_thread, kind FROM (SELECT *, lead(alloc_after) OVER"
-    " (PARTITION BY alloc_thread ORDER BY alloc_after, id) AS next_alloc FROM allocations)"
-    " WHERE dealloc_after IS NOT NULL AND dealloc_thread = alloc_thread"
-    " AND (next_alloc IS NULL OR next_alloc >= dealloc_after);"
+    " alloc_thread, dealloc_thread, kind FROM allocations WHERE temporary;"
     "CREATE VIEW callsites_by_function AS SELECT b.sym AS sym, min(b.file) AS file,"
     " count(*) AS count, sum(a.size) AS total_size, avg(a.size) AS avg_size,"
     " sum(a.dealloc_after IS NULL) AS leaked_count,"
@@ -218,7 +216,7 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
     if (rh_db_exec(d, rh_schema, err, errlen) ||
         rh_db_prepare(d,
                       "INSERT INTO allocations(alloc_after, dealloc_after, bt, size, addr,"
-                      " alloc_thread, dealloc_thread, kind) VALUES(?,?,?,?,?,?,?,?)",
+                      " alloc_thread, dealloc_thread, kind, temporary) VALUES(?,?,?,?,?,?,?,?,?)",
                       &d->ins, err, errlen)) {
         rh_db_abort(d);
         return NULL;
@@ -244,6 +242,7 @@ int rh_db_row(void *ctx, const struct rh_row *row)
     else
         sqlite3_bind_null(s, 7);
     sqlite3_bind_text(s, 8, rh_kind_name(row->kind), -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 9, row->temporary);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) {
@@ -463,6 +462,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     int clean = r->has_trailer && !r->damaged && !r->cut_short;
     rh_meta_text(&m, "program", r->exe);
     rh_meta_text(&m, "args", r->args);
+    rh_meta_text(&m, "command_line", r->cmdline);
     rh_meta_int(&m, "pid", r->hdr.pid);
     rh_meta_int(&m, "ppid", r->hdr.ppid);
     rh_meta_text(&m, "start_time", when);

@@ -8,6 +8,8 @@
  * complete, so memory grows with live blocks and distinct stacks, not events.
  * Anomalies are counted, never fatal: frees of unknown addresses, allocations
  * over a still-live address (its free was missed), failed allocations.
+ * The same pass gives every event a distinct time (rh_merge_time) and flags
+ * temporary allocations (rh_merge_temporary), heaptrack's definition.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -138,10 +140,53 @@ struct rh_merge {
     const struct rh_merge_sink *sink;
     struct rh_merge_stats *st;
     struct rh_livemap live;
+    int64_t prev_ns; /* time given to the previous event, -1 before the first */
+    /* the previous event, when it was an allocation: its (size, stack) */
+    int prev_alloc;
+    uint64_t prev_size;
+    uint32_t prev_stack;
 };
 
-/* Emits the row of block b, freed at t by thread (dealloc_ns -1: never). */
-static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t, uint32_t thread)
+/* The time of the next merged event in ns since enable: the clock's, raised to
+ * 1 ns after the previous event's when the clock did not advance (equal ticks,
+ * or a stream out of order). Times are then strictly increasing in the merged
+ * order, so ORDER BY time in the database is the recorded order (FORMAT.md,
+ * "What rheaper-convert derives from the merged order"). */
+static int64_t rh_merge_time(struct rh_merge *m, const struct rh_event *ev)
+{
+    int64_t t = rh_rip_ns(m->r, ev->time);
+    if (t <= m->prev_ns)
+        t = m->prev_ns + 1;
+    m->prev_ns = t;
+    return t;
+}
+
+/* heaptrack's temporary allocations (its analyzer keeps the allocation info,
+ * i.e. the (size, stack) pair, of the last allocation event and clears it at
+ * every free). Call with b = NULL for an allocation of (size, stack), and with
+ * the freed block for a free of a live block; frees of unknown addresses and
+ * failed allocations are not events here, as heaptrack never records them.
+ * Returns 1 when this free is temporary: the event just before it, among all
+ * threads' events in the merged order, allocated the same size from the same
+ * stack (not necessarily this very block). */
+static int rh_merge_temporary(struct rh_merge *m, const struct rh_live *b, uint64_t size,
+                              uint32_t stack)
+{
+    if (!b) {
+        m->prev_alloc = 1;
+        m->prev_size = size;
+        m->prev_stack = stack;
+        return 0;
+    }
+    int tmp = m->prev_alloc && m->prev_size == b->size && m->prev_stack == b->stack;
+    m->prev_alloc = 0;
+    return tmp;
+}
+
+/* Emits the row of block b, freed at t by thread (dealloc_ns -1: never);
+ * temporary as rh_merge_temporary() decided. */
+static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t, uint32_t thread,
+                         int temporary)
 {
     struct rh_stack *stk = &m->r->stacks[b->stack];
     struct rh_row row;
@@ -152,6 +197,7 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
     row.addr = b->addr;
     row.alloc_thread = b->thread;
     row.dealloc_thread = thread;
+    row.temporary = (uint8_t)temporary;
     if (stk->defined) {
         row.kind = stk->kind;
     } else {
@@ -163,17 +209,18 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
 }
 
 /* Removes live block b and emits its row, freed at t by thread. */
-static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint32_t thread)
+static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint32_t thread,
+                          int temporary)
 {
     struct rh_live copy = *b;
     rh_live_del(&m->live, b);
-    return rh_merge_emit(m, &copy, t, thread);
+    return rh_merge_emit(m, &copy, t, thread, temporary);
 }
 
 /* Applies one merged event. Returns 0, -1 (out of memory) or the sink's rc. */
 static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
 {
-    int64_t t = rh_rip_ns(m->r, ev->time);
+    int64_t t = rh_merge_time(m, ev);
     if (t > m->st->last_ns)
         m->st->last_ns = t;
     switch (ev->op) {
@@ -184,7 +231,7 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
             m->st->unknown_frees++;
             return 0;
         }
-        return rh_merge_close(m, b, t, ev->thread);
+        return rh_merge_close(m, b, t, ev->thread, rh_merge_temporary(m, b, 0, 0));
     }
     case RH_EV_ALLOC:
     case RH_EV_RALLOC: {
@@ -195,10 +242,11 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         struct rh_live *old = rh_live_find(&m->live, ev->addr);
         if (old) {
             m->st->overlapping_allocs++;
-            int rc = rh_merge_close(m, old, -1, 0);
+            int rc = rh_merge_close(m, old, -1, 0, 0);
             if (rc)
                 return rc;
         }
+        rh_merge_temporary(m, NULL, ev->size, si);
         struct rh_live b = {ev->addr, t, ev->size, si, ev->thread ? ev->thread : 1};
         return rh_live_add(&m->live, &b);
     }
@@ -223,7 +271,7 @@ static int rh_live_cmp(const void *a, const void *b)
 
 int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_merge_stats *st)
 {
-    struct rh_merge m = {r, sink, st, {0}};
+    struct rh_merge m = {r, sink, st, {0}, -1, 0, 0, 0};
     memset(st, 0, sizeof *st);
     int rc = 0;
     struct rh_head *heap = calloc(r->nstreams ? r->nstreams : 1, sizeof *heap);
@@ -271,7 +319,7 @@ int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_m
     if (k > 1)
         qsort(m.live.tab, k, sizeof *m.live.tab, rh_live_cmp);
     for (size_t i = 0; i < k; i++) {
-        rc = rh_merge_emit(&m, &m.live.tab[i], -1, 0);
+        rc = rh_merge_emit(&m, &m.live.tab[i], -1, 0, 0);
         if (rc)
             goto out;
     }

@@ -151,6 +151,60 @@ int64_t rh_rip_ns(const struct rh_rip *r, uint64_t time)
 
 /* ---- header -------------------------------------------------------------- */
 
+/* Does argument a (n bytes) need quoting for a POSIX shell? Empty arguments
+ * and any byte outside a conservative set of plain characters do. */
+static int rh_rip_needs_quotes(const char *a, size_t n)
+{
+    if (!n)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)a[i];
+        if (!c || !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    strchr("_@%+=:,./-", c)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Fills r->cmdline from the header's NUL-separated arguments (cmd_len bytes):
+ * the command line as a POSIX shell needs it typed, arguments separated by
+ * one space, each that needs it in single quotes (an empty one as '', a quote
+ * inside as '\''). A command line the runtime cut short ends in " ...". */
+static void rh_rip_quote_cmdline(struct rh_rip *r, const char *cmd, size_t cmd_len)
+{
+    char *o = r->cmdline;
+    for (size_t i = 0; cmd_len;) {
+        const char *a = cmd + i;
+        size_t n = strnlen(a, cmd_len - i);
+        if (o != r->cmdline)
+            *o++ = ' ';
+        if (!rh_rip_needs_quotes(a, n)) {
+            memcpy(o, a, n);
+            o += n;
+        } else {
+            *o++ = '\'';
+            for (size_t k = 0; k < n; k++) {
+                if (a[k] == '\'') {
+                    memcpy(o, "'\\''", 4);
+                    o += 4;
+                } else {
+                    *o++ = a[k];
+                }
+            }
+            *o++ = '\'';
+        }
+        i += n;
+        if (i >= cmd_len)
+            break;
+        i++; /* the NUL between two arguments; one after the last starts an empty one */
+    }
+    if (r->hdr.flags & RIP_HDR_F_CMD_TRUNCATED) {
+        memcpy(o, " ...", 4);
+        o += 4;
+    }
+    *o = 0;
+}
+
 /* Validates and copies the file header. Fatal problems return -1 with r->err;
  * a checksum mismatch only warns (the fields are sanity-checked instead). */
 static int rh_rip_header(struct rh_rip *r)
@@ -183,6 +237,7 @@ static int rh_rip_header(struct rh_rip *r)
     r->exe[exe_len] = 0;
     size_t cmd_len = r->hdr.cmd_len < RIP_HDR_CMD_MAX ? r->hdr.cmd_len : RIP_HDR_CMD_MAX;
     const char *cmd = (const char *)r->base + RIP_HDR_CMD_OFF;
+    rh_rip_quote_cmdline(r, cmd, cmd_len);
     for (size_t i = 0; i < cmd_len; i++)
         r->args[i] = cmd[i] ? cmd[i] : ' ';
     while (cmd_len && r->args[cmd_len - 1] == ' ' && cmd[cmd_len - 1] == 0)

@@ -163,6 +163,14 @@ enum rh_flame_weight { RH_FLAME_ALL, RH_FLAME_LEAKED, RH_FLAME_PEAK };
  * Returns 0 or -1 (message printed). */
 int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedded);
 
+/* The label of a flamegraph frame named `name` drawn `px` pixels wide, as
+ * every SVG flamegraph writes it (flamegraph, report, and any later export):
+ * the whole name when it fits at 7 px per character plus 6 px of padding,
+ * else its first characters and "..", or "" when fewer than 3 characters
+ * fit. Counts UTF-8 code points and never splits one. Writes into buf (n
+ * bytes) and returns buf. */
+const char *rh_fg_label(const char *name, double px, char *buf, size_t n);
+
 /* Writes folded stacks ("main;f;g 1234" per line, outermost first). */
 int rh_folded(sqlite3 *db, enum rh_flame_weight w, FILE *out);
 

@@ -563,6 +563,47 @@ int rh_cmd_summary(int argc, char **argv)
 
 /* ---- query ------------------------------------------------------------------------- */
 
+/* The authorizer of rh_query_prepare(): sets *(int *)ctx when the statement
+ * reads the TEMP table sel (any letter case). Allows everything. */
+static int rh_query_auth(void *ctx, int action, const char *a1, const char *a2, const char *db,
+                         const char *trigger)
+{
+    (void)a2, (void)trigger;
+    /* db is NULL for a table read without columns (count(*)); a profile has
+     * no other table of that name */
+    if (action == SQLITE_READ && a1 && !sqlite3_stricmp(a1, "sel") &&
+        (!db || !sqlite3_stricmp(db, "temp")))
+        *(int *)ctx = 1;
+    return SQLITE_OK;
+}
+
+/* Prepares the first statement of sql into *st (NULL when only whitespace or
+ * a comment is left) and *tail. `sel` is filled only for a statement that
+ * reads it, as SQLite's authorizer reports while preparing (an empty sel
+ * stands in until then), never by looking at the text; *built says whether it
+ * is filled. Returns 0, or 1 after one line on stderr. */
+static int rh_query_prepare(sqlite3 *db, const struct rh_args *a, const char *sql,
+                            sqlite3_stmt **st, const char **tail, int *built)
+{
+    int reads_sel = 0;
+    sqlite3_set_authorizer(db, rh_query_auth, &reads_sel);
+    int rc = sqlite3_prepare_v2(db, sql, -1, st, tail);
+    sqlite3_set_authorizer(db, NULL, NULL);
+    if (rc == SQLITE_OK && reads_sel && !*built) {
+        sqlite3_finalize(*st);
+        *st = NULL;
+        if (rh_filter_apply(db, &a->f))
+            return 1;
+        *built = 1;
+        rc = sqlite3_prepare_v2(db, sql, -1, st, tail);
+    }
+    if (rc != SQLITE_OK) {
+        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+        return 1;
+    }
+    return 0;
+}
+
 int rh_cmd_query(int argc, char **argv)
 {
     struct rh_args a;
@@ -572,9 +613,18 @@ int rh_cmd_query(int argc, char **argv)
     sqlite3 *db = rh_cli_open(a.db);
     if (!db)
         return 1;
-    /* sel is built only when it can matter: a filter was given or the SQL
-     * names it (building it reads the whole allocations table). */
-    if ((a.filtered || strstr(a.sql, "sel")) && rh_filter_apply(db, &a.f)) {
+    /* sel costs a pass over allocations: built at once when a filter was
+     * given, otherwise only when a statement reads it (rh_query_prepare). */
+    int built = 0;
+    if (a.filtered) {
+        if (rh_filter_apply(db, &a.f)) {
+            sqlite3_close(db);
+            return 1;
+        }
+        built = 1;
+    } else if (sqlite3_exec(db, "CREATE TEMP TABLE sel AS SELECT *, 0 AS lifetime FROM"
+                                " allocations WHERE 0", NULL, NULL, NULL) != SQLITE_OK) {
+        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
         sqlite3_close(db);
         return 1;
     }
@@ -583,14 +633,19 @@ int rh_cmd_query(int argc, char **argv)
     while (sql && *sql) {
         sqlite3_stmt *st = NULL;
         const char *tail = NULL;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, &tail) != SQLITE_OK) {
-            fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+        if (rh_query_prepare(db, &a, sql, &st, &tail, &built)) {
             rc = 1;
             break;
         }
         if (!st) /* only whitespace or a comment left */
             break;
+        /* The profile is opened read-only: say so for a statement that would
+         * change it, rather than pass on SQLite's bare message. */
+        int ro = sqlite3_stmt_readonly(st);
         int r = rh_print_stmt(st, a.fmt, stdout);
+        if (r && !ro && sqlite3_errcode(db) == SQLITE_READONLY)
+            fprintf(stderr, "rheaper: query opens the profile read-only; to change it, use the"
+                            " sqlite3 shell on a copy\n");
         sqlite3_finalize(st);
         if (r) {
             rc = 1;

@@ -165,13 +165,17 @@ int rh_summary_compute(sqlite3 *db, struct rh_summary *s)
         return -1;
     }
     char args[sizeof s->program] = "";
+    int quoted = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *k = (const char *)sqlite3_column_text(st, 0);
         if (!k)
             continue;
         if (!strcmp(k, "program") && sqlite3_column_text(st, 1))
             snprintf(s->program, sizeof s->program, "%s", sqlite3_column_text(st, 1));
-        else if (!strcmp(k, "args") && sqlite3_column_text(st, 1))
+        else if (!strcmp(k, "args") && sqlite3_column_text(st, 1) && !quoted)
+            snprintf(args, sizeof args, "%s", sqlite3_column_text(st, 1));
+        else if (!strcmp(k, "command_line") && sqlite3_column_text(st, 1) &&
+                 (quoted = 1)) /* quoted for a shell: preferred */
             snprintf(args, sizeof args, "%s", sqlite3_column_text(st, 1));
         else if (!strcmp(k, "pid"))
             s->pid = sqlite3_column_int64(st, 1);
@@ -183,7 +187,8 @@ int rh_summary_compute(sqlite3 *db, struct rh_summary *s)
             s->clean = sqlite3_column_int(st, 1);
     }
     sqlite3_finalize(st);
-    /* The command line when recorded (it starts with the program), else the
+    /* The command line when recorded (it starts with the program), quoted for
+     * a shell when the converter stored it so (meta.command_line), else the
      * executable's path. */
     if (args[0])
         snprintf(s->program, sizeof s->program, "%s", args);

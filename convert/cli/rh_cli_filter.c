@@ -369,9 +369,9 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
         return -1;
     }
 
-    /* The temporary flag needs every allocation of the thread (the next one it
-     * made), so it is computed before filtering. ?1 is the thread (or NULL),
-     * ?2 the --temporary-ms threshold in ns (NULL: heaptrack's definition). */
+    /* `temporary` is the converter's flag (allocations.temporary, heaptrack's
+     * definition), or a lifetime under the --temporary-ms threshold ?2 in ns.
+     * ?1 is the thread (or NULL). */
     snprintf(sql, sizeof sql,
              "DROP TABLE IF EXISTS temp.sel;"
              "CREATE TEMP TABLE sel AS SELECT id, alloc_after, dealloc_after, bt, size, addr,"
@@ -389,10 +389,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
                      " dealloc_after - alloc_after AS lifetime,"
                      " CASE WHEN ?2 IS NOT NULL THEN dealloc_after IS NOT NULL AND"
                      " dealloc_after - alloc_after < ?2"
-                     " ELSE dealloc_after IS NOT NULL AND dealloc_thread = alloc_thread AND"
-                     " (next_alloc IS NULL OR next_alloc >= dealloc_after) END AS temporary"
-                     " FROM (SELECT *, lead(alloc_after) OVER (PARTITION BY alloc_thread"
-                     " ORDER BY alloc_after, id) AS next_alloc FROM allocations))"
+                     " ELSE temporary END AS temporary FROM allocations)"
                      " WHERE %s ORDER BY id",
                      where);
     if (n < 0 || (size_t)n >= sizeof sql) {

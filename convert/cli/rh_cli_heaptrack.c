@@ -19,11 +19,15 @@
  *
  * heaptrack counts one call per '+', tracks the live sum for its peak, calls
  * what is never matched by a '-' leaked, and takes a '-' right after a '+' of
- * the same info as a temporary allocation. Each frame row of rheaper (inlined
- * frames included) becomes its own instruction pointer, so heaptrack shows the
- * same stacks as rheaper. The tables are numbered in TEMP tables of SQLite, then
- * written in dependency order; events come in time order with frees before
- * allocations at equal times, as the converter merged them. heaptrack decides
+ * the same info as a temporary allocation. Its analyzer clears "the last '+'"
+ * to info 0 at every '-', so a '-' of info 0 right after another '-' would
+ * count as temporary too: info 0 is therefore a placeholder no event uses.
+ * Each frame row of rheaper (inlined frames included) becomes its own
+ * instruction pointer, so heaptrack shows the same stacks as rheaper. The
+ * tables are numbered in TEMP tables of SQLite, then written in dependency
+ * order; events come in time order, which is the converter's merged (recorded)
+ * order because it gives every event a distinct time, so heaptrack finds the
+ * same temporary allocations as allocations.temporary. heaptrack decides
  * compression by the file name (.gz, .zst); rheaper writes plain text and
  * refuses those names.
  */
@@ -207,6 +211,8 @@ static int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
     if (rh_ht_exec(db, rh_ht_schema) || rh_ht_traces(db) ||
         rh_ht_exec(db, "CREATE TEMP TABLE ht_info(id INTEGER PRIMARY KEY, size INTEGER,"
                        " trace INTEGER, UNIQUE(size, trace));"
+                       /* the placeholder info 0: size 0 at the root, never used */
+                       "INSERT INTO ht_info(id, size, trace) VALUES(1, -1, 0);"
                        "INSERT OR IGNORE INTO ht_info(size, trace) SELECT s.size, b.trace"
                        " FROM sel s JOIN ht_bt b ON b.bt = s.bt ORDER BY s.alloc_after, s.id;"))
         return -1;
@@ -216,7 +222,8 @@ static int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
     fprintf(out, "v %x %x\n", RH_HT_VERSION, RH_HT_FILE_VERSION);
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db,
-                           "SELECT coalesce((SELECT value FROM meta WHERE key = 'args'),"
+                           "SELECT coalesce((SELECT value FROM meta WHERE key = 'command_line'),"
+                           " (SELECT value FROM meta WHERE key = 'args'),"
                            " (SELECT value FROM meta WHERE key = 'program'), '?'),"
                            " coalesce((SELECT value FROM meta WHERE key = 'duration_ns'), 0)",
                            -1, &st, NULL) != SQLITE_OK)
@@ -237,10 +244,12 @@ static int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
         rh_ht_rows(db, "SELECT address, module, sym, file, line FROM ht_ip ORDER BY id", out,
                    rh_ht_emit_ip) ||
         rh_ht_rows(db, "SELECT ip, parent FROM ht_trace ORDER BY id", out, rh_ht_emit_trace) ||
-        rh_ht_rows(db, "SELECT size, trace FROM ht_info ORDER BY id", out, rh_ht_emit_info))
+        rh_ht_rows(db, "SELECT max(size, 0), trace FROM ht_info ORDER BY id", out, rh_ht_emit_info))
         return -1;
 
-    /* the events, with a timestamp line whenever the millisecond changes */
+    /* the events in recorded order (distinct times; at equal times, only in a
+     * database of another converter, frees first), with a timestamp line
+     * whenever the millisecond changes */
     static const char ev[] =
         "WITH x AS (SELECT s.id, s.alloc_after, s.dealloc_after, i.id - 1 AS info FROM sel s"
         " JOIN ht_bt b ON b.bt = s.bt JOIN ht_info i ON i.size = s.size AND i.trace = b.trace)"

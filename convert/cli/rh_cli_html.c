@@ -362,6 +362,29 @@ static char *rh_render(sqlite3 *db, int which)
     return buf;
 }
 
+/* The page's title: the program's name, the last piece of the executable's
+ * path (meta.program), or of the command line's first word when the path was
+ * not recorded. Never a piece of the arguments. */
+static void rh_report_title(sqlite3 *db, const struct rh_summary *s, char *buf, size_t n)
+{
+    buf[0] = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'program'", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(buf, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (!buf[0]) {
+        snprintf(buf, n, "%s", s->program);
+        buf[strcspn(buf, " ")] = 0;
+    }
+    const char *base = strrchr(buf, '/');
+    if (base && base[1])
+        memmove(buf, base + 1, strlen(base + 1) + 1);
+    if (!buf[0])
+        snprintf(buf, n, "unknown program");
+}
+
 /* Writes the page for `sel` to out (rh_file_cmd_run's writer; ctx is the
  * database's path, shown in the header). Returns 0 or -1 after a message. */
 static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
@@ -398,11 +421,12 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
     fputs("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>rheaper"
           " report: ",
           out);
-    const char *prog = strrchr(s.program, '/');
-    rh_markup_put(out, prog ? prog + 1 : s.program);
+    char prog[1024];
+    rh_report_title(db, &s, prog, sizeof prog);
+    rh_markup_put(out, prog);
     fprintf(out, "</title>\n<style>%s</style>\n</head><body>\n<header><h1>rheaper report: ",
             rh_html_style);
-    rh_markup_put(out, prog ? prog + 1 : s.program);
+    rh_markup_put(out, prog);
     fputs("</h1><p>", out);
     rh_markup_put(out, dbpath);
     fputs("</p></header>\n<main>\n", out);

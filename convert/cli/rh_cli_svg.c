@@ -30,6 +30,12 @@
 
 #define RH_FG_WIDTH 1200
 #define RH_FG_ROW 17
+/* Frame labels (rh_fg_label and the zoom script): pixels per character of
+ * the 12 px font, and the frame's padding. */
+#define RH_FG_CHAR_PX 7
+#define RH_FG_PAD_PX 6
+#define RH_STR2(x) #x
+#define RH_STR(x) RH_STR2(x)
 #define RH_TL_WIDTH 1200
 #define RH_TL_HEIGHT 420
 #define RH_TL_COLUMNS 600
@@ -414,9 +420,10 @@ static const char rh_fg_script[] =
     "  var details = svg.querySelector('.fg-details');\n"
     "  var reset = svg.querySelector('.fg-reset');\n"
     "  var orig = details.textContent;\n"
+    /* the rule of rh_fg_label(), for frames re-laid out by a zoom */
     "  function label(g, px) {\n"
     "    var name = g.getAttribute('data-n');\n"
-    "    var fit = Math.floor((px - 6) / 7);\n"
+    "    var fit = Math.floor((px - " RH_STR(RH_FG_PAD_PX) ") / " RH_STR(RH_FG_CHAR_PX) ");\n"
     "    if (3 > fit) return '';\n"
     "    return name.length > fit ? name.slice(0, fit - 2) + '..' : name;\n"
     "  }\n"
@@ -451,6 +458,33 @@ static const char rh_fg_script[] =
     "  reset.addEventListener('click', function () { layout(0, 1, 0); });\n"
     "  layout(0, 1, 0);\n"
     "})();\n";
+
+const char *rh_fg_label(const char *name, double px, char *buf, size_t n)
+{
+    double fitd = (px - RH_FG_PAD_PX) / RH_FG_CHAR_PX;
+    long fit = fitd > 0 ? (long)fitd : 0;
+    buf[0] = 0;
+    if (fit < 3 || n < 4)
+        return buf;
+    /* characters are UTF-8 code points: a continuation byte starts none */
+    long chars = 0;
+    for (const char *p = name; *p; p++)
+        chars += ((unsigned char)*p & 0xc0) != 0x80;
+    long keep = chars > fit ? fit - 2 : chars;
+    size_t i = 0;
+    for (long c = 0; name[i]; i++) {
+        if (((unsigned char)name[i] & 0xc0) != 0x80 && c++ == keep)
+            break;
+    }
+    if (i + 3 > n) /* the buffer is short: fewer characters, whole ones */
+        for (i = n - 3; i > 0 && ((unsigned char)name[i] & 0xc0) == 0x80; i--)
+            ;
+    memcpy(buf, name, i);
+    if (keep < chars)
+        memcpy(buf + i, "..", 2), i += 2;
+    buf[i] = 0;
+    return buf;
+}
 
 /* A warm colour from the name, the same for the same function everywhere. */
 static void rh_fg_color(const char *name, char *buf, size_t n)
@@ -499,7 +533,7 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
     const int rows = t.maxdepth + 1;
     const int height = rows * RH_FG_ROW + 70;
     const int64_t total = t.v[0].w;
-    char hb[64], color[32];
+    char hb[64], color[32], label[1024];
     rh_svg_open(out, embedded, "rh-flamegraph", width, height);
     fputs("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fdfaf3\"/>\n", out);
     fprintf(out,
@@ -552,8 +586,11 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
                 "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
                 10 + x[i] * RH_FG_WIDTH, y, fw * RH_FG_WIDTH > 0.6 ? fw * RH_FG_WIDTH - 0.5 : 0.1,
                 RH_FG_ROW - 1, color);
-        fprintf(out, "<text x=\"%.2f\" y=\"%d\"></text></g>\n", 13 + x[i] * RH_FG_WIDTH,
-                y + RH_FG_ROW - 5);
+        /* the label as text, trimmed to the frame, so the SVG reads without
+         * its script (image viewers, rsvg-convert, documents) */
+        fprintf(out, "<text x=\"%.2f\" y=\"%d\">", 13 + x[i] * RH_FG_WIDTH, y + RH_FG_ROW - 5);
+        rh_markup_put(out, rh_fg_label(name, fw * RH_FG_WIDTH, label, sizeof label));
+        fputs("</text></g>\n", out);
     }
     free(x);
     if (total == 0)
