@@ -170,6 +170,23 @@ static inline int rh_ip_ready(void)
     return rh_ip_resolve();
 }
 
+/* The hot functions' pass-through (malloc, free, calloc, realloc), tested
+ * first: resolved, and tracking off or this thread already inside a hooked
+ * call (the wrap shims' __real_ calls land here with the guard set). Then
+ * they jump straight to the next definition: gcc gets sibling calls back for
+ * them (the file is built without), as for the hot shims. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define RH_SIBCALLS __attribute__((optimize("optimize-sibling-calls")))
+#else
+#define RH_SIBCALLS
+#endif
+#define RH_IP_HOT RH_IP RH_SIBCALLS
+static inline int rh_ip_pass(void)
+{
+    return rh_likely(__atomic_load_n(&rh_ip_state, __ATOMIC_ACQUIRE) == 2) &&
+           (__atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_OFF || rh_guard);
+}
+
 /* rh_hook_begin for the functions here: also 0 under RHEAPER_SCOPE=program and
  * before the environment exists (the first decision must see RHEAPER_ENABLE). */
 static inline int rh_ip_begin(void)
@@ -206,13 +223,23 @@ RH_HOOKED RH_WALK_ALIGNED void *rh_ip_malloc_hooked(size_t n, void *fp)
     return p;
 }
 
-RH_IP void *malloc(size_t n)
+/* Everything but the pass-through; fp is malloc's frame. */
+RH_HOOKED void *rh_ip_malloc_slow(size_t n, void *fp)
 {
     if (rh_unlikely(!rh_ip_ready()))
         return rh_boot_alloc(n, 16);
     if (!rh_ip_begin())
         return rh_next.malloc(n);
-    void *p = rh_ip_malloc_hooked(n, RH_FP());
+    void *p = rh_ip_malloc_hooked(n, fp);
+    rh_barrier();
+    return p;
+}
+
+RH_IP_HOT void *malloc(size_t n)
+{
+    if (rh_likely(rh_ip_pass()))
+        return rh_next.malloc(n);
+    void *p = rh_ip_malloc_slow(n, RH_FP());
     rh_barrier();
     return p;
 }
@@ -224,8 +251,10 @@ RH_HOOKED void rh_ip_free_hooked(void *p)
     rh_hook_end();
 }
 
-RH_IP void free(void *p)
+RH_IP_HOT void free(void *p)
 {
+    if (rh_likely(rh_ip_pass()) && !rh_boot_owns(p))
+        return rh_next.free(p); /* free(NULL) included */
     if (p == NULL || rh_boot_owns(p))
         return;
     if (rh_unlikely(!rh_ip_ready()))
@@ -238,8 +267,10 @@ RH_IP void free(void *p)
     rh_barrier();
 }
 
-RH_IP void *calloc(size_t n, size_t m)
+RH_IP_HOT void *calloc(size_t n, size_t m)
 {
+    if (rh_likely(rh_ip_pass()))
+        return rh_next.calloc(n, m);
     if (rh_unlikely(!rh_ip_ready()))
         return rh_boot_alloc(rh_mul_size(n, m), 16);
     if (!rh_ip_begin())
@@ -288,8 +319,10 @@ RH_HOOKED RH_WALK_ALIGNED void *rh_ip_realloc_hooked(void *p, size_t n, void *fp
     return q;
 }
 
-RH_IP void *realloc(void *p, size_t n)
+RH_IP_HOT void *realloc(void *p, size_t n)
 {
+    if (rh_likely(rh_ip_pass()) && !rh_boot_owns(p))
+        return rh_next.realloc(p, n);
     if (rh_unlikely(!rh_ip_ready()))
         return p ? NULL : rh_boot_alloc(n, 16); /* dlsym does not realloc */
     if (rh_unlikely(rh_boot_owns(p)))
