@@ -18,6 +18,7 @@
 
 struct rh_live {
     uint64_t addr;
+    uint64_t id; /* allocation number in merged order */
     int64_t t;
     uint64_t size;
     uint32_t stack;  /* index into rip->stacks */
@@ -138,10 +139,13 @@ struct rh_merge {
     const struct rh_merge_sink *sink;
     struct rh_merge_stats *st;
     struct rh_livemap live;
+    struct rh_temp_state temp;
+    uint64_t nalloc; /* allocations merged so far: the next row id - 1 */
 };
 
 /* Emits the row of block b, freed at t by thread (dealloc_ns -1: never). */
-static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t, uint32_t thread)
+static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t, uint32_t thread,
+                         int temporary)
 {
     struct rh_stack *stk = &m->r->stacks[b->stack];
     struct rh_row row;
@@ -152,6 +156,9 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
     row.addr = b->addr;
     row.alloc_thread = b->thread;
     row.dealloc_thread = thread;
+    row.id = b->id;
+    row.stack_index = b->stack;
+    row.temporary = (uint8_t)temporary;
     if (stk->defined) {
         row.kind = stk->kind;
     } else {
@@ -159,15 +166,24 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
         stk->provisional = 1;
     }
     m->st->rows++;
+    if (m->sink->agg && rh_agg_row(m->sink->agg, &row))
+        return -1;
     return m->sink->row ? m->sink->row(m->sink->ctx, &row) : 0;
 }
 
-/* Removes live block b and emits its row, freed at t by thread. */
+/* Removes live block b and emits its row, freed at t by thread (t -1: the
+ * block's free was missed and it stays live as far as rows tell). */
 static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint32_t thread)
 {
     struct rh_live copy = *b;
     rh_live_del(&m->live, b);
-    return rh_merge_emit(m, &copy, t, thread);
+    int temporary = 0;
+    if (t >= 0) {
+        temporary = rh_temporary_free(&m->temp, copy.stack, copy.size);
+        if (m->sink->agg && rh_agg_event(m->sink->agg, copy.stack, t, copy.size, 0))
+            return -1;
+    }
+    return rh_merge_emit(m, &copy, t, thread, temporary);
 }
 
 /* Applies one merged event. Returns 0, -1 (out of memory) or the sink's rc. */
@@ -199,7 +215,10 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
             if (rc)
                 return rc;
         }
-        struct rh_live b = {ev->addr, t, ev->size, si, ev->thread ? ev->thread : 1};
+        struct rh_live b = {ev->addr, ++m->nalloc, t, ev->size, si, ev->thread ? ev->thread : 1};
+        rh_temporary_alloc(&m->temp, si, ev->size);
+        if (m->sink->agg && rh_agg_event(m->sink->agg, si, t, ev->size, 1))
+            return -1;
         return rh_live_add(&m->live, &b);
     }
     case RH_EV_FAIL: {
@@ -216,14 +235,12 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
 static int rh_live_cmp(const void *a, const void *b)
 {
     const struct rh_live *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
 int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_merge_stats *st)
 {
-    struct rh_merge m = {r, sink, st, {0}};
+    struct rh_merge m = {r, sink, st, {0}, {0}, 0};
     memset(st, 0, sizeof *st);
     int rc = 0;
     struct rh_head *heap = calloc(r->nstreams ? r->nstreams : 1, sizeof *heap);
@@ -263,6 +280,8 @@ int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_m
     }
 
     /* blocks still live: rows without a free, in allocation order */
+    if (sink->agg)
+        rh_agg_end(sink->agg, rh_run_duration(r, st->last_ns));
     st->live_at_end = m.live.n;
     size_t k = 0;
     for (size_t i = 0; i < m.live.cap; i++)
@@ -271,7 +290,7 @@ int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_m
     if (k > 1)
         qsort(m.live.tab, k, sizeof *m.live.tab, rh_live_cmp);
     for (size_t i = 0; i < k; i++) {
-        rc = rh_merge_emit(&m, &m.live.tab[i], -1, 0);
+        rc = rh_merge_emit(&m, &m.live.tab[i], -1, 0, 0);
         if (rc)
             goto out;
     }

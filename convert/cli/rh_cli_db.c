@@ -103,8 +103,8 @@ sqlite3 *rh_cli_open(const char *path)
     sqlite3_stmt *st2 = NULL;
     int ok =
         sqlite3_prepare_v2(db,
-                           "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
-                           " ('allocations', 'backtraces', 'threads', 'meta')",
+                           "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view')"
+                           " AND name IN ('allocations', 'backtraces', 'threads', 'meta')",
                            -1, &st2, NULL) == SQLITE_OK &&
         sqlite3_step(st2) == SQLITE_ROW && sqlite3_column_int(st2, 0) == 4;
     sqlite3_finalize(st2);
