@@ -10,17 +10,17 @@
  *        a stack's outermost frame);
  *     2. F allocates from one place: all those stacks leave F at the same
  *        file and line;
- *     3. F is called from at least RH_WRAP_MIN_CALLERS distinct places
- *        (caller function, file and line), or from exactly one place inside
- *        a function that is itself a wrapper (a pool's refill under its
- *        pool_alloc).
+ *     3. F is called from at least RH_WRAP_MIN_CALLERS (3) distinct
+ *        functions, or from exactly one function that is itself a wrapper
+ *        (a pool's refill under its pool_alloc). A caller without a name
+ *        counts once per address.
  *   A stack's call site is its first frame whose function is not a wrapper.
  *
  * So Lua's l_alloc (one realloc call, reached from luaM_malloc_, luaM_realloc_
- * and lua_newstate) and the luaM_ functions above it are skipped, an xmalloc
- * called from many places is skipped, and a function that allocates at two
- * lines (example.c's parse_line) or is called from one place stays a call
- * site. The result is stored as stacks.callsite (a frame_no of backtraces),
+ * and lua_newstate), the luaM_ functions and luaC_newobj above it are
+ * skipped, an xmalloc called from many functions is skipped, and a function
+ * that allocates at two lines (example.c's parse_line) or is called from one
+ * or two functions stays a call site. The result is stored as stacks.callsite (a frame_no of backtraces),
  * and the skipped functions in skipped_functions, so SQL sees the same call
  * sites as the rheaper command.
  */
@@ -31,7 +31,7 @@
 
 #include "rh_convert.h"
 
-#define RH_WRAP_MIN_CALLERS 2
+#define RH_WRAP_MIN_CALLERS 3
 
 struct rh_cs_frame {
     int32_t fn;    /* function index, -1: no name */
@@ -49,7 +49,7 @@ struct rh_cs_fn {
     char *name;
     int32_t place;       /* -1: not seen yet, -2: several */
     int32_t caller_fn;   /* the function of the first caller place */
-    int32_t caller[4];   /* distinct caller places (interned "fn@file:line") */
+    int32_t caller[4];   /* distinct callers (interned function, or place if unnamed) */
     int ncallers;        /* how many, counted up to 4 */
     int root;            /* the outermost frame of some stack */
     int state;           /* 0 unknown, 1 wrapper, 2 not, 3 being decided */
@@ -228,7 +228,10 @@ static int rh_cs_observe(struct rh_cs *c)
                 F->root = 1;
                 continue;
             }
-            snprintf(buf, sizeof buf, "%d@%d", fr[p + 1].fn, fr[p + 1].place);
+            if (fr[p + 1].fn >= 0)
+                snprintf(buf, sizeof buf, "f%d", fr[p + 1].fn);
+            else
+                snprintf(buf, sizeof buf, "p%d", fr[p + 1].place);
             int32_t cp = rh_cs_intern(&c->callers, buf);
             if (cp < 0)
                 return -1;

@@ -76,6 +76,13 @@ struct rh_db {
     struct rh_agg *agg;      /* NULL: no aggregate tables */
     int64_t min_lifetime_ns; /* culling (rheaper-convert --min-lifetime); 0: none */
     uint64_t culled;         /* rows not written by culling */
+    /* Rows arrive in free order but their ids are in allocation order; a
+     * ring of RH_DB_RING rows puts them back in id order before inserting,
+     * so the table's pages fill up (rows of blocks that outlive the ring are
+     * inserted late, out of order). */
+    struct rh_row *ring;
+    uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
+    uint64_t next_id; /* the smallest id not yet inserted or passed */
     char path[PATH_MAX];
     char err[512];
 };
@@ -247,15 +254,12 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
     return d;
 }
 
-int rh_db_row(void *ctx, const struct rh_row *row)
+#define RH_DB_RING (1u << 19)
+
+/* Inserts one row now. Returns 0 or -1. */
+static int rh_db_insert(struct rh_db *d, const struct rh_row *row)
 {
-    struct rh_db *d = ctx;
     sqlite3_stmt *s = d->ins;
-    if (d->min_lifetime_ns > 0 && row->dealloc_ns >= 0 &&
-        row->dealloc_ns - row->alloc_ns < d->min_lifetime_ns) {
-        d->culled++;
-        return 0;
-    }
     sqlite3_bind_int64(s, 1, (sqlite3_int64)row->id);
     sqlite3_bind_int64(s, 2, row->alloc_ns);
     if (row->dealloc_ns >= 0)
@@ -281,12 +285,55 @@ int rh_db_row(void *ctx, const struct rh_row *row)
     return 0;
 }
 
+/* Inserts the ring's rows from next_id on, up to `upto` (exclusive) or, when
+ * upto is 0, while they are there. Returns 0 or -1. */
+static int rh_db_ring_flush(struct rh_db *d, uint64_t upto)
+{
+    for (;;) {
+        size_t k = d->next_id & (RH_DB_RING - 1);
+        if (upto ? d->next_id >= upto : !d->ring_full[k])
+            return 0;
+        if (d->ring_full[k] == 1 && rh_db_insert(d, &d->ring[k]))
+            return -1;
+        d->ring_full[k] = 0;
+        d->next_id++;
+    }
+}
+
+int rh_db_row(void *ctx, const struct rh_row *row)
+{
+    struct rh_db *d = ctx;
+    int culled = d->min_lifetime_ns > 0 && row->dealloc_ns >= 0 &&
+                 row->dealloc_ns - row->alloc_ns < d->min_lifetime_ns;
+    d->culled += (uint64_t)culled;
+    if (!d->ring) {
+        d->ring = malloc(RH_DB_RING * sizeof *d->ring);
+        d->ring_full = calloc(RH_DB_RING, 1);
+        d->next_id = 1;
+        if (!d->ring || !d->ring_full) {
+            rh_db_seterr(d->err, sizeof d->err, "%s: out of memory", rh_db_tmp);
+            return -1;
+        }
+    }
+    if (row->id < d->next_id) /* it outlived the ring */
+        return culled ? 0 : rh_db_insert(d, row);
+    if (row->id >= d->next_id + RH_DB_RING && rh_db_ring_flush(d, row->id - RH_DB_RING + 1))
+        return -1;
+    size_t k = row->id & (RH_DB_RING - 1);
+    if (!culled)
+        d->ring[k] = *row;
+    d->ring_full[k] = culled ? 2 : 1; /* 2: culled, the flush passes it */
+    return row->id == d->next_id ? rh_db_ring_flush(d, 0) : 0;
+}
+
 void rh_db_abort(struct rh_db *d)
 {
     if (!d)
         return;
     sqlite3_finalize(d->ins);
     sqlite3_close(d->db);
+    free(d->ring);
+    free(d->ring_full);
     if (rh_db_tmp[0])
         unlink(rh_db_tmp);
     rh_db_tmp[0] = 0;
@@ -529,6 +576,10 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
                  struct rh_symbolizer *sym, int force, char *err, size_t errlen)
 {
     uint64_t undefined = 0;
+    if (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING)) {
+        snprintf(err, errlen, "%s", d->err);
+        goto fail;
+    }
     sqlite3_finalize(d->ins);
     d->ins = NULL;
     if (rh_db_stacks(d, r, sym, &undefined, err, errlen) ||
@@ -547,6 +598,8 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     if (rh_db_place(d, force, err, errlen))
         goto fail;
     rh_db_tmp[0] = 0;
+    free(d->ring);
+    free(d->ring_full);
     free(d);
     return 0;
 fail:

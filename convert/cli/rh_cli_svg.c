@@ -37,32 +37,16 @@
 
 /* ---- the peak of `sel` -------------------------------------------------- */
 
-/* Replays `sel` in time order (frees before allocations at equal times, as the
- * converter merges them) and finds the highest live byte count and the first
- * time it was reached. On success returns 0 with *peak and *t (0 and 0 for an
- * empty selection); -1 after a message. */
+/* The peak of the scope (rh_filter_apply computed it): the highest live
+ * byte count and the first time it was reached. Returns 0 or -1. */
 static int rh_peak_find(sqlite3 *db, int64_t *peak, int64_t *t)
 {
-    static const char sql[] =
-        "SELECT t, d FROM (SELECT alloc_after AS t, 1 AS k, size AS d FROM sel"
-        " UNION ALL SELECT dealloc_after, 0, -size FROM sel WHERE dealloc_after IS NOT NULL)"
-        " ORDER BY t, k";
-    sqlite3_stmt *st;
-    *peak = 0;
-    *t = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "peak");
-    int64_t live = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        live += sqlite3_column_int64(st, 1);
-        if (live > *peak) {
-            *peak = live;
-            *t = sqlite3_column_int64(st, 0);
-        }
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : rh_sql_fail(db, "peak");
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc))
+        return -1;
+    *peak = sc.peak_bytes;
+    *t = sc.peak_time;
+    return 0;
 }
 
 /* ---- the frame tree ------------------------------------------------------ */
@@ -270,11 +254,11 @@ static int rh_ftree_sort(struct rh_ftree *t)
 static int rh_ftree_build(sqlite3 *db, enum rh_flame_weight w, struct rh_ftree *t)
 {
     static const char *const sql[] = {
-        [RH_FLAME_ALL] = "SELECT bt, sum(size), count(*) FROM sel GROUP BY bt",
-        [RH_FLAME_LEAKED] = "SELECT bt, sum(size), count(*) FROM sel"
-                            " WHERE dealloc_after IS NULL GROUP BY bt",
-        [RH_FLAME_PEAK] = "SELECT bt, sum(size), count(*) FROM sel WHERE alloc_after <= ?1"
-                          " AND (dealloc_after IS NULL OR dealloc_after > ?1) GROUP BY bt",
+        [RH_FLAME_ALL] = "SELECT bt, bytes, count FROM temp.sstat ORDER BY bt",
+        [RH_FLAME_LEAKED] = "SELECT bt, leaked_bytes, leaked_blocks FROM temp.sstat"
+                            " WHERE leaked_blocks > 0 ORDER BY bt",
+        [RH_FLAME_PEAK] = "SELECT bt, peak_bytes, peak_blocks FROM temp.sstat"
+                          " WHERE peak_blocks > 0 ORDER BY bt",
     };
     memset(t, 0, sizeof *t);
     int32_t root_name = rh_ftree_name(t, "all");
@@ -285,21 +269,13 @@ static int rh_ftree_build(sqlite3 *db, enum rh_flame_weight w, struct rh_ftree *
     sqlite3_stmt *st = NULL, *fr = NULL;
     if (sqlite3_prepare_v2(db, sql[w], -1, &st, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
-                           "SELECT sym, module, address FROM backtraces WHERE id = ?"
-                           " ORDER BY frame_no DESC",
+                           "SELECT sym, module, address FROM backtraces WHERE id = ?1"
+                           " AND frame_no >= coalesce((SELECT frame FROM temp.cs WHERE bt = ?1),"
+                           " 0) ORDER BY frame_no DESC",
                            -1, &fr, NULL) != SQLITE_OK) {
         rh_sql_fail(db, "flamegraph");
         sqlite3_finalize(st);
         return -1;
-    }
-    if (w == RH_FLAME_PEAK) {
-        int64_t peak, pt;
-        if (rh_peak_find(db, &peak, &pt) != 0) {
-            sqlite3_finalize(st);
-            sqlite3_finalize(fr);
-            return -1;
-        }
-        sqlite3_bind_int64(st, 1, pt);
     }
     int rc;
     char name[1024];
@@ -631,12 +607,11 @@ static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, uint8_
         " coalesce(b.sym, '?' || '?') || CASE WHEN b.file IS NULL THEN ''"
         " ELSE ' (' || replace(b.file, rtrim(b.file, replace(b.file, '/', '')), '')"
         " || ':' || coalesce(b.line, 0) || ')' END AS site"
-        " FROM (SELECT DISTINCT bt FROM sel) s"
-        " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0";
+        " FROM temp.cs s"
+        " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = s.frame";
     static const char sql_top[] =
-        "SELECT t.site, sum(CASE WHEN s.alloc_after <= ?1 AND (s.dealloc_after IS NULL"
-        " OR s.dealloc_after > ?1) THEN s.size ELSE 0 END), sum(s.size)"
-        " FROM sel s JOIN rh_tl_bt t ON t.bt = s.bt"
+        "SELECT t.site, sum(s.peak_bytes), sum(s.bytes), ?1"
+        " FROM temp.sstat s JOIN rh_tl_bt t ON t.bt = s.bt"
         " GROUP BY t.site ORDER BY 2 DESC, 3 DESC, 1 LIMIT ?2";
     char *msg = NULL;
     sqlite3_exec(db, "DROP TABLE IF EXISTS temp.rh_tl_bt", NULL, NULL, NULL);
