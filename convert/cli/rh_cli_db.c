@@ -122,6 +122,8 @@ sqlite3 *rh_cli_open(const char *path)
     sqlite3_create_function(db, "regexp", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, rh_regexp_fn,
                             NULL, NULL);
     sqlite3_busy_timeout(db, 2000);
+    /* Filtered selections live in TEMP tables: keep them in memory. */
+    sqlite3_exec(db, "PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536", NULL, NULL, NULL);
     return db;
 }
 

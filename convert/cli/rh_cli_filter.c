@@ -388,33 +388,97 @@ static int64_t rh_id_at(sqlite3 *db, int64_t t, int strict)
     return lo;
 }
 
-/* Replays sel in time order (frees before allocations at equal times, as the
- * converter merges them) and finds the highest live byte count, the blocks
- * live then and the first time it was reached (0, 0, 0 when nothing is).
- * Returns 0 or -1 after a message. */
-static int rh_peak_pass(sqlite3 *db, int64_t *peak, int64_t *blocks, int64_t *t)
+/* A min-heap of pending frees (time, size) for rh_peak_pass(). */
+struct rh_frees {
+    int64_t (*v)[2];
+    size_t n, cap;
+};
+
+static int rh_frees_push(struct rh_frees *h, int64_t t, int64_t size)
 {
-    static const char sql[] =
-        "SELECT t, d, k FROM (SELECT alloc_after AS t, 1 AS k, size AS d FROM sel"
-        " UNION ALL SELECT dealloc_after, 0, -size FROM sel WHERE dealloc_after IS NOT NULL)"
-        " ORDER BY t, k";
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 4096;
+        int64_t(*nv)[2] = realloc(h->v, nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        h->v = nv;
+        h->cap = nc;
+    }
+    size_t i = h->n++;
+    while (i && h->v[(i - 1) / 2][0] > t) {
+        h->v[i][0] = h->v[(i - 1) / 2][0];
+        h->v[i][1] = h->v[(i - 1) / 2][1];
+        i = (i - 1) / 2;
+    }
+    h->v[i][0] = t;
+    h->v[i][1] = size;
+    return 0;
+}
+
+static void rh_frees_pop(struct rh_frees *h)
+{
+    int64_t t = h->v[--h->n][0], size = h->v[h->n][1];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->v[c + 1][0] < h->v[c][0])
+            c++;
+        if (h->v[c][0] >= t)
+            break;
+        h->v[i][0] = h->v[c][0];
+        h->v[i][1] = h->v[c][1];
+        i = c;
+    }
+    if (h->n) {
+        h->v[i][0] = t;
+        h->v[i][1] = size;
+    }
+}
+
+/* Finds the peak of sel in one ordered pass in C: the rows in allocation
+ * order (ids, when they follow time, need no sort), their frees from a heap
+ * ordered by time; at equal times frees come first, as the converter merges
+ * them. Gives the highest live byte count, the blocks live then and the first
+ * time it was reached (0, 0, 0 when nothing is). Returns 0 or -1 after a
+ * message. */
+static int rh_peak_pass(sqlite3 *db, int ordered, int64_t *peak, int64_t *blocks, int64_t *t)
+{
     sqlite3_stmt *st;
     *peak = *blocks = *t = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db,
+                           ordered ? "SELECT alloc_after, dealloc_after, size FROM sel ORDER BY rowid"
+                                   : "SELECT alloc_after, dealloc_after, size FROM sel"
+                                     " ORDER BY alloc_after, id",
+                           -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "peak");
+    struct rh_frees h = {NULL, 0, 0};
     int64_t live = 0, nlive = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t d = sqlite3_column_int64(st, 1);
-        live += d;
-        nlive += sqlite3_column_int(st, 2) ? 1 : -1;
+        int64_t ta = sqlite3_column_int64(st, 0), size = sqlite3_column_int64(st, 2);
+        while (h.n && h.v[0][0] <= ta) {
+            live -= h.v[0][1];
+            nlive--;
+            rh_frees_pop(&h);
+        }
+        live += size;
+        nlive++;
         if (live > *peak) {
             *peak = live;
             *blocks = nlive;
-            *t = sqlite3_column_int64(st, 0);
+            *t = ta;
+        }
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL &&
+            rh_frees_push(&h, sqlite3_column_int64(st, 1), size)) {
+            fprintf(stderr, "rheaper: peak: out of memory\n");
+            rc = SQLITE_NOMEM;
+            break;
         }
     }
     sqlite3_finalize(st);
+    free(h.v);
     return rc == SQLITE_DONE ? 0 : rh_sql_fail(db, "peak");
 }
 
@@ -692,7 +756,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
                      "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.scope;"))
         return -1;
     if (rows) {
-        if (rh_sel_rows(db, f, ordered) || rh_peak_pass(db, &peak, &blocks, &pt))
+        if (rh_sel_rows(db, f, ordered) || rh_peak_pass(db, ordered, &peak, &blocks, &pt))
             return -1;
         sqlite3_stmt *st = NULL;
         if (sqlite3_prepare_v2(
