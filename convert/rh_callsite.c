@@ -6,8 +6,9 @@
  *
  *   A function F is a wrapper when, over every stack that passes through F
  *   (counting F's innermost frame in each):
- *     1. F has a name and is not `main`, and some frame calls it (it is never
- *        a stack's outermost frame);
+ *     1. F has a name and is not `main`, some frame calls it (it is never a
+ *        stack's outermost frame) and it never calls itself (a recursive
+ *        function is the work, not a wrapper);
  *     2. F allocates from one place: all those stacks leave F at the same
  *        file and line;
  *     3. F is called from at least RH_WRAP_MIN_CALLERS (3) distinct
@@ -52,6 +53,7 @@ struct rh_cs_fn {
     int32_t caller[4];   /* distinct callers (interned function, or place if unnamed) */
     int ncallers;        /* how many, counted up to 4 */
     int root;            /* the outermost frame of some stack */
+    int recursive;       /* called by itself in some stack */
     int state;           /* 0 unknown, 1 wrapper, 2 not, 3 being decided */
     int64_t nstacks;     /* stacks in which it was skipped */
 };
@@ -140,7 +142,7 @@ static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
     if (F->state == 3 || depth > 64)
         return 0; /* recursion: not a wrapper */
     F->state = 3;
-    int w = !F->root && F->place >= 0 && strcmp(F->name, "main") != 0 &&
+    int w = !F->root && !F->recursive && F->place >= 0 && strcmp(F->name, "main") != 0 &&
             (F->ncallers >= RH_WRAP_MIN_CALLERS ||
              (F->ncallers == 1 && F->caller_fn >= 0 && F->caller_fn != f &&
               rh_cs_is_wrapper(c, F->caller_fn, depth + 1)));
@@ -228,6 +230,8 @@ static int rh_cs_observe(struct rh_cs *c)
                 F->root = 1;
                 continue;
             }
+            for (uint32_t q = p + 1; q < n && !F->recursive; q++)
+                F->recursive = fr[q].fn == f;
             if (fr[p + 1].fn >= 0)
                 snprintf(buf, sizeof buf, "f%d", fr[p + 1].fn);
             else

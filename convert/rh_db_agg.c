@@ -165,7 +165,9 @@ static int rh_aw_meta(struct rh_aw *w, struct rh_agg *a)
         const char *k;
         int64_t v;
     } kv[] = {
-        {"aggregates", 1},
+        /* events that went back in time (a damaged profile): the rows and
+         * the merge disagree on order, so commands read rows */
+        {"aggregates", a->r->out_of_order ? 0 : 1},
         {"peak_bytes", a->peak},
         {"peak_blocks", a->peak_blocks},
         {"peak_time_ns", a->peak_t},
