@@ -29,18 +29,21 @@ export RHEAPER_QUIET_NOTICES=1
 # At most 14 of them, the report fixture's first, then one per test
 # directory (e2e builds each program many ways; the reliability cases are
 # hundreds of small hostile programs: 3 of those), so the test stays short.
-dbs="$work/golden.db" n=0 nrel=0 seen=""
+dbs="$work/golden.db" n=0 nacc=0 nrel=0 seen=""
 for f in $(find "$build/report" "$build" -name '*.db' -size -64M ! -path "$work/*" 2>/dev/null); do
-    [ $n -lt 14 ] || break
+    [ $nacc -lt 14 ] || break
     case "$f" in */reliability/*) [ $nrel -lt 3 ] || continue ;; esac
+    case "$f" in "$build"/agg/*) continue ;; esac
     dir=$(dirname "$f")
+    case "$f" in */report/work/*) dir=$f ;; esac # both of the fixture's
     case " $seen " in *" $dir "*) continue ;; esac
-    seen="$seen $dir"
     n=$((n + 1))
     cp "$f" "$work/p$n.db" 2>/dev/null || continue
     [ "$(sqlite3 "$work/p$n.db" "SELECT value FROM meta WHERE key = 'aggregates'" 2>/dev/null)" = 1 ] ||
         { rm -f "$work/p$n.db"; continue; }
     case "$f" in */reliability/*) nrel=$((nrel + 1)) ;; esac
+    nacc=$((nacc + 1))
+    seen="$seen $dir"
     echo "p$n.db: $f"
     dbs="$dbs $work/p$n.db"
 done
