@@ -268,11 +268,13 @@ RH_HIDDEN uint32_t rh_rip_thread(struct rh_rip *r, uint32_t tid);
 /* One allocations row. dealloc_ns < 0 means NULL (never freed). */
 struct rh_row {
     int64_t alloc_ns, dealloc_ns;
+    uint64_t id; /* allocations.id: the allocation's number in merged order, from 1 */
     uint64_t stack;
     uint64_t size, addr;
     uint32_t alloc_thread, dealloc_thread; /* 0 = NULL */
     uint32_t kind;                         /* RH_KIND_UNKNOWN when not known yet */
-    uint8_t temporary;                     /* heaptrack's definition (rh_merge.c) */
+    uint32_t stack_index;                  /* index into rip->stacks */
+    uint8_t temporary;                     /* rh_temporary_free() said so at its free */
 };
 #define RH_KIND_UNKNOWN UINT32_MAX
 
@@ -285,13 +287,43 @@ struct rh_merge_stats {
     int64_t last_ns; /* latest event time seen */
 };
 
+struct rh_agg;
+
 struct rh_merge_sink {
     /* Called once per row; a non-zero return stops the merge with that rc. */
     int (*row)(void *ctx, const struct rh_row *row);
     /* Called now and then with bytes of chunks decoded so far; may be NULL. */
     void (*progress)(void *ctx, uint64_t done, uint64_t total);
     void *ctx;
+    /* Aggregates fed in the same pass (rh_aggregate.c); NULL: none. */
+    struct rh_agg *agg;
 };
+
+/* heaptrack's temporary allocations, as its analyzer counts them: a free is
+ * temporary when the event just before it, in the merged order of all
+ * threads' events, is an allocation with the same size and stack. Unknown
+ * frees and failed allocations are not events here; a realloc is a free then
+ * an allocation. One state per merge, zero-initialized. */
+struct rh_temp_state {
+    int last_is_alloc;
+    uint32_t stack; /* index into rip->stacks */
+    uint64_t size;
+};
+/* An allocation of (stack, size) happened. */
+static inline void rh_temporary_alloc(struct rh_temp_state *s, uint32_t stack, uint64_t size)
+{
+    s->last_is_alloc = 1;
+    s->stack = stack;
+    s->size = size;
+}
+/* A known block of (stack, size) is freed: returns 1 when the free is
+ * temporary. */
+static inline int rh_temporary_free(struct rh_temp_state *s, uint32_t stack, uint64_t size)
+{
+    int t = s->last_is_alloc && s->stack == stack && s->size == size;
+    s->last_is_alloc = 0;
+    return t;
+}
 
 /* Merges all streams of r by (time, frees before allocations), pairs frees
  * with live blocks and hands every row to sink->row, finishing with the blocks
@@ -299,6 +331,124 @@ struct rh_merge_sink {
  * out-of-memory, or the sink's non-zero rc. */
 RH_HIDDEN int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink,
                            struct rh_merge_stats *st);
+
+/* ---- rh_aggregate.c: answers computed while merging --------------------- */
+
+/* The number of columns of the stored heap timeline and of leak buckets; the
+ * rheaper command draws and scores with the same numbers (meta says which). */
+#define RH_AGG_COLUMNS 600
+#define RH_AGG_LEAK_BUCKETS 20
+
+/* What the merge accumulates per stack (indexed like rip->stacks). */
+struct rh_agg_stack {
+    int64_t count, bytes, freed_blocks, freed_bytes, leaked_blocks, leaked_bytes;
+    int64_t temporary, first_ns, last_ns;      /* first and last allocation */
+    int64_t live_bytes, live_blocks;           /* running */
+    int64_t peak_bytes, peak_blocks;           /* at the global peak (after rh_agg_end) */
+    int64_t snap_bytes, snap_blocks;           /* lazy snapshot at the latest peak */
+    int64_t col_bytes, last_end;               /* timeline: at the column's maximum, last stored */
+    uint64_t epoch, col_epoch;
+    uint32_t touched_col;                      /* column it last changed in, 0: none */
+};
+
+/* Per thread (threads.id - 1), the figures of the thread_summary view. */
+struct rh_agg_thread {
+    int64_t alloc_blocks, alloc_bytes, freed_blocks, freed_bytes;
+    int64_t others_blocks, others_bytes, live_blocks, live_bytes;
+};
+
+/* One column of the heap timeline: column c (1..RH_AGG_COLUMNS) covers
+ * ((c-1)/C, c/C] of the span. */
+struct rh_agg_col {
+    int64_t max_bytes, max_time; /* the highest live bytes reached in it, first time */
+    int64_t end_bytes;           /* live bytes after its last event */
+    int active;                  /* some event fell in it */
+};
+
+/* A stack's live bytes at a column's maximum and at its end, stored when
+ * either differs from what the stack held before (sparse). */
+struct rh_agg_point {
+    uint32_t col, si;
+    int64_t at_max, at_end;
+};
+
+/* A never-freed row, kept until the run's length is known (leak curve). */
+struct rh_agg_leak {
+    uint32_t si;
+    int64_t t, size;
+};
+
+struct rh_agg {
+    struct rh_rip *r;
+    struct rh_agg_stack *st;
+    size_t nst, capst;
+    struct rh_agg_thread *th;
+    size_t nth, capth;
+    /* live totals in merged order; the peak is checked at the end of each
+     * group of events with the same time, since the rows order frees first
+     * within a time */
+    int64_t total, total_blocks, peak, peak_blocks, peak_t;
+    uint64_t epoch;
+    int64_t cur_t;
+    int have_t;
+    int time_ordered;
+    int64_t last_alloc_t;
+    /* timeline */
+    int64_t span;
+    int tl_ok;
+    uint32_t cur_col;
+    uint64_t col_epoch;
+    struct rh_agg_col col[RH_AGG_COLUMNS + 1];
+    uint32_t *touched;
+    size_t ntouched, captouched;
+    struct rh_agg_point *pts;
+    size_t npts, cappts;
+    /* leaks */
+    struct rh_agg_leak *lk;
+    size_t nlk, caplk;
+    int64_t duration;
+    int ended;
+    int oom;
+};
+
+/* Creates the aggregates of a merge of r. span_ns: the run's length if known
+ * before the merge (the trailer's end), else 0; the per-column timeline is
+ * kept only when it is known and no event lies past it. NULL on out of
+ * memory. */
+RH_HIDDEN struct rh_agg *rh_agg_new(struct rh_rip *r, int64_t span_ns);
+RH_HIDDEN void rh_agg_free(struct rh_agg *a);
+/* An allocation (is_alloc) or the free of a known block, of stack index si
+ * and `size` bytes, at time t in merged order. Returns 0 or -1 (out of memory). */
+RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, int is_alloc);
+/* Every row the merge emits, before the sink sees it. Returns 0 or -1. */
+RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
+/* The last event was merged: settles the peak and the timeline; duration_ns
+ * is the run's length as meta records it. Called before the rows of blocks
+ * still live, which rh_agg_row() then scores into the leak curve. */
+RH_HIDDEN void rh_agg_end(struct rh_agg *a, int64_t duration_ns);
+/* 1 when every row's id is in alloc_after order (time filters then search
+ * ids instead of an index on alloc_after). */
+RH_HIDDEN int rh_agg_time_ordered(const struct rh_agg *a);
+/* Leak-curve bucket of an allocation at t: as `rheaper leaks` computes it
+ * in SQL, min(nb - 1, CAST(t * 1.0 * nb / duration AS INTEGER)). */
+RH_HIDDEN int rh_leak_bucket(int64_t t, int nb, int64_t duration);
+
+/* ---- rh_db_agg.c: the aggregate tables ----------------------------------- */
+
+/* Writes the aggregate tables and their meta keys into db (a sqlite3 *,
+ * inside the conversion's transaction). Returns 0, or -1 with err set. */
+RH_HIDDEN int rh_agg_write(struct rh_agg *a, void *db, char *err, size_t errlen);
+
+/* The run's length in ns as meta records it: the last event, or the trailer's
+ * end time when later. */
+RH_HIDDEN int64_t rh_run_duration(const struct rh_rip *r, int64_t last_ns);
+
+/* ---- rh_callsite.c: call sites past allocator wrappers ------------------ */
+
+/* Computes every stack's call site frame (stacks.callsite) from the
+ * backtraces already written to db and records the functions it skipped in
+ * table skipped_functions. Returns 0, or -1 with err set. */
+RH_HIDDEN int rh_callsite_write(void *db, char *err, size_t errlen);
 
 /* ---- rh_db.c: the SQLite database --------------------------------------- */
 
@@ -328,6 +478,10 @@ RH_HIDDEN int rh_db_row(void *db, const struct rh_row *row);
  * both cases. */
 RH_HIDDEN int rh_db_finish(struct rh_db *db, struct rh_rip *r, const struct rh_merge_stats *st,
                            struct rh_symbolizer *sym, int force, char *err, size_t errlen);
+/* Aggregates to store at rh_db_finish() (NULL: none), and culling: rows of
+ * blocks freed after living less than min_lifetime_ns are not written (0:
+ * every row). */
+RH_HIDDEN void rh_db_set_agg(struct rh_db *db, struct rh_agg *agg, int64_t min_lifetime_ns);
 /* The message of the last failed rh_db_row(). */
 RH_HIDDEN const char *rh_db_error(const struct rh_db *db);
 /* Abandons the conversion: closes and removes the temp file. NULL is fine. */
@@ -376,5 +530,14 @@ RH_HIDDEN const char *rh_db_temp_path(void);
  * line saying so) or 1. */
 int rh_convert_file(const char *prog, const char *rip_path, const char *db_path, int force,
                     int quiet, const char *const *search);
+
+/* The same with every option of a conversion. */
+struct rh_convert_opts {
+    int force, quiet;
+    const char *const *search;
+    int64_t min_lifetime_ns; /* --min-lifetime: cull rows of shorter-lived blocks; 0: none */
+};
+int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_path,
+                         const struct rh_convert_opts *o);
 
 #endif

@@ -145,6 +145,15 @@ static void rh_report_damage(const char *prog, const struct rh_rip *r,
 int rh_convert_file(const char *prog, const char *rip_path, const char *db_path, int force,
                     int quiet, const char *const *search)
 {
+    struct rh_convert_opts o = {force, quiet, search, 0};
+    return rh_convert_file_opts(prog, rip_path, db_path, &o);
+}
+
+int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_path,
+                         const struct rh_convert_opts *o)
+{
+    int force = o->force, quiet = o->quiet;
+    const char *const *search = o->search;
     struct stat st;
     if (!force && lstat(db_path, &st) == 0) {
         fprintf(stderr, "%s: %s exists; use --force to overwrite\n", prog, db_path);
@@ -174,7 +183,17 @@ int rh_convert_file(const char *prog, const char *rip_path, const char *db_path,
         return 1;
     }
 
-    struct rh_merge_sink sink = {rh_sink_row, rh_sink_progress, &sc};
+    /* The span of the stored timeline: the run's length when the trailer
+     * gives it before the merge. */
+    struct rh_agg *agg = rh_agg_new(&r, r.has_trailer ? rh_run_duration(&r, 0) : 0);
+    if (!agg) {
+        fprintf(stderr, "%s: %s: out of memory\n", prog, rip_path);
+        rh_db_abort(sc.db);
+        rh_rip_close(&r);
+        return 1;
+    }
+    rh_db_set_agg(sc.db, agg, o->min_lifetime_ns);
+    struct rh_merge_sink sink = {rh_sink_row, rh_sink_progress, &sc, agg};
     struct rh_merge_stats ms;
     int rc = rh_merge_run(&r, &sink, &ms);
     if (sc.prog.on)
@@ -185,6 +204,7 @@ int rh_convert_file(const char *prog, const char *rip_path, const char *db_path,
         else
             fprintf(stderr, "%s: %s\n", prog, rh_db_error(sc.db));
         rh_db_abort(sc.db);
+        rh_agg_free(agg);
         rh_rip_close(&r);
         return 1;
     }
@@ -192,6 +212,7 @@ int rh_convert_file(const char *prog, const char *rip_path, const char *db_path,
     struct rh_symbolizer *sym = rh_make_symbolizer(&r, search);
     rc = rh_db_finish(sc.db, &r, &ms, sym, force, err, sizeof err);
     rh_sym_free(sym);
+    rh_agg_free(agg);
     if (rc) {
         fprintf(stderr, "%s: %s\n", prog, err);
         rh_rip_close(&r);
@@ -199,6 +220,11 @@ int rh_convert_file(const char *prog, const char *rip_path, const char *db_path,
     }
     if (!quiet)
         rh_report_damage(prog, &r, &ms);
+    if (!quiet && o->min_lifetime_ns > 0)
+        fprintf(stderr,
+                "%s: %s: culled: rows only for blocks that lived at least %.6g s or were "
+                "never freed (aggregates count every event)\n",
+                prog, db_path, o->min_lifetime_ns / 1e9);
     rh_rip_close(&r);
     return 0;
 }

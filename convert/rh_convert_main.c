@@ -13,27 +13,48 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "rh_convert.h"
+
+/* Parses a duration with a unit (ns, us, ms, s) into ns. Returns 0 or -1. */
+static int rh_parse_lifetime(const char *s, int64_t *ns)
+{
+    char *end;
+    double d = strtod(s, &end);
+    if (end == s || !isfinite(d) || d < 0)
+        return -1;
+    double mul = !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1e3 : !strcmp(end, "ms") ? 1e6
+                                      : !strcmp(end, "s")    ? 1e9
+                                                             : -1;
+    if (mul < 0 || d * mul > 9e18)
+        return -1;
+    *ns = (int64_t)llround(d * mul);
+    return 0;
+}
 
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"
 #endif
 
 static const char rh_usage[] =
-    "usage: rheaper-convert [--force] [--quiet] [--search DIR]... RIP DB\n"
+    "usage: rheaper-convert [--force] [--quiet] [--search DIR]... [--min-lifetime T] RIP DB\n"
     "Converts the rheaper profile RIP (rip-<pid>) into the SQLite database DB.\n"
     "  --force    overwrite DB if it exists\n"
     "  --quiet    no warnings or progress, errors only\n"
     "  --search DIR  look for the program and its libraries in DIR first (by file\n"
     "             name; build ids must match), e.g. to convert on another machine\n"
+    "  --min-lifetime T  write rows only for blocks that lived at least T (ns, us,\n"
+    "             ms, s, e.g. 10ms) or were never freed; aggregates still count\n"
+    "             every event\n"
     "  --help     this text\n"
     "  --version  print the version\n";
 
 int main(int argc, char **argv)
 {
     int force = 0, quiet = 0, dashdash = 0, nsearch = 0;
+    int64_t min_life = 0;
     const char *search[17] = {0};
     const char *paths[2];
     int npaths = 0;
@@ -50,6 +71,13 @@ int main(int argc, char **argv)
                     return 2;
                 }
                 search[nsearch++] = argv[++i];
+            } else if (!strcmp(a, "--min-lifetime")) {
+                if (i + 1 >= argc || rh_parse_lifetime(argv[i + 1], &min_life)) {
+                    fprintf(stderr, "rheaper-convert: --min-lifetime needs a duration with a "
+                                    "unit (ns, us, ms, s), e.g. 10ms\n");
+                    return 2;
+                }
+                i++;
             } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
                 fputs(rh_usage, stdout);
                 return 0;
@@ -74,5 +102,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "rheaper-convert: expected RIP and DB\n%s", rh_usage);
         return 2;
     }
-    return rh_convert_file("rheaper-convert", paths[0], paths[1], force, quiet, search);
+    struct rh_convert_opts o = {force, quiet, search, min_life};
+    return rh_convert_file_opts("rheaper-convert", paths[0], paths[1], &o);
 }

@@ -76,6 +76,16 @@ const char *rh_kind_name(uint32_t kind)
 struct rh_db {
     sqlite3 *db;
     sqlite3_stmt *ins;
+    struct rh_agg *agg;      /* NULL: no aggregate tables */
+    int64_t min_lifetime_ns; /* culling (rheaper-convert --min-lifetime); 0: none */
+    uint64_t culled;         /* rows not written by culling */
+    /* Rows arrive in free order but their ids are in allocation order; a
+     * ring of RH_DB_RING rows puts them back in id order before inserting,
+     * so the table's pages fill up (rows of blocks that outlive the ring are
+     * inserted late, out of order). */
+    struct rh_row *ring;
+    uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
+    uint64_t next_id; /* the smallest id not yet inserted or passed */
     char path[PATH_MAX];
     char err[512];
 };
@@ -136,21 +146,42 @@ static const char rh_schema[] =
     "PRAGMA synchronous=OFF;"
     "PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA cache_size=-65536;"
-    "CREATE TABLE allocations(id INTEGER PRIMARY KEY, alloc_after INTEGER NOT NULL,"
+    /* The rows; the view allocations adds each stack's kind (README). */
+    "CREATE TABLE alloc_rows(id INTEGER PRIMARY KEY, alloc_after INTEGER NOT NULL,"
     " dealloc_after INTEGER, bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL,"
-    " alloc_thread INTEGER NOT NULL, dealloc_thread INTEGER, kind TEXT NOT NULL,"
-    " temporary INTEGER NOT NULL);"
+    " alloc_thread INTEGER NOT NULL, dealloc_thread INTEGER, temporary INTEGER NOT NULL);"
     "CREATE TABLE backtraces(id INTEGER NOT NULL, frame_no INTEGER NOT NULL, file TEXT,"
     " line INTEGER, sym TEXT, module TEXT, address INTEGER, inlined INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(id, frame_no)) WITHOUT ROWID;"
-    "CREATE TABLE stacks(id INTEGER PRIMARY KEY, kind TEXT, depth INTEGER, truncated INTEGER);"
+    "CREATE TABLE stacks(id INTEGER PRIMARY KEY, kind TEXT, depth INTEGER, truncated INTEGER,"
+    " callsite INTEGER NOT NULL DEFAULT 0);"
+    /* Aggregates computed while merging (rh_aggregate.c, rh_db_agg.c). */
+    "CREATE TABLE stack_stats(bt INTEGER PRIMARY KEY, count INTEGER, bytes INTEGER,"
+    " freed_blocks INTEGER, freed_bytes INTEGER, leaked_blocks INTEGER, leaked_bytes INTEGER,"
+    " peak_blocks INTEGER, peak_bytes INTEGER, temporary INTEGER, first_alloc INTEGER,"
+    " last_alloc INTEGER);"
+    "CREATE TABLE thread_stats(thread INTEGER PRIMARY KEY, alloc_blocks INTEGER,"
+    " alloc_bytes INTEGER, freed_blocks INTEGER, freed_bytes INTEGER,"
+    " freed_by_others_blocks INTEGER, freed_by_others_bytes INTEGER, live_blocks INTEGER,"
+    " live_bytes INTEGER);"
+    "CREATE TABLE timeline(col INTEGER PRIMARY KEY, t INTEGER, max_bytes INTEGER,"
+    " max_time INTEGER, end_bytes INTEGER, active INTEGER);"
+    "CREATE TABLE timeline_stacks(col INTEGER, bt INTEGER, at_max INTEGER, at_end INTEGER);"
+    "CREATE TABLE leak_curve(bt INTEGER, bucket INTEGER, blocks INTEGER, bytes INTEGER,"
+    " first INTEGER, last INTEGER, PRIMARY KEY(bt, bucket)) WITHOUT ROWID;"
+    "CREATE TABLE skipped_functions(sym TEXT PRIMARY KEY, callers INTEGER, stacks INTEGER);"
     "CREATE TABLE threads(id INTEGER PRIMARY KEY, tid INTEGER, name TEXT);"
     "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT);"
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
     "BEGIN;";
 
 static const char rh_post[] =
-    "CREATE INDEX allocations_bt ON allocations(bt);"
+    "CREATE INDEX alloc_rows_bt ON alloc_rows(bt);"
+    "CREATE VIEW allocations AS SELECT a.id AS id, a.alloc_after AS alloc_after,"
+    " a.dealloc_after AS dealloc_after, a.bt AS bt, a.size AS size, a.addr AS addr,"
+    " a.alloc_thread AS alloc_thread, a.dealloc_thread AS dealloc_thread,"
+    " coalesce((SELECT s.kind FROM stacks s WHERE s.id = a.bt), 'unknown') AS kind,"
+    " a.temporary AS temporary FROM alloc_rows a;"
     "CREATE INDEX backtraces_id ON backtraces(id);"
     "CREATE INDEX backtraces_file_line ON backtraces(file, line);"
     "CREATE VIEW leaks AS SELECT * FROM allocations WHERE dealloc_after IS NULL;"
@@ -166,10 +197,9 @@ static const char rh_post[] =
     /* The views of the rheaper command (README, "The rheaper command"). */
     "CREATE VIEW heap_timeline AS " RH_SQL_HEAP_TIMELINE("allocations") ";"
     "CREATE VIEW thread_summary AS " RH_SQL_THREAD_SUMMARY("allocations") ";"
-    /* heaptrack's temporary allocations: allocations.temporary, set by the
-     * converter's merge (rh_merge.c, rh_merge_temporary). */
+    /* heaptrack's temporary allocations (rh_temporary_free in rh_convert.h). */
     "CREATE VIEW temporary AS SELECT id, alloc_after, dealloc_after, bt, size, addr,"
-    " alloc_thread, dealloc_thread, kind FROM allocations WHERE temporary;"
+    " alloc_thread, dealloc_thread, kind FROM allocations WHERE temporary = 1;"
     "CREATE VIEW callsites_by_function AS SELECT b.sym AS sym, min(b.file) AS file,"
     " count(*) AS count, sum(a.size) AS total_size, avg(a.size) AS avg_size,"
     " sum(a.dealloc_after IS NULL) AS leaked_count,"
@@ -218,8 +248,8 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
     }
     if (rh_db_exec(d, rh_schema, err, errlen) ||
         rh_db_prepare(d,
-                      "INSERT INTO allocations(alloc_after, dealloc_after, bt, size, addr,"
-                      " alloc_thread, dealloc_thread, kind, temporary) VALUES(?,?,?,?,?,?,?,?,?)",
+                      "INSERT INTO alloc_rows(id, alloc_after, dealloc_after, bt, size, addr,"
+                      " alloc_thread, dealloc_thread, temporary) VALUES(?,?,?,?,?,?,?,?,?)",
                       &d->ins, err, errlen)) {
         rh_db_abort(d);
         return NULL;
@@ -227,25 +257,27 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
     return d;
 }
 
-int rh_db_row(void *ctx, const struct rh_row *row)
+#define RH_DB_RING (1u << 19)
+
+/* Inserts one row now. Returns 0 or -1. */
+static int rh_db_insert(struct rh_db *d, const struct rh_row *row)
 {
-    struct rh_db *d = ctx;
     sqlite3_stmt *s = d->ins;
-    sqlite3_bind_int64(s, 1, row->alloc_ns);
+    sqlite3_bind_int64(s, 1, (sqlite3_int64)row->id);
+    sqlite3_bind_int64(s, 2, row->alloc_ns);
     if (row->dealloc_ns >= 0)
-        sqlite3_bind_int64(s, 2, row->dealloc_ns);
+        sqlite3_bind_int64(s, 3, row->dealloc_ns);
     else
-        sqlite3_bind_null(s, 2);
-    sqlite3_bind_int64(s, 3, (sqlite3_int64)row->stack);
-    sqlite3_bind_int64(s, 4, (sqlite3_int64)row->size);
-    sqlite3_bind_int64(s, 5, (sqlite3_int64)row->addr);
-    sqlite3_bind_int64(s, 6, row->alloc_thread);
+        sqlite3_bind_null(s, 3);
+    sqlite3_bind_int64(s, 4, (sqlite3_int64)row->stack);
+    sqlite3_bind_int64(s, 5, (sqlite3_int64)row->size);
+    sqlite3_bind_int64(s, 6, (sqlite3_int64)row->addr);
+    sqlite3_bind_int64(s, 7, row->alloc_thread);
     if (row->dealloc_thread)
-        sqlite3_bind_int64(s, 7, row->dealloc_thread);
+        sqlite3_bind_int64(s, 8, row->dealloc_thread);
     else
-        sqlite3_bind_null(s, 7);
-    sqlite3_bind_text(s, 8, rh_kind_name(row->kind), -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 9, row->temporary);
+        sqlite3_bind_null(s, 8);
+    sqlite3_bind_int64(s, 9, row->temporary);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) {
@@ -256,12 +288,55 @@ int rh_db_row(void *ctx, const struct rh_row *row)
     return 0;
 }
 
+/* Inserts the ring's rows from next_id on, up to `upto` (exclusive) or, when
+ * upto is 0, while they are there. Returns 0 or -1. */
+static int rh_db_ring_flush(struct rh_db *d, uint64_t upto)
+{
+    for (;;) {
+        size_t k = d->next_id & (RH_DB_RING - 1);
+        if (upto ? d->next_id >= upto : !d->ring_full[k])
+            return 0;
+        if (d->ring_full[k] == 1 && rh_db_insert(d, &d->ring[k]))
+            return -1;
+        d->ring_full[k] = 0;
+        d->next_id++;
+    }
+}
+
+int rh_db_row(void *ctx, const struct rh_row *row)
+{
+    struct rh_db *d = ctx;
+    int culled = d->min_lifetime_ns > 0 && row->dealloc_ns >= 0 &&
+                 row->dealloc_ns - row->alloc_ns < d->min_lifetime_ns;
+    d->culled += (uint64_t)culled;
+    if (!d->ring) {
+        d->ring = malloc(RH_DB_RING * sizeof *d->ring);
+        d->ring_full = calloc(RH_DB_RING, 1);
+        d->next_id = 1;
+        if (!d->ring || !d->ring_full) {
+            rh_db_seterr(d->err, sizeof d->err, "%s: out of memory", rh_db_tmp);
+            return -1;
+        }
+    }
+    if (row->id < d->next_id) /* it outlived the ring */
+        return culled ? 0 : rh_db_insert(d, row);
+    if (row->id >= d->next_id + RH_DB_RING && rh_db_ring_flush(d, row->id - RH_DB_RING + 1))
+        return -1;
+    size_t k = row->id & (RH_DB_RING - 1);
+    if (!culled)
+        d->ring[k] = *row;
+    d->ring_full[k] = culled ? 2 : 1; /* 2: culled, the flush passes it */
+    return row->id == d->next_id ? rh_db_ring_flush(d, 0) : 0;
+}
+
 void rh_db_abort(struct rh_db *d)
 {
     if (!d)
         return;
     sqlite3_finalize(d->ins);
     sqlite3_close(d->db);
+    free(d->ring);
+    free(d->ring_full);
     if (rh_db_tmp[0])
         unlink(rh_db_tmp);
     rh_db_tmp[0] = 0;
@@ -453,15 +528,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     } else {
         snprintf(when, sizeof when, "unknown");
     }
-    int64_t duration = st->last_ns;
-    if (r->has_trailer) {
-        int64_t end = rh_rip_ns(r, r->tr_end_tick);
-        if (r->tr_end_ns > r->hdr.start_mono_ns &&
-            r->tr_end_ns - r->hdr.start_mono_ns < (uint64_t)INT64_MAX)
-            end = (int64_t)(r->tr_end_ns - r->hdr.start_mono_ns);
-        if (end > duration)
-            duration = end;
-    }
+    int64_t duration = rh_run_duration(r, st->last_ns);
     int clean = r->has_trailer && !r->damaged && !r->cut_short;
     rh_meta_text(&m, "program", r->exe);
     rh_meta_text(&m, "args", r->args);
@@ -484,7 +551,9 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     rh_meta_int(&m, "damaged", r->damaged);
     rh_meta_int(&m, "undefined_stacks", (int64_t)undefined);
     rh_meta_int(&m, "out_of_order_events", (int64_t)r->out_of_order);
-    rh_meta_int(&m, "rows", (int64_t)st->rows);
+    rh_meta_int(&m, "rows", (int64_t)(st->rows - d->culled));
+    rh_meta_int(&m, "min_lifetime_ns", d->min_lifetime_ns);
+    rh_meta_int(&m, "culled_rows", (int64_t)d->culled);
     if (r->has_trailer) {
         rh_meta_int(&m, "events_lost", (int64_t)r->tr_lost);
         rh_meta_int(&m, "events_recorded", (int64_t)r->tr_events);
@@ -520,30 +589,6 @@ static int rh_db_meta_debug(struct rh_db *d, struct rh_symbolizer *sym, char *er
     return m.rc;
 }
 
-/* Kinds of rows written before their stack's definition was seen, and of rows
- * of dynamic kinds (their KINDNAME record may come later in the merge than a
- * row of another thread). Runs after the bt index exists. */
-static int rh_db_fix_kinds(struct rh_db *d, struct rh_rip *r, char *err, size_t errlen)
-{
-    sqlite3_stmt *st = NULL;
-    for (size_t i = 0; i < r->nstacks; i++) {
-        const struct rh_stack *s = &r->stacks[i];
-        if ((!s->provisional && s->kind < RIP_DYN_KIND_BASE) || !s->defined)
-            continue;
-        if (!st &&
-            rh_db_prepare(d, "UPDATE allocations SET kind = ? WHERE bt = ?", &st, err, errlen))
-            return -1;
-        sqlite3_bind_text(st, 1, rh_kind_name(s->kind), -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (sqlite3_int64)s->id);
-        if (rh_db_step(d, st, err, errlen)) {
-            sqlite3_finalize(st);
-            return -1;
-        }
-    }
-    sqlite3_finalize(st);
-    return 0;
-}
-
 /* Moves the finished temp file to d->path. */
 static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
 {
@@ -573,13 +618,20 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
                  struct rh_symbolizer *sym, int force, char *err, size_t errlen)
 {
     uint64_t undefined = 0;
+    if (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING)) {
+        snprintf(err, errlen, "%s", d->err);
+        goto fail;
+    }
     sqlite3_finalize(d->ins);
     d->ins = NULL;
     if (rh_db_stacks(d, r, sym, &undefined, err, errlen) ||
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||
-        rh_db_exec(d, rh_post, err, errlen) || rh_db_fix_kinds(d, r, err, errlen) ||
-        rh_db_exec(d, "COMMIT;", err, errlen))
+        (d->agg && rh_agg_write(d->agg, d->db, err, errlen)) ||
+        rh_db_exec(d, rh_post, err, errlen) ||
+        (d->agg && !rh_agg_time_ordered(d->agg) &&
+         rh_db_exec(d, "CREATE INDEX alloc_rows_time ON alloc_rows(alloc_after);", err, errlen)) ||
+        rh_callsite_write(d->db, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
         goto fail;
     if (sqlite3_close(d->db) != SQLITE_OK) {
         rh_db_seterr(err, errlen, "%s: cannot close (%s)", rh_db_tmp, sqlite3_errmsg(d->db));
@@ -589,11 +641,19 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     if (rh_db_place(d, force, err, errlen))
         goto fail;
     rh_db_tmp[0] = 0;
+    free(d->ring);
+    free(d->ring_full);
     free(d);
     return 0;
 fail:
     rh_db_abort(d);
     return -1;
+}
+
+void rh_db_set_agg(struct rh_db *d, struct rh_agg *agg, int64_t min_lifetime_ns)
+{
+    d->agg = agg;
+    d->min_lifetime_ns = min_lifetime_ns;
 }
 
 const char *rh_db_error(const struct rh_db *d)

@@ -9,7 +9,7 @@
  * Anomalies are counted, never fatal: frees of unknown addresses, allocations
  * over a still-live address (its free was missed), failed allocations.
  * The same pass gives every event a distinct time (rh_merge_time) and flags
- * temporary allocations (rh_merge_temporary), heaptrack's definition.
+ * temporary allocations (rh_temporary_alloc/free), heaptrack's definition.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +20,7 @@
 
 struct rh_live {
     uint64_t addr;
+    uint64_t id; /* allocation number in merged order */
     int64_t t;
     uint64_t size;
     uint32_t stack;  /* index into rip->stacks */
@@ -141,11 +142,9 @@ struct rh_merge {
     struct rh_merge_stats *st;
     struct rh_livemap live;
     int64_t prev_ns; /* time given to the previous event, -1 before the first */
-    /* the previous event, when it was an allocation: its (size, stack) */
-    int prev_alloc;
-    uint64_t prev_size;
-    uint32_t prev_stack;
     uint64_t pool_live; /* live blocks with a pool tag (RIP_IS_POOL_ADDR) */
+    struct rh_temp_state temp;
+    uint64_t nalloc; /* allocations merged so far: the next row id - 1 */
 };
 
 /* The time of the next merged event in ns since enable: the clock's, raised to
@@ -162,30 +161,7 @@ static int64_t rh_merge_time(struct rh_merge *m, const struct rh_event *ev)
     return t;
 }
 
-/* heaptrack's temporary allocations (its analyzer keeps the allocation info,
- * i.e. the (size, stack) pair, of the last allocation event and clears it at
- * every free). Call with b = NULL for an allocation of (size, stack), and with
- * the freed block for a free of a live block; frees of unknown addresses and
- * failed allocations are not events here, as heaptrack never records them.
- * Returns 1 when this free is temporary: the event just before it, among all
- * threads' events in the merged order, allocated the same size from the same
- * stack (not necessarily this very block). */
-static int rh_merge_temporary(struct rh_merge *m, const struct rh_live *b, uint64_t size,
-                              uint32_t stack)
-{
-    if (!b) {
-        m->prev_alloc = 1;
-        m->prev_size = size;
-        m->prev_stack = stack;
-        return 0;
-    }
-    int tmp = m->prev_alloc && m->prev_size == b->size && m->prev_stack == b->stack;
-    m->prev_alloc = 0;
-    return tmp;
-}
-
-/* Emits the row of block b, freed at t by thread (dealloc_ns -1: never);
- * temporary as rh_merge_temporary() decided. */
+/* Emits the row of block b, freed at t by thread (dealloc_ns -1: never). */
 static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t, uint32_t thread,
                          int temporary)
 {
@@ -199,6 +175,8 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
     row.addr = RIP_IS_POOL_ADDR(b->addr) ? b->addr & RIP_POOL_ADDR_MASK : b->addr;
     row.alloc_thread = b->thread;
     row.dealloc_thread = thread;
+    row.id = b->id;
+    row.stack_index = b->stack;
     row.temporary = (uint8_t)temporary;
     if (stk->defined) {
         row.kind = stk->kind;
@@ -207,17 +185,25 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
         stk->provisional = 1;
     }
     m->st->rows++;
+    if (m->sink->agg && rh_agg_row(m->sink->agg, &row))
+        return -1;
     return m->sink->row ? m->sink->row(m->sink->ctx, &row) : 0;
 }
 
-/* Removes live block b and emits its row, freed at t by thread. */
-static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint32_t thread,
-                          int temporary)
+/* Removes live block b and emits its row, freed at t by thread (t -1: the
+ * block's free was missed and it stays live as far as rows tell). */
+static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint32_t thread)
 {
     struct rh_live copy = *b;
     if (RIP_IS_POOL_ADDR(b->addr))
         m->pool_live--;
     rh_live_del(&m->live, b);
+    int temporary = 0;
+    if (t >= 0) {
+        temporary = rh_temporary_free(&m->temp, copy.stack, copy.size);
+        if (m->sink->agg && rh_agg_event(m->sink->agg, copy.stack, t, copy.size, 0))
+            return -1;
+    }
     return rh_merge_emit(m, &copy, t, thread, temporary);
 }
 
@@ -250,7 +236,7 @@ static int rh_merge_pool_reset(struct rh_merge *m, uint32_t pool, int64_t t, uin
     for (size_t i = 0; i < n && !rc; i++) {
         struct rh_live *b = rh_live_find(&m->live, addrs[i]);
         if (b)
-            rc = rh_merge_close(m, b, t, thread, 0); /* not a heaptrack event */
+            rc = rh_merge_close(m, b, t, thread);
     }
     free(addrs);
     return rc;
@@ -270,7 +256,7 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
             m->st->unknown_frees++;
             return 0;
         }
-        return rh_merge_close(m, b, t, ev->thread, rh_merge_temporary(m, b, 0, 0));
+        return rh_merge_close(m, b, t, ev->thread);
     }
     case RH_EV_ALLOC:
     case RH_EV_RALLOC: {
@@ -281,12 +267,14 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         struct rh_live *old = rh_live_find(&m->live, ev->addr);
         if (old) {
             m->st->overlapping_allocs++;
-            int rc = rh_merge_close(m, old, -1, 0, 0);
+            int rc = rh_merge_close(m, old, -1, 0);
             if (rc)
                 return rc;
         }
-        rh_merge_temporary(m, NULL, ev->size, si);
-        struct rh_live b = {ev->addr, t, ev->size, si, ev->thread ? ev->thread : 1};
+        struct rh_live b = {ev->addr, ++m->nalloc, t, ev->size, si, ev->thread ? ev->thread : 1};
+        rh_temporary_alloc(&m->temp, si, ev->size);
+        if (m->sink->agg && rh_agg_event(m->sink->agg, si, t, ev->size, 1))
+            return -1;
         if (RIP_IS_POOL_ADDR(ev->addr))
             m->pool_live++;
         return rh_live_add(&m->live, &b);
@@ -307,9 +295,7 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
 static int rh_live_cmp(const void *a, const void *b)
 {
     const struct rh_live *x = a, *y = b;
-    if (x->t != y->t)
-        return x->t < y->t ? -1 : 1;
-    return x->addr < y->addr ? -1 : x->addr > y->addr;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
 int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_merge_stats *st)
@@ -354,6 +340,8 @@ int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_m
     }
 
     /* blocks still live: rows without a free, in allocation order */
+    if (sink->agg)
+        rh_agg_end(sink->agg, rh_run_duration(r, st->last_ns));
     st->live_at_end = m.live.n;
     size_t k = 0;
     for (size_t i = 0; i < m.live.cap; i++)

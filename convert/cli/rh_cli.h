@@ -87,7 +87,13 @@ struct rh_filter {
     double temporary_ms;        /* < 0: heaptrack's definition */
     const char *kind[8], *not_kind[8]; /* --kind (any of), --not-kind (none of) */
     int nkind, nnot_kind;
+    /* call sites, not row filters: more wrappers to skip, or none at all */
+    const char *skip_re[8];
+    int nskip, no_skip;
 };
+
+/* 1 when f selects rows (any filter but the call-site options). */
+int rh_filter_active(const struct rh_filter *f);
 
 /* Sets every field to "unset". */
 void rh_filter_init(struct rh_filter *f);
@@ -97,11 +103,39 @@ void rh_filter_init(struct rh_filter *f);
  * line for a bad value. */
 int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
 
-/* Creates TEMP TABLE sel: the allocations rows (all columns, plus `lifetime`
- * in ns, NULL when leaked, and `temporary`, 1 for a temporary allocation in the
- * sense --temporary-ms selects) that pass f. All values are bound, never pasted into
- * SQL. Returns 0, or -1 after printing SQLite's message. */
+/* Builds the scope every command reads, from f (README, "How the rheaper
+ * command answers"):
+ *   TEMP TABLE cs(bt, frame)       each stack in scope and its call-site frame
+ *                                  (stacks.callsite, --skip-function, --no-skip)
+ *   TEMP TABLE sstat(bt, ...)      per stack: the columns of stack_stats over
+ *                                  the rows that pass f
+ *   TEMP TABLE scope(...)          one row: rows (1 when computed from rows),
+ *                                  peak_bytes, peak_blocks, peak_time, culled
+ *   sel                            the rows that pass f (all columns of
+ *                                  allocations plus `lifetime` in ns, NULL when
+ *                                  leaked; `temporary` in the sense
+ *                                  --temporary-ms selects)
+ * Without row filters on a converted profile with aggregates, sstat is
+ * stack_stats and sel a TEMP VIEW of allocations that nothing reads unless
+ * asked (query, export): no command scans the rows. With filters, stack
+ * filters are resolved over the distinct stacks, rows are selected through the
+ * bt index and time filters through the allocation-ordered ids, and the peak
+ * is found in C in one ordered pass. RHEAPER_ROWS=1 in the environment forces
+ * the row path (the tests compare both). Prints the call-site line and the
+ * culled line on stderr. All values are bound, never pasted into SQL.
+ * Returns 0, or -1 after printing one line. */
 int rh_filter_apply(sqlite3 *db, const struct rh_filter *f);
+
+/* The scope's figures (from TEMP TABLE scope): 1 when computed from rows. */
+struct rh_scope {
+    int rows;
+    int64_t peak_bytes, peak_blocks, peak_time;
+};
+int rh_scope_get(sqlite3 *db, struct rh_scope *sc);
+
+/* Prints "rheaper: call sites skip allocator wrappers: f, g, ..." on stderr
+ * once per process when the scope skipped any. */
+void rh_scope_notice(sqlite3 *db);
 
 /* ---- rh_cli_out.c: tables, CSV, JSON ---------------------------------- */
 

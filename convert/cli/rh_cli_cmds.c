@@ -141,9 +141,10 @@ static sqlite3_stmt *rh_prepare(sqlite3 *db, const char *sql)
     return st;
 }
 
-/* Creates TEMP TABLE site: for every stack in sel its frame-0 function and
- * location, and `site`, the group it is counted in (one per function and
- * location, or one per stack when per_stack). */
+/* Creates TEMP TABLE site: for every stack in scope the function and
+ * location of its call-site frame (TEMP TABLE cs), and `site`, the group it
+ * is counted in (one per function and location, or one per stack when
+ * per_stack). */
 static int rh_make_sites(sqlite3 *db, int per_stack)
 {
     char sql[2048];
@@ -158,8 +159,8 @@ static int rh_make_sites(sqlite3 *db, int per_stack)
                           "b.module") " || '+0x' || printf('%%x', b.address) ELSE printf('0x%%x', "
                                       "coalesce(b.address, 0))"
                                       " END AS location"
-                                      " FROM (SELECT DISTINCT bt FROM sel) s"
-                                      " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0);"
+                                      " FROM temp.cs s"
+                                      " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = s.frame);"
                                       "CREATE INDEX temp.site_bt ON site(bt);",
         per_stack ? "bt" : "dense_rank() OVER (ORDER BY function, location)");
     return rh_exec(db, sql);
@@ -255,13 +256,11 @@ static sqlite3_stmt *rh_top_stmt(sqlite3 *db, const char *by, int n, int stacks,
     snprintf(sql, sizeof sql,
              "SELECT function, location, count, bytes, leaked_blocks, leaked_bytes, peak_bytes,"
              " temporary%s FROM (SELECT min(s.function) AS function, min(s.location) AS location,"
-             " count(*) AS count, sum(a.size) AS bytes,"
-             " sum(a.dealloc_after IS NULL) AS leaked_blocks,"
-             " sum(CASE WHEN a.dealloc_after IS NULL THEN a.size ELSE 0 END) AS leaked_bytes,"
-             " sum(CASE WHEN a.alloc_after <= ?1 AND (a.dealloc_after IS NULL OR"
-             " a.dealloc_after > ?1) THEN a.size ELSE 0 END) AS peak_bytes,"
-             " sum(a.temporary) AS temporary, min(a.bt) AS bt"
-             " FROM sel a JOIN site s ON s.bt = a.bt GROUP BY s.site)"
+             " sum(a.count) AS count, sum(a.bytes) AS bytes,"
+             " sum(a.leaked_blocks) AS leaked_blocks, sum(a.leaked_bytes) AS leaked_bytes,"
+             " sum(a.peak_bytes) AS peak_bytes, sum(a.temporary) AS temporary,"
+             " min(a.bt) AS bt, ?1 AS unused"
+             " FROM temp.sstat a JOIN site s ON s.bt = a.bt GROUP BY s.site)"
              " WHERE %s > 0 ORDER BY %s DESC, bytes DESC, function, location LIMIT ?2",
              stacks ? ", " RH_STACK_OF("bt") " AS stack" : "", order, order);
     sqlite3_stmt *st = rh_prepare(db, sql);
@@ -292,9 +291,8 @@ static int rh_peak_list(sqlite3 *db, const struct rh_args *a, const struct rh_su
              "SELECT function, location, blocks, bytes,"
              " round(100.0 * bytes / ?3, 2) AS percent%s FROM"
              " (SELECT min(s.function) AS function, min(s.location) AS location,"
-             " count(*) AS blocks, sum(a.size) AS bytes, min(a.bt) AS bt"
-             " FROM sel a JOIN site s ON s.bt = a.bt"
-             " WHERE a.alloc_after <= ?1 AND (a.dealloc_after IS NULL OR a.dealloc_after > ?1)"
+             " sum(a.peak_blocks) AS blocks, sum(a.peak_bytes) AS bytes, min(a.bt) AS bt,"
+             " ?1 AS unused FROM temp.sstat a JOIN site s ON s.bt = a.bt WHERE a.peak_blocks > 0"
              " GROUP BY s.site) ORDER BY bytes DESC, function, location LIMIT ?2",
              a->stacks ? ", " RH_STACK_OF("bt") " AS stack" : "");
     sqlite3_stmt *st = rh_prepare(db, sql);
@@ -325,6 +323,19 @@ int rh_cmd_peak(int argc, char **argv)
  * A site that leaked all along grows like a line and covers every bucket
  * (score near 1); one block allocated once covers one bucket and gives a step
  * (score near 0), however large it is. Returns 0 or -1. */
+/* The number of buckets of the stored leak curve, 0 when there is none. */
+static int rh_leak_curve_buckets(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int nb = 0;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'leak_buckets'", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        nb = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return nb;
+}
+
 static int rh_leak_scores(sqlite3 *db, int nb, int64_t duration)
 {
     if (rh_exec(db, "DROP TABLE IF EXISTS temp.leak_sites;"
@@ -334,11 +345,21 @@ static int rh_leak_scores(sqlite3 *db, int nb, int64_t duration)
         return -1;
     if (duration <= 0)
         duration = 1;
+    /* The leaked blocks per site and bucket: from the converter's leak curve
+     * when the scope is unfiltered and the buckets are its own, else from the
+     * rows of the scope. */
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc))
+        return -1;
+    int curve = !sc.rows && nb == rh_leak_curve_buckets(db);
     sqlite3_stmt *q = rh_prepare(
-        db, "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER)) AS k,"
-            " count(*), sum(a.size), min(a.alloc_after), max(a.alloc_after)"
-            " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"
-            " GROUP BY s.site, k ORDER BY s.site, k");
+        db, curve ? "SELECT s.site, l.bucket AS k, sum(l.blocks), sum(l.bytes), min(l.first),"
+                    " max(l.last), ?1, ?2 FROM main.leak_curve l JOIN site s ON s.bt = l.bt"
+                    " GROUP BY s.site, k ORDER BY s.site, k"
+                  : "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER))"
+                    " AS k, count(*), sum(a.size), min(a.alloc_after), max(a.alloc_after)"
+                    " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"
+                    " GROUP BY s.site, k ORDER BY s.site, k");
     sqlite3_stmt *ins = rh_prepare(db, "INSERT INTO leak_sites VALUES(?,?,?,?,?,?,?,?)");
     double *y = calloc((size_t)nb, sizeof *y);
     int rc = -1;
@@ -467,6 +488,39 @@ static void rh_json_kv_str(FILE *out, const char *k, const char *v)
     fputs("\",", out);
 }
 
+/* The per-thread figures of the scope: the converter's thread_stats when it
+ * is unfiltered, else the thread_summary query over sel. */
+static const char *rh_thread_sql(sqlite3 *db)
+{
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc) == 0 && !sc.rows)
+        return "SELECT t.id AS thread, t.tid AS tid, t.name AS name,"
+               " coalesce(s.alloc_blocks, 0) AS alloc_blocks,"
+               " coalesce(s.alloc_bytes, 0) AS alloc_bytes,"
+               " coalesce(s.freed_blocks, 0) AS freed_blocks,"
+               " coalesce(s.freed_bytes, 0) AS freed_bytes,"
+               " coalesce(s.freed_by_others_blocks, 0) AS freed_by_others_blocks,"
+               " coalesce(s.freed_by_others_bytes, 0) AS freed_by_others_bytes,"
+               " coalesce(s.live_blocks, 0) AS live_blocks, coalesce(s.live_bytes, 0) AS live_bytes"
+               " FROM threads t LEFT JOIN thread_stats s ON s.thread = t.id ORDER BY t.id";
+    return RH_SQL_THREAD_SUMMARY("sel");
+}
+
+/* The per-kind figures of the scope (allocation function or pool name): the
+ * converter's stack_stats by stacks.kind when unfiltered, else over sel. */
+static const char *rh_kinds_sql(sqlite3 *db)
+{
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc) == 0 && !sc.rows)
+        return "SELECT coalesce(s.kind, 'unknown') AS kind, sum(t.count) AS blocks,"
+               " sum(t.bytes) AS bytes, sum(t.leaked_blocks) AS leaked_blocks"
+               " FROM stack_stats t LEFT JOIN stacks s ON s.id = t.bt"
+               " GROUP BY 1 ORDER BY bytes DESC, kind";
+    return "SELECT kind, count(*) AS blocks, sum(size) AS bytes,"
+           " sum(dealloc_after IS NULL) AS leaked_blocks FROM sel"
+           " GROUP BY kind ORDER BY bytes DESC, kind";
+}
+
 /* Prints the whole-profile figures, the top 5 sites and the threads, as text,
  * CSV (figures only) or one JSON object. */
 static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
@@ -477,10 +531,8 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
      * sit inside chunks of another kind, so "allocated" counts those bytes
      * twice; --kind / --not-kind pick one side (README "Allocators"). */
     if (!(top = rh_top_stmt(db, "bytes", 5, 0, s->peak_time_ns)) ||
-        !(thr = rh_prepare(db, RH_SQL_THREAD_SUMMARY("sel"))) ||
-        !(kinds = rh_prepare(db, "SELECT kind, count(*) AS blocks, sum(size) AS bytes,"
-                                 " sum(dealloc_after IS NULL) AS leaked_blocks FROM sel"
-                                 " GROUP BY kind ORDER BY bytes DESC, kind")))
+        !(thr = rh_prepare(db, rh_thread_sql(db))) ||
+        !(kinds = rh_prepare(db, rh_kinds_sql(db))))
         goto out;
     const struct {
         const char *k;

@@ -4,9 +4,9 @@
  * rh_cli_open() opens an existing profile.db read-only (it never creates one),
  * checks that it is a rheaper profile and registers REGEXP, implemented with
  * POSIX extended regular expressions, for the --function and --file filters.
- * rh_summary_compute() reads the meta table and computes totals, the peak of
- * live bytes and the temporary count over `sel`, the filtered allocations that
- * rh_filter_apply() (rh_cli_filter.c) made.
+ * rh_summary_compute() reads the meta table and sums the per-stack figures
+ * and takes the peak of the scope that rh_filter_apply() (rh_cli_filter.c)
+ * built: the converter's aggregates, or the figures of the filtered rows.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -103,8 +103,8 @@ sqlite3 *rh_cli_open(const char *path)
     sqlite3_stmt *st2 = NULL;
     int ok =
         sqlite3_prepare_v2(db,
-                           "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
-                           " ('allocations', 'backtraces', 'threads', 'meta')",
+                           "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view')"
+                           " AND name IN ('allocations', 'backtraces', 'threads', 'meta')",
                            -1, &st2, NULL) == SQLITE_OK &&
         sqlite3_step(st2) == SQLITE_ROW && sqlite3_column_int(st2, 0) == 4;
     sqlite3_finalize(st2);
@@ -122,6 +122,8 @@ sqlite3 *rh_cli_open(const char *path)
     sqlite3_create_function(db, "regexp", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, rh_regexp_fn,
                             NULL, NULL);
     sqlite3_busy_timeout(db, 2000);
+    /* Filtered selections live in TEMP tables: keep them in memory. */
+    sqlite3_exec(db, "PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536", NULL, NULL, NULL);
     return db;
 }
 
@@ -193,24 +195,21 @@ int rh_summary_compute(sqlite3 *db, struct rh_summary *s)
     if (args[0])
         snprintf(s->program, sizeof s->program, "%s", args);
 
+    /* Totals: sums of the per-stack figures of the scope (rh_filter_apply). */
     int64_t *tot[] = {&s->alloc_blocks,  &s->alloc_bytes,  &s->freed_blocks,    &s->freed_bytes,
                       &s->leaked_blocks, &s->leaked_bytes, &s->temporary_blocks};
     if (rh_row_ints(db,
-                    "SELECT count(*), coalesce(sum(size), 0), count(dealloc_after),"
-                    " coalesce(sum(CASE WHEN dealloc_after IS NOT NULL THEN size END), 0),"
-                    " count(*) - count(dealloc_after),"
-                    " coalesce(sum(CASE WHEN dealloc_after IS NULL THEN size END), 0),"
-                    " coalesce(sum(temporary), 0) FROM sel",
+                    "SELECT coalesce(sum(count), 0), coalesce(sum(bytes), 0),"
+                    " coalesce(sum(freed_blocks), 0), coalesce(sum(freed_bytes), 0),"
+                    " coalesce(sum(leaked_blocks), 0), coalesce(sum(leaked_bytes), 0),"
+                    " coalesce(sum(temporary), 0) FROM temp.sstat",
                     tot, 7))
         return -1;
     /* The peak: the first time the live bytes reached their maximum. */
-    int64_t *pk[] = {&s->peak_bytes, &s->peak_time_ns};
-    if (rh_row_ints(db,
-                    "SELECT live_bytes, time FROM (" RH_SQL_HEAP_TIMELINE(
-                        "sel") ") ORDER BY live_bytes DESC, time ASC LIMIT 1",
-                    pk, 2))
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc))
         return -1;
-    if (s->peak_bytes < 0)
-        s->peak_bytes = 0;
+    s->peak_bytes = sc.peak_bytes;
+    s->peak_time_ns = sc.peak_time;
     return 0;
 }

@@ -13,14 +13,21 @@
  *                          may be left out)
  *   --thread T             made by thread T: threads.id, kernel tid or name
  *   --temporary-ms T       "temporary" means a lifetime under T ms instead of
- *                          heaptrack's "freed before the same thread allocated
- *                          again"
+ *                          heaptrack's definition (the allocations.temporary
+ *                          column)
  *   --kind K / --not-kind K   the allocation function (kind) is one of the
  *                          --kind values / none of the --not-kind values: a
  *                          pool's name, malloc, je_malloc, ... (README
  *                          "Allocators": not counting pool bytes twice)
- * rh_filter_apply() materializes the rows that pass as TEMP TABLE sel, with
- * every value bound as a parameter.
+ * and two options that are not row filters but choose call sites:
+ *   --skip-function RE     also skip frames whose function matches RE when
+ *                          finding a stack's call site
+ *   --no-skip              the call site is frame 0 (no wrapper skipped)
+ * rh_filter_apply() builds the scope every command reads (rh_cli.h): per
+ * stack figures, call sites, the peak and the rows that pass, with every value
+ * bound as a parameter. Without row filters it only copies the converter's
+ * aggregates; with them it selects rows through indexes and computes the
+ * figures of the selection in one ordered pass.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -151,12 +158,23 @@ static int rh_bad(const char *opt, const char *val, const char *want)
     return -1;
 }
 
+int rh_filter_active(const struct rh_filter *f)
+{
+    return f->from >= 0 || f->to >= 0 || f->nfunc || f->nnot_func || f->nfile || f->nnot_file ||
+           f->min_size >= 0 || f->max_size >= 0 || f->lifetime || f->thread ||
+           f->temporary_ms >= 0 || f->nkind || f->nnot_kind;
+}
+
 int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
 {
     static const char *const opts[] = {
-        "--from",     "--to",       "--function", "--not-function", "--file",         "--not-file",
-        "--min-size", "--max-size", "--lifetime", "--thread",       "--temporary-ms",
-        "--kind",     "--not-kind", NULL};
+        "--from",     "--to",       "--function", "--not-function", "--file",
+        "--not-file", "--min-size", "--max-size", "--lifetime",     "--thread",
+        "--temporary-ms", "--skip-function", "--kind", "--not-kind", NULL};
+    if (!strcmp(argv[*i], "--no-skip")) {
+        f->no_skip = 1;
+        return 1;
+    }
     const char *a = argv[*i], *val = NULL;
     int k;
     size_t alen = 0;
@@ -239,6 +257,15 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
             return rh_bad(opt, val, "a thread id, tid or name");
         f->thread = val;
         break;
+    case 11:
+        if (f->nskip >= 8) {
+            fprintf(stderr, "rheaper: %s given more than 8 times\n", opt);
+            return -1;
+        }
+        if (rh_check_regex(opt, val))
+            return -1;
+        f->skip_re[f->nskip++] = val;
+        break;
     case 10: {
         char *end;
         errno = 0;
@@ -248,10 +275,10 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
         f->temporary_ms = d;
         break;
     }
-    case 11:
-    case 12: {
-        const char **v = k == 11 ? f->kind : f->not_kind;
-        int *n = k == 11 ? &f->nkind : &f->nnot_kind;
+    case 12:
+    case 13: {
+        const char **v = k == 12 ? f->kind : f->not_kind;
+        int *n = k == 12 ? &f->nkind : &f->nnot_kind;
         if (!*val || *n == 8)
             return rh_bad(opt, val, "an allocation kind (at most 8 of each option)");
         v[(*n)++] = val;
@@ -260,6 +287,9 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
     }
     return 1;
 }
+
+
+/* ---- the scope ------------------------------------------------------------ */
 
 /* Appends text to the SQL buffer; returns -1 when it does not fit. */
 static int rh_cat(char *sql, size_t cap, const char *s)
@@ -273,9 +303,8 @@ static int rh_cat(char *sql, size_t cap, const char *s)
 
 /* Parameters in the order the WHERE clause uses them. */
 struct rh_binds {
-    enum { RH_B_INT, RH_B_DBL, RH_B_TEXT } t[64];
+    enum { RH_B_INT, RH_B_TEXT } t[64];
     int64_t i[64];
-    double d[64];
     const char *s[64];
     int n;
 };
@@ -292,62 +321,253 @@ static void rh_bind_text(struct rh_binds *b, const char *v)
     b->s[b->n++] = v;
 }
 
+static int rh_fexec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    fprintf(stderr, "rheaper: SQL error: %s\n", msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return -1;
+}
+
+/* One integer from a one-row query with up to one bound integer (?1), or def
+ * when there is no row, the value is NULL or the query fails. */
+static int64_t rh_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = def;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_bind_parameter_count(st) >= 1)
+            sqlite3_bind_int64(st, 1, arg);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+            v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+static int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = def;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+            v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
 /* Duration of the run from meta, in ns (0 when unknown). */
 static int64_t rh_duration(sqlite3 *db)
 {
-    sqlite3_stmt *st = NULL;
-    int64_t d = 0;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'duration_ns'", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        d = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    if (d <= 0) {
-        st = NULL;
-        if (sqlite3_prepare_v2(db,
-                               "SELECT max(max(alloc_after), coalesce(max(dealloc_after), 0))"
-                               " FROM allocations",
-                               -1, &st, NULL) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW)
-            d = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
+    int64_t d = rh_meta_int(db, "duration_ns", 0);
+    if (d <= 0)
+        d = rh_int(db,
+                   "SELECT max(max(alloc_after), coalesce(max(dealloc_after), 0)) FROM allocations",
+                   0, 0);
     return d;
 }
 
-int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
+/* The smallest row id whose alloc_after is >= t (or > t when strict), or one
+ * past the last id: a binary search over the ids, which follow allocation
+ * order (meta ids_time_ordered), so no index on time is needed. */
+static int64_t rh_id_at(sqlite3 *db, int64_t t, int strict)
 {
-    char sql[8192] = "", where[6144] = "1";
+    int64_t lo = rh_int(db, "SELECT min(id) FROM alloc_rows", 0, 1);
+    int64_t hi = rh_int(db, "SELECT max(id) FROM alloc_rows", 0, 0) + 1;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT id, alloc_after FROM alloc_rows WHERE id >= ?1 ORDER BY id"
+                               " LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+        return lo;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        sqlite3_bind_int64(st, 1, mid);
+        if (sqlite3_step(st) != SQLITE_ROW) {
+            hi = mid;
+        } else {
+            int64_t id = sqlite3_column_int64(st, 0), at = sqlite3_column_int64(st, 1);
+            if (strict ? at > t : at >= t)
+                hi = mid;
+            else
+                lo = id + 1;
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return lo;
+}
+
+/* A min-heap of pending frees (time, size) for rh_peak_pass(). */
+struct rh_frees {
+    int64_t (*v)[2];
+    size_t n, cap;
+};
+
+static int rh_frees_push(struct rh_frees *h, int64_t t, int64_t size)
+{
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 4096;
+        int64_t(*nv)[2] = realloc(h->v, nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        h->v = nv;
+        h->cap = nc;
+    }
+    size_t i = h->n++;
+    while (i && h->v[(i - 1) / 2][0] > t) {
+        h->v[i][0] = h->v[(i - 1) / 2][0];
+        h->v[i][1] = h->v[(i - 1) / 2][1];
+        i = (i - 1) / 2;
+    }
+    h->v[i][0] = t;
+    h->v[i][1] = size;
+    return 0;
+}
+
+static void rh_frees_pop(struct rh_frees *h)
+{
+    int64_t t = h->v[--h->n][0], size = h->v[h->n][1];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->v[c + 1][0] < h->v[c][0])
+            c++;
+        if (h->v[c][0] >= t)
+            break;
+        h->v[i][0] = h->v[c][0];
+        h->v[i][1] = h->v[c][1];
+        i = c;
+    }
+    if (h->n) {
+        h->v[i][0] = t;
+        h->v[i][1] = size;
+    }
+}
+
+/* Finds the peak of sel in one ordered pass in C: the rows in allocation
+ * order (ids, when they follow time, need no sort), their frees from a heap
+ * ordered by time; at equal times frees come first, as the converter merges
+ * them. Gives the highest live byte count, the blocks live then and the first
+ * time it was reached (0, 0, 0 when nothing is). Returns 0 or -1 after a
+ * message. */
+static int rh_peak_pass(sqlite3 *db, int ordered, int64_t *peak, int64_t *blocks, int64_t *t)
+{
+    sqlite3_stmt *st;
+    *peak = *blocks = *t = 0;
+    if (sqlite3_prepare_v2(db,
+                           ordered ? "SELECT alloc_after, dealloc_after, size FROM sel ORDER BY rowid"
+                                   : "SELECT alloc_after, dealloc_after, size FROM sel"
+                                     " ORDER BY alloc_after, id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "peak");
+    struct rh_frees h = {NULL, 0, 0};
+    int64_t live = 0, nlive = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t ta = sqlite3_column_int64(st, 0), size = sqlite3_column_int64(st, 2);
+        while (h.n && h.v[0][0] <= ta) {
+            live -= h.v[0][1];
+            nlive--;
+            rh_frees_pop(&h);
+        }
+        live += size;
+        nlive++;
+        if (live > *peak) {
+            *peak = live;
+            *blocks = nlive;
+            *t = ta;
+        }
+        if (sqlite3_column_type(st, 1) != SQLITE_NULL &&
+            rh_frees_push(&h, sqlite3_column_int64(st, 1), size)) {
+            fprintf(stderr, "rheaper: peak: out of memory\n");
+            rc = SQLITE_NOMEM;
+            break;
+        }
+    }
+    sqlite3_finalize(st);
+    free(h.v);
+    return rc == SQLITE_DONE ? 0 : rh_sql_fail(db, "peak");
+}
+
+/* Creates sel (a table) from the rows that pass f. Returns 0 or -1. */
+static int rh_sel_rows(sqlite3 *db, const struct rh_filter *f, int ordered)
+{
+    char sql[8192], where[6144] = "1";
     struct rh_binds b = {.n = 0};
     int64_t dur = (f->from_pct || f->to_pct) ? rh_duration(db) : 0;
     int bad = 0;
 
-    if (f->from >= 0) {
-        bad |= rh_cat(where, sizeof where, " AND alloc_after >= ?");
-        rh_bind_int(&b,
-                    (int64_t)llround(f->from_pct ? f->from / 100.0 * (double)dur : f->from * 1e9));
+    /* stacks first: which pass the --function/--file filters, over the
+     * distinct stacks only */
+    if (f->nfunc || f->nnot_func || f->nfile || f->nnot_file) {
+        char sw[4096] = "1";
+        struct rh_binds sb = {.n = 0};
+        const struct {
+            const char *cond;
+            const char *const *re;
+            int n;
+        } res[] = {
+            {" AND id IN (SELECT id FROM backtraces WHERE sym REGEXP ?)", f->func_re, f->nfunc},
+            {" AND id NOT IN (SELECT id FROM backtraces WHERE sym REGEXP ?)", f->not_func_re,
+             f->nnot_func},
+            {" AND id IN (SELECT id FROM backtraces WHERE file REGEXP ?)", f->file_re, f->nfile},
+            {" AND id NOT IN (SELECT id FROM backtraces WHERE file REGEXP ?)", f->not_file_re,
+             f->nnot_file},
+        };
+        for (size_t r = 0; r < sizeof res / sizeof res[0]; r++)
+            for (int k = 0; k < res[r].n; k++) {
+                bad |= rh_cat(sw, sizeof sw, res[r].cond);
+                rh_bind_text(&sb, res[r].re[k]);
+            }
+        snprintf(sql, sizeof sql,
+                 "DROP TABLE IF EXISTS temp.selbt;"
+                 "CREATE TEMP TABLE selbt(bt INTEGER PRIMARY KEY);");
+        if (bad || rh_fexec(db, sql))
+            return -1;
+        snprintf(sql, sizeof sql, "INSERT INTO selbt SELECT id FROM stacks WHERE %s", sw);
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+            return rh_sql_fail(db, "filter");
+        for (int k = 0; k < sb.n; k++)
+            sqlite3_bind_text(st, k + 1, sb.s[k], -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return rh_sql_fail(db, "filter");
+        bad |= rh_cat(where, sizeof where, " AND bt IN (SELECT bt FROM temp.selbt)");
     }
-    if (f->to >= 0) {
-        bad |= rh_cat(where, sizeof where, " AND alloc_after <= ?");
-        rh_bind_int(&b, (int64_t)llround(f->to_pct ? f->to / 100.0 * (double)dur : f->to * 1e9));
-    }
-    /* --function, --not-function, --file, --not-file: any frame of the stack */
-    const struct {
-        const char *cond;
-        const char *const *re;
-        int n;
-    } res[] = {
-        {" AND bt IN (SELECT id FROM backtraces WHERE sym REGEXP ?)", f->func_re, f->nfunc},
-        {" AND bt NOT IN (SELECT id FROM backtraces WHERE sym REGEXP ?)", f->not_func_re,
-         f->nnot_func},
-        {" AND bt IN (SELECT id FROM backtraces WHERE file REGEXP ?)", f->file_re, f->nfile},
-        {" AND bt NOT IN (SELECT id FROM backtraces WHERE file REGEXP ?)", f->not_file_re,
-         f->nnot_file},
-    };
-    for (size_t r = 0; r < sizeof res / sizeof res[0]; r++) {
-        for (int k = 0; k < res[r].n; k++) {
-            bad |= rh_cat(where, sizeof where, res[r].cond);
-            rh_bind_text(&b, res[r].re[k]);
+    if (f->from >= 0 || f->to >= 0) {
+        int64_t from = f->from < 0 ? -1
+                                   : (int64_t)llround(f->from_pct ? f->from / 100.0 * (double)dur
+                                                                  : f->from * 1e9);
+        int64_t to = f->to < 0 ? -1
+                               : (int64_t)llround(f->to_pct ? f->to / 100.0 * (double)dur
+                                                            : f->to * 1e9);
+        if (ordered) {
+            /* allocation order is time order: an id range */
+            if (from >= 0) {
+                bad |= rh_cat(where, sizeof where, " AND id >= ?");
+                rh_bind_int(&b, rh_id_at(db, from, 0));
+            }
+            if (to >= 0) {
+                bad |= rh_cat(where, sizeof where, " AND id < ?");
+                rh_bind_int(&b, rh_id_at(db, to, 1));
+            }
+        } else {
+            if (from >= 0) {
+                bad |= rh_cat(where, sizeof where, " AND alloc_after >= ?");
+                rh_bind_int(&b, from);
+            }
+            if (to >= 0) {
+                bad |= rh_cat(where, sizeof where, " AND alloc_after <= ?");
+                rh_bind_int(&b, to);
+            }
         }
     }
     if (f->min_size >= 0) {
@@ -361,7 +581,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     if (f->lifetime == 1) {
         bad |= rh_cat(where, sizeof where, " AND dealloc_after IS NULL");
     } else if (f->lifetime == 2) {
-        bad |= rh_cat(where, sizeof where, " AND temporary");
+        bad |= rh_cat(where, sizeof where, " AND tmp");
     } else if (f->lifetime == 3) {
         bad |= rh_cat(where, sizeof where, " AND dealloc_after IS NOT NULL");
         if (f->life_min_ns >= 0) {
@@ -374,13 +594,15 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
         }
     }
     for (int k = 0; k < f->nkind; k++) {
-        bad |= rh_cat(where, sizeof where, k ? " OR kind = ?" : " AND (kind = ?");
+        /* kind is a stack's (stacks.kind): select through the stacks */
+        bad |= rh_cat(where, sizeof where,
+                      k ? " OR kind = ?" : " AND bt IN (SELECT id FROM stacks WHERE kind = ?");
         rh_bind_text(&b, f->kind[k]);
     }
     if (f->nkind)
         bad |= rh_cat(where, sizeof where, ")");
     for (int k = 0; k < f->nnot_kind; k++) {
-        bad |= rh_cat(where, sizeof where, " AND kind <> ?");
+        bad |= rh_cat(where, sizeof where, " AND bt NOT IN (SELECT id FROM stacks WHERE kind = ?)");
         rh_bind_text(&b, f->not_kind[k]);
     }
     if (f->thread) {
@@ -392,29 +614,15 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
         fprintf(stderr, "rheaper: too many filters\n");
         return -1;
     }
-
-    /* `temporary` is the converter's flag (allocations.temporary, heaptrack's
-     * definition), or a lifetime under the --temporary-ms threshold ?2 in ns.
-     * ?1 is the thread (or NULL). */
-    snprintf(sql, sizeof sql,
-             "DROP TABLE IF EXISTS temp.sel;"
-             "CREATE TEMP TABLE sel AS SELECT id, alloc_after, dealloc_after, bt, size, addr,"
-             " alloc_thread, dealloc_thread, kind, 0 AS lifetime, 0 AS temporary"
-             " FROM allocations WHERE 0;");
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        fprintf(stderr, "rheaper: SQL error: %s\n", msg ? msg : sqlite3_errmsg(db));
-        sqlite3_free(msg);
-        return -1;
-    }
+    /* ?1 is the thread (or NULL), ?2 the --temporary-ms threshold in ns (NULL:
+     * the temporary column, heaptrack's definition). */
     int n = snprintf(sql, sizeof sql,
-                     "INSERT INTO sel SELECT * FROM (SELECT id, alloc_after, dealloc_after, bt,"
-                     " size, addr, alloc_thread, dealloc_thread, kind,"
-                     " dealloc_after - alloc_after AS lifetime,"
+                     "CREATE TEMP TABLE sel AS SELECT id, alloc_after, dealloc_after, bt, size,"
+                     " addr, alloc_thread, dealloc_thread, kind, lifetime, tmp AS temporary FROM"
+                     " (SELECT *, dealloc_after - alloc_after AS lifetime,"
                      " CASE WHEN ?2 IS NOT NULL THEN dealloc_after IS NOT NULL AND"
-                     " dealloc_after - alloc_after < ?2"
-                     " ELSE temporary END AS temporary FROM allocations)"
-                     " WHERE %s ORDER BY id",
+                     " dealloc_after - alloc_after < ?2 ELSE temporary END AS tmp"
+                     " FROM allocations) WHERE %s ORDER BY id",
                      where);
     if (n < 0 || (size_t)n >= sizeof sql) {
         fprintf(stderr, "rheaper: too many filters\n");
@@ -431,12 +639,9 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
             numbered[o++] = *p;
     }
     numbered[o] = 0;
-
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, numbered, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
-        return -1;
-    }
+    if (sqlite3_prepare_v2(db, numbered, -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "filter");
     if (f->thread)
         sqlite3_bind_text(st, 1, f->thread, -1, SQLITE_STATIC);
     if (f->temporary_ms >= 0)
@@ -444,21 +649,244 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     for (int k = 0; k < b.n; k++) {
         if (b.t[k] == RH_B_INT)
             sqlite3_bind_int64(st, 3 + k, b.i[k]);
-        else if (b.t[k] == RH_B_DBL)
-            sqlite3_bind_double(st, 3 + k, b.d[k]);
         else
             sqlite3_bind_text(st, 3 + k, b.s[k], -1, SQLITE_STATIC);
     }
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
-        return -1;
+    if (rc != SQLITE_DONE)
+        return rh_sql_fail(db, "filter");
+    return rh_fexec(db, "CREATE INDEX temp.sel_bt ON sel(bt)");
+}
+
+/* Fills TEMP TABLE cs: every stack of sstat with its call-site frame, and
+ * TEMP TABLE skipped with the functions passed over. Returns 0 or -1. */
+static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsite)
+{
+    regex_t re[8];
+    int nre = 0, rc = -1;
+    for (; nre < f->nskip; nre++)
+        if (regcomp(&re[nre], f->skip_re[nre], REG_EXTENDED | REG_NOSUB))
+            goto out;
+    if (rh_fexec(db, "DROP TABLE IF EXISTS temp.cs; DROP TABLE IF EXISTS temp.skipped;"
+                     "CREATE TEMP TABLE cs(bt INTEGER PRIMARY KEY, frame INTEGER);"
+                     "CREATE TEMP TABLE skipped(sym TEXT PRIMARY KEY);"))
+        goto out;
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO cs SELECT s.bt, %s FROM sstat s LEFT JOIN stacks k ON k.id = s.bt",
+             f->no_skip || !have_callsite ? "0" : "coalesce(k.callsite, 0)");
+    if (rh_fexec(db, sql))
+        goto out;
+    if (!f->no_skip && have_callsite &&
+        rh_fexec(db, "INSERT OR IGNORE INTO skipped SELECT sym FROM main.skipped_functions"
+                     " WHERE sym IS NOT NULL"))
+        goto out;
+    if (!nre) {
+        rc = 0;
+        goto out;
     }
-    if (sqlite3_exec(db, "CREATE INDEX temp.sel_bt ON sel(bt)", NULL, NULL, &msg) != SQLITE_OK) {
-        fprintf(stderr, "rheaper: SQL error: %s\n", msg ? msg : sqlite3_errmsg(db));
-        sqlite3_free(msg);
-        return -1;
+    /* --skip-function: walk on from each stored call site */
+    sqlite3_stmt *q = NULL, *fr = NULL, *up = NULL, *sk = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT bt, frame FROM cs", -1, &q, NULL) ||
+        sqlite3_prepare_v2(db,
+                           "SELECT frame_no, sym FROM backtraces WHERE id = ?1 AND frame_no >= ?2"
+                           " ORDER BY frame_no",
+                           -1, &fr, NULL) ||
+        sqlite3_prepare_v2(db, "UPDATE cs SET frame = ?2 WHERE bt = ?1", -1, &up, NULL) ||
+        sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO skipped VALUES(?1)", -1, &sk, NULL)) {
+        rh_sql_fail(db, "call sites");
+    } else {
+        /* read all (bt, frame) first: cs is updated on the way */
+        int64_t *v = NULL;
+        size_t nv = 0, cap = 0;
+        int ok = 1;
+        while (ok && sqlite3_step(q) == SQLITE_ROW) {
+            if (nv + 2 > cap) {
+                cap = cap ? cap * 2 : 1024;
+                int64_t *nvp = realloc(v, cap * sizeof *v);
+                if (!nvp) {
+                    ok = 0;
+                    break;
+                }
+                v = nvp;
+            }
+            v[nv++] = sqlite3_column_int64(q, 0);
+            v[nv++] = sqlite3_column_int64(q, 1);
+        }
+        for (size_t i = 0; ok && i < nv; i += 2) {
+            sqlite3_bind_int64(fr, 1, v[i]);
+            sqlite3_bind_int64(fr, 2, v[i + 1]);
+            int64_t frame = v[i + 1], last = -1;
+            int moving = 1;
+            char name[512] = "";
+            while (sqlite3_step(fr) == SQLITE_ROW) {
+                int64_t no = sqlite3_column_int64(fr, 0);
+                const char *sym = (const char *)sqlite3_column_text(fr, 1);
+                if (last >= 0 && moving) {
+                    /* the previous frame matched and this one exists: skip it */
+                    frame = no;
+                    sqlite3_bind_text(sk, 1, name, -1, SQLITE_TRANSIENT);
+                    sqlite3_step(sk);
+                    sqlite3_reset(sk);
+                }
+                last = -1;
+                if (!moving)
+                    break;
+                int match = 0;
+                for (int k = 0; sym && k < nre && !match; k++)
+                    match = regexec(&re[k], sym, 0, NULL, 0) == 0;
+                if (!match) {
+                    moving = 0;
+                    break;
+                }
+                last = no;
+                snprintf(name, sizeof name, "%s", sym);
+            }
+            sqlite3_reset(fr);
+            if (frame != v[i + 1]) {
+                sqlite3_bind_int64(up, 1, v[i]);
+                sqlite3_bind_int64(up, 2, frame);
+                ok = sqlite3_step(up) == SQLITE_DONE;
+                sqlite3_reset(up);
+            }
+        }
+        free(v);
+        if (ok)
+            rc = 0;
+        else
+            fprintf(stderr, "rheaper: call sites: out of memory or SQL error\n");
     }
+    sqlite3_finalize(q);
+    sqlite3_finalize(fr);
+    sqlite3_finalize(up);
+    sqlite3_finalize(sk);
+out:
+    for (int k = 0; k < nre; k++)
+        regfree(&re[k]);
+    return rc;
+}
+
+int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
+{
+    const char *force = getenv("RHEAPER_ROWS");
+    int agg = rh_meta_int(db, "aggregates", 0) == 1;
+    int ordered = agg && rh_meta_int(db, "ids_time_ordered", 0) == 1;
+    int have_callsite = agg; /* profiles with aggregates have stacks.callsite */
+    int rows = !agg || rh_filter_active(f) || (force && !strcmp(force, "1"));
+    int64_t culled = rh_meta_int(db, "min_lifetime_ns", 0);
+    int64_t peak = 0, blocks = 0, pt = 0;
+
+    if (rh_fexec(db, "DROP TABLE IF EXISTS temp.sel; DROP VIEW IF EXISTS temp.sel;"
+                     "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.scope;"))
+        return -1;
+    if (rows) {
+        if (rh_sel_rows(db, f, ordered) || rh_peak_pass(db, ordered, &peak, &blocks, &pt))
+            return -1;
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(
+                db,
+                "CREATE TEMP TABLE sstat AS SELECT bt, count(*) AS count, sum(size) AS bytes,"
+                " count(dealloc_after) AS freed_blocks,"
+                " sum(CASE WHEN dealloc_after IS NOT NULL THEN size ELSE 0 END) AS freed_bytes,"
+                " sum(dealloc_after IS NULL) AS leaked_blocks,"
+                " sum(CASE WHEN dealloc_after IS NULL THEN size ELSE 0 END) AS leaked_bytes,"
+                " sum(alloc_after <= ?1 AND (dealloc_after IS NULL OR dealloc_after > ?1))"
+                " AS peak_blocks,"
+                " sum(CASE WHEN alloc_after <= ?1 AND (dealloc_after IS NULL OR"
+                " dealloc_after > ?1) THEN size ELSE 0 END) AS peak_bytes,"
+                " sum(temporary) AS temporary, min(alloc_after) AS first_alloc,"
+                " max(alloc_after) AS last_alloc FROM sel GROUP BY bt",
+                -1, &st, NULL) != SQLITE_OK)
+            return rh_sql_fail(db, "filter");
+        sqlite3_bind_int64(st, 1, pt);
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return rh_sql_fail(db, "filter");
+        if (!rh_filter_active(f))
+            blocks = rh_int(db, "SELECT coalesce(sum(peak_blocks), 0) FROM sstat", 0, 0);
+    } else {
+        if (rh_fexec(db, "CREATE TEMP VIEW sel AS SELECT id, alloc_after, dealloc_after, bt,"
+                         " size, addr, alloc_thread, dealloc_thread, kind,"
+                         " dealloc_after - alloc_after AS lifetime, temporary FROM allocations;"
+                         "CREATE TEMP TABLE sstat AS SELECT * FROM main.stack_stats;"))
+            return -1;
+        peak = rh_meta_int(db, "peak_bytes", 0);
+        blocks = rh_meta_int(db, "peak_blocks", 0);
+        pt = rh_meta_int(db, "peak_time_ns", 0);
+    }
+    sqlite3_stmt *st = NULL;
+    if (rh_fexec(db, "CREATE TEMP TABLE scope(rows INTEGER, peak_bytes INTEGER,"
+                     " peak_blocks INTEGER, peak_time INTEGER, culled INTEGER)") ||
+        sqlite3_prepare_v2(db, "INSERT INTO scope VALUES(?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "filter");
+    sqlite3_bind_int(st, 1, rows);
+    sqlite3_bind_int64(st, 2, peak);
+    sqlite3_bind_int64(st, 3, blocks);
+    sqlite3_bind_int64(st, 4, pt);
+    sqlite3_bind_int64(st, 5, culled);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return rh_sql_fail(db, "filter");
+    if (rh_callsites(db, f, have_callsite))
+        return -1;
+    if (culled > 0 && !getenv("RHEAPER_QUIET_NOTICES"))
+        fprintf(stderr,
+                "rheaper: culled profile: rows only for blocks that lived at least %.6g s or were"
+                " never freed; figures without filters count every event, filtered ones see the"
+                " rows kept\n",
+                culled / 1e9);
+    rh_scope_notice(db);
     return 0;
+}
+
+int rh_scope_get(sqlite3 *db, struct rh_scope *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT rows, peak_bytes, peak_blocks, peak_time FROM temp.scope",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "scope");
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        sc->rows = sqlite3_column_int(st, 0);
+        sc->peak_bytes = sqlite3_column_int64(st, 1);
+        sc->peak_blocks = sqlite3_column_int64(st, 2);
+        sc->peak_time = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+void rh_scope_notice(sqlite3 *db)
+{
+    static int said;
+    if (said || getenv("RHEAPER_QUIET_NOTICES"))
+        return;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT sym FROM temp.skipped ORDER BY sym", -1, &st, NULL) !=
+        SQLITE_OK)
+        return;
+    char line[1024];
+    size_t n = 0;
+    int k = 0, more = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *s = (const char *)sqlite3_column_text(st, 0);
+        if (!s)
+            continue;
+        if (n + strlen(s) + 64 >= sizeof line) {
+            more++;
+            continue;
+        }
+        n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", k++ ? ", " : "", s);
+    }
+    sqlite3_finalize(st);
+    if (!k)
+        return;
+    said = 1;
+    if (more)
+        snprintf(line + n, sizeof line - n, " and %d more", more);
+    fprintf(stderr, "rheaper: call sites skip allocator wrappers: %s (--no-skip shows frame 0)\n",
+            line);
 }

@@ -445,15 +445,14 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
     static const char *const leak_heads[] = {"score", "leaked blocks", "leaked bytes", "first (s)",
                                              "last (s)"};
     char top_sql[1024], leak_sql[1024];
-    /* Call sites by frame 0 (function, file, line), as `rheaper top` shows
+    /* Call sites (the call-site frame's function, file, line), as `rheaper top` shows
      * them; the stack shown is the one of the site with the most bytes. */
     snprintf(top_sql, sizeof top_sql,
-             "WITH g AS (SELECT s.bt, b.sym, b.file, b.line, count(*) AS n, sum(s.size) AS bytes,"
-             " sum(s.dealloc_after IS NULL) AS lb,"
-             " sum(CASE WHEN s.dealloc_after IS NULL THEN s.size ELSE 0 END) AS lbytes,"
-             " min(s.alloc_after) AS first, max(s.alloc_after) AS last"
-             " FROM sel s LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0 %s"
-             " GROUP BY s.bt)"
+             "WITH g AS (SELECT s.bt, b.sym, b.file, b.line, s.count AS n, s.bytes AS bytes,"
+             " s.leaked_blocks AS lb, s.leaked_bytes AS lbytes,"
+             " s.first_alloc AS first, s.last_alloc AS last"
+             " FROM temp.sstat s JOIN temp.cs c ON c.bt = s.bt"
+             " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = c.frame %s)"
              " SELECT (SELECT g2.bt FROM g g2 WHERE g2.sym IS g.sym AND g2.file IS g.file"
              " AND g2.line IS g.line ORDER BY g2.bytes DESC, g2.bt LIMIT 1), sym, file, line,"
              " %s FROM g GROUP BY sym, file, line ORDER BY 7 DESC, 6 DESC, 2 LIMIT %d",
@@ -464,7 +463,8 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
              "SELECT x.bt, b.sym, b.file, b.line, round(l.score, 3), l.blocks, l.bytes,"
              " round(l.first / 1e9, 3), round(l.last / 1e9, 3)"
              " FROM leak_sites l JOIN (SELECT site, min(bt) AS bt FROM site GROUP BY site) x"
-             " ON x.site = l.site LEFT JOIN backtraces b ON b.id = x.bt AND b.frame_no = 0"
+             " ON x.site = l.site JOIN temp.cs c ON c.bt = x.bt"
+             " LEFT JOIN backtraces b ON b.id = x.bt AND b.frame_no = c.frame"
              " ORDER BY l.score DESC, l.bytes DESC, b.sym LIMIT %d",
              RH_HTML_LEAKS);
     if (rh_leak_sites(db, RH_LEAK_BUCKETS, s.duration_ns))

@@ -53,6 +53,8 @@ static const char rh_usage[] =
     "  --min-size N, --max-size N, --lifetime leaked|temporary|MIN..MAX\n"
     "  (ns, us, ms, s), --thread ID|TID|NAME, --temporary-ms T,\n"
     "  --kind K, --not-kind K (the allocation function or pool name).\n"
+    "Call sites (every command): the first frame past allocator wrappers;\n"
+    "  --skip-function RE skips more, --no-skip uses frame 0.\n"
     "  rheaper --help | --version\n";
 
 /* ---- stand-ins for the second half's commands ----------------------------- */

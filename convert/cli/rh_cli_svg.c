@@ -43,32 +43,16 @@
 
 /* ---- the peak of `sel` -------------------------------------------------- */
 
-/* Replays `sel` in time order (frees before allocations at equal times, as the
- * converter merges them) and finds the highest live byte count and the first
- * time it was reached. On success returns 0 with *peak and *t (0 and 0 for an
- * empty selection); -1 after a message. */
+/* The peak of the scope (rh_filter_apply computed it): the highest live
+ * byte count and the first time it was reached. Returns 0 or -1. */
 static int rh_peak_find(sqlite3 *db, int64_t *peak, int64_t *t)
 {
-    static const char sql[] =
-        "SELECT t, d FROM (SELECT alloc_after AS t, 1 AS k, size AS d FROM sel"
-        " UNION ALL SELECT dealloc_after, 0, -size FROM sel WHERE dealloc_after IS NOT NULL)"
-        " ORDER BY t, k";
-    sqlite3_stmt *st;
-    *peak = 0;
-    *t = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "peak");
-    int64_t live = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        live += sqlite3_column_int64(st, 1);
-        if (live > *peak) {
-            *peak = live;
-            *t = sqlite3_column_int64(st, 0);
-        }
-    }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : rh_sql_fail(db, "peak");
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc))
+        return -1;
+    *peak = sc.peak_bytes;
+    *t = sc.peak_time;
+    return 0;
 }
 
 /* ---- the frame tree ------------------------------------------------------ */
@@ -276,11 +260,11 @@ static int rh_ftree_sort(struct rh_ftree *t)
 static int rh_ftree_build(sqlite3 *db, enum rh_flame_weight w, struct rh_ftree *t)
 {
     static const char *const sql[] = {
-        [RH_FLAME_ALL] = "SELECT bt, sum(size), count(*) FROM sel GROUP BY bt",
-        [RH_FLAME_LEAKED] = "SELECT bt, sum(size), count(*) FROM sel"
-                            " WHERE dealloc_after IS NULL GROUP BY bt",
-        [RH_FLAME_PEAK] = "SELECT bt, sum(size), count(*) FROM sel WHERE alloc_after <= ?1"
-                          " AND (dealloc_after IS NULL OR dealloc_after > ?1) GROUP BY bt",
+        [RH_FLAME_ALL] = "SELECT bt, bytes, count FROM temp.sstat ORDER BY bt",
+        [RH_FLAME_LEAKED] = "SELECT bt, leaked_bytes, leaked_blocks FROM temp.sstat"
+                            " WHERE leaked_blocks > 0 ORDER BY bt",
+        [RH_FLAME_PEAK] = "SELECT bt, peak_bytes, peak_blocks FROM temp.sstat"
+                          " WHERE peak_blocks > 0 ORDER BY bt",
     };
     memset(t, 0, sizeof *t);
     int32_t root_name = rh_ftree_name(t, "all");
@@ -291,21 +275,13 @@ static int rh_ftree_build(sqlite3 *db, enum rh_flame_weight w, struct rh_ftree *
     sqlite3_stmt *st = NULL, *fr = NULL;
     if (sqlite3_prepare_v2(db, sql[w], -1, &st, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
-                           "SELECT sym, module, address FROM backtraces WHERE id = ?"
-                           " ORDER BY frame_no DESC",
+                           "SELECT sym, module, address FROM backtraces WHERE id = ?1"
+                           " AND frame_no >= coalesce((SELECT frame FROM temp.cs WHERE bt = ?1),"
+                           " 0) ORDER BY frame_no DESC",
                            -1, &fr, NULL) != SQLITE_OK) {
         rh_sql_fail(db, "flamegraph");
         sqlite3_finalize(st);
         return -1;
-    }
-    if (w == RH_FLAME_PEAK) {
-        int64_t peak, pt;
-        if (rh_peak_find(db, &peak, &pt) != 0) {
-            sqlite3_finalize(st);
-            sqlite3_finalize(fr);
-            return -1;
-        }
-        sqlite3_bind_int64(st, 1, pt);
     }
     int rc;
     char name[1024];
@@ -668,12 +644,11 @@ static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, uint8_
         " coalesce(b.sym, '?' || '?') || CASE WHEN b.file IS NULL THEN ''"
         " ELSE ' (' || replace(b.file, rtrim(b.file, replace(b.file, '/', '')), '')"
         " || ':' || coalesce(b.line, 0) || ')' END AS site"
-        " FROM (SELECT DISTINCT bt FROM sel) s"
-        " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = 0";
+        " FROM temp.cs s"
+        " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = s.frame";
     static const char sql_top[] =
-        "SELECT t.site, sum(CASE WHEN s.alloc_after <= ?1 AND (s.dealloc_after IS NULL"
-        " OR s.dealloc_after > ?1) THEN s.size ELSE 0 END), sum(s.size)"
-        " FROM sel s JOIN rh_tl_bt t ON t.bt = s.bt"
+        "SELECT t.site, sum(s.peak_bytes), sum(s.bytes), ?1"
+        " FROM temp.sstat s JOIN rh_tl_bt t ON t.bt = s.bt"
         " GROUP BY t.site ORDER BY 2 DESC, 3 DESC, 1 LIMIT ?2";
     char *msg = NULL;
     sqlite3_exec(db, "DROP TABLE IF EXISTS temp.rh_tl_bt", NULL, NULL, NULL);
@@ -740,47 +715,61 @@ struct rh_tl_data {
     int64_t span, max_total;
 };
 
-/* Replays `sel` into d. Returns 0 or -1 after a message. */
+/* Column of time t: ceil(t * C / span), within 1..C. */
+static int rh_tl_col(const struct rh_tl_data *d, int64_t t)
+{
+    int c = t <= 0 || d->span <= 0 ? 1
+                                   : (int)(((__int128)t * RH_TL_COLUMNS + d->span - 1) / d->span);
+    return c < 1 ? 1 : c > RH_TL_COLUMNS ? RH_TL_COLUMNS : c;
+}
+
+/* Replays `sel` into d. The events of one time form a group (frees first);
+ * a column keeps the state at the end of the group that first reached its
+ * highest total, as the converter's timeline does. Returns 0 or -1 after a
+ * message. */
 static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh_tl_data *d)
 {
     static const char sql[] =
         "SELECT t, d, bt FROM (SELECT alloc_after AS t, 1 AS k, size AS d, bt FROM sel"
         " UNION ALL SELECT dealloc_after, 0, -size, bt FROM sel WHERE dealloc_after IS NOT NULL)"
         " ORDER BY t, k";
-    int64_t live[RH_TL_SERIES + 1] = {0}, total = 0, best = -1;
-    int col = 0; /* column of the last event, whose values are final once left */
+    int64_t live[RH_TL_SERIES + 1] = {0}, total = 0, best = -1, gt = 0;
+    int col = 0, have = 0; /* column of the current group */
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "timeline");
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(st, 0), delta = sqlite3_column_int64(st, 1);
-        int64_t bt = sqlite3_column_int64(st, 2);
-        int s = bt >= 0 && bt < nmap ? map[bt] : RH_TL_SERIES;
-        int c = t <= 0 || d->span <= 0
-                    ? 1
-                    : (int)(((__int128)t * RH_TL_COLUMNS + d->span - 1) / d->span);
-        if (c < 1)
-            c = 1;
-        if (c > RH_TL_COLUMNS)
-            c = RH_TL_COLUMNS;
-        if (c != col) {
-            /* columns between the last event's and this one hold the end state */
-            for (int k = col + 1; k < c; k++)
-                for (int j = 0; j <= RH_TL_SERIES; j++)
-                    d->v[j][k] = live[j];
-            col = c;
-            best = -1;
-        }
-        live[s] += delta;
-        total += delta;
-        if (total > best) {
+    for (;;) {
+        rc = sqlite3_step(st);
+        int row = rc == SQLITE_ROW;
+        int64_t t = row ? sqlite3_column_int64(st, 0) : 0;
+        if (have && (!row || t != gt) && total > best) {
+            /* the end of a group */
             best = total;
             for (int j = 0; j <= RH_TL_SERIES; j++)
-                d->v[j][c] = live[j];
+                d->v[j][col] = live[j];
             if (total > d->max_total)
                 d->max_total = total;
         }
+        if (!row)
+            break;
+        if (!have || t != gt) {
+            int c = rh_tl_col(d, t);
+            if (c != col) {
+                /* columns between the last group's and this one hold the end state */
+                for (int k = col + 1; k < c; k++)
+                    for (int j = 0; j <= RH_TL_SERIES; j++)
+                        d->v[j][k] = live[j];
+                col = c;
+                best = -1;
+            }
+            gt = t;
+            have = 1;
+        }
+        int64_t delta = sqlite3_column_int64(st, 1), bt = sqlite3_column_int64(st, 2);
+        int s = bt >= 0 && bt < nmap ? map[bt] : RH_TL_SERIES;
+        live[s] += delta;
+        total += delta;
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
@@ -791,6 +780,76 @@ static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh
     for (int k = 0; k <= RH_TL_COLUMNS; k++)
         d->t[k] = (int64_t)((__int128)d->span * k / RH_TL_COLUMNS);
     return 0;
+}
+
+/* Fills d from the converter's timeline (tables timeline, timeline_stacks)
+ * instead of replaying rows: the same columns over the same span. Returns 1
+ * when done, 0 when the profile has no stored timeline for this span, -1
+ * after a message. */
+static int rh_tl_stored(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh_tl_data *d)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t cols = 0, dur = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT (SELECT value FROM meta WHERE key = 'timeline_columns'),"
+                           " (SELECT value FROM meta WHERE key = 'duration_ns')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        cols = sqlite3_column_int64(st, 0);
+        dur = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (cols != RH_TL_COLUMNS || dur != d->span)
+        return 0;
+    int64_t *cur = calloc((size_t)(nmap > 0 ? nmap : 1), sizeof *cur);
+    if (!cur) {
+        fprintf(stderr, "rheaper: timeline: out of memory\n");
+        return -1;
+    }
+    sqlite3_stmt *tc = NULL, *tp = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(db, "SELECT col, max_bytes, active FROM timeline ORDER BY col", -1, &tc,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "SELECT col, bt, at_max, at_end FROM timeline_stacks ORDER BY col",
+                           -1, &tp, NULL) != SQLITE_OK) {
+        rh_sql_fail(db, "timeline");
+        goto out;
+    }
+    int64_t end[RH_TL_SERIES + 1] = {0};
+    int prc = sqlite3_step(tp);
+    while (sqlite3_step(tc) == SQLITE_ROW) {
+        int c = sqlite3_column_int(tc, 0);
+        if (c < 1 || c > RH_TL_COLUMNS)
+            continue;
+        int64_t mx = sqlite3_column_int64(tc, 1);
+        int active = sqlite3_column_int(tc, 2);
+        int64_t atmax[RH_TL_SERIES + 1];
+        memcpy(atmax, end, sizeof atmax);
+        while (prc == SQLITE_ROW && sqlite3_column_int(tp, 0) <= c) {
+            int64_t bt = sqlite3_column_int64(tp, 1);
+            int64_t am = sqlite3_column_int64(tp, 2), ae = sqlite3_column_int64(tp, 3);
+            if (bt >= 0 && bt < nmap) {
+                int s = map[bt];
+                atmax[s] += am - cur[bt];
+                end[s] += ae - cur[bt];
+                cur[bt] = ae;
+            }
+            prc = sqlite3_step(tp);
+        }
+        for (int j = 0; j <= RH_TL_SERIES; j++)
+            d->v[j][c] = active ? atmax[j] : end[j];
+        if (mx > d->max_total)
+            d->max_total = mx;
+    }
+    for (int k = 0; k <= RH_TL_COLUMNS; k++)
+        d->t[k] = (int64_t)((__int128)d->span * k / RH_TL_COLUMNS);
+    rc = 1;
+out:
+    sqlite3_finalize(tc);
+    sqlite3_finalize(tp);
+    free(cur);
+    return rc;
 }
 
 /* A round axis step near range/5: 1, 2 or 5 times a power of ten, in units
@@ -813,11 +872,19 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
     int64_t peak, pt, span = 0;
     if (rh_peak_find(db, &peak, &pt) != 0)
         return -1;
+    /* The span: the run, or the last event of the rows when later (an
+     * unfiltered scope's events all lie within the run). */
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc))
+        return -1;
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db,
-                           "SELECT max(coalesce((SELECT max(max(alloc_after),"
-                           " coalesce(max(dealloc_after), 0)) FROM sel), 0),"
-                           " coalesce((SELECT value FROM meta WHERE key = 'duration_ns'), 0))",
+                           sc.rows ? "SELECT max(coalesce((SELECT max(max(alloc_after),"
+                                     " coalesce(max(dealloc_after), 0)) FROM sel), 0),"
+                                     " coalesce((SELECT value FROM meta WHERE key ="
+                                     " 'duration_ns'), 0))"
+                                   : "SELECT coalesce((SELECT value FROM meta WHERE key ="
+                                     " 'duration_ns'), 0)",
                            -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "timeline");
     if (sqlite3_step(st) == SQLITE_ROW)
@@ -841,7 +908,11 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
         return -1;
     }
     d->span = span;
-    int rc = rh_tl_replay(db, map, nmap, d);
+    int rc = sc.rows ? 0 : rh_tl_stored(db, map, nmap, d);
+    if (rc == 0)
+        rc = rh_tl_replay(db, map, nmap, d);
+    else if (rc == 1)
+        rc = 0;
     free(map);
     if (rc != 0) {
         free(d);

@@ -353,7 +353,7 @@ static int errors(const char *bin, const char *src, const char *work)
     CHECK_EQ(r.err_lines, 1);
     CHECK(strstr(r.err, "no such table: nope") != NULL);
     cl_free(&r);
-    cl_rh(&r, "query", db, "DELETE FROM allocations", NULL);
+    cl_rh(&r, "query", db, "DELETE FROM alloc_rows", NULL);
     CHECK_EQ(r.code, 1);
     CHECK(strstr(r.err, "readonly") != NULL);
     cl_free(&r);

@@ -135,7 +135,7 @@ static void check_tables(sqlite3 *db)
     CHECK(
         !strcmp(ct_text(db, "SELECT kind FROM callsites WHERE bt = 2", buf, sizeof buf), "calloc"));
     CHECK_EQ(ct_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN"
-                        " ('allocations_bt', 'backtraces_id', 'backtraces_file_line')"),
+                        " ('alloc_rows_bt', 'backtraces_id', 'backtraces_file_line')"),
              3);
 
     /* meta */

@@ -36,4 +36,17 @@ if [ "$rows" -lt 100000 ] || [ "$diff" -lt 0 ] || [ "$diff" -gt 16 ]; then
     echo "FAIL: row count does not match valgrind"
     exit 1
 fi
-echo "1 passed, 0 failed"
+# Call sites past Lua's allocator wrappers (README, "Call sites past allocator
+# wrappers"): top names Lua's allocating functions, not l_alloc, and one line
+# names the skipped wrappers.
+"$bin/rheaper" top lua.db -n 20 > top.txt 2> top.err
+for f in luaH_resize createstrobj luaF_newLclosure; do
+    grep -q "^$f " top.txt || { echo "FAIL: rheaper top does not show $f"; cat top.txt; exit 1; }
+done
+if grep -qE "^(l_alloc|luaM_malloc_|luaM_realloc_|luaC_newobj) " top.txt; then
+    echo "FAIL: rheaper top shows an allocator wrapper"; cat top.txt; exit 1
+fi
+grep -q "^rheaper: call sites skip allocator wrappers: .*l_alloc.*luaM_malloc_" top.err ||
+    { echo "FAIL: no line naming the skipped wrappers"; cat top.err; exit 1; }
+[ "$(wc -l < top.err)" -eq 1 ] || { echo "FAIL: more than one line on stderr"; cat top.err; exit 1; }
+echo "2 passed, 0 failed"

@@ -1,0 +1,311 @@
+/* rh_aggregate.c: the answers the rheaper command needs, computed while the
+ * converter merges.
+ *
+ * rh_merge.c walks every event in time order once. It calls rh_agg_event()
+ * for every allocation and every free of a known block, and rh_agg_row() for
+ * every row it emits; rh_agg_end() comes after the last event. From these this
+ * file keeps, in memory that grows with distinct stacks and threads (plus the
+ * blocks still live at the end, for the leak curve), never with events:
+ *   - per stack: allocations, bytes, freed and leaked blocks and bytes,
+ *     temporary allocations (the row flag of rh_temporary_free()), first and
+ *     last allocation, and the blocks and bytes live at the global peak;
+ *   - per thread: the figures of the thread_summary view;
+ *   - the peak: the highest live byte count and the first time it was reached;
+ *   - the heap timeline: RH_AGG_COLUMNS columns over the run, each with the
+ *     highest live bytes reached in it (so the chart's top is the exact peak)
+ *     and, per stack, its live bytes at that moment;
+ *   - the leak curve: per stack and leak bucket, the never-freed blocks.
+ * rh_db_agg.c stores them (README, "Aggregate tables").
+ *
+ * Ties: the rows order the events of one time frees first (heap_timeline), the
+ * merge may not when two ticks give the same ns. Live totals change in the
+ * merged order, but the peak and the column maxima are checked only when the
+ * time changes, where both orders agree.
+ *
+ * The bytes at the peak are snapshotted lazily: each new peak bumps an epoch;
+ * a stack about to change whose snapshot is older saves its value first (it has
+ * not changed since the peak). The timeline's per-column values work the same
+ * way with a column epoch.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_convert.h"
+
+struct rh_agg *rh_agg_new(struct rh_rip *r, int64_t span_ns)
+{
+    struct rh_agg *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->r = r;
+    a->time_ordered = 1;
+    a->last_alloc_t = INT64_MIN;
+    a->span = span_ns;
+    a->tl_ok = span_ns > 0;
+    for (int c = 0; c <= RH_AGG_COLUMNS; c++)
+        a->col[c].max_bytes = -1;
+    return a;
+}
+
+void rh_agg_free(struct rh_agg *a)
+{
+    if (!a)
+        return;
+    free(a->st);
+    free(a->th);
+    free(a->touched);
+    free(a->pts);
+    free(a->lk);
+    free(a);
+}
+
+int64_t rh_run_duration(const struct rh_rip *r, int64_t last_ns)
+{
+    int64_t duration = last_ns;
+    if (r->has_trailer) {
+        int64_t end = rh_rip_ns(r, r->tr_end_tick);
+        if (r->tr_end_ns > r->hdr.start_mono_ns &&
+            r->tr_end_ns - r->hdr.start_mono_ns < (uint64_t)INT64_MAX)
+            end = (int64_t)(r->tr_end_ns - r->hdr.start_mono_ns);
+        if (end > duration)
+            duration = end;
+    }
+    return duration;
+}
+
+int rh_leak_bucket(int64_t t, int nb, int64_t duration)
+{
+    if (duration <= 0)
+        duration = 1;
+    /* the same double operations as SQLite's t * 1.0 * nb / duration */
+    double x = (double)t * 1.0 * (double)nb / (double)duration;
+    int64_t k = (int64_t)x;
+    if (k > nb - 1)
+        k = nb - 1;
+    return (int)k;
+}
+
+/* The entry of stack index si, growing the table. NULL on out of memory. */
+static struct rh_agg_stack *rh_agg_stk(struct rh_agg *a, uint32_t si)
+{
+    if (si >= a->nst) {
+        if (rh_grow(&a->st, &a->capst, (size_t)si + 1, sizeof *a->st)) {
+            a->oom = 1;
+            return NULL;
+        }
+        memset(a->st + a->nst, 0, ((size_t)si + 1 - a->nst) * sizeof *a->st);
+        for (size_t i = a->nst; i <= si; i++)
+            a->st[i].first_ns = INT64_MAX;
+        a->nst = (size_t)si + 1;
+    }
+    return &a->st[si];
+}
+
+/* The entry of threads.id `id` (1-based). NULL on out of memory or id 0. */
+static struct rh_agg_thread *rh_agg_thr(struct rh_agg *a, uint32_t id)
+{
+    if (!id)
+        return NULL;
+    if (id > a->nth) {
+        if (rh_grow(&a->th, &a->capth, id, sizeof *a->th)) {
+            a->oom = 1;
+            return NULL;
+        }
+        memset(a->th + a->nth, 0, (id - a->nth) * sizeof *a->th);
+        a->nth = id;
+    }
+    return &a->th[id - 1];
+}
+
+/* Column of time t: ceil(t * C / span), within 1..C (rh_cli_svg.c's rule). */
+static uint32_t rh_agg_colof(const struct rh_agg *a, int64_t t)
+{
+    if (t <= 0 || a->span <= 0)
+        return 1;
+    __int128 c = ((__int128)t * RH_AGG_COLUMNS + a->span - 1) / a->span;
+    if (c < 1)
+        c = 1;
+    if (c > RH_AGG_COLUMNS)
+        c = RH_AGG_COLUMNS;
+    return (uint32_t)c;
+}
+
+/* Stores the per-stack values of the column being left. */
+static void rh_agg_close_col(struct rh_agg *a)
+{
+    if (!a->cur_col)
+        return;
+    a->col[a->cur_col].end_bytes = a->total;
+    for (size_t i = 0; i < a->ntouched; i++) {
+        struct rh_agg_stack *s = &a->st[a->touched[i]];
+        int64_t at_max = s->col_epoch == a->col_epoch ? s->col_bytes : s->live_bytes;
+        s->touched_col = 0;
+        if (at_max == s->last_end && s->live_bytes == s->last_end)
+            continue;
+        if (rh_grow(&a->pts, &a->cappts, a->npts + 1, sizeof *a->pts)) {
+            a->oom = 1;
+            a->tl_ok = 0;
+            return;
+        }
+        a->pts[a->npts++] = (struct rh_agg_point){a->cur_col, a->touched[i], at_max, s->live_bytes};
+        s->last_end = s->live_bytes;
+    }
+    a->ntouched = 0;
+}
+
+/* The events of time cur_t are all in: checks the peak and the column. */
+static void rh_agg_group_end(struct rh_agg *a)
+{
+    if (a->total > a->peak) {
+        a->peak = a->total;
+        a->peak_blocks = a->total_blocks;
+        a->peak_t = a->cur_t;
+        a->epoch++;
+    }
+    if (a->cur_col) {
+        struct rh_agg_col *c = &a->col[a->cur_col];
+        c->active = 1;
+        if (a->total > c->max_bytes) {
+            c->max_bytes = a->total;
+            c->max_time = a->cur_t;
+            a->col_epoch++;
+        }
+    }
+}
+
+int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, int is_alloc)
+{
+    struct rh_agg_stack *s = rh_agg_stk(a, si);
+    if (!s)
+        return -1;
+    if (is_alloc) {
+        if (t < a->last_alloc_t)
+            a->time_ordered = 0;
+        a->last_alloc_t = t;
+    }
+    if (!a->have_t || t != a->cur_t) {
+        if (a->have_t)
+            rh_agg_group_end(a);
+        a->have_t = 1;
+        a->cur_t = t;
+        if (a->tl_ok) {
+            if (t > a->span) {
+                a->tl_ok = 0; /* an event past the trailer's end: no stored timeline */
+            } else {
+                uint32_t c = rh_agg_colof(a, t);
+                if (c != a->cur_col) {
+                    if (c < a->cur_col)
+                        a->tl_ok = 0; /* time went back (a damaged profile) */
+                    rh_agg_close_col(a);
+                    a->cur_col = c;
+                }
+            }
+        }
+    }
+    if (s->epoch != a->epoch) {
+        s->snap_bytes = s->live_bytes;
+        s->snap_blocks = s->live_blocks;
+        s->epoch = a->epoch;
+    }
+    if (a->tl_ok) {
+        if (s->col_epoch != a->col_epoch) {
+            s->col_bytes = s->live_bytes;
+            s->col_epoch = a->col_epoch;
+        }
+        if (s->touched_col != a->cur_col) {
+            if (rh_grow(&a->touched, &a->captouched, a->ntouched + 1, sizeof *a->touched)) {
+                a->oom = 1;
+                return -1;
+            }
+            a->touched[a->ntouched++] = si;
+            s->touched_col = a->cur_col;
+        }
+    }
+    int64_t d = (int64_t)size, db = 1;
+    if (!is_alloc) {
+        d = -d;
+        db = -1;
+    }
+    s->live_bytes += d;
+    s->live_blocks += db;
+    a->total += d;
+    a->total_blocks += db;
+    return 0;
+}
+
+void rh_agg_end(struct rh_agg *a, int64_t duration_ns)
+{
+    if (a->have_t)
+        rh_agg_group_end(a);
+    if (a->tl_ok) {
+        rh_agg_close_col(a);
+        if (duration_ns != a->span)
+            a->tl_ok = 0; /* the chart's span would differ */
+    }
+    /* carry the end state through columns without events */
+    int64_t carry = 0;
+    for (int c = 1; c <= RH_AGG_COLUMNS; c++) {
+        if (a->col[c].active)
+            carry = a->col[c].end_bytes;
+        else
+            a->col[c].end_bytes = a->col[c].max_bytes = carry;
+    }
+    for (size_t i = 0; i < a->nst; i++) {
+        struct rh_agg_stack *s = &a->st[i];
+        s->peak_bytes = s->epoch == a->epoch ? s->snap_bytes : s->live_bytes;
+        s->peak_blocks = s->epoch == a->epoch ? s->snap_blocks : s->live_blocks;
+    }
+    a->duration = duration_ns;
+    a->ended = 1;
+}
+
+int rh_agg_row(struct rh_agg *a, const struct rh_row *row)
+{
+    struct rh_agg_stack *s = rh_agg_stk(a, row->stack_index);
+    struct rh_agg_thread *ta = rh_agg_thr(a, row->alloc_thread);
+    struct rh_agg_thread *td = rh_agg_thr(a, row->dealloc_thread);
+    if (!s || a->oom)
+        return -1;
+    int64_t size = (int64_t)row->size;
+    s->count++;
+    s->bytes += size;
+    if (row->alloc_ns < s->first_ns)
+        s->first_ns = row->alloc_ns;
+    if (row->alloc_ns > s->last_ns)
+        s->last_ns = row->alloc_ns;
+    s->temporary += row->temporary;
+    if (ta) {
+        ta->alloc_blocks++;
+        ta->alloc_bytes += size;
+    }
+    if (row->dealloc_ns >= 0) {
+        s->freed_blocks++;
+        s->freed_bytes += size;
+        if (td) {
+            td->freed_blocks++;
+            td->freed_bytes += size;
+        }
+        if (ta && row->dealloc_thread != row->alloc_thread) {
+            ta->others_blocks++;
+            ta->others_bytes += size;
+        }
+        return 0;
+    }
+    s->leaked_blocks++;
+    s->leaked_bytes += size;
+    if (ta) {
+        ta->live_blocks++;
+        ta->live_bytes += size;
+    }
+    if (rh_grow(&a->lk, &a->caplk, a->nlk + 1, sizeof *a->lk)) {
+        a->oom = 1;
+        return -1;
+    }
+    a->lk[a->nlk++] = (struct rh_agg_leak){row->stack_index, row->alloc_ns, size};
+    return 0;
+}
+
+int rh_agg_time_ordered(const struct rh_agg *a)
+{
+    return a->time_ordered;
+}

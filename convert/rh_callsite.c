@@ -1,0 +1,309 @@
+/* rh_callsite.c: call sites past allocator wrappers.
+ *
+ * A stack's call site is its first frame (from frame 0 outward) that is not an
+ * allocator wrapper. The rule (README, "Call sites past allocator wrappers")
+ * looks only at the shape of the distinct stacks, never at names:
+ *
+ *   A function F is a wrapper when, over every stack that passes through F
+ *   (counting F's innermost frame in each):
+ *     1. F has a name and is not `main`, some frame calls it (it is never a
+ *        stack's outermost frame) and it never calls itself (a recursive
+ *        function is the work, not a wrapper);
+ *     2. F allocates from one place: all those stacks leave F at the same
+ *        file and line;
+ *     3. F is called from at least RH_WRAP_MIN_CALLERS (3) distinct
+ *        functions, or from exactly one function that is itself a wrapper
+ *        (a pool's refill under its pool_alloc). A caller without a name
+ *        counts once per address.
+ *   A stack's call site is its first frame whose function is not a wrapper.
+ *
+ * So Lua's l_alloc (one realloc call, reached from luaM_malloc_, luaM_realloc_
+ * and lua_newstate), the luaM_ functions and luaC_newobj above it are
+ * skipped, an xmalloc called from many functions is skipped, and a function
+ * that allocates at two lines (example.c's parse_line) or is called from one
+ * or two functions stays a call site. The result is stored as stacks.callsite (a frame_no of backtraces),
+ * and the skipped functions in skipped_functions, so SQL sees the same call
+ * sites as the rheaper command.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_convert.h"
+
+#define RH_WRAP_MIN_CALLERS 3
+
+struct rh_cs_frame {
+    int32_t fn;    /* function index, -1: no name */
+    int32_t place; /* interned "file:line" of this frame */
+};
+
+struct rh_cs_stack {
+    int64_t id;
+    size_t first; /* index into frames */
+    uint32_t n;
+};
+
+/* Per function: its one place (or -2 for several), its caller places. */
+struct rh_cs_fn {
+    char *name;
+    int32_t place;       /* -1: not seen yet, -2: several */
+    int32_t caller_fn;   /* the function of the first caller place */
+    int32_t caller[4];   /* distinct callers (interned function, or place if unnamed) */
+    int ncallers;        /* how many, counted up to 4 */
+    int root;            /* the outermost frame of some stack */
+    int recursive;       /* called by itself in some stack */
+    int state;           /* 0 unknown, 1 wrapper, 2 not, 3 being decided */
+    int64_t nstacks;     /* stacks in which it was skipped */
+};
+
+/* A small string interner (open addressing). */
+struct rh_cs_names {
+    char **s;
+    int32_t n, cap;
+    int32_t *slot;
+    uint32_t nslot;
+};
+
+static uint64_t rh_cs_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+/* Interns s. Returns its index, or -1 on out of memory. */
+static int32_t rh_cs_intern(struct rh_cs_names *t, const char *s)
+{
+    if ((uint32_t)t->n * 2 >= t->nslot) {
+        uint32_t ns = t->nslot ? t->nslot * 2 : 1024;
+        int32_t *slot = malloc(ns * sizeof *slot);
+        if (!slot)
+            return -1;
+        memset(slot, 0xff, ns * sizeof *slot);
+        for (int32_t i = 0; i < t->n; i++) {
+            uint32_t k = (uint32_t)rh_cs_hash(t->s[i]) & (ns - 1);
+            while (slot[k] >= 0)
+                k = (k + 1) & (ns - 1);
+            slot[k] = i;
+        }
+        free(t->slot);
+        t->slot = slot;
+        t->nslot = ns;
+    }
+    uint32_t k = (uint32_t)rh_cs_hash(s) & (t->nslot - 1);
+    while (t->slot[k] >= 0) {
+        if (!strcmp(t->s[t->slot[k]], s))
+            return t->slot[k];
+        k = (k + 1) & (t->nslot - 1);
+    }
+    if (t->n == t->cap) {
+        int32_t nc = t->cap ? t->cap * 2 : 256;
+        char **ns = realloc(t->s, (size_t)nc * sizeof *ns);
+        if (!ns)
+            return -1;
+        t->s = ns;
+        t->cap = nc;
+    }
+    char *d = strdup(s);
+    if (!d)
+        return -1;
+    t->s[t->n] = d;
+    t->slot[k] = t->n;
+    return t->n++;
+}
+
+static void rh_cs_names_free(struct rh_cs_names *t)
+{
+    for (int32_t i = 0; i < t->n; i++)
+        free(t->s[i]);
+    free(t->s);
+    free(t->slot);
+}
+
+struct rh_cs {
+    struct rh_cs_names fnames, places, callers;
+    struct rh_cs_fn *fn; /* indexed like fnames */
+    int32_t capfn;
+    struct rh_cs_stack *st;
+    size_t nst, capst;
+    struct rh_cs_frame *fr;
+    size_t nfr, capfr;
+};
+
+/* Decides whether function f is a wrapper (rule 3 may ask about its caller). */
+static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
+{
+    struct rh_cs_fn *F = &c->fn[f];
+    if (F->state == 1 || F->state == 2)
+        return F->state == 1;
+    if (F->state == 3 || depth > 64)
+        return 0; /* recursion: not a wrapper */
+    F->state = 3;
+    int w = !F->root && !F->recursive && F->place >= 0 && strcmp(F->name, "main") != 0 &&
+            (F->ncallers >= RH_WRAP_MIN_CALLERS ||
+             (F->ncallers == 1 && F->caller_fn >= 0 && F->caller_fn != f &&
+              rh_cs_is_wrapper(c, F->caller_fn, depth + 1)));
+    F->state = w ? 1 : 2;
+    return w;
+}
+
+/* Reads every stack's frames from backtraces. Returns 0 or -1. */
+static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
+                           " coalesce(line, address, 0) FROM backtraces ORDER BY id, frame_no",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        const char *sym = (const char *)sqlite3_column_text(st, 1);
+        const char *place = (const char *)sqlite3_column_text(st, 2);
+        if (!c->nst || c->st[c->nst - 1].id != id) {
+            if (rh_grow(&c->st, &c->capst, c->nst + 1, sizeof *c->st))
+                goto oom;
+            c->st[c->nst++] = (struct rh_cs_stack){id, c->nfr, 0};
+        }
+        if (rh_grow(&c->fr, &c->capfr, c->nfr + 1, sizeof *c->fr))
+            goto oom;
+        int32_t fi = -1, pi = rh_cs_intern(&c->places, place ? place : "?");
+        if (pi < 0)
+            goto oom;
+        if (sym) {
+            fi = rh_cs_intern(&c->fnames, sym);
+            if (fi < 0)
+                goto oom;
+            if (fi >= c->capfn) {
+                int32_t nc = c->capfn ? c->capfn * 2 : 256;
+                while (nc <= fi)
+                    nc *= 2;
+                struct rh_cs_fn *nf = realloc(c->fn, (size_t)nc * sizeof *nf);
+                if (!nf)
+                    goto oom;
+                memset(nf + c->capfn, 0, (size_t)(nc - c->capfn) * sizeof *nf);
+                c->fn = nf;
+                c->capfn = nc;
+            }
+            if (!c->fn[fi].name) {
+                c->fn[fi].name = c->fnames.s[fi];
+                c->fn[fi].place = -1;
+                c->fn[fi].caller_fn = -1;
+            }
+        }
+        c->fr[c->nfr++] = (struct rh_cs_frame){fi, pi};
+        c->st[c->nst - 1].n++;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+oom:
+    sqlite3_finalize(st);
+    return -1;
+}
+
+/* Collects places and callers of each function over all stacks. */
+static int rh_cs_observe(struct rh_cs *c)
+{
+    char buf[64];
+    for (size_t s = 0; s < c->nst; s++) {
+        const struct rh_cs_frame *fr = c->fr + c->st[s].first;
+        uint32_t n = c->st[s].n;
+        for (uint32_t p = 0; p < n; p++) {
+            int32_t f = fr[p].fn;
+            if (f < 0)
+                continue;
+            int seen = 0; /* only a function's innermost frame in a stack counts */
+            for (uint32_t q = 0; q < p && !seen; q++)
+                seen = fr[q].fn == f;
+            if (seen)
+                continue;
+            struct rh_cs_fn *F = &c->fn[f];
+            if (F->place == -1)
+                F->place = fr[p].place;
+            else if (F->place != fr[p].place)
+                F->place = -2;
+            if (p + 1 == n) {
+                F->root = 1;
+                continue;
+            }
+            for (uint32_t q = p + 1; q < n && !F->recursive; q++)
+                F->recursive = fr[q].fn == f;
+            if (fr[p + 1].fn >= 0)
+                snprintf(buf, sizeof buf, "f%d", fr[p + 1].fn);
+            else
+                snprintf(buf, sizeof buf, "p%d", fr[p + 1].place);
+            int32_t cp = rh_cs_intern(&c->callers, buf);
+            if (cp < 0)
+                return -1;
+            int known = 0;
+            for (int k = 0; k < F->ncallers && !known; k++)
+                known = F->caller[k] == cp;
+            if (!known && F->ncallers < 4) {
+                if (!F->ncallers)
+                    F->caller_fn = fr[p + 1].fn;
+                F->caller[F->ncallers++] = cp;
+            }
+        }
+    }
+    return 0;
+}
+
+int rh_callsite_write(void *dbv, char *err, size_t errlen)
+{
+    sqlite3 *db = dbv;
+    struct rh_cs c;
+    memset(&c, 0, sizeof c);
+    sqlite3_stmt *up = NULL, *sk = NULL;
+    int rc = -1;
+    if (rh_cs_load(&c, db) || rh_cs_observe(&c))
+        goto out;
+    if (sqlite3_prepare_v2(db, "UPDATE stacks SET callsite = ?2 WHERE id = ?1", -1, &up, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT INTO skipped_functions VALUES(?,?,?)", -1, &sk, NULL) !=
+            SQLITE_OK)
+        goto out;
+    for (size_t s = 0; s < c.nst; s++) {
+        const struct rh_cs_frame *fr = c.fr + c.st[s].first;
+        uint32_t p = 0;
+        while (p + 1 < c.st[s].n && fr[p].fn >= 0 && rh_cs_is_wrapper(&c, fr[p].fn, 0)) {
+            c.fn[fr[p].fn].nstacks++;
+            p++;
+        }
+        if (!p)
+            continue;
+        sqlite3_bind_int64(up, 1, c.st[s].id);
+        sqlite3_bind_int64(up, 2, p);
+        int r = sqlite3_step(up);
+        sqlite3_reset(up);
+        if (r != SQLITE_DONE)
+            goto out;
+    }
+    for (int32_t f = 0; f < c.fnames.n; f++) {
+        if (!c.fn[f].nstacks)
+            continue;
+        sqlite3_bind_text(sk, 1, c.fn[f].name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(sk, 2, c.fn[f].ncallers);
+        sqlite3_bind_int64(sk, 3, c.fn[f].nstacks);
+        int r = sqlite3_step(sk);
+        sqlite3_reset(sk);
+        if (r != SQLITE_DONE)
+            goto out;
+    }
+    rc = 0;
+out:
+    if (rc)
+        snprintf(err, errlen, "call sites: SQLite error (%s)", sqlite3_errmsg(db));
+    sqlite3_finalize(up);
+    sqlite3_finalize(sk);
+    rh_cs_names_free(&c.fnames);
+    rh_cs_names_free(&c.places);
+    rh_cs_names_free(&c.callers);
+    free(c.fn);
+    free(c.st);
+    free(c.fr);
+    return rc;
+}

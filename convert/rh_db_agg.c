@@ -1,0 +1,200 @@
+/* rh_db_agg.c: stores the aggregates of rh_aggregate.c in the database.
+ *
+ * Tables (README, "Aggregate tables"), written once at the end of a
+ * conversion inside its transaction, with bound values only:
+ *   stack_stats(bt, count, bytes, freed_blocks, freed_bytes, leaked_blocks,
+ *               leaked_bytes, peak_blocks, peak_bytes, temporary, first_alloc,
+ *               last_alloc)                      one row per stack
+ *   thread_stats(thread, alloc_blocks, ..., live_bytes)   thread_summary's figures
+ *   timeline(col, t, max_bytes, max_time, end_bytes, active)   the heap over time
+ *   timeline_stacks(col, bt, at_max, at_end)     per stack, where it changed
+ *   leak_curve(bt, bucket, blocks, bytes, first, last)   never-freed blocks
+ * and the meta keys peak_bytes, peak_blocks, peak_time_ns, timeline_columns,
+ * leak_buckets, ids_time_ordered and aggregates.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_convert.h"
+
+struct rh_aw {
+    sqlite3 *db;
+    char *err;
+    size_t errlen;
+};
+
+static int rh_aw_fail(struct rh_aw *w, const char *what)
+{
+    snprintf(w->err, w->errlen, "%s: SQLite error (%s)", what, sqlite3_errmsg(w->db));
+    return -1;
+}
+
+/* Prepares sql; NULL with err set. */
+static sqlite3_stmt *rh_aw_prep(struct rh_aw *w, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(w->db, sql, -1, &st, NULL) != SQLITE_OK) {
+        rh_aw_fail(w, "aggregates");
+        return NULL;
+    }
+    return st;
+}
+
+/* Binds n int64 values from ?1 on, steps and resets. Returns 0 or -1. */
+static int rh_aw_ins(struct rh_aw *w, sqlite3_stmt *st, const int64_t *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        sqlite3_bind_int64(st, i + 1, v[i]);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : rh_aw_fail(w, "aggregates");
+}
+
+static int rh_leak_cmp(const void *x, const void *y)
+{
+    const struct rh_agg_leak *a = x, *b = y;
+    if (a->si != b->si)
+        return a->si < b->si ? -1 : 1;
+    return a->t < b->t ? -1 : a->t > b->t;
+}
+
+static int rh_aw_stacks(struct rh_aw *w, struct rh_agg *a)
+{
+    sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO stack_stats VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!st)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < a->nst && !rc; i++) {
+        const struct rh_agg_stack *s = &a->st[i];
+        if (!s->count)
+            continue;
+        int64_t v[12] = {(int64_t)a->r->stacks[i].id,
+                         s->count,
+                         s->bytes,
+                         s->freed_blocks,
+                         s->freed_bytes,
+                         s->leaked_blocks,
+                         s->leaked_bytes,
+                         s->peak_blocks,
+                         s->peak_bytes,
+                         s->temporary,
+                         s->first_ns,
+                         s->last_ns};
+        rc = rh_aw_ins(w, st, v, 12);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int rh_aw_threads(struct rh_aw *w, struct rh_agg *a)
+{
+    sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO thread_stats VALUES(?,?,?,?,?,?,?,?,?)");
+    if (!st)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < a->nth && !rc; i++) {
+        const struct rh_agg_thread *t = &a->th[i];
+        int64_t v[9] = {(int64_t)i + 1,    t->alloc_blocks,  t->alloc_bytes,
+                        t->freed_blocks,   t->freed_bytes,   t->others_blocks,
+                        t->others_bytes,   t->live_blocks,   t->live_bytes};
+        rc = rh_aw_ins(w, st, v, 9);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int rh_aw_timeline(struct rh_aw *w, struct rh_agg *a)
+{
+    if (!a->tl_ok)
+        return 0;
+    sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO timeline VALUES(?,?,?,?,?,?)");
+    sqlite3_stmt *sp = rh_aw_prep(w, "INSERT INTO timeline_stacks VALUES(?,?,?,?)");
+    int rc = st && sp ? 0 : -1;
+    for (int c = 1; c <= RH_AGG_COLUMNS && !rc; c++) {
+        const struct rh_agg_col *k = &a->col[c];
+        int64_t v[6] = {c, (int64_t)((__int128)a->span * c / RH_AGG_COLUMNS), k->max_bytes,
+                        k->max_time, k->end_bytes, k->active};
+        rc = rh_aw_ins(w, st, v, 6);
+    }
+    for (size_t i = 0; i < a->npts && !rc; i++) {
+        const struct rh_agg_point *p = &a->pts[i];
+        int64_t v[4] = {p->col, (int64_t)a->r->stacks[p->si].id, p->at_max, p->at_end};
+        rc = rh_aw_ins(w, sp, v, 4);
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(sp);
+    return rc;
+}
+
+static int rh_aw_leaks(struct rh_aw *w, struct rh_agg *a)
+{
+    const int nb = RH_AGG_LEAK_BUCKETS;
+    if (a->nlk > 1)
+        qsort(a->lk, a->nlk, sizeof *a->lk, rh_leak_cmp);
+    sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO leak_curve VALUES(?,?,?,?,?,?)");
+    if (!st)
+        return -1;
+    int rc = 0;
+    size_t i = 0;
+    while (i < a->nlk && !rc) {
+        /* rows of one stack are sorted by time, so buckets come in order */
+        uint32_t si = a->lk[i].si;
+        int k = rh_leak_bucket(a->lk[i].t, nb, a->duration);
+        int64_t v[6] = {(int64_t)a->r->stacks[si].id, k, 0, 0, a->lk[i].t, a->lk[i].t};
+        while (i < a->nlk && a->lk[i].si == si &&
+               rh_leak_bucket(a->lk[i].t, nb, a->duration) == k) {
+            v[2]++;
+            v[3] += a->lk[i].size;
+            v[5] = a->lk[i].t;
+            i++;
+        }
+        rc = rh_aw_ins(w, st, v, 6);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int rh_aw_meta(struct rh_aw *w, struct rh_agg *a)
+{
+    sqlite3_stmt *st = rh_aw_prep(w, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)");
+    if (!st)
+        return -1;
+    const struct {
+        const char *k;
+        int64_t v;
+    } kv[] = {
+        /* events that went back in time (a damaged profile): the rows and
+         * the merge disagree on order, so commands read rows */
+        {"aggregates", a->r->out_of_order ? 0 : 1},
+        {"peak_bytes", a->peak},
+        {"peak_blocks", a->peak_blocks},
+        {"peak_time_ns", a->peak_t},
+        {"timeline_columns", a->tl_ok ? RH_AGG_COLUMNS : 0},
+        {"leak_buckets", RH_AGG_LEAK_BUCKETS},
+        {"ids_time_ordered", a->time_ordered},
+    };
+    int rc = 0;
+    for (size_t i = 0; i < sizeof kv / sizeof kv[0] && !rc; i++) {
+        sqlite3_bind_text(st, 1, kv[i].k, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, kv[i].v);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : rh_aw_fail(w, "meta");
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int rh_agg_write(struct rh_agg *a, void *db, char *err, size_t errlen)
+{
+    struct rh_aw w = {db, err, errlen};
+    if (a->oom) {
+        snprintf(err, errlen, "aggregates: out of memory");
+        return -1;
+    }
+    return rh_aw_stacks(&w, a) || rh_aw_threads(&w, a) || rh_aw_timeline(&w, a) ||
+                   rh_aw_leaks(&w, a) || rh_aw_meta(&w, a)
+               ? -1
+               : 0;
+}

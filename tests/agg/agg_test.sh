@@ -1,0 +1,139 @@
+#!/bin/sh
+# agg_test.sh: the converter's aggregates agree exactly with the rows.
+#
+#   agg_test.sh BIN_DIR TESTS_SRC TESTS_BUILD WORK_DIR
+#
+# Profiles: golden.rip converted here, then the rheaper profile databases the
+# suite has left under TESTS_BUILD, one per test directory, at most 14 (the
+# report fixture's known.db and workload.db are always there; the e2e, cli,
+# convert and reliability tests leave more when they ran first). For each:
+#   1. every listing and drawing command, unfiltered and with filters, prints
+#      the same bytes when answered from the aggregates (the default) as from
+#      the rows (RHEAPER_ROWS=1);
+#   2. summary's figures equal plain SQL over allocations: counts, bytes,
+#      leaked, temporary, and the peak from the heap_timeline view;
+#   3. filtered summaries equal the same SQL with the filter's WHERE clause.
+# Then each rip file with a database beside it, and golden.rip, is converted
+# with and without --min-lifetime: summary prints the same figures.
+set -eu
+bin=$1 src=$2 build=$3 work=$4
+rm -rf "$work" && mkdir -p "$work"
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+export RHEAPER_QUIET_NOTICES=1
+
+"$bin/rheaper-convert" --quiet --search "$src/golden" "$src/golden/golden.rip" "$work/golden.db"
+
+# Each profile is copied first: tests running beside this one rewrite theirs.
+# At most 14 of them, the report fixture's first, then one per test
+# directory (e2e builds each program many ways; the reliability cases are
+# hundreds of small hostile programs: 3 of those), so the test stays short.
+dbs="$work/golden.db" n=0 nacc=0 nrel=0 seen=""
+for f in $(find "$build/report" "$build" -name '*.db' -size -64M ! -path "$work/*" 2>/dev/null); do
+    [ $nacc -lt 14 ] || break
+    case "$f" in */reliability/*) [ $nrel -lt 3 ] || continue ;; esac
+    case "$f" in "$build"/agg/*) continue ;; esac
+    dir=$(dirname "$f")
+    case "$f" in */report/work/*) dir=$f ;; esac # both of the fixture's
+    case " $seen " in *" $dir "*) continue ;; esac
+    n=$((n + 1))
+    cp "$f" "$work/p$n.db" 2>/dev/null || continue
+    [ "$(sqlite3 "$work/p$n.db" "SELECT value FROM meta WHERE key = 'aggregates'" 2>/dev/null)" = 1 ] ||
+        { rm -f "$work/p$n.db"; continue; }
+    case "$f" in */reliability/*) nrel=$((nrel + 1)) ;; esac
+    nacc=$((nacc + 1))
+    seen="$seen $dir"
+    echo "p$n.db: $f"
+    dbs="$dbs $work/p$n.db"
+done
+
+# both DB ARGS...: the command both ways, byte for byte
+both() {
+    db=$1
+    shift
+    RHEAPER_ROWS=0 "$bin/rheaper" "$@" "$db" > "$work/a.out" 2> "$work/a.err" && a=0 || a=$?
+    RHEAPER_ROWS=1 "$bin/rheaper" "$@" "$db" > "$work/b.out" 2> "$work/b.err" && b=0 || b=$?
+    if [ "$a" -ne 0 ] || [ "$b" -ne 0 ]; then
+        bad "$db: rheaper $* exits $a (aggregates) and $b (rows): $(cat "$work/a.err" "$work/b.err")"
+    elif cmp -s "$work/a.out" "$work/b.out"; then
+        ok
+    else
+        bad "$db: rheaper $* differs between aggregates and rows:"
+        diff "$work/a.out" "$work/b.out" | head -6
+    fi
+}
+
+# figure NAME: a value from summary --csv of the last run
+figure() { sed -n "s/^$1,//p" "$work/s.csv"; }
+
+# sqlcheck DB WHERE [ARGS...]: summary ARGS figures against SQL over the rows
+# that pass WHERE
+sqlcheck() {
+    db=$1 where=$2
+    shift 2
+    "$bin/rheaper" summary --csv "$@" "$db" > "$work/s.csv" 2> "$work/s.err" ||
+        { bad "$db: summary $*: $(cat "$work/s.err")"; return; }
+    want=$(sqlite3 -separator ' ' "$db" "SELECT count(*), coalesce(sum(size), 0),
+        count(dealloc_after), coalesce(sum(CASE WHEN dealloc_after IS NOT NULL THEN size END), 0),
+        coalesce(sum(dealloc_after IS NULL), 0),
+        coalesce(sum(CASE WHEN dealloc_after IS NULL THEN size END), 0),
+        coalesce(sum(temporary), 0) FROM allocations WHERE $where")
+    got="$(figure alloc_blocks) $(figure alloc_bytes) $(figure freed_blocks) $(figure freed_bytes) $(figure leaked_blocks) $(figure leaked_bytes) $(figure temporary_blocks)"
+    [ "$got" = "$want" ] && ok || bad "$db: summary $*: figures $got, SQL says $want"
+    # the peak by SQL: heap_timeline's running sum over the same rows
+    want=$(sqlite3 -separator ' ' "$db" "SELECT coalesce(max(live), 0) FROM (SELECT sum(d) OVER
+        (ORDER BY t, k ROWS UNBOUNDED PRECEDING) AS live FROM (SELECT alloc_after AS t, 1 AS k,
+        size AS d FROM allocations WHERE $where UNION ALL SELECT dealloc_after, 0, -size
+        FROM allocations WHERE ($where) AND dealloc_after IS NOT NULL))")
+    got=$(figure peak_bytes)
+    [ "$got" = "$want" ] && ok || bad "$db: summary $*: peak $got, SQL says $want"
+}
+
+for db in $dbs; do
+    for args in "summary" "summary --json" "top" "top --by count" "top --by peak" \
+        "top --by leaked" "top --by temporary" "top --stacks" "top --no-skip" \
+        "top --skip-function ^main$" "peak" "peak --stacks" "leaks" "leaks --stacks" \
+        "leaks --buckets 7" "flamegraph --folded" "flamegraph --folded --leaked" \
+        "flamegraph --folded --peak" "flamegraph --folded --no-skip" "timeline" \
+        "summary --from 20% --to 80%" "top --min-size 64" "peak --lifetime leaked" \
+        "leaks --thread 1" "top --function main" "summary --not-function ^main$"; do
+        # shellcheck disable=SC2086 # the words are the arguments
+        both "$db" $args
+    done
+    sqlcheck "$db" "1"
+    sqlcheck "$db" "size >= 64" --min-size 64
+    sqlcheck "$db" "dealloc_after IS NULL" --lifetime leaked
+    sqlcheck "$db" "alloc_thread = 1" --thread 1
+    sqlcheck "$db" "bt IN (SELECT id FROM backtraces WHERE sym REGEXP 'main')" --function main
+done
+
+# culled and unculled conversions: the same summary
+n=0
+for f in "$src/golden/golden.rip" $(find "$build" -name 'rip-*' ! -name '*.*' ! -path "$work/*" 2>/dev/null | sort); do
+    [ "$f" = "$src/golden/golden.rip" ] || [ -f "$f.db" ] || continue
+    n=$((n + 1))
+    rip="$work/r$n.rip"
+    cp "$f" "$rip" 2>/dev/null || continue
+    "$bin/rheaper-convert" --quiet --search "$src/golden" "$rip" "$work/full-$n.db" 2>/dev/null ||
+        { bad "$rip: does not convert"; continue; }
+    "$bin/rheaper-convert" --quiet --search "$src/golden" --min-lifetime 1ms "$rip" "$work/cull-$n.db"
+    "$bin/rheaper" summary "$work/full-$n.db" > "$work/full.txt"
+    "$bin/rheaper" summary "$work/cull-$n.db" > "$work/cull.txt"
+    if cmp -s "$work/full.txt" "$work/cull.txt"; then ok; else
+        bad "$f: culled and unculled summaries differ"
+        diff "$work/full.txt" "$work/cull.txt" | head -6
+    fi
+    [ "$(sqlite3 "$work/cull-$n.db" "SELECT value FROM meta WHERE key = 'min_lifetime_ns'")" = 1000000 ] &&
+        ok || bad "$rip: meta min_lifetime_ns not recorded"
+    [ "$(sqlite3 "$work/cull-$n.db" "SELECT count(*) FROM allocations WHERE dealloc_after - alloc_after < 1000000")" = 0 ] &&
+        ok || bad "$rip: culled rows written"
+    unset RHEAPER_QUIET_NOTICES
+    "$bin/rheaper" summary "$work/cull-$n.db" 2>&1 >/dev/null | grep -q "culled profile" &&
+        ok || bad "$rip: no culled notice"
+    export RHEAPER_QUIET_NOTICES=1
+    [ $n -lt 5 ] || break
+done
+echo "profiles: $(echo $dbs | wc -w), culling checked on $n rips"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
