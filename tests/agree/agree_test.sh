@@ -157,8 +157,11 @@ cli)
     check "query: 'SELECT COUNT(*) FROM SEL' too" eq "$(q "SELECT COUNT(*) FROM SEL")" "$rows"
     check "query: 'select 1' does not build sel" eq "$(q "select 1$built")" 0
     check "query: 'SELECT 1' does not build sel" eq "$(q "SELECT 1$built")" 0
-    check "query: 'SeLeCt sum(size) FROM sel' builds it" eq "$(q "SeLeCt sum(size) FROM sel$built")" 1
-    rc=0; "$rheaper" query "$dir/q.db" "delete from allocations" > "$out" 2> "$err" || rc=$?
+    # Unfiltered, sel is a view of allocations (nothing to build); the answer
+    # through it must be the table's, in any letter case.
+    check "query: 'SeLeCt sum(size) FROM sel' reads it" \
+        eq "$(q "SeLeCt sum(size) FROM sel")" "$(q "select sum(size) from allocations")"
+    rc=0; "$rheaper" query "$dir/q.db" "delete from meta" > "$out" 2> "$err" || rc=$?
     check "query: a writing statement fails with a read-only message" \
         sh -c '[ "$1" -ne 0 ] && grep -q "read-only" "$2"' - "$rc" "$err"
 
