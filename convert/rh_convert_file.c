@@ -100,6 +100,11 @@ static struct rh_symbolizer *rh_make_symbolizer(struct rh_rip *r, const char *co
 static void rh_report_damage(const char *prog, const struct rh_rip *r,
                              const struct rh_merge_stats *st)
 {
+    if (r->has_trailer && r->tr_end_reason == RIP_END_SIZE_LIMIT)
+        fprintf(stderr,
+                "%s: %s: cut at the size limit (RHEAPER_MAX_PROFILE_SIZE): the recording "
+                "stopped there and the profile was closed cleanly\n",
+                prog, r->name);
     if (!r->cut_short && !r->damaged)
         return;
     char what[256] = "";
