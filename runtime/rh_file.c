@@ -403,8 +403,7 @@ int rh_file_create_locked(void)
     __atomic_store_n(&rh_prof.limit_hit, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_prof.open, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&rh_epoch, 1, __ATOMIC_RELEASE);
-    if (rh_ctl_armed())
-        rh_ctl_marker_update();
+    /* the marker says "recording" once the state is on (rh_api.c) */
     return RHEAPER_OK;
 }
 

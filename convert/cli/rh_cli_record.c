@@ -272,8 +272,15 @@ int rh_cmd_record(int argc, char **argv)
     char mpath[PATH_MAX + 128];
     snprintf(mpath, sizeof mpath, "%s/rheaper-%d.ctl", dir, pid);
     struct rh_marker m;
-    if (rh_rec_marker(mpath, &m) != 0 || m.pid != pid ||
-        (m.start && m.start != rh_rec_start(pid))) {
+    int bad = 1;
+    /* The runtime arms at the process's first allocation: allow it a second. */
+    for (int tries = 0; tries < 50 && bad; tries++) {
+        bad = rh_rec_marker(mpath, &m) != 0 || m.pid != pid ||
+              (m.start && m.start != rh_rec_start(pid));
+        if (bad)
+            rh_rec_nap();
+    }
+    if (bad) {
         fprintf(stderr,
                 "rheaper: record: process %d has RHEAPER_ENABLE=signal but is not armed: no "
                 "marker %s (was it built with rheaper-cc? has it allocated yet?); nothing was "
