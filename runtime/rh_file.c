@@ -383,7 +383,18 @@ int rh_file_create_locked(void)
         unlink(path);
         return RHEAPER_ERR_NOMEM;
     }
-    /* Old tables are leaked on purpose: a racing thread may still read them. */
+    /* Old tables are leaked on purpose: a racing thread may still read them.
+     * Their memory is not: the old stack table's entries past its first page
+     * are given back (a late reader sees zeroes, i.e. empty entries), so a
+     * server toggled many times keeps only address space, 32 MiB a recording
+     * (issue 9; README "Recording a running process"). */
+    if (rh_prof.stacks) {
+        size_t ob = sizeof(struct rh_stack_table) +
+                    (size_t)(rh_prof.stacks->mask + 1) * sizeof(struct rh_stack_entry);
+        ob = (ob + 4095) & ~(size_t)4095;
+        if (ob > 4096)
+            madvise((char *)rh_prof.stacks + 4096, ob - 4096, MADV_DONTNEED);
+    }
     rh_prof.slots = slots;
     rh_prof.nslots = rh_cfg.max_trackers;
     rh_prof.stacks = stacks;
