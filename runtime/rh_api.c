@@ -277,7 +277,11 @@ static void rh_close_cut_locked(void)
  * clean close, then each toggle the signal asked for, in order. */
 static void rh_ctl_run(void)
 {
-    rh_spin_lock(&rh_ctl_lock);
+    /* Never wait here: the holder may be taking a module snapshot
+     * (dl_iterate_phdr, the loader's lock) while this thread allocates inside
+     * dlopen with that lock held. RH_CTL stays set, so a later call retries. */
+    if (__atomic_exchange_n(&rh_ctl_lock, 1, __ATOMIC_ACQUIRE))
+        return;
     __atomic_fetch_and(&rh_state, ~RH_CTL, __ATOMIC_ACQ_REL);
     rh_close_cut_locked();
     if (rh_ctl_marker_stale())
