@@ -206,6 +206,8 @@ struct rh_rip {
     uint32_t tr_open_chunks;
     int tr_has_reentered;   /* the trailer has the v2 field */
     uint64_t tr_reentered;  /* calls passed through unrecorded by re-entry */
+    int tr_has_end_reason;  /* the trailer has issue 9's end_reason field */
+    uint32_t tr_end_reason; /* RIP_END_*: 1 = cut at the size limit */
 
     struct rh_stack *stacks;
     size_t nstacks, capstacks;

@@ -116,6 +116,11 @@ static int rh_still_recording(const struct rh_rip *r)
 static void rh_report_damage(const char *prog, const struct rh_rip *r,
                              const struct rh_merge_stats *st)
 {
+    if (r->has_trailer && r->tr_end_reason == RIP_END_SIZE_LIMIT)
+        fprintf(stderr,
+                "%s: %s: cut at the size limit (RHEAPER_MAX_PROFILE_SIZE): the recording "
+                "stopped there and the profile was closed cleanly\n",
+                prog, r->name);
     if (!r->cut_short && !r->damaged)
         return;
     char what[256] = "";

@@ -563,6 +563,9 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* v2 trailers only: a v1 profile did not count it */
     if (r->has_trailer && r->tr_has_reentered)
         rh_meta_int(&m, "reentered_unrecorded", (int64_t)r->tr_reentered);
+    /* issue 9: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
+    if (r->has_trailer && r->tr_has_end_reason)
+        rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
     rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;

@@ -365,6 +365,9 @@ static int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     /* v2: calls passed through unrecorded by re-entry (FORMAT.md) */
     r->tr_has_reentered = ch->used >= 56;
     r->tr_reentered = r->tr_has_reentered ? rh_cur_u(&c, 8) : 0;
+    /* v2, issue 9: why the recording ended (RIP_END_SIZE_LIMIT: a clean cut) */
+    r->tr_has_end_reason = ch->used >= 64;
+    r->tr_end_reason = r->tr_has_end_reason ? (uint32_t)rh_cur_u(&c, 4) : 0;
     rh_calib_add(r, end_tick, end_ns);
     return 1;
 }

@@ -34,6 +34,28 @@ static int rh_init_state;
 static struct rh_config rh_cfg_env;
 /* Set by our constructor: libc is fully initialised. */
 static int rh_ctor_ran;
+/* Serialises every start and stop: rheaper_enable, rheaper_disable, the toggle
+ * signal's work and the size limit's close (rh_ctl_run). Taken before
+ * rh_shared_lock and rh_prof_lock. */
+static int rh_ctl_lock;
+
+static void rh_ctl_run(void);
+RH_HIDDEN int rh_ctl_marker_stale(void);
+
+void rh_state_set(int v)
+{
+    int old = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&rh_state, &old, v | (old & RH_CTL), 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
+void rh_ctl_request(void)
+{
+    int e = errno;
+    __atomic_fetch_or(&rh_state, RH_CTL, __ATOMIC_ACQ_REL);
+    errno = e;
+}
 
 void rh_note_reentry(void)
 {
@@ -63,19 +85,25 @@ int rh_init_lazy(void)
         rh_cfg_env = rh_cfg;
         rh_clock_init();
         rh_thread_init();
-        if (rh_cfg.enable) {
+        if (rh_cfg.enable == 1) {
             rh_prof.max_chunk = rh_config_max_chunk();
             rh_prof.pending = 1;
-            __atomic_store_n(&rh_state, RH_ON, __ATOMIC_RELEASE);
+            rh_state_set(RH_ON);
         } else {
-            __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
+            rh_state_set(RH_OFF);
+            if (rh_cfg.enable == RH_ENABLE_SIGNAL) {
+                rh_ctl_arm();
+                rh_cfg_env = rh_cfg; /* the profile directory made absolute */
+            }
         }
         __atomic_store_n(&rh_init_state, 2, __ATOMIC_RELEASE);
     } else {
         while (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
             sched_yield();
+        if (__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) & RH_CTL)
+            rh_ctl_run();
     }
-    return __atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) == RH_ON;
+    return RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) == RH_ON;
 }
 
 int rh_file_ensure(void)
@@ -86,11 +114,11 @@ int rh_file_ensure(void)
         return 0;
     int created = 0;
     rh_spin_lock(&rh_prof_lock);
-    if (rh_prof.pending && __atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_ON) {
+    if (rh_prof.pending && RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) == RH_ON) {
         if (rh_file_create_locked() == RHEAPER_OK)
             created = 1;
         else
-            __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
+            rh_state_set(RH_OFF);
         rh_prof.pending = 0;
     }
     int open = rh_prof.open;
@@ -115,14 +143,15 @@ static int rh_check_dir(const char *dir)
     return 0;
 }
 
-int rheaper_enable(const struct rheaper_config *cfg)
+static void rh_close_cut_locked(void);
+
+/* rheaper_enable's work; the caller holds rh_ctl_lock and the guard. */
+static int rh_enable_ctl(const struct rheaper_config *cfg)
 {
-    int g = rh_guard_enter();
-    if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
-        rh_init_lazy();
+    rh_close_cut_locked();
     rh_spin_lock(&rh_prof_lock);
     int rc = RHEAPER_OK;
-    if (__atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_ON) {
+    if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) == RH_ON) {
         rc = RHEAPER_ERR_ALREADY;
         goto out;
     }
@@ -160,14 +189,28 @@ int rheaper_enable(const struct rheaper_config *cfg)
     rh_prof.max_chunk = rh_config_max_chunk();
     rh_prof.pending = 0;
     rc = rh_file_create_locked();
-    if (rc == RHEAPER_OK)
-        __atomic_store_n(&rh_state, RH_ON, __ATOMIC_RELEASE);
+    if (rc == RHEAPER_OK) {
+        rh_state_set(RH_ON);
+        if (rh_ctl_armed())
+            rh_ctl_marker_update(); /* "recording" */
+    }
 out:
     rh_spin_unlock(&rh_prof_lock);
     if (rc == RHEAPER_OK) {
         rh_prof.mod_early = !rh_ctor_ran;
         rh_modules_snapshot(1);
     }
+    return rc;
+}
+
+int rheaper_enable(const struct rheaper_config *cfg)
+{
+    int g = rh_guard_enter();
+    if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
+        rh_init_lazy();
+    rh_spin_lock(&rh_ctl_lock);
+    int rc = rh_enable_ctl(cfg);
+    rh_spin_unlock(&rh_ctl_lock);
     rh_guard_leave(g);
     return rc;
 }
@@ -182,18 +225,17 @@ static void rh_flush_locked(int close_fd)
     rh_file_close_locked(close_fd);
 }
 
-int rheaper_disable(void)
+/* rheaper_disable's work; the caller holds rh_ctl_lock and the guard. */
+static int rh_disable_ctl(void)
 {
-    int g = rh_guard_enter();
-    if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
-        rh_init_lazy();
+    rh_close_cut_locked();
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     int rc = RHEAPER_OK;
-    if (__atomic_load_n(&rh_state, __ATOMIC_RELAXED) != RH_ON) {
+    if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) != RH_ON) {
         rc = RHEAPER_ERR_NOT_ENABLED;
     } else {
-        __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
+        rh_state_set(RH_OFF);
         if (rh_prof.pending && !rh_prof.open)
             rh_file_create_locked(); /* enabled from the environment, nothing recorded yet */
         rh_prof.pending = 0;
@@ -201,13 +243,64 @@ int rheaper_disable(void)
     }
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_unlock(&rh_shared_lock);
+    return rc;
+}
+
+int rheaper_disable(void)
+{
+    int g = rh_guard_enter();
+    if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
+        rh_init_lazy();
+    rh_spin_lock(&rh_ctl_lock);
+    int rc = rh_disable_ctl();
+    rh_spin_unlock(&rh_ctl_lock);
     rh_guard_leave(g);
     return rc;
 }
 
+/* The size limit stopped tracking (rh_file_map_chunk_locked): write the
+ * trailer (end reason RIP_END_SIZE_LIMIT) and close the file. Caller holds
+ * rh_ctl_lock. */
+static void rh_close_cut_locked(void)
+{
+    if (!__atomic_load_n(&rh_prof.limit_hit, __ATOMIC_ACQUIRE))
+        return;
+    rh_spin_lock(&rh_shared_lock);
+    rh_spin_lock(&rh_prof_lock);
+    if (__atomic_exchange_n(&rh_prof.limit_hit, 0, __ATOMIC_ACQ_REL) && rh_prof.open) {
+        rh_state_set(RH_OFF);
+        rh_flush_locked(1);
+    }
+    rh_spin_unlock(&rh_prof_lock);
+    rh_spin_unlock(&rh_shared_lock);
+}
+
+/* The control work behind RH_CTL, run by the first hooked call that sees it
+ * (with the guard set, outside any signal handler's frame): the size limit's
+ * clean close, then each toggle the signal asked for, in order. */
+static void rh_ctl_run(void)
+{
+    /* Never wait here: the holder may be taking a module snapshot
+     * (dl_iterate_phdr, the loader's lock) while this thread allocates inside
+     * dlopen with that lock held. RH_CTL stays set, so a later call retries. */
+    if (__atomic_exchange_n(&rh_ctl_lock, 1, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_fetch_and(&rh_state, ~RH_CTL, __ATOMIC_ACQ_REL);
+    rh_close_cut_locked();
+    if (rh_ctl_marker_stale())
+        rh_ctl_marker_update(); /* a fork child's own marker */
+    for (unsigned n = rh_ctl_take_toggles(); n; n--) {
+        if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) == RH_ON)
+            rh_disable_ctl();
+        else
+            rh_enable_ctl(NULL);
+    }
+    rh_spin_unlock(&rh_ctl_lock);
+}
+
 int rheaper_is_enabled(void)
 {
-    return __atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) == RH_ON;
+    return RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) == RH_ON;
 }
 
 const char *rheaper_profile_path(void)
@@ -237,7 +330,7 @@ const char *rheaper_strerror(int rc)
 
 void rh_modules_changed(void)
 {
-    if (__atomic_load_n(&rh_state, __ATOMIC_RELAXED) != RH_ON ||
+    if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) != RH_ON ||
         !__atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE))
         return;
     int g = rh_guard_enter();
@@ -261,9 +354,26 @@ __attribute__((constructor(101))) static void rh_runtime_ctor(void)
 /* Runs last at exit: trailer, the caller's chunk sealed, one line on stderr.
  * The file stays open, so events after this land in new chunks; a second call
  * (or a later rheaper_disable) finds the work done. */
+static void rh_runtime_dtor_flush(void);
+
 __attribute__((destructor(101))) static void rh_runtime_dtor(void)
 {
-    if (__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) != RH_ON)
+    if (__atomic_load_n(&rh_prof.limit_hit, __ATOMIC_ACQUIRE)) {
+        int g = rh_guard_enter();
+        rh_spin_lock(&rh_ctl_lock);
+        rh_close_cut_locked();
+        rh_spin_unlock(&rh_ctl_lock);
+        rh_guard_leave(g);
+    }
+    rh_runtime_dtor_flush();
+    /* Last: the process is going, `rheaper record` stops waiting for it. */
+    if (rh_ctl_armed())
+        rh_ctl_marker_remove();
+}
+
+static void rh_runtime_dtor_flush(void)
+{
+    if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) != RH_ON)
         return;
     int g = rh_guard_enter();
     rh_spin_lock(&rh_shared_lock);

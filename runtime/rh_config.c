@@ -1,12 +1,14 @@
 /* rh_config.c: the runtime's settings, from the environment.
  *
  * RHEAPER_ENABLE, RHEAPER_PROFILE_DIR, RHEAPER_MAX_STACK_DEPTH,
- * RHEAPER_MAX_TRACKERS, RHEAPER_BUFFER_SIZE and RHEAPER_SCOPE are read once, on the first
+ * RHEAPER_MAX_TRACKERS, RHEAPER_BUFFER_SIZE, RHEAPER_SCOPE, and for issue 9
+ * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE are read once, on the first
  * wrapped call, with secure_getenv so setuid and setgid programs ignore them. A
  * bad value never stops the program: it gets one warning line and the default.
  * rheaper_enable() (rh_api.c) overlays its struct rheaper_config on top.
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +22,111 @@ RH_HIDDEN struct rh_config rh_cfg = {
     .max_trackers = RH_DEFAULT_TRACKERS,
     .buffer_size = RH_DEFAULT_BUFFER,
     .profile_dir = ".",
+    .ctl_signal = 0, /* rh_default_signal() at load: SIGRTMAX is not a constant */
 };
+
+int rh_default_signal(void)
+{
+    /* Far from SIGRTMIN, where POSIX timers (SIGEV_SIGNAL) and libraries that
+     * need one real-time signal usually take theirs; queued, never merged. */
+    return SIGRTMAX - 5;
+}
+
+static const struct {
+    const char *name;
+    int sig;
+} rh_signames[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT},   {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},   {"ALRM", SIGALRM},   {"TERM", SIGTERM},
+    {"CHLD", SIGCHLD}, {"CONT", SIGCONT},   {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},
+    {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM},
+    {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"POLL", SIGPOLL},   {"PWR", SIGPWR},
+    {"SYS", SIGSYS},
+};
+
+int rh_parse_signal(const char *s)
+{
+    unsigned v;
+    if (!s || !*s)
+        return -1;
+    if (!strncmp(s, "SIG", 3))
+        s += 3;
+    if (rh_parse_uint(s, 1, (unsigned)SIGRTMAX, &v) == 0)
+        return (int)v;
+    for (size_t i = 0; i < sizeof rh_signames / sizeof rh_signames[0]; i++)
+        if (!strcmp(s, rh_signames[i].name))
+            return rh_signames[i].sig;
+    int base = 0, dir = 0;
+    if (!strncmp(s, "RTMIN", 5)) {
+        base = SIGRTMIN;
+        dir = 1;
+    } else if (!strncmp(s, "RTMAX", 5)) {
+        base = SIGRTMAX;
+        dir = -1;
+    } else {
+        return -1;
+    }
+    s += 5;
+    if (!*s)
+        return base;
+    if ((dir > 0 && *s != '+') || (dir < 0 && *s != '-'))
+        return -1;
+    if (rh_parse_uint(s + 1, 0, (unsigned)(SIGRTMAX - SIGRTMIN), &v) != 0)
+        return -1;
+    return base + dir * (int)v;
+}
+
+/* SIZE with an optional k, M or G suffix (powers of 1024). 0 on error. */
+static uint64_t rh_parse_size(const char *s)
+{
+    uint64_t v = 0;
+    const char *p = s;
+    if (!*p)
+        return 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return 0;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == s)
+        return 0;
+    unsigned shift = 0;
+    if (*p == 'k' || *p == 'K')
+        shift = 10;
+    else if (*p == 'm' || *p == 'M')
+        shift = 20;
+    else if (*p == 'g' || *p == 'G')
+        shift = 30;
+    else if (*p)
+        return 0;
+    if (shift) {
+        p++;
+        if (*p == 'i' && p[1] == 'B')
+            p += 2;
+        else if (*p == 'B')
+            p++;
+        if (*p)
+            return 0;
+    }
+    if (v > (UINT64_MAX >> shift))
+        return 0;
+    return v << shift;
+}
+
+/* A template is a file name: no '/', only the % conversions we know. */
+static int rh_name_template_ok(const char *t)
+{
+    if (!*t || strchr(t, '/') || !strcmp(t, ".") || !strcmp(t, ".."))
+        return 0;
+    for (const char *p = t; *p; p++) {
+        if (*p != '%')
+            continue;
+        p++;
+        if (*p != 'p' && *p != 't' && *p != 'e' && *p != 'n' && *p != '%')
+            return 0;
+    }
+    return 1;
+}
 
 int rh_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
 {
@@ -57,8 +163,45 @@ void rh_config_load_env(void)
     if (e && *e) {
         if (!strcmp(e, "1"))
             rh_cfg.enable = 1;
+        else if (!strcmp(e, "signal"))
+            rh_cfg.enable = RH_ENABLE_SIGNAL;
         else if (strcmp(e, "0") != 0)
-            rh_warn("ignoring RHEAPER_ENABLE=%s: expected 1 or 0; tracking stays off", e);
+            rh_warn("ignoring RHEAPER_ENABLE=%s: expected 1, signal or 0; tracking stays off", e);
+    }
+    rh_cfg.ctl_signal = rh_default_signal();
+    const char *sg = secure_getenv("RHEAPER_SIGNAL");
+    if (sg) {
+        int v = rh_parse_signal(sg);
+        if (v <= 0 || v == SIGKILL || v == SIGSTOP || v == SIGSEGV || v == SIGBUS ||
+            v == SIGILL || v == SIGFPE || v == SIGABRT || v == SIGTRAP || v == SIGCHLD)
+            rh_warn("ignoring RHEAPER_SIGNAL=%s: expected a signal such as USR2, PROF, "
+                    "RTMIN+3, RTMAX-5 or a number; using %d",
+                    sg, rh_cfg.ctl_signal);
+        else
+            rh_cfg.ctl_signal = v;
+    }
+    const char *nm = secure_getenv("RHEAPER_PROFILE_NAME");
+    if (nm) {
+        size_t n = strlen(nm);
+        if (n >= sizeof rh_cfg.profile_name - 16 || !rh_name_template_ok(nm))
+            rh_warn("ignoring RHEAPER_PROFILE_NAME=%s: expected a file name (no '/', "
+                    "shorter than %zu bytes) using only %%p %%t %%e %%n %%%%; using rip-%%p",
+                    nm, sizeof rh_cfg.profile_name - 16);
+        else
+            memcpy(rh_cfg.profile_name, nm, n + 1);
+    }
+    const char *ms = secure_getenv("RHEAPER_MAX_PROFILE_SIZE");
+    if (ms && *ms) {
+        uint64_t v = rh_parse_size(ms);
+        if (v && v < 65536) {
+            rh_warn("RHEAPER_MAX_PROFILE_SIZE=%s is below the 64k minimum; using 64k", ms);
+            v = 65536;
+        }
+        if (!v && strcmp(ms, "0") != 0)
+            rh_warn("ignoring RHEAPER_MAX_PROFILE_SIZE=%s: expected a size such as 500M, "
+                    "64k or 2G; no limit",
+                    ms);
+        rh_cfg.max_profile_size = v;
     }
     const char *d = secure_getenv("RHEAPER_PROFILE_DIR");
     if (d) {

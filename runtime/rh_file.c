@@ -155,9 +155,11 @@ static int rh_reserve_disk(int fd, uint64_t off, uint64_t len)
 void rh_file_fail_locked(const char *what, int err)
 {
     rh_warn("%s: %s; tracking stopped", what, rh_errstr(err));
-    __atomic_store_n(&rh_state, RH_OFF, __ATOMIC_RELEASE);
+    rh_state_set(RH_OFF);
     __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
     rh_prof.pending = 0;
+    if (rh_ctl_armed())
+        rh_ctl_marker_update();
 }
 
 /* 1 when err means the process has no fd to spare (its own limit or the
@@ -229,6 +231,51 @@ static size_t rh_dir_prefix(char *buf, size_t size)
     return n;
 }
 
+/* Expands RHEAPER_PROFILE_NAME (rh_cfg.profile_name; "" means rip-%p) into buf
+ * for recording number seq: %p pid, %t start time (seconds since the epoch), %e
+ * the executable's file name, %n seq, %% a '%'. Returns the length. */
+static size_t rh_expand_name(char *buf, size_t size, uint32_t seq)
+{
+    const char *t = rh_cfg.profile_name[0] ? rh_cfg.profile_name : "rip-%p";
+    size_t n = 0;
+    for (const char *p = t; *p && n + 1 < size; p++) {
+        if (*p != '%') {
+            buf[n++] = *p;
+            continue;
+        }
+        p++;
+        switch (*p) {
+        case 'p':
+            n += rh_fmt(buf + n, size - n, "%d", (int)getpid());
+            break;
+        case 't':
+            n += rh_fmt(buf + n, size - n, "%llu",
+                        (unsigned long long)(rh_real_ns() / 1000000000ull));
+            break;
+        case 'n':
+            n += rh_fmt(buf + n, size - n, "%u", seq);
+            break;
+        case 'e': {
+            char exe[RIP_HDR_EXE_MAX];
+            ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+            exe[k > 0 ? k : 0] = '\0';
+            const char *b = strrchr(exe, '/');
+            b = b ? b + 1 : exe;
+            n += rh_fmt(buf + n, size - n, "%s", *b ? b : "unknown");
+            break;
+        }
+        case '%':
+            buf[n++] = '%';
+            break;
+        default: /* rh_config.c rejects other conversions */
+            p--;
+            break;
+        }
+    }
+    buf[n] = '\0';
+    return n;
+}
+
 /* Fills the 4096-byte header: times, clock, config, exe and cmdline. */
 static void rh_fill_header(uint8_t *hdr)
 {
@@ -288,7 +335,9 @@ int rh_file_create_locked(void)
     rh_fill_header(hdr);
     char path[RH_PATH_MAX];
     size_t n = rh_dir_prefix(path, sizeof path);
-    n += rh_fmt(path + n, sizeof path - n, "/rip-%d", (int)getpid());
+    uint32_t seq = rh_prof.seq + 1;
+    path[n++] = '/';
+    n += rh_expand_name(path + n, sizeof path - n - 16, seq);
     int fd = -1;
     for (unsigned k = 0; k < 100000; k++) {
         if (k)
@@ -334,7 +383,18 @@ int rh_file_create_locked(void)
         unlink(path);
         return RHEAPER_ERR_NOMEM;
     }
-    /* Old tables are leaked on purpose: a racing thread may still read them. */
+    /* Old tables are leaked on purpose: a racing thread may still read them.
+     * Their memory is not: the old stack table's entries past its first page
+     * are given back (a late reader sees zeroes, i.e. empty entries), so a
+     * server toggled many times keeps only address space, 32 MiB a recording
+     * (issue 9; README "Recording a running process"). */
+    if (rh_prof.stacks) {
+        size_t ob = sizeof(struct rh_stack_table) +
+                    (size_t)(rh_prof.stacks->mask + 1) * sizeof(struct rh_stack_entry);
+        ob = (ob + 4095) & ~(size_t)4095;
+        if (ob > 4096)
+            madvise((char *)rh_prof.stacks + 4096, ob - 4096, MADV_DONTNEED);
+    }
     rh_prof.slots = slots;
     rh_prof.nslots = rh_cfg.max_trackers;
     rh_prof.stacks = stacks;
@@ -349,8 +409,12 @@ int rh_file_create_locked(void)
     __atomic_store_n(&rh_prof.lost, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_prof.reentered, 0, __ATOMIC_RELAXED);
     rh_prof.mod_adds = rh_prof.mod_subs = ~0ull;
+    rh_prof.seq = seq;
+    rh_prof.end_reason = RIP_END_NORMAL;
+    __atomic_store_n(&rh_prof.limit_hit, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_prof.open, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&rh_epoch, 1, __ATOMIC_RELEASE);
+    /* the marker says "recording" once the state is on (rh_api.c) */
     return RHEAPER_OK;
 }
 
@@ -359,6 +423,21 @@ void *rh_file_map_chunk_locked(uint32_t size)
     if (!rh_prof.open)
         return NULL;
     uint64_t off = rh_prof.end;
+    if (rh_unlikely(rh_cfg.max_profile_size) && off + size > rh_cfg.max_profile_size) {
+        /* The size limit: tracking stops at once (this chunk's events are
+         * counted lost); the trailer needs rh_shared_lock, which may not be
+         * taken under rh_prof_lock, so the next hooked call closes the file
+         * cleanly (rh_api.c, rh_ctl_run). */
+        if (!__atomic_exchange_n(&rh_prof.limit_hit, 1, __ATOMIC_ACQ_REL)) {
+            rh_prof.end_reason = RIP_END_SIZE_LIMIT;
+            rh_warn("profile %s reached RHEAPER_MAX_PROFILE_SIZE (%llu bytes); recording "
+                    "stopped, the profile is closed cleanly",
+                    rh_prof.path, (unsigned long long)rh_cfg.max_profile_size);
+            rh_state_set(RH_OFF);
+            rh_ctl_request();
+        }
+        return NULL;
+    }
     int err = 0;
     int fd = rh_file_open_locked(&err);
     if (fd < 0) {
@@ -585,7 +664,7 @@ void rh_file_close_locked(int close_fd)
     rh_thread_totals_locked(&events, &open_chunks);
     if (rh_shared.epoch == rh_epoch)
         events += rh_shared.total_events;
-    uint8_t t[56];
+    uint8_t t[64];
     uint64_t end_tick, end_ns;
     rh_calib_pair(&end_tick, &end_ns);
     uint64_t stacks = __atomic_load_n(&rh_prof.stacks->next_id, __ATOMIC_RELAXED) - 1;
@@ -600,6 +679,8 @@ void rh_file_close_locked(int close_fd)
     memcpy(t + 44, &zero, 4);
     uint64_t reentered = __atomic_load_n(&rh_prof.reentered, __ATOMIC_RELAXED);
     memcpy(t + 48, &reentered, 8); /* format v2 */
+    memcpy(t + RIP_TRAILER_END_REASON_OFF, &rh_prof.end_reason, 4); /* v2, issue 9 */
+    memcpy(t + 60, &zero, 4);
     if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)
         return;
     rh_warn("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);
@@ -608,6 +689,8 @@ void rh_file_close_locked(int close_fd)
     } else {
         rh_prof.exit_flushed = 1;
     }
+    if (rh_ctl_armed())
+        rh_ctl_marker_update();
 }
 
 void rh_file_forget_in_child(void)
@@ -620,6 +703,7 @@ void rh_file_forget_in_child(void)
     rh_prof.slots = NULL;
     rh_prof.stacks = NULL;
     rh_prof.path[0] = '\0';
-    rh_prof.pending = was && __atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_ON;
+    rh_prof.pending = was && RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) == RH_ON;
     rh_epoch++;
+    rh_ctl_fork_child();
 }

@@ -34,8 +34,14 @@
 #define rh_unlikely(x) __builtin_expect(!!(x), 0)
 #define rh_barrier() __asm__ __volatile__("" ::: "memory")
 
-/* Tracking state. RH_UNINIT until the first wrapped call reads the environment. */
-enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2 };
+/* Tracking state. RH_UNINIT until the first wrapped call reads the environment.
+ * RH_CTL is a bit or-ed in by the control signal's handler (or by the size
+ * limit): "control work pending". It makes the hot path's existing tests fail
+ * (s != RH_OFF, s != RH_ON), so the next hooked call of any thread takes the
+ * cold path, which does the work outside the handler's frame (rh_api.c): the
+ * flag costs the hot path nothing. Read the state with RH_STATE(). */
+enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2, RH_CTL = 4 };
+#define RH_STATE(s) ((s) & ~RH_CTL)
 extern RH_HIDDEN int rh_state;
 
 /* RHEAPER_SCOPE: 1 (the default, "process") when the malloc family the
@@ -71,8 +77,10 @@ extern RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("initia
 RH_HIDDEN void rh_note_reentry(void) __attribute__((noinline, cold));
 
 /* Cold: first wrapped call of the process. Reads RHEAPER_* and, when
- * RHEAPER_ENABLE=1, starts tracking. Returns 1 if tracking is now on. Never
- * fails the caller: on error it prints one line and leaves tracking off. */
+ * RHEAPER_ENABLE=1, starts tracking. Later calls (state with RH_CTL) do the
+ * pending control work: signal toggles, the size limit's clean close. Returns
+ * 1 if tracking is now on. Never fails the caller: on error it prints one line
+ * and leaves tracking off. */
 RH_HIDDEN int rh_init_lazy(void) __attribute__((noinline, cold));
 
 /* Returns 1 when this call must be recorded; then the guard is set and the
@@ -105,7 +113,7 @@ static inline __attribute__((always_inline)) int rh_hook_begin_as(int value)
             rh_note_reentry();
         return 0;
     }
-    if (rh_unlikely(s == RH_UNINIT))
+    if (rh_unlikely(s != RH_ON)) /* RH_UNINIT, or RH_CTL set */
         return rh_hook_begin_init(value);
     rh_guard = value;
     rh_barrier();

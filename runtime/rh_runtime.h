@@ -86,8 +86,14 @@ RH_HIDDEN void rh_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 #define RH_MIN_BUFFER 64u
 #define RH_MAX_BUFFER (RIP_CHUNK_MAX_CAPACITY / 8u)
 
+#define RH_ENABLE_SIGNAL 2 /* rh_config.enable: RHEAPER_ENABLE=signal */
+#define RH_NAME_MAX 256     /* RHEAPER_PROFILE_NAME, bytes with the NUL */
+
 struct rh_config {
-    int enable;               /* RHEAPER_ENABLE=1 */
+    int enable;               /* RHEAPER_ENABLE=1, or RH_ENABLE_SIGNAL */
+    int ctl_signal;           /* RHEAPER_SIGNAL: the toggle signal (armed mode) */
+    uint64_t max_profile_size; /* RHEAPER_MAX_PROFILE_SIZE, bytes; 0: none */
+    char profile_name[RH_NAME_MAX]; /* RHEAPER_PROFILE_NAME template; "": rip-%p */
     unsigned max_stack_depth; /* frames kept per stack, 1..1024 */
     unsigned max_trackers;    /* slots with their own chunk stream */
     unsigned buffer_size;     /* events per thread chunk (sets the largest chunk) */
@@ -102,6 +108,11 @@ RH_HIDDEN void rh_config_load_env(void);
 RH_HIDDEN int rh_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out);
 /* Largest chunk size in bytes (header included) for the current config. */
 RH_HIDDEN uint32_t rh_config_max_chunk(void);
+/* Parses a signal: a number, a name with or without SIG (USR2, SIGPROF), or
+ * RTMIN+n / RTMAX-n. Returns it, or -1. */
+RH_HIDDEN int rh_parse_signal(const char *s);
+/* The default toggle signal: SIGRTMAX-5 (README "Recording a running process"). */
+RH_HIDDEN int rh_default_signal(void);
 
 /* ---- rh_clock.c --------------------------------------------------------- */
 
@@ -416,6 +427,10 @@ struct rh_profile {
     uint64_t reentered;          /* atomic: calls passed through by re-entry (rh_hooks.h) */
     int mod_early;               /* a module snapshot was taken before main */
     uint64_t mod_adds, mod_subs; /* dl_iterate_phdr counters at the last snapshot */
+    uint32_t seq;                /* recordings started by this process (%n) */
+    uint32_t end_reason;         /* RIP_END_*: written into the trailer */
+    int limit_hit;               /* atomic: the size limit stopped tracking; the
+                                    clean close is pending (RH_CTL) */
 };
 extern RH_HIDDEN struct rh_profile rh_prof;
 /* Bumped each time a new file is created; a writer whose chunk belongs to an
@@ -719,6 +734,31 @@ RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p
 }
 
 /* ---- rh_api.c ----------------------------------------------------------- */
+
+/* Sets the state's RH_OFF/RH_ON part, keeping a pending RH_CTL bit. */
+RH_HIDDEN void rh_state_set(int v);
+/* Asks the next hooked call of any thread to run the control work (sets
+ * RH_CTL). Async-signal-safe. */
+RH_HIDDEN void rh_ctl_request(void);
+
+/* ---- rh_control.c: armed mode (RHEAPER_ENABLE=signal) --------------------- */
+
+/* Installs the toggle signal's handler (unless the program already owns the
+ * signal) and writes the marker. Called once from rh_init_lazy. */
+RH_HIDDEN void rh_ctl_arm(void);
+/* 1 when armed (the handler is ours and the program has not taken it over). */
+RH_HIDDEN int rh_ctl_armed(void);
+/* Toggles requested by the signal and not yet done; takes them (returns the
+ * count, sets it to 0). */
+RH_HIDDEN unsigned rh_ctl_take_toggles(void);
+/* Rewrites the marker file (state, current profile). Cold; no lock needed
+ * beyond the caller's. */
+RH_HIDDEN void rh_ctl_marker_update(void);
+/* Removes the marker (exit). */
+RH_HIDDEN void rh_ctl_marker_remove(void);
+/* Fork child: the child is armed too but has no marker until its next hooked
+ * call writes one. */
+RH_HIDDEN void rh_ctl_fork_child(void);
 
 /* The calling thread's guard, saved and set around API work. */
 RH_HIDDEN int rh_guard_enter(void);

@@ -66,6 +66,11 @@ enum rip_chunk_type {
 };
 
 #define RIP_CHUNK_F_SEALED 1u
+/* Trailer (v2, issue 9): u32 end_reason at payload offset 56, u32 reserved at
+ * 60, after i13's reentered count. FORMAT.md "Why the recording ended". */
+#define RIP_TRAILER_END_REASON_OFF 56u
+#define RIP_END_NORMAL 0u     /* disable, exit, or the toggle signal */
+#define RIP_END_SIZE_LIMIT 1u /* RHEAPER_MAX_PROFILE_SIZE reached */
 #define RIP_SLOT_SHARED 0xffffffffu
 
 struct rip_chunk_header {

@@ -35,6 +35,8 @@ static const char rh_usage[] =
     "  run [-o DB] [--force] -- PROG ARGS...   profile PROG (built with rheaper-cc),\n"
     "                                          convert, print the summary\n"
     "  convert RIP DB [--force] [--quiet]      the same as rheaper-convert\n"
+    "  record -p PID [-d DURATION] [-o DB] [--force]   record a running process\n"
+    "                                          started with RHEAPER_ENABLE=signal\n"
     "  summary DB                              totals, peak, leaks, top sites, threads\n"
     "  top DB [--by bytes|count|leaked|peak|temporary] [-n N] [--stacks]\n"
     "  leaks DB [-n N] [--buckets N] [--stacks]   never-freed blocks by call site,\n"
@@ -239,6 +241,7 @@ static const struct {
     {"top", rh_cmd_top},       {"leaks", rh_cmd_leaks},           {"peak", rh_cmd_peak},
     {"query", rh_cmd_query},   {"flamegraph", rh_cmd_flamegraph}, {"timeline", rh_cmd_timeline},
     {"export", rh_cmd_export}, {"report", rh_cmd_report},
+    {"record", rh_cmd_record},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,391 @@
+/* rh_cli_record.c: `rheaper record -p PID [-d DURATION] [-o DB] [--force]`.
+ *
+ * Records a running process that was built with rheaper-cc and started with
+ * RHEAPER_ENABLE=signal (README "Recording a running process"), without root:
+ *
+ *   1. /proc/PID/environ (readable for one's own processes) must hold
+ *      RHEAPER_ENABLE=signal; it also gives RHEAPER_PROFILE_DIR, made absolute
+ *      with /proc/PID/cwd as the runtime did when it armed.
+ *   2. The marker DIR/rheaper-PID.ctl (runtime/rh_control.c) must exist, name
+ *      this process (pid and start time from /proc/PID/stat) and say "armed".
+ *      It gives the signal, the recording count and the current profile.
+ *   3. Signal; wait until the marker shows a new recording (the toggle happens
+ *      at the process's next allocation); wait DURATION or until Ctrl-C;
+ *      signal again unless the recording already ended (size limit, exit);
+ *      wait until the marker says it ended (the trailer is written by then);
+ *      convert the profile with the converter library and print the summary.
+ *
+ * Sending a signal the process has no handler for would kill it, which is why
+ * nothing is sent until the marker says the handler is rheaper's.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rh_cli.h"
+#include "rh_convert.h"
+
+/* How long to wait for the process to act on a signal (its next allocation). */
+#define RH_REC_ACK_SEC 10.0
+
+struct rh_marker {
+    int pid, sig;
+    unsigned long long start;
+    unsigned seq;
+    char state[32];
+    char end[32];
+    char profile[PATH_MAX + 64];
+};
+
+static volatile sig_atomic_t rh_rec_interrupted;
+
+static void rh_rec_on_int(int sig)
+{
+    (void)sig;
+    rh_rec_interrupted = 1;
+}
+
+static double rh_rec_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void rh_rec_nap(void)
+{
+    struct timespec ts = {0, 20 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* DURATION: a number with an optional unit ms, s (default), m or h. */
+static int rh_rec_duration(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    if (!strcmp(end, "") || !strcmp(end, "s"))
+        *out = v;
+    else if (!strcmp(end, "ms"))
+        *out = v / 1000;
+    else if (!strcmp(end, "m") || !strcmp(end, "min"))
+        *out = v * 60;
+    else if (!strcmp(end, "h"))
+        *out = v * 3600;
+    else
+        return -1;
+    return 0;
+}
+
+/* Reads a whole small file; returns its length or -1. */
+static ssize_t rh_rec_slurp(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t n = 0;
+    while (n + 1 < size) {
+        ssize_t r = read(fd, buf + n, size - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    return (ssize_t)n;
+}
+
+/* Field 22 of /proc/PID/stat, 0 when unreadable. */
+static unsigned long long rh_rec_start(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if (rh_rec_slurp(path, buf, sizeof buf) <= 0)
+        return 0;
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return 0;
+    int field = 2;
+    for (p++; *p; p++) {
+        if (*p == ' ') {
+            field++;
+            continue;
+        }
+        if (field == 22)
+            return strtoull(p, NULL, 10);
+    }
+    return 0;
+}
+
+/* Parses the marker at path. Returns 0, or -1 when missing or unreadable. */
+static int rh_rec_marker(const char *path, struct rh_marker *m)
+{
+    char buf[PATH_MAX + 1024];
+    if (rh_rec_slurp(path, buf, sizeof buf) <= 0)
+        return -1;
+    memset(m, 0, sizeof *m);
+    if (strncmp(buf, "rheaper-control 1\n", 18) != 0)
+        return -1;
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *v = strchr(line, ' ');
+        if (!v)
+            continue;
+        *v++ = '\0';
+        if (!strcmp(line, "pid"))
+            m->pid = atoi(v);
+        else if (!strcmp(line, "start"))
+            m->start = strtoull(v, NULL, 10);
+        else if (!strcmp(line, "signal"))
+            m->sig = atoi(v);
+        else if (!strcmp(line, "state"))
+            snprintf(m->state, sizeof m->state, "%s", v);
+        else if (!strcmp(line, "seq"))
+            m->seq = (unsigned)strtoul(v, NULL, 10);
+        else if (!strcmp(line, "end"))
+            snprintf(m->end, sizeof m->end, "%s", v);
+        else if (!strcmp(line, "profile"))
+            snprintf(m->profile, sizeof m->profile, "%s", v);
+    }
+    return m->pid > 0 && m->sig > 0 ? 0 : -1;
+}
+
+static int rh_rec_alive(int pid)
+{
+    return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+/* Finds the value of NAME in the NUL-separated environment block env[0, n). */
+static const char *rh_rec_env(const char *env, size_t n, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < n; i += strlen(env + i) + 1)
+        if (!strncmp(env + i, name, len) && env[i + len] == '=')
+            return env + i + len + 1;
+    return NULL;
+}
+
+static int rh_rec_usage(const char *msg)
+{
+    if (msg)
+        fprintf(stderr, "rheaper: record: %s\n", msg);
+    fprintf(stderr, "usage: rheaper record -p PID [-d DURATION] [-o DB] [--force]\n"
+                    "  DURATION: 2s, 500ms, 1m, 1h; without -d, until Ctrl-C\n");
+    return 2;
+}
+
+int rh_cmd_record(int argc, char **argv)
+{
+    int pid = 0, force = 0;
+    double duration = -1;
+    const char *out = "profile.db";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "-p") || !strcmp(a, "--pid")) && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v <= 0 || v > INT_MAX)
+                return rh_rec_usage("-p expects a process id");
+            pid = (int)v;
+        } else if ((!strcmp(a, "-d") || !strcmp(a, "--duration")) && i + 1 < argc) {
+            if (rh_rec_duration(argv[++i], &duration) != 0)
+                return rh_rec_usage("-d expects a duration such as 2s, 500ms or 1m");
+        } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(a, "--force") || !strcmp(a, "-f")) {
+            force = 1;
+        } else {
+            char msg[256];
+            snprintf(msg, sizeof msg, "unknown argument %s", a);
+            return rh_rec_usage(msg);
+        }
+    }
+    if (!pid)
+        return rh_rec_usage("-p PID is required");
+    struct stat sb;
+    if (!force && lstat(out, &sb) == 0) {
+        fprintf(stderr, "rheaper: record: %s exists; use --force to overwrite\n", out);
+        return 1;
+    }
+    if (kill(pid, 0) != 0) {
+        if (errno == ESRCH)
+            fprintf(stderr, "rheaper: record: no process %d\n", pid);
+        else
+            fprintf(stderr, "rheaper: record: process %d is not yours (%s): record works on "
+                            "your own processes\n",
+                    pid, strerror(errno));
+        return 1;
+    }
+
+    /* 1. The environment says whether it was started armed, and where. */
+    char path[PATH_MAX + 64];
+    static char env[1 << 20];
+    snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    ssize_t en = rh_rec_slurp(path, env, sizeof env);
+    if (en < 0) {
+        fprintf(stderr, "rheaper: record: cannot read %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    const char *enable = rh_rec_env(env, (size_t)en, "RHEAPER_ENABLE");
+    if (!enable || strcmp(enable, "signal") != 0) {
+        fprintf(stderr,
+                "rheaper: record: process %d is not armed: it was not started with "
+                "RHEAPER_ENABLE=signal (and built with rheaper-cc); nothing was sent\n",
+                pid);
+        return 1;
+    }
+    const char *dir = rh_rec_env(env, (size_t)en, "RHEAPER_PROFILE_DIR");
+    char absdir[PATH_MAX + 64];
+    if (!dir || !*dir)
+        dir = ".";
+    if (dir[0] != '/') {
+        char cwd[PATH_MAX];
+        snprintf(path, sizeof path, "/proc/%d/cwd", pid);
+        ssize_t k = readlink(path, cwd, sizeof cwd - 1);
+        if (k < 0) {
+            fprintf(stderr, "rheaper: record: cannot read %s: %s\n", path, strerror(errno));
+            return 1;
+        }
+        cwd[k] = '\0';
+        if (!strcmp(dir, "."))
+            snprintf(absdir, sizeof absdir, "%s", cwd);
+        else
+            snprintf(absdir, sizeof absdir, "%s/%s", strcmp(cwd, "/") ? cwd : "", dir);
+        dir = absdir;
+    }
+
+    /* 2. The marker: the handler is rheaper's, and it is idle. */
+    char mpath[PATH_MAX + 128];
+    snprintf(mpath, sizeof mpath, "%s/rheaper-%d.ctl", dir, pid);
+    struct rh_marker m;
+    int bad = 1;
+    /* The runtime arms at the process's first allocation: allow it a second. */
+    for (int tries = 0; tries < 50 && bad; tries++) {
+        bad = rh_rec_marker(mpath, &m) != 0 || m.pid != pid ||
+              (m.start && m.start != rh_rec_start(pid));
+        if (bad)
+            rh_rec_nap();
+    }
+    if (bad) {
+        fprintf(stderr,
+                "rheaper: record: process %d has RHEAPER_ENABLE=signal but is not armed: no "
+                "marker %s (was it built with rheaper-cc? has it allocated yet?); nothing was "
+                "sent\n",
+                pid, mpath);
+        return 1;
+    }
+    if (!strcmp(m.state, "aside")) {
+        fprintf(stderr,
+                "rheaper: record: process %d handles signal %d itself, so rheaper stood aside; "
+                "restart it with another RHEAPER_SIGNAL; nothing was sent\n",
+                pid, m.sig);
+        return 1;
+    }
+    if (strcmp(m.state, "armed") != 0) {
+        fprintf(stderr,
+                "rheaper: record: process %d is already recording (to %s); not touching it\n",
+                pid, m.profile);
+        return 1;
+    }
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = rh_rec_on_int;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    /* 3. Start. */
+    unsigned seq0 = m.seq;
+    if (kill(pid, m.sig) != 0) {
+        fprintf(stderr, "rheaper: record: cannot signal process %d: %s\n", pid, strerror(errno));
+        return 1;
+    }
+    double t0 = rh_rec_now();
+    struct rh_marker cur = m;
+    for (;;) {
+        if (rh_rec_marker(mpath, &cur) == 0 && cur.seq > seq0)
+            break;
+        if (!rh_rec_alive(pid)) {
+            fprintf(stderr, "rheaper: record: process %d exited before it started recording\n",
+                    pid);
+            return 1;
+        }
+        if (rh_rec_interrupted || rh_rec_now() - t0 > RH_REC_ACK_SEC) {
+            fprintf(stderr,
+                    "rheaper: record: process %d did not start recording within %.0f s: the "
+                    "toggle happens at its next allocation (is it idle, or does it block signal "
+                    "%d?); when it allocates it will record until signalled again\n",
+                    pid, RH_REC_ACK_SEC, m.sig);
+            return 1;
+        }
+        rh_rec_nap();
+    }
+    unsigned seq = cur.seq;
+    char rip[sizeof cur.profile];
+    snprintf(rip, sizeof rip, "%s", cur.profile);
+    if (duration >= 0)
+        fprintf(stderr, "rheaper: recording process %d into %s for %g s\n", pid, rip, duration);
+    else
+        fprintf(stderr, "rheaper: recording process %d into %s; Ctrl-C stops\n", pid, rip);
+
+    /* Wait: the duration, Ctrl-C, or the recording ending on its own. */
+    double t1 = rh_rec_now();
+    int ended = 0;
+    while (!rh_rec_interrupted && (duration < 0 || rh_rec_now() - t1 < duration)) {
+        if (rh_rec_marker(mpath, &cur) != 0 || cur.seq != seq || strcmp(cur.state, "recording")) {
+            ended = 1;
+            break;
+        }
+        rh_rec_nap();
+    }
+
+    /* Stop, unless it already stopped (size limit, exit, the program itself). */
+    if (!ended && rh_rec_alive(pid)) {
+        if (kill(pid, m.sig) != 0) {
+            fprintf(stderr, "rheaper: record: cannot signal process %d: %s\n", pid,
+                    strerror(errno));
+            return 1;
+        }
+        double t2 = rh_rec_now();
+        for (;;) {
+            if (rh_rec_marker(mpath, &cur) != 0 || cur.seq != seq ||
+                strcmp(cur.state, "recording") != 0)
+                break; /* closed (or the process is gone: its exit wrote the trailer) */
+            if (!rh_rec_alive(pid))
+                break;
+            if (rh_rec_now() - t2 > RH_REC_ACK_SEC) {
+                fprintf(stderr,
+                        "rheaper: record: process %d did not stop recording within %.0f s (it "
+                        "has not allocated since); %s stays open until it does\n",
+                        pid, RH_REC_ACK_SEC, rip);
+                return 1;
+            }
+            rh_rec_nap();
+        }
+    } else if (ended && !strcmp(cur.end, "size-limit") && cur.seq == seq) {
+        fprintf(stderr, "rheaper: the recording stopped at RHEAPER_MAX_PROFILE_SIZE\n");
+    }
+
+    int rc = rh_convert_file("rheaper", rip, out, force, 0, NULL);
+    if (rc) {
+        fprintf(stderr, "rheaper: the profile stays in %s\n", rip);
+        return rc;
+    }
+    fprintf(stderr, "rheaper: wrote %s (the profile stays in %s)\n", out, rip);
+    char *sargv[] = {"summary", (char *)out, NULL};
+    return rh_cmd_summary(2, sargv) != 0;
+}
