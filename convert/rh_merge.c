@@ -155,8 +155,8 @@ struct rh_merge {
 static int64_t rh_merge_time(struct rh_merge *m, const struct rh_event *ev)
 {
     int64_t t = rh_rip_ns(m->r, ev->time);
-    if (t <= m->prev_ns)
-        t = m->prev_ns + 1;
+    if (t <= m->prev_ns) /* a hostile time at INT64_MAX stays there, never wraps */
+        t = m->prev_ns < INT64_MAX ? m->prev_ns + 1 : INT64_MAX;
     m->prev_ns = t;
     return t;
 }
