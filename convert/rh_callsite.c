@@ -6,7 +6,8 @@
  *
  *   A function F is a wrapper when, over every stack that passes through F
  *   (counting F's innermost frame in each):
- *     1. F has a name and is not `main`, some frame calls it (it is never a
+ *     1. F has a name (a library frame without one is named by its module
+ *        and address) and is not `main`, some frame calls it (it is never a
  *        stack's outermost frame) and it never calls itself (a recursive
  *        function is the work, not a wrapper);
  *     2. F allocates from one place: all those stacks leave F at the same
@@ -156,7 +157,8 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db,
                            "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
-                           " coalesce(line, address, 0) FROM backtraces ORDER BY id, frame_no",
+                           " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address"
+                           " FROM backtraces ORDER BY id, frame_no",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
     int rc;
@@ -164,6 +166,17 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
         int64_t id = sqlite3_column_int64(st, 0);
         const char *sym = (const char *)sqlite3_column_text(st, 1);
         const char *place = (const char *)sqlite3_column_text(st, 2);
+        /* A library frame without a symbol (a static function of a stripped
+         * library: SQLite's sqlite3MemMalloc) is a function of its own, named
+         * by its place, so the rule can see through it like a named one. */
+        char anon[256];
+        if (!sym && sqlite3_column_int(st, 3)) {
+            const char *mod = (const char *)sqlite3_column_text(st, 4);
+            const char *base = mod ? strrchr(mod, '/') : NULL;
+            snprintf(anon, sizeof anon, "%s+0x%llx", base ? base + 1 : mod ? mod : "?",
+                     (unsigned long long)sqlite3_column_int64(st, 5));
+            sym = anon;
+        }
         if (!c->nst || c->st[c->nst - 1].id != id) {
             if (rh_grow(&c->st, &c->capst, c->nst + 1, sizeof *c->st))
                 goto oom;
