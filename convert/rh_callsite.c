@@ -13,9 +13,10 @@
  *     2. F allocates from one place: all those stacks leave F at the same
  *        file and line;
  *     3. F is called from at least RH_WRAP_MIN_CALLERS (3) distinct
- *        functions, or from exactly one function that is itself a wrapper
- *        (a pool's refill under its pool_alloc). A caller without a name
- *        counts once per address.
+ *        functions, or only from functions that are themselves wrappers
+ *        (a pool's refill under its pool_alloc; zmalloc's internal realloc
+ *        under zrealloc and ztryrealloc). A caller without a name counts once
+ *        per address.
  *   A stack's call site is its first frame whose function is not a wrapper.
  *
  * So Lua's l_alloc (one realloc call, reached from luaM_malloc_, luaM_realloc_
@@ -52,6 +53,7 @@ struct rh_cs_fn {
     int32_t place;       /* -1: not seen yet, -2: several */
     int32_t caller_fn;   /* the function of the first caller place */
     int32_t caller[4];   /* distinct callers (interned function, or place if unnamed) */
+    int32_t caller_fns[4]; /* the same callers' function indices (-1: unnamed) */
     int ncallers;        /* how many, counted up to 4 */
     int root;            /* the outermost frame of some stack */
     int recursive;       /* called by itself in some stack */
@@ -143,10 +145,13 @@ static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
     if (F->state == 3 || depth > 64)
         return 0; /* recursion: not a wrapper */
     F->state = 3;
-    int w = !F->root && !F->recursive && F->place >= 0 && strcmp(F->name, "main") != 0 &&
-            (F->ncallers >= RH_WRAP_MIN_CALLERS ||
-             (F->ncallers == 1 && F->caller_fn >= 0 && F->caller_fn != f &&
-              rh_cs_is_wrapper(c, F->caller_fn, depth + 1)));
+    int w = !F->root && !F->recursive && F->place >= 0 && strcmp(F->name, "main") != 0;
+    if (w && F->ncallers < RH_WRAP_MIN_CALLERS) {
+        /* fewer callers: a wrapper only when every one of them is a wrapper */
+        for (int k = 0; k < F->ncallers && w; k++)
+            w = F->caller_fns[k] >= 0 && F->caller_fns[k] != f &&
+                rh_cs_is_wrapper(c, F->caller_fns[k], depth + 1);
+    }
     F->state = w ? 1 : 2;
     return w;
 }
@@ -258,6 +263,7 @@ static int rh_cs_observe(struct rh_cs *c)
             if (!known && F->ncallers < 4) {
                 if (!F->ncallers)
                     F->caller_fn = fr[p + 1].fn;
+                F->caller_fns[F->ncallers] = fr[p + 1].fn;
                 F->caller[F->ncallers++] = cp;
             }
         }
