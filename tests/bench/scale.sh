@@ -16,8 +16,8 @@
 #   heaptrack_print
 #
 # so every figure's R runs interleave with the others'. Each step is capped at
-# --timeout seconds (default 300); a step that hits the cap is shown as
-# "> S s" and not repeated in later rounds. It prints, per size, the rip size,
+# --timeout seconds (default 300); a step that hits the cap in its first
+# round is shown as "> S s" and not repeated. It prints, per size, the rip size,
 # the medians (min-max) of every step with its ratio to heaptrack_print's, the
 # database size and bytes per allocation, the load average before and after,
 # and then whether the issue's targets hold (10 M: every unfiltered command
@@ -93,15 +93,17 @@ now_ns() { date +%s%N; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # timed NAME WORKDIR CMD...: runs CMD once under the timeout, stdout to
-# WORKDIR/NAME.out; appends the wall milliseconds (or "timeout") to
-# WORKDIR/NAME.ms. A step that timed out before is skipped.
+# WORKDIR/NAME.out (kept from the last run that finished); appends the wall milliseconds (or "timeout") to
+# WORKDIR/NAME.ms. A step whose first run hit the cap is not run again.
 timed() {
     _n=$1 _w=$2
     shift 2
-    if grep -q timeout "$_w/$_n.ms" 2>/dev/null; then return 0; fi
+    if [ "$(grep -c timeout "$_w/$_n.ms" 2>/dev/null)" = 1 ] && ! grep -q '[0-9]' "$_w/$_n.ms"; then
+        return 0
+    fi
     _t0=$(now_ns)
     _rc=0
-    timeout "$tmo" "$@" > "$_w/$_n.out" 2> "$_w/$_n.err" || _rc=$?
+    timeout "$tmo" "$@" > "$_w/$_n.try" 2> "$_w/$_n.err" || _rc=$?
     _t1=$(now_ns)
     if [ "$_rc" = 124 ] || [ "$_rc" = 137 ]; then
         echo timeout >> "$_w/$_n.ms"
@@ -110,25 +112,32 @@ timed() {
         echo failed >> "$_w/$_n.ms"
     else
         echo $(( (_t1 - _t0) / 1000000 )) >> "$_w/$_n.ms"
+        mv "$_w/$_n.try" "$_w/$_n.out"
     fi
 }
 
-# stat_of FILE: "median min max count" of the numbers in FILE, or "timeout" /
-# "failed" when any run hit the cap or failed.
+# stat_of FILE: "median min max runs timeouts" of the milliseconds in FILE,
+# a run that hit the cap counting as longer than any other (median -1 when
+# it is one of those); "failed" when a run failed, "none" when there is none.
 stat_of() {
     [ -s "$1" ] || { echo none; return; }
-    if grep -q timeout "$1"; then echo timeout; return; fi
     if grep -q failed "$1"; then echo failed; return; fi
-    sort -n "$1" | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
-        printf "%d %d %d %d\n", m, v[1], v[NR], NR }'
+    sort -n "$1" | awk '$1 == "timeout" { t++; next } { v[++n] = $1 }
+        END { r = n + t; i = int((r + 1) / 2); j = r % 2 ? i : i + 1
+              if (j > n) { printf "-1 %d %d %d %d\n", v[1], v[n], r, t; exit }
+              printf "%d %d %d %d %d\n", (v[i] + v[j]) / 2, v[1], v[n], r, t }'
 }
 
 # fmt_ms STAT: "1.234 s (1.200-1.300)" from stat_of's output.
 fmt_ms() {
     case $1 in
-    timeout) echo "> $tmo s (timed out; 1 run)" ;;
     failed|none) echo "$1" ;;
-    *) echo "$1" | awk '{ printf "%.3f s (%.3f-%.3f)", $1 / 1000, $2 / 1000, $3 / 1000 }' ;;
+    *) echo "$1" | awk -v cap="$tmo" '{
+        if ($1 < 0) { printf "> %d s (%d of %d runs hit the cap", cap, $5, $4
+                      if ($5 < $4) printf "; the others %.3f-%.3f s", $2 / 1000, $3 / 1000
+                      printf ")"; exit }
+        if ($5 > 0) printf "%.3f s (%.3f to over %d s: %d of %d runs hit the cap)", $1 / 1000, $2 / 1000, cap, $5, $4
+        else printf "%.3f s (%.3f-%.3f)", $1 / 1000, $2 / 1000, $3 / 1000 }' ;;
     esac
 }
 
@@ -172,7 +181,7 @@ for n in $sizes; do
     r=1
     while [ "$r" -le "$runs" ]; do
         # The converter, with its peak RSS (KiB) from /usr/bin/time.
-        if ! grep -q timeout "$w/convert.ms" 2>/dev/null; then
+        if ! grep -q timeout "$w/convert.ms" 2>/dev/null || grep -q '[0-9]' "$w/convert.ms"; then
             rm -f "$db"
             timed convert "$w" /usr/bin/time -f '%M' -o "$w/convert.time" \
                 "$bin/rheaper-convert" --quiet --force "$rip" "$db"
@@ -204,6 +213,11 @@ for n in $sizes; do
         got=$(summary_bytes leaked "$w/summary.out")
         [ "$got" = "$(fact leaked_bytes "$facts")" ] ||
             fail "summary: $got leaked bytes, the workload leaked $(fact leaked_bytes "$facts")"
+    fi
+    if [ -n "$htfile" ] && [ -s "$w/heaptrack_print.out" ]; then
+        got=$(sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p' "$w/heaptrack_print.out")
+        [ "${got:-0}" -ge "$allocs" ] ||
+            fail "heaptrack recorded ${got:-no} allocation calls of the workload's $allocs"
     fi
     # The first row of `rheaper leaks`: its function column.
     first=
