@@ -10,8 +10,8 @@
  *        and address) and is not `main`, some frame calls it (it is never a
  *        stack's outermost frame) and it never calls itself (a recursive
  *        function is the work, not a wrapper);
- *     2. F allocates from one place: all those stacks leave F at the same
- *        file and line;
+ *     2. F allocates from one place per allocation function: all those
+ *        stacks of one kind leave F at the same file and line;
  *     3. F is called from at least RH_WRAP_MIN_CALLERS (3) distinct
  *        functions, or only from functions that are themselves wrappers
  *        (a pool's refill under its pool_alloc; zmalloc's internal realloc
@@ -45,12 +45,17 @@ struct rh_cs_stack {
     int64_t id;
     size_t first; /* index into frames */
     uint32_t n;
+    int32_t kind; /* interned allocation function (stacks.kind) */
 };
 
-/* Per function: its one place (or -2 for several), its caller places. */
+/* Per function: its one place per allocation kind (or -2 for several), its
+ * caller places. */
 struct rh_cs_fn {
     char *name;
-    int32_t place;       /* -1: not seen yet, -2: several */
+    int32_t place;       /* -1: not seen yet, -2: several for one kind */
+    int32_t kinds[4];    /* the kinds seen, and the one place of each */
+    int32_t kplaces[4];
+    int nkinds;
     int32_t caller_fn;   /* the function of the first caller place */
     int32_t caller[4];   /* distinct callers (interned function, or place if unnamed) */
     int32_t caller_fns[4]; /* the same callers' function indices (-1: unnamed) */
@@ -127,7 +132,7 @@ static void rh_cs_names_free(struct rh_cs_names *t)
 }
 
 struct rh_cs {
-    struct rh_cs_names fnames, places, callers;
+    struct rh_cs_names fnames, places, callers, kinds;
     struct rh_cs_fn *fn; /* indexed like fnames */
     int32_t capfn;
     struct rh_cs_stack *st;
@@ -162,8 +167,9 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db,
                            "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
-                           " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address"
-                           " FROM backtraces ORDER BY id, frame_no",
+                           " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address,"
+                           " (SELECT coalesce(s.kind, '?') FROM stacks s WHERE s.id = b.id)"
+                           " FROM backtraces b ORDER BY id, frame_no",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
     int rc;
@@ -185,7 +191,11 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
         if (!c->nst || c->st[c->nst - 1].id != id) {
             if (rh_grow(&c->st, &c->capst, c->nst + 1, sizeof *c->st))
                 goto oom;
-            c->st[c->nst++] = (struct rh_cs_stack){id, c->nfr, 0};
+            const char *kind = (const char *)sqlite3_column_text(st, 6);
+            int32_t ki = rh_cs_intern(&c->kinds, kind ? kind : "?");
+            if (ki < 0)
+                goto oom;
+            c->st[c->nst++] = (struct rh_cs_stack){id, c->nfr, 0, ki};
         }
         if (rh_grow(&c->fr, &c->capfr, c->nfr + 1, sizeof *c->fr))
             goto oom;
@@ -240,10 +250,21 @@ static int rh_cs_observe(struct rh_cs *c)
             if (seen)
                 continue;
             struct rh_cs_fn *F = &c->fn[f];
-            if (F->place == -1)
-                F->place = fr[p].place;
-            else if (F->place != fr[p].place)
-                F->place = -2;
+            /* one place per kind: a realloc wrapper's malloc for NULL and its
+             * realloc are two kinds, each from one place */
+            if (F->place != -2) {
+                int k = 0;
+                while (k < F->nkinds && F->kinds[k] != c->st[s].kind)
+                    k++;
+                if (k == F->nkinds && k < 4) {
+                    F->kinds[k] = c->st[s].kind;
+                    F->kplaces[k] = fr[p].place;
+                    F->nkinds++;
+                    F->place = fr[p].place;
+                } else if (k == 4 || F->kplaces[k] != fr[p].place) {
+                    F->place = -2;
+                }
+            }
             if (p + 1 == n) {
                 F->root = 1;
                 continue;
@@ -320,6 +341,7 @@ out:
     sqlite3_finalize(sk);
     rh_cs_names_free(&c.fnames);
     rh_cs_names_free(&c.places);
+    rh_cs_names_free(&c.kinds);
     rh_cs_names_free(&c.callers);
     free(c.fn);
     free(c.st);
