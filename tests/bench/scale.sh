@@ -173,7 +173,9 @@ for n in $sizes; do
     la0=$(loadavg)
     # Record once with rheaper, once under heaptrack.
     t0=$(now_ns)
-    (cd "$w" && RH_EXPECT_FILE="$w/expect.txt" RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$w" "$out/wl_scale.rh" "$n" 4 2> "$w/record.err") ||
+    # Program scope: the counts checked below are the workload's own (the
+    # default whole-process scope also records libc's per-thread blocks).
+    (cd "$w" && RH_EXPECT_FILE="$w/expect.txt" RHEAPER_ENABLE=1 RHEAPER_SCOPE=program RHEAPER_PROFILE_DIR="$w" "$out/wl_scale.rh" "$n" 4 2> "$w/record.err") ||
         { fail "recording wl_scale $n failed: $(cat "$w/record.err")"; continue; }
     rec_ms=$(( ($(now_ns) - t0) / 1000000 ))
     rip=$(ls "$w"/rip-* 2>/dev/null | head -n 1)
