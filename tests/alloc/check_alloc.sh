@@ -58,17 +58,9 @@ RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" ./prog > prog.out 2> prog.err || {
 rip=$(ls rip-* | head -n 1)
 "$bin/rheaper-convert" --quiet "$rip" "$rip.db" || { echo "FAIL: conversion of $rip"; exit 1; }
 
-check_one() {
-    got=$(sqlite3 "$2" "$3" 2>&1) || got="error: $got"
-    if [ "$got" = "$1" ]; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        echo "FAIL: expected $1, got '$got' from: $3"
-    fi
-}
 . "$src/../e2e/expect.sh"
-expect_each "$RH_EXPECT_FILE" . "$rip.db" check_one
+expect_each "$RH_EXPECT_FILE" . "$rip.db" expect_sql
+pass=$((pass + ex_pass)) fail=$((fail + ex_fail))
 [ $((pass + fail)) -gt 0 ] || { echo "FAIL: the program stated no expectations"; fail=1; }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -46,20 +46,11 @@ for rip in rip-*; do
     "$bin/rheaper-convert" --quiet "$rip" "$rip.db" || { echo "FAIL: conversion of $rip"; exit 1; }
 done
 
-# check_one VALUE DB SQL
-check_one() {
-    got=$(sqlite3 "$2" "$3" 2>&1) || got="error: $got"
-    if [ "$got" = "$1" ]; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        echo "FAIL: expected $1, got '$got' from: $3"
-    fi
-}
 # An EXPECT line may name its profile (fork); otherwise the only one is used.
 . "$src/expect.sh"
-expect_each "$RH_EXPECT_FILE" . "$(ls rip-*.db | head -n 1)" check_one
+expect_each "$RH_EXPECT_FILE" . "$(ls rip-*.db | head -n 1)" expect_sql
 
+pass=$((pass + ex_pass)) fail=$((fail + ex_fail))
 [ $((pass + fail)) -gt 0 ] || { echo "FAIL: the program stated no expectations"; fail=1; }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

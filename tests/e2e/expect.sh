@@ -1,6 +1,7 @@
 #!/bin/sh
-# expect.sh: the reader of expect.h's EXPECT lines, sourced by check.sh and
-# tests/reliability/run.sh.
+# expect.sh: the reader of expect.h's EXPECT lines, and the check of one line,
+# sourced by the test runners (tests/e2e/check.sh, tests/whole/run.sh,
+# tests/hostile/run.sh, tests/alloc/check_alloc.sh, tests/reliability/run.sh).
 #
 #   expect_each FILE DB_DIR FIRST_DB FN
 #
@@ -18,4 +19,18 @@ expect_each() {
         esac
         "$4" "$_ex_value" "$_ex_db" "$_ex_sql"
     done < "$1"
+}
+
+# expect_sql VALUE DB SQL: runs SQL on DB with the sqlite3 shell and compares
+# its output with VALUE. Counts a match in ex_pass, a mismatch in ex_fail (with
+# one "FAIL:" line naming both); the runner adds them to its own totals.
+ex_pass=0 ex_fail=0
+expect_sql() {
+    _ex_got=$(sqlite3 "$2" "$3" 2>&1) || _ex_got="error: $_ex_got"
+    if [ "$_ex_got" = "$1" ]; then
+        ex_pass=$((ex_pass + 1))
+    else
+        ex_fail=$((ex_fail + 1))
+        echo "FAIL: expected $1, got '$_ex_got' from: $3"
+    fi
 }

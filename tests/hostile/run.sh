@@ -83,17 +83,9 @@ for rip in "$@"; do
     [ "$n" = "$want" ] || fail "$rip: rheaper summary shows the re-entered count ($re) $n times, not $want"
 done
 
-check_one() {
-    got=$(sqlite3 "$2" "$3" 2>&1) || got="error: $got"
-    if [ "$got" = "$1" ]; then
-        pass=$((pass + 1))
-    else
-        nfail=$((nfail + 1))
-        echo "FAIL: expected $1, got '$got' from: $3"
-    fi
-}
 . "$src/../e2e/expect.sh"
-expect_each "$work/rh/expect.txt" . "$(ls rip-*.db | head -n 1)" check_one
+expect_each "$work/rh/expect.txt" . "$(ls rip-*.db | head -n 1)" expect_sql
+pass=$((pass + ex_pass)) nfail=$((nfail + ex_fail))
 [ $((pass + nfail)) -gt 0 ] || fail "the program stated no expectations"
 echo "$pass passed, $nfail failed"
 [ "$nfail" -eq 0 ]

@@ -58,17 +58,8 @@ done
 db=$(ls rip-*.db | head -n 1)
 
 pass=0 fail=0
-check_one() {
-    got=$(sqlite3 "$2" "$3" 2>&1) || got="error: $got"
-    if [ "$got" = "$1" ]; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        echo "FAIL: expected $1, got '$got' from: $3"
-    fi
-}
 . "$e2e/expect.sh"
-expect_each "$RH_EXPECT_FILE" . "$db" check_one
+expect_each "$RH_EXPECT_FILE" . "$db" expect_sql
 
 if grep -q '^VALGRIND$' prog.out; then
     # the same program untracked under valgrind: every allocation it counts
@@ -77,9 +68,10 @@ if grep -q '^VALGRIND$' prog.out; then
         { echo "FAIL: valgrind run"; tail -5 vg.err; exit 1; }
     vg=$(sed -n 's/.*total heap usage: \([0-9,]*\) allocs.*/\1/p' vg.err | tr -d ,)
     rows=$(sqlite3 "$db" "SELECT count(*) FROM allocations")
-    check_one "$vg" "$db" "SELECT count(*) FROM allocations"
+    expect_sql "$vg" "$db" "SELECT count(*) FROM allocations"
     echo "valgrind allocs $vg, profile rows $rows"
 fi
+pass=$((pass + ex_pass)) fail=$((fail + ex_fail))
 [ $((pass + fail)) -gt 0 ] || { echo "FAIL: the program stated no expectations"; fail=1; }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
