@@ -35,7 +35,7 @@ for f in $(find "$build/report" "$build" -name '*.db' -size -64M ! -path "$work/
     case "$f" in */reliability/*) [ $nrel -lt 3 ] || continue ;; esac
     case "$f" in "$build"/agg/*) continue ;; esac
     dir=$(dirname "$f")
-    case "$f" in */report/work/*) dir=$f ;; esac # both of the fixture's
+    case "$f" in "$build"/report/*) dir=$f ;; esac # both of the report fixture's
     case " $seen " in *" $dir "*) continue ;; esac
     n=$((n + 1))
     cp "$f" "$work/p$n.db" 2>/dev/null || continue
