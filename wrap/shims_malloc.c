@@ -6,8 +6,9 @@
  * is off or the thread is already inside a hooked call (a static libc's strdup
  * calling malloc, the runtime's own calls). Their real functions never call a
  * wrapped one, so they take the guard as RH_GUARD_LEAF (rh_hook_begin_leaf):
- * a call that arrives inside one of them is a signal handler's, and is counted. Times: an allocation's after the
- * real call, a free's before it, a realloc's both. These functions never
+ * a call that arrives inside one of them is a signal handler's, and is
+ * counted. Times: an allocation's after the real call, a free's before it, a
+ * realloc's both. These functions never
  * allocate and never use stdio.
  *
  * The hot shims keep their pass-through path tiny: the recording half lives in

@@ -678,8 +678,9 @@ int rh_cmd_query(int argc, char **argv)
     sqlite3 *db = rh_cli_open(a.db);
     if (!db)
         return 1;
-    /* sel costs a pass over allocations: built at once when a filter was
-     * given, otherwise only when a statement reads it (rh_query_prepare). */
+    /* sel can cost a pass over allocations (a filter, or a profile without
+     * aggregates): built at once when a filter was given, otherwise only when
+     * a statement reads it (rh_query_prepare). */
     int built = 0;
     if (a.filtered) {
         if (rh_filter_apply(db, &a.f)) {
