@@ -126,6 +126,8 @@ int rh_file_ensure(void)
     if (created) {
         rh_prof.mod_early = !rh_ctor_ran;
         rh_modules_snapshot(1);
+        if (rh_ctor_ran) /* else the constructor starts it: libc is not ready */
+            rh_stream_start();
     }
     return open;
 }
@@ -199,6 +201,8 @@ out:
     if (rc == RHEAPER_OK) {
         rh_prof.mod_early = !rh_ctor_ran;
         rh_modules_snapshot(1);
+        if (rh_ctor_ran)
+            rh_stream_start();
     }
     return rc;
 }
@@ -286,6 +290,7 @@ static void rh_ctl_run(void)
     if (__atomic_exchange_n(&rh_ctl_lock, 1, __ATOMIC_ACQUIRE))
         return;
     __atomic_fetch_and(&rh_state, ~RH_CTL, __ATOMIC_ACQ_REL);
+    rh_stream_ctl(); /* the stream sender's warning, printed from a program thread */
     rh_close_cut_locked();
     if (rh_ctl_marker_stale())
         rh_ctl_marker_update(); /* a fork child's own marker */
@@ -347,6 +352,7 @@ __attribute__((constructor(101))) static void rh_runtime_ctor(void)
         int g = rh_guard_enter();
         rh_prof.mod_early = 0;
         rh_modules_snapshot(1);
+        rh_stream_start(); /* a recording started before main (issue 11) */
         rh_guard_leave(g);
     }
 }
@@ -366,6 +372,11 @@ __attribute__((destructor(101))) static void rh_runtime_dtor(void)
         rh_guard_leave(g);
     }
     rh_runtime_dtor_flush();
+    if (rh_stream_on()) { /* the queue drained and confirmed, or one warning */
+        int g = rh_guard_enter();
+        rh_stream_exit();
+        rh_guard_leave(g);
+    }
     /* Last: the process is going, `rheaper record` stops waiting for it. */
     if (rh_ctl_armed())
         rh_ctl_marker_remove();

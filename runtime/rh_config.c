@@ -2,7 +2,8 @@
  *
  * RHEAPER_ENABLE, RHEAPER_PROFILE_DIR, RHEAPER_MAX_STACK_DEPTH,
  * RHEAPER_MAX_TRACKERS, RHEAPER_BUFFER_SIZE, RHEAPER_SCOPE, and for issue 9
- * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE are read once, on the first
+ * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE, and for
+ * issue 11 RHEAPER_STREAM, RHEAPER_STREAM_QUEUE and RHEAPER_STREAM_TIMEOUT are read once, on the first
  * wrapped call, with secure_getenv so setuid and setgid programs ignore them. A
  * bad value never stops the program: it gets one warning line and the default.
  * rheaper_enable() (rh_api.c) overlays its struct rheaper_config on top.
@@ -23,6 +24,8 @@ RH_HIDDEN struct rh_config rh_cfg = {
     .buffer_size = RH_DEFAULT_BUFFER,
     .profile_dir = ".",
     .ctl_signal = 0, /* rh_default_signal() at load: SIGRTMAX is not a constant */
+    .stream_queue = RH_DEFAULT_STREAM_QUEUE,
+    .stream_timeout = RH_DEFAULT_STREAM_TIMEOUT,
 };
 
 int rh_default_signal(void)
@@ -219,6 +222,30 @@ void rh_config_load_env(void)
         else if (strcmp(sc, "process") != 0)
             rh_warn("ignoring RHEAPER_SCOPE=%s: expected process or program; using process", sc);
     }
+    /* issue 11: streaming to a collector (rh_stream.c). A bad address keeps
+     * tracking off rather than filling a disk the user meant to spare. */
+    const char *st = secure_getenv("RHEAPER_STREAM");
+    if (st && *st) {
+        if (strlen(st) >= sizeof rh_cfg.stream || rh_stream_parse_addr(st) != 0) {
+            rh_warn("ignoring RHEAPER_STREAM=%s: expected HOST:PORT with a numeric IPv4 "
+                    "address, [IPv6] or localhost; tracking stays off",
+                    st);
+            rh_cfg.enable = 0;
+        } else {
+            memcpy(rh_cfg.stream, st, strlen(st) + 1);
+        }
+    }
+    const char *sq = secure_getenv("RHEAPER_STREAM_QUEUE");
+    if (sq && *sq) {
+        uint64_t v = rh_parse_size(sq);
+        if (!v)
+            rh_warn("ignoring RHEAPER_STREAM_QUEUE=%s: expected a size such as 64M; using 64M", sq);
+        else if (v < RH_MIN_STREAM_QUEUE)
+            rh_warn("RHEAPER_STREAM_QUEUE=%s is below the 1M minimum; using 1M", sq);
+        rh_cfg.stream_queue = !v ? RH_DEFAULT_STREAM_QUEUE
+                                 : v < RH_MIN_STREAM_QUEUE ? RH_MIN_STREAM_QUEUE : v;
+    }
+    rh_env_uint("RHEAPER_STREAM_TIMEOUT", 1, 3600, &rh_cfg.stream_timeout);
     rh_env_uint("RHEAPER_MAX_STACK_DEPTH", 1, RH_MAX_STACK_DEPTH, &rh_cfg.max_stack_depth);
     rh_env_uint("RHEAPER_MAX_TRACKERS", 1, RH_MAX_TRACKERS, &rh_cfg.max_trackers);
     rh_env_uint("RHEAPER_BUFFER_SIZE", RH_MIN_BUFFER, RH_MAX_BUFFER, &rh_cfg.buffer_size);

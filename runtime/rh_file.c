@@ -27,9 +27,9 @@
  * rh_prof.path) and rh_file_close_locked; a size limit is one check of
  * rh_prof.end against it in rh_file_map_chunk_locked, the one place the file
  * grows (then rh_file_close_locked, not rh_file_fail_locked, so the profile
- * ends clean). A streaming sender must not hold a socket in the program's fd
- * table either: a process of its own that reads sealed chunks from the file
- * (or a shared mapping) keeps that promise.
+ * ends clean). Streaming (issue 11, RHEAPER_STREAM): no file at all; chunks
+ * are anonymous memory and every finished piece goes to rh_stream.c's queue,
+ * whose sender keeps its socket in a descriptor table of its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -327,15 +327,37 @@ static void rh_fill_header(uint8_t *hdr)
     h->crc = rip_crc32c(0, hdr, RIP_HEADER_SIZE);
 }
 
+/* rh_file_create_locked for RHEAPER_STREAM: no file; rh_prof.path names the
+ * collector, and the header goes onto the stream's queue (rh_stream.c). */
+static int rh_stream_create_locked(const uint8_t *hdr, struct stat *st)
+{
+    rh_fmt(rh_prof.path, sizeof rh_prof.path, "collector %s", rh_cfg.stream);
+    memset(st, 0, sizeof *st);
+    /* the epoch this recording will have (rh_file_create_locked bumps it) */
+    if (rh_stream_begin_locked(hdr, rh_epoch + 1) != 0) {
+        rh_warn("cannot map the stream's queue for %s: %s; tracking stays off", rh_cfg.stream,
+                rh_errstr(errno));
+        return RHEAPER_ERR_NOMEM;
+    }
+    return RHEAPER_OK;
+}
+
 int rh_file_create_locked(void)
 {
     /* The header first: it reads /proc/self/cmdline through a second fd, which
      * under a tight fd limit is only free while the profile is not open. */
     uint8_t hdr[RIP_HEADER_SIZE];
     rh_fill_header(hdr);
+    struct stat st;
+    uint32_t seq = rh_prof.seq + 1;
+    if (rh_stream_on()) {
+        int rc = rh_stream_create_locked(hdr, &st);
+        if (rc != RHEAPER_OK)
+            return rc;
+        goto tables;
+    }
     char path[RH_PATH_MAX];
     size_t n = rh_dir_prefix(path, sizeof path);
-    uint32_t seq = rh_prof.seq + 1;
     path[n++] = '/';
     n += rh_expand_name(path + n, sizeof path - n - 16, seq);
     int fd = -1;
@@ -353,7 +375,6 @@ int rh_file_create_locked(void)
         return RHEAPER_ERR_FILE;
     }
 
-    struct stat st;
     int err = rh_check_fsize(0, RIP_HEADER_SIZE);
     if (!err)
         err = rh_pwrite_all(fd, hdr, RIP_HEADER_SIZE, 0);
@@ -367,6 +388,7 @@ int rh_file_create_locked(void)
         return RHEAPER_ERR_FILE;
     }
 
+tables:;
     size_t sbytes = (size_t)rh_cfg.max_trackers * sizeof(struct rh_slot);
     sbytes = (sbytes + 4095) & ~(size_t)4095;
     void *slots = mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
@@ -378,9 +400,10 @@ int rh_file_create_locked(void)
         int e = errno;
         if (slots != MAP_FAILED)
             munmap(slots, sbytes);
-        rh_warn("cannot map the runtime's tables for %s: %s; tracking stays off", path,
+        rh_warn("cannot map the runtime's tables for %s: %s; tracking stays off", rh_prof.path,
                 rh_errstr(e));
-        unlink(path);
+        if (!rh_stream_on())
+            unlink(rh_prof.path);
         return RHEAPER_ERR_NOMEM;
     }
     /* Old tables are leaked on purpose: a racing thread may still read them.
@@ -437,6 +460,20 @@ void *rh_file_map_chunk_locked(uint32_t size)
             rh_ctl_request();
         }
         return NULL;
+    }
+    if (rh_stream_on()) {
+        /* streaming: the chunk lives in memory until the sender has sent it */
+        void *a = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a == MAP_FAILED) {
+            char what[RH_PATH_MAX + 96];
+            rh_fmt(what, sizeof what, "cannot map a chunk of %u bytes for the %s", size,
+                   rh_prof.path);
+            rh_file_fail_locked(what, errno);
+            return NULL;
+        }
+        __atomic_fetch_add(&rh_prof.end, size, __ATOMIC_RELAXED);
+        return a;
     }
     int err = 0;
     int fd = rh_file_open_locked(&err);
@@ -497,6 +534,22 @@ int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
     h.tid = rh_gettid();
     rh_calib_pair(&h.calib_tick, &h.calib_ns);
     h.crc = rip_chunk_crc(&h, payload);
+    if (rh_stream_on()) {
+        void *a = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (a == MAP_FAILED) {
+            char what[RH_PATH_MAX + 96];
+            rh_fmt(what, sizeof what, "cannot map a chunk of %u bytes for the %s",
+                   (unsigned)size, rh_prof.path);
+            rh_file_fail_locked(what, errno);
+            return -1;
+        }
+        memcpy(a, &h, sizeof h);
+        memcpy((uint8_t *)a + RIP_CHUNK_HDR_SIZE, payload, len);
+        rh_stream_push(a, (uint32_t)size, rh_epoch, 1);
+        rh_prof.end = off + size;
+        return 0;
+    }
     int err = 0;
     int fd = rh_file_open_locked(&err);
     if (fd >= 0) {
@@ -664,7 +717,8 @@ void rh_file_close_locked(int close_fd)
     rh_thread_totals_locked(&events, &open_chunks);
     if (rh_shared.epoch == rh_epoch)
         events += rh_shared.total_events;
-    uint8_t t[64];
+    uint8_t t[RIP_TRAILER_SIZE];
+    memset(t, 0, sizeof t);
     uint64_t end_tick, end_ns;
     rh_calib_pair(&end_tick, &end_ns);
     uint64_t stacks = __atomic_load_n(&rh_prof.stacks->next_id, __ATOMIC_RELAXED) - 1;
@@ -681,9 +735,16 @@ void rh_file_close_locked(int close_fd)
     memcpy(t + 48, &reentered, 8); /* format v2 */
     memcpy(t + RIP_TRAILER_END_REASON_OFF, &rh_prof.end_reason, 4); /* v2, issue 9 */
     memcpy(t + 60, &zero, 4);
+    if (rh_stream_on())
+        rh_stream_trailer_fields(t); /* v3, issue 11 */
     if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)
         return;
-    rh_warn("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);
+    if (rh_stream_on()) {
+        rh_stream_end_locked(rh_epoch);
+        rh_stream_closed_locked(!close_fd, events);
+    } else {
+        rh_warn("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);
+    }
     if (close_fd) {
         __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
     } else {

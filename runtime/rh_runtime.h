@@ -98,8 +98,14 @@ struct rh_config {
     unsigned max_trackers;    /* slots with their own chunk stream */
     unsigned buffer_size;     /* events per thread chunk (sets the largest chunk) */
     char profile_dir[RH_PATH_MAX];
+    char stream[128];          /* RHEAPER_STREAM=HOST:PORT (issue 11); "": local file */
+    uint64_t stream_queue;     /* RHEAPER_STREAM_QUEUE: bytes of sealed chunks queued */
+    unsigned stream_timeout;   /* RHEAPER_STREAM_TIMEOUT: seconds (send, exit drain) */
 };
 extern RH_HIDDEN struct rh_config rh_cfg;
+#define RH_DEFAULT_STREAM_QUEUE (64ull << 20)
+#define RH_MIN_STREAM_QUEUE (1ull << 20)
+#define RH_DEFAULT_STREAM_TIMEOUT 10u
 
 /* Reads RHEAPER_* with secure_getenv into rh_cfg. A bad value gets one warning
  * line and the default. Called once, from rh_init_lazy. */
@@ -766,6 +772,46 @@ RH_HIDDEN void rh_guard_leave(int saved);
 /* Creates the file if it is pending (lazy start). Takes rh_prof_lock. Returns 1
  * when a file is open. */
 RH_HIDDEN int rh_file_ensure(void) RH_COLD;
+
+/* ---- rh_stream.c: RHEAPER_STREAM, the profile sent to a collector (issue 11) */
+
+/* Parses HOST:PORT (numeric IPv4, [IPv6] or localhost) for the sender.
+ * Returns 0, or -1 when it is not one. Called from rh_config_load_env. */
+RH_HIDDEN int rh_stream_parse_addr(const char *spec);
+/* 1 when the profile goes to a collector instead of a file. */
+RH_HIDDEN int rh_stream_on(void);
+/* Starts recording `epoch`'s stream: queues a copy of the 4096-byte file header
+ * (the sender connects when it reaches it) and drops what an older recording
+ * left. Caller holds rh_prof_lock. Returns 0, or -1 when no memory. */
+RH_HIDDEN int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch);
+/* Takes ownership of a finished chunk mapping (a private anonymous one of
+ * map_size bytes whose rip chunk header says type, used and events) and queues
+ * it for recording `epoch`. exempt: header-like pieces (MODULES, TRAILER) the
+ * queue limit never refuses. An EVENTS/SHARED chunk that does not fit stops
+ * the recording (one warning; closed cleanly at the next hooked call) and its
+ * events are counted lost, as are those of a chunk of another or a failed
+ * recording. Any lock or none may be held (rh_sq's lock is a leaf). */
+RH_HIDDEN void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt);
+/* Queues the end of recording `epoch`'s connection (after its trailer). */
+RH_HIDDEN void rh_stream_end_locked(uint32_t epoch);
+/* Writes the trailer's stream fields (FORMAT.md, version 3 streaming). */
+RH_HIDDEN void rh_stream_trailer_fields(uint8_t *trailer);
+/* Reports a closed recording: at once for a disable, at exit (after the wait
+ * in rh_stream_exit) for the exit flush. Caller holds rh_prof_lock. */
+RH_HIDDEN void rh_stream_closed_locked(int at_exit, uint64_t events);
+/* Starts the sender thread unless it runs. Caller holds no runtime lock, has
+ * the guard set, and the constructors have run. Returns 0 or -1 (one warning
+ * pending, tracking stopped). */
+RH_HIDDEN int rh_stream_start(void);
+/* Control work (RH_CTL): prints the sender's pending warning. */
+RH_HIDDEN void rh_stream_ctl(void);
+/* At exit: waits (RHEAPER_STREAM_TIMEOUT at most) until the sender has sent
+ * the exit flush's recording and the collector confirmed it, then prints the
+ * one result line (or the pending warning). */
+RH_HIDDEN void rh_stream_exit(void);
+/* fork handlers' part: 0 prepare (locks the queue), 1 parent, 2 child (empties
+ * the queue: the parent sends it; the child has no sender until it records). */
+RH_HIDDEN void rh_stream_fork(int phase);
 
 /* ---- rh_pool.c: named kinds, client requests, user allocator families ---- */
 

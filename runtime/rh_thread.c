@@ -157,6 +157,13 @@ void rh_writer_seal(struct rh_writer *w, int locked)
     copy.flags |= RIP_CHUNK_F_SEALED;
     h->crc = rip_chunk_crc(&copy, payload);
     __atomic_store_n(&h->flags, copy.flags, __ATOMIC_RELEASE);
+    if (rh_stream_on()) {
+        /* streaming: the queue owns the chunk's memory from here (issue 11) */
+        rh_stream_push(h, w->chunk_size, w->epoch, 0);
+        w->chunk = NULL;
+        w->pos = w->end = NULL;
+        return;
+    }
     /* Give the unused page-aligned tail back to the file system (a hole). */
     uint64_t used_end =
         (RIP_CHUNK_HDR_SIZE + (uint64_t)h->used + RIP_ALIGN - 1) & ~(uint64_t)(RIP_ALIGN - 1);
@@ -322,10 +329,12 @@ static void rh_fork_prepare(void)
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     rh_kinds_fork(0);
+    rh_stream_fork(0);
 }
 
 static void rh_fork_parent(void)
 {
+    rh_stream_fork(1);
     rh_kinds_fork(1);
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_unlock(&rh_shared_lock);
@@ -357,6 +366,7 @@ static void rh_fork_child(void)
     rh_prof_lock = 0;
     rh_shared_lock = 0;
     rh_kinds_fork(2);
+    rh_stream_fork(2);
 }
 
 void rh_thread_init(void)

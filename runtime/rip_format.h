@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define RIP_MAGIC "RHEAPRIP"
-#define RIP_VERSION 2u
+#define RIP_VERSION 3u
 /* Oldest version a reader accepts (v2 appended a trailer field and added
  * records). */
 #define RIP_VERSION_MIN 1u
@@ -72,6 +72,22 @@ enum rip_chunk_type {
 #define RIP_END_NORMAL 0u     /* disable, exit, or the toggle signal */
 #define RIP_END_SIZE_LIMIT 1u /* RHEAPER_MAX_PROFILE_SIZE reached */
 #define RIP_SLOT_SHARED 0xffffffffu
+/* Trailer payload bytes written by this runtime (v3: every issue's fields
+ * up to 112; a field not set is zero). */
+#define RIP_TRAILER_SIZE 112u
+
+/* ---- streaming (v3, issue 11; FORMAT.md "Version 3: streaming") ---- */
+#define RIP_HDR_F_STREAMED (1u << 4) /* written by rheaper collect from a stream */
+#define RIP_HDR_PEER_OFF 112u        /* 16 bytes: the sender's IPv6 (or v4-mapped) address */
+#define RIP_TRAILER_STREAM_OFF 96u   /* u32 stream state, u32 reserved, u64 queue peak */
+#define RIP_STREAM_LOCAL 0u          /* not streamed */
+#define RIP_STREAM_SENT 1u           /* streamed */
+#define RIP_STREAM_QUEUE_FULL 2u     /* streamed; stopped when the queue was full */
+#define RIP_STREAM_MAGIC "RHSTREAM"  /* hello: magic, u32 wire version, u32 zero */
+#define RIP_STREAM_HELLO_SIZE 16u
+#define RIP_STREAM_WIRE_VERSION 1u
+#define RIP_STREAM_ACK_MAGIC "RHSTDONE" /* ack: magic, u64 bytes received */
+#define RIP_STREAM_ACK_SIZE 16u
 
 struct rip_chunk_header {
     uint32_t magic;

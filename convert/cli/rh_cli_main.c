@@ -37,6 +37,8 @@ static const char rh_usage[] =
     "  convert RIP DB [--force] [--quiet]      the same as rheaper-convert\n"
     "  record -p PID [-d DURATION] [-o DB] [--force]   record a running process\n"
     "                                          started with RHEAPER_ENABLE=signal\n"
+    "  collect --listen ADDR:PORT --dir DIR [--any]   receive profiles streamed by\n"
+    "                                          programs run with RHEAPER_STREAM=HOST:PORT\n"
     "  summary DB                              totals, peak, leaks, top sites, threads\n"
     "  top DB [--by bytes|count|leaked|peak|temporary] [-n N] [--stacks]\n"
     "  leaks DB [-n N] [--buckets N] [--stacks]   never-freed blocks by call site,\n"
@@ -242,6 +244,7 @@ static const struct {
     {"query", rh_cmd_query},   {"flamegraph", rh_cmd_flamegraph}, {"timeline", rh_cmd_timeline},
     {"export", rh_cmd_export}, {"report", rh_cmd_report},
     {"record", rh_cmd_record},
+    {"collect", rh_cmd_collect},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,556 @@
+/* rh_cli_collect.c: `rheaper collect`, the receiving end of RHEAPER_STREAM
+ * (issue 11).
+ *
+ *     rheaper collect --listen ADDR:PORT --dir DIR [--any] [--max-clients N]
+ *
+ * One thread, one poll loop: any number of programs stream at once, each
+ * connection written to its own ordinary rip file in DIR (rip-<pid>, or
+ * rip-<pid>.N when that name is taken: nothing is ever overwritten), so
+ * rheaper-convert and rheaper live read it like a local one. The wire protocol
+ * (FORMAT.md "Version 3: streaming (issue 11)") is the rip file itself, cut to
+ * what matters: a 16-byte hello, the 4096-byte file header, then each chunk's
+ * 64-byte header followed by its `used` payload bytes. A chunk's payload is
+ * written straight to its place in the file as it arrives (no buffer grows with
+ * what a client claims) and its header last, so the file always ends at a whole
+ * chunk: a stream cut off mid-chunk leaves a profile that converts as cut short,
+ * a stream that carried its trailer a clean one. After the sender's half-close
+ * the collector confirms with a 16-byte ack naming the bytes it received.
+ *
+ * Bad input closes that connection with one line on stderr and disturbs no
+ * other. There is no authentication: a listen address that is not loopback is
+ * refused unless --any is given (then a warning says so); tunnel with ssh -L.
+ * SIGINT and SIGTERM stop it cleanly: every connection's file is cut at its last
+ * whole chunk.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rh_cli.h"
+#include "rip_format.h"
+
+enum { CP_HELLO, CP_HEADER, CP_CHDR, CP_PAYLOAD };
+
+/* One streaming program. */
+struct rh_conn {
+    int fd;       /* the socket, -1 when the entry is free */
+    int file;     /* the rip file, -1 before the header arrived */
+    int phase;    /* CP_* */
+    char peer[64];
+    uint8_t peer6[16];         /* the peer as IPv6 (v4-mapped) for the header */
+    char path[4096];
+    uint8_t buf[RIP_HEADER_SIZE]; /* hello, header or chunk header being read */
+    size_t have;                  /* bytes of buf filled */
+    struct rip_chunk_header ch;   /* the chunk whose payload is arriving */
+    uint32_t payload_left;
+    uint64_t off;      /* file offset of the next chunk */
+    uint64_t received; /* bytes read from the socket */
+    uint64_t chunks;
+    int trailer;
+    uint32_t pid;
+};
+
+static volatile sig_atomic_t rh_collect_stop;
+
+static void rh_collect_on_signal(int sig)
+{
+    (void)sig;
+    rh_collect_stop = 1;
+}
+
+/* Parses ADDR:PORT ([v6]:PORT, localhost:PORT; port 0 picks one) into a
+ * listening socket. Refuses non-loopback addresses without `any`. Returns the
+ * fd, or -1 with one line on stderr. */
+static int rh_collect_listen(const char *spec, int any)
+{
+    char host[256];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof host || !colon[1]) {
+        fprintf(stderr, "rheaper collect: --listen %s: expected ADDR:PORT\n", spec);
+        return -1;
+    }
+    size_t n = (size_t)(colon - spec);
+    memcpy(host, spec, n);
+    host[n] = 0;
+    if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = 0;
+    }
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int rc = getaddrinfo(host, colon + 1, &hints, &ai);
+    if (rc) {
+        fprintf(stderr, "rheaper collect: --listen %s: %s\n", spec, gai_strerror(rc));
+        return -1;
+    }
+    int loop = 0;
+    if (ai->ai_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ai->ai_addr;
+        loop = (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    } else if (ai->ai_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ai->ai_addr;
+        loop = IN6_IS_ADDR_LOOPBACK(&a->sin6_addr) ||
+               (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr) && a->sin6_addr.s6_addr[12] == 127);
+    }
+    if (!loop && !any) {
+        fprintf(stderr,
+                "rheaper collect: --listen %s is not a loopback address; the stream has no "
+                "authentication, so bind 127.0.0.1 and tunnel (ssh -L), or pass --any\n",
+                spec);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    if (!loop)
+        fprintf(stderr, "rheaper collect: warning: listening on %s, which is not loopback: the "
+                        "stream has no authentication or encryption; anyone who can reach this "
+                        "port can write profiles into the directory\n",
+                spec);
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+        fprintf(stderr, "rheaper collect: cannot listen on %s: %s\n", spec, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    return fd;
+}
+
+/* Describes a socket address as "ADDR:PORT" and as 16 IPv6 bytes. */
+static void rh_collect_peer(const struct sockaddr_storage *ss, char *out, size_t size,
+                            uint8_t v6[16])
+{
+    char a[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    memset(v6, 0, 16);
+    if (ss->ss_family == AF_INET) {
+        const struct sockaddr_in *s = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &s->sin_addr, a, sizeof a);
+        port = ntohs(s->sin_port);
+        v6[10] = v6[11] = 0xff;
+        memcpy(v6 + 12, &s->sin_addr, 4);
+        snprintf(out, size, "%s:%u", a, port);
+    } else if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &s->sin6_addr, a, sizeof a);
+        port = ntohs(s->sin6_port);
+        memcpy(v6, &s->sin6_addr, 16);
+        snprintf(out, size, "[%s]:%u", a, port);
+    } else {
+        snprintf(out, size, "?");
+    }
+}
+
+/* pwrite all of buf. Returns 0 or an errno value. */
+static int rh_collect_pwrite(int fd, const void *buf, size_t len, uint64_t off)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t w = pwrite(fd, p, len, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w < 0 ? errno : EIO;
+        p += w;
+        len -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+/* Creates DIR/rip-<pid>[.N] (O_EXCL: never an existing file). Returns the fd
+ * or -1 with errno. */
+static int rh_collect_create(struct rh_conn *c, const char *dir)
+{
+    for (unsigned k = 0; k < 100000; k++) {
+        if (k)
+            snprintf(c->path, sizeof c->path, "%s/rip-%u.%u", dir, c->pid, k);
+        else
+            snprintf(c->path, sizeof c->path, "%s/rip-%u", dir, c->pid);
+        int fd = open(c->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+/* Ends a connection: closes its socket and file (cut at the last whole chunk)
+ * and prints one line. why: NULL for a clean end. */
+static void rh_collect_close(struct rh_conn *c, const char *why)
+{
+    if (c->file >= 0) {
+        if (ftruncate(c->file, (off_t)c->off) != 0 && !why)
+            why = "cannot trim the profile";
+        close(c->file);
+        if (why)
+            fprintf(stderr, "rheaper collect: %s: pid %u: %s; %s keeps %llu chunks (%s)\n", c->peer,
+                   c->pid, why, c->path, (unsigned long long)c->chunks,
+                   c->trailer ? "with its trailer" : "cut short, converts as damaged");
+        else
+            printf("rheaper collect: %s: pid %u -> %s (%llu chunks, %llu bytes received, %s)\n",
+                   c->peer, c->pid, c->path, (unsigned long long)c->chunks,
+                   (unsigned long long)c->received,
+                   c->trailer ? "complete" : "no trailer: the program did not close it");
+    } else {
+        fprintf(stderr, "rheaper collect: %s: %s before a profile header arrived; nothing written\n",
+                c->peer, why ? why : "connection closed");
+    }
+    fflush(stdout);
+    close(c->fd);
+    c->fd = -1;
+    c->file = -1;
+}
+
+/* A complete hello, header or chunk header is in c->buf: act on it. Returns
+ * NULL, or why the stream is rejected. */
+static const char *rh_collect_step(struct rh_conn *c, const char *dir)
+{
+    static char why[4400];
+    if (c->phase == CP_HELLO) {
+        uint32_t v;
+        memcpy(&v, c->buf + 8, 4);
+        if (memcmp(c->buf, RIP_STREAM_MAGIC, 8) != 0)
+            return "not a rheaper stream (bad hello magic)";
+        if (v != RIP_STREAM_WIRE_VERSION) {
+            snprintf(why, sizeof why, "unsupported stream version %u (this collector: %u)", v,
+                     RIP_STREAM_WIRE_VERSION);
+            return why;
+        }
+        c->phase = CP_HEADER;
+        return NULL;
+    }
+    if (c->phase == CP_HEADER) {
+        struct rip_file_header h;
+        memcpy(&h, c->buf, sizeof h);
+        if (memcmp(h.magic, RIP_MAGIC, 8) != 0)
+            return "bad rip header magic";
+        if (h.version < RIP_VERSION_MIN || h.version > RIP_VERSION ||
+            h.header_size != RIP_HEADER_SIZE) {
+            snprintf(why, sizeof why, "unsupported rip version %u or header size %u", h.version,
+                     h.header_size);
+            return why;
+        }
+        uint8_t copy[RIP_HEADER_SIZE];
+        memcpy(copy, c->buf, RIP_HEADER_SIZE);
+        memset(copy + 72, 0, 4);
+        if (rip_crc32c(0, copy, RIP_HEADER_SIZE) != h.crc)
+            return "rip header checksum mismatch";
+        c->pid = h.pid;
+        /* the collector's own fields: streamed flag and the peer (FORMAT.md) */
+        h.flags |= RIP_HDR_F_STREAMED;
+        memcpy(copy, &h, sizeof h);
+        memcpy(copy + RIP_HDR_PEER_OFF, c->peer6, 16);
+        memset(copy + 72, 0, 4);
+        uint32_t crc = rip_crc32c(0, copy, RIP_HEADER_SIZE);
+        memcpy(copy + 72, &crc, 4);
+        c->file = rh_collect_create(c, dir);
+        if (c->file < 0) {
+            snprintf(why, sizeof why, "cannot create %s: %s", c->path, strerror(errno));
+            return why;
+        }
+        int err = rh_collect_pwrite(c->file, copy, RIP_HEADER_SIZE, 0);
+        if (err) {
+            snprintf(why, sizeof why, "cannot write %s: %s", c->path, strerror(err));
+            return why;
+        }
+        c->off = RIP_HEADER_SIZE;
+        printf("rheaper collect: %s: pid %u streaming into %s\n", c->peer, c->pid, c->path);
+        fflush(stdout);
+        c->phase = CP_CHDR;
+        return NULL;
+    }
+    /* CP_CHDR: the rules a reader enforces (FORMAT.md "Limits") */
+    memcpy(&c->ch, c->buf, sizeof c->ch);
+    const struct rip_chunk_header *h = &c->ch;
+    const char *bad = NULL;
+    if (h->magic != RIP_CHUNK_MAGIC)
+        bad = "bad magic";
+    else if (h->header_size != RIP_CHUNK_HDR_SIZE)
+        bad = "bad header size";
+    else if (h->capacity > RIP_CHUNK_MAX_CAPACITY)
+        bad = "capacity over 64 MiB";
+    else if (h->used > h->capacity)
+        bad = "used beyond capacity";
+    else if (h->type < RIP_CHUNK_EVENTS || h->type > RIP_CHUNK_TRAILER)
+        bad = "unknown chunk type";
+    if (bad) {
+        snprintf(why, sizeof why, "bad chunk header at stream byte %llu (%s)",
+                 (unsigned long long)(c->received), bad);
+        return why;
+    }
+    c->payload_left = h->used;
+    c->phase = CP_PAYLOAD;
+    return NULL;
+}
+
+/* The payload of c->ch is complete: write its header, extend the file over the
+ * chunk's capacity (a hole, as the runtime leaves one) and move on. */
+static const char *rh_collect_chunk_done(struct rh_conn *c)
+{
+    static char why[4400];
+    uint64_t stride = (RIP_CHUNK_HDR_SIZE + (uint64_t)c->ch.capacity + RIP_ALIGN - 1) &
+                      ~(uint64_t)(RIP_ALIGN - 1);
+    int err = rh_collect_pwrite(c->file, &c->ch, sizeof c->ch, c->off);
+    if (!err && ftruncate(c->file, (off_t)(c->off + stride)) != 0)
+        err = errno;
+    if (err) {
+        snprintf(why, sizeof why, "cannot write %s at offset %llu: %s", c->path,
+                 (unsigned long long)c->off, strerror(err));
+        return why;
+    }
+    c->off += stride;
+    c->chunks++;
+    if (c->ch.type == RIP_CHUNK_TRAILER)
+        c->trailer = 1;
+    c->phase = CP_CHDR;
+    return NULL;
+}
+
+/* Consumes n bytes read from c. Returns NULL, or why the stream is rejected. */
+static const char *rh_collect_feed(struct rh_conn *c, const uint8_t *p, size_t n, const char *dir)
+{
+    static char why[4400];
+    while (n) {
+        if (c->phase == CP_PAYLOAD) {
+            size_t k = n < c->payload_left ? n : c->payload_left;
+            uint64_t at = c->off + RIP_CHUNK_HDR_SIZE + (c->ch.used - c->payload_left);
+            int err = rh_collect_pwrite(c->file, p, k, at);
+            if (err) {
+                snprintf(why, sizeof why, "cannot write %s at offset %llu: %s", c->path,
+                         (unsigned long long)at, strerror(err));
+                return why;
+            }
+            c->payload_left -= (uint32_t)k;
+            c->received += k;
+            p += k;
+            n -= k;
+            if (!c->payload_left) {
+                const char *e = rh_collect_chunk_done(c);
+                if (e)
+                    return e;
+            }
+            continue;
+        }
+        size_t need = c->phase == CP_HELLO    ? RIP_STREAM_HELLO_SIZE
+                      : c->phase == CP_HEADER ? RIP_HEADER_SIZE
+                                              : RIP_CHUNK_HDR_SIZE;
+        size_t k = need - c->have < n ? need - c->have : n;
+        memcpy(c->buf + c->have, p, k);
+        c->have += k;
+        c->received += k;
+        p += k;
+        n -= k;
+        if (c->have < need)
+            continue;
+        c->have = 0;
+        const char *e = rh_collect_step(c, dir);
+        if (e)
+            return e;
+        if (c->phase == CP_PAYLOAD && !c->payload_left) {
+            e = rh_collect_chunk_done(c);
+            if (e)
+                return e;
+        }
+    }
+    return NULL;
+}
+
+/* The client half-closed: a clean end when it stopped between chunks (then
+ * the ack), else a truncated stream. */
+static void rh_collect_eof(struct rh_conn *c)
+{
+    if (c->phase == CP_CHDR && c->have == 0) {
+        uint8_t ack[RIP_STREAM_ACK_SIZE];
+        memcpy(ack, RIP_STREAM_ACK_MAGIC, 8);
+        memcpy(ack + 8, &c->received, 8);
+        if (fsync(c->file) != 0) {
+            rh_collect_close(c, "cannot fsync the profile");
+            return;
+        }
+        /* 16 bytes always fit an empty send buffer; a peer gone already only
+         * loses its ack */
+        if (send(c->fd, ack, sizeof ack, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof ack)
+            rh_collect_close(c, "cannot send the ack");
+        else
+            rh_collect_close(c, NULL);
+        return;
+    }
+    rh_collect_close(c, "stream ended mid-chunk");
+}
+
+static int rh_collect_usage(void)
+{
+    fputs("usage: rheaper collect --listen ADDR:PORT --dir DIR [--any] [--max-clients N]\n"
+          "  receives profiles streamed by programs run with RHEAPER_STREAM=HOST:PORT and\n"
+          "  writes each as DIR/rip-<pid> (never overwriting). ADDR must be loopback\n"
+          "  (127.0.0.1, ::1, localhost) unless --any; port 0 picks a free one.\n",
+          stderr);
+    return 2;
+}
+
+int rh_cmd_collect(int argc, char **argv)
+{
+    const char *listen_spec = NULL, *dir = NULL;
+    int any = 0;
+    unsigned maxc = 1000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--listen") && i + 1 < argc)
+            listen_spec = argv[++i];
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+            dir = argv[++i];
+        else if (!strcmp(argv[i], "--any"))
+            any = 1;
+        else if (!strcmp(argv[i], "--max-clients") && i + 1 < argc) {
+            char *end;
+            unsigned long v = strtoul(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 100000)
+                return rh_collect_usage();
+            maxc = (unsigned)v;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            rh_collect_usage();
+            return 0;
+        } else {
+            return rh_collect_usage();
+        }
+    }
+    if (!listen_spec || !dir)
+        return rh_collect_usage();
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "rheaper collect: --dir %s: not a writable directory\n", dir);
+        return 1;
+    }
+    int lfd = rh_collect_listen(listen_spec, any);
+    if (lfd < 0)
+        return 1;
+    struct sockaddr_storage la;
+    socklen_t ll = sizeof la;
+    char lname[64];
+    uint8_t unused[16];
+    getsockname(lfd, (struct sockaddr *)&la, &ll);
+    rh_collect_peer(&la, lname, sizeof lname, unused);
+
+    /* SIGINT/SIGTERM: blocked except inside ppoll, so a stop is never missed */
+    struct sigaction sa = {0};
+    sa.sa_handler = rh_collect_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t block, waitmask;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &waitmask);
+    sigdelset(&waitmask, SIGINT);
+    sigdelset(&waitmask, SIGTERM);
+
+    struct rh_conn *conns = calloc(maxc, sizeof *conns);
+    struct pollfd *pfd = calloc(maxc + 1, sizeof *pfd);
+    uint8_t *rbuf = malloc(1 << 16);
+    unsigned *map = calloc(maxc + 1, sizeof *map);
+    if (!conns || !pfd || !rbuf || !map) {
+        fprintf(stderr, "rheaper collect: out of memory\n");
+        return 1;
+    }
+    for (unsigned i = 0; i < maxc; i++)
+        conns[i].fd = conns[i].file = -1;
+    printf("rheaper collect: listening on %s, writing profiles to %s\n", lname, dir);
+    fflush(stdout);
+
+    unsigned nconn = 0;
+    uint64_t total = 0;
+    while (!rh_collect_stop) {
+        nfds_t n = 0;
+        if (nconn < maxc) {
+            pfd[n] = (struct pollfd){lfd, POLLIN, 0};
+            map[n++] = UINT32_MAX;
+        }
+        for (unsigned i = 0; i < maxc; i++)
+            if (conns[i].fd >= 0) {
+                pfd[n] = (struct pollfd){conns[i].fd, POLLIN, 0};
+                map[n++] = i;
+            }
+        int r = ppoll(pfd, n, NULL, &waitmask);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "rheaper collect: poll: %s\n", strerror(errno));
+            break;
+        }
+        for (nfds_t k = 0; k < n; k++) {
+            if (!pfd[k].revents)
+                continue;
+            if (map[k] == UINT32_MAX) {
+                struct sockaddr_storage ss;
+                socklen_t sl = sizeof ss;
+                int cfd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (cfd < 0) {
+                    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                        fprintf(stderr, "rheaper collect: accept: %s\n", strerror(errno));
+                    continue;
+                }
+                for (unsigned i = 0; i < maxc; i++)
+                    if (conns[i].fd < 0) {
+                        struct rh_conn *c = &conns[i];
+                        memset(c, 0, sizeof *c);
+                        c->fd = cfd;
+                        c->file = -1;
+                        rh_collect_peer(&ss, c->peer, sizeof c->peer, c->peer6);
+                        nconn++;
+                        total++;
+                        break;
+                    }
+                continue;
+            }
+            struct rh_conn *c = &conns[map[k]];
+            ssize_t got = recv(c->fd, rbuf, 1 << 16, 0);
+            if (got < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (got < 0) {
+                char why[160];
+                snprintf(why, sizeof why, "receive failed: %s", strerror(errno));
+                rh_collect_close(c, why);
+                nconn--;
+            } else if (got == 0) {
+                rh_collect_eof(c);
+                nconn--;
+            } else {
+                const char *why = rh_collect_feed(c, rbuf, (size_t)got, dir);
+                if (why) {
+                    rh_collect_close(c, why);
+                    nconn--;
+                }
+            }
+        }
+    }
+    for (unsigned i = 0; i < maxc; i++)
+        if (conns[i].fd >= 0)
+            rh_collect_close(&conns[i], "collector stopped");
+    printf("rheaper collect: stopped after %llu connections\n", (unsigned long long)total);
+    fflush(stdout);
+    close(lfd);
+    free(conns);
+    free(pfd);
+    free(rbuf);
+    free(map);
+    return 0;
+}
