@@ -208,6 +208,9 @@ struct rh_rip {
     uint64_t tr_reentered;  /* calls passed through unrecorded by re-entry */
     int tr_has_end_reason;  /* the trailer has issue 9's end_reason field */
     uint32_t tr_end_reason; /* RIP_END_*: 1 = cut at the size limit */
+    int tr_has_stream;        /* v3, issue 11: the trailer has the stream fields */
+    uint32_t tr_stream_state; /* RIP_STREAM_*: 2 = stopped when the queue was full */
+    uint64_t tr_stream_peak;  /* the most bytes the stream's queue held */
 
     struct rh_stack *stacks;
     size_t nstacks, capstacks;
@@ -248,6 +251,11 @@ RH_HIDDEN void rh_rip_warn(struct rh_rip *r, const char *fmt, ...)
 /* Event time units -> ns since enable, piecewise linear over the calibration
  * pairs, extrapolated with the widest span's rate. Monotone, never negative. */
 RH_HIDDEN int64_t rh_rip_ns(const struct rh_rip *r, uint64_t time);
+
+/* The sender's address that rheaper collect stored in the header of a
+ * streamed profile (RIP_HDR_F_STREAMED), as text: an IPv4 address for a
+ * v4-mapped one. */
+RH_HIDDEN void rh_rip_peer(const struct rh_rip *r, char *out, size_t size);
 
 /* ---- rh_stream.c: record decoding, stacks and threads ------------------- */
 

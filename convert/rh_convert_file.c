@@ -121,6 +121,11 @@ static void rh_report_damage(const char *prog, const struct rh_rip *r,
                 "%s: %s: cut at the size limit (RHEAPER_MAX_PROFILE_SIZE): the recording "
                 "stopped there and the profile was closed cleanly\n",
                 prog, r->name);
+    if (r->has_trailer && r->tr_has_stream && r->tr_stream_state == RIP_STREAM_QUEUE_FULL)
+        fprintf(stderr,
+                "%s: %s: the stream's queue was full (RHEAPER_STREAM_QUEUE): the recording "
+                "stopped there and the profile was closed cleanly; %llu events lost\n",
+                prog, r->name, (unsigned long long)r->tr_lost);
     if (!r->cut_short && !r->damaged)
         return;
     char what[256] = "";

@@ -566,6 +566,16 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* issue 9: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
     if (r->has_trailer && r->tr_has_end_reason)
         rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
+    /* issue 11: a profile received by rheaper collect, and how it was sent */
+    if (r->hdr.flags & RIP_HDR_F_STREAMED) {
+        char peer[64];
+        rh_rip_peer(r, peer, sizeof peer);
+        rh_meta_text(&m, "streamed_from", peer);
+    }
+    if (r->has_trailer && r->tr_has_stream && r->tr_stream_state != RIP_STREAM_LOCAL) {
+        rh_meta_int(&m, "stream_queue_full", r->tr_stream_state == RIP_STREAM_QUEUE_FULL);
+        rh_meta_int(&m, "stream_queue_peak", (int64_t)r->tr_stream_peak);
+    }
     rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;

@@ -12,6 +12,7 @@
  * in-memory buffer for the fuzzer.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -368,6 +369,12 @@ static int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     /* v2, issue 9: why the recording ended (RIP_END_SIZE_LIMIT: a clean cut) */
     r->tr_has_end_reason = ch->used >= 64;
     r->tr_end_reason = r->tr_has_end_reason ? (uint32_t)rh_cur_u(&c, 4) : 0;
+    /* v3, issue 11: how the profile was streamed (trailer bytes 96..111) */
+    r->tr_has_stream = ch->used >= RIP_TRAILER_STREAM_OFF + 16;
+    if (r->tr_has_stream) {
+        memcpy(&r->tr_stream_state, ch->payload + RIP_TRAILER_STREAM_OFF, 4);
+        memcpy(&r->tr_stream_peak, ch->payload + RIP_TRAILER_STREAM_OFF + 8, 8);
+    }
     rh_calib_add(r, end_tick, end_ns);
     return 1;
 }
@@ -551,6 +558,18 @@ static int rh_rip_index(struct rh_rip *r)
         }
     }
     return 0;
+}
+
+void rh_rip_peer(const struct rh_rip *r, char *out, size_t size)
+{
+    const uint8_t *a = (const uint8_t *)&r->hdr + RIP_HDR_PEER_OFF;
+    static const uint8_t v4map[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    char buf[INET6_ADDRSTRLEN] = "?";
+    if (!memcmp(a, v4map, 12))
+        inet_ntop(AF_INET, a + 12, buf, sizeof buf);
+    else
+        inet_ntop(AF_INET6, a, buf, sizeof buf);
+    snprintf(out, size, "%s", buf);
 }
 
 int rh_rip_open_mem(struct rh_rip *r, const uint8_t *buf, size_t len, const char *name, FILE *warn)

@@ -741,7 +741,7 @@ void rh_file_close_locked(int close_fd)
         return;
     if (rh_stream_on()) {
         rh_stream_end_locked(rh_epoch);
-        rh_stream_closed_locked(!close_fd, events);
+        rh_stream_closed_locked(events);
     } else {
         rh_warn("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);
     }

@@ -796,9 +796,9 @@ RH_HIDDEN void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int 
 RH_HIDDEN void rh_stream_end_locked(uint32_t epoch);
 /* Writes the trailer's stream fields (FORMAT.md, version 3 streaming). */
 RH_HIDDEN void rh_stream_trailer_fields(uint8_t *trailer);
-/* Reports a closed recording: at once for a disable, at exit (after the wait
- * in rh_stream_exit) for the exit flush. Caller holds rh_prof_lock. */
-RH_HIDDEN void rh_stream_closed_locked(int at_exit, uint64_t events);
+/* Notes the recording just closed (its trailer counted `events`): the exit
+ * handler waits for it and reports it. Caller holds rh_prof_lock. */
+RH_HIDDEN void rh_stream_closed_locked(uint64_t events);
 /* Starts the sender thread unless it runs. Caller holds no runtime lock, has
  * the guard set, and the constructors have run. Returns 0 or -1 (one warning
  * pending, tracking stopped). */
@@ -806,7 +806,7 @@ RH_HIDDEN int rh_stream_start(void);
 /* Control work (RH_CTL): prints the sender's pending warning. */
 RH_HIDDEN void rh_stream_ctl(void);
 /* At exit: waits (RHEAPER_STREAM_TIMEOUT at most) until the sender has sent
- * the exit flush's recording and the collector confirmed it, then prints the
+ * the last closed recording and the collector confirmed it, then prints the
  * one result line (or the pending warning). */
 RH_HIDDEN void rh_stream_exit(void);
 /* fork handlers' part: 0 prepare (locks the queue), 1 parent, 2 child (empties

@@ -94,8 +94,8 @@ static struct {
     int started;              /* 0 no thread, 1 running, 2 could not start */
     int warn_pending;         /* atomic: msg waits for a program thread to print */
     char msg[512];
-    uint64_t close_events;    /* events the exit flush's trailer counted */
-    int close_pending;        /* the exit flush closed a recording: report it */
+    uint64_t close_events;    /* events the last trailer counted */
+    uint32_t close_epoch;     /* the recording whose END is queued (0: none) */
 } rh_sq;
 
 /* The collector's address, parsed once from RHEAPER_STREAM. */
@@ -162,8 +162,8 @@ static void rh_futex_wait(uint32_t *w, uint32_t seen, unsigned ms)
 static void rh_sq_warn_later(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void rh_sq_warn_later(const char *fmt, ...)
 {
-    if (__atomic_load_n(&rh_sq.warn_pending, __ATOMIC_ACQUIRE))
-        return;
+    if (__atomic_load_n(&rh_sq.warn_pending, __ATOMIC_ACQUIRE) == 1)
+        return; /* one not printed yet: it is the first of its recording */
     va_list ap;
     va_start(ap, fmt);
     rh_vfmt(rh_sq.msg, sizeof rh_sq.msg, fmt, ap);
@@ -224,13 +224,13 @@ int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch)
         munmap(m, RIP_HEADER_SIZE);
         return -1;
     }
-    /* A new recording: what is left of an older one (a failed stream) goes. */
-    rh_sq_clear_locked();
+    /* A new recording. An older one's items stay queued in front of this
+     * header (a disable and enable in a row): the sender finishes that
+     * connection first. */
     rh_sq.epoch = epoch;
     rh_sq.cut = 0;
     rh_sq.failed = 0;
     rh_sq.peak = 0;
-    rh_sq.close_pending = 0;
     rh_sq.ring[rh_sq.tail++ % rh_sq.cap] =
         (struct rh_sq_item){m, RIP_HEADER_SIZE, RIP_HEADER_SIZE, 0, RH_SQ_HDR, epoch};
     __atomic_add_fetch(&rh_sq.wake, 1, __ATOMIC_RELEASE);
@@ -249,7 +249,7 @@ static void rh_sq_cut_locked(void)
     rh_warn("stream to %s: queue full (RHEAPER_STREAM_QUEUE=%llu bytes; the collector or the "
             "network is slower than the program); recording stopped, the profile is closed "
             "cleanly",
-            rh_cfg.stream, (unsigned long long)rh_cfg.stream_queue);
+            rh_cfg.stream, (unsigned long long)rh_sq_limit());
     rh_state_set(RH_OFF);
     __atomic_store_n(&rh_prof.limit_hit, 1, __ATOMIC_RELEASE);
     rh_ctl_request();
@@ -361,11 +361,14 @@ static void rh_sq_fail_common(uint32_t epoch, const char *what, int err)
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_lock(&rh_sq.lock);
     if (rh_sq.epoch == epoch && !rh_sq.failed) {
+        /* the current recording: its queue goes, later pieces are dropped */
         rh_sq.failed = 1;
+        rh_sq_clear_locked();
+    }
+    if (rh_sq.ended != epoch) {
         const char *e = err ? strerrordesc_np(err) : NULL;
         rh_sq_warn_later("stream to collector %s: %s%s%s; tracking stopped (the program runs on)",
                          rh_cfg.stream, what, e ? ": " : "", e ? e : "");
-        rh_sq_clear_locked();
     }
     rh_sq.ended = epoch;
     __atomic_add_fetch(&rh_sq.done, 1, __ATOMIC_RELEASE);
@@ -596,25 +599,24 @@ void rh_stream_ctl(void)
     }
 }
 
-void rh_stream_closed_locked(int at_exit, uint64_t events)
+void rh_stream_closed_locked(uint64_t events)
 {
-    if (!at_exit) {
-        rh_warn("closed the stream to collector %s (%llu events); the sender finishes it in the "
-                "background",
-                rh_cfg.stream, (unsigned long long)events);
-        return;
-    }
+    rh_spin_lock(&rh_sq.lock);
     rh_sq.close_events = events;
-    rh_sq.close_pending = 1;
+    rh_sq.close_epoch = rh_sq.epoch;
+    rh_spin_unlock(&rh_sq.lock);
 }
 
 void rh_stream_exit(void)
 {
     if (!rh_stream_on())
         return;
-    uint32_t epoch = __atomic_load_n(&rh_sq.epoch, __ATOMIC_ACQUIRE);
-    if (rh_sq.close_pending && __atomic_load_n(&rh_sq.started, __ATOMIC_ACQUIRE) == 1) {
-        rh_sq.close_pending = 0;
+    rh_spin_lock(&rh_sq.lock);
+    uint32_t epoch = rh_sq.close_epoch;
+    rh_sq.close_epoch = 0; /* reported once */
+    int wait = epoch && epoch == rh_sq.epoch && !rh_sq.failed;
+    rh_spin_unlock(&rh_sq.lock);
+    if (wait && __atomic_load_n(&rh_sq.started, __ATOMIC_ACQUIRE) == 1) {
         uint64_t deadline = rh_mono_ns() + (uint64_t)rh_cfg.stream_timeout * 1000000000ull;
         for (;;) {
             uint32_t seen = __atomic_load_n(&rh_sq.done, __ATOMIC_ACQUIRE);
@@ -630,8 +632,10 @@ void rh_stream_exit(void)
             uint64_t left = (deadline - now) / 1000000u + 1;
             rh_futex_wait(&rh_sq.done, seen, left > 100 ? 100 : (unsigned)left);
         }
-        if (!__atomic_load_n(&rh_sq.warn_pending, __ATOMIC_ACQUIRE) &&
-            __atomic_load_n(&rh_sq.ended, __ATOMIC_ACQUIRE) == epoch)
+        rh_spin_lock(&rh_sq.lock);
+        int ok = rh_sq.ended == epoch && !(rh_sq.epoch == epoch && rh_sq.failed);
+        rh_spin_unlock(&rh_sq.lock);
+        if (ok)
             rh_warn("streamed %llu events to collector %s",
                     (unsigned long long)rh_sq.close_events, rh_cfg.stream);
     }
@@ -655,6 +659,7 @@ void rh_stream_fork(int phase)
     rh_sq.epoch = 0;
     rh_sq.cut = rh_sq.failed = 0;
     rh_sq.ended = 0;
+    rh_sq.close_epoch = 0;
     rh_sq.inflight = 0;
     rh_sq.started = 0;
     rh_sq.warn_pending = 0;

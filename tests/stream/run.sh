@@ -5,14 +5,14 @@ set -u
 BIN=$1 H=$2 WORK=$3 CASE=$4
 RH=$BIN/rheaper
 rm -rf "$WORK" && mkdir -p "$WORK/col" "$WORK/loc" && cd "$WORK" || exit 1
-CPID=
+CPID= SPID= PPID_=
 
 fail() {
     echo "FAIL: $CASE: $*"
     for f in col.out col.err out err out.plain; do
         [ -f "$f" ] && { echo "--- $f"; cat "$f"; }
     done
-    [ -n "$CPID" ] && kill "$CPID" 2>/dev/null
+    for p in $CPID $SPID $PPID_; do kill "$p" 2>/dev/null; done
     exit 1
 }
 q() { sqlite3 "$1" "$2"; }
@@ -69,6 +69,9 @@ match-local)
     convert loc/rip-* loc.db
     [ "$(meta col.db clean)" = 1 ] || fail "collected profile not clean"
     [ "$(meta col.db events_lost)" = 0 ] || fail "events lost: $(meta col.db events_lost)"
+    [ "$(meta col.db streamed_from)" = 127.0.0.1 ] || fail "streamed_from: $(meta col.db streamed_from)"
+    [ "$(meta col.db stream_queue_full)" = 0 ] || fail "stream_queue_full set"
+    [ -z "$(meta loc.db streamed_from)" ] || fail "a local profile says streamed"
     c=$(counts col.db) l=$(counts loc.db)
     [ "$c" = "$l" ] || fail "collected $c, local $l (allocations|bytes|leaked)"
     [ "$(meta col.db events_recorded)" = "$(meta loc.db events_recorded)" ] ||
@@ -99,6 +102,7 @@ collector-killed)
     touch go
     wait "$PPID_"
     rc=$?
+    PPID_=
     "$H/stream_prog" pause go >out.plain 2>err.plain
     rcp=$?
     [ "$rc" = "$rcp" ] || fail "exit status $rc, without rheaper $rcp"
@@ -183,6 +187,49 @@ garbage)
     [ "$(meta good.db clean)" = 1 ] || fail "program's profile not clean"
     n=$(counts good.db "where size between 100 and 103")
     [ "$n" = "40|4060|40" ] || fail "leaked blocks: $n"
+    ;;
+queue-full)
+    # The collector cannot keep up (a relay holds the stream back): the 2 MiB
+    # queue fills, recording stops with one warning, the profile is closed
+    # cleanly and arrives once the relay lets it through; the program runs as
+    # without rheaper.
+    start_collector
+    "$H/stream_stall" "$PORT" relay >stall.out 2>stall.err &
+    SPID=$!
+    wait_line stall.out '^port '
+    SPORT=$(sed -n 's/^port //p' stall.out)
+    touch go
+    RHEAPER_ENABLE=1 RHEAPER_STREAM=127.0.0.1:$SPORT RHEAPER_STREAM_QUEUE=2M \
+        RHEAPER_STREAM_TIMEOUT=120 "$H/stream_prog" pause go 3000000 >out 2>err &
+    PPID_=$!
+    wait_line out '^finished'
+    touch relay
+    wait "$PPID_"
+    rc=$?
+    PPID_=
+    wait "$SPID" || fail "relay failed: $(cat stall.err)"
+    SPID=
+    "$H/stream_prog" pause go 3000000 >out.plain 2>/dev/null
+    [ "$rc" = $? ] || fail "exit status $rc differs"
+    cmp -s out out.plain || fail "stdout differs"
+    [ "$(grep -c . err)" = 2 ] || fail "expected the queue warning and the result line"
+    grep -q "^rheaper: stream to 127.0.0.1:$SPORT: queue full (RHEAPER_STREAM_QUEUE=2097152 bytes" err ||
+        fail "no queue-full warning"
+    grep -q "^rheaper: streamed [0-9]* events to collector 127.0.0.1:$SPORT\$" err || fail "no result line"
+    wait_line col.out "complete)"
+    stop_collector
+    set -- col/rip-*
+    convert "$1" col.db
+    [ "$(meta col.db clean)" = 1 ] || fail "not clean"
+    [ "$(meta col.db stream_queue_full)" = 1 ] || fail "stream_queue_full not set"
+    lost=$(meta col.db events_lost) rec=$(meta col.db events_recorded) ev=$(meta col.db events)
+    [ "$lost" -gt 0 ] || fail "no events counted lost"
+    [ $((ev + lost)) = "$rec" ] || fail "decoded $ev + lost $lost != recorded $rec"
+    peak=$(meta col.db stream_queue_peak)
+    [ "$peak" -gt 1048576 ] && [ "$peak" -le 2097152 ] || fail "queue peak $peak outside (1 MiB, 2 MiB]"
+    # phase 1 came before the queue filled: all of it is there
+    n=$(counts col.db "where size = 48")
+    [ "$n" = "1000|48000|0" ] || fail "phase 1: $n"
     ;;
 *)
     fail "unknown case"

@@ -7,10 +7,10 @@
  *                              closes every fd from 3 up (as daemons do) and
  *                              checks that its next open gets fd 3: the
  *                              runtime's socket is not in the program's table
- *   stream_prog pause FLAG     phase 1 (1000 pairs of 48 bytes), prints
+ *   stream_prog pause FLAG [N] phase 1 (1000 pairs of 48 bytes), prints
  *                              "phase1", waits until FLAG exists, phase 2
- *                              (300000 pairs of 64 bytes, several chunks),
- *                              prints "finished", exits 7
+ *                              (N pairs of 64 bytes, 300000 unless given:
+ *                              several chunks), prints "finished", exits 7
  *   stream_prog fork           parent: 5 leaked blocks of 111 bytes; fork;
  *                              child: 20 blocks of 222 bytes, 3 leaked, exit;
  *                              parent: waits, 7 leaked blocks of 333 bytes
@@ -70,15 +70,16 @@ static void pairs(int n, size_t size)
     }
 }
 
-static int run_pause(const char *flag)
+static int run_pause(const char *flag, int n)
 {
     pairs(1000, 48);
     printf("phase1\n");
     fflush(stdout);
     while (access(flag, F_OK) != 0)
         usleep(10000);
-    pairs(300000, 64);
+    pairs(n, 64);
     printf("finished\n");
+    fflush(stdout); /* before exit: the runtime's exit handler may wait for the stream */
     return 7;
 }
 
@@ -113,7 +114,7 @@ int main(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "threads"))
         return run_threads();
     if (argc >= 3 && !strcmp(argv[1], "pause"))
-        return run_pause(argv[2]);
+        return run_pause(argv[2], argc >= 4 ? atoi(argv[3]) : 300000);
     if (argc >= 2 && !strcmp(argv[1], "fork"))
         return run_fork();
     fprintf(stderr, "usage: stream_prog threads | pause FLAG | fork\n");
