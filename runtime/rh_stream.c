@@ -94,8 +94,8 @@ static struct {
     int started;              /* 0 no thread, 1 running, 2 could not start */
     int warn_pending;         /* atomic: msg waits for a program thread to print */
     char msg[512];
-    uint64_t close_events;    /* events the last trailer counted */
-    uint32_t close_epoch;     /* the recording whose END is queued (0: none) */
+    uint64_t close_events; /* events the last trailer counted */
+    uint32_t close_epoch;  /* the recording whose END is queued (0: none) */
 } rh_sq;
 
 /* The collector's address, parsed once from RHEAPER_STREAM. */
@@ -270,8 +270,8 @@ void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt)
                           : (rh_sq.cut || items + RH_SQ_RESERVE >= rh_sq.cap ||
                              rh_sq.bytes + acct > rh_sq_limit());
         if (!full) {
-            rh_sq.ring[rh_sq.tail++ % rh_sq.cap] = (struct rh_sq_item){
-                map, map_size, send_len, exempt ? 0 : acct, RH_SQ_CHUNK, epoch};
+            rh_sq.ring[rh_sq.tail++ % rh_sq.cap] =
+                (struct rh_sq_item){map, map_size, send_len, exempt ? 0 : acct, RH_SQ_CHUNK, epoch};
             if (!exempt) {
                 rh_sq.bytes += acct;
                 if (rh_sq.bytes > rh_sq.peak)
@@ -296,9 +296,9 @@ void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt)
 void rh_stream_end_locked(uint32_t epoch)
 {
     rh_spin_lock(&rh_sq.lock);
-    if (rh_sq.ring && epoch == rh_sq.epoch && !rh_sq.failed && rh_sq.tail - rh_sq.head < rh_sq.cap) {
-        rh_sq.ring[rh_sq.tail++ % rh_sq.cap] =
-            (struct rh_sq_item){NULL, 0, 0, 0, RH_SQ_END, epoch};
+    if (rh_sq.ring && epoch == rh_sq.epoch && !rh_sq.failed &&
+        rh_sq.tail - rh_sq.head < rh_sq.cap) {
+        rh_sq.ring[rh_sq.tail++ % rh_sq.cap] = (struct rh_sq_item){NULL, 0, 0, 0, RH_SQ_END, epoch};
         __atomic_add_fetch(&rh_sq.wake, 1, __ATOMIC_RELEASE);
     }
     rh_spin_unlock(&rh_sq.lock);
@@ -317,8 +317,8 @@ void rh_stream_trailer_fields(uint8_t *t)
 
 /* ---- the sender thread --------------------------------------------------- */
 
-static int rh_sq_sock = -1;      /* in the sender's own fd table only */
-static uint64_t rh_sq_sent;      /* bytes sent on the current connection */
+static int rh_sq_sock = -1; /* in the sender's own fd table only */
+static uint64_t rh_sq_sent; /* bytes sent on the current connection */
 
 /* Sends all of buf (MSG_NOSIGNAL, raw sendto: never SIGPIPE, never a
  * cancellation point). Returns 0 or an errno value. */
@@ -444,8 +444,8 @@ static int rh_sq_finish(const char **what)
             continue;
         if (r <= 0)
             return r < 0 ? errno : ETIMEDOUT;
-        ssize_t n = (ssize_t)syscall(SYS_recvfrom, rh_sq_sock, ack + got, sizeof ack - got, 0,
-                                     NULL, NULL);
+        ssize_t n =
+            (ssize_t)syscall(SYS_recvfrom, rh_sq_sock, ack + got, sizeof ack - got, 0, NULL, NULL);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -573,9 +573,16 @@ int rh_stream_start(void)
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&at, 64 * 1024);
+    pthread_attr_setstacksize(&at, 256 * 1024); /* touched: a few pages */
     pthread_t t;
     int err = pthread_create(&t, &at, rh_sq_main, NULL);
+    if (err == EINVAL) { /* a program whose static TLS does not fit in that */
+        pthread_attr_setstacksize(&at, 0);
+        pthread_attr_destroy(&at);
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        err = pthread_create(&t, &at, rh_sq_main, NULL);
+    }
     pthread_attr_destroy(&at);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (err) {
@@ -636,8 +643,8 @@ void rh_stream_exit(void)
         int ok = rh_sq.ended == epoch && !(rh_sq.epoch == epoch && rh_sq.failed);
         rh_spin_unlock(&rh_sq.lock);
         if (ok)
-            rh_warn("streamed %llu events to collector %s",
-                    (unsigned long long)rh_sq.close_events, rh_cfg.stream);
+            rh_warn("streamed %llu events to collector %s", (unsigned long long)rh_sq.close_events,
+                    rh_cfg.stream);
     }
     rh_stream_ctl();
 }

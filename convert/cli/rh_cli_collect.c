@@ -45,11 +45,11 @@ enum { CP_HELLO, CP_HEADER, CP_CHDR, CP_PAYLOAD };
 
 /* One streaming program. */
 struct rh_conn {
-    int fd;       /* the socket, -1 when the entry is free */
-    int file;     /* the rip file, -1 before the header arrived */
-    int phase;    /* CP_* */
+    int fd;    /* the socket, -1 when the entry is free */
+    int file;  /* the rip file, -1 before the header arrived */
+    int phase; /* CP_* */
     char peer[64];
-    uint8_t peer6[16];         /* the peer as IPv6 (v4-mapped) for the header */
+    uint8_t peer6[16]; /* the peer as IPv6 (v4-mapped) for the header */
     char path[4096];
     uint8_t buf[RIP_HEADER_SIZE]; /* hello, header or chunk header being read */
     size_t have;                  /* bytes of buf filled */
@@ -114,9 +114,10 @@ static int rh_collect_listen(const char *spec, int any)
         return -1;
     }
     if (!loop)
-        fprintf(stderr, "rheaper collect: warning: listening on %s, which is not loopback: the "
-                        "stream has no authentication or encryption; anyone who can reach this "
-                        "port can write profiles into the directory\n",
+        fprintf(stderr,
+                "rheaper collect: warning: listening on %s, which is not loopback: the "
+                "stream has no authentication or encryption; anyone who can reach this "
+                "port can write profiles into the directory\n",
                 spec);
     int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
@@ -202,15 +203,16 @@ static void rh_collect_close(struct rh_conn *c, const char *why)
         close(c->file);
         if (why)
             fprintf(stderr, "rheaper collect: %s: pid %u: %s; %s keeps %llu chunks (%s)\n", c->peer,
-                   c->pid, why, c->path, (unsigned long long)c->chunks,
-                   c->trailer ? "with its trailer" : "cut short, converts as damaged");
+                    c->pid, why, c->path, (unsigned long long)c->chunks,
+                    c->trailer ? "with its trailer" : "cut short, converts as damaged");
         else
             printf("rheaper collect: %s: pid %u -> %s (%llu chunks, %llu bytes received, %s)\n",
                    c->peer, c->pid, c->path, (unsigned long long)c->chunks,
                    (unsigned long long)c->received,
                    c->trailer ? "complete" : "no trailer: the program did not close it");
     } else {
-        fprintf(stderr, "rheaper collect: %s: %s before a profile header arrived; nothing written\n",
+        fprintf(stderr,
+                "rheaper collect: %s: %s before a profile header arrived; nothing written\n",
                 c->peer, why ? why : "connection closed");
     }
     fflush(stdout);
