@@ -143,6 +143,26 @@ fork)
     n=$(counts child.db "where size = 222") && [ "$n" = "20|4440|3" ] || fail "child 222: $n"
     n=$(counts child.db "where size in (111, 333)") && [ "$n" = "0|0|0" ] || fail "child has the parent's blocks: $n"
     ;;
+fd-limit)
+    # The program holds every descriptor its limit (16) allows while its
+    # threads record: the stream still works, because the sender's socket is
+    # in a descriptor table of its own.
+    command -v prlimit >/dev/null || fail "prlimit (util-linux) not found"
+    start_collector
+    RHEAPER_ENABLE=1 RHEAPER_STREAM=127.0.0.1:$PORT prlimit --nofile=16:16 \
+        "$H/stream_prog" threads fill >out 2>err || fail "program failed under --nofile=16"
+    grep -q '^filled 13 descriptors from 3$' out || fail "program output: $(cat out)"
+    grep -q 'threads done' out || fail "program output: $(cat out)"
+    [ "$(grep -c . err)" = 1 ] || fail "runtime printed more than its result line"
+    grep -q "^rheaper: streamed" err || fail "no result line: $(cat err)"
+    wait_line col.out "complete)"
+    stop_collector
+    set -- col/rip-*
+    convert "$1" col.db
+    [ "$(meta col.db clean)" = 1 ] || fail "not clean"
+    n=$(counts col.db "where size between 100 and 103")
+    [ "$n" = "40|4060|40" ] || fail "leaked blocks: $n"
+    ;;
 collector-down)
     # Nothing listens: one warning, the program runs as without rheaper.
     start_collector

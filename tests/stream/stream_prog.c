@@ -2,11 +2,14 @@
  * (issue 11). Every count it makes is fixed, so the collected profile can be
  * checked against a local recording and against these numbers.
  *
- *   stream_prog threads        4 threads x 20000 malloc/free pairs of 16+i
+ *   stream_prog threads [fill] 4 threads x 20000 malloc/free pairs of 16+i
  *                              bytes and 10 leaked blocks of 100+i bytes; first
  *                              closes every fd from 3 up (as daemons do) and
  *                              checks that its next open gets fd 3: the
- *                              runtime's socket is not in the program's table
+ *                              runtime's socket is not in the program's table;
+ *                              with fill, then opens /dev/null until EMFILE and
+ *                              keeps every descriptor its limit allows open
+ *                              while the threads run
  *   stream_prog pause FLAG [N] phase 1 (1000 pairs of 48 bytes), prints
  *                              "phase1", waits until FLAG exists, phase 2
  *                              (N pairs of 64 bytes, 300000 unless given:
@@ -40,7 +43,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static int run_threads(void)
+static int run_threads(int fill)
 {
     sink = malloc(1); /* the first event: the runtime starts recording */
     free(sink);
@@ -51,12 +54,21 @@ static int run_threads(void)
         printf("open after close_range gave fd %d, not 3\n", fd);
         return 1;
     }
+    int last = fd;
+    if (fill) {
+        int n = 1;
+        while ((last = open("/dev/null", O_RDONLY)) >= 0)
+            n++;
+        printf("filled %d descriptors from 3\n", n);
+        last = 3 + n - 1;
+    }
     pthread_t t[4];
     for (long i = 0; i < 4; i++)
         pthread_create(&t[i], NULL, worker, (void *)i);
     for (int i = 0; i < 4; i++)
         pthread_join(t[i], NULL);
-    close(fd);
+    for (int k = fd; k <= last; k++)
+        close(k);
     printf("threads done\n");
     return 0;
 }
@@ -112,7 +124,7 @@ static int run_fork(void)
 int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "threads"))
-        return run_threads();
+        return run_threads(argc >= 3 && !strcmp(argv[2], "fill"));
     if (argc >= 3 && !strcmp(argv[1], "pause"))
         return run_pause(argv[2], argc >= 4 ? atoi(argv[3]) : 300000);
     if (argc >= 2 && !strcmp(argv[1], "fork"))
