@@ -89,8 +89,7 @@ static struct {
     int failed;               /* the sender failed this recording */
     uint32_t ended;           /* epoch whose END the sender finished (or failed) */
     uint32_t wake;            /* futex: bumped at each push */
-    uint32_t done;            /* futex: bumped when the sender goes idle or ends */
-    int inflight;             /* the sender is sending a popped item */
+    uint32_t done;            /* futex: bumped when the sender ends a recording */
     int started;              /* 0 no thread, 1 running, 2 could not start */
     int warn_pending;         /* atomic: msg waits for a program thread to print */
     char msg[512];
@@ -189,9 +188,11 @@ static int rh_sq_ring_locked(void)
 {
     if (rh_sq.ring)
         return 0;
-    uint64_t cap = rh_cfg.stream_queue / RIP_ALIGN + 2 * RH_SQ_RESERVE;
-    if (cap > (1u << 22))
-        cap = 1u << 22;
+    /* a power of two, so that `index % cap` stays continuous when the
+     * 32-bit head and tail wrap (a long run pushes billions of chunks) */
+    uint64_t want = rh_cfg.stream_queue / RIP_ALIGN + 2 * RH_SQ_RESERVE, cap = 256;
+    while (cap < want && cap < (1u << 22))
+        cap <<= 1;
     void *m = mmap(NULL, (size_t)cap * sizeof(struct rh_sq_item), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
@@ -540,16 +541,11 @@ static void *rh_sq_main(void *arg)
         }
         struct rh_sq_item it = rh_sq.ring[rh_sq.head++ % rh_sq.cap];
         rh_sq.bytes -= it.acct;
-        rh_sq.inflight = 1;
         rh_spin_unlock(&rh_sq.lock);
 
         rh_sq_handle(&it);
         if (it.map)
             munmap(it.map, it.map_size);
-
-        rh_spin_lock(&rh_sq.lock);
-        rh_sq.inflight = 0;
-        rh_spin_unlock(&rh_sq.lock);
     }
     return NULL;
 }
@@ -667,7 +663,6 @@ void rh_stream_fork(int phase)
     rh_sq.cut = rh_sq.failed = 0;
     rh_sq.ended = 0;
     rh_sq.close_epoch = 0;
-    rh_sq.inflight = 0;
     rh_sq.started = 0;
     rh_sq.warn_pending = 0;
     rh_sq_sock = -1;
