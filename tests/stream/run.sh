@@ -163,6 +163,49 @@ fd-limit)
     n=$(counts col.db "where size between 100 and 103")
     [ "$n" = "40|4060|40" ] || fail "leaked blocks: $n"
     ;;
+many)
+    # Eight programs stream at once: eight complete files, each its own.
+    start_collector
+    pids=
+    for k in 1 2 3 4 5 6 7 8; do
+        RHEAPER_ENABLE=1 RHEAPER_STREAM=127.0.0.1:$PORT "$H/stream_prog" threads >out.$k 2>err.$k &
+        pids="$pids $!"
+    done
+    for p in $pids; do wait "$p" || fail "a program failed"; done
+    i=0
+    while [ "$(grep -c 'complete)' col.out)" -lt 8 ]; do
+        i=$((i + 1)); [ $i -lt 3000 ] || fail "not 8 complete streams"; sleep 0.01
+    done
+    stop_collector
+    [ "$(ls col | wc -l)" = 8 ] || fail "expected 8 files: $(ls col)"
+    for f in col/rip-*; do
+        convert "$f" one.db
+        [ "$(meta one.db clean)" = 1 ] || fail "$f not clean"
+        n=$(counts one.db "where size between 16 and 19")
+        [ "$n" = "80000|1400000|0" ] || fail "$f pairs: $n"
+        n=$(counts one.db "where size between 100 and 103")
+        [ "$n" = "40|4060|40" ] || fail "$f leaked blocks: $n"
+    done
+    ;;
+listen-rules)
+    # No authentication: a non-loopback address is refused without --any, and
+    # warned about with it; a bad RHEAPER_STREAM keeps tracking off.
+    "$RH" collect --listen 0.0.0.0:0 --dir col >out 2>err && fail "0.0.0.0 accepted without --any"
+    grep -q 'is not a loopback address; the stream has no authentication' err || fail "message: $(cat err)"
+    "$RH" collect --listen 127.0.0.1:0 --dir missing >out 2>err && fail "a missing --dir accepted"
+    grep -q 'not a writable directory' err || fail "message: $(cat err)"
+    "$RH" collect --listen 0.0.0.0:0 --dir col --any >col.out 2>col.err &
+    CPID=$!
+    wait_line col.out 'listening on 0\.0\.0\.0:'
+    grep -q 'warning: .*not loopback: the stream has no authentication' col.err || fail "no --any warning"
+    kill -INT "$CPID"
+    wait "$CPID" || fail "collector exited $? after SIGINT"
+    CPID=
+    RHEAPER_ENABLE=1 RHEAPER_STREAM=example.org:80 "$H/stream_prog" threads >out 2>err || fail "program failed"
+    [ "$(grep -c . err)" = 1 ] || fail "expected one warning: $(cat err)"
+    grep -q '^rheaper: ignoring RHEAPER_STREAM=example.org:80: .*tracking stays off$' err || fail "warning: $(cat err)"
+    ls rip-* col/rip-* >/dev/null 2>&1 && fail "a profile was written"
+    ;;
 collector-down)
     # Nothing listens: one warning, the program runs as without rheaper.
     start_collector
