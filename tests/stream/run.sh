@@ -283,6 +283,7 @@ queue-full)
     stop_collector
     set -- col/rip-*
     convert "$1" col.db
+    grep -q "the stream's queue was full (RHEAPER_STREAM_QUEUE)" conv.err || fail "converter: $(cat conv.err)"
     [ "$(meta col.db clean)" = 1 ] || fail "not clean"
     [ "$(meta col.db stream_queue_full)" = 1 ] || fail "stream_queue_full not set"
     lost=$(meta col.db events_lost) rec=$(meta col.db events_recorded) ev=$(meta col.db events)
