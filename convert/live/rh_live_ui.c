@@ -173,8 +173,8 @@ static void rh_draw_header(struct rh_ui *u)
     char line[2048], a[32], b[32], c[32], d[32];
     attron(A_REVERSE);
     mvhline(0, 0, ' ', COLS);
-    snprintf(line, sizeof line, " rheaper %s  pid %d  %s  [%s]", m->following ? "live" : "view",
-             m->pid, m->exe, m->state);
+    snprintf(line, sizeof line, " rheaper %s  pid %d  [%s]  %s", m->following ? "live" : "view",
+             m->pid, m->state, m->exe);
     rh_put(0, 0, COLS, line);
     attroff(A_REVERSE);
     snprintf(line, sizeof line,
@@ -381,6 +381,17 @@ static void rh_window(struct rh_ui *u, int64_t *a, int64_t *b)
     *b = end;
 }
 
+/* Time t (ns) as an axis label precise enough for a window of w ns. */
+static void rh_fmt_time(char *buf, size_t n, int64_t t, int64_t w)
+{
+    if (w >= 10000000000)
+        snprintf(buf, n, "%.1f s", (double)t / 1e9);
+    else if (w >= 100000000)
+        snprintf(buf, n, "%.3f s", (double)t / 1e9);
+    else
+        snprintf(buf, n, "%.3f ms", (double)t / 1e6);
+}
+
 static void rh_draw_chart(struct rh_ui *u)
 {
     const struct rh_lv_model *m = u->m;
@@ -429,8 +440,8 @@ static void rh_draw_chart(struct rh_ui *u)
     }
     mvhline(y0 + h, lx - 1, '-', w + 1);
     char l[64], rr[64], line[256];
-    snprintf(l, sizeof l, "%.2f s", (double)a / 1e9);
-    snprintf(rr, sizeof rr, "%.2f s", (double)b / 1e9);
+    rh_fmt_time(l, sizeof l, a, b - a);
+    rh_fmt_time(rr, sizeof rr, b, b - a);
     rh_put(y0 + h + 1, lx - 1, COLS - lx, l);
     rh_put(y0 + h + 1, COLS - (int)strlen(rr) - 1, (int)strlen(rr), rr);
     snprintf(line, sizeof line, " total live heap over time   zoom %gx   peak %s at %.2f s%s",

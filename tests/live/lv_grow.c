@@ -68,6 +68,8 @@ int main(void)
     for (;;) {
         struct pollfd pf = {0, POLLIN, 0};
         int r = poll(&pf, 1, autogrow ? 20 : -1);
+        if (r < 0)
+            continue; /* EINTR: rheaper's toggle signal */
         if (r == 0) {
             keep(grow_site(8000));
             continue;
