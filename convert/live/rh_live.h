@@ -24,8 +24,8 @@
 /* One call site: the first frame of a stack that is not an allocator
  * wrapper (rh_callsite.c), named by function, file and line. */
 struct rh_lv_site {
-    char *label;          /* "function file:line" (owned) */
-    char *func;           /* function name, or the label when unknown (owned) */
+    char *label; /* "function file:line" (owned) */
+    char *func;  /* function name, or the label when unknown (owned) */
     int64_t live_bytes, live_blocks;
     int64_t alloc_bytes, alloc_blocks, freed_bytes, freed_blocks;
     int64_t cpu_samples;
@@ -50,12 +50,12 @@ struct rh_lv_point {
 };
 
 struct rh_lv_model {
-    char source[1100];  /* the path shown in the title */
+    char source[1100]; /* the path shown in the title */
     char exe[1100];
     int pid;
-    int following;      /* 1: a running program (live), 0: a saved profile (view) */
-    int ended;          /* following: the program has ended */
-    char state[160];    /* one line: "running", "ended: ...", "complete", ... */
+    int following;   /* 1: a running program (live), 0: a saved profile (view) */
+    int ended;       /* following: the program has ended */
+    char state[160]; /* one line: "running", "ended: ...", "complete", ... */
     int64_t duration_ns;
     int64_t live_bytes, live_blocks, peak_bytes, peak_t;
     int64_t alloc_blocks, alloc_bytes, freed_blocks, freed_bytes;
@@ -67,7 +67,7 @@ struct rh_lv_model {
     struct rh_lv_point *tl;
     size_t ntl, captl;
     int64_t cpu_total;
-    char skipped[512];  /* the allocator wrappers skipped, "" when none */
+    char skipped[512]; /* the allocator wrappers skipped, "" when none */
 };
 
 /* ---- rh_live_model.c: the model's memory and the JSON snapshot ----------- */
@@ -96,6 +96,8 @@ struct rh_follow *rh_follow_open(const char *path, int pid_hint);
  * unknown). Returns 1 when something changed, 0 when not, -1 on a fatal
  * error (one line printed). */
 int rh_follow_poll(struct rh_follow *f, int final);
+/* 1 once the file header has been read (the file is a rip file). */
+int rh_follow_has_header(const struct rh_follow *f);
 /* 1 when the writing program has ended (its trailer was written and it is
  * gone, or it is gone without one). */
 int rh_follow_ended(struct rh_follow *f);

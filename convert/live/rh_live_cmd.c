@@ -217,6 +217,9 @@ int rh_cmd_live(int argc, char **argv)
     if (once) {
         if (rh_follow_poll(c.f, 1) < 0 || rh_follow_model(c.f, &m)) {
             rc = 1;
+        } else if (!rh_follow_has_header(c.f)) {
+            fprintf(stderr, "rheaper: %s: no rip file header (yet): not a profile\n", path);
+            rc = 1;
         } else if (json) {
             rh_lv_model_json(&m, stdout);
         } else {

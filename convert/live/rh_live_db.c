@@ -22,8 +22,8 @@ static int rh_ldb_has_table(sqlite3 *db, const char *name)
 {
     sqlite3_stmt *st = NULL;
     int yes = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                           -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1,
+                           &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
         yes = sqlite3_step(st) == SQLITE_ROW;
     }
@@ -103,8 +103,7 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
     for (int c = 1; c <= RH_AGG_COLUMNS; c++) {
         while (prc == SQLITE_ROW && sqlite3_column_int(tp, 0) <= c) {
             int64_t bt = sqlite3_column_int64(tp, 1), ae = sqlite3_column_int64(tp, 2);
-            if (bt >= 0 && bt <= maxbt && site_of[bt] >= 1 &&
-                (size_t)site_of[bt] <= m->nsites) {
+            if (bt >= 0 && bt <= maxbt && site_of[bt] >= 1 && (size_t)site_of[bt] <= m->nsites) {
                 sum[site_of[bt] - 1] += ae - cur[bt];
                 cur[bt] = ae;
             }
@@ -244,7 +243,8 @@ int rh_lv_db_load(const char *path, struct rh_lv_model *m)
     m->pid = (int)s.pid;
     m->following = 0;
     m->ended = 1;
-    snprintf(m->state, sizeof m->state, "%s", s.clean ? "saved profile" : "saved profile (cut short)");
+    snprintf(m->state, sizeof m->state, "%s",
+             s.clean ? "saved profile" : "saved profile (cut short)");
     m->duration_ns = s.duration_ns;
     m->alloc_blocks = s.alloc_blocks;
     m->alloc_bytes = s.alloc_bytes;

@@ -385,8 +385,9 @@ static int rh_fl_walk(struct rh_follow *f)
     size_t size = (size_t)sb.st_size;
     if (size > f->reserved) {
         if (!f->stuck)
-            fprintf(stderr, "rheaper: %s: the profile grew past %zu bytes; not following it "
-                            "further\n",
+            fprintf(stderr,
+                    "rheaper: %s: the profile grew past %zu bytes; not following it "
+                    "further\n",
                     f->path, f->reserved);
         f->stuck = 1;
         size = f->reserved;
@@ -419,8 +420,8 @@ static int rh_fl_walk(struct rh_follow *f)
                  h.type >= RIP_CHUNK_EVENTS && h.type <= RIP_CHUNK_TRAILER;
         uint64_t stride = (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
                           ~(uint64_t)(RIP_ALIGN - 1);
-        int ready = ok && f->walk_off + RIP_CHUNK_HDR_SIZE + h.capacity <= size &&
-                    (sealed || h.used > 0);
+        int ready =
+            ok && f->walk_off + RIP_CHUNK_HDR_SIZE + h.capacity <= size && (sealed || h.used > 0);
         if (ready && sealed && rip_chunk_crc(&h, p + RIP_CHUNK_HDR_SIZE) != h.crc) {
             /* MODULES and TRAILER are written payload first, header last:
              * a mismatch that lasts is damage */
@@ -628,8 +629,8 @@ static int rh_fl_callsites(struct rh_follow *f)
     if (!added)
         return sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
     char err[256];
-    if (sqlite3_exec(f->db, "UPDATE stacks SET callsite = 0; DELETE FROM skipped_functions;",
-                     NULL, NULL, NULL) != SQLITE_OK ||
+    if (sqlite3_exec(f->db, "UPDATE stacks SET callsite = 0; DELETE FROM skipped_functions;", NULL,
+                     NULL, NULL) != SQLITE_OK ||
         rh_callsite_write(f->db, err, sizeof err) ||
         sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         goto sqlfail;
@@ -652,7 +653,10 @@ static int rh_fl_callsites(struct rh_follow *f)
         if (sym)
             snprintf(func, sizeof func, "%s", sym);
         else
-            snprintf(func, sizeof func, "%s+0x%llx", mb ? mb + 1 : mod ? mod : "?",
+            snprintf(func, sizeof func, "%s+0x%llx",
+                     mb    ? mb + 1
+                     : mod ? mod
+                           : "?",
                      (unsigned long long)addr);
         if (file)
             snprintf(label, sizeof label, "%s %s:%d", func, fb ? fb + 1 : file, line);
@@ -679,8 +683,7 @@ static int rh_fl_callsites(struct rh_follow *f)
     sqlite3_finalize(q);
     return 0;
 sqlfail:
-    fprintf(stderr, "rheaper: %s: call sites: SQLite error (%s)\n", f->path,
-            sqlite3_errmsg(f->db));
+    fprintf(stderr, "rheaper: %s: call sites: SQLite error (%s)\n", f->path, sqlite3_errmsg(f->db));
     sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
     return -1;
 oom:
@@ -772,8 +775,7 @@ struct rh_follow *rh_follow_open(const char *path, int pid_hint)
     f->sym = rh_sym_new();
     if (!f->merge || !f->sym || sqlite3_open(":memory:", &f->db) != SQLITE_OK ||
         sqlite3_exec(f->db, rh_fl_schema, NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(f->db,
-                           "INSERT OR IGNORE INTO stacks(id, kind, depth) VALUES(?,?,?)", -1,
+        sqlite3_prepare_v2(f->db, "INSERT OR IGNORE INTO stacks(id, kind, depth) VALUES(?,?,?)", -1,
                            &f->ins_stack, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(f->db,
                            "INSERT OR IGNORE INTO backtraces(id, frame_no, file, line, sym,"
@@ -812,6 +814,11 @@ int rh_follow_poll(struct rh_follow *f, int final)
     return news || n > 0;
 }
 
+int rh_follow_has_header(const struct rh_follow *f)
+{
+    return f->hdr_ok;
+}
+
 int rh_follow_ended(struct rh_follow *f)
 {
     if (f->pid > 0 && (kill(f->pid, 0) == 0 || errno == EPERM))
@@ -833,7 +840,7 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m)
     else if (f->trailer)
         snprintf(m->state, sizeof m->state, "program ended%s",
                  r->tr_has_end_reason && r->tr_end_reason == 1 ? " (profile cut at the size limit)"
-                                                                : "");
+                                                               : "");
     else
         snprintf(m->state, sizeof m->state, "program ended without closing its profile");
     m->duration_ns = f->hdr_ok ? rh_run_duration(r, f->last_ns) : 0;

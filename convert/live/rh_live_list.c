@@ -107,8 +107,8 @@ static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *ro
     row->pid = h.pid;
     row->start_real = h.start_realtime_ns;
     row->size = (uint64_t)sb.st_size;
-    int damaged = h.version < RIP_VERSION_MIN || h.version > RIP_VERSION ||
-                  h.header_size != RIP_HEADER_SIZE;
+    int damaged =
+        h.version < RIP_VERSION_MIN || h.version > RIP_VERSION || h.header_size != RIP_HEADER_SIZE;
     int trailer = 0;
     uint32_t end_reason = 0;
     uint64_t tr_events = 0, tr_end_ns = 0, last_ns = 0, events = 0;
@@ -246,15 +246,13 @@ int rh_cmd_list(int argc, char **argv)
         if (json) {
             printf("%s\n {\"pid\": %u, \"executable\": \"", i ? "," : "", r->pid);
             for (const char *p = r->exe; *p; p++)
-                printf(*p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 32 ? "?" : "%c",
-                       *p);
+                printf(*p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 32 ? "?" : "%c", *p);
             printf("\", \"start_time_ns\": %llu, \"duration_ns\": %lld, \"events\": %llu,"
                    " \"size\": %llu, \"state\": \"%s\", \"file\": \"",
                    (unsigned long long)r->start_real, (long long)r->duration_ns,
                    (unsigned long long)r->events, (unsigned long long)r->size, r->state);
             for (const char *p = r->path; *p; p++)
-                printf(*p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 32 ? "?" : "%c",
-                       *p);
+                printf(*p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 32 ? "?" : "%c", *p);
             printf("\"}");
         } else {
             printf("%8u  %-16s  %-19s  %9.1fs  %12llu  %10s  %-21s  %s\n", r->pid, r->exe, when,

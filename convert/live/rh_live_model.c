@@ -117,28 +117,25 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
                 " \"alloc_blocks\": %lld, \"freed_bytes\": %lld, \"freed_blocks\": %lld,"
                 " \"cpu_samples\": %lld, \"trend\": [",
                 (long long)s->live_bytes, (long long)s->live_blocks, (long long)s->alloc_bytes,
-                (long long)s->alloc_blocks, (long long)s->freed_bytes,
-                (long long)s->freed_blocks, (long long)s->cpu_samples);
+                (long long)s->alloc_blocks, (long long)s->freed_bytes, (long long)s->freed_blocks,
+                (long long)s->cpu_samples);
         for (int k = RH_LV_TREND - s->ntrend; k < RH_LV_TREND; k++)
-            fprintf(out, "%s%lld", k > RH_LV_TREND - s->ntrend ? ", " : "",
-                    (long long)s->trend[k]);
+            fprintf(out, "%s%lld", k > RH_LV_TREND - s->ntrend ? ", " : "", (long long)s->trend[k]);
         fprintf(out, "]}");
     }
     free(order);
     fprintf(out, "],\n \"threads\": [");
     for (size_t i = 0; i < m->nthreads; i++) {
         const struct rh_lv_thread *t = &m->threads[i];
-        fprintf(out, "%s\n  {\"thread\": %u, \"tid\": %u, \"name\": ", i ? "," : "", t->id,
-                t->tid);
+        fprintf(out, "%s\n  {\"thread\": %u, \"tid\": %u, \"name\": ", i ? "," : "", t->id, t->tid);
         rh_json_str(out, t->name);
         fprintf(out,
                 ", \"alloc_blocks\": %lld, \"alloc_bytes\": %lld, \"freed_blocks\": %lld,"
                 " \"freed_bytes\": %lld, \"freed_by_others_blocks\": %lld,"
                 " \"freed_by_others_bytes\": %lld, \"live_blocks\": %lld, \"live_bytes\": %lld,"
                 " \"cpu_samples\": %lld}",
-                (long long)t->alloc_blocks, (long long)t->alloc_bytes,
-                (long long)t->freed_blocks, (long long)t->freed_bytes,
-                (long long)t->others_blocks, (long long)t->others_bytes,
+                (long long)t->alloc_blocks, (long long)t->alloc_bytes, (long long)t->freed_blocks,
+                (long long)t->freed_bytes, (long long)t->others_blocks, (long long)t->others_bytes,
                 (long long)t->live_blocks, (long long)t->live_bytes, (long long)t->cpu_samples);
     }
     fprintf(out, "],\n \"timeline\": [");

@@ -53,9 +53,10 @@ static int rh_nsorts(int view)
 
 static const char *rh_sort_name(int view, int k)
 {
-    return view == RH_V_HEAP ? rh_heap_sorts[k] : view == RH_V_THREADS ? rh_thread_sorts[k]
-                                                : view == RH_V_CPU     ? rh_cpu_sorts[k]
-                                                                       : "";
+    return view == RH_V_HEAP      ? rh_heap_sorts[k]
+           : view == RH_V_THREADS ? rh_thread_sorts[k]
+           : view == RH_V_CPU     ? rh_cpu_sorts[k]
+                                  : "";
 }
 
 static const char *rh_hb(int64_t b, char *buf, size_t n)
@@ -78,12 +79,23 @@ static int rh_site_cmp(const void *pa, const void *pb)
     const struct rh_lv_site *b = *(const struct rh_lv_site *const *)pb;
     int c = 0;
     switch (rh_sort_key) {
-    case 0: c = rh_cmp64(a->live_bytes, b->live_bytes); break;
-    case 1: c = rh_cmp64(a->alloc_bytes, b->alloc_bytes); break;
-    case 2: c = rh_cmp64(a->alloc_blocks, b->alloc_blocks); break;
-    case 3: c = rh_cmp64(a->freed_bytes, b->freed_bytes); break;
-    case 10: c = rh_cmp64(a->cpu_samples, b->cpu_samples); break;
-    default: break;
+    case 0:
+        c = rh_cmp64(a->live_bytes, b->live_bytes);
+        break;
+    case 1:
+        c = rh_cmp64(a->alloc_bytes, b->alloc_bytes);
+        break;
+    case 2:
+        c = rh_cmp64(a->alloc_blocks, b->alloc_blocks);
+        break;
+    case 3:
+        c = rh_cmp64(a->freed_bytes, b->freed_bytes);
+        break;
+    case 10:
+        c = rh_cmp64(a->cpu_samples, b->cpu_samples);
+        break;
+    default:
+        break;
     }
     return c ? c : strcmp(a->label, b->label);
 }
@@ -94,10 +106,17 @@ static int rh_thread_cmp(const void *pa, const void *pb)
     const struct rh_lv_thread *b = *(const struct rh_lv_thread *const *)pb;
     int c = 0;
     switch (rh_sort_key) {
-    case 0: c = rh_cmp64(a->live_bytes, b->live_bytes); break;
-    case 1: c = rh_cmp64(a->alloc_bytes, b->alloc_bytes); break;
-    case 2: c = rh_cmp64(a->freed_bytes, b->freed_bytes); break;
-    default: break;
+    case 0:
+        c = rh_cmp64(a->live_bytes, b->live_bytes);
+        break;
+    case 1:
+        c = rh_cmp64(a->alloc_bytes, b->alloc_bytes);
+        break;
+    case 2:
+        c = rh_cmp64(a->freed_bytes, b->freed_bytes);
+        break;
+    default:
+        break;
     }
     return c ? c : (a->id > b->id) - (a->id < b->id);
 }
@@ -139,9 +158,15 @@ static void rh_put(int y, int x, int w, const char *s)
 /* A sparkline of n values (oldest first) in w cells. */
 static void rh_spark(struct rh_ui *u, int y, int x, int w, const int64_t *v, int n)
 {
-    static const char *const blocks[] = {" ", "\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83",
-                                         "\xe2\x96\x84", "\xe2\x96\x85", "\xe2\x96\x86",
-                                         "\xe2\x96\x87", "\xe2\x96\x88"};
+    static const char *const blocks[] = {" ",
+                                         "\xe2\x96\x81",
+                                         "\xe2\x96\x82",
+                                         "\xe2\x96\x83",
+                                         "\xe2\x96\x84",
+                                         "\xe2\x96\x85",
+                                         "\xe2\x96\x86",
+                                         "\xe2\x96\x87",
+                                         "\xe2\x96\x88"};
     static const char ascii[] = " ._-=+*#@";
     if (n <= 0 || w <= 0)
         return;
@@ -249,8 +274,8 @@ static void rh_draw_heap(struct rh_ui *u)
     int tw = COLS >= 120 ? 32 : COLS >= 90 ? 20 : 10;
     char line[2048], a[32], b[32], c[32];
     attron(A_BOLD);
-    snprintf(line, sizeof line, " %10s %8s %10s %8s %10s  %-*s  %s", "LIVE", "BLOCKS",
-             "ALLOCATED", "COUNT", "FREED", tw, "TREND", "CALL SITE");
+    snprintf(line, sizeof line, " %10s %8s %10s %8s %10s  %-*s  %s", "LIVE", "BLOCKS", "ALLOCATED",
+             "COUNT", "FREED", tw, "TREND", "CALL SITE");
     rh_put(3, 0, COLS, line);
     attroff(A_BOLD);
     if (!v || !n) {
@@ -266,9 +291,10 @@ static void rh_draw_heap(struct rh_ui *u)
         if (selected)
             attron(A_REVERSE);
         mvhline(y0 + r, 0, ' ', COLS);
-        snprintf(line, sizeof line, " %10s %8lld %10s %8lld %10s", rh_hb(s->live_bytes, a, sizeof a),
-                 (long long)s->live_blocks, rh_hb(s->alloc_bytes, b, sizeof b),
-                 (long long)s->alloc_blocks, rh_hb(s->freed_bytes, c, sizeof c));
+        snprintf(line, sizeof line, " %10s %8lld %10s %8lld %10s",
+                 rh_hb(s->live_bytes, a, sizeof a), (long long)s->live_blocks,
+                 rh_hb(s->alloc_bytes, b, sizeof b), (long long)s->alloc_blocks,
+                 rh_hb(s->freed_bytes, c, sizeof c));
         rh_put(y0 + r, 0, COLS, line);
         int x = (int)strlen(line) + 2;
         if (x + tw < COLS)
@@ -279,9 +305,8 @@ static void rh_draw_heap(struct rh_ui *u)
             attroff(A_REVERSE);
     }
     const struct rh_lv_site *s = v[u->sel[RH_V_HEAP]];
-    snprintf(line, sizeof line, " %s: %lld blocks allocated, %lld freed, %lld live",
-             s->label, (long long)s->alloc_blocks, (long long)s->freed_blocks,
-             (long long)s->live_blocks);
+    snprintf(line, sizeof line, " %s: %lld blocks allocated, %lld freed, %lld live", s->label,
+             (long long)s->alloc_blocks, (long long)s->freed_blocks, (long long)s->live_blocks);
     rh_put(LINES - 2, 0, COLS, line);
     free(v);
 }
@@ -290,8 +315,7 @@ static void rh_draw_cpu(struct rh_ui *u)
 {
     if (!u->m->cpu_total) {
         rh_put(4, 1, COLS - 1, "no CPU samples in this profile");
-        rh_put(5, 1, COLS - 1,
-               "(record with RHEAPER_CPU_HZ=99 to sample the CPU beside the heap)");
+        rh_put(5, 1, COLS - 1, "(record with RHEAPER_CPU_HZ=99 to sample the CPU beside the heap)");
         return;
     }
     size_t n;
@@ -461,10 +485,18 @@ static void rh_draw(struct rh_ui *u)
     }
     rh_draw_header(u);
     switch (u->view) {
-    case RH_V_CPU: rh_draw_cpu(u); break;
-    case RH_V_HEAP: rh_draw_heap(u); break;
-    case RH_V_CHART: rh_draw_chart(u); break;
-    default: rh_draw_threads(u); break;
+    case RH_V_CPU:
+        rh_draw_cpu(u);
+        break;
+    case RH_V_HEAP:
+        rh_draw_heap(u);
+        break;
+    case RH_V_CHART:
+        rh_draw_chart(u);
+        break;
+    default:
+        rh_draw_threads(u);
+        break;
     }
     rh_draw_footer(u);
     refresh();
@@ -524,23 +556,70 @@ static int rh_key(struct rh_ui *u, int k)
     int v = u->view;
     u->msg[0] = 0;
     switch (k) {
-    case 'q': case 'Q': return 1;
-    case '1': case '2': case '3': case '4': u->view = k - '0'; break;
-    case '\t': u->view = u->view % 4 + 1; break;
-    case KEY_BTAB: u->view = (u->view + 2) % 4 + 1; break;
-    case 'j': case KEY_DOWN: u->sel[v]++; break;
-    case 'k': case KEY_UP: u->sel[v]--; break;
-    case KEY_NPAGE: u->sel[v] += LINES - 6; break;
-    case KEY_PPAGE: u->sel[v] -= LINES - 6; break;
-    case 'g': case KEY_HOME: u->sel[v] = 0; break;
-    case 'h': case KEY_LEFT: rh_pan(u, -1); break;
-    case 'l': case KEY_RIGHT: rh_pan(u, 1); break;
-    case '+': case '=': if (u->zoom < 1e6) u->zoom *= 2; break;
-    case '-': case '_': u->zoom = u->zoom > 1 ? u->zoom / 2 : 1; if (u->zoom == 1) u->win_end = -1; break;
-    case 's': if (rh_nsorts(v) > 1) u->sort[v] = (u->sort[v] + 1) % rh_nsorts(v); break;
-    case '/': rh_prompt_filter(u); break;
-    case 'p': u->paused = !u->paused; break;
-    default: break;
+    case 'q':
+    case 'Q':
+        return 1;
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+        u->view = k - '0';
+        break;
+    case '\t':
+        u->view = u->view % 4 + 1;
+        break;
+    case KEY_BTAB:
+        u->view = (u->view + 2) % 4 + 1;
+        break;
+    case 'j':
+    case KEY_DOWN:
+        u->sel[v]++;
+        break;
+    case 'k':
+    case KEY_UP:
+        u->sel[v]--;
+        break;
+    case KEY_NPAGE:
+        u->sel[v] += LINES - 6;
+        break;
+    case KEY_PPAGE:
+        u->sel[v] -= LINES - 6;
+        break;
+    case 'g':
+    case KEY_HOME:
+        u->sel[v] = 0;
+        break;
+    case 'h':
+    case KEY_LEFT:
+        rh_pan(u, -1);
+        break;
+    case 'l':
+    case KEY_RIGHT:
+        rh_pan(u, 1);
+        break;
+    case '+':
+    case '=':
+        if (u->zoom < 1e6)
+            u->zoom *= 2;
+        break;
+    case '-':
+    case '_':
+        u->zoom = u->zoom > 1 ? u->zoom / 2 : 1;
+        if (u->zoom == 1)
+            u->win_end = -1;
+        break;
+    case 's':
+        if (rh_nsorts(v) > 1)
+            u->sort[v] = (u->sort[v] + 1) % rh_nsorts(v);
+        break;
+    case '/':
+        rh_prompt_filter(u);
+        break;
+    case 'p':
+        u->paused = !u->paused;
+        break;
+    default:
+        break;
     }
     if (u->sel[v] < 0)
         u->sel[v] = 0;

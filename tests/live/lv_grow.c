@@ -54,6 +54,8 @@ static void *worker(void *arg)
 
 static void keep(void *p)
 {
+    if (first == nkept)
+        first = nkept = 0; /* all freed: start the array again */
     if (nkept < MAXKEPT)
         kept[nkept++] = p;
 }
