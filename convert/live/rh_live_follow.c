@@ -835,7 +835,9 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m)
     m->pid = f->pid;
     m->following = 1;
     m->ended = rh_follow_ended(f);
-    if (!m->ended)
+    if (!m->ended && f->trailer)
+        snprintf(m->state, sizeof m->state, "running, this profile closed");
+    else if (!m->ended)
         snprintf(m->state, sizeof m->state, "running");
     else if (f->trailer)
         snprintf(m->state, sizeof m->state, "program ended%s",

@@ -93,11 +93,13 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
             ", \"ended\": %s, \"duration_ns\": %lld, \"live_bytes\": %lld, \"live_blocks\": %lld,"
             " \"peak_bytes\": %lld, \"peak_time_ns\": %lld, \"alloc_blocks\": %lld,"
             " \"alloc_bytes\": %lld, \"freed_blocks\": %lld, \"freed_bytes\": %lld,"
-            " \"unknown_frees\": %llu, \"cpu_samples\": %lld, \"skipped_wrappers\": ",
+            " \"unknown_frees\": %llu, \"events\": %llu, \"cpu_samples\": %lld,"
+            " \"skipped_wrappers\": ",
             m->ended ? "true" : "false", (long long)m->duration_ns, (long long)m->live_bytes,
             (long long)m->live_blocks, (long long)m->peak_bytes, (long long)m->peak_t,
             (long long)m->alloc_blocks, (long long)m->alloc_bytes, (long long)m->freed_blocks,
             (long long)m->freed_bytes, (unsigned long long)m->unknown_frees,
+            (unsigned long long)m->events,
             (long long)m->cpu_total);
     rh_json_str(out, m->skipped);
     fprintf(out, ",\n \"sites\": [");

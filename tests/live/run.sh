@@ -222,6 +222,41 @@ once-json)
     [ "$(field peak_bytes "$(head -1 c.json)")" = "$(sqlite3 p.db "select max(live_bytes) from heap_timeline")" ] ||
         fail "peak differs from the database's"
     ;;
+torn-record)
+    # A reader that reads `used` while the record after it is being written:
+    # the record is waited for, not called damage, and read once whole.
+    start lvtorn RHEAPER_ENABLE=1
+    cmd "grow 10 1000"
+    cmd "free 4"
+    stop
+    "$RH" live --once --json "rip-$LAST" >whole.json 2>whole.err || fail "whole rip"
+    cp "rip-$LAST" torn
+    set -- $("$(dirname "$HELPER")/lv_riptool" tear torn) || fail "lv_riptool"
+    [ $# = 2 ] || fail "lv_riptool found no events chunk"
+    off=$1 used=$2
+    # every cut in the last 48 bytes: no damage, fewer events the earlier the cut
+    ew=$(field events "$(head -1 whole.json)")
+    prev=$ew less=0 k=1
+    while [ $k -le 48 ] && [ $k -lt "$used" ]; do
+        "$(dirname "$HELPER")/lv_riptool" used torn "$off" $((used - k)) || fail "lv_riptool used"
+        "$RH" live --once --json torn >torn.json 2>torn.err || fail "torn rip (cut $k)"
+        [ -s torn.err ] && fail "cut $k bytes short: a record being written was reported: $(cat torn.err)"
+        et=$(field events "$(head -1 torn.json)")
+        [ "$et" -le "$prev" ] || fail "cut $k: $et events, more than at the cut before ($prev)"
+        [ "$et" -lt "$ew" ] && less=1
+        prev=$et
+        k=$((k + 1))
+    done
+    [ $less = 1 ] || fail "no cut left an event unread ($ew events)"
+    grep -q '"ended": true' torn.json || fail "torn: not ended"
+    grep -q 'without closing' torn.json || fail "torn: state should say the profile was not closed"
+    "$(dirname "$HELPER")/lv_riptool" used torn "$off" "$used" || fail "lv_riptool used"
+    "$RH" live --once --json torn >fixed.json 2>fixed.err || fail "completed rip"
+    [ "$(field events "$(head -1 fixed.json)")" = "$ew" ] || fail "the completed record was not read"
+    s1=$(site grow_site whole.json) s2=$(site grow_site fixed.json)
+    [ "$(field live_bytes "$s2")" = 6000 ] && [ "$(field live_bytes "$s1")" = 6000 ] ||
+        fail "grow_site: $s1 / $s2"
+    ;;
 view-tmux)
     # A saved profile: the top site shows, + zooms, q quits.
     start lvview RHEAPER_ENABLE=1
