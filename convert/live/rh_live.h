@@ -18,6 +18,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* The stack kind of a CPU sample's stack (issue 16; frame 0 is the
+ * interrupted PC). */
+#define RH_LV_KIND_CPU 255
+
 /* Per-second points of a site's trend (the sparkline): three minutes. */
 #define RH_LV_TREND 180
 

@@ -204,6 +204,27 @@ static int rh_fl_alloc(struct rh_follow *f, const struct rh_event *ev)
     return 0;
 }
 
+/* An event of another kind than the heap's: a CPU sample when its stack is a
+ * CPU stack (kind RH_LV_KIND_CPU; the decoder yields issue 16's EXT 14
+ * CPUSAMPLE records as events carrying their stack id). Returns 0 or -1. */
+static int rh_fl_cpu(struct rh_follow *f, const struct rh_event *ev)
+{
+    uint32_t si = rh_rip_stack(&f->r, ev->stack);
+    if (si == UINT32_MAX)
+        return -1;
+    if (!f->r.stacks[si].defined || f->r.stacks[si].kind != RH_LV_KIND_CPU)
+        return 0;
+    struct rh_fl_stack *s = rh_fl_stack(f, si);
+    struct rh_lv_thread *t = rh_fl_thread(f, ev->thread ? ev->thread : 1);
+    if (!s || !t)
+        return -1;
+    f->r.stacks[si].used = 1;
+    s->cpu_samples++;
+    t->cpu_samples++;
+    f->cpu_total++;
+    return 0;
+}
+
 /* Applies one merged event. Returns 0 or -1. */
 static int rh_fl_apply(struct rh_follow *f, const struct rh_event *ev, int age, int final)
 {
@@ -224,6 +245,8 @@ static int rh_fl_apply(struct rh_follow *f, const struct rh_event *ev, int age, 
         return -1;
     if (ev->op == RH_EV_ALLOC || ev->op == RH_EV_RALLOC)
         return rh_fl_alloc(f, ev);
+    if (ev->op > RH_EV_POOLRESET && ev->stack)
+        return rh_fl_cpu(f, ev);
     return 0;
 }
 
@@ -603,6 +626,28 @@ static int32_t rh_fl_site(struct rh_follow *f, const char *label, const char *fu
     return (int32_t)f->nsites++;
 }
 
+/* Sets the site of CPU stack si: "function file" of its frame 0. Returns 0
+ * or -1 on out of memory. */
+static int rh_fl_cpu_site(struct rh_follow *f, uint32_t si)
+{
+    const struct rh_stack *st = &f->r.stacks[si];
+    struct rh_sym_frame fr[64];
+    char label[1200], func[600];
+    int n = st->nframes ? rh_sym_resolve(f->sym, f->r.frames[st->frames], fr, 64) : 0;
+    const char *sym = n > 0 ? fr[0].sym : NULL, *file = n > 0 ? fr[0].file : NULL;
+    const char *fb = file ? strrchr(file, '/') : NULL;
+    snprintf(func, sizeof func, "%s", sym ? sym : "??");
+    if (file)
+        snprintf(label, sizeof label, "%s %s", func, fb ? fb + 1 : file);
+    else
+        snprintf(label, sizeof label, "%s", func);
+    int32_t site = rh_fl_site(f, label, func);
+    if (site < 0)
+        return -1;
+    f->st[si].site = site;
+    return 0;
+}
+
 /* Symbolizes the stacks used since the last poll and, when there were any,
  * runs the call-site rule again over all of them and re-reads every stack's
  * site. Returns 0 or -1 (printed). */
@@ -621,9 +666,17 @@ static int rh_fl_callsites(struct rh_follow *f)
             goto oom;
         if (s->in_db)
             continue;
+        s->in_db = 1;
+        if (st->kind == RH_LV_KIND_CPU) {
+            /* a CPU sample's site is the function it was in (frame 0, the
+             * interrupted PC), as `rheaper view` shows it; CPU stacks stay
+             * out of the call-site rule, which is about allocations */
+            if (rh_fl_cpu_site(f, (uint32_t)i))
+                goto oom;
+            continue;
+        }
         if (rh_fl_stack_frames(f, (uint32_t)i))
             goto sqlfail;
-        s->in_db = 1;
         added = 1;
     }
     if (!added)
