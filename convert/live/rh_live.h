@@ -106,24 +106,34 @@ int rh_follow_has_header(const struct rh_follow *f);
  * gone, or it is gone without one). */
 int rh_follow_ended(struct rh_follow *f);
 /* Fills m from the current state (sites, threads, the heap over time, and
- * the trends: one point per second of the program's time). */
-int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m);
+ * the trends: one point per second of the program's time). func_re (NULL:
+ * none): only the call sites of stacks in which some frame's function
+ * matches it (POSIX extended), as every command's --function; totals,
+ * threads and the chart stay the whole profile's. Returns 0, or -1 (out of
+ * memory, or a bad regex: printed). */
+int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func_re);
 void rh_follow_close(struct rh_follow *f);
 
 /* ---- rh_live_db.c: a saved profile ---------------------------------------- */
 
 /* Fills m from the profile database at path (read only) through the
- * command's scope. Returns 0, or -1 after one line on stderr. */
-int rh_lv_db_load(const char *path, struct rh_lv_model *m);
+ * command's scope. func_re (NULL: none) selects the call sites through the
+ * shared --function filter (rh_filter_apply): some frame's function matches;
+ * totals, threads and the chart stay the whole profile's. Returns 0, or -1
+ * after one line on stderr. */
+int rh_lv_db_load(const char *path, struct rh_lv_model *m, const char *func_re);
 
 /* ---- rh_live_ui.c: the ncurses UI ------------------------------------------ */
 
-/* Called by the UI to refresh the model: returns 1 when m changed, 0 when
- * not, -1 on a fatal error. NULL for a saved profile. */
-typedef int (*rh_lv_refresh_fn)(void *ctx, struct rh_lv_model *m);
+/* Called by the UI to refresh the model with the call-site filter func_re
+ * (NULL: none): about twice a second while following (force 0: only when
+ * something new was read), and at once when the filter changes (force 1).
+ * Returns 1 when m changed, 0 when not, -1 on a fatal error. */
+typedef int (*rh_lv_refresh_fn)(void *ctx, struct rh_lv_model *m, const char *func_re, int force);
 
-/* Runs the UI on m until `q`. Returns the exit status (0). */
-int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh, void *ctx);
+/* Runs the UI on m until `q`. follow: refresh periodically (a running
+ * program), else only when the filter changes. Returns the exit status. */
+int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh, void *ctx, int follow);
 
 /* ---- rh_live_cmd.c, rh_live_list.c: the subcommands ------------------------ */
 

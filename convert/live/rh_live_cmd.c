@@ -149,17 +149,32 @@ struct rh_live_ctx {
     int finished; /* the end was read with final = 1 */
 };
 
-static int rh_live_refresh(void *ctx, struct rh_lv_model *m)
+static int rh_live_refresh(void *ctx, struct rh_lv_model *m, const char *func_re, int force)
 {
     struct rh_live_ctx *c = ctx;
     int ended = rh_follow_ended(c->f);
     int rc = rh_follow_poll(c->f, ended);
     if (rc < 0)
         return -1;
-    if (rc == 0 && c->finished && m->sites)
+    if (rc == 0 && c->finished && m->sites && !force)
         return 0;
     c->finished = ended;
-    return rh_follow_model(c->f, m) ? -1 : 1;
+    return rh_follow_model(c->f, m, func_re) ? -1 : 1;
+}
+
+/* A saved profile: loaded again when the call-site filter changes. */
+static int rh_view_refresh(void *ctx, struct rh_lv_model *m, const char *func_re, int force)
+{
+    const char *db = ctx;
+    if (!force)
+        return 0;
+    char source[sizeof m->source];
+    snprintf(source, sizeof source, "%s", m->source);
+    rh_lv_model_clear(m);
+    if (rh_lv_db_load(db, m, func_re))
+        return -1;
+    snprintf(m->source, sizeof m->source, "%s", source);
+    return 1;
 }
 
 int rh_cmd_live(int argc, char **argv)
@@ -215,7 +230,7 @@ int rh_cmd_live(int argc, char **argv)
     memset(&m, 0, sizeof m);
     int rc = 0;
     if (once) {
-        if (rh_follow_poll(c.f, 1) < 0 || rh_follow_model(c.f, &m)) {
+        if (rh_follow_poll(c.f, 1) < 0 || rh_follow_model(c.f, &m, NULL)) {
             rc = 1;
         } else if (!rh_follow_has_header(c.f)) {
             fprintf(stderr, "rheaper: %s: no rip file header (yet): not a profile\n", path);
@@ -232,10 +247,10 @@ int rh_cmd_live(int argc, char **argv)
                        (long long)m.sites[i].live_blocks, m.sites[i].label);
         }
     } else {
-        if (rh_live_refresh(&c, &m) < 0)
+        if (rh_live_refresh(&c, &m, NULL, 1) < 0)
             rc = 1;
         else
-            rc = rh_lv_ui_run(&m, rh_live_refresh, &c);
+            rc = rh_lv_ui_run(&m, rh_live_refresh, &c, 1);
     }
     if (fflush(stdout) != 0)
         rc = 1;
@@ -266,13 +281,13 @@ int rh_cmd_view(int argc, char **argv)
         snprintf(tmpdb, sizeof tmpdb, "%s/profile.db", tmpdir);
         if (rh_convert_file("rheaper", path, tmpdb, 0, 1, NULL) != 0)
             goto out;
-        if (rh_lv_db_load(tmpdb, &m))
+        if (rh_lv_db_load(tmpdb, &m, NULL))
             goto out;
         snprintf(m.source, sizeof m.source, "%s", path);
-    } else if (rh_lv_db_load(path, &m)) {
+    } else if (rh_lv_db_load(path, &m, NULL)) {
         goto out;
     }
-    rc = rh_lv_ui_run(&m, NULL, NULL);
+    rc = rh_lv_ui_run(&m, rh_view_refresh, (void *)(tmpdb[0] ? tmpdb : path), 0);
 out:
     rh_lv_model_clear(&m);
     if (tmpdb[0])

@@ -128,18 +128,27 @@ out:
     return rc;
 }
 
-/* CPU samples per function of frame 0, and per thread, when recorded. */
-static int rh_ldb_cpu(sqlite3 *db, struct rh_lv_model *m)
+/* CPU samples per function of frame 0 (of the stacks in which some frame
+ * matches func_re, when given), and per thread, when recorded. */
+static int rh_ldb_cpu(sqlite3 *db, struct rh_lv_model *m, const char *func_re)
 {
     if (!rh_ldb_has_table(db, "cpu_stack_stats"))
         return 0;
     sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT coalesce(sum(samples), 0) FROM cpu_stack_stats", -1, &st,
+                           NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "view: CPU samples");
+    if (sqlite3_step(st) == SQLITE_ROW)
+        m->cpu_total = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
     if (sqlite3_prepare_v2(db,
                            "SELECT coalesce(b.sym, '?\?'), min(b.file), min(b.line), sum(c.samples)"
                            " FROM cpu_stack_stats c LEFT JOIN backtraces b ON b.id = c.stack_id"
-                           " AND b.frame_no = 0 GROUP BY 1",
+                           " AND b.frame_no = 0 WHERE ?1 IS NULL OR c.stack_id IN"
+                           " (SELECT id FROM backtraces WHERE sym REGEXP ?1) GROUP BY 1",
                            -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "view: CPU samples");
+    sqlite3_bind_text(st, 1, func_re, -1, SQLITE_STATIC);
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *fn = (const char *)sqlite3_column_text(st, 0);
         const char *file = (const char *)sqlite3_column_text(st, 1);
@@ -155,7 +164,6 @@ static int rh_ldb_cpu(sqlite3 *db, struct rh_lv_model *m)
             return -1;
         }
         s->cpu_samples = sqlite3_column_int64(st, 3);
-        m->cpu_total += s->cpu_samples;
     }
     sqlite3_finalize(st);
     if (!rh_ldb_has_table(db, "cpu_thread_stats"))
@@ -227,8 +235,10 @@ static int rh_ldb_timeline(sqlite3 *db, struct rh_lv_model *m)
     return rc;
 }
 
-int rh_lv_db_load(const char *path, struct rh_lv_model *m)
+int rh_lv_db_load(const char *path, struct rh_lv_model *m, const char *func_re)
 {
+    if (func_re && !*func_re)
+        func_re = NULL;
     sqlite3 *db = rh_cli_open(path);
     if (!db)
         return -1;
@@ -263,8 +273,20 @@ int rh_lv_db_load(const char *path, struct rh_lv_model *m)
         sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
         snprintf(m->skipped, sizeof m->skipped, "%s", (const char *)sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
-    if (rh_ldb_sites(db, m, s.duration_ns) || rh_ldb_threads(db, m) || rh_ldb_timeline(db, m) ||
-        rh_ldb_cpu(db, m))
+    if (rh_ldb_threads(db, m) || rh_ldb_timeline(db, m))
+        goto out;
+    if (func_re) {
+        /* the call sites of the --function scope, built afresh on a new
+         * connection as any command builds it; the rest stays whole */
+        sqlite3_close(db);
+        if (!(db = rh_cli_open(path)))
+            return -1;
+        f.func_re[0] = func_re;
+        f.nfunc = 1;
+        if (rh_filter_apply(db, &f) || rh_make_sites(db, 0))
+            goto out;
+    }
+    if (rh_ldb_sites(db, m, s.duration_ns) || rh_ldb_cpu(db, m, func_re))
         goto out;
     rc = 0;
 out:

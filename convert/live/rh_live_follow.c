@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <regex.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -50,6 +51,8 @@ struct rh_fl_stack {
     int64_t cpu_samples;
     int32_t site; /* index into f->sites, -1: not known yet */
     uint8_t in_db;
+    uint8_t match;      /* some frame's function matches f->re (at match_gen) */
+    uint32_t match_gen; /* the f->re_gen `match` was computed for, 0: never */
 };
 
 struct rh_fl_site {
@@ -103,6 +106,11 @@ struct rh_follow {
     size_t ntl, captl;
     int pid;
     int oom;
+    /* the call-site filter of rh_follow_model */
+    regex_t re;
+    int have_re;
+    char re_text[256];
+    uint32_t re_gen;
 };
 
 /* ---- aggregates ------------------------------------------------------------ */
@@ -879,8 +887,60 @@ int rh_follow_ended(struct rh_follow *f)
     return 1;
 }
 
-int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m)
+/* Makes func_re the current filter (compiled once per change). Returns 0,
+ * or -1 after one line for a bad regex. */
+static int rh_fl_filter(struct rh_follow *f, const char *func_re)
 {
+    if (!func_re || !*func_re) {
+        if (f->have_re)
+            regfree(&f->re);
+        f->have_re = 0;
+        f->re_text[0] = 0;
+        return 0;
+    }
+    if (f->have_re && !strcmp(f->re_text, func_re))
+        return 0;
+    if (f->have_re)
+        regfree(&f->re);
+    f->have_re = 0;
+    int rc = regcomp(&f->re, func_re, REG_EXTENDED | REG_NOSUB);
+    if (rc) {
+        char e[128];
+        regerror(rc, &f->re, e, sizeof e);
+        fprintf(stderr, "rheaper: bad function regex /%s/: %s\n", func_re, e);
+        return -1;
+    }
+    f->have_re = 1;
+    snprintf(f->re_text, sizeof f->re_text, "%s", func_re);
+    if (++f->re_gen == 0)
+        f->re_gen = 1;
+    return 0;
+}
+
+/* 1 when some frame of stack si (inlined ones included) has a function that
+ * matches the current filter; cached per stack and filter. */
+static int rh_fl_matches(struct rh_follow *f, uint32_t si)
+{
+    struct rh_fl_stack *s = &f->st[si];
+    if (s->match_gen == f->re_gen)
+        return s->match;
+    const struct rh_stack *st = &f->r.stacks[si];
+    struct rh_sym_frame fr[64];
+    int yes = 0;
+    for (uint32_t k = 0; st->defined && k < st->nframes && !yes; k++) {
+        int n = rh_sym_resolve(f->sym, f->r.frames[st->frames + k], fr, 64);
+        for (int j = 0; j < n && !yes; j++)
+            yes = fr[j].sym && regexec(&f->re, fr[j].sym, 0, NULL, 0) == 0;
+    }
+    s->match = (uint8_t)yes;
+    s->match_gen = f->re_gen;
+    return yes;
+}
+
+int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func_re)
+{
+    if (rh_fl_filter(f, func_re))
+        return -1;
     struct rh_rip *r = &f->r;
     rh_lv_model_clear(m);
     snprintf(m->source, sizeof m->source, "%s", f->path);
@@ -922,6 +982,8 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m)
     for (size_t i = 0; i < f->nst; i++) {
         const struct rh_fl_stack *st = &f->st[i];
         if (!st->alloc_blocks && !st->cpu_samples)
+            continue;
+        if (f->have_re && !rh_fl_matches(f, (uint32_t)i))
             continue;
         struct rh_lv_site *s;
         if (st->site >= 0) {
@@ -992,6 +1054,8 @@ void rh_follow_close(struct rh_follow *f)
     free(f->th);
     free(f->tl);
     free(f->held);
+    if (f->have_re)
+        regfree(&f->re);
     if (f->map != MAP_FAILED && f->map)
         munmap(f->map, f->reserved);
     if (f->fd >= 0)

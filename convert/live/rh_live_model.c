@@ -99,8 +99,7 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
             (long long)m->live_blocks, (long long)m->peak_bytes, (long long)m->peak_t,
             (long long)m->alloc_blocks, (long long)m->alloc_bytes, (long long)m->freed_blocks,
             (long long)m->freed_bytes, (unsigned long long)m->unknown_frees,
-            (unsigned long long)m->events,
-            (long long)m->cpu_total);
+            (unsigned long long)m->events, (long long)m->cpu_total);
     rh_json_str(out, m->skipped);
     fprintf(out, ",\n \"sites\": [");
     const struct rh_lv_site **order = malloc((m->nsites ? m->nsites : 1) * sizeof *order);

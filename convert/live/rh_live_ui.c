@@ -1,12 +1,13 @@
 /* rh_live_ui.c: the ncurses terminal UI of `rheaper live` and `rheaper view`.
  *
- * It draws a struct rh_lv_model (rh_live.h) in four views and never changes
- * it: `1` CPU samples per function, `2` heap call sites with a sparkline of
+ * It draws a struct rh_lv_model (rh_live.h) in four views and only changes
+ * it through the source's refresh callback: `1` CPU samples per function, `2` heap call sites with a sparkline of
  * their live bytes, `3` a chart of the total live heap over time, `4` the
  * threads. Keys (README, "Live view"): j/k (and the arrows) move the
  * selection, h/l pan the chart, +/- zoom it, Tab cycles the views, s cycles
- * the sort, / filters call sites by a function regex (POSIX extended; an
- * empty one clears it), p pauses the refresh, q quits. While following a
+ * the sort, / filters call sites as --function does (the sites of stacks in
+ * which some frame's function matches a POSIX extended regex; the source
+ * refills the model; an empty one clears it), p pauses the refresh, q quits. While following a
  * program the model is refreshed through a callback about twice a second; a
  * resize redraws at the new size; when the program ends the last state stays
  * on screen with a line saying so. Sparklines use block characters in a
@@ -34,8 +35,9 @@ struct rh_ui {
     int have_re;
     char re_text[128];
     int paused;
-    double zoom;     /* 1: the whole run */
-    int64_t win_end; /* chart window end (ns); -1: follow the end */
+    int filter_changed; /* the model must be refilled with the new filter */
+    double zoom;        /* 1: the whole run */
+    int64_t win_end;    /* chart window end (ns); -1: follow the end */
     int utf8;
     char msg[256];
 };
@@ -122,7 +124,7 @@ static int rh_thread_cmp(const void *pa, const void *pb)
 }
 
 /* The sites the view lists (heap: those that allocated; CPU: those with
- * samples), filtered and sorted. Returns a malloc'd array, *n its length. */
+ * samples; the source already applied the filter), sorted. Returns a malloc'd array, *n its length. */
 static const struct rh_lv_site **rh_sites(struct rh_ui *u, int cpu, size_t *n)
 {
     const struct rh_lv_model *m = u->m;
@@ -133,8 +135,6 @@ static const struct rh_lv_site **rh_sites(struct rh_ui *u, int cpu, size_t *n)
     for (size_t i = 0; i < m->nsites; i++) {
         const struct rh_lv_site *s = &m->sites[i];
         if (cpu ? !s->cpu_samples : !s->alloc_blocks)
-            continue;
-        if (u->have_re && regexec(&u->re, s->func, 0, NULL, 0) != 0)
             continue;
         v[(*n)++] = s;
     }
@@ -520,6 +520,7 @@ static void rh_prompt_filter(struct rh_ui *u)
     if (u->have_re) {
         regfree(&u->re);
         u->have_re = 0;
+        u->filter_changed = 1;
     }
     u->re_text[0] = 0;
     u->msg[0] = 0;
@@ -533,6 +534,7 @@ static void rh_prompt_filter(struct rh_ui *u)
         return;
     }
     u->have_re = 1;
+    u->filter_changed = 1;
     snprintf(u->re_text, sizeof u->re_text, "%s", buf);
     u->sel[RH_V_HEAP] = u->top[RH_V_HEAP] = u->sel[RH_V_CPU] = u->top[RH_V_CPU] = 0;
 }
@@ -633,7 +635,7 @@ static double rh_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh_fn, void *ctx)
+int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh_fn, void *ctx, int follow)
 {
     struct rh_ui u;
     memset(&u, 0, sizeof u);
@@ -663,13 +665,18 @@ int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh_fn, void *ctx)
         if (k != ERR && k != KEY_RESIZE && rh_key(&u, k))
             break;
         double now = rh_now();
-        if (refresh_fn && !u.paused && now >= next) {
+        const char *re = u.have_re ? u.re_text : NULL;
+        int r = 0;
+        if (refresh_fn && u.filter_changed) {
+            u.filter_changed = 0;
+            r = refresh_fn(ctx, m, re, 1);
+        } else if (refresh_fn && follow && !u.paused && now >= next) {
             next = now + 0.5;
-            int r = refresh_fn(ctx, m);
-            if (r < 0) {
-                rc = 1;
-                break;
-            }
+            r = refresh_fn(ctx, m, re, 0);
+        }
+        if (r < 0) {
+            rc = 1;
+            break;
         }
         rh_draw(&u);
     }

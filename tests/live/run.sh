@@ -282,6 +282,17 @@ view-tmux)
     sleep 0.3
     l3=$(screen | grep -E '^ +[0-9.]+ m?s' | tail -1)
     [ "$l2" != "$l3" ] || fail "h did not pan ($l2)"
+    # / is --function: the sites of stacks with some frame matching, here
+    # printf, a caller of the stdio buffer's allocation (not its frame 0)
+    tm send-keys -t "$S" 2 / '^__printf$' Enter
+    wait_screen 'filter: /\^__printf\$/'
+    screen | sed -n 5p | grep -q 'IO_file_doallocate' || fail "filter ^__printf$: top site"
+    screen | grep -q 'grow_site lv_grow.c' && fail "filter ^__printf$ kept grow_site"
+    n=$(screen | sed -n '5,$p' | grep -cE '^ +[0-9.]+ (B|KiB|MiB|GiB) +[0-9]+ ')
+    want=$("$RH" top p.db --function '^__printf$' -n 100 --csv 2>/dev/null | tail -n +2 | wc -l)
+    [ "$n" = "$want" ] || fail "filter: $n sites on screen, rheaper top --function: $want"
+    tm send-keys -t "$S" / Enter
+    wait_screen 'grow_site lv_grow.c'
     tm send-keys -t "$S" 1
     wait_screen 'no CPU samples in this profile'
     tm send-keys -t "$S" q
