@@ -28,6 +28,17 @@ else()
   list(APPEND _rh_missing libdw-dev)
 endif()
 
+# ncurses (wide-character build) for the terminal UI of `rheaper live`/`view`.
+if(PkgConfig_FOUND)
+  pkg_check_modules(RH_NCURSESW QUIET IMPORTED_TARGET ncursesw)
+endif()
+if(RH_NCURSESW_FOUND)
+  add_library(rheaper::ncurses INTERFACE IMPORTED)
+  target_link_libraries(rheaper::ncurses INTERFACE PkgConfig::RH_NCURSESW)
+else()
+  list(APPEND _rh_missing libncurses-dev)
+endif()
+
 if(_rh_missing)
   list(JOIN _rh_missing " " _rh_pkgs)
   message(FATAL_ERROR

@@ -135,6 +135,7 @@ struct rh_chunk {
     uint64_t base_time;
     uint8_t type;
     uint8_t truncated; /* cut by the end of the file */
+    uint8_t open;      /* followed while its writer may still add records (live view) */
     int32_t next;      /* next chunk of the same stream, or -1 */
 };
 
@@ -168,6 +169,10 @@ struct rh_stream {
     int have_pending;
     struct rh_event pending; /* REALLOC alloc half */
     struct rh_event ext_event; /* a timed EXT record being decoded (POOLRESET) */
+    /* Following a growing file (convert/live/): at the end of the stream's last
+     * chunk, or at a record not yet whole in an open chunk, rh_stream_next()
+     * returns 0 and stays there, so a later call goes on when more is written. */
+    int follow;
 };
 
 struct rh_rip {
@@ -256,6 +261,16 @@ RH_HIDDEN int64_t rh_rip_ns(const struct rh_rip *r, uint64_t time);
  * streamed profile (RIP_HDR_F_STREAMED), as text: an IPv4 address for a
  * v4-mapped one. */
 RH_HIDDEN void rh_rip_peer(const struct rh_rip *r, char *out, size_t size);
+/* The pieces of rh_rip_open_*() that a reader following a growing file
+ * (convert/live/) calls itself, on r->base/r->size as far as they are
+ * written: the file header (0 or -1 with r->err), one MODULES chunk (0, or -1
+ * on out-of-memory), one TRAILER chunk (1 when read), and the calibration
+ * pairs (add one; sort and settle them: call again after adding more). */
+RH_HIDDEN int rh_rip_header(struct rh_rip *r);
+RH_HIDDEN int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch);
+RH_HIDDEN int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch);
+RH_HIDDEN void rh_calib_add(struct rh_rip *r, uint64_t tick, uint64_t ns);
+RH_HIDDEN void rh_calib_finish(struct rh_rip *r);
 
 /* ---- rh_stream.c: record decoding, stacks and threads ------------------- */
 
@@ -341,6 +356,20 @@ static inline int rh_temporary_free(struct rh_temp_state *s, uint32_t stack, uin
  * out-of-memory, or the sink's non-zero rc. */
 RH_HIDDEN int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink,
                            struct rh_merge_stats *st);
+
+/* The same merge fed one event at a time, for a reader that follows a
+ * growing file (convert/live/): rh_merge_new() starts one (NULL on out of
+ * memory); rh_merge_feed() applies an event (in merged order as far as the
+ * caller knows it) and returns 0, -1 or the sink's rc; rh_merge_is_live()
+ * says whether a block at addr is live (so the caller can hold back a free
+ * whose allocation is not written yet); rh_merge_free() ends it without
+ * emitting the blocks still live. */
+struct rh_merge;
+RH_HIDDEN struct rh_merge *rh_merge_new(struct rh_rip *r, const struct rh_merge_sink *sink,
+                                        struct rh_merge_stats *st);
+RH_HIDDEN int rh_merge_feed(struct rh_merge *m, const struct rh_event *ev);
+RH_HIDDEN int rh_merge_is_live(struct rh_merge *m, uint64_t addr);
+RH_HIDDEN void rh_merge_free(struct rh_merge *m);
 
 /* ---- rh_aggregate.c: answers computed while merging --------------------- */
 

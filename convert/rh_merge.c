@@ -361,3 +361,40 @@ out:
     free(m.live.tab);
     return rc;
 }
+
+/* ---- one event at a time (convert/live/) ---------------------------------- */
+
+struct rh_merge *rh_merge_new(struct rh_rip *r, const struct rh_merge_sink *sink,
+                              struct rh_merge_stats *st)
+{
+    struct rh_merge *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    memset(st, 0, sizeof *st);
+    m->r = r;
+    m->sink = sink;
+    m->st = st;
+    m->prev_ns = -1;
+    return m;
+}
+
+int rh_merge_feed(struct rh_merge *m, const struct rh_event *ev)
+{
+    int rc = rh_merge_event(m, ev);
+    if (!rc && m->r->oom)
+        rc = -1;
+    return rc;
+}
+
+int rh_merge_is_live(struct rh_merge *m, uint64_t addr)
+{
+    return rh_live_find(&m->live, addr) != NULL;
+}
+
+void rh_merge_free(struct rh_merge *m)
+{
+    if (!m)
+        return;
+    free(m->live.tab);
+    free(m);
+}

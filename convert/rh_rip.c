@@ -65,7 +65,7 @@ static int rh_rip_oom(struct rh_rip *r)
 
 /* ---- calibration ------------------------------------------------------- */
 
-static void rh_calib_add(struct rh_rip *r, uint64_t tick, uint64_t ns)
+void rh_calib_add(struct rh_rip *r, uint64_t tick, uint64_t ns)
 {
     if (!tick && !ns)
         return;
@@ -87,7 +87,7 @@ static int rh_calib_cmp(const void *a, const void *b)
 /* Sorts the pairs by tick and keeps a subsequence whose ns never decreases and
  * whose ticks strictly increase, so interpolation is monotone. The header pair
  * always exists (rh_rip_open adds it first). */
-static void rh_calib_finish(struct rh_rip *r)
+void rh_calib_finish(struct rh_rip *r)
 {
     if (r->ncalib > 1)
         qsort(r->calib, r->ncalib, sizeof *r->calib, rh_calib_cmp);
@@ -208,7 +208,7 @@ static void rh_rip_quote_cmdline(struct rh_rip *r, const char *cmd, size_t cmd_l
 
 /* Validates and copies the file header. Fatal problems return -1 with r->err;
  * a checksum mismatch only warns (the fields are sanity-checked instead). */
-static int rh_rip_header(struct rh_rip *r)
+int rh_rip_header(struct rh_rip *r)
 {
     if (r->size == 0)
         return rh_rip_fail(r, "empty file, not a rip file");
@@ -288,7 +288,7 @@ static void rh_module_free(struct rh_module *m)
 
 /* Parses one MODULES snapshot and appends its modules. A damaged snapshot is
  * dropped entirely with a warning. Returns 0, or -1 on out-of-memory. */
-static int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
+int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
 {
     struct rh_cursor c = {ch->payload, ch->payload + ch->used, 0};
     size_t first = r->nmods;
@@ -343,7 +343,7 @@ static int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
 }
 
 /* Returns 1 when the trailer was read. */
-static int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
+int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
 {
     struct rh_cursor c = {ch->payload, ch->payload + ch->used, 0};
     uint64_t events = rh_cur_u(&c, 8), end_tick = rh_cur_u(&c, 8), end_ns = rh_cur_u(&c, 8);

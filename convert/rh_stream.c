@@ -295,6 +295,8 @@ static int rh_stream_raw(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         if (s->cur < 0)
             return 0;
         if (s->p >= s->end) {
+            if (s->follow && r->chunks[s->cur].next < 0)
+                return 0; /* more may be written: stay (struct rh_stream) */
             rh_stream_leave(r, s);
             continue;
         }
@@ -305,6 +307,8 @@ static int rh_stream_raw(struct rh_rip *r, struct rh_stream *s, struct rh_event 
             r->oom = 1;
             return -1;
         }
+        if (rc == RH_DEC_BAD && s->follow && r->chunks[s->cur].open)
+            return 0; /* a record still being written: wait for it */
         if (rc == RH_DEC_BAD) {
             const struct rh_chunk *ch = &r->chunks[s->cur];
             rh_rip_warn(r,

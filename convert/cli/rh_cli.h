@@ -73,6 +73,18 @@ int rh_sql_fail(sqlite3 *db, const char *what);
  * fit, blocks, bytes, first, last). Returns 0 or -1 (message printed). */
 int rh_leak_sites(sqlite3 *db, int buckets, int64_t duration_ns);
 
+/* Builds TEMP TABLE site(bt, function, location, site) over the scope's
+ * stacks (temp.cs): one group per call site (function and file:line, or
+ * module+offset), or per stack when per_stack. Returns 0 or -1 (printed). */
+int rh_make_sites(sqlite3 *db, int per_stack);
+
+/* ---- rh_cli_proc.c: a process by name ----------------------------------- */
+
+/* The pid of the one running process (not this one) whose /proc/PID/comm or
+ * executable base name is `name`. When none or several match, prints one
+ * line "rheaper: CMD: ..." (and the matches, one per line) and returns 0. */
+int rh_proc_by_name(const char *cmd, const char *name);
+
 /* ---- rh_cli_filter.c: the shared filters ------------------------------ */
 
 /* The filters every command takes, with one meaning across all of them

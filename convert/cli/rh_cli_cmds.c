@@ -145,7 +145,7 @@ static sqlite3_stmt *rh_prepare(sqlite3 *db, const char *sql)
  * location of its call-site frame (TEMP TABLE cs), and `site`, the group it
  * is counted in (one per function and location, or one per stack when
  * per_stack). */
-static int rh_make_sites(sqlite3 *db, int per_stack)
+int rh_make_sites(sqlite3 *db, int per_stack)
 {
     char sql[2048];
     snprintf(

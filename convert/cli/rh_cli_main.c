@@ -23,6 +23,7 @@
 
 #include "rh_cli.h"
 #include "rh_convert.h"
+#include "rh_live.h"
 
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"
@@ -35,10 +36,16 @@ static const char rh_usage[] =
     "  run [-o DB] [--force] -- PROG ARGS...   profile PROG (built with rheaper-cc),\n"
     "                                          convert, print the summary\n"
     "  convert RIP DB [--force] [--quiet]      the same as rheaper-convert\n"
-    "  record -p PID [-d DURATION] [-o DB] [--force]   record a running process\n"
-    "                                          started with RHEAPER_ENABLE=signal\n"
     "  collect --listen ADDR:PORT --dir DIR [--any]   receive profiles streamed by\n"
     "                                          programs run with RHEAPER_STREAM=HOST:PORT\n"
+    "  record -p PID|-P NAME [-d DURATION] [-o DB] [--force]   record a running\n"
+    "                                          process started with\n"
+    "                                          RHEAPER_ENABLE=signal\n"
+    "  live PID|RIP|-P NAME [--once [--json]]  watch a running program's heap\n"
+    "                                          (terminal UI; keys in the README)\n"
+    "  view DB|RIP                             a saved profile in the same UI\n"
+    "  list [DIR...] [--json]                  the profiles in DIR (default: . and\n"
+    "                                          RHEAPER_PROFILE_DIR) and their state\n"
     "  summary DB                              totals, peak, leaks, top sites, threads\n"
     "  top DB [--by bytes|count|leaked|peak|temporary] [-n N] [--stacks]\n"
     "  leaks DB [-n N] [--buckets N] [--stacks]   never-freed blocks by call site,\n"
@@ -245,6 +252,7 @@ static const struct {
     {"export", rh_cmd_export}, {"report", rh_cmd_report},
     {"record", rh_cmd_record},
     {"collect", rh_cmd_collect},
+    {"live", rh_cmd_live},     {"view", rh_cmd_view},             {"list", rh_cmd_list},
 };
 
 int main(int argc, char **argv)

@@ -183,7 +183,7 @@ static int rh_rec_usage(const char *msg)
 {
     if (msg)
         fprintf(stderr, "rheaper: record: %s\n", msg);
-    fprintf(stderr, "usage: rheaper record -p PID [-d DURATION] [-o DB] [--force]\n"
+    fprintf(stderr, "usage: rheaper record -p PID|-P NAME [-d DURATION] [-o DB] [--force]\n"
                     "  DURATION: 2s, 500ms, 1m, 1h; without -d, until Ctrl-C\n");
     return 2;
 }
@@ -191,6 +191,7 @@ static int rh_rec_usage(const char *msg)
 int rh_cmd_record(int argc, char **argv)
 {
     int pid = 0, force = 0;
+    const char *name = NULL;
     double duration = -1;
     const char *out = "profile.db";
     for (int i = 1; i < argc; i++) {
@@ -201,6 +202,8 @@ int rh_cmd_record(int argc, char **argv)
             if (*end || v <= 0 || v > INT_MAX)
                 return rh_rec_usage("-p expects a process id");
             pid = (int)v;
+        } else if (!strcmp(a, "-P") && i + 1 < argc) {
+            name = argv[++i]; /* issue 16: the process by name (rh_cli_proc.c) */
         } else if ((!strcmp(a, "-d") || !strcmp(a, "--duration")) && i + 1 < argc) {
             if (rh_rec_duration(argv[++i], &duration) != 0)
                 return rh_rec_usage("-d expects a duration such as 2s, 500ms or 1m");
@@ -214,8 +217,12 @@ int rh_cmd_record(int argc, char **argv)
             return rh_rec_usage(msg);
         }
     }
+    if (pid && name)
+        return rh_rec_usage("give -p PID or -P NAME, not both");
+    if (name && !(pid = rh_proc_by_name("record", name)))
+        return 1;
     if (!pid)
-        return rh_rec_usage("-p PID is required");
+        return rh_rec_usage("-p PID (or -P NAME) is required");
     struct stat sb;
     if (!force && lstat(out, &sb) == 0) {
         fprintf(stderr, "rheaper: record: %s exists; use --force to overwrite\n", out);

@@ -1,0 +1,298 @@
+/* rh_live_cmd.c: `rheaper live` and `rheaper view`.
+ *
+ *   rheaper live [--once --json] PID | RIP | -P NAME
+ *   rheaper view PROFILE.db | RIP
+ *
+ * `live` follows a running program's profile (rh_live_follow.c). Given a PID
+ * it finds the rip file the process is writing: the rip file the process has
+ * mapped (/proc/PID/maps; the runtime writes through MAP_SHARED mappings of
+ * it), else the one its control marker names while `rheaper record` has it
+ * recording (DIR/rheaper-PID.ctl, as rh_cli_record.c reads it), else
+ * DIR/rip-PID. `--once` reads what is written now and prints one snapshot
+ * (`--json`: the JSON of rh_lv_model_json) instead of the UI.
+ *
+ * `view` opens a saved profile in the same UI. A rip file is first converted
+ * into a temporary database in a fresh private directory, removed at exit,
+ * so no existing file is ever touched.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rh_cli.h"
+#include "rh_convert.h"
+#include "rh_live.h"
+
+static int rh_live_usage(const char *msg)
+{
+    if (msg)
+        fprintf(stderr, "rheaper live: %s\n", msg);
+    fprintf(stderr, "usage: rheaper live [--once [--json]] PID|RIP|-P NAME\n");
+    return 2;
+}
+
+/* 1 when path is a rip file whose header names pid (any pid when 0). */
+static int rh_is_rip_of(const char *path, int pid)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct rip_file_header h;
+    ssize_t n = pread(fd, &h, sizeof h, 0);
+    close(fd);
+    return n == (ssize_t)sizeof h && !memcmp(h.magic, RIP_MAGIC, 8) &&
+           (!pid || h.pid == (uint32_t)pid);
+}
+
+/* The value of NAME in a NUL-separated environment block, or NULL. */
+static const char *rh_env_of(const char *env, size_t n, const char *name)
+{
+    size_t l = strlen(name);
+    for (size_t i = 0; i < n; i += strlen(env + i) + 1)
+        if (!strncmp(env + i, name, l) && env[i + l] == '=')
+            return env + i + l + 1;
+    return NULL;
+}
+
+/* Finds the rip file process pid is writing, into out. Returns 0, or -1
+ * after one line on stderr. */
+static int rh_rip_of_pid(int pid, char *out, size_t n)
+{
+    char path[128], line[PATH_MAX + 256], best[PATH_MAX] = "";
+    snprintf(path, sizeof path, "/proc/%d/maps", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        fprintf(stderr, "rheaper: live: no process %d (%s)\n", pid, strerror(errno));
+        return -1;
+    }
+    /* 1. the file it has mapped: the last rip file in its map */
+    while (fgets(line, sizeof line, f)) {
+        char *p = strchr(line, '/');
+        if (!p)
+            continue;
+        p[strcspn(p, "\n")] = 0;
+        if (strstr(p, " (deleted)"))
+            continue;
+        if (!strcmp(p, best))
+            continue;
+        const char *b = strrchr(p, '/') + 1;
+        if (strncmp(b, "rip", 3) && !strstr(b, "rip")) {
+            /* profile names are templates; check the magic of any file
+             * mapped shared and writable, which is how rips are mapped */
+            if (!strstr(line, "rw-s"))
+                continue;
+        }
+        if (rh_is_rip_of(p, pid))
+            snprintf(best, sizeof best, "%s", p);
+    }
+    fclose(f);
+    if (best[0]) {
+        snprintf(out, n, "%s", best);
+        return 0;
+    }
+    /* 2. its profile directory: the marker of `rheaper record`, or rip-PID */
+    static char env[1 << 20];
+    snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t en = fd >= 0 ? read(fd, env, sizeof env - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    const char *dir = en > 0 ? rh_env_of(env, (size_t)en, "RHEAPER_PROFILE_DIR") : NULL;
+    char cwd[PATH_MAX] = "", d[PATH_MAX + 8];
+    snprintf(path, sizeof path, "/proc/%d/cwd", pid);
+    ssize_t k = readlink(path, cwd, sizeof cwd - 1);
+    if (k > 0)
+        cwd[k] = 0;
+    if (!dir || !*dir)
+        dir = ".";
+    if (dir[0] == '/')
+        snprintf(d, sizeof d, "%s", dir);
+    else
+        snprintf(d, sizeof d, "%s/%s", cwd, dir);
+    char mpath[PATH_MAX + 64], buf[PATH_MAX + 1024];
+    snprintf(mpath, sizeof mpath, "%s/rheaper-%d.ctl", d, pid);
+    fd = open(mpath, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t m = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        buf[m > 0 ? m : 0] = 0;
+        char *p = strstr(buf, "\nprofile ");
+        if (p && strstr(buf, "\nstate recording")) {
+            p += 9;
+            p[strcspn(p, "\n")] = 0;
+            if (rh_is_rip_of(p, pid)) {
+                snprintf(out, n, "%s", p);
+                return 0;
+            }
+        }
+    }
+    snprintf(mpath, sizeof mpath, "%s/rip-%d", d, pid);
+    if (rh_is_rip_of(mpath, pid)) {
+        snprintf(out, n, "%s", mpath);
+        return 0;
+    }
+    fprintf(stderr,
+            "rheaper: live: process %d is not recording a profile (no rip file mapped or in %s); "
+            "start it with RHEAPER_ENABLE=1, or arm it and run `rheaper record -p %d`\n",
+            pid, d, pid);
+    return -1;
+}
+
+struct rh_live_ctx {
+    struct rh_follow *f;
+    int finished; /* the end was read with final = 1 */
+};
+
+static int rh_live_refresh(void *ctx, struct rh_lv_model *m, const char *func_re, int force)
+{
+    struct rh_live_ctx *c = ctx;
+    int ended = rh_follow_ended(c->f);
+    int rc = rh_follow_poll(c->f, ended);
+    if (rc < 0)
+        return -1;
+    if (rc == 0 && c->finished && m->sites && !force)
+        return 0;
+    c->finished = ended;
+    return rh_follow_model(c->f, m, func_re) ? -1 : 1;
+}
+
+/* A saved profile: loaded again when the call-site filter changes. */
+static int rh_view_refresh(void *ctx, struct rh_lv_model *m, const char *func_re, int force)
+{
+    const char *db = ctx;
+    if (!force)
+        return 0;
+    char source[sizeof m->source];
+    snprintf(source, sizeof source, "%s", m->source);
+    rh_lv_model_clear(m);
+    if (rh_lv_db_load(db, m, func_re))
+        return -1;
+    snprintf(m->source, sizeof m->source, "%s", source);
+    return 1;
+}
+
+int rh_cmd_live(int argc, char **argv)
+{
+    int once = 0, json = 0;
+    const char *target = NULL, *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--once"))
+            once = 1;
+        else if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "-P")) {
+            if (++i >= argc)
+                return rh_live_usage("-P needs a process name");
+            name = argv[i];
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            rh_live_usage(NULL);
+            return 0;
+        } else if (argv[i][0] == '-')
+            return rh_live_usage("unknown option");
+        else if (target)
+            return rh_live_usage("one PID or rip file");
+        else
+            target = argv[i];
+    }
+    if (json && !once)
+        return rh_live_usage("--json goes with --once");
+    if (!!target == !!name)
+        return rh_live_usage(name ? "give -P NAME or a PID, not both" : NULL);
+    int pid = 0;
+    char path[PATH_MAX];
+    if (name) {
+        pid = rh_proc_by_name("live", name);
+        if (!pid)
+            return 1;
+    } else {
+        char *end;
+        long v = strtol(target, &end, 10);
+        struct stat sb;
+        if (*target && !*end && v > 0 && v < INT32_MAX && stat(target, &sb) != 0)
+            pid = (int)v;
+    }
+    if (pid) {
+        if (rh_rip_of_pid(pid, path, sizeof path))
+            return 1;
+    } else {
+        snprintf(path, sizeof path, "%s", target);
+    }
+    struct rh_live_ctx c = {rh_follow_open(path, pid), 0};
+    if (!c.f)
+        return 1;
+    struct rh_lv_model m;
+    memset(&m, 0, sizeof m);
+    int rc = 0;
+    if (once) {
+        if (rh_follow_poll(c.f, 1) < 0 || rh_follow_model(c.f, &m, NULL)) {
+            rc = 1;
+        } else if (!rh_follow_has_header(c.f)) {
+            fprintf(stderr, "rheaper: %s: no rip file header (yet): not a profile\n", path);
+            rc = 1;
+        } else if (json) {
+            rh_lv_model_json(&m, stdout);
+        } else {
+            char a[32], b[32];
+            printf("%s  pid %d  %s  [%s]\nlive %s in %lld blocks, peak %s\n", m.source, m.pid,
+                   m.exe, m.state, rh_human_bytes(m.live_bytes, a, sizeof a),
+                   (long long)m.live_blocks, rh_human_bytes(m.peak_bytes, b, sizeof b));
+            for (size_t i = 0; i < m.nsites; i++)
+                printf("%12lld %8lld  %s\n", (long long)m.sites[i].live_bytes,
+                       (long long)m.sites[i].live_blocks, m.sites[i].label);
+        }
+    } else {
+        if (rh_live_refresh(&c, &m, NULL, 1) < 0)
+            rc = 1;
+        else
+            rc = rh_lv_ui_run(&m, rh_live_refresh, &c, 1);
+    }
+    if (fflush(stdout) != 0)
+        rc = 1;
+    rh_lv_model_clear(&m);
+    rh_follow_close(c.f);
+    return rc;
+}
+
+int rh_cmd_view(int argc, char **argv)
+{
+    if (argc != 2 || argv[1][0] == '-') {
+        fprintf(stderr, "usage: rheaper view PROFILE.db|RIP\n");
+        return 2;
+    }
+    const char *path = argv[1];
+    char tmpdir[PATH_MAX] = "", tmpdb[PATH_MAX + 16] = "";
+    struct rh_lv_model m;
+    memset(&m, 0, sizeof m);
+    int rc = 1;
+    if (rh_is_rip_of(path, 0)) {
+        const char *t = getenv("TMPDIR");
+        snprintf(tmpdir, sizeof tmpdir, "%s/rheaper-view.XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(tmpdir)) {
+            fprintf(stderr, "rheaper: view: cannot create a temporary directory %s (%s)\n", tmpdir,
+                    strerror(errno));
+            return 1;
+        }
+        snprintf(tmpdb, sizeof tmpdb, "%s/profile.db", tmpdir);
+        if (rh_convert_file("rheaper", path, tmpdb, 0, 1, NULL) != 0)
+            goto out;
+        if (rh_lv_db_load(tmpdb, &m, NULL))
+            goto out;
+        snprintf(m.source, sizeof m.source, "%s", path);
+    } else if (rh_lv_db_load(path, &m, NULL)) {
+        goto out;
+    }
+    rc = rh_lv_ui_run(&m, rh_view_refresh, (void *)(tmpdb[0] ? tmpdb : path), 0);
+out:
+    rh_lv_model_clear(&m);
+    if (tmpdb[0])
+        unlink(tmpdb);
+    if (tmpdir[0])
+        rmdir(tmpdir);
+    return rc;
+}

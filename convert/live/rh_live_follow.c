@@ -1,0 +1,1064 @@
+/* rh_live_follow.c: following a rip file while the program writes it.
+ *
+ * The runtime writes the rip file through MAP_SHARED mappings, so another
+ * process sees each record as soon as it is stored, and each chunk's `used`
+ * after every complete record (runtime/FORMAT.md). This reader maps the file
+ * read only, with a large reservation past its end so that the pointers the
+ * converter's decoder keeps stay valid while the file grows; it only ever
+ * touches bytes below the size fstat() reports. Each poll:
+ *   1. walks chunks past the last one seen: a header not written yet (zero,
+ *      or an EVENTS chunk without a first record) ends the walk until the
+ *      next poll; new EVENTS/SHARED chunks join their slot's stream, MODULES
+ *      go to the symbolizer, a TRAILER marks the profile closed;
+ *   2. re-reads `used` (and the SEALED flag) of every chunk still open;
+ *   3. pulls every event the streams now hold through the converter's decoder
+ *      (rh_stream_next with `follow` set: it waits at the end of an open chunk
+ *      and at a record not whole yet) and merges them by time into the
+ *      converter's merge (rh_merge_feed), which pairs frees with allocations;
+ *      a free whose allocation, written by another thread, is not visible yet
+ *      is held back and merged again at the next polls (at most
+ *      RH_FOLLOW_HOLD of them) before it counts as an unknown free;
+ *   4. symbolizes the stacks used since (rh_sym_resolve) into a small
+ *      in-memory database and runs the converter's call-site rule
+ *      (rh_callsite_write) on it, so sites skip allocator wrappers exactly as
+ *      the converted profile will.
+ * Memory grows with live blocks, stacks and threads (and one trend of
+ * RH_LV_TREND points per call site), never with events; the heap over time
+ * keeps one point per poll.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <regex.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rh_convert.h"
+#include "rh_live.h"
+
+/* Polls a held-back free survives before it counts as unknown. */
+#define RH_FOLLOW_HOLD 8
+/* Polls a chunk header may stay half written before it is damage. */
+#define RH_FOLLOW_BAD_TRIES 40
+
+struct rh_fl_stack {
+    int64_t live_bytes, live_blocks, alloc_bytes, alloc_blocks, freed_bytes, freed_blocks;
+    int64_t cpu_samples;
+    int32_t site; /* index into f->sites, -1: not known yet */
+    uint8_t in_db;
+    uint8_t match;      /* some frame's function matches f->re (at match_gen) */
+    uint32_t match_gen; /* the f->re_gen `match` was computed for, 0: never */
+};
+
+struct rh_fl_site {
+    char *label, *func;
+    int64_t trend[RH_LV_TREND];
+    int ntrend;
+    int64_t sum_live; /* scratch of rh_follow_sums */
+};
+
+struct rh_held {
+    struct rh_event ev;
+    int age;
+};
+
+struct rh_follow {
+    char path[1100];
+    int fd;
+    uint8_t *map;
+    size_t reserved;
+    struct rh_rip r;
+    int hdr_ok, trailer, stuck, bad_tries;
+    uint64_t walk_off;
+    struct rh_map slots; /* slot (or 1 << 32 for SHARED) -> stream index */
+    size_t capstreams;
+    /* merge */
+    struct rh_merge *merge;
+    struct rh_merge_stats mst;
+    struct rh_merge_sink sink;
+    struct rh_held *held;
+    size_t nheld, capheld;
+    /* symbols and call sites */
+    struct rh_symbolizer *sym;
+    size_t nmods_added;
+    sqlite3 *db;
+    sqlite3_stmt *ins_stack, *ins_frame;
+    int cs_dirty;
+    char skipped[512];
+    /* aggregates */
+    struct rh_fl_stack *st;
+    size_t nst, capst;
+    struct rh_lv_thread *th;
+    size_t nth, capth;
+    int64_t live_bytes, live_blocks, peak, peak_t, tl_max;
+    int64_t alloc_blocks, alloc_bytes, freed_blocks, freed_bytes;
+    int64_t last_ns, cpu_total;
+    struct rh_fl_site *sites;
+    size_t nsites, capsites;
+    struct rh_map site_map; /* label hash -> site index */
+    int64_t trend_sec;      /* the second of the last trend point, -1: none */
+    struct rh_lv_point *tl;
+    size_t ntl, captl;
+    int pid;
+    int oom;
+    /* the call-site filter of rh_follow_model */
+    regex_t re;
+    int have_re;
+    char re_text[256];
+    uint32_t re_gen;
+};
+
+/* ---- aggregates ------------------------------------------------------------ */
+
+static struct rh_fl_stack *rh_fl_stack(struct rh_follow *f, uint32_t si)
+{
+    if (si >= f->nst) {
+        if (rh_grow(&f->st, &f->capst, (size_t)si + 1, sizeof *f->st)) {
+            f->oom = 1;
+            return NULL;
+        }
+        memset(f->st + f->nst, 0, ((size_t)si + 1 - f->nst) * sizeof *f->st);
+        for (size_t i = f->nst; i <= si; i++)
+            f->st[i].site = -1;
+        f->nst = (size_t)si + 1;
+    }
+    return &f->st[si];
+}
+
+static struct rh_lv_thread *rh_fl_thread(struct rh_follow *f, uint32_t id)
+{
+    if (!id)
+        return NULL;
+    if (id > f->nth) {
+        if (rh_grow(&f->th, &f->capth, id, sizeof *f->th)) {
+            f->oom = 1;
+            return NULL;
+        }
+        memset(f->th + f->nth, 0, (id - f->nth) * sizeof *f->th);
+        for (size_t i = f->nth; i < id; i++)
+            f->th[i].id = (uint32_t)i + 1;
+        f->nth = id;
+    }
+    return &f->th[id - 1];
+}
+
+/* The merge's sink: a block ended (freed at row->dealloc_ns, or replaced by
+ * an allocation at its address when dealloc_ns < 0: its free was missed). */
+static int rh_fl_row(void *ctx, const struct rh_row *row)
+{
+    struct rh_follow *f = ctx;
+    struct rh_fl_stack *s = rh_fl_stack(f, row->stack_index);
+    struct rh_lv_thread *a = rh_fl_thread(f, row->alloc_thread);
+    if (!s || !a)
+        return -1;
+    int64_t size = (int64_t)row->size;
+    s->live_bytes -= size;
+    s->live_blocks--;
+    a->live_bytes -= size;
+    a->live_blocks--;
+    f->live_bytes -= size;
+    f->live_blocks--;
+    if (row->dealloc_ns < 0)
+        return 0;
+    s->freed_bytes += size;
+    s->freed_blocks++;
+    f->freed_bytes += size;
+    f->freed_blocks++;
+    struct rh_lv_thread *d = rh_fl_thread(f, row->dealloc_thread);
+    a = rh_fl_thread(f, row->alloc_thread); /* the table may have moved */
+    if (!d || !a)
+        return -1;
+    d->freed_bytes += size;
+    d->freed_blocks++;
+    if (row->dealloc_thread != row->alloc_thread) {
+        a->others_bytes += size;
+        a->others_blocks++;
+    }
+    return 0;
+}
+
+/* An allocation the merge took (ALLOC, or a REALLOC's new block). */
+static int rh_fl_alloc(struct rh_follow *f, const struct rh_event *ev)
+{
+    uint32_t si = rh_rip_stack(&f->r, ev->stack);
+    struct rh_fl_stack *s = si == UINT32_MAX ? NULL : rh_fl_stack(f, si);
+    struct rh_lv_thread *t = rh_fl_thread(f, ev->thread ? ev->thread : 1);
+    if (!s || !t)
+        return -1;
+    int64_t size = (int64_t)ev->size;
+    s->live_bytes += size;
+    s->live_blocks++;
+    s->alloc_bytes += size;
+    s->alloc_blocks++;
+    t->alloc_bytes += size;
+    t->alloc_blocks++;
+    t->live_bytes += size;
+    t->live_blocks++;
+    f->alloc_bytes += size;
+    f->alloc_blocks++;
+    f->live_bytes += size;
+    f->live_blocks++;
+    if (f->live_bytes > f->peak) {
+        f->peak = f->live_bytes;
+        f->peak_t = rh_rip_ns(&f->r, ev->time);
+    }
+    if (f->live_bytes > f->tl_max)
+        f->tl_max = f->live_bytes;
+    return 0;
+}
+
+/* An event of another kind than the heap's: a CPU sample when its stack is a
+ * CPU stack (kind RH_LV_KIND_CPU; the decoder yields issue 16's EXT 14
+ * CPUSAMPLE records as events carrying their stack id). Returns 0 or -1. */
+static int rh_fl_cpu(struct rh_follow *f, const struct rh_event *ev)
+{
+    uint32_t si = rh_rip_stack(&f->r, ev->stack);
+    if (si == UINT32_MAX)
+        return -1;
+    if (!f->r.stacks[si].defined || f->r.stacks[si].kind != RH_LV_KIND_CPU)
+        return 0;
+    struct rh_fl_stack *s = rh_fl_stack(f, si);
+    struct rh_lv_thread *t = rh_fl_thread(f, ev->thread ? ev->thread : 1);
+    if (!s || !t)
+        return -1;
+    f->r.stacks[si].used = 1;
+    s->cpu_samples++;
+    t->cpu_samples++;
+    f->cpu_total++;
+    return 0;
+}
+
+/* Applies one merged event. Returns 0 or -1. */
+static int rh_fl_apply(struct rh_follow *f, const struct rh_event *ev, int age, int final)
+{
+    int64_t t = rh_rip_ns(&f->r, ev->time);
+    if (t > f->last_ns)
+        f->last_ns = t;
+    if ((ev->op == RH_EV_FREE || ev->op == RH_EV_RFREE) && !final && age < RH_FOLLOW_HOLD &&
+        !rh_merge_is_live(f->merge, ev->addr)) {
+        /* its allocation may be in a chunk whose `used` we read too early */
+        if (rh_grow(&f->held, &f->capheld, f->nheld + 1, sizeof *f->held))
+            return -1;
+        f->held[f->nheld].ev = *ev;
+        f->held[f->nheld].age = age + 1;
+        f->nheld++;
+        return 0;
+    }
+    if (rh_merge_feed(f->merge, ev))
+        return -1;
+    if (ev->op == RH_EV_ALLOC || ev->op == RH_EV_RALLOC)
+        return rh_fl_alloc(f, ev);
+    if (ev->op > RH_EV_POOLRESET && ev->stack)
+        return rh_fl_cpu(f, ev);
+    return 0;
+}
+
+/* ---- the merge of one poll ------------------------------------------------- */
+
+struct rh_fl_head {
+    struct rh_event ev;
+    uint32_t src; /* stream index, or nstreams for the held-back frees */
+    int age;
+};
+
+static int rh_fl_less(const struct rh_fl_head *a, const struct rh_fl_head *b)
+{
+    if (a->ev.time != b->ev.time)
+        return a->ev.time < b->ev.time;
+    if (a->ev.cls != b->ev.cls)
+        return a->ev.cls < b->ev.cls;
+    return a->src < b->src;
+}
+
+static void rh_fl_down(struct rh_fl_head *h, size_t n, size_t i)
+{
+    struct rh_fl_head x = h[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && rh_fl_less(&h[c + 1], &h[c]))
+            c++;
+        if (!rh_fl_less(&h[c], &x))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = x;
+}
+
+/* Next event of source src (a stream, or the held-back frees from *hi on).
+ * Returns 1, 0 (nothing more now) or -1. */
+static int rh_fl_next(struct rh_follow *f, uint32_t src, struct rh_held *held, size_t nheld,
+                      size_t *hi, struct rh_fl_head *out)
+{
+    out->src = src;
+    if (src == f->r.nstreams) {
+        if (*hi >= nheld)
+            return 0;
+        out->ev = held[*hi].ev;
+        out->age = held[*hi].age;
+        (*hi)++;
+        return 1;
+    }
+    out->age = 0;
+    return rh_stream_next(&f->r, &f->r.streams[src], &out->ev);
+}
+
+/* Merges every event the streams hold now, with the held-back frees, by
+ * time. Returns the number of events merged, or -1. */
+static int64_t rh_fl_merge(struct rh_follow *f, int final)
+{
+    struct rh_held *held = f->held;
+    size_t nheld = f->nheld, hi = 0;
+    f->held = NULL;
+    f->nheld = f->capheld = 0;
+    size_t ns = f->r.nstreams + 1;
+    struct rh_fl_head *h = calloc(ns, sizeof *h);
+    int64_t count = 0;
+    if (!h)
+        goto fail;
+    size_t n = 0;
+    for (uint32_t i = 0; i < ns; i++) {
+        int k = rh_fl_next(f, i, held, nheld, &hi, &h[n]);
+        if (k < 0)
+            goto fail;
+        n += (size_t)k;
+    }
+    for (size_t i = n / 2; i-- > 0;)
+        rh_fl_down(h, n, i);
+    while (n) {
+        if (rh_fl_apply(f, &h[0].ev, h[0].age, final))
+            goto fail;
+        count++;
+        int k = rh_fl_next(f, h[0].src, held, nheld, &hi, &h[0]);
+        if (k < 0)
+            goto fail;
+        if (!k)
+            h[0] = h[--n];
+        if (n)
+            rh_fl_down(h, n, 0);
+    }
+    free(h);
+    free(held);
+    return count;
+fail:
+    free(h);
+    free(held);
+    return -1;
+}
+
+/* ---- the file ---------------------------------------------------------------- */
+
+/* Reads a chunk header as the writer leaves it: `used` and `flags` with
+ * acquire loads (the writer stores `used` after each complete record). */
+static void rh_fl_header(const uint8_t *p, struct rip_chunk_header *h)
+{
+    const struct rip_chunk_header *src = (const struct rip_chunk_header *)p;
+    uint32_t used = __atomic_load_n(&src->used, __ATOMIC_ACQUIRE);
+    uint8_t flags = __atomic_load_n(&src->flags, __ATOMIC_ACQUIRE);
+    memcpy(h, p, sizeof *h);
+    /* the values loaded first: records up to that `used` are complete */
+    h->used = used;
+    h->flags = flags;
+}
+
+static int rh_fl_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
+/* Appends chunk idx to its slot's stream, creating the stream (follow set). */
+static int rh_fl_link(struct rh_follow *f, int32_t idx)
+{
+    struct rh_rip *r = &f->r;
+    struct rh_chunk *ch = &r->chunks[idx];
+    uint64_t key = ch->type == RIP_CHUNK_SHARED ? (1ull << 32) : ch->slot;
+    uint32_t si = rh_map_get(&f->slots, key);
+    if (si == UINT32_MAX) {
+        if (rh_grow(&r->streams, &f->capstreams, r->nstreams + 1, sizeof *r->streams))
+            return -1;
+        si = (uint32_t)r->nstreams++;
+        if (rh_map_put(&f->slots, key, si))
+            return -1;
+        struct rh_stream *s = &r->streams[si];
+        memset(s, 0, sizeof *s);
+        s->first = s->last = idx;
+        s->cur = -1;
+        s->shared = ch->type == RIP_CHUNK_SHARED;
+        s->follow = 1;
+        return 0;
+    }
+    struct rh_stream *s = &r->streams[si];
+    r->chunks[s->last].next = idx;
+    s->last = idx;
+    return 0;
+}
+
+/* Walks the chunks written since the last poll. Returns 1 when something new
+ * was found, 0 when not, -1 on a fatal error (printed). */
+static int rh_fl_walk(struct rh_follow *f)
+{
+    struct rh_rip *r = &f->r;
+    struct stat sb;
+    if (fstat(f->fd, &sb) != 0) {
+        fprintf(stderr, "rheaper: %s: cannot stat (%s)\n", f->path, strerror(errno));
+        return -1;
+    }
+    size_t size = (size_t)sb.st_size;
+    if (size > f->reserved) {
+        if (!f->stuck)
+            fprintf(stderr,
+                    "rheaper: %s: the profile grew past %zu bytes; not following it "
+                    "further\n",
+                    f->path, f->reserved);
+        f->stuck = 1;
+        size = f->reserved;
+    }
+    r->size = size;
+    int news = 0;
+    if (!f->hdr_ok) {
+        if (size < RIP_HEADER_SIZE || rh_fl_zero(f->map, 8))
+            return 0; /* the header is not written yet */
+        if (rh_rip_header(r)) {
+            fprintf(stderr, "rheaper: %s\n", r->err);
+            return -1;
+        }
+        f->hdr_ok = 1;
+        f->walk_off = RIP_HEADER_SIZE;
+        news = 1;
+        if (!f->pid)
+            f->pid = (int)r->hdr.pid;
+    }
+    int calib = 0;
+    while (!f->stuck && f->walk_off + RIP_CHUNK_HDR_SIZE <= size) {
+        const uint8_t *p = f->map + f->walk_off;
+        if (rh_fl_zero(p, RIP_CHUNK_HDR_SIZE))
+            break; /* reserved, not written yet (or the end) */
+        struct rip_chunk_header h;
+        rh_fl_header(p, &h);
+        int sealed = h.flags & RIP_CHUNK_F_SEALED;
+        int ok = h.magic == RIP_CHUNK_MAGIC && h.header_size == RIP_CHUNK_HDR_SIZE &&
+                 h.capacity <= RIP_CHUNK_MAX_CAPACITY && h.used <= h.capacity &&
+                 h.type >= RIP_CHUNK_EVENTS && h.type <= RIP_CHUNK_TRAILER;
+        uint64_t stride = (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
+                          ~(uint64_t)(RIP_ALIGN - 1);
+        int ready =
+            ok && f->walk_off + RIP_CHUNK_HDR_SIZE + h.capacity <= size && (sealed || h.used > 0);
+        if (ready && sealed && rip_chunk_crc(&h, p + RIP_CHUNK_HDR_SIZE) != h.crc) {
+            /* MODULES and TRAILER are written payload first, header last:
+             * a mismatch that lasts is damage */
+            ready = 0;
+            if (f->bad_tries + 1 >= RH_FOLLOW_BAD_TRIES) {
+                rh_rip_warn(r, "checksum mismatch in chunk at offset %llu; chunk skipped",
+                            (unsigned long long)f->walk_off);
+                r->damaged = 1;
+                f->bad_tries = 0;
+                f->walk_off += stride;
+                continue;
+            }
+        }
+        if (!ready) {
+            /* a header being written (the writer stores its fields one by
+             * one) or a chunk without its first record yet: wait for it */
+            if (!ok && ++f->bad_tries >= RH_FOLLOW_BAD_TRIES) {
+                rh_rip_warn(r, "bad chunk header at offset %llu; not following further",
+                            (unsigned long long)f->walk_off);
+                r->damaged = 1;
+                f->stuck = 1;
+            } else if (ok && sealed) {
+                f->bad_tries++;
+            }
+            break;
+        }
+        f->bad_tries = 0;
+        struct rh_chunk ch = {0};
+        ch.off = f->walk_off;
+        ch.payload = p + RIP_CHUNK_HDR_SIZE;
+        ch.used = h.used;
+        ch.slot = h.slot;
+        ch.tid = h.tid;
+        ch.base_time = h.base_time;
+        ch.type = h.type;
+        ch.open = !sealed;
+        ch.next = -1;
+        rh_calib_add(r, h.calib_tick, h.calib_ns);
+        calib = 1;
+        if (ch.type == RIP_CHUNK_MODULES) {
+            if (rh_rip_modules(r, &ch))
+                goto oom;
+        } else if (ch.type == RIP_CHUNK_TRAILER) {
+            if (rh_rip_trailer(r, &ch))
+                f->trailer = 1;
+        } else {
+            if (rh_grow(&r->chunks, &r->capchunks, r->nchunks + 1, sizeof *r->chunks) ||
+                r->nchunks >= INT32_MAX)
+                goto oom;
+            r->chunks[r->nchunks] = ch;
+            if (rh_fl_link(f, (int32_t)r->nchunks))
+                goto oom;
+            r->nchunks++;
+        }
+        news = 1;
+        f->walk_off += stride;
+    }
+    if (calib)
+        rh_calib_finish(r);
+    /* 2. open chunks: what their writers added since */
+    for (size_t i = 0; i < r->nchunks; i++) {
+        struct rh_chunk *ch = &r->chunks[i];
+        if (!ch->open)
+            continue;
+        struct rip_chunk_header h;
+        rh_fl_header(f->map + ch->off, &h);
+        if (h.used > h.capacity)
+            continue;
+        if (h.used != ch->used)
+            news = 1;
+        if (h.used > ch->used)
+            ch->used = h.used;
+        if (h.flags & RIP_CHUNK_F_SEALED)
+            ch->open = 0;
+    }
+    for (size_t i = 0; i < r->nstreams; i++) {
+        struct rh_stream *s = &r->streams[i];
+        if (s->cur >= 0)
+            s->end = r->chunks[s->cur].payload + r->chunks[s->cur].used;
+    }
+    for (; f->nmods_added < r->nmods; f->nmods_added++)
+        if (rh_sym_add_module(f->sym, &r->mods[f->nmods_added]))
+            goto oom;
+    return news;
+oom:
+    fprintf(stderr, "rheaper: %s: out of memory\n", f->path);
+    return -1;
+}
+
+/* ---- symbols and call sites ------------------------------------------------- */
+
+static const char rh_fl_schema[] =
+    "CREATE TABLE backtraces(id INTEGER NOT NULL, frame_no INTEGER NOT NULL, file TEXT,"
+    " line INTEGER, sym TEXT, module TEXT, address INTEGER, inlined INTEGER NOT NULL DEFAULT 0,"
+    " PRIMARY KEY(id, frame_no)) WITHOUT ROWID;"
+    "CREATE TABLE stacks(id INTEGER PRIMARY KEY, kind TEXT, depth INTEGER, truncated INTEGER,"
+    " callsite INTEGER NOT NULL DEFAULT 0);"
+    "CREATE TABLE skipped_functions(sym TEXT PRIMARY KEY, callers INTEGER, stacks INTEGER);";
+
+/* Writes stack si's frames into the call-site database, as the converter
+ * writes backtraces (rh_db.c): each return address expanded into its inline
+ * chain, innermost first, without an inlined frame named like the
+ * allocation function itself at frame 0. Returns 0 or -1. */
+static int rh_fl_stack_frames(struct rh_follow *f, uint32_t si)
+{
+    enum { MAXF = 64 };
+    struct rh_sym_frame fr[MAXF];
+    const struct rh_stack *st = &f->r.stacks[si];
+    sqlite3_stmt *ss = f->ins_stack, *bs = f->ins_frame;
+    sqlite3_bind_int64(ss, 1, (sqlite3_int64)st->id);
+    sqlite3_bind_text(ss, 2, rh_kind_name(st->kind), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(ss, 3, st->nframes);
+    int rc = sqlite3_step(ss);
+    sqlite3_reset(ss);
+    if (rc != SQLITE_DONE)
+        return -1;
+    int64_t frame_no = 0;
+    int chain_cut = 0;
+    for (uint32_t k = 0; k < st->nframes && !chain_cut; k++) {
+        uint64_t addr = f->r.frames[st->frames + k];
+        int n = rh_sym_resolve(f->sym, addr, fr, MAXF);
+        if (n <= 0) {
+            memset(&fr[0], 0, sizeof fr[0]);
+            fr[0].rel_addr = addr;
+            n = 1;
+        }
+        int k0 = 0;
+        const char *kname = k == 0 ? rh_kind_name(st->kind) : NULL;
+        while (kname && k0 < n - 1 && fr[k0].inlined && fr[k0].sym &&
+               strcmp(fr[k0].sym, kname) == 0)
+            k0++;
+        for (int j = k0; j < n; j++) {
+            sqlite3_bind_int64(bs, 1, (sqlite3_int64)st->id);
+            sqlite3_bind_int64(bs, 2, frame_no++);
+            sqlite3_bind_text(bs, 3, fr[j].file, -1, SQLITE_STATIC);
+            if ((fr[j].file || fr[j].sym) && fr[j].line > 0)
+                sqlite3_bind_int64(bs, 4, fr[j].line);
+            else
+                sqlite3_bind_null(bs, 4);
+            sqlite3_bind_text(bs, 5, fr[j].sym, -1, SQLITE_STATIC);
+            sqlite3_bind_text(bs, 6, fr[j].module, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(bs, 7, (sqlite3_int64)fr[j].rel_addr);
+            sqlite3_bind_int64(bs, 8, fr[j].inlined ? 1 : 0);
+            rc = sqlite3_step(bs);
+            sqlite3_reset(bs);
+            sqlite3_clear_bindings(bs);
+            if (rc != SQLITE_DONE)
+                return -1;
+            chain_cut |= fr[j].chain_cut;
+        }
+    }
+    return 0;
+}
+
+/* The site of a label, created when new. Returns its index or -1. */
+static int32_t rh_fl_site(struct rh_follow *f, const char *label, const char *func)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *s = label; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    for (;; h++) {
+        uint32_t i = rh_map_get(&f->site_map, h);
+        if (i == UINT32_MAX)
+            break;
+        if (!strcmp(f->sites[i].label, label))
+            return (int32_t)i;
+    }
+    if (rh_grow(&f->sites, &f->capsites, f->nsites + 1, sizeof *f->sites))
+        return -1;
+    struct rh_fl_site *s = &f->sites[f->nsites];
+    memset(s, 0, sizeof *s);
+    s->label = strdup(label);
+    s->func = strdup(func);
+    if (!s->label || !s->func || rh_map_put(&f->site_map, h, (uint32_t)f->nsites)) {
+        free(s->label);
+        free(s->func);
+        return -1;
+    }
+    return (int32_t)f->nsites++;
+}
+
+/* Sets the site of CPU stack si: "function file" of its frame 0. Returns 0
+ * or -1 on out of memory. */
+static int rh_fl_cpu_site(struct rh_follow *f, uint32_t si)
+{
+    const struct rh_stack *st = &f->r.stacks[si];
+    struct rh_sym_frame fr[64];
+    char label[1200], func[600];
+    int n = st->nframes ? rh_sym_resolve(f->sym, f->r.frames[st->frames], fr, 64) : 0;
+    const char *sym = n > 0 ? fr[0].sym : NULL, *file = n > 0 ? fr[0].file : NULL;
+    const char *fb = file ? strrchr(file, '/') : NULL;
+    snprintf(func, sizeof func, "%s", sym ? sym : "??");
+    if (file)
+        snprintf(label, sizeof label, "%s %s", func, fb ? fb + 1 : file);
+    else
+        snprintf(label, sizeof label, "%s", func);
+    int32_t site = rh_fl_site(f, label, func);
+    if (site < 0)
+        return -1;
+    f->st[si].site = site;
+    return 0;
+}
+
+/* Symbolizes the stacks used since the last poll and, when there were any,
+ * runs the call-site rule again over all of them and re-reads every stack's
+ * site. Returns 0 or -1 (printed). */
+static int rh_fl_callsites(struct rh_follow *f)
+{
+    struct rh_rip *r = &f->r;
+    int added = 0;
+    if (sqlite3_exec(f->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        goto sqlfail;
+    for (size_t i = 0; i < r->nstacks; i++) {
+        const struct rh_stack *st = &r->stacks[i];
+        if (!st->defined || !st->used)
+            continue;
+        struct rh_fl_stack *s = rh_fl_stack(f, (uint32_t)i);
+        if (!s)
+            goto oom;
+        if (s->in_db)
+            continue;
+        s->in_db = 1;
+        if (st->kind == RH_LV_KIND_CPU) {
+            /* a CPU sample's site is the function it was in (frame 0, the
+             * interrupted PC), as `rheaper view` shows it; CPU stacks stay
+             * out of the call-site rule, which is about allocations */
+            if (rh_fl_cpu_site(f, (uint32_t)i))
+                goto oom;
+            continue;
+        }
+        if (rh_fl_stack_frames(f, (uint32_t)i))
+            goto sqlfail;
+        added = 1;
+    }
+    if (!added)
+        return sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    char err[256];
+    if (sqlite3_exec(f->db, "UPDATE stacks SET callsite = 0; DELETE FROM skipped_functions;", NULL,
+                     NULL, NULL) != SQLITE_OK ||
+        rh_callsite_write(f->db, err, sizeof err) ||
+        sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        goto sqlfail;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(f->db,
+                           "SELECT s.id, b.sym, b.file, b.line, b.module, b.address FROM stacks s"
+                           " JOIN backtraces b ON b.id = s.id AND b.frame_no = s.callsite",
+                           -1, &q, NULL) != SQLITE_OK)
+        goto sqlfail;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        uint64_t id = (uint64_t)sqlite3_column_int64(q, 0);
+        const char *sym = (const char *)sqlite3_column_text(q, 1);
+        const char *file = (const char *)sqlite3_column_text(q, 2);
+        int line = sqlite3_column_int(q, 3);
+        const char *mod = (const char *)sqlite3_column_text(q, 4);
+        int64_t addr = sqlite3_column_int64(q, 5);
+        char label[1200], func[600];
+        const char *fb = file ? strrchr(file, '/') : NULL;
+        const char *mb = mod ? strrchr(mod, '/') : NULL;
+        if (sym)
+            snprintf(func, sizeof func, "%s", sym);
+        else
+            snprintf(func, sizeof func, "%s+0x%llx",
+                     mb    ? mb + 1
+                     : mod ? mod
+                           : "?",
+                     (unsigned long long)addr);
+        if (file)
+            snprintf(label, sizeof label, "%s %s:%d", func, fb ? fb + 1 : file, line);
+        else
+            snprintf(label, sizeof label, "%s", func);
+        uint32_t si = rh_map_get(&r->stack_map, id);
+        if (si == UINT32_MAX || si >= f->nst)
+            continue;
+        int32_t site = rh_fl_site(f, label, func);
+        if (site < 0) {
+            sqlite3_finalize(q);
+            goto oom;
+        }
+        f->st[si].site = site;
+    }
+    sqlite3_finalize(q);
+    f->skipped[0] = 0;
+    if (sqlite3_prepare_v2(f->db,
+                           "SELECT group_concat(sym, ', ') FROM (SELECT sym FROM skipped_functions"
+                           " ORDER BY stacks DESC, sym LIMIT 8)",
+                           -1, &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+        snprintf(f->skipped, sizeof f->skipped, "%s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    return 0;
+sqlfail:
+    fprintf(stderr, "rheaper: %s: call sites: SQLite error (%s)\n", f->path, sqlite3_errmsg(f->db));
+    sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+oom:
+    fprintf(stderr, "rheaper: %s: out of memory\n", f->path);
+    sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
+/* Site sums into sites[].sum_live. Stacks without a site yet count in none. */
+static void rh_fl_sums(struct rh_follow *f)
+{
+    for (size_t i = 0; i < f->nsites; i++)
+        f->sites[i].sum_live = 0;
+    for (size_t i = 0; i < f->nst; i++)
+        if (f->st[i].site >= 0)
+            f->sites[f->st[i].site].sum_live += f->st[i].live_bytes;
+}
+
+/* One trend point per second of the program's time up to now. */
+static void rh_fl_trend(struct rh_follow *f)
+{
+    int64_t sec = f->last_ns / 1000000000;
+    if (f->trend_sec >= sec)
+        return;
+    rh_fl_sums(f);
+    int64_t steps = sec - f->trend_sec;
+    if (f->trend_sec < 0 || steps > RH_LV_TREND)
+        steps = f->trend_sec < 0 ? 1 : RH_LV_TREND;
+    for (size_t i = 0; i < f->nsites; i++) {
+        struct rh_fl_site *s = &f->sites[i];
+        for (int64_t k = 0; k < steps; k++) {
+            memmove(s->trend, s->trend + 1, (RH_LV_TREND - 1) * sizeof *s->trend);
+            s->trend[RH_LV_TREND - 1] = s->sum_live;
+            if (s->ntrend < RH_LV_TREND)
+                s->ntrend++;
+        }
+    }
+    f->trend_sec = sec;
+}
+
+/* ---- the public functions ------------------------------------------------------ */
+
+struct rh_follow *rh_follow_open(const char *path, int pid_hint)
+{
+    struct rh_follow *f = calloc(1, sizeof *f);
+    if (!f) {
+        fprintf(stderr, "rheaper: out of memory\n");
+        return NULL;
+    }
+    snprintf(f->path, sizeof f->path, "%s", path);
+    f->pid = pid_hint;
+    f->trend_sec = -1;
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (f->fd < 0) {
+        fprintf(stderr, "rheaper: %s: cannot open (%s)\n", path, strerror(errno));
+        free(f);
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(f->fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fprintf(stderr, "rheaper: %s: not a regular file\n", path);
+        close(f->fd);
+        free(f);
+        return NULL;
+    }
+    /* A reservation past the end keeps every pointer into the mapping valid
+     * while the file grows; pages past the end are never touched. */
+    static const size_t tries[] = {(size_t)1 << 38, (size_t)1 << 35, (size_t)1 << 32,
+                                   (size_t)1 << 30};
+    f->map = MAP_FAILED;
+    for (size_t i = 0; i < sizeof tries / sizeof *tries && f->map == MAP_FAILED; i++) {
+        if (tries[i] < (size_t)sb.st_size)
+            break;
+        f->reserved = tries[i];
+        f->map = mmap(NULL, f->reserved, PROT_READ, MAP_SHARED | MAP_NORESERVE, f->fd, 0);
+    }
+    if (f->map == MAP_FAILED) {
+        fprintf(stderr, "rheaper: %s: cannot map (%s)\n", path, strerror(errno));
+        close(f->fd);
+        free(f);
+        return NULL;
+    }
+    f->r.name = f->path;
+    f->r.base = f->map;
+    f->r.warn = stderr;
+    f->sink.row = rh_fl_row;
+    f->sink.ctx = f;
+    f->merge = rh_merge_new(&f->r, &f->sink, &f->mst);
+    f->sym = rh_sym_new();
+    if (!f->merge || !f->sym || sqlite3_open(":memory:", &f->db) != SQLITE_OK ||
+        sqlite3_exec(f->db, rh_fl_schema, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(f->db, "INSERT OR IGNORE INTO stacks(id, kind, depth) VALUES(?,?,?)", -1,
+                           &f->ins_stack, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(f->db,
+                           "INSERT OR IGNORE INTO backtraces(id, frame_no, file, line, sym,"
+                           " module, address, inlined) VALUES(?,?,?,?,?,?,?,?)",
+                           -1, &f->ins_frame, NULL) != SQLITE_OK) {
+        fprintf(stderr, "rheaper: %s: cannot start following (out of memory)\n", path);
+        rh_follow_close(f);
+        return NULL;
+    }
+    return f;
+}
+
+int rh_follow_poll(struct rh_follow *f, int final)
+{
+    int news = rh_fl_walk(f);
+    if (news < 0)
+        return -1;
+    if (!f->hdr_ok)
+        return 0;
+    int64_t n = rh_fl_merge(f, final);
+    if (n < 0 || f->oom) {
+        fprintf(stderr, "rheaper: %s: out of memory\n", f->path);
+        return -1;
+    }
+    if (rh_fl_callsites(f))
+        return -1;
+    rh_fl_trend(f);
+    if (n > 0 || !f->ntl) {
+        if (!rh_grow(&f->tl, &f->captl, f->ntl + 1, sizeof *f->tl)) {
+            f->tl[f->ntl].t = f->last_ns;
+            f->tl[f->ntl].bytes = f->tl_max;
+            f->ntl++;
+        }
+        f->tl_max = f->live_bytes;
+    }
+    return news || n > 0;
+}
+
+int rh_follow_has_header(const struct rh_follow *f)
+{
+    return f->hdr_ok;
+}
+
+int rh_follow_ended(struct rh_follow *f)
+{
+    if (f->pid > 0 && (kill(f->pid, 0) == 0 || errno == EPERM))
+        return 0;
+    return 1;
+}
+
+/* Makes func_re the current filter (compiled once per change). Returns 0,
+ * or -1 after one line for a bad regex. */
+static int rh_fl_filter(struct rh_follow *f, const char *func_re)
+{
+    if (!func_re || !*func_re) {
+        if (f->have_re)
+            regfree(&f->re);
+        f->have_re = 0;
+        f->re_text[0] = 0;
+        return 0;
+    }
+    if (f->have_re && !strcmp(f->re_text, func_re))
+        return 0;
+    if (f->have_re)
+        regfree(&f->re);
+    f->have_re = 0;
+    int rc = regcomp(&f->re, func_re, REG_EXTENDED | REG_NOSUB);
+    if (rc) {
+        char e[128];
+        regerror(rc, &f->re, e, sizeof e);
+        fprintf(stderr, "rheaper: bad function regex /%s/: %s\n", func_re, e);
+        return -1;
+    }
+    f->have_re = 1;
+    snprintf(f->re_text, sizeof f->re_text, "%s", func_re);
+    if (++f->re_gen == 0)
+        f->re_gen = 1;
+    return 0;
+}
+
+/* 1 when some frame of stack si (inlined ones included) has a function that
+ * matches the current filter; cached per stack and filter. */
+static int rh_fl_matches(struct rh_follow *f, uint32_t si)
+{
+    struct rh_fl_stack *s = &f->st[si];
+    if (s->match_gen == f->re_gen)
+        return s->match;
+    const struct rh_stack *st = &f->r.stacks[si];
+    struct rh_sym_frame fr[64];
+    int yes = 0;
+    for (uint32_t k = 0; st->defined && k < st->nframes && !yes; k++) {
+        int n = rh_sym_resolve(f->sym, f->r.frames[st->frames + k], fr, 64);
+        for (int j = 0; j < n && !yes; j++)
+            yes = fr[j].sym && regexec(&f->re, fr[j].sym, 0, NULL, 0) == 0;
+    }
+    s->match = (uint8_t)yes;
+    s->match_gen = f->re_gen;
+    return yes;
+}
+
+int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func_re)
+{
+    if (rh_fl_filter(f, func_re))
+        return -1;
+    struct rh_rip *r = &f->r;
+    rh_lv_model_clear(m);
+    snprintf(m->source, sizeof m->source, "%s", f->path);
+    snprintf(m->exe, sizeof m->exe, "%s", f->hdr_ok ? r->exe : "?");
+    m->pid = f->pid;
+    m->following = 1;
+    m->ended = rh_follow_ended(f);
+    if (!m->ended && f->trailer)
+        snprintf(m->state, sizeof m->state, "running, this profile closed");
+    else if (!m->ended)
+        snprintf(m->state, sizeof m->state, "running");
+    else if (f->trailer)
+        snprintf(m->state, sizeof m->state, "program ended%s",
+                 r->tr_has_end_reason && r->tr_end_reason == 1 ? " (profile cut at the size limit)"
+                                                               : "");
+    else
+        snprintf(m->state, sizeof m->state, "program ended without closing its profile");
+    m->duration_ns = f->hdr_ok ? rh_run_duration(r, f->last_ns) : 0;
+    m->live_bytes = f->live_bytes;
+    m->live_blocks = f->live_blocks;
+    m->peak_bytes = f->peak;
+    m->peak_t = f->peak_t;
+    m->alloc_blocks = f->alloc_blocks;
+    m->alloc_bytes = f->alloc_bytes;
+    m->freed_blocks = f->freed_blocks;
+    m->freed_bytes = f->freed_bytes;
+    m->unknown_frees = f->mst.unknown_frees;
+    m->events = r->events;
+    m->cpu_total = f->cpu_total;
+    snprintf(m->skipped, sizeof m->skipped, "%s", f->skipped);
+    for (size_t i = 0; i < f->nsites; i++) {
+        struct rh_lv_site *s = rh_lv_site_add(m, f->sites[i].label, f->sites[i].func);
+        if (!s)
+            return -1;
+        memcpy(s->trend, f->sites[i].trend, sizeof s->trend);
+        s->ntrend = f->sites[i].ntrend;
+    }
+    struct rh_lv_site *unknown = NULL;
+    for (size_t i = 0; i < f->nst; i++) {
+        const struct rh_fl_stack *st = &f->st[i];
+        if (!st->alloc_blocks && !st->cpu_samples)
+            continue;
+        if (f->have_re && !rh_fl_matches(f, (uint32_t)i))
+            continue;
+        struct rh_lv_site *s;
+        if (st->site >= 0) {
+            s = &m->sites[st->site];
+        } else {
+            if (!unknown)
+                unknown = rh_lv_site_add(m, "(stack not written yet)", "(stack not written yet)");
+            if (!unknown)
+                return -1;
+            s = unknown;
+        }
+        s->live_bytes += st->live_bytes;
+        s->live_blocks += st->live_blocks;
+        s->alloc_bytes += st->alloc_bytes;
+        s->alloc_blocks += st->alloc_blocks;
+        s->freed_bytes += st->freed_bytes;
+        s->freed_blocks += st->freed_blocks;
+        s->cpu_samples += st->cpu_samples;
+    }
+    /* sites that never allocated (their stacks' sites moved) are dropped */
+    size_t k = 0;
+    for (size_t i = 0; i < m->nsites; i++) {
+        if (m->sites[i].alloc_blocks || m->sites[i].cpu_samples) {
+            m->sites[k++] = m->sites[i];
+        } else {
+            free(m->sites[i].label);
+            free(m->sites[i].func);
+        }
+    }
+    m->nsites = k;
+    for (size_t i = 0; i < f->nth; i++) {
+        if (rh_grow(&m->threads, &m->capthreads, m->nthreads + 1, sizeof *m->threads))
+            return -1;
+        struct rh_lv_thread *t = &m->threads[m->nthreads++];
+        *t = f->th[i];
+        if (i < r->nthreads) {
+            t->tid = r->threads[i].tid;
+            if (r->threads[i].named)
+                snprintf(t->name, sizeof t->name, "%s", r->threads[i].name);
+        }
+    }
+    for (size_t i = 0; i < f->ntl; i++)
+        if (rh_lv_point_add(m, f->tl[i].t, f->tl[i].bytes))
+            return -1;
+    return 0;
+}
+
+void rh_follow_close(struct rh_follow *f)
+{
+    if (!f)
+        return;
+    rh_merge_free(f->merge);
+    rh_sym_free(f->sym);
+    sqlite3_finalize(f->ins_stack);
+    sqlite3_finalize(f->ins_frame);
+    if (f->db)
+        sqlite3_close(f->db);
+    f->r.mapped = 0; /* the mapping is ours: rh_rip_close must not unmap it */
+    rh_rip_close(&f->r);
+    rh_map_free(&f->slots);
+    rh_map_free(&f->site_map);
+    for (size_t i = 0; i < f->nsites; i++) {
+        free(f->sites[i].label);
+        free(f->sites[i].func);
+    }
+    free(f->sites);
+    free(f->st);
+    free(f->th);
+    free(f->tl);
+    free(f->held);
+    if (f->have_re)
+        regfree(&f->re);
+    if (f->map != MAP_FAILED && f->map)
+        munmap(f->map, f->reserved);
+    if (f->fd >= 0)
+        close(f->fd);
+    free(f);
+}

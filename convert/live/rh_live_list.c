@@ -1,0 +1,271 @@
+/* rh_live_list.c: `rheaper list [DIR...]`, the profiles in a directory.
+ *
+ * Every regular file whose first bytes are the rip magic is a profile. Each
+ * gets one row: pid, executable, start time, duration, events, size and
+ * state, read from the file header, the chunk headers and the trailer
+ * (runtime/FORMAT.md) without decoding any record, so listing is quick
+ * however large the files are:
+ *   recording   no trailer yet, and the process that writes it is running
+ *               (its marker says it records this file, or it maps it);
+ *   complete    a trailer with the normal end reason, and no damage seen;
+ *   cut at the size limit   a trailer whose end reason is the size limit;
+ *   damaged     no trailer and no process writing it (killed), or a chunk
+ *               header that is not one, or a chunk past the end of the file.
+ * Checksums are not verified here; rheaper-convert verifies them. Without
+ * DIR, the current directory and RHEAPER_PROFILE_DIR are listed.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rh_cli.h"
+#include "rh_convert.h"
+#include "rh_live.h"
+
+struct rh_prof_row {
+    char path[PATH_MAX];
+    char exe[256];
+    uint32_t pid;
+    uint64_t start_real;
+    int64_t duration_ns;
+    uint64_t events;
+    uint64_t size;
+    const char *state;
+};
+
+/* 1 when process pid is alive and maps the file with inode ino. */
+static int rh_list_writing(uint32_t pid, ino_t ino, const char *dir)
+{
+    if (!pid || (kill((pid_t)pid, 0) != 0 && errno != EPERM))
+        return 0;
+    char path[PATH_MAX + 64], line[PATH_MAX + 256];
+    /* the marker of an armed process says which file it records */
+    snprintf(path, sizeof path, "%s/rheaper-%u.ctl", dir, pid);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        int recording = 0;
+        char prof[PATH_MAX] = "";
+        while (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = 0;
+            if (!strcmp(line, "state recording"))
+                recording = 1;
+            else if (!strncmp(line, "profile ", 8))
+                snprintf(prof, sizeof prof, "%s", line + 8);
+        }
+        fclose(f);
+        struct stat sb;
+        if (recording && prof[0] && stat(prof, &sb) == 0 && sb.st_ino == ino)
+            return 1;
+    }
+    snprintf(path, sizeof path, "/proc/%u/maps", pid);
+    f = fopen(path, "re");
+    if (!f)
+        return 0;
+    int yes = 0;
+    while (!yes && fgets(line, sizeof line, f)) {
+        unsigned long long inode = 0;
+        if (sscanf(line, "%*s %*s %*s %*s %llu", &inode) == 1 && inode == (unsigned long long)ino)
+            yes = 1;
+    }
+    fclose(f);
+    return yes;
+}
+
+/* Reads one profile's row. Returns 1 for a rip file, 0 for anything else. */
+static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *row)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    uint8_t hb[RIP_HEADER_SIZE];
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+        pread(fd, hb, sizeof hb, 0) < (ssize_t)sizeof(struct rip_file_header) ||
+        memcmp(hb, RIP_MAGIC, 8) != 0) {
+        close(fd);
+        return 0;
+    }
+    struct rip_file_header h;
+    memcpy(&h, hb, sizeof h);
+    memset(row, 0, sizeof *row);
+    snprintf(row->path, sizeof row->path, "%s", path);
+    size_t el = h.exe_len < RIP_HDR_EXE_MAX ? h.exe_len : RIP_HDR_EXE_MAX - 1;
+    char exe[RIP_HDR_EXE_MAX + 1];
+    memcpy(exe, hb + RIP_HDR_EXE_OFF, el);
+    exe[el] = 0;
+    const char *b = strrchr(exe, '/');
+    snprintf(row->exe, sizeof row->exe, "%s", b ? b + 1 : exe[0] ? exe : "?");
+    row->pid = h.pid;
+    row->start_real = h.start_realtime_ns;
+    row->size = (uint64_t)sb.st_size;
+    int damaged =
+        h.version < RIP_VERSION_MIN || h.version > RIP_VERSION || h.header_size != RIP_HEADER_SIZE;
+    int trailer = 0;
+    uint32_t end_reason = 0;
+    uint64_t tr_events = 0, tr_end_ns = 0, last_ns = 0, events = 0;
+    uint64_t off = RIP_HEADER_SIZE;
+    while (!damaged && off + RIP_CHUNK_HDR_SIZE <= (uint64_t)sb.st_size) {
+        struct rip_chunk_header c;
+        if (pread(fd, &c, sizeof c, (off_t)off) != (ssize_t)sizeof c)
+            break;
+        static const struct rip_chunk_header zero;
+        if (!memcmp(&c, &zero, sizeof c))
+            break; /* reserved and not written (yet) */
+        if (c.magic != RIP_CHUNK_MAGIC || c.header_size != RIP_CHUNK_HDR_SIZE ||
+            c.capacity > RIP_CHUNK_MAX_CAPACITY || c.used > c.capacity ||
+            c.type < RIP_CHUNK_EVENTS || c.type > RIP_CHUNK_TRAILER ||
+            off + RIP_CHUNK_HDR_SIZE + c.capacity > (uint64_t)sb.st_size) {
+            damaged = 1;
+            break;
+        }
+        if (c.calib_ns > last_ns)
+            last_ns = c.calib_ns;
+        if (c.type == RIP_CHUNK_TRAILER && c.used >= 48) {
+            uint8_t t[64] = {0};
+            ssize_t k = pread(fd, t, c.used < 64 ? c.used : 64, (off_t)(off + RIP_CHUNK_HDR_SIZE));
+            if (k >= 48) {
+                trailer = 1;
+                memcpy(&tr_events, t, 8);
+                memcpy(&tr_end_ns, t + 16, 8);
+                if (c.used >= 64 && k >= 60)
+                    memcpy(&end_reason, t + 56, 4);
+            }
+        } else if (c.type == RIP_CHUNK_EVENTS || c.type == RIP_CHUNK_SHARED) {
+            events += c.events;
+        }
+        off += (RIP_CHUNK_HDR_SIZE + (uint64_t)c.capacity + RIP_ALIGN - 1) &
+               ~(uint64_t)(RIP_ALIGN - 1);
+    }
+    close(fd);
+    int writing = !trailer && rh_list_writing(h.pid, sb.st_ino, dir);
+    if (writing) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        last_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
+    if (trailer && tr_end_ns > last_ns)
+        last_ns = tr_end_ns;
+    row->duration_ns = last_ns > h.start_mono_ns ? (int64_t)(last_ns - h.start_mono_ns) : 0;
+    row->events = trailer ? tr_events : events;
+    if (writing)
+        row->state = damaged ? "recording (damaged)" : "recording";
+    else if (damaged || !trailer)
+        row->state = "damaged";
+    else if (end_reason == RIP_END_SIZE_LIMIT)
+        row->state = "cut at the size limit";
+    else
+        row->state = "complete";
+    return 1;
+}
+
+static int rh_row_cmp(const void *a, const void *b)
+{
+    const struct rh_prof_row *x = a, *y = b;
+    if (x->start_real != y->start_real)
+        return x->start_real < y->start_real ? -1 : 1;
+    return strcmp(x->path, y->path);
+}
+
+/* Appends the profiles of dir to *rows. Returns 0, or -1 when dir cannot be
+ * read (printed). */
+static int rh_list_dir(const char *dir, struct rh_prof_row **rows, size_t *n, size_t *cap)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "rheaper: list: %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", strcmp(dir, ".") ? dir : ".", e->d_name);
+        if (rh_grow(rows, cap, *n + 1, sizeof **rows)) {
+            closedir(d);
+            fprintf(stderr, "rheaper: list: out of memory\n");
+            return -1;
+        }
+        if (rh_list_one(dir, path, &(*rows)[*n]))
+            (*n)++;
+    }
+    closedir(d);
+    return 0;
+}
+
+int rh_cmd_list(int argc, char **argv)
+{
+    const char *dirs[64];
+    int nd = 0;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (argv[i][0] == '-') {
+            fprintf(stderr, "usage: rheaper list [--json] [DIR...]\n");
+            return 2;
+        } else if (nd < 64)
+            dirs[nd++] = argv[i];
+    }
+    if (!nd) {
+        dirs[nd++] = ".";
+        const char *env = getenv("RHEAPER_PROFILE_DIR");
+        char a[PATH_MAX], b[PATH_MAX];
+        if (env && *env && !(realpath(env, a) && realpath(".", b) && !strcmp(a, b)))
+            dirs[nd++] = env;
+    }
+    struct rh_prof_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    for (int i = 0; i < nd; i++)
+        if (rh_list_dir(dirs[i], &rows, &n, &cap))
+            rc = 1;
+    if (n > 1)
+        qsort(rows, n, sizeof *rows, rh_row_cmp);
+    if (json)
+        printf("[");
+    else if (n)
+        printf("%8s  %-16s  %-19s  %10s  %12s  %10s  %-21s  %s\n", "PID", "EXECUTABLE", "STARTED",
+               "DURATION", "EVENTS", "SIZE", "STATE", "FILE");
+    for (size_t i = 0; i < n; i++) {
+        const struct rh_prof_row *r = &rows[i];
+        char when[32] = "?", size[32];
+        time_t t = (time_t)(r->start_real / 1000000000ull);
+        struct tm tm;
+        if (localtime_r(&t, &tm))
+            strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+        if (json) {
+            printf("%s\n {\"pid\": %u, \"executable\": \"", i ? "," : "", r->pid);
+            for (const char *p = r->exe; *p; p++)
+                printf(*p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 32 ? "?" : "%c", *p);
+            printf("\", \"start_time_ns\": %llu, \"duration_ns\": %lld, \"events\": %llu,"
+                   " \"size\": %llu, \"state\": \"%s\", \"file\": \"",
+                   (unsigned long long)r->start_real, (long long)r->duration_ns,
+                   (unsigned long long)r->events, (unsigned long long)r->size, r->state);
+            for (const char *p = r->path; *p; p++)
+                printf(*p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 32 ? "?" : "%c", *p);
+            printf("\"}");
+        } else {
+            printf("%8u  %-16s  %-19s  %9.1fs  %12llu  %10s  %-21s  %s\n", r->pid, r->exe, when,
+                   (double)r->duration_ns / 1e9, (unsigned long long)r->events,
+                   rh_human_bytes((int64_t)r->size, size, sizeof size), r->state, r->path);
+        }
+    }
+    if (json)
+        printf("%s]\n", n ? "\n" : "");
+    else if (!n)
+        printf("no profiles in %s%s%s\n", dirs[0], nd > 1 ? " or " : "", nd > 1 ? dirs[1] : "");
+    free(rows);
+    if (fflush(stdout) != 0)
+        rc = 1;
+    return rc;
+}

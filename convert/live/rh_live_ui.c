@@ -1,0 +1,687 @@
+/* rh_live_ui.c: the ncurses terminal UI of `rheaper live` and `rheaper view`.
+ *
+ * It draws a struct rh_lv_model (rh_live.h) in four views and only changes
+ * it through the source's refresh callback: `1` CPU samples per function, `2` heap call sites with a sparkline of
+ * their live bytes, `3` a chart of the total live heap over time, `4` the
+ * threads. Keys (README, "Live view"): j/k (and the arrows) move the
+ * selection, h/l pan the chart, +/- zoom it, Tab cycles the views, s cycles
+ * the sort, / filters call sites as --function does (the sites of stacks in
+ * which some frame's function matches a POSIX extended regex; the source
+ * refills the model; an empty one clears it), p pauses the refresh, q quits. While following a
+ * program the model is refreshed through a callback about twice a second; a
+ * resize redraws at the new size; when the program ends the last state stays
+ * on screen with a line saying so. Sparklines use block characters in a
+ * UTF-8 locale and ASCII otherwise.
+ */
+#define _GNU_SOURCE
+#include <langinfo.h>
+#include <locale.h>
+#include <ncurses.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rh_cli.h"
+#include "rh_live.h"
+
+enum { RH_V_CPU = 1, RH_V_HEAP, RH_V_CHART, RH_V_THREADS };
+
+struct rh_ui {
+    struct rh_lv_model *m;
+    int view;
+    int sel[5], top[5], sort[5];
+    regex_t re;
+    int have_re;
+    char re_text[128];
+    int paused;
+    int filter_changed; /* the model must be refilled with the new filter */
+    double zoom;        /* 1: the whole run */
+    int64_t win_end;    /* chart window end (ns); -1: follow the end */
+    int utf8;
+    char msg[256];
+};
+
+static const char *const rh_heap_sorts[] = {"live bytes", "allocated bytes", "allocations",
+                                            "freed bytes", "call site"};
+static const char *const rh_thread_sorts[] = {"live bytes", "allocated bytes", "freed bytes",
+                                              "thread"};
+static const char *const rh_cpu_sorts[] = {"samples", "function"};
+
+static int rh_nsorts(int view)
+{
+    return view == RH_V_HEAP ? 5 : view == RH_V_THREADS ? 4 : view == RH_V_CPU ? 2 : 1;
+}
+
+static const char *rh_sort_name(int view, int k)
+{
+    return view == RH_V_HEAP      ? rh_heap_sorts[k]
+           : view == RH_V_THREADS ? rh_thread_sorts[k]
+           : view == RH_V_CPU     ? rh_cpu_sorts[k]
+                                  : "";
+}
+
+static const char *rh_hb(int64_t b, char *buf, size_t n)
+{
+    return rh_human_bytes(b, buf, n);
+}
+
+/* ---- ordering ------------------------------------------------------------ */
+
+static int rh_sort_key; /* qsort has no context argument */
+
+static int rh_cmp64(int64_t a, int64_t b)
+{
+    return a > b ? -1 : a < b;
+}
+
+static int rh_site_cmp(const void *pa, const void *pb)
+{
+    const struct rh_lv_site *a = *(const struct rh_lv_site *const *)pa;
+    const struct rh_lv_site *b = *(const struct rh_lv_site *const *)pb;
+    int c = 0;
+    switch (rh_sort_key) {
+    case 0:
+        c = rh_cmp64(a->live_bytes, b->live_bytes);
+        break;
+    case 1:
+        c = rh_cmp64(a->alloc_bytes, b->alloc_bytes);
+        break;
+    case 2:
+        c = rh_cmp64(a->alloc_blocks, b->alloc_blocks);
+        break;
+    case 3:
+        c = rh_cmp64(a->freed_bytes, b->freed_bytes);
+        break;
+    case 10:
+        c = rh_cmp64(a->cpu_samples, b->cpu_samples);
+        break;
+    default:
+        break;
+    }
+    return c ? c : strcmp(a->label, b->label);
+}
+
+static int rh_thread_cmp(const void *pa, const void *pb)
+{
+    const struct rh_lv_thread *a = *(const struct rh_lv_thread *const *)pa;
+    const struct rh_lv_thread *b = *(const struct rh_lv_thread *const *)pb;
+    int c = 0;
+    switch (rh_sort_key) {
+    case 0:
+        c = rh_cmp64(a->live_bytes, b->live_bytes);
+        break;
+    case 1:
+        c = rh_cmp64(a->alloc_bytes, b->alloc_bytes);
+        break;
+    case 2:
+        c = rh_cmp64(a->freed_bytes, b->freed_bytes);
+        break;
+    default:
+        break;
+    }
+    return c ? c : (a->id > b->id) - (a->id < b->id);
+}
+
+/* The sites the view lists (heap: those that allocated; CPU: those with
+ * samples; the source already applied the filter), sorted. Returns a malloc'd array, *n its length. */
+static const struct rh_lv_site **rh_sites(struct rh_ui *u, int cpu, size_t *n)
+{
+    const struct rh_lv_model *m = u->m;
+    const struct rh_lv_site **v = malloc((m->nsites ? m->nsites : 1) * sizeof *v);
+    *n = 0;
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < m->nsites; i++) {
+        const struct rh_lv_site *s = &m->sites[i];
+        if (cpu ? !s->cpu_samples : !s->alloc_blocks)
+            continue;
+        v[(*n)++] = s;
+    }
+    rh_sort_key = cpu ? (u->sort[RH_V_CPU] == 0 ? 10 : 99) : u->sort[RH_V_HEAP];
+    if (rh_sort_key == 4)
+        rh_sort_key = 99;
+    qsort(v, *n, sizeof *v, rh_site_cmp);
+    return v;
+}
+
+/* ---- drawing ---------------------------------------------------------------- */
+
+/* Writes s at (y, x), cut to at most w columns. */
+static void rh_put(int y, int x, int w, const char *s)
+{
+    if (w <= 0 || y < 0 || y >= LINES)
+        return;
+    mvaddnstr(y, x, s, w);
+}
+
+/* A sparkline of n values (oldest first) in w cells. */
+static void rh_spark(struct rh_ui *u, int y, int x, int w, const int64_t *v, int n)
+{
+    static const char *const blocks[] = {" ",
+                                         "\xe2\x96\x81",
+                                         "\xe2\x96\x82",
+                                         "\xe2\x96\x83",
+                                         "\xe2\x96\x84",
+                                         "\xe2\x96\x85",
+                                         "\xe2\x96\x86",
+                                         "\xe2\x96\x87",
+                                         "\xe2\x96\x88"};
+    static const char ascii[] = " ._-=+*#@";
+    if (n <= 0 || w <= 0)
+        return;
+    int64_t mx = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] > mx)
+            mx = v[i];
+    int cells = n < w ? n : w;
+    for (int c = 0; c < cells; c++) {
+        /* cell c covers values [a, b): their maximum */
+        int a = (int)((int64_t)c * n / cells), b = (int)((int64_t)(c + 1) * n / cells);
+        int64_t x0 = 0;
+        for (int i = a; i < b; i++)
+            if (v[i] > x0)
+                x0 = v[i];
+        int lv = mx > 0 ? (int)((x0 * 8 + mx - 1) / mx) : 0;
+        if (lv > 8)
+            lv = 8;
+        if (u->utf8)
+            mvaddstr(y, x + (w - cells) + c, blocks[lv]);
+        else
+            mvaddch(y, x + (w - cells) + c, (chtype)ascii[lv]);
+    }
+}
+
+static void rh_draw_header(struct rh_ui *u)
+{
+    const struct rh_lv_model *m = u->m;
+    char line[2048], a[32], b[32], c[32], d[32];
+    attron(A_REVERSE);
+    mvhline(0, 0, ' ', COLS);
+    snprintf(line, sizeof line, " rheaper %s  pid %d  [%s]  %s", m->following ? "live" : "view",
+             m->pid, m->state, m->exe);
+    rh_put(0, 0, COLS, line);
+    attroff(A_REVERSE);
+    snprintf(line, sizeof line,
+             " live %s in %lld blocks   peak %s   allocated %s in %lld   freed %s in %lld   "
+             "time %.1f s",
+             rh_hb(m->live_bytes, a, sizeof a), (long long)m->live_blocks,
+             rh_hb(m->peak_bytes, b, sizeof b), rh_hb(m->alloc_bytes, c, sizeof c),
+             (long long)m->alloc_blocks, rh_hb(m->freed_bytes, d, sizeof d),
+             (long long)m->freed_blocks, (double)m->duration_ns / 1e9);
+    rh_put(1, 0, COLS, line);
+    static const char *const names[] = {"", "1 CPU", "2 Heap", "3 Chart", "4 Threads"};
+    int x = 1;
+    for (int v = 1; v <= 4; v++) {
+        if (v == u->view)
+            attron(A_REVERSE | A_BOLD);
+        rh_put(2, x, COLS - x, names[v]);
+        if (v == u->view)
+            attroff(A_REVERSE | A_BOLD);
+        x += (int)strlen(names[v]) + 2;
+    }
+    line[0] = 0;
+    if (rh_nsorts(u->view) > 1)
+        snprintf(line, sizeof line, " sort: %s", rh_sort_name(u->view, u->sort[u->view]));
+    if (u->have_re && (u->view == RH_V_HEAP || u->view == RH_V_CPU))
+        snprintf(line + strlen(line), sizeof line - strlen(line), "  filter: /%s/", u->re_text);
+    if (u->paused)
+        snprintf(line + strlen(line), sizeof line - strlen(line), "  PAUSED");
+    rh_put(2, x + 1, COLS - x - 1, line);
+}
+
+static void rh_draw_footer(struct rh_ui *u)
+{
+    const char *help = "j/k move  h/l pan  +/- zoom  Tab/1-4 view  s sort  / filter  p pause  "
+                       "q quit";
+    char line[512];
+    if (u->msg[0])
+        snprintf(line, sizeof line, " %s", u->msg);
+    else if (u->m->following && u->m->ended)
+        snprintf(line, sizeof line, " The program has ended: its final state is shown.  q quits");
+    else
+        snprintf(line, sizeof line, " %s", help);
+    attron(A_REVERSE);
+    mvhline(LINES - 1, 0, ' ', COLS);
+    rh_put(LINES - 1, 0, COLS, line);
+    attroff(A_REVERSE);
+}
+
+/* Keeps the selection of the current view inside [0, n) and visible in h
+ * rows. */
+static void rh_clamp(struct rh_ui *u, size_t n, int h)
+{
+    int v = u->view;
+    if (u->sel[v] >= (int)n)
+        u->sel[v] = (int)n - 1;
+    if (u->sel[v] < 0)
+        u->sel[v] = 0;
+    if (h < 1)
+        h = 1;
+    if (u->top[v] > u->sel[v])
+        u->top[v] = u->sel[v];
+    if (u->sel[v] >= u->top[v] + h)
+        u->top[v] = u->sel[v] - h + 1;
+    if (u->top[v] < 0)
+        u->top[v] = 0;
+}
+
+static void rh_draw_heap(struct rh_ui *u)
+{
+    size_t n;
+    const struct rh_lv_site **v = rh_sites(u, 0, &n);
+    int y0 = 4, h = LINES - y0 - 2;
+    int tw = COLS >= 120 ? 32 : COLS >= 90 ? 20 : 10;
+    char line[2048], a[32], b[32], c[32];
+    attron(A_BOLD);
+    snprintf(line, sizeof line, " %10s %8s %10s %8s %10s  %-*s  %s", "LIVE", "BLOCKS", "ALLOCATED",
+             "COUNT", "FREED", tw, "TREND", "CALL SITE");
+    rh_put(3, 0, COLS, line);
+    attroff(A_BOLD);
+    if (!v || !n) {
+        rh_put(y0, 1, COLS - 1,
+               u->have_re ? "no call site matches the filter" : "no allocations yet");
+        free(v);
+        return;
+    }
+    rh_clamp(u, n, h);
+    for (int r = 0; r < h && u->top[RH_V_HEAP] + r < (int)n; r++) {
+        const struct rh_lv_site *s = v[u->top[RH_V_HEAP] + r];
+        int selected = u->top[RH_V_HEAP] + r == u->sel[RH_V_HEAP];
+        if (selected)
+            attron(A_REVERSE);
+        mvhline(y0 + r, 0, ' ', COLS);
+        snprintf(line, sizeof line, " %10s %8lld %10s %8lld %10s",
+                 rh_hb(s->live_bytes, a, sizeof a), (long long)s->live_blocks,
+                 rh_hb(s->alloc_bytes, b, sizeof b), (long long)s->alloc_blocks,
+                 rh_hb(s->freed_bytes, c, sizeof c));
+        rh_put(y0 + r, 0, COLS, line);
+        int x = (int)strlen(line) + 2;
+        if (x + tw < COLS)
+            rh_spark(u, y0 + r, x, tw, s->trend + RH_LV_TREND - s->ntrend, s->ntrend);
+        x += tw + 2;
+        rh_put(y0 + r, x, COLS - x, s->label);
+        if (selected)
+            attroff(A_REVERSE);
+    }
+    const struct rh_lv_site *s = v[u->sel[RH_V_HEAP]];
+    snprintf(line, sizeof line, " %s: %lld blocks allocated, %lld freed, %lld live", s->label,
+             (long long)s->alloc_blocks, (long long)s->freed_blocks, (long long)s->live_blocks);
+    rh_put(LINES - 2, 0, COLS, line);
+    free(v);
+}
+
+static void rh_draw_cpu(struct rh_ui *u)
+{
+    if (!u->m->cpu_total) {
+        rh_put(4, 1, COLS - 1, "no CPU samples in this profile");
+        rh_put(5, 1, COLS - 1, "(record with RHEAPER_CPU_HZ=99 to sample the CPU beside the heap)");
+        return;
+    }
+    size_t n;
+    const struct rh_lv_site **v = rh_sites(u, 1, &n);
+    int y0 = 4, h = LINES - y0 - 2;
+    char line[2048];
+    attron(A_BOLD);
+    snprintf(line, sizeof line, " %10s %7s  %s", "SAMPLES", "SHARE", "FUNCTION");
+    rh_put(3, 0, COLS, line);
+    attroff(A_BOLD);
+    if (!v || !n) {
+        rh_put(y0, 1, COLS - 1, "no function matches the filter");
+        free(v);
+        return;
+    }
+    rh_clamp(u, n, h);
+    for (int r = 0; r < h && u->top[RH_V_CPU] + r < (int)n; r++) {
+        const struct rh_lv_site *s = v[u->top[RH_V_CPU] + r];
+        int selected = u->top[RH_V_CPU] + r == u->sel[RH_V_CPU];
+        if (selected)
+            attron(A_REVERSE);
+        mvhline(y0 + r, 0, ' ', COLS);
+        snprintf(line, sizeof line, " %10lld %6.1f%%  %s", (long long)s->cpu_samples,
+                 100.0 * (double)s->cpu_samples / (double)u->m->cpu_total, s->label);
+        rh_put(y0 + r, 0, COLS, line);
+        if (selected)
+            attroff(A_REVERSE);
+    }
+    free(v);
+}
+
+static void rh_draw_threads(struct rh_ui *u)
+{
+    const struct rh_lv_model *m = u->m;
+    const struct rh_lv_thread **v = malloc((m->nthreads ? m->nthreads : 1) * sizeof *v);
+    if (!v)
+        return;
+    for (size_t i = 0; i < m->nthreads; i++)
+        v[i] = &m->threads[i];
+    rh_sort_key = u->sort[RH_V_THREADS];
+    qsort(v, m->nthreads, sizeof *v, rh_thread_cmp);
+    int y0 = 4, h = LINES - y0 - 2;
+    char line[2048], a[32], b[32], c[32], d[32];
+    attron(A_BOLD);
+    snprintf(line, sizeof line, " %4s %8s %-16s %10s %8s %10s %8s %10s %10s %8s %8s", "ID", "TID",
+             "NAME", "ALLOCATED", "COUNT", "FREED", "COUNT", "BY OTHERS", "LIVE", "BLOCKS", "CPU");
+    rh_put(3, 0, COLS, line);
+    attroff(A_BOLD);
+    rh_clamp(u, m->nthreads, h);
+    for (int r = 0; r < h && u->top[RH_V_THREADS] + r < (int)m->nthreads; r++) {
+        const struct rh_lv_thread *t = v[u->top[RH_V_THREADS] + r];
+        int selected = u->top[RH_V_THREADS] + r == u->sel[RH_V_THREADS];
+        if (selected)
+            attron(A_REVERSE);
+        mvhline(y0 + r, 0, ' ', COLS);
+        snprintf(line, sizeof line, " %4u %8u %-16s %10s %8lld %10s %8lld %10s %10s %8lld %8lld",
+                 t->id, t->tid, t->name[0] ? t->name : "-", rh_hb(t->alloc_bytes, a, sizeof a),
+                 (long long)t->alloc_blocks, rh_hb(t->freed_bytes, b, sizeof b),
+                 (long long)t->freed_blocks, rh_hb(t->others_bytes, c, sizeof c),
+                 rh_hb(t->live_bytes, d, sizeof d), (long long)t->live_blocks,
+                 (long long)t->cpu_samples);
+        rh_put(y0 + r, 0, COLS, line);
+        if (selected)
+            attroff(A_REVERSE);
+    }
+    free(v);
+}
+
+/* The chart's window [*a, *b] in ns, from zoom and pan. */
+static void rh_window(struct rh_ui *u, int64_t *a, int64_t *b)
+{
+    const struct rh_lv_model *m = u->m;
+    int64_t t0 = m->ntl ? m->tl[0].t : 0, t1 = m->ntl ? m->tl[m->ntl - 1].t : 0;
+    if (t1 < m->duration_ns)
+        t1 = m->duration_ns;
+    if (t1 <= t0)
+        t1 = t0 + 1;
+    int64_t w = (int64_t)((double)(t1 - t0) / u->zoom);
+    if (w < 1)
+        w = 1;
+    int64_t end = u->win_end < 0 ? t1 : u->win_end;
+    if (end > t1)
+        end = t1;
+    if (end - w < t0)
+        end = t0 + w;
+    *a = end - w;
+    *b = end;
+}
+
+/* Time t (ns) as an axis label precise enough for a window of w ns. */
+static void rh_fmt_time(char *buf, size_t n, int64_t t, int64_t w)
+{
+    if (w >= 10000000000)
+        snprintf(buf, n, "%.1f s", (double)t / 1e9);
+    else if (w >= 100000000)
+        snprintf(buf, n, "%.3f s", (double)t / 1e9);
+    else
+        snprintf(buf, n, "%.3f ms", (double)t / 1e6);
+}
+
+static void rh_draw_chart(struct rh_ui *u)
+{
+    const struct rh_lv_model *m = u->m;
+    int lx = 11, y0 = 4, h = LINES - y0 - 4, w = COLS - lx - 2;
+    if (h < 2 || w < 4) {
+        rh_put(y0, 1, COLS - 1, "the terminal is too small for the chart");
+        return;
+    }
+    if (!m->ntl) {
+        rh_put(y0, 1, COLS - 1, "no events yet");
+        return;
+    }
+    int64_t a, b;
+    rh_window(u, &a, &b);
+    int64_t *col = calloc((size_t)w, sizeof *col);
+    if (!col)
+        return;
+    /* each column: the highest point inside it, else the value carried from
+     * the last point before it (the heap stays as it was between events) */
+    size_t i = 0;
+    int64_t carry = 0, mx = 0;
+    while (i < m->ntl && m->tl[i].t < a)
+        carry = m->tl[i++].bytes;
+    for (int c = 0; c < w; c++) {
+        int64_t ce = a + (int64_t)((double)(b - a) * (c + 1) / w);
+        int64_t v = -1;
+        while (i < m->ntl && m->tl[i].t <= ce) {
+            if (m->tl[i].bytes > v)
+                v = m->tl[i].bytes;
+            carry = m->tl[i++].bytes;
+        }
+        col[c] = v >= 0 ? v : carry;
+        if (col[c] > mx)
+            mx = col[c];
+    }
+    char s[64], t[64];
+    snprintf(s, sizeof s, "%s", rh_hb(mx, t, sizeof t));
+    rh_put(y0, 0, lx - 1, s);
+    rh_put(y0 + h - 1, 0, lx - 1, "0");
+    for (int r = 0; r < h; r++)
+        mvaddch(y0 + r, lx - 1, '|');
+    for (int c = 0; c < w; c++) {
+        int bar = mx > 0 ? (int)((col[c] * h + mx - 1) / mx) : 0;
+        for (int r = 0; r < bar && r < h; r++)
+            mvaddch(y0 + h - 1 - r, lx + c, '#');
+    }
+    mvhline(y0 + h, lx - 1, '-', w + 1);
+    char l[64], rr[64], line[256];
+    rh_fmt_time(l, sizeof l, a, b - a);
+    rh_fmt_time(rr, sizeof rr, b, b - a);
+    rh_put(y0 + h + 1, lx - 1, COLS - lx, l);
+    rh_put(y0 + h + 1, COLS - (int)strlen(rr) - 1, (int)strlen(rr), rr);
+    snprintf(line, sizeof line, " total live heap over time   zoom %gx   peak %s at %.2f s%s",
+             u->zoom, rh_hb(m->peak_bytes, t, sizeof t), (double)m->peak_t / 1e9,
+             u->win_end < 0 && m->following ? "   (following the end)" : "");
+    rh_put(3, 0, COLS, line);
+    free(col);
+}
+
+static void rh_draw(struct rh_ui *u)
+{
+    erase();
+    if (LINES < 8 || COLS < 30) {
+        rh_put(0, 0, COLS, "rheaper: the terminal is too small");
+        refresh();
+        return;
+    }
+    rh_draw_header(u);
+    switch (u->view) {
+    case RH_V_CPU:
+        rh_draw_cpu(u);
+        break;
+    case RH_V_HEAP:
+        rh_draw_heap(u);
+        break;
+    case RH_V_CHART:
+        rh_draw_chart(u);
+        break;
+    default:
+        rh_draw_threads(u);
+        break;
+    }
+    rh_draw_footer(u);
+    refresh();
+}
+
+/* ---- keys -------------------------------------------------------------------- */
+
+static void rh_prompt_filter(struct rh_ui *u)
+{
+    char buf[128] = "";
+    attron(A_REVERSE);
+    mvhline(LINES - 1, 0, ' ', COLS);
+    rh_put(LINES - 1, 0, COLS, " function regex (empty clears): /");
+    attroff(A_REVERSE);
+    echo();
+    curs_set(1);
+    timeout(-1);
+    getnstr(buf, sizeof buf - 1);
+    noecho();
+    curs_set(0);
+    if (u->have_re) {
+        regfree(&u->re);
+        u->have_re = 0;
+        u->filter_changed = 1;
+    }
+    u->re_text[0] = 0;
+    u->msg[0] = 0;
+    if (!buf[0])
+        return;
+    int rc = regcomp(&u->re, buf, REG_EXTENDED | REG_NOSUB);
+    if (rc) {
+        char e[128];
+        regerror(rc, &u->re, e, sizeof e);
+        snprintf(u->msg, sizeof u->msg, "bad regex /%s/: %s", buf, e);
+        return;
+    }
+    u->have_re = 1;
+    u->filter_changed = 1;
+    snprintf(u->re_text, sizeof u->re_text, "%s", buf);
+    u->sel[RH_V_HEAP] = u->top[RH_V_HEAP] = u->sel[RH_V_CPU] = u->top[RH_V_CPU] = 0;
+}
+
+/* Pans the chart by `dir` quarter windows. */
+static void rh_pan(struct rh_ui *u, int dir)
+{
+    int64_t a, b;
+    rh_window(u, &a, &b);
+    const struct rh_lv_model *m = u->m;
+    int64_t t1 = m->ntl ? m->tl[m->ntl - 1].t : 0;
+    if (t1 < m->duration_ns)
+        t1 = m->duration_ns;
+    int64_t end = b + dir * ((b - a) / 4 > 0 ? (b - a) / 4 : 1);
+    u->win_end = end >= t1 ? -1 : end;
+}
+
+/* Handles key k. Returns 1 to quit. */
+static int rh_key(struct rh_ui *u, int k)
+{
+    int v = u->view;
+    u->msg[0] = 0;
+    switch (k) {
+    case 'q':
+    case 'Q':
+        return 1;
+    case '1':
+    case '2':
+    case '3':
+    case '4':
+        u->view = k - '0';
+        break;
+    case '\t':
+        u->view = u->view % 4 + 1;
+        break;
+    case KEY_BTAB:
+        u->view = (u->view + 2) % 4 + 1;
+        break;
+    case 'j':
+    case KEY_DOWN:
+        u->sel[v]++;
+        break;
+    case 'k':
+    case KEY_UP:
+        u->sel[v]--;
+        break;
+    case KEY_NPAGE:
+        u->sel[v] += LINES - 6;
+        break;
+    case KEY_PPAGE:
+        u->sel[v] -= LINES - 6;
+        break;
+    case 'g':
+    case KEY_HOME:
+        u->sel[v] = 0;
+        break;
+    case 'h':
+    case KEY_LEFT:
+        rh_pan(u, -1);
+        break;
+    case 'l':
+    case KEY_RIGHT:
+        rh_pan(u, 1);
+        break;
+    case '+':
+    case '=':
+        if (u->zoom < 1e6)
+            u->zoom *= 2;
+        break;
+    case '-':
+    case '_':
+        u->zoom = u->zoom > 1 ? u->zoom / 2 : 1;
+        if (u->zoom == 1)
+            u->win_end = -1;
+        break;
+    case 's':
+        if (rh_nsorts(v) > 1)
+            u->sort[v] = (u->sort[v] + 1) % rh_nsorts(v);
+        break;
+    case '/':
+        rh_prompt_filter(u);
+        break;
+    case 'p':
+        u->paused = !u->paused;
+        break;
+    default:
+        break;
+    }
+    if (u->sel[v] < 0)
+        u->sel[v] = 0;
+    return 0;
+}
+
+static double rh_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh_fn, void *ctx, int follow)
+{
+    struct rh_ui u;
+    memset(&u, 0, sizeof u);
+    u.m = m;
+    u.view = RH_V_HEAP;
+    u.zoom = 1;
+    u.win_end = -1;
+    setlocale(LC_ALL, "");
+    u.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    if (!initscr()) {
+        fprintf(stderr, "rheaper: cannot start the terminal UI (TERM=%s)\n",
+                getenv("TERM") ? getenv("TERM") : "");
+        return 1;
+    }
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    int rc = 0;
+    double next = 0;
+    rh_draw(&u);
+    for (;;) {
+        timeout(100);
+        int k = getch();
+        if (k == 'q' || k == 'Q')
+            break;
+        if (k != ERR && k != KEY_RESIZE && rh_key(&u, k))
+            break;
+        double now = rh_now();
+        const char *re = u.have_re ? u.re_text : NULL;
+        int r = 0;
+        if (refresh_fn && u.filter_changed) {
+            u.filter_changed = 0;
+            r = refresh_fn(ctx, m, re, 1);
+        } else if (refresh_fn && follow && !u.paused && now >= next) {
+            next = now + 0.5;
+            r = refresh_fn(ctx, m, re, 0);
+        }
+        if (r < 0) {
+            rc = 1;
+            break;
+        }
+        rh_draw(&u);
+    }
+    endwin();
+    if (u.have_re)
+        regfree(&u.re);
+    return rc;
+}
