@@ -50,6 +50,9 @@ struct rh_cs_frame {
     int32_t place; /* interned "file:line" of this frame */
     int32_t file;  /* interned source file, -1: none (no debug info) */
     int32_t anon;  /* a library frame without a symbol (named module+address) */
+    int32_t no;    /* its backtraces.frame_no */
+    uint64_t addr; /* its address (an inline chain shares one) */
+    int inlined;
 };
 
 struct rh_cs_stack {
@@ -191,7 +194,7 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
     if (sqlite3_prepare_v2(db,
                            "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
                            " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address,"
-                           " (SELECT coalesce(s.kind, '?') FROM stacks s WHERE s.id = b.id), file"
+                           " (SELECT coalesce(s.kind, '?') FROM stacks s WHERE s.id = b.id), file, inlined, frame_no"
                            " FROM backtraces b ORDER BY id, frame_no",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
@@ -224,6 +227,15 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
         }
         if (rh_grow(&c->fr, &c->capfr, c->nfr + 1, sizeof *c->fr))
             goto oom;
+        /* gcc can inline a copy of a function into itself (SQLite's
+         * sqlite3Malloc): an inlined frame followed by a frame of the same
+         * function at the same address is one frame, the inner one */
+        if (sym && c->nfr && c->st[c->nst - 1].n) {
+            const struct rh_cs_frame *pv = &c->fr[c->nfr - 1];
+            if (pv->inlined && pv->fn >= 0 && pv->addr == (uint64_t)sqlite3_column_int64(st, 5) &&
+                !strcmp(c->fnames.s[pv->fn], sym))
+                continue;
+        }
         int32_t fi = -1, pi = rh_cs_intern(&c->places, place ? place : "?");
         if (pi < 0)
             goto oom;
@@ -256,7 +268,13 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
                 c->fn[fi].file = -2;
             }
         }
-        c->fr[c->nfr++] = (struct rh_cs_frame){fi, pi, fli, is_anon};
+        c->fr[c->nfr++] = (struct rh_cs_frame){fi,
+                                               pi,
+                                               fli,
+                                               is_anon,
+                                               sqlite3_column_int(st, 9),
+                                               (uint64_t)sqlite3_column_int64(st, 5),
+                                               sqlite3_column_int(st, 8)};
         c->st[c->nst - 1].n++;
     }
     sqlite3_finalize(st);
@@ -374,10 +392,10 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
             c.fn[fr[p].fn].nstacks++;
             p++;
         }
-        if (!p)
+        if (!fr[p].no)
             continue;
         sqlite3_bind_int64(up, 1, c.st[s].id);
-        sqlite3_bind_int64(up, 2, p);
+        sqlite3_bind_int64(up, 2, fr[p].no);
         int r = sqlite3_step(up);
         sqlite3_reset(up);
         if (r != SQLITE_DONE)
