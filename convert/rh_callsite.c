@@ -195,7 +195,9 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
                            "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
                            " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address,"
                            " (SELECT coalesce(s.kind, '?') FROM stacks s WHERE s.id = b.id), file, inlined, frame_no"
-                           " FROM backtraces b ORDER BY id, frame_no",
+                           " FROM backtraces b WHERE coalesce((SELECT s.kind FROM stacks s"
+                           " WHERE s.id = b.id), '') NOT IN ('mmap', 'munmap', 'mremap', 'mallopt')"
+                           " ORDER BY id, frame_no",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
     int rc;

@@ -98,6 +98,17 @@ ssize_t rh_sys_read(int fd, void *buf, size_t len)
     return (ssize_t)syscall(SYS_read, fd, buf, len);
 }
 
+void *rh_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    return r == -1 ? MAP_FAILED : (void *)r;
+}
+
+int rh_sys_munmap(void *addr, size_t len)
+{
+    return (int)syscall(SYS_munmap, addr, len);
+}
+
 /* pwrite all of buf at off, retrying EINTR and short writes. Returns 0 or an
  * errno value. */
 static int rh_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
@@ -293,6 +304,7 @@ static void rh_fill_header(uint8_t *hdr)
     h->max_stack_depth = rh_cfg.max_stack_depth;
     h->chunk_size = rh_prof.max_chunk;
     h->ticks_per_sec = rh_ticks_per_sec();
+    h->flags |= RIP_HDR_F_MMAPS; /* this runtime records mmap and mallopt calls */
 
     char *exe = (char *)hdr + RIP_HDR_EXE_OFF;
     ssize_t n = readlink("/proc/self/exe", exe, RIP_HDR_EXE_MAX - 1);
@@ -369,7 +381,7 @@ int rh_file_create_locked(void)
 
     size_t sbytes = (size_t)rh_cfg.max_trackers * sizeof(struct rh_slot);
     sbytes = (sbytes + 4095) & ~(size_t)4095;
-    void *slots = mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
+    void *slots = rh_sys_mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     struct rh_stack_table *stacks = slots == MAP_FAILED ? NULL : rh_stack_table_new();
     if (stacks)
@@ -377,7 +389,7 @@ int rh_file_create_locked(void)
     if (!stacks) {
         int e = errno;
         if (slots != MAP_FAILED)
-            munmap(slots, sbytes);
+            rh_sys_munmap(slots, sbytes);
         rh_warn("cannot map the runtime's tables for %s: %s; tracking stays off", path,
                 rh_errstr(e));
         unlink(path);
@@ -459,7 +471,7 @@ void *rh_file_map_chunk_locked(uint32_t size)
         rh_file_fail_locked(what, err);
         return NULL;
     }
-    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+    void *m = rh_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
     err = m == MAP_FAILED ? errno : 0;
     rh_sys_close(fd); /* the mapping outlives its fd */
     if (m == MAP_FAILED) {
@@ -630,7 +642,7 @@ void rh_modules_snapshot(int force)
     dl_iterate_phdr(rh_mod_counts_cb, &b);
     if (!force && b.adds != ~0ull && b.adds == rh_prof.mod_adds && b.subs == rh_prof.mod_subs)
         return;
-    uint8_t *scratch = mmap(NULL, RH_MOD_SCRATCH, PROT_READ | PROT_WRITE,
+    uint8_t *scratch = rh_sys_mmap(NULL, RH_MOD_SCRATCH, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (scratch == MAP_FAILED)
         return;
@@ -650,7 +662,7 @@ void rh_modules_snapshot(int force)
         rh_prof.mod_subs = b.subs;
     }
     rh_spin_unlock(&rh_prof_lock);
-    munmap(scratch, RH_MOD_SCRATCH);
+    rh_sys_munmap(scratch, RH_MOD_SCRATCH);
 }
 
 /* ---- close -------------------------------------------------------------- */

@@ -48,6 +48,8 @@ static const char rh_usage[] =
     "  timeline DB -o OUT.svg\n"
     "  export heaptrack DB -o FILE\n"
     "  report DB -o OUT.html\n"
+    "  mmaps DB [--mallopts] [-n N]            the recorded mmap/munmap/mremap (or\n"
+    "                                          mallopt) calls, in order\n"
     "\n"
     "Output: --json or --csv instead of aligned columns.\n"
     "Filters (every command): --from T, --to T (seconds or N%), --function RE,\n"
@@ -242,6 +244,7 @@ static const struct {
     {"query", rh_cmd_query},   {"flamegraph", rh_cmd_flamegraph}, {"timeline", rh_cmd_timeline},
     {"export", rh_cmd_export}, {"report", rh_cmd_report},
     {"record", rh_cmd_record},
+    {"mmaps", rh_cmd_mmaps},
 };
 
 int main(int argc, char **argv)
