@@ -247,8 +247,13 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         return RH_DEC_BAD;
     }
     if (rc != RH_DEC_EVENT) {
-        if (rc == RH_DEC_NONE)
+        if (rc == RH_DEC_NONE) {
             s->p = p;
+            /* an EXT this reader does not know may be timed (version 3):
+             * its delta still counts; untimed ones carry 0 */
+            if (op == RIP_OP_EXT)
+                s->time += dt;
+        }
         return rc;
     }
     if (!s->thread && rh_stream_set_tid(r, s, s->tid))
