@@ -178,6 +178,11 @@ RH_HIDDEN void rh_record_fail(unsigned kind, size_t size, void *fp);
  * zigzagged by the caller). t: rh_now() after the real call. Keeps errno. */
 RH_HIDDEN void rh_record_ext(unsigned kind, unsigned sub, const uint64_t *v, unsigned n,
                              uint64_t t, void *fp);
+/* 1 when the calling thread records into a slot of the current file already:
+ * its next record takes no cold path that could call into libc (a thread's
+ * first record finds its stack bounds with pthread_getattr_np, which
+ * allocates). For callers that may run inside another allocator's locks. */
+RH_HIDDEN int rh_thread_recording(void);
 /* A module may have been loaded or unloaded (after dlopen/dlclose). */
 RH_HIDDEN void rh_modules_changed(void);
 

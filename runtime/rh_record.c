@@ -378,6 +378,12 @@ static void rh_emit_ext(struct rh_writer *w, unsigned kind, unsigned sub, const 
     rh_event_done(w, q + len);
 }
 
+int rh_thread_recording(void)
+{
+    struct rh_slot *s = rh_tls_slot;
+    return s && s->w.chunk && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED);
+}
+
 void rh_record_ext(unsigned kind, unsigned sub, const uint64_t *v, unsigned n, uint64_t t_after,
                    void *fp)
 {

@@ -31,7 +31,12 @@ extern int __libc_mallopt(int, int);
 #define RH_IP RH_WRAP /* exported, kept */
 
 /* rh_hook_begin for the functions here: 0 when tracking is off, inside a
- * hooked call, before the environment exists, or under RHEAPER_SCOPE=program. */
+ * hooked call, before the environment exists, under RHEAPER_SCOPE=program,
+ * or when the thread has not recorded anything yet. That last one: a shared
+ * library's mmap may run inside its allocator's locks (a shared jemalloc
+ * mapping an extent from a call that did not pass through rheaper), and a
+ * thread's first record allocates (its stack bounds); recording it could
+ * re-enter that allocator. Such a call is not recorded (README). */
 static inline int rh_im_begin(void)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
@@ -41,7 +46,7 @@ static inline int rh_im_begin(void)
         return 0;
     if (!rh_hook_begin())
         return 0;
-    if (rh_unlikely(!rh_scope_process)) {
+    if (rh_unlikely(!rh_scope_process || !rh_thread_recording())) {
         rh_hook_end();
         return 0;
     }

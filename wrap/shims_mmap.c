@@ -63,9 +63,19 @@ RH_HIDDEN void rh_mallopt_record(int param, int value, int r, void *fp)
     rh_record_ext(RH_KIND_MALLOPT, RIP_EXT_MALLOPT, v, 3, rh_now(), fp);
 }
 
+/* rh_hook_begin, but a call nested in any hooked call (an allocator built
+ * with rheaper-cc mapping memory inside its wrapped malloc) passes through
+ * uncounted: it is the allocator's own work, not a signal handler's re-entry. */
+RH_INLINE int rh_mm_begin(void)
+{
+    if (rh_guard)
+        return 0;
+    return rh_hook_begin();
+}
+
 RH_WRAP void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, long off)
 {
-    if (!rh_hook_begin())
+    if (!rh_mm_begin())
         return __real_mmap(addr, len, prot, flags, fd, off);
     void *r = __real_mmap(addr, len, prot, flags, fd, off);
     int e = errno;
@@ -77,7 +87,7 @@ RH_WRAP void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, l
 
 RH_WRAP void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd, long off)
 {
-    if (!rh_hook_begin())
+    if (!rh_mm_begin())
         return __real_mmap64(addr, len, prot, flags, fd, off);
     void *r = __real_mmap64(addr, len, prot, flags, fd, off);
     int e = errno;
@@ -89,7 +99,7 @@ RH_WRAP void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd,
 
 RH_WRAP int __wrap_munmap(void *addr, size_t len)
 {
-    if (!rh_hook_begin())
+    if (!rh_mm_begin())
         return __real_munmap(addr, len);
     int r = __real_munmap(addr, len);
     int e = errno;
@@ -104,7 +114,7 @@ RH_WRAP void *__wrap_mremap(void *old, size_t old_len, size_t new_len, int flags
 {
     if (!(flags & MREMAP_FIXED))
         naddr = NULL;
-    if (!rh_hook_begin())
+    if (!rh_mm_begin())
         return __real_mremap(old, old_len, new_len, flags, naddr);
     void *r = __real_mremap(old, old_len, new_len, flags, naddr);
     int e = errno;
@@ -116,7 +126,7 @@ RH_WRAP void *__wrap_mremap(void *old, size_t old_len, size_t new_len, int flags
 
 RH_WRAP int __wrap_mallopt(int param, int value)
 {
-    if (!rh_hook_begin())
+    if (!rh_mm_begin())
         return __real_mallopt(param, value);
     int r = __real_mallopt(param, value);
     int e = errno;

@@ -242,3 +242,7 @@ void rh_record_ext(unsigned kind, unsigned sub, const uint64_t *v, unsigned n, u
     (void)kind, (void)sub, (void)v, (void)n, (void)t, (void)fp;
     mock_ext_records++;
 }
+int rh_thread_recording(void)
+{
+    return 1;
+}
