@@ -16,8 +16,17 @@
  *        functions, or only from functions that are themselves wrappers
  *        (a pool's refill under its pool_alloc; zmalloc's internal realloc
  *        under zrealloc and ztryrealloc). A caller without a name counts once
- *        per address.
- *   A stack's call site is its first frame whose function is not a wrapper.
+ *        per address;
+ *     4. or F is an allocator layer's entry point: it meets rules 1 and 2,
+ *        its source file holds a wrapper by rules 1-3 (pass 1), it is never
+ *        frame 0, every frame between it and the allocation is in its file,
+ *        and no caller is in its file (Redis's zrealloc_usable, called from
+ *        two functions, reaching realloc through zmalloc.c only).
+ *   A stack's call site is its first frame whose function is not a wrapper
+ *   and that has a symbol: a library frame without one (a stripped library's
+ *   static function) is passed over to the first named frame, usually the
+ *   library's exported entry; skipped_functions gets one row per module for
+ *   them, "MODULE (no symbol)".
  *
  * So Lua's l_alloc (one realloc call, reached from luaM_malloc_, luaM_realloc_
  * and lua_newstate), the luaM_ functions and luaC_newobj above it are
@@ -39,6 +48,11 @@
 struct rh_cs_frame {
     int32_t fn;    /* function index, -1: no name */
     int32_t place; /* interned "file:line" of this frame */
+    int32_t file;  /* interned source file, -1: none (no debug info) */
+    int32_t anon;  /* a library frame without a symbol (named module+address) */
+    int32_t no;    /* its backtraces.frame_no */
+    uint64_t addr; /* its address (an inline chain shares one) */
+    int inlined;
 };
 
 struct rh_cs_stack {
@@ -53,6 +67,11 @@ struct rh_cs_stack {
 struct rh_cs_fn {
     char *name;
     int32_t place;       /* -1: not seen yet, -2: several for one kind */
+    int32_t file;        /* its source file: -1 none or not seen, -2 several */
+    int frame0;          /* some stack's frame 0: it calls the allocation itself */
+    int below_foreign;   /* some frame between it and the allocation is in another file */
+    int caller_same_file; /* some caller is in its own file */
+    int anon;            /* a library frame without a symbol, named module+address */
     int32_t kinds[4];    /* the kinds seen, and the one place of each */
     int32_t kplaces[4];
     int nkinds;
@@ -132,7 +151,9 @@ static void rh_cs_names_free(struct rh_cs_names *t)
 }
 
 struct rh_cs {
-    struct rh_cs_names fnames, places, callers, kinds;
+    struct rh_cs_names fnames, places, callers, kinds, files;
+    unsigned char *layer; /* per file: holds a wrapper by rules 1-3 (pass 2) */
+    int pass;             /* 1: rules 1-3; 2: rule 4 as well */
     struct rh_cs_fn *fn; /* indexed like fnames */
     int32_t capfn;
     struct rh_cs_stack *st;
@@ -151,7 +172,12 @@ static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
         return 0; /* recursion: not a wrapper */
     F->state = 3;
     int w = !F->root && !F->recursive && F->place >= 0 && strcmp(F->name, "main") != 0;
-    if (w && F->ncallers < RH_WRAP_MIN_CALLERS) {
+    /* rule 4: an entry point of an allocator layer (a file that holds a
+     * wrapper by rules 1-3), reached from outside that file, which allocates
+     * only through functions of the same file */
+    int layer = w && c->pass == 2 && F->file >= 0 && c->layer[F->file] && !F->frame0 &&
+                !F->below_foreign && !F->caller_same_file;
+    if (w && !layer && F->ncallers < RH_WRAP_MIN_CALLERS) {
         /* fewer callers: a wrapper only when every one of them is a wrapper */
         for (int k = 0; k < F->ncallers && w; k++)
             w = F->caller_fns[k] >= 0 && F->caller_fns[k] != f &&
@@ -168,8 +194,10 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
     if (sqlite3_prepare_v2(db,
                            "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
                            " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address,"
-                           " (SELECT coalesce(s.kind, '?') FROM stacks s WHERE s.id = b.id)"
-                           " FROM backtraces b ORDER BY id, frame_no",
+                           " (SELECT coalesce(s.kind, '?') FROM stacks s WHERE s.id = b.id), file, inlined, frame_no"
+                           " FROM backtraces b WHERE coalesce((SELECT s.kind FROM stacks s"
+                           " WHERE s.id = b.id), '') NOT IN ('mmap', 'munmap', 'mremap', 'mallopt')"
+                           " ORDER BY id, frame_no",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
     int rc;
@@ -181,7 +209,9 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
          * library: SQLite's sqlite3MemMalloc) is a function of its own, named
          * by its place, so the rule can see through it like a named one. */
         char anon[256];
+        int is_anon = 0;
         if (!sym && sqlite3_column_int(st, 3)) {
+            is_anon = 1;
             const char *mod = (const char *)sqlite3_column_text(st, 4);
             const char *base = mod ? strrchr(mod, '/') : NULL;
             snprintf(anon, sizeof anon, "%s+0x%llx", base ? base + 1 : mod ? mod : "?",
@@ -199,8 +229,21 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
         }
         if (rh_grow(&c->fr, &c->capfr, c->nfr + 1, sizeof *c->fr))
             goto oom;
+        /* gcc can inline a copy of a function into itself (SQLite's
+         * sqlite3Malloc): an inlined frame followed by a frame of the same
+         * function at the same address is one frame, the inner one */
+        if (sym && c->nfr && c->st[c->nst - 1].n) {
+            const struct rh_cs_frame *pv = &c->fr[c->nfr - 1];
+            if (pv->inlined && pv->fn >= 0 && pv->addr == (uint64_t)sqlite3_column_int64(st, 5) &&
+                !strcmp(c->fnames.s[pv->fn], sym))
+                continue;
+        }
         int32_t fi = -1, pi = rh_cs_intern(&c->places, place ? place : "?");
         if (pi < 0)
+            goto oom;
+        const char *file = (const char *)sqlite3_column_text(st, 7);
+        int32_t fli = file ? rh_cs_intern(&c->files, file) : -1;
+        if (file && fli < 0)
             goto oom;
         if (sym) {
             fi = rh_cs_intern(&c->fnames, sym);
@@ -220,10 +263,20 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
             if (!c->fn[fi].name) {
                 c->fn[fi].name = c->fnames.s[fi];
                 c->fn[fi].place = -1;
+                c->fn[fi].file = fli;
                 c->fn[fi].caller_fn = -1;
+                c->fn[fi].anon = is_anon;
+            } else if (c->fn[fi].file != fli) {
+                c->fn[fi].file = -2;
             }
         }
-        c->fr[c->nfr++] = (struct rh_cs_frame){fi, pi};
+        c->fr[c->nfr++] = (struct rh_cs_frame){fi,
+                                               pi,
+                                               fli,
+                                               is_anon,
+                                               sqlite3_column_int(st, 9),
+                                               (uint64_t)sqlite3_column_int64(st, 5),
+                                               sqlite3_column_int(st, 8)};
         c->st[c->nst - 1].n++;
     }
     sqlite3_finalize(st);
@@ -240,6 +293,9 @@ static int rh_cs_observe(struct rh_cs *c)
     for (size_t s = 0; s < c->nst; s++) {
         const struct rh_cs_frame *fr = c->fr + c->st[s].first;
         uint32_t n = c->st[s].n;
+        uint32_t run = 1; /* frames 0..run-1 share frame 0's source file */
+        while (run < n && fr[0].file >= 0 && fr[run].file == fr[0].file)
+            run++;
         for (uint32_t p = 0; p < n; p++) {
             int32_t f = fr[p].fn;
             if (f < 0)
@@ -250,6 +306,12 @@ static int rh_cs_observe(struct rh_cs *c)
             if (seen)
                 continue;
             struct rh_cs_fn *F = &c->fn[f];
+            if (!p)
+                F->frame0 = 1;
+            else if (p >= run)
+                F->below_foreign = 1;
+            if (p + 1 < n && fr[p].file >= 0 && fr[p + 1].file == fr[p].file)
+                F->caller_same_file = 1;
             /* one place per kind: a realloc wrapper's malloc for NULL and its
              * realloc are two kinds, each from one place */
             if (F->place != -2) {
@@ -303,20 +365,39 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
         goto out;
     if (sqlite3_prepare_v2(db, "UPDATE stacks SET callsite = ?2 WHERE id = ?1", -1, &up, NULL) !=
             SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT INTO skipped_functions VALUES(?,?,?)", -1, &sk, NULL) !=
+        sqlite3_prepare_v2(db, "INSERT INTO skipped_functions VALUES(?,?,?) ON CONFLICT(sym) DO UPDATE"
+                           " SET callers = callers + excluded.callers, stacks = stacks + excluded.stacks", -1, &sk, NULL) !=
             SQLITE_OK)
         goto out;
+    /* pass 1: rules 1-3; the files of their wrappers are allocator layers */
+    c.pass = 1;
+    c.layer = calloc((size_t)c.files.n + 1, 1);
+    if (!c.layer)
+        goto out;
+    for (int32_t f = 0; f < c.fnames.n; f++)
+        if (rh_cs_is_wrapper(&c, f, 0) && c.fn[f].file >= 0)
+            c.layer[c.fn[f].file] = 1;
+    /* pass 2: rule 4 too, and rule 3 again over callers that rule 4 made
+     * wrappers; pass 1's wrappers stay */
+    c.pass = 2;
+    for (int32_t f = 0; f < c.fnames.n; f++)
+        if (c.fn[f].state != 1)
+            c.fn[f].state = 0;
     for (size_t s = 0; s < c.nst; s++) {
         const struct rh_cs_frame *fr = c.fr + c.st[s].first;
         uint32_t p = 0;
-        while (p + 1 < c.st[s].n && fr[p].fn >= 0 && rh_cs_is_wrapper(&c, fr[p].fn, 0)) {
+        /* a library frame without a symbol is never the call site: the walk
+         * goes on to the first named frame (a stripped library's exported
+         * entry, sqlite3_step) */
+        while (p + 1 < c.st[s].n && fr[p].fn >= 0 &&
+               (fr[p].anon || rh_cs_is_wrapper(&c, fr[p].fn, 0))) {
             c.fn[fr[p].fn].nstacks++;
             p++;
         }
-        if (!p)
+        if (!fr[p].no)
             continue;
         sqlite3_bind_int64(up, 1, c.st[s].id);
-        sqlite3_bind_int64(up, 2, p);
+        sqlite3_bind_int64(up, 2, fr[p].no);
         int r = sqlite3_step(up);
         sqlite3_reset(up);
         if (r != SQLITE_DONE)
@@ -325,7 +406,16 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
     for (int32_t f = 0; f < c.fnames.n; f++) {
         if (!c.fn[f].nstacks)
             continue;
-        sqlite3_bind_text(sk, 1, c.fn[f].name, -1, SQLITE_STATIC);
+        /* the frames without a symbol of one module make one row:
+         * "libsqlite3.so.0 (no symbol)" */
+        char mod[300];
+        const char *name = c.fn[f].name;
+        if (c.fn[f].anon) {
+            const char *plus = strrchr(name, '+');
+            snprintf(mod, sizeof mod, "%.*s (no symbol)", plus ? (int)(plus - name) : 200, name);
+            name = mod;
+        }
+        sqlite3_bind_text(sk, 1, name, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(sk, 2, c.fn[f].ncallers);
         sqlite3_bind_int64(sk, 3, c.fn[f].nstacks);
         int r = sqlite3_step(sk);
@@ -343,6 +433,8 @@ out:
     rh_cs_names_free(&c.places);
     rh_cs_names_free(&c.kinds);
     rh_cs_names_free(&c.callers);
+    rh_cs_names_free(&c.files);
+    free(c.layer);
     free(c.fn);
     free(c.st);
     free(c.fr);

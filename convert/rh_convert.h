@@ -115,6 +115,7 @@ enum rh_ev_op {
     RH_EV_RALLOC = 4, /* alloc half of a REALLOC, at t + dt2 */
     RH_EV_FAIL = 5,
     RH_EV_POOLRESET = 6, /* every live block of pool `addr` ends (EXT POOLRESET) */
+    RH_EV_EXT = 7,       /* issue 15: an mmap/munmap/mremap/mallopt call (EXT 10..13) */
 };
 
 struct rh_event {
@@ -125,6 +126,10 @@ struct rh_event {
     uint32_t thread; /* threads.id, see rh_rip_thread() */
     uint8_t op;      /* enum rh_ev_op */
     uint8_t cls;     /* merge class at equal time: 0 frees, 1 allocations */
+    uint8_t ext_sub; /* RH_EV_EXT: the EXT subtype */
+    uint32_t ext_len;     /* RH_EV_EXT: body bytes, the stack id first */
+    const uint8_t *ext;   /* RH_EV_EXT: the EXT body, inside the stream's chunk
+                           * (valid until the stream's next event) */
 };
 
 struct rh_chunk {
@@ -322,6 +327,8 @@ struct rh_merge_sink {
     void *ctx;
     /* Aggregates fed in the same pass (rh_aggregate.c); NULL: none. */
     struct rh_agg *agg;
+    /* Called once per RH_EV_EXT event with its time in ns; NULL: dropped. */
+    int (*ext)(void *ctx, const struct rh_event *ev, int64_t t);
 };
 
 /* heaptrack's temporary allocations, as its analyzer counts them: a free is
@@ -489,6 +496,19 @@ RH_HIDDEN int64_t rh_run_duration(const struct rh_rip *r, int64_t last_ns);
  * table skipped_functions. Returns 0, or -1 with err set. */
 RH_HIDDEN int rh_callsite_write(void *db, char *err, size_t errlen);
 
+/* ---- rh_mmaps.c: the mmaps and mallopts tables (issue 15) --------------- */
+
+struct rh_mmaps {
+    void *mm, *mo; /* prepared inserts (sqlite3_stmt) */
+    int64_t nmmaps, nmallopts, damaged;
+};
+/* Creates both tables in db (a sqlite3 *) and prepares their inserts.
+ * Returns 0, or -1 with err set. */
+RH_HIDDEN int rh_mmaps_open(struct rh_mmaps *m, void *db, char *err, size_t errlen);
+/* One row for the RH_EV_EXT event ev at t ns. Returns 0 or -1 (SQLite). */
+RH_HIDDEN int rh_mmaps_event(struct rh_mmaps *m, const struct rh_event *ev, int64_t t);
+RH_HIDDEN void rh_mmaps_close(struct rh_mmaps *m);
+
 /* ---- rh_db.c: the SQLite database --------------------------------------- */
 
 struct rh_db;
@@ -510,6 +530,8 @@ RH_HIDDEN const char *rh_kind_dyn_name(uint32_t kind);
 RH_HIDDEN struct rh_db *rh_db_create(const char *path, char *err, size_t errlen);
 /* The merge sink: inserts one allocations row. Returns 0 or -1. */
 RH_HIDDEN int rh_db_row(void *db, const struct rh_row *row);
+/* The merge's ext sink (issue 15): one mmaps or mallopts row. Returns 0 or -1. */
+RH_HIDDEN int rh_db_ext(void *db, const struct rh_event *ev, int64_t t);
 /* Writes stacks, backtraces (through sym, which may be NULL), threads,
  * modules and meta; builds indexes and views; commits; renames the temp file to
  * the requested path (over an existing file only with force). Returns 0, or -1

@@ -86,6 +86,7 @@ struct rh_db {
     struct rh_row *ring;
     uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
     uint64_t next_id; /* the smallest id not yet inserted or passed */
+    struct rh_mmaps mm; /* issue 15: the mmaps and mallopts tables (rh_mmaps.c) */
     char path[PATH_MAX];
     char err[512];
 };
@@ -250,11 +251,21 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
         rh_db_prepare(d,
                       "INSERT INTO alloc_rows(id, alloc_after, dealloc_after, bt, size, addr,"
                       " alloc_thread, dealloc_thread, temporary) VALUES(?,?,?,?,?,?,?,?,?)",
-                      &d->ins, err, errlen)) {
+                      &d->ins, err, errlen) ||
+        rh_mmaps_open(&d->mm, d->db, err, errlen)) {
         rh_db_abort(d);
         return NULL;
     }
     return d;
+}
+
+int rh_db_ext(void *ctx, const struct rh_event *ev, int64_t t)
+{
+    struct rh_db *d = ctx;
+    if (rh_mmaps_event(&d->mm, ev, t) == 0)
+        return 0;
+    rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp, sqlite3_errmsg(d->db));
+    return -1;
 }
 
 #define RH_DB_RING (1u << 19)
@@ -334,6 +345,7 @@ void rh_db_abort(struct rh_db *d)
     if (!d)
         return;
     sqlite3_finalize(d->ins);
+    rh_mmaps_close(&d->mm);
     sqlite3_close(d->db);
     free(d->ring);
     free(d->ring_full);
@@ -637,6 +649,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     }
     sqlite3_finalize(d->ins);
     d->ins = NULL;
+    rh_mmaps_close(&d->mm);
     if (rh_db_stacks(d, r, sym, &undefined, err, errlen) ||
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||

@@ -150,6 +150,20 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.cls = 0; /* with the frees */
         s->ext_event.addr = pool;
         return RH_DEC_EVENT;
+    } else if (sub >= RIP_EXT_MMAP && sub <= RIP_EXT_MALLOPT) {
+        /* issue 15, timed: the stack id here, the rest for rh_mmaps.c */
+        const uint8_t *q = b;
+        uint64_t stack;
+        if (rh_get(&q, b + len, &stack))
+            return RH_DEC_BAD;
+        s->ext_event.op = RH_EV_EXT;
+        s->ext_event.cls = sub == RIP_EXT_MUNMAP ? 0 : 1; /* an unmap sorts with the frees */
+        s->ext_event.addr = 0;
+        s->ext_event.stack = stack;
+        s->ext_event.ext_sub = (uint8_t)sub;
+        s->ext_event.ext = b;
+        s->ext_event.ext_len = (uint32_t)len;
+        return RH_DEC_EVENT;
     } else if (sub == RIP_EXT_SETTHREAD && s->shared) {
         const uint8_t *q = b;
         uint64_t tid;
@@ -217,18 +231,29 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         break;
     case RIP_OP_EXT:
         rc = rh_dec_ext(r, s, &p, end);
-        if (rc == RH_DEC_EVENT) { /* POOLRESET */
+        if (rc == RH_DEC_EVENT) { /* POOLRESET, or issue 15's EXT 10..13 */
             ev->op = s->ext_event.op;
             ev->cls = s->ext_event.cls;
             ev->addr = s->ext_event.addr;
+            if (ev->op == RH_EV_EXT) {
+                stack = s->ext_event.stack;
+                ev->ext_sub = s->ext_event.ext_sub;
+                ev->ext = s->ext_event.ext;
+                ev->ext_len = s->ext_event.ext_len;
+            }
         }
         break;
     default:
         return RH_DEC_BAD;
     }
     if (rc != RH_DEC_EVENT) {
-        if (rc == RH_DEC_NONE)
+        if (rc == RH_DEC_NONE) {
             s->p = p;
+            /* an EXT this reader does not know may be timed (version 3):
+             * its delta still counts; untimed ones carry 0 */
+            if (op == RIP_OP_EXT)
+                s->time += dt;
+        }
         return rc;
     }
     if (!s->thread && rh_stream_set_tid(r, s, s->tid))

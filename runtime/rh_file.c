@@ -98,6 +98,17 @@ ssize_t rh_sys_read(int fd, void *buf, size_t len)
     return (ssize_t)syscall(SYS_read, fd, buf, len);
 }
 
+void *rh_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    return r == -1 ? MAP_FAILED : (void *)r;
+}
+
+int rh_sys_munmap(void *addr, size_t len)
+{
+    return (int)syscall(SYS_munmap, addr, len);
+}
+
 /* pwrite all of buf at off, retrying EINTR and short writes. Returns 0 or an
  * errno value. */
 static int rh_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
@@ -293,6 +304,7 @@ static void rh_fill_header(uint8_t *hdr)
     h->max_stack_depth = rh_cfg.max_stack_depth;
     h->chunk_size = rh_prof.max_chunk;
     h->ticks_per_sec = rh_ticks_per_sec();
+    h->flags |= RIP_HDR_F_MMAPS; /* this runtime records mmap and mallopt calls */
 
     char *exe = (char *)hdr + RIP_HDR_EXE_OFF;
     ssize_t n = readlink("/proc/self/exe", exe, RIP_HDR_EXE_MAX - 1);
@@ -391,7 +403,7 @@ int rh_file_create_locked(void)
 tables:;
     size_t sbytes = (size_t)rh_cfg.max_trackers * sizeof(struct rh_slot);
     sbytes = (sbytes + 4095) & ~(size_t)4095;
-    void *slots = mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
+    void *slots = rh_sys_mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     struct rh_stack_table *stacks = slots == MAP_FAILED ? NULL : rh_stack_table_new();
     if (stacks)
@@ -399,7 +411,7 @@ tables:;
     if (!stacks) {
         int e = errno;
         if (slots != MAP_FAILED)
-            munmap(slots, sbytes);
+            rh_sys_munmap(slots, sbytes);
         rh_warn("cannot map the runtime's tables for %s: %s; tracking stays off", rh_prof.path,
                 rh_errstr(e));
         if (!rh_stream_on())
@@ -463,7 +475,7 @@ void *rh_file_map_chunk_locked(uint32_t size)
     }
     if (rh_stream_on()) {
         /* streaming: the chunk lives in memory until the sender has sent it */
-        void *a = mmap(NULL, size, PROT_READ | PROT_WRITE,
+        void *a = rh_sys_mmap(NULL, size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (a == MAP_FAILED) {
             char what[RH_PATH_MAX + 96];
@@ -496,7 +508,7 @@ void *rh_file_map_chunk_locked(uint32_t size)
         rh_file_fail_locked(what, err);
         return NULL;
     }
-    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+    void *m = rh_sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
     err = m == MAP_FAILED ? errno : 0;
     rh_sys_close(fd); /* the mapping outlives its fd */
     if (m == MAP_FAILED) {
@@ -535,7 +547,7 @@ int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
     rh_calib_pair(&h.calib_tick, &h.calib_ns);
     h.crc = rip_chunk_crc(&h, payload);
     if (rh_stream_on()) {
-        void *a = mmap(NULL, size, PROT_READ | PROT_WRITE,
+        void *a = rh_sys_mmap(NULL, size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (a == MAP_FAILED) {
             char what[RH_PATH_MAX + 96];
@@ -683,7 +695,7 @@ void rh_modules_snapshot(int force)
     dl_iterate_phdr(rh_mod_counts_cb, &b);
     if (!force && b.adds != ~0ull && b.adds == rh_prof.mod_adds && b.subs == rh_prof.mod_subs)
         return;
-    uint8_t *scratch = mmap(NULL, RH_MOD_SCRATCH, PROT_READ | PROT_WRITE,
+    uint8_t *scratch = rh_sys_mmap(NULL, RH_MOD_SCRATCH, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (scratch == MAP_FAILED)
         return;
@@ -703,7 +715,7 @@ void rh_modules_snapshot(int force)
         rh_prof.mod_subs = b.subs;
     }
     rh_spin_unlock(&rh_prof_lock);
-    munmap(scratch, RH_MOD_SCRATCH);
+    rh_sys_munmap(scratch, RH_MOD_SCRATCH);
 }
 
 /* ---- close -------------------------------------------------------------- */

@@ -171,6 +171,18 @@ RH_HIDDEN void rh_record_realloc(unsigned kind, void *old, void *p, size_t size,
                                  uint64_t t_after, void *fp);
 /* The real allocator returned NULL for `size` bytes: counted, not a block. */
 RH_HIDDEN void rh_record_fail(unsigned kind, size_t size, void *fp);
+/* A call that is not an allocation, recorded with its stack as one timed EXT
+ * record (issue 15: mmap, munmap, mremap, mallopt; FORMAT.md "Version 3: mmap
+ * and mallopt (issue 15)"): subtype `sub` (RIP_EXT_MMAP..), a stack of `kind`
+ * (RH_KIND_MMAP..), then the n <= 8 values v as varints (signed ones
+ * zigzagged by the caller). t: rh_now() after the real call. Keeps errno. */
+RH_HIDDEN void rh_record_ext(unsigned kind, unsigned sub, const uint64_t *v, unsigned n,
+                             uint64_t t, void *fp);
+/* 1 when the calling thread records into a slot of the current file already:
+ * its next record takes no cold path that could call into libc (a thread's
+ * first record finds its stack bounds with pthread_getattr_np, which
+ * allocates). For callers that may run inside another allocator's locks. */
+RH_HIDDEN int rh_thread_recording(void);
 /* A module may have been loaded or unloaded (after dlopen/dlclose). */
 RH_HIDDEN void rh_modules_changed(void);
 

@@ -354,6 +354,55 @@ void rh_record_fail(unsigned kind, size_t size, void *fp)
         rh_shared_record(RH_EV_FAIL, kind, NULL, NULL, size, 0, fp);
 }
 
+/* ---- timed EXT records with a stack (issue 15) -------------------------- */
+
+/* Writes EXT `sub` with body {stack id, v[0..n)} into w at t. Its room is
+ * reserved whole (up to 1 + 3 * 10 + 9 * 10 bytes), else it is lost. */
+static void rh_emit_ext(struct rh_writer *w, unsigned kind, unsigned sub, const uint64_t *v,
+                        unsigned n, uint64_t t, void *fp)
+{
+    uint32_t id = rh_stack_id(w, kind, fp, t);
+    uint8_t body[10 * 9];
+    uint8_t *b = rip_put_varint(body, id);
+    for (unsigned i = 0; i < n && i < 8; i++)
+        b = rip_put_varint(b, v[i]);
+    size_t len = (size_t)(b - body);
+    if (rh_unlikely(rh_writer_reserve(w, 1 + 3 * 10 + len, t) != 0)) {
+        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_EXT, 0, t);
+    q = rip_put_varint(q, sub);
+    q = rip_put_varint(q, len);
+    memcpy(q, body, len);
+    rh_event_done(w, q + len);
+}
+
+int rh_thread_recording(void)
+{
+    struct rh_slot *s = rh_tls_slot;
+    return s && s->w.chunk && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED);
+}
+
+void rh_record_ext(unsigned kind, unsigned sub, const uint64_t *v, unsigned n, uint64_t t_after,
+                   void *fp)
+{
+    uint64_t t = t_after >> rh_clock_shift;
+    int drop;
+    struct rh_slot *s = rh_ready(t, &drop);
+    if (rh_likely(s)) {
+        rh_emit_ext(&s->w, kind, sub, v, n, t, fp);
+    } else if (!drop) {
+        int e = errno;
+        uint64_t ts = rh_shared_begin();
+        if (ts) {
+            rh_emit_ext(&rh_shared, kind, sub, v, n, ts, fp);
+            rh_spin_unlock(&rh_shared_lock);
+        }
+        errno = e;
+    }
+}
+
 /* Every block of pool `id` ends at t_before (rheaper_pool_reset, rh_pool.c). */
 void rh_record_pool_reset(uint32_t id, uint64_t t_before)
 {

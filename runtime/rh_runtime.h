@@ -453,6 +453,11 @@ RH_HIDDEN void rh_spin_unlock(int *l);
 RH_HIDDEN int rh_sys_open(const char *path, int flags, unsigned mode);
 RH_HIDDEN void rh_sys_close(int fd); /* keeps errno */
 RH_HIDDEN ssize_t rh_sys_read(int fd, void *buf, size_t len);
+/* The runtime's own mappings: raw system calls, never `mmap`/`munmap`, which
+ * --wrap and the executable's definitions (issue 15) would record as the
+ * program's. Return MAP_FAILED / -1 with errno set, like libc's. */
+RH_HIDDEN void *rh_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
+RH_HIDDEN int rh_sys_munmap(void *addr, size_t len);
 
 /* Creates dir/rip-<pid>[.N], writes the header, maps a fresh slot array and
  * stack table, bumps rh_epoch. Caller holds rh_prof_lock. Returns RHEAPER_OK or

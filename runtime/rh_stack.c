@@ -67,7 +67,7 @@ struct rh_stack_table *rh_stack_table_new(void)
     size_t n = (size_t)1 << rh_stack_table_bits();
     size_t bytes = sizeof(struct rh_stack_table) + n * sizeof(struct rh_stack_entry);
     bytes = (bytes + 4095) & ~(size_t)4095;
-    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+    void *m = rh_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (m == MAP_FAILED)
         return NULL;

@@ -176,7 +176,7 @@ static void rh_sq_clear_locked(void)
 {
     while (rh_sq.head != rh_sq.tail) {
         struct rh_sq_item *it = &rh_sq.ring[rh_sq.head++ % rh_sq.cap];
-        munmap(it->map, it->map_size);
+        rh_sys_munmap(it->map, it->map_size);
     }
     rh_sq.head = rh_sq.tail = 0;
     rh_sq.bytes = 0;
@@ -193,7 +193,7 @@ static int rh_sq_ring_locked(void)
     uint64_t want = rh_cfg.stream_queue / RIP_ALIGN + 2 * RH_SQ_RESERVE, cap = 256;
     while (cap < want && cap < (1u << 22))
         cap <<= 1;
-    void *m = mmap(NULL, (size_t)cap * sizeof(struct rh_sq_item), PROT_READ | PROT_WRITE,
+    void *m = rh_sys_mmap(NULL, (size_t)cap * sizeof(struct rh_sq_item), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
@@ -214,7 +214,7 @@ static uint64_t rh_sq_limit(void)
 
 int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch)
 {
-    void *m = mmap(NULL, RIP_HEADER_SIZE, PROT_READ | PROT_WRITE,
+    void *m = rh_sys_mmap(NULL, RIP_HEADER_SIZE, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
@@ -222,7 +222,7 @@ int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch)
     rh_spin_lock(&rh_sq.lock);
     if (rh_sq_ring_locked() != 0) {
         rh_spin_unlock(&rh_sq.lock);
-        munmap(m, RIP_HEADER_SIZE);
+        rh_sys_munmap(m, RIP_HEADER_SIZE);
         return -1;
     }
     /* A new recording. An older one's items stay queued in front of this
@@ -291,7 +291,7 @@ void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt)
     }
     if (h->type == RIP_CHUNK_EVENTS || h->type == RIP_CHUNK_SHARED)
         __atomic_fetch_add(&rh_prof.lost, h->events, __ATOMIC_RELAXED);
-    munmap(map, map_size);
+    rh_sys_munmap(map, map_size);
 }
 
 void rh_stream_end_locked(uint32_t epoch)
@@ -545,7 +545,7 @@ static void *rh_sq_main(void *arg)
 
         rh_sq_handle(&it);
         if (it.map)
-            munmap(it.map, it.map_size);
+            rh_sys_munmap(it.map, it.map_size);
     }
     return NULL;
 }

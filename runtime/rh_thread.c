@@ -171,7 +171,7 @@ void rh_writer_seal(struct rh_writer *w, int locked)
         madvise((char *)h + used_end, w->chunk_size - used_end, MADV_REMOVE);
     if (!locked)
         rh_spin_lock(&rh_prof_lock);
-    munmap(h, w->chunk_size);
+    rh_sys_munmap(h, w->chunk_size);
     w->chunk = NULL;
     w->pos = w->end = NULL;
     if (!locked)
@@ -344,7 +344,7 @@ static void rh_fork_parent(void)
 static void rh_writer_drop(struct rh_writer *w)
 {
     if (w->chunk)
-        munmap(w->chunk, w->chunk_size);
+        rh_sys_munmap(w->chunk, w->chunk_size);
     memset(w, 0, sizeof *w);
 }
 

@@ -130,7 +130,15 @@ enum rip_ext {
     /* version 2, FORMAT.md "Allocator families and pools" (3..6 reserved there) */
     RIP_EXT_KINDNAME = 3,  /* varint kind, then the kind's name */
     RIP_EXT_POOLRESET = 4, /* timed: varint pool id; frees every block of the pool */
+    /* version 3, FORMAT.md "Version 3: mmap and mallopt (issue 15)": timed,
+     * bytes = varint stack id (kind 200..203), then the call's varints */
+    RIP_EXT_MMAP = 10,    /* addr hint, length, prot, flags, zigzag fd, offset, result, errno */
+    RIP_EXT_MUNMAP = 11,  /* addr, length, errno */
+    RIP_EXT_MREMAP = 12,  /* old addr, old length, new length, flags, new addr, errno */
+    RIP_EXT_MALLOPT = 13, /* zigzag param, zigzag value, zigzag result */
 };
+/* Header flag bit 2 (offset 76): the file may hold EXT 10..13 records. */
+#define RIP_HDR_F_MMAPS 4u
 
 /* Kinds from RIP_DYN_KIND_BASE up are named in the file by KINDNAME records
  * (a pool's name, a function of the user's allocator file); below it they are

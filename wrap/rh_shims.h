@@ -50,6 +50,16 @@ RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
     rh_hook_end();
 }
 
+/* shims_mmap.c (issue 15): one record per mmap, munmap, mremap or mallopt
+ * call, made between rh_hook_begin and rh_hook_end; r and err are the real
+ * call's result and errno. */
+RH_HIDDEN void rh_mmap_record(unsigned kind, void *addr, size_t len, int prot, int flags, int fd,
+                              long off, void *r, int err, void *fp);
+RH_HIDDEN void rh_munmap_record(void *addr, size_t len, int r, int err, void *fp);
+RH_HIDDEN void rh_mremap_record(void *old, size_t old_len, size_t new_len, int flags, void *r,
+                                int err, void *fp);
+RH_HIDDEN void rh_mallopt_record(int param, int value, int r, void *fp);
+
 /* a * b, or SIZE_MAX when it overflows (the size a failed calloc records). */
 RH_INLINE size_t rh_mul_size(size_t a, size_t b)
 {

@@ -32,6 +32,7 @@ int rh_cmd_export(int argc, char **argv);
 int rh_cmd_report(int argc, char **argv);
 int rh_cmd_record(int argc, char **argv); /* rh_cli_record.c */
 int rh_cmd_collect(int argc, char **argv); /* rh_cli_collect.c (issue 11) */
+int rh_cmd_mmaps(int argc, char **argv);  /* rh_cli_mmaps.c (issue 15) */
 
 /* ---- rh_cli_db.c: opening a profile, shared figures ------------------ */
 

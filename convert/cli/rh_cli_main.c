@@ -57,6 +57,8 @@ static const char rh_usage[] =
     "  timeline DB -o OUT.svg\n"
     "  export heaptrack DB -o FILE\n"
     "  report DB -o OUT.html\n"
+    "  mmaps DB [--mallopts] [-n N]            the recorded mmap/munmap/mremap (or\n"
+    "                                          mallopt) calls, in order\n"
     "\n"
     "Output: --json or --csv instead of aligned columns.\n"
     "Filters (every command): --from T, --to T (seconds or N%), --function RE,\n"
@@ -106,6 +108,48 @@ int rh_cmd_convert(int argc, char **argv)
 
 /* ---- run ---------------------------------------------------------------------- */
 
+/* The pid in the header of the rip file at path, or -1 when it is not one
+ * (too short, another magic). */
+static long rh_rip_pid(const char *path)
+{
+    struct rip_file_header h;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(&h, 1, sizeof h, f);
+    fclose(f);
+    if (n != sizeof h || memcmp(h.magic, RIP_MAGIC, sizeof h.magic) != 0)
+        return -1;
+    return (long)h.pid;
+}
+
+/* The profile the run's process `pid` wrote in dir, whatever its name
+ * (RHEAPER_PROFILE_NAME may be any template): the rip file whose header
+ * names pid; of several (recordings 1, 2, ... of one process), the first by
+ * name. Writes its name into name (size n) and returns 0, or -1 when none. */
+static int rh_find_rip(const char *dir, long pid, char *name, size_t n)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int found = -1;
+    struct dirent *e;
+    char path[4096 + 300];
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (rh_rip_pid(path) != pid)
+            continue;
+        if (found < 0 || strcmp(e->d_name, name) < 0) {
+            snprintf(name, n, "%s", e->d_name);
+            found = 0;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
 /* Lists the rip files in dir other than `mine`, one line each on stderr.
  * Returns how many there were. */
 static int rh_other_rips(const char *dir, const char *mine)
@@ -116,7 +160,9 @@ static int rh_other_rips(const char *dir, const char *mine)
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
-        if (strncmp(e->d_name, "rip-", 4) || !strcmp(e->d_name, mine))
+        char path[4096 + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, mine) || rh_rip_pid(path) < 0)
             continue;
         fprintf(stderr,
                 "rheaper: another process of the run wrote %s/%s (convert it with "
@@ -211,11 +257,13 @@ int rh_cmd_run(int argc, char **argv)
                 strsignal(WTERMSIG(status)));
     }
 
-    char name[64], rip[4200];
-    snprintf(name, sizeof name, "rip-%d", (int)pid);
+    /* the file the process wrote: named by RHEAPER_PROFILE_NAME when the
+     * environment sets a template, so found by the pid in its header */
+    char name[1024] = "", rip[4200];
+    int found = rh_find_rip(dir, (long)pid, name, sizeof name);
     snprintf(rip, sizeof rip, "%s/%s", dir, name);
     int others = rh_other_rips(dir, name);
-    if (lstat(rip, &sb) != 0) {
+    if (found != 0) {
         fprintf(stderr,
                 "rheaper: %s wrote no profile (was it built with rheaper-cc, and did it "
                 "start?)\n",
@@ -253,6 +301,7 @@ static const struct {
     {"record", rh_cmd_record},
     {"collect", rh_cmd_collect},
     {"live", rh_cmd_live},     {"view", rh_cmd_view},             {"list", rh_cmd_list},
+    {"mmaps", rh_cmd_mmaps},
 };
 
 int main(int argc, char **argv)

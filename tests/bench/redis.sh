@@ -164,6 +164,14 @@ rows_of() {
     lc=$(rows_of libc-tracked)
     echo "Rows (round 1): jemalloc build $je, libc build $lc" \
         "($(awk -v a="$je" -v b="$lc" 'BEGIN { if (b > 0) printf "%+.2f%%", 100 * (a - b) / b; else print "-" }'))."
+    # issue 15: the mmap/munmap/mremap calls each tracked build recorded
+    mm() {
+        db=$(ls "$out/run/$1.1"/rip-*.db 2>/dev/null | head -n 1)
+        [ -n "$db" ] && sqlite3 "$db" "SELECT count(*) || ' (' || coalesce(sum(op = 'mmap'), 0) ||
+            ' mmap, ' || coalesce(sum(length), 0) || ' bytes)' FROM mmaps" 2>/dev/null || echo "-"
+    }
+    echo
+    echo "mmaps rows (round 1): jemalloc build $(mm je-tracked), libc build $(mm libc-tracked)."
     for v in je-heaptrack libc-heaptrack; do
         ht=$(ls "$out/run/$v.1"/heaptrack.* 2>/dev/null | grep -v '\.out$' | head -n 1)
         [ -n "$ht" ] || continue

@@ -374,6 +374,24 @@ static int errors(const char *bin, const char *src, const char *work)
     CHECK(!cl_exists(c_db));
     cl_free(&r);
 
+    /* run under a profile name template: the profile is found by the pid in
+     * its header, whatever RHEAPER_PROFILE_NAME called it */
+    snprintf(prog, sizeof prog, "%s/prog", work);
+    char named_db[600];
+    snprintf(named_db, sizeof named_db, "%s/named.db", work);
+    setenv("RHEAPER_PROFILE_NAME", "%e-run-%n.rip", 1);
+    cl_rh(&r, "run", "-o", named_db, "--", prog, NULL);
+    unsetenv("RHEAPER_PROFILE_NAME");
+    CHECK_EQ(r.code, 7);
+    CHECK(strstr(r.err, "exited with status 7") != NULL);
+    CHECK(strstr(r.err, "wrote no profile") == NULL);
+    CHECK(cl_exists(named_db));
+    cl_free(&r);
+    cl_rh(&r, "summary", named_db, "--json", NULL);
+    CHECK_EQ(r.code, 0);
+    CHECK_EQ(cl_jint(r.out, "$.alloc_blocks"), MAIN_BLOCKS + WORKER_BLOCKS);
+    cl_free(&r);
+
     /* convert: the same as rheaper-convert on a profile written directly */
     snprintf(prog, sizeof prog, "%s/prog", work);
     pid_t pid = fork();

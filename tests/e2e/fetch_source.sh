@@ -22,5 +22,7 @@ if ! { apt-get "$@" update -qq && apt-get "$@" source --download-only "$pkg"; } 
     exit 77
 fi
 mkdir src.tmp
-tar xzf "${pkg}"_*.orig.tar.gz -C src.tmp --strip-components=1
+# the upstream tarball: .orig.tar.gz (lua, redis) or .orig.tar.xz (sqlite3);
+# tar picks the decompressor
+tar xf "$(ls "${pkg}"_*.orig.tar.* | head -n 1)" -C src.tmp --strip-components=1
 mv src.tmp src

@@ -281,5 +281,8 @@ case_files_sql_quotes() {
         "$w/bin/$evil named $tname"
     eq "thread name" "$(sql "$db" "SELECT count(*) FROM threads WHERE name = 'a''b\";DROP c--'")" 1
     eq "the named thread's rows" "$(sql "$db" "SELECT count(*) FROM allocations a JOIN threads t ON t.id = a.alloc_thread WHERE t.name = 'a''b\";DROP c--' AND a.size = 1112")" 7
-    eq "tables" "$(sql "$db" "SELECT count(*) FROM sqlite_master WHERE type = 'table'")" 12
+    # no table was dropped: the converter's core tables by name (a count of
+    # all tables would change with every table a later version adds)
+    eq "tables" "$(sql "$db" "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN
+        ('alloc_rows', 'backtraces', 'stacks', 'threads', 'modules', 'meta', 'skipped_functions')")" 7
 }
