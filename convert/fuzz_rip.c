@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&r, 0, sizeof r);
     if (rh_rip_open_mem(&r, data, size, "fuzz", NULL) == 0) {
         uint64_t rows = 0;
-        struct rh_merge_sink sink = {rh_fuzz_row, NULL, &rows, NULL};
+        struct rh_merge_sink sink = {rh_fuzz_row, NULL, &rows, NULL, NULL};
         struct rh_merge_stats st;
         rh_merge_run(&r, &sink, &st);
         for (size_t i = 0; i < r.nstacks; i++) /* touch what the DB writer reads */

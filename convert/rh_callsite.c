@@ -169,7 +169,10 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
                            "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
                            " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address,"
                            " (SELECT coalesce(s.kind, '?') FROM stacks s WHERE s.id = b.id)"
-                           " FROM backtraces b ORDER BY id, frame_no",
+                           /* CPU samples' stacks (issue 16) are not allocations:
+                            * their call site is frame 0 */
+                           " FROM backtraces b WHERE b.id NOT IN"
+                           " (SELECT id FROM stacks WHERE kind = 'cpu') ORDER BY id, frame_no",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
     int rc;

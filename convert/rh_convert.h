@@ -115,6 +115,7 @@ enum rh_ev_op {
     RH_EV_RALLOC = 4, /* alloc half of a REALLOC, at t + dt2 */
     RH_EV_FAIL = 5,
     RH_EV_POOLRESET = 6, /* every live block of pool `addr` ends (EXT POOLRESET) */
+    RH_EV_CPU = 7,       /* one CPU sample of stack `stack` (EXT CPUSAMPLE, issue 16) */
 };
 
 struct rh_event {
@@ -208,6 +209,10 @@ struct rh_rip {
     uint64_t tr_reentered;  /* calls passed through unrecorded by re-entry */
     int tr_has_end_reason;  /* the trailer has issue 9's end_reason field */
     uint32_t tr_end_reason; /* RIP_END_*: 1 = cut at the size limit */
+    int tr_has_cpu;           /* the trailer has issue 16's CPU counts */
+    uint64_t tr_cpu_samples, tr_cpu_dropped;
+    uint32_t cpu_hz, cpu_signal; /* header (v3): 0 when CPU sampling was off */
+    uint64_t cpu_samples;        /* CPUSAMPLE records decoded */
 
     struct rh_stack *stacks;
     size_t nstacks, capstacks;
@@ -299,6 +304,9 @@ struct rh_merge_sink {
     void *ctx;
     /* Aggregates fed in the same pass (rh_aggregate.c); NULL: none. */
     struct rh_agg *agg;
+    /* Called once per CPU sample (issue 16) with its merged time, thread and
+     * stack id; may be NULL. A non-zero return stops the merge with that rc. */
+    int (*cpu)(void *ctx, int64_t t, uint32_t thread, uint64_t stack);
 };
 
 /* heaptrack's temporary allocations, as its analyzer counts them: a free is
@@ -411,6 +419,12 @@ struct rh_agg {
     int64_t duration;
     int ended;
     int oom;
+    /* CPU samples (issue 16): per stack index and per thread - 1 */
+    int64_t *cpu_st;
+    size_t ncpu_st, capcpu_st;
+    int64_t *cpu_th;
+    size_t ncpu_th, capcpu_th;
+    int64_t cpu_total;
 };
 
 /* Creates the aggregates of a merge of r. span_ns: the run's length if known
@@ -422,6 +436,8 @@ RH_HIDDEN void rh_agg_free(struct rh_agg *a);
 /* An allocation (is_alloc) or the free of a known block, of stack index si
  * and `size` bytes, at time t in merged order. Returns 0 or -1 (out of memory). */
 RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, int is_alloc);
+/* One CPU sample of stack index si in thread (threads.id). Returns 0 or -1. */
+RH_HIDDEN int rh_agg_cpu(struct rh_agg *a, uint32_t si, uint32_t thread);
 /* Every row the merge emits, before the sink sees it. Returns 0 or -1. */
 RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
 /* The last event was merged: settles the peak and the timeline; duration_ns
@@ -484,6 +500,9 @@ RH_HIDDEN int rh_db_finish(struct rh_db *db, struct rh_rip *r, const struct rh_m
  * blocks freed after living less than min_lifetime_ns are not written (0:
  * every row). */
 RH_HIDDEN void rh_db_set_agg(struct rh_db *db, struct rh_agg *agg, int64_t min_lifetime_ns);
+/* The merge sink's CPU sample (issue 16): inserts one cpu_samples row.
+ * Returns 0 or -1. */
+RH_HIDDEN int rh_db_cpu(void *db, int64_t t, uint32_t thread, uint64_t stack);
 /* The message of the last failed rh_db_row(). */
 RH_HIDDEN const char *rh_db_error(const struct rh_db *db);
 /* Abandons the conversion: closes and removes the temp file. NULL is fine. */

@@ -76,6 +76,7 @@ const char *rh_kind_name(uint32_t kind)
 struct rh_db {
     sqlite3 *db;
     sqlite3_stmt *ins;
+    sqlite3_stmt *cpu_ins; /* cpu_samples (issue 16), prepared at the first sample */
     struct rh_agg *agg;      /* NULL: no aggregate tables */
     int64_t min_lifetime_ns; /* culling (rheaper-convert --min-lifetime); 0: none */
     uint64_t culled;         /* rows not written by culling */
@@ -173,6 +174,10 @@ static const char rh_schema[] =
     "CREATE TABLE threads(id INTEGER PRIMARY KEY, tid INTEGER, name TEXT);"
     "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT);"
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+    /* CPU samples (issue 16): one row per sample, and the aggregates */
+    "CREATE TABLE cpu_samples(time INTEGER, thread INTEGER, stack_id INTEGER);"
+    "CREATE TABLE cpu_stack_stats(stack_id INTEGER PRIMARY KEY, samples INTEGER);"
+    "CREATE TABLE cpu_thread_stats(thread INTEGER PRIMARY KEY, samples INTEGER);"
     "BEGIN;";
 
 static const char rh_post[] =
@@ -329,10 +334,30 @@ int rh_db_row(void *ctx, const struct rh_row *row)
     return row->id == d->next_id ? rh_db_ring_flush(d, 0) : 0;
 }
 
+int rh_db_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack)
+{
+    struct rh_db *d = ctx;
+    if (!d->cpu_ins && sqlite3_prepare_v2(d->db, "INSERT INTO cpu_samples VALUES(?,?,?)", -1,
+                                          &d->cpu_ins, NULL) != SQLITE_OK)
+        goto fail;
+    sqlite3_bind_int64(d->cpu_ins, 1, t);
+    sqlite3_bind_int64(d->cpu_ins, 2, thread);
+    sqlite3_bind_int64(d->cpu_ins, 3, (sqlite3_int64)stack);
+    int rc = sqlite3_step(d->cpu_ins);
+    sqlite3_reset(d->cpu_ins);
+    if (rc == SQLITE_DONE)
+        return 0;
+fail:
+    rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp,
+                 sqlite3_errmsg(d->db));
+    return -1;
+}
+
 void rh_db_abort(struct rh_db *d)
 {
     if (!d)
         return;
+    sqlite3_finalize(d->cpu_ins);
     sqlite3_finalize(d->ins);
     sqlite3_close(d->db);
     free(d->ring);
@@ -566,6 +591,11 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* issue 9: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
     if (r->has_trailer && r->tr_has_end_reason)
         rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
+    /* issue 16: CPU sampling; cpu_hz 0 when it was off */
+    rh_meta_int(&m, "cpu_hz", r->cpu_hz);
+    rh_meta_int(&m, "cpu_samples", (int64_t)r->cpu_samples);
+    if (r->has_trailer && r->tr_has_cpu)
+        rh_meta_int(&m, "cpu_samples_dropped", (int64_t)r->tr_cpu_dropped);
     rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;
@@ -627,6 +657,8 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     }
     sqlite3_finalize(d->ins);
     d->ins = NULL;
+    sqlite3_finalize(d->cpu_ins);
+    d->cpu_ins = NULL;
     if (rh_db_stacks(d, r, sym, &undefined, err, errlen) ||
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||

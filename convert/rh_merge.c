@@ -281,6 +281,15 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
     }
     case RH_EV_POOLRESET:
         return rh_merge_pool_reset(m, (uint32_t)ev->addr, t, ev->thread);
+    case RH_EV_CPU: { /* issue 16: a sample, no block */
+        uint32_t si = rh_rip_stack(m->r, ev->stack);
+        if (si == UINT32_MAX)
+            return -1;
+        m->r->stacks[si].used = 1;
+        if (m->sink->agg && rh_agg_cpu(m->sink->agg, si, ev->thread))
+            return -1;
+        return m->sink->cpu ? m->sink->cpu(m->sink->ctx, t, ev->thread, ev->stack) : 0;
+    }
     case RH_EV_FAIL: {
         m->st->failed_allocs++;
         uint32_t si = rh_rip_stack(m->r, ev->stack);

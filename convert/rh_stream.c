@@ -149,6 +149,19 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.op = RH_EV_POOLRESET;
         s->ext_event.cls = 0; /* with the frees */
         s->ext_event.addr = pool;
+        s->ext_event.stack = 0;
+        return RH_DEC_EVENT;
+    } else if (sub == RIP_EXT_CPUSAMPLE) {
+        /* timed, like POOLRESET (issue 16); later bytes, if any, are skipped */
+        const uint8_t *q = b;
+        uint64_t stack;
+        if (rh_get(&q, b + len, &stack))
+            return RH_DEC_BAD;
+        s->ext_event.op = RH_EV_CPU;
+        s->ext_event.cls = 1;
+        s->ext_event.addr = 0;
+        s->ext_event.stack = stack;
+        r->cpu_samples++;
         return RH_DEC_EVENT;
     } else if (sub == RIP_EXT_SETTHREAD && s->shared) {
         const uint8_t *q = b;
@@ -217,10 +230,11 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         break;
     case RIP_OP_EXT:
         rc = rh_dec_ext(r, s, &p, end);
-        if (rc == RH_DEC_EVENT) { /* POOLRESET */
+        if (rc == RH_DEC_EVENT) { /* POOLRESET, CPUSAMPLE */
             ev->op = s->ext_event.op;
             ev->cls = s->ext_event.cls;
             ev->addr = s->ext_event.addr;
+            stack = s->ext_event.stack;
         }
         break;
     default:

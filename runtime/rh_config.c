@@ -2,7 +2,8 @@
  *
  * RHEAPER_ENABLE, RHEAPER_PROFILE_DIR, RHEAPER_MAX_STACK_DEPTH,
  * RHEAPER_MAX_TRACKERS, RHEAPER_BUFFER_SIZE, RHEAPER_SCOPE, and for issue 9
- * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE are read once, on the first
+ * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE, and for issue 16
+ * RHEAPER_CPU_HZ, RHEAPER_CPU_SIGNAL and RHEAPER_HEAP are read once, on the first
  * wrapped call, with secure_getenv so setuid and setgid programs ignore them. A
  * bad value never stops the program: it gets one warning line and the default.
  * rheaper_enable() (rh_api.c) overlays its struct rheaper_config on top.
@@ -23,6 +24,9 @@ RH_HIDDEN struct rh_config rh_cfg = {
     .buffer_size = RH_DEFAULT_BUFFER,
     .profile_dir = ".",
     .ctl_signal = 0, /* rh_default_signal() at load: SIGRTMAX is not a constant */
+    .cpu_hz = 0,
+    .cpu_signal = SIGPROF,
+    .heap = 1,
 };
 
 int rh_default_signal(void)
@@ -218,6 +222,27 @@ void rh_config_load_env(void)
             rh_scope_process = 0;
         else if (strcmp(sc, "process") != 0)
             rh_warn("ignoring RHEAPER_SCOPE=%s: expected process or program; using process", sc);
+    }
+    /* issue 16: CPU sampling */
+    rh_env_uint("RHEAPER_CPU_HZ", 0, RH_MAX_CPU_HZ, &rh_cfg.cpu_hz);
+    const char *cs = secure_getenv("RHEAPER_CPU_SIGNAL");
+    if (cs) {
+        int v = rh_parse_signal(cs);
+        if (v <= 0 || v == SIGKILL || v == SIGSTOP || v == SIGSEGV || v == SIGBUS ||
+            v == SIGILL || v == SIGFPE || v == SIGABRT || v == SIGTRAP || v == SIGCHLD ||
+            v == rh_cfg.ctl_signal)
+            rh_warn("ignoring RHEAPER_CPU_SIGNAL=%s: expected a signal such as PROF or "
+                    "RTMIN+4, not the toggle signal; using %d",
+                    cs, rh_cfg.cpu_signal);
+        else
+            rh_cfg.cpu_signal = v;
+    }
+    const char *hp = secure_getenv("RHEAPER_HEAP");
+    if (hp && *hp) {
+        if (!strcmp(hp, "0"))
+            rh_cfg.heap = 0;
+        else if (strcmp(hp, "1") != 0)
+            rh_warn("ignoring RHEAPER_HEAP=%s: expected 1 or 0; the heap is recorded", hp);
     }
     rh_env_uint("RHEAPER_MAX_STACK_DEPTH", 1, RH_MAX_STACK_DEPTH, &rh_cfg.max_stack_depth);
     rh_env_uint("RHEAPER_MAX_TRACKERS", 1, RH_MAX_TRACKERS, &rh_cfg.max_trackers);

@@ -40,7 +40,9 @@
  * (s != RH_OFF, s != RH_ON), so the next hooked call of any thread takes the
  * cold path, which does the work outside the handler's frame (rh_api.c): the
  * flag costs the hot path nothing. Read the state with RH_STATE(). */
-enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2, RH_CTL = 4 };
+/* RH_CPUONLY (issue 16, RHEAPER_HEAP=0): a recording of CPU samples only; every
+ * hooked call takes the cold path and passes through unrecorded. */
+enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2, RH_CTL = 4, RH_CPUONLY = 8 };
 #define RH_STATE(s) ((s) & ~RH_CTL)
 extern RH_HIDDEN int rh_state;
 

@@ -42,7 +42,7 @@ static struct outcome run_mem(const uint8_t *buf, size_t len)
     if (rh_rip_open_mem(&r, buf, len, "mem", NULL) == 0) {
         o.opened = 1;
         uint64_t rows = 0;
-        struct rh_merge_sink sink = {count_row, NULL, &rows, NULL};
+        struct rh_merge_sink sink = {count_row, NULL, &rows, NULL, NULL};
         struct rh_merge_stats st;
         if (rh_merge_run(&r, &sink, &st) == 0) {
             o.rows = rows;
