@@ -591,11 +591,13 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* issue 9: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
     if (r->has_trailer && r->tr_has_end_reason)
         rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
-    /* issue 16: CPU sampling; cpu_hz 0 when it was off */
-    rh_meta_int(&m, "cpu_hz", r->cpu_hz);
-    rh_meta_int(&m, "cpu_samples", (int64_t)r->cpu_samples);
-    if (r->has_trailer && r->tr_has_cpu)
-        rh_meta_int(&m, "cpu_samples_dropped", (int64_t)r->tr_cpu_dropped);
+    /* issue 16: CPU sampling, when it was on (no keys: it was off) */
+    if (r->cpu_hz || r->cpu_samples) {
+        rh_meta_int(&m, "cpu_hz", r->cpu_hz);
+        rh_meta_int(&m, "cpu_samples", (int64_t)r->cpu_samples);
+        if (r->has_trailer && r->tr_has_cpu)
+            rh_meta_int(&m, "cpu_samples_dropped", (int64_t)r->tr_cpu_dropped);
+    }
     rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;
