@@ -73,7 +73,7 @@ static int rh_agg_cpu_slot(int64_t **arr, size_t *n, size_t *cap, size_t i)
     return 0;
 }
 
-int rh_agg_cpu(struct rh_agg *a, uint32_t si, uint32_t thread)
+int rh_agg_cpu(struct rh_agg *a, uint32_t si, uint32_t thread, uint64_t periods)
 {
     size_t ti = thread ? thread - 1 : 0;
     if (rh_agg_cpu_slot(&a->cpu_st, &a->ncpu_st, &a->capcpu_st, si) ||
@@ -81,9 +81,9 @@ int rh_agg_cpu(struct rh_agg *a, uint32_t si, uint32_t thread)
         a->oom = 1;
         return -1;
     }
-    a->cpu_st[si]++;
-    a->cpu_th[ti]++;
-    a->cpu_total++;
+    a->cpu_st[si] += (int64_t)periods;
+    a->cpu_th[ti] += (int64_t)periods;
+    a->cpu_total += (int64_t)periods;
     return 0;
 }
 

@@ -115,7 +115,8 @@ enum rh_ev_op {
     RH_EV_RALLOC = 4, /* alloc half of a REALLOC, at t + dt2 */
     RH_EV_FAIL = 5,
     RH_EV_POOLRESET = 6, /* every live block of pool `addr` ends (EXT POOLRESET) */
-    RH_EV_CPU = 7,       /* one CPU sample of stack `stack` (EXT CPUSAMPLE, issue 16) */
+    RH_EV_CPU = 7,       /* one CPU sample of stack `stack` standing for `size` sampling
+                            periods (EXT CPUSAMPLE, issue 16) */
 };
 
 struct rh_event {
@@ -304,9 +305,10 @@ struct rh_merge_sink {
     void *ctx;
     /* Aggregates fed in the same pass (rh_aggregate.c); NULL: none. */
     struct rh_agg *agg;
-    /* Called once per CPU sample (issue 16) with its merged time, thread and
-     * stack id; may be NULL. A non-zero return stops the merge with that rc. */
-    int (*cpu)(void *ctx, int64_t t, uint32_t thread, uint64_t stack);
+    /* Called once per CPU sample (issue 16) with its merged time, thread,
+     * stack id and the sampling periods it stands for; may be NULL. A non-zero
+     * return stops the merge with that rc. */
+    int (*cpu)(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods);
 };
 
 /* heaptrack's temporary allocations, as its analyzer counts them: a free is
@@ -436,8 +438,9 @@ RH_HIDDEN void rh_agg_free(struct rh_agg *a);
 /* An allocation (is_alloc) or the free of a known block, of stack index si
  * and `size` bytes, at time t in merged order. Returns 0 or -1 (out of memory). */
 RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, int is_alloc);
-/* One CPU sample of stack index si in thread (threads.id). Returns 0 or -1. */
-RH_HIDDEN int rh_agg_cpu(struct rh_agg *a, uint32_t si, uint32_t thread);
+/* One CPU sample of stack index si in thread (threads.id), standing for
+ * `periods` sampling periods. Returns 0 or -1. */
+RH_HIDDEN int rh_agg_cpu(struct rh_agg *a, uint32_t si, uint32_t thread, uint64_t periods);
 /* Every row the merge emits, before the sink sees it. Returns 0 or -1. */
 RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
 /* The last event was merged: settles the peak and the timeline; duration_ns
@@ -502,7 +505,7 @@ RH_HIDDEN int rh_db_finish(struct rh_db *db, struct rh_rip *r, const struct rh_m
 RH_HIDDEN void rh_db_set_agg(struct rh_db *db, struct rh_agg *agg, int64_t min_lifetime_ns);
 /* The merge sink's CPU sample (issue 16): inserts one cpu_samples row.
  * Returns 0 or -1. */
-RH_HIDDEN int rh_db_cpu(void *db, int64_t t, uint32_t thread, uint64_t stack);
+RH_HIDDEN int rh_db_cpu(void *db, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods);
 /* The message of the last failed rh_db_row(). */
 RH_HIDDEN const char *rh_db_error(const struct rh_db *db);
 /* Abandons the conversion: closes and removes the temp file. NULL is fine. */

@@ -56,9 +56,9 @@ static int rh_sink_row(void *ctx, const struct rh_row *row)
     return rh_db_row(((struct rh_sink_ctx *)ctx)->db, row);
 }
 
-static int rh_sink_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack)
+static int rh_sink_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods)
 {
-    return rh_db_cpu(((struct rh_sink_ctx *)ctx)->db, t, thread, stack);
+    return rh_db_cpu(((struct rh_sink_ctx *)ctx)->db, t, thread, stack, periods);
 }
 
 static void rh_sink_progress(void *ctx, uint64_t done, uint64_t total)

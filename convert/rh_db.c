@@ -175,7 +175,7 @@ static const char rh_schema[] =
     "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT);"
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
     /* CPU samples (issue 16): one row per sample, and the aggregates */
-    "CREATE TABLE cpu_samples(time INTEGER, thread INTEGER, stack_id INTEGER);"
+    "CREATE TABLE cpu_samples(time INTEGER, thread INTEGER, stack_id INTEGER, periods INTEGER);"
     "CREATE TABLE cpu_stack_stats(stack_id INTEGER PRIMARY KEY, samples INTEGER);"
     "CREATE TABLE cpu_thread_stats(thread INTEGER PRIMARY KEY, samples INTEGER);"
     "BEGIN;";
@@ -334,15 +334,16 @@ int rh_db_row(void *ctx, const struct rh_row *row)
     return row->id == d->next_id ? rh_db_ring_flush(d, 0) : 0;
 }
 
-int rh_db_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack)
+int rh_db_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods)
 {
     struct rh_db *d = ctx;
-    if (!d->cpu_ins && sqlite3_prepare_v2(d->db, "INSERT INTO cpu_samples VALUES(?,?,?)", -1,
+    if (!d->cpu_ins && sqlite3_prepare_v2(d->db, "INSERT INTO cpu_samples VALUES(?,?,?,?)", -1,
                                           &d->cpu_ins, NULL) != SQLITE_OK)
         goto fail;
     sqlite3_bind_int64(d->cpu_ins, 1, t);
     sqlite3_bind_int64(d->cpu_ins, 2, thread);
     sqlite3_bind_int64(d->cpu_ins, 3, (sqlite3_int64)stack);
+    sqlite3_bind_int64(d->cpu_ins, 4, (sqlite3_int64)periods);
     int rc = sqlite3_step(d->cpu_ins);
     sqlite3_reset(d->cpu_ins);
     if (rc == SQLITE_DONE)

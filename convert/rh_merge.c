@@ -286,9 +286,9 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         if (si == UINT32_MAX)
             return -1;
         m->r->stacks[si].used = 1;
-        if (m->sink->agg && rh_agg_cpu(m->sink->agg, si, ev->thread))
+        if (m->sink->agg && rh_agg_cpu(m->sink->agg, si, ev->thread, ev->size))
             return -1;
-        return m->sink->cpu ? m->sink->cpu(m->sink->ctx, t, ev->thread, ev->stack) : 0;
+        return m->sink->cpu ? m->sink->cpu(m->sink->ctx, t, ev->thread, ev->stack, ev->size) : 0;
     }
     case RH_EV_FAIL: {
         m->st->failed_allocs++;

@@ -150,14 +150,17 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.cls = 0; /* with the frees */
         s->ext_event.addr = pool;
         s->ext_event.stack = 0;
+        s->ext_event.size = 0;
         return RH_DEC_EVENT;
     } else if (sub == RIP_EXT_CPUSAMPLE) {
         /* timed, like POOLRESET (issue 16); later bytes, if any, are skipped */
         const uint8_t *q = b;
-        uint64_t stack;
-        if (rh_get(&q, b + len, &stack))
+        uint64_t stack, overrun = 0;
+        if (rh_get(&q, b + len, &stack) || (q < b + len && rh_get(&q, b + len, &overrun)) ||
+            overrun > 0xffffff)
             return RH_DEC_BAD;
         s->ext_event.op = RH_EV_CPU;
+        s->ext_event.size = 1 + overrun; /* sampling periods it stands for */
         s->ext_event.cls = 1;
         s->ext_event.addr = 0;
         s->ext_event.stack = stack;
@@ -235,6 +238,7 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
             ev->cls = s->ext_event.cls;
             ev->addr = s->ext_event.addr;
             stack = s->ext_event.stack;
+            size = op == RIP_OP_EXT ? s->ext_event.size : 0;
         }
         break;
     default:

@@ -187,6 +187,10 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
         }
         if (cfg->cpu_hz)
             c.cpu_hz = cfg->cpu_hz > RH_MAX_CPU_HZ ? RH_MAX_CPU_HZ : cfg->cpu_hz;
+    } else if (rh_ctl_armed()) {
+        unsigned hz = rh_cpu_requested_hz(); /* rheaper record -p PID --cpu-hz N */
+        if (hz)
+            c.cpu_hz = hz;
     }
     int err = rh_check_dir(c.profile_dir);
     if (err) {

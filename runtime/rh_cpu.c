@@ -39,6 +39,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -65,7 +66,9 @@ static struct rh_cpu_thr rh_cpu_thr[RH_CPU_MAX_THREADS];
 static int rh_cpu_nthr;  /* entries in use at the front, some may be free (tid 0) */
 static int rh_cpu_lock;  /* the registry; normal contexts only */
 static int rh_cpu_on;    /* atomic: timers run, samples are taken */
-static int rh_cpu_ready; /* our handler is installed */
+static int rh_cpu_reg;   /* atomic: the registry is in use (threads are registered) */
+static int rh_cpu_ready; /* atomic: our handler is installed */
+static int rh_cpu_tried; /* the handler's installation was attempted */
 static int rh_cpu_aside; /* atomic: the program owns the signal */
 static int rh_cpu_full_warned;
 static uint64_t rh_cpu_samples, rh_cpu_dropped; /* atomic, per file */
@@ -102,13 +105,13 @@ static inline void rh_cpu_drop(void)
 
 /* Bytes of one CPUSAMPLE record: byte 0, a time varint, subtype, length and
  * the stack id. */
-#define RH_CPU_RECORD (1 + 10 + 1 + 1 + 5)
+#define RH_CPU_RECORD (1 + 10 + 1 + 1 + 10)
 /* A STACK record's fixed part (as rh_record.c). */
 #define RH_CPU_STACK_FIXED (1 + 3 * 10)
 
 /* Writes one sample of the interrupted state (ip, sp, bp) into the calling
  * thread's chunk. The guard is set, the thread was outside the runtime. */
-static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp)
+static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned overrun)
 {
     if (!__atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE)) {
         rh_cpu_drop();
@@ -161,8 +164,11 @@ static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp)
         rh_cpu_drop();
         return;
     }
-    uint8_t body[5];
-    uint8_t n = (uint8_t)(rip_put_varint(body, id) - body);
+    uint8_t body[10];
+    uint8_t *e = rip_put_varint(body, id);
+    if (overrun) /* periods the kernel delivered late (above its tick rate) */
+        e = rip_put_varint(e, overrun > 0xffffff ? 0xffffff : overrun);
+    uint8_t n = (uint8_t)(e - body);
     uint8_t *q = rh_put_head(w, w->pos, RIP_OP_EXT, 0, t);
     *q++ = RIP_EXT_CPUSAMPLE;
     *q++ = n;
@@ -188,7 +194,8 @@ static void rh_cpu_handler(int sig, siginfo_t *si, void *ucv)
         const ucontext_t *uc = ucv;
         rh_cpu_sample((uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
                       (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
-                      (uintptr_t)uc->uc_mcontext.gregs[REG_RBP]);
+                      (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
+                      si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u);
     }
 #else
     (void)ucv;
@@ -255,7 +262,7 @@ static void rh_cpu_thread_gone(void *v)
 
 void rh_cpu_thread_known(void)
 {
-    if (rh_tls_cpu || !rh_cpu_ready)
+    if (rh_tls_cpu || !__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
         return;
     int g = rh_guard_enter();
     int tid = (int)rh_gettid();
@@ -287,9 +294,15 @@ void rh_cpu_thread_known(void)
     rh_guard_leave(g);
 }
 
+static void rh_cpu_install(void);
+
 void rh_cpu_start(void)
 {
-    if (!rh_cfg.cpu_hz || !rh_cpu_ready || __atomic_load_n(&rh_cpu_aside, __ATOMIC_ACQUIRE))
+    if (!rh_cfg.cpu_hz || !__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
+        return;
+    if (!rh_cpu_tried)
+        rh_cpu_install();
+    if (!rh_cpu_ready || __atomic_load_n(&rh_cpu_aside, __ATOMIC_ACQUIRE))
         return;
     rh_spin_lock(&rh_cpu_lock);
     __atomic_store_n(&rh_cpu_on, 1, __ATOMIC_RELEASE);
@@ -313,8 +326,20 @@ void rh_cpu_stop(void)
 
 void rh_cpu_init(void)
 {
-    if (!rh_cfg.cpu_hz || rh_cpu_ready)
+    if ((!rh_cfg.cpu_hz && rh_cfg.enable != RH_ENABLE_SIGNAL) ||
+        __atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
         return;
+    if (pthread_key_create(&rh_cpu_key, rh_cpu_thread_gone) == 0)
+        rh_cpu_key_ok = 1;
+    __atomic_store_n(&rh_cpu_reg, 1, __ATOMIC_RELEASE);
+    rh_cpu_thread_known();
+}
+
+/* Installs the handler, the first time a recording wants samples: a program
+ * that never samples keeps its signal's disposition untouched. */
+static void rh_cpu_install(void)
+{
+    rh_cpu_tried = 1;
     int sig = rh_cfg.cpu_signal;
     struct sigaction old, sa;
     memset(&old, 0, sizeof old);
@@ -340,10 +365,29 @@ void rh_cpu_init(void)
                 strerrordesc_np(errno));
         return;
     }
-    if (pthread_key_create(&rh_cpu_key, rh_cpu_thread_gone) == 0)
-        rh_cpu_key_ok = 1;
     __atomic_store_n(&rh_cpu_ready, 1, __ATOMIC_RELEASE);
-    rh_cpu_thread_known();
+}
+
+unsigned rh_cpu_requested_hz(void)
+{
+    char path[RH_PATH_MAX + 64], buf[32];
+    rh_fmt(path, sizeof path, "%s/rheaper-%d.cpu-hz", rh_cfg.profile_dir, (int)getpid());
+    int fd = rh_sys_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
+    if (fd < 0)
+        return 0;
+    ssize_t n = rh_sys_read(fd, buf, sizeof buf - 1);
+    rh_sys_close(fd);
+    (void)syscall(SYS_unlink, path); /* one request, one recording */
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    unsigned hz;
+    if (rh_parse_uint(buf, 1, RH_MAX_CPU_HZ, &hz) != 0) {
+        rh_warn("ignoring the CPU rate request %s: expected 1 to %u", path, RH_MAX_CPU_HZ);
+        return 0;
+    }
+    return hz;
 }
 
 /* Called by wrap/shims_signal.c before the program sets a disposition for
@@ -351,7 +395,7 @@ void rh_cpu_init(void)
  * timers deleted, no more samples). */
 RH_HIDDEN void rh_cpu_program_sets(int sig)
 {
-    if (rh_ctl_self || sig <= 0 || sig != rh_cfg.cpu_signal || !rh_cfg.cpu_hz)
+    if (rh_ctl_self || sig <= 0 || sig != rh_cfg.cpu_signal)
         return;
     if (!__atomic_load_n(&rh_cpu_ready, __ATOMIC_ACQUIRE))
         return;
@@ -367,7 +411,7 @@ RH_HIDDEN void rh_cpu_program_sets(int sig)
 
 void rh_cpu_fork(int phase)
 {
-    if (!rh_cpu_ready)
+    if (!__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
         return;
     if (phase == 0) {
         rh_spin_lock(&rh_cpu_lock);
@@ -416,7 +460,7 @@ static void *rh_cpu_trampoline(void *v)
 RH_HIDDEN int rh_cpu_pthread_create(int (*real)(void *, const void *, void *, void *), void *thr,
                                     const void *attr, void *fn, void *arg)
 {
-    if (!__atomic_load_n(&rh_cpu_ready, __ATOMIC_ACQUIRE) ||
+    if (!__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&rh_cpu_aside, __ATOMIC_ACQUIRE))
         return real(thr, attr, fn, arg);
     for (int i = 0; i < RH_CPU_BOOTS; i++) {

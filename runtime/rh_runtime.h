@@ -791,9 +791,11 @@ RH_HIDDEN int rh_file_ensure(void) RH_COLD;
 
 /* 1 while the timers run (samples are taken). */
 RH_HIDDEN int rh_cpu_active(void);
-/* Installs the sampling handler when cpu_hz > 0 (unless the program owns the
- * signal: one warning, stand aside) and registers the calling thread. Called
- * once from rh_init_lazy. */
+/* Starts registering threads when CPU samples may be asked for (cpu_hz > 0,
+ * or armed mode, where `rheaper record -p --cpu-hz` can ask later) and
+ * registers the calling thread. The handler is installed by the first
+ * rh_cpu_start (unless the program owns the signal: one warning, stand
+ * aside). Called from rh_init_lazy and rheaper_enable. */
 RH_HIDDEN void rh_cpu_init(void);
 /* The calling thread is known to the runtime (its first hooked call, or its
  * start through the pthread_create shim): registers it, and starts its timer
@@ -804,6 +806,9 @@ RH_HIDDEN void rh_cpu_thread_known(void) RH_COLD;
  * holds rh_ctl_lock or is initialising. */
 RH_HIDDEN void rh_cpu_start(void);
 RH_HIDDEN void rh_cpu_stop(void);
+/* The rate `rheaper record -p PID --cpu-hz N` asked for in
+ * DIR/rheaper-PID.cpu-hz (removed once read), or 0. Armed mode, at a toggle. */
+RH_HIDDEN unsigned rh_cpu_requested_hz(void);
 /* Samples written and dropped since the current file was created (trailer). */
 RH_HIDDEN void rh_cpu_counts(uint64_t *samples, uint64_t *dropped);
 RH_HIDDEN void rh_cpu_counts_reset(void);

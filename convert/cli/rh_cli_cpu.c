@@ -81,7 +81,7 @@ int rh_cpu_scope(sqlite3 *db, const struct rh_filter *f)
     /* ?1 from (ns), ?2 to (ns), ?3 thread; the stack conditions bind from ?4 */
     char sql[4096];
     size_t n = (size_t)snprintf(sql, sizeof sql,
-                                "INSERT INTO cpustat SELECT stack_id, count(*) FROM cpu_samples"
+                                "INSERT INTO cpustat SELECT stack_id, sum(periods) FROM cpu_samples"
                                 " WHERE (?1 IS NULL OR time >= ?1) AND (?2 IS NULL OR time <= ?2)"
                                 " AND (?3 IS NULL OR thread IN (SELECT id FROM threads WHERE"
                                 " CAST(id AS TEXT) = ?3 OR CAST(tid AS TEXT) = ?3 OR name = ?3))");
