@@ -172,7 +172,8 @@ static const char rh_schema[] =
     " first INTEGER, last INTEGER, PRIMARY KEY(bt, bucket)) WITHOUT ROWID;"
     "CREATE TABLE skipped_functions(sym TEXT PRIMARY KEY, callers INTEGER, stacks INTEGER);"
     "CREATE TABLE threads(id INTEGER PRIMARY KEY, tid INTEGER, name TEXT);"
-    "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT);"
+    "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT,"
+    " text_start INTEGER, text_end INTEGER);"
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
     /* CPU samples (issue 16): one row per sample, and the aggregates */
     "CREATE TABLE cpu_samples(time INTEGER, thread INTEGER, stack_id INTEGER, periods INTEGER);"
@@ -472,7 +473,10 @@ static int rh_db_threads_modules(struct rh_db *d, struct rh_rip *r, char *err, s
     sqlite3_stmt *ts = NULL, *ms = NULL;
     int rc = -1;
     if (rh_db_prepare(d, "INSERT INTO threads(id, tid, name) VALUES(?,?,?)", &ts, err, errlen) ||
-        rh_db_prepare(d, "INSERT INTO modules(id, path, base, build_id) VALUES(?,?,?,?)", &ms, err,
+        rh_db_prepare(d,
+                      "INSERT INTO modules(id, path, base, build_id, text_start, text_end)"
+                      " VALUES(?,?,?,?,?,?)",
+                      &ms, err,
                       errlen))
         goto out;
     for (size_t i = 0; i < r->nthreads; i++) {
@@ -502,6 +506,16 @@ static int rh_db_threads_modules(struct rh_db *d, struct rh_rip *r, char *err, s
         sqlite3_bind_int64(ms, 3, (sqlite3_int64)m->base);
         if (m->build_id_len)
             sqlite3_bind_text(ms, 4, hex, -1, SQLITE_TRANSIENT);
+        /* issue 16 (pprof mappings): the span of its executable ranges */
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (unsigned k = 0; k < m->nranges; k++) {
+            lo = m->ranges[2 * k] < lo ? m->ranges[2 * k] : lo;
+            hi = m->ranges[2 * k + 1] > hi ? m->ranges[2 * k + 1] : hi;
+        }
+        if (m->nranges) {
+            sqlite3_bind_int64(ms, 5, (sqlite3_int64)lo);
+            sqlite3_bind_int64(ms, 6, (sqlite3_int64)hi);
+        }
         if (rh_db_step(d, ms, err, errlen))
             goto out;
     }

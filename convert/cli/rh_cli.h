@@ -31,6 +31,7 @@ int rh_cmd_timeline(int argc, char **argv);
 int rh_cmd_export(int argc, char **argv);
 int rh_cmd_report(int argc, char **argv);
 int rh_cmd_record(int argc, char **argv); /* rh_cli_record.c */
+int rh_cmd_export_pprof(int argc, char **argv); /* rh_cli_pprof.c: export --pprof OUT DB */
 
 /* ---- rh_cli_db.c: opening a profile, shared figures ------------------ */
 

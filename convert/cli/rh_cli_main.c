@@ -47,6 +47,7 @@ static const char rh_usage[] =
     "  flamegraph DB [--leaked|--peak|--all] [--folded] -o OUT\n"
     "  timeline DB -o OUT.svg\n"
     "  export heaptrack DB -o FILE\n"
+    "  export --pprof OUT.pb.gz DB [--heap|--cpu] [--at peak|end]\n"
     "  report DB -o OUT.html\n"
     "\n"
     "Output: --json or --csv instead of aligned columns.\n"

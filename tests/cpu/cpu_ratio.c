@@ -9,6 +9,9 @@
  * so the second thread uses half the CPU of the first: of all CPU time,
  * hot_unit 75 %, cold_unit 25 %, main 2/3 and "half" 1/3. It allocates one
  * block per thread at the start, and prints the units each function ran.
+ * Its heap, for the pprof export's test: make_table keeps one block of
+ * 1 MiB to the end (the top of inuse_space), churn allocates and frees 1000
+ * blocks of 4 KiB (the top of alloc_space).
  *
  * usage: cpu_ratio UNITS
  */
@@ -68,6 +71,22 @@ static void *run(void *v)
     return NULL;
 }
 
+__attribute__((noinline)) static char *make_table(size_t n)
+{
+    char *t = malloc(n);
+    memset(t, 2, n);
+    return t;
+}
+
+__attribute__((noinline)) static void churn(void)
+{
+    for (int i = 0; i < 1000; i++) {
+        char *volatile b = malloc(4096);
+        b[0] = (char)i;
+        free(b);
+    }
+}
+
 int main(int argc, char **argv)
 {
     long units = argc > 1 ? atol(argv[1]) : 20000;
@@ -76,8 +95,11 @@ int main(int argc, char **argv)
     if (pthread_create(&t, NULL, run, &b) != 0)
         return 1;
     pthread_setname_np(t, "half");
+    char *volatile table = make_table(1 << 20);
+    churn();
     run(&a);
     pthread_join(t, NULL);
+    sink += (unsigned long)table[5];
     printf("hot %ld cold %ld main %ld half %ld\n", a.hot + b.hot, a.cold + b.cold, a.units,
            b.units);
     return 0;

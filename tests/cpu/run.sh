@@ -159,6 +159,59 @@ record-cpu)
     [ "$(q rec2.db 'select count(*) from cpu_samples')" = 0 ] || fail "the second window sampled CPU"
     [ "$(q rec2.db 'select count(*) from allocations')" -gt 0 ] || fail "the second window recorded no heap"
     ;;
+pprof)
+    # rheaper export --pprof, read by a reader the project did not write:
+    # go tool pprof (Debian's golang-go). Its totals for every sample type
+    # equal the database's figures; its top functions are the known ones.
+    command -v go >/dev/null 2>&1 || fail "go (golang-go) is not installed"
+    export HOME="$WORK" GOCACHE="$WORK/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local
+    record_ratio RHEAPER_CPU_HZ=199
+    "$RH" export --pprof p.pb.gz p.db 2>>err || fail "export --pprof failed"
+    gzip -t p.pb.gz || fail "p.pb.gz is not gzip"
+    go tool pprof -raw p.pb.gz >raw.txt 2>>err || fail "go tool pprof -raw cannot read the export"
+    grep -q '^PeriodType: space bytes$' raw.txt || fail "period type is not space/bytes"
+    grep -q '^Period: 1$' raw.txt || fail "period is not 1"
+    # sums of each value column over the samples
+    awk '/^Samples:/ { s = 1; getline; next } /^Locations/ { s = 0 } s && /:/ {
+            split($0, a, ":"); n = split(a[1], v, " "); for (i = 1; i <= n; i++) t[i] += v[i] }
+         END { for (i = 1; i <= 6; i++) printf "%.0f ", t[i]; print "" }' raw.txt >sums.txt
+    read -r ao as io is cs cn <sums.txt
+    hz=$(meta p.db cpu_hz)
+    want=$(q p.db "select sum(count), sum(bytes), sum(leaked_blocks), sum(leaked_bytes) from stack_stats" | tr '|' ' ')
+    wcs=$(q p.db "select sum(samples) from cpu_stack_stats")
+    wcn=$(awk -v s="$wcs" -v h="$hz" 'BEGIN { printf "%.0f", s * int(1e9 / h + 0.5) }')
+    [ "$ao $as $io $is" = "$want" ] || fail "pprof heap totals '$ao $as $io $is', database '$want'"
+    [ "$cs" = "$wcs" ] || fail "pprof samples total $cs, database $wcs"
+    [ "$cn" = "$wcn" ] || fail "pprof cpu total $cn ns, database $wcn"
+    top() { go tool pprof -top -sample_index="$1" p.pb.gz 2>/dev/null | awk 'f { print $NF; exit } /flat%/ { f = 1 }'; }
+    [ "$(top inuse_space)" = make_table ] || fail "inuse_space top is $(top inuse_space), not make_table"
+    [ "$(top alloc_space)" = churn ] || fail "alloc_space top is $(top alloc_space), not churn"
+    [ "$(top alloc_objects)" = churn ] || fail "alloc_objects top is $(top alloc_objects), not churn"
+    [ "$(top samples)" = hot_unit ] || fail "samples top is $(top samples), not hot_unit"
+    [ "$(top cpu)" = hot_unit ] || fail "cpu top is $(top cpu), not hot_unit"
+    # source lines without the binary: the Location of make_table's malloc
+    grep -q 'make_table .*cpu_ratio.c:[0-9]' raw.txt || fail "no source line for make_table"
+    # mappings carry the build id and file; ids run 1..N
+    grep -Eq '^ *1: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ .*cpu_ratio [0-9a-f]{40}' raw.txt ||
+        grep -Eq 'cpu_ratio [0-9a-f]{40}' raw.txt || fail "no mapping with the program's build id"
+    # --at peak: inuse is the heap at its peak; --cpu alone: period one interval
+    "$RH" export --pprof peak.pb.gz p.db --heap --at peak 2>>err || fail "export --at peak failed"
+    pk=$(go tool pprof -raw peak.pb.gz 2>/dev/null | awk '/^Samples:/ { s = 1; getline; next }
+         /^Locations/ { s = 0 } s && /:/ { split($0, a, ":"); split(a[1], v, " "); t += v[4] } END { print t + 0 }')
+    [ "$pk" = "$(meta p.db peak_bytes)" ] || fail "--at peak inuse_space $pk, meta peak_bytes $(meta p.db peak_bytes)"
+    "$RH" export --pprof cpu.pb.gz p.db --cpu 2>>err || fail "export --cpu failed"
+    go tool pprof -raw cpu.pb.gz >cpuraw.txt 2>>err || fail "pprof cannot read the --cpu export"
+    grep -q '^PeriodType: cpu nanoseconds$' cpuraw.txt || fail "--cpu period type"
+    grep -q "^Period: $(awk -v h="$hz" 'BEGIN { printf "%d", int(1e9 / h + 0.5) }')\$" cpuraw.txt ||
+        fail "--cpu period is not one interval"
+    grep -q 'alloc_space' cpuraw.txt && fail "--cpu export has heap sample types"
+    # filters: --function keeps cold_unit's samples only
+    "$RH" export --pprof cold.pb.gz p.db --cpu --function '^cold_unit$' 2>>err || fail "filtered export failed"
+    cold=$(q p.db "select sum(c.samples) from cpu_stack_stats c join backtraces b on b.id = c.stack_id and b.frame_no = 0 where b.sym = 'cold_unit'")
+    got=$(go tool pprof -raw cold.pb.gz 2>/dev/null | awk '/^Samples:/ { s = 1; getline; next }
+         /^Locations/ { s = 0 } s && /:/ { split($0, a, ":"); split(a[1], v, " "); t += v[1] } END { print t + 0 }')
+    [ "$got" = "$cold" ] || fail "--function cold_unit export has $got samples, expected $cold"
+    ;;
 *)
     fail "unknown case"
     ;;
