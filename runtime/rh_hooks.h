@@ -115,8 +115,11 @@ static inline __attribute__((always_inline)) int rh_hook_begin_as(int value)
             rh_note_reentry();
         return 0;
     }
-    if (rh_unlikely(s != RH_ON)) /* RH_UNINIT, or RH_CTL set */
+    if (rh_unlikely(s != RH_ON)) { /* RH_UNINIT, RH_CPUONLY, or RH_CTL set */
+        if (s == RH_CPUONLY)
+            return 0; /* CPU samples only: pass through, as cheaply as off */
         return rh_hook_begin_init(value);
+    }
     rh_guard = value;
     rh_barrier();
     return 1;

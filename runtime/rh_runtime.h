@@ -802,8 +802,9 @@ RH_HIDDEN void rh_cpu_init(void);
  * when sampling is on. Idempotent; cold. */
 RH_HIDDEN void rh_cpu_thread_known(void) RH_COLD;
 /* Starts the timers of every known thread (a recording begins, cpu_hz > 0),
- * or stops and deletes them all (it ends). Take the registry lock; the caller
- * holds rh_ctl_lock or is initialising. */
+ * or stops and deletes them all (it ends). Take the registry lock, which comes
+ * after rh_shared_lock and rh_prof_lock in the lock order (a close stops the
+ * timers holding both); the caller holds rh_ctl_lock or is initialising. */
 RH_HIDDEN void rh_cpu_start(void);
 RH_HIDDEN void rh_cpu_stop(void);
 /* The rate `rheaper record -p PID --cpu-hz N` asked for in

@@ -325,18 +325,18 @@ static __thread int rh_tls_fork_guard __attribute__((tls_model("initial-exec")))
 static void rh_fork_prepare(void)
 {
     rh_tls_fork_guard = rh_guard_enter();
-    rh_cpu_fork(0);
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     rh_kinds_fork(0);
+    rh_cpu_fork(0); /* last: a close holds the two above when it stops the timers */
 }
 
 static void rh_fork_parent(void)
 {
+    rh_cpu_fork(1);
     rh_kinds_fork(1);
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_unlock(&rh_shared_lock);
-    rh_cpu_fork(1);
     rh_guard_leave(rh_tls_fork_guard);
 }
 
