@@ -213,6 +213,25 @@ pprof)
          /^Locations/ { s = 0 } s && /:/ { split($0, a, ":"); split(a[1], v, " "); t += v[1] } END { print t + 0 }')
     [ "$got" = "$cold" ] || fail "--function cold_unit export has $got samples, expected $cold"
     ;;
+churn)
+    # Samples that land inside the runtime are dropped, never written into a
+    # half-written record: the heap stays exact and the profile clean.
+    env RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=999 RHEAPER_SCOPE=program "$H/cpu_churn" 150000 >out 2>err ||
+        fail "cpu_churn failed"
+    read -r _ rows <out || fail "no output"
+    set -- rip-*
+    "$BIN/rheaper-convert" "$1" p.db >/dev/null 2>>err || fail "conversion failed"
+    [ "$(meta p.db clean)" = 1 ] || fail "the profile is not clean"
+    [ "$(meta p.db damaged)" = 0 ] || fail "the profile is damaged"
+    [ "$(meta p.db damaged_chunks)" = 0 ] || fail "damaged chunks"
+    [ "$(meta p.db unknown_frees)" = 0 ] || fail "unknown frees: $(meta p.db unknown_frees)"
+    got=$(q p.db "select count(*) from allocations")
+    [ "$got" = "$rows" ] || fail "$got rows, the program made $rows"
+    [ "$(q p.db 'select count(*) from allocations where dealloc_after is null')" = 2 ] ||
+        fail "leaked rows are not the two kept blocks"
+    [ "$(q p.db 'select count(*) from cpu_samples')" -gt 0 ] || fail "no sample written"
+    [ "$(meta p.db cpu_samples_dropped)" -gt 0 ] || fail "no sample dropped inside the runtime"
+    ;;
 *)
     fail "unknown case"
     ;;
