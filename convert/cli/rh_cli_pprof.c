@@ -10,7 +10,10 @@
  *                 of the scope still live at the end of the selected range:
  *                 --to, else the end of the run; or at the heap's peak with
  *                 --at peak); default sample type inuse_space; period_type
- *                 space/bytes, period 1 (every allocation is recorded);
+ *                 space/bytes, period 1 (every allocation is recorded), or
+ *                 for a sampled profile (issue 9: meta sample_mode, the
+ *                 allocations' weight) the sampling mean, with the weighted
+ *                 estimates sum(weight) and sum(size * weight) as values;
  *   CPU samples   samples/count and cpu/nanoseconds (samples * one sampling
  *                 interval); period_type cpu/nanoseconds, period one interval
  *                 when the file holds the CPU only;
@@ -488,9 +491,53 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         rh_sql_fail(db, "export --pprof");
         goto out;
     }
+    /* A sampled profile (issue 9: meta sample_mode, allocations.weight):
+     * weighted estimates, and the sampling mean as the period. */
+    int sampled = 0;
+    double mean = 1;
+    if (heap) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(db,
+                               "SELECT (SELECT value FROM meta WHERE key = 'sample_mode'),"
+                               " (SELECT value FROM meta WHERE key = 'sample_bytes'),"
+                               " (SELECT value FROM meta WHERE key = 'sample_rate')",
+                               -1, &q, NULL) == SQLITE_OK &&
+            sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0)) {
+            const char *mode = (const char *)sqlite3_column_text(q, 0);
+            if (!strcmp(mode, "bytes") && sqlite3_column_double(q, 1) > 0)
+                sampled = 1, mean = sqlite3_column_double(q, 1);
+            else if (!strcmp(mode, "rate") && sqlite3_column_double(q, 2) > 0)
+                sampled = 1, mean = 1.0 / sqlite3_column_double(q, 2);
+        }
+        sqlite3_finalize(q);
+        sqlite3_stmt *w = NULL;
+        if (sampled && sqlite3_prepare_v2(db, "SELECT weight FROM allocations LIMIT 0", -1, &w,
+                                          NULL) != SQLITE_OK) {
+            fprintf(stderr, "rheaper: export --pprof: the profile says it is sampled but its"
+                            " allocations have no weight column\n");
+            sqlite3_finalize(w);
+            goto out;
+        }
+        sqlite3_finalize(w);
+    }
     if (heap) {
         /* in use: at the peak, at the end of the range (--to), or never freed */
-        const char *sql =
+        char wsql[1024];
+        snprintf(wsql, sizeof wsql,
+                 "SELECT a.bt, CAST(round(sum(a.weight)) AS INTEGER),"
+                 " CAST(round(sum(a.size * a.weight)) AS INTEGER),"
+                 " CAST(round(sum(CASE WHEN %s THEN a.weight ELSE 0 END)) AS INTEGER),"
+                 " CAST(round(sum(CASE WHEN %s THEN a.size * a.weight ELSE 0 END)) AS INTEGER)"
+                 " FROM allocations a JOIN temp.sel s ON s.id = a.id GROUP BY a.bt",
+                 o->at_peak ? "a.alloc_after <= ?1 AND (a.dealloc_after IS NULL OR"
+                              " a.dealloc_after > ?1)"
+                 : o->to_ns >= 0 ? "(a.dealloc_after IS NULL OR a.dealloc_after > ?1)"
+                                 : "a.dealloc_after IS NULL",
+                 o->at_peak ? "a.alloc_after <= ?1 AND (a.dealloc_after IS NULL OR"
+                              " a.dealloc_after > ?1)"
+                 : o->to_ns >= 0 ? "(a.dealloc_after IS NULL OR a.dealloc_after > ?1)"
+                                 : "a.dealloc_after IS NULL");
+        const char *sql = sampled ? wsql :
             o->at_peak ? "SELECT bt, count, bytes, peak_blocks, peak_bytes FROM temp.sstat"
             : o->to_ns >= 0
                 ? "SELECT s.bt, s.count, s.bytes, coalesce(u.n, 0), coalesce(u.b, 0)"
@@ -504,6 +551,12 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         }
         if (o->to_ns >= 0 && !o->at_peak)
             sqlite3_bind_int64(st, 1, o->to_ns);
+        if (sampled && o->at_peak) {
+            struct rh_scope sc;
+            if (rh_scope_get(db, &sc) != 0)
+                goto out;
+            sqlite3_bind_int64(st, 1, sc.peak_time);
+        }
         int64_t v[6] = {0};
         int r;
         while ((r = sqlite3_step(st)) == SQLITE_ROW && !pp.oom) {
@@ -546,7 +599,7 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
     if (heap) {
         pt.type = rh_pp_str(&pp, "space");
         pt.unit = rh_pp_str(&pp, "bytes");
-        p.period = 1;
+        p.period = sampled ? llround(mean) : 1; /* the sampling mean; 1: every block */
         p.default_sample_type = rh_pp_str(&pp, "inuse_space");
     } else {
         pt.type = rh_pp_str(&pp, "cpu");
