@@ -56,7 +56,35 @@ void rh_agg_free(struct rh_agg *a)
     free(a->touched);
     free(a->pts);
     free(a->lk);
+    free(a->cpu_st);
+    free(a->cpu_th);
     free(a);
+}
+
+/* Makes *arr (n used, cap) hold index i, zero-filled. Returns 0 or -1. */
+static int rh_agg_cpu_slot(int64_t **arr, size_t *n, size_t *cap, size_t i)
+{
+    if (i < *n)
+        return 0;
+    if (rh_grow(arr, cap, i + 1, sizeof **arr))
+        return -1;
+    memset(*arr + *n, 0, (i + 1 - *n) * sizeof **arr);
+    *n = i + 1;
+    return 0;
+}
+
+int rh_agg_cpu(struct rh_agg *a, uint32_t si, uint32_t thread, uint64_t periods)
+{
+    size_t ti = thread ? thread - 1 : 0;
+    if (rh_agg_cpu_slot(&a->cpu_st, &a->ncpu_st, &a->capcpu_st, si) ||
+        rh_agg_cpu_slot(&a->cpu_th, &a->ncpu_th, &a->capcpu_th, ti)) {
+        a->oom = 1;
+        return -1;
+    }
+    a->cpu_st[si] += (int64_t)periods;
+    a->cpu_th[ti] += (int64_t)periods;
+    a->cpu_total += (int64_t)periods;
+    return 0;
 }
 
 int64_t rh_run_duration(const struct rh_rip *r, int64_t last_ns)

@@ -116,6 +116,8 @@ enum rh_ev_op {
     RH_EV_FAIL = 5,
     RH_EV_POOLRESET = 6, /* every live block of pool `addr` ends (EXT POOLRESET) */
     RH_EV_EXT = 7,       /* issue 15: an mmap/munmap/mremap/mallopt call (EXT 10..13) */
+    RH_EV_CPU = 8,       /* one CPU sample of stack `stack` standing for `size` sampling
+                            periods (EXT CPUSAMPLE, issue 16) */
 };
 
 struct rh_event {
@@ -221,6 +223,10 @@ struct rh_rip {
     int tr_has_stream;        /* v3, issue 11: the trailer has the stream fields */
     uint32_t tr_stream_state; /* RIP_STREAM_*: 2 = stopped when the queue was full */
     uint64_t tr_stream_peak;  /* the most bytes the stream's queue held */
+    int tr_has_cpu;           /* the trailer has issue 16's CPU counts */
+    uint64_t tr_cpu_samples, tr_cpu_dropped;
+    uint32_t cpu_hz, cpu_signal; /* header (v3): 0 when CPU sampling was off */
+    uint64_t cpu_samples;        /* CPUSAMPLE records decoded */
 
     struct rh_stack *stacks;
     size_t nstacks, capstacks;
@@ -329,6 +335,10 @@ struct rh_merge_sink {
     struct rh_agg *agg;
     /* Called once per RH_EV_EXT event with its time in ns; NULL: dropped. */
     int (*ext)(void *ctx, const struct rh_event *ev, int64_t t);
+    /* Called once per CPU sample (issue 16) with its merged time, thread,
+     * stack id and the sampling periods it stands for; may be NULL. A non-zero
+     * return stops the merge with that rc. */
+    int (*cpu)(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods);
 };
 
 /* heaptrack's temporary allocations, as its analyzer counts them: a free is
@@ -455,6 +465,12 @@ struct rh_agg {
     int64_t duration;
     int ended;
     int oom;
+    /* CPU samples (issue 16): per stack index and per thread - 1 */
+    int64_t *cpu_st;
+    size_t ncpu_st, capcpu_st;
+    int64_t *cpu_th;
+    size_t ncpu_th, capcpu_th;
+    int64_t cpu_total;
 };
 
 /* Creates the aggregates of a merge of r. span_ns: the run's length if known
@@ -466,6 +482,9 @@ RH_HIDDEN void rh_agg_free(struct rh_agg *a);
 /* An allocation (is_alloc) or the free of a known block, of stack index si
  * and `size` bytes, at time t in merged order. Returns 0 or -1 (out of memory). */
 RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, int is_alloc);
+/* One CPU sample of stack index si in thread (threads.id), standing for
+ * `periods` sampling periods. Returns 0 or -1. */
+RH_HIDDEN int rh_agg_cpu(struct rh_agg *a, uint32_t si, uint32_t thread, uint64_t periods);
 /* Every row the merge emits, before the sink sees it. Returns 0 or -1. */
 RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
 /* The last event was merged: settles the peak and the timeline; duration_ns
@@ -543,6 +562,9 @@ RH_HIDDEN int rh_db_finish(struct rh_db *db, struct rh_rip *r, const struct rh_m
  * blocks freed after living less than min_lifetime_ns are not written (0:
  * every row). */
 RH_HIDDEN void rh_db_set_agg(struct rh_db *db, struct rh_agg *agg, int64_t min_lifetime_ns);
+/* The merge sink's CPU sample (issue 16): inserts one cpu_samples row.
+ * Returns 0 or -1. */
+RH_HIDDEN int rh_db_cpu(void *db, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods);
 /* The message of the last failed rh_db_row(). */
 RH_HIDDEN const char *rh_db_error(const struct rh_db *db);
 /* Abandons the conversion: closes and removes the temp file. NULL is fine. */

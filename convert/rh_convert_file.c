@@ -61,6 +61,11 @@ static int rh_sink_ext(void *ctx, const struct rh_event *ev, int64_t t)
     return rh_db_ext(((struct rh_sink_ctx *)ctx)->db, ev, t);
 }
 
+static int rh_sink_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods)
+{
+    return rh_db_cpu(((struct rh_sink_ctx *)ctx)->db, t, thread, stack, periods);
+}
+
 static void rh_sink_progress(void *ctx, uint64_t done, uint64_t total)
 {
     rh_show_progress(&((struct rh_sink_ctx *)ctx)->prog, done, total);
@@ -208,7 +213,8 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         return 1;
     }
     rh_db_set_agg(sc.db, agg, o->min_lifetime_ns);
-    struct rh_merge_sink sink = {rh_sink_row, rh_sink_progress, &sc, agg, rh_sink_ext};
+    struct rh_merge_sink sink = {rh_sink_row, rh_sink_progress, &sc, agg, rh_sink_ext,
+                                 rh_sink_cpu};
     struct rh_merge_stats ms;
     int rc = rh_merge_run(&r, &sink, &ms);
     if (sc.prog.on)

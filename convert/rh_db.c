@@ -76,6 +76,7 @@ const char *rh_kind_name(uint32_t kind)
 struct rh_db {
     sqlite3 *db;
     sqlite3_stmt *ins;
+    sqlite3_stmt *cpu_ins; /* cpu_samples (issue 16), prepared at the first sample */
     struct rh_agg *agg;      /* NULL: no aggregate tables */
     int64_t min_lifetime_ns; /* culling (rheaper-convert --min-lifetime); 0: none */
     uint64_t culled;         /* rows not written by culling */
@@ -172,8 +173,13 @@ static const char rh_schema[] =
     " first INTEGER, last INTEGER, PRIMARY KEY(bt, bucket)) WITHOUT ROWID;"
     "CREATE TABLE skipped_functions(sym TEXT PRIMARY KEY, callers INTEGER, stacks INTEGER);"
     "CREATE TABLE threads(id INTEGER PRIMARY KEY, tid INTEGER, name TEXT);"
-    "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT);"
+    "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT,"
+    " text_start INTEGER, text_end INTEGER);"
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
+    /* CPU samples (issue 16): one row per sample, and the aggregates */
+    "CREATE TABLE cpu_samples(time INTEGER, thread INTEGER, stack_id INTEGER, periods INTEGER);"
+    "CREATE TABLE cpu_stack_stats(stack_id INTEGER PRIMARY KEY, samples INTEGER);"
+    "CREATE TABLE cpu_thread_stats(thread INTEGER PRIMARY KEY, samples INTEGER);"
     "BEGIN;";
 
 static const char rh_post[] =
@@ -340,10 +346,31 @@ int rh_db_row(void *ctx, const struct rh_row *row)
     return row->id == d->next_id ? rh_db_ring_flush(d, 0) : 0;
 }
 
+int rh_db_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods)
+{
+    struct rh_db *d = ctx;
+    if (!d->cpu_ins && sqlite3_prepare_v2(d->db, "INSERT INTO cpu_samples VALUES(?,?,?,?)", -1,
+                                          &d->cpu_ins, NULL) != SQLITE_OK)
+        goto fail;
+    sqlite3_bind_int64(d->cpu_ins, 1, t);
+    sqlite3_bind_int64(d->cpu_ins, 2, thread);
+    sqlite3_bind_int64(d->cpu_ins, 3, (sqlite3_int64)stack);
+    sqlite3_bind_int64(d->cpu_ins, 4, (sqlite3_int64)periods);
+    int rc = sqlite3_step(d->cpu_ins);
+    sqlite3_reset(d->cpu_ins);
+    if (rc == SQLITE_DONE)
+        return 0;
+fail:
+    rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp,
+                 sqlite3_errmsg(d->db));
+    return -1;
+}
+
 void rh_db_abort(struct rh_db *d)
 {
     if (!d)
         return;
+    sqlite3_finalize(d->cpu_ins);
     sqlite3_finalize(d->ins);
     rh_mmaps_close(&d->mm);
     sqlite3_close(d->db);
@@ -458,7 +485,10 @@ static int rh_db_threads_modules(struct rh_db *d, struct rh_rip *r, char *err, s
     sqlite3_stmt *ts = NULL, *ms = NULL;
     int rc = -1;
     if (rh_db_prepare(d, "INSERT INTO threads(id, tid, name) VALUES(?,?,?)", &ts, err, errlen) ||
-        rh_db_prepare(d, "INSERT INTO modules(id, path, base, build_id) VALUES(?,?,?,?)", &ms, err,
+        rh_db_prepare(d,
+                      "INSERT INTO modules(id, path, base, build_id, text_start, text_end)"
+                      " VALUES(?,?,?,?,?,?)",
+                      &ms, err,
                       errlen))
         goto out;
     for (size_t i = 0; i < r->nthreads; i++) {
@@ -488,6 +518,16 @@ static int rh_db_threads_modules(struct rh_db *d, struct rh_rip *r, char *err, s
         sqlite3_bind_int64(ms, 3, (sqlite3_int64)m->base);
         if (m->build_id_len)
             sqlite3_bind_text(ms, 4, hex, -1, SQLITE_TRANSIENT);
+        /* issue 16 (pprof mappings): the span of its executable ranges */
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (unsigned k = 0; k < m->nranges; k++) {
+            lo = m->ranges[2 * k] < lo ? m->ranges[2 * k] : lo;
+            hi = m->ranges[2 * k + 1] > hi ? m->ranges[2 * k + 1] : hi;
+        }
+        if (m->nranges) {
+            sqlite3_bind_int64(ms, 5, (sqlite3_int64)lo);
+            sqlite3_bind_int64(ms, 6, (sqlite3_int64)hi);
+        }
         if (rh_db_step(d, ms, err, errlen))
             goto out;
     }
@@ -588,6 +628,13 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
         rh_meta_int(&m, "stream_queue_full", r->tr_stream_state == RIP_STREAM_QUEUE_FULL);
         rh_meta_int(&m, "stream_queue_peak", (int64_t)r->tr_stream_peak);
     }
+    /* issue 16: CPU sampling, when it was on (no keys: it was off) */
+    if (r->cpu_hz || r->cpu_samples) {
+        rh_meta_int(&m, "cpu_hz", r->cpu_hz);
+        rh_meta_int(&m, "cpu_samples", (int64_t)r->cpu_samples);
+        if (r->has_trailer && r->tr_has_cpu)
+            rh_meta_int(&m, "cpu_samples_dropped", (int64_t)r->tr_cpu_dropped);
+    }
     rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;
@@ -650,6 +697,8 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     sqlite3_finalize(d->ins);
     d->ins = NULL;
     rh_mmaps_close(&d->mm);
+    sqlite3_finalize(d->cpu_ins);
+    d->cpu_ins = NULL;
     if (rh_db_stacks(d, r, sym, &undefined, err, errlen) ||
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||

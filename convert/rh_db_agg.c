@@ -9,6 +9,8 @@
  *   timeline(col, t, max_bytes, max_time, end_bytes, active)   the heap over time
  *   timeline_stacks(col, bt, at_max, at_end)     per stack, where it changed
  *   leak_curve(bt, bucket, blocks, bytes, first, last)   never-freed blocks
+ *   cpu_stack_stats(stack_id, samples), cpu_thread_stats(thread, samples)
+ *                                                CPU samples (issue 16)
  * and the meta keys peak_bytes, peak_blocks, peak_time_ns, timeline_columns,
  * leak_buckets, ids_time_ordered and aggregates.
  */
@@ -156,6 +158,29 @@ static int rh_aw_leaks(struct rh_aw *w, struct rh_agg *a)
     return rc;
 }
 
+/* CPU samples (issue 16): cpu_stack_stats and cpu_thread_stats. */
+static int rh_aw_cpu(struct rh_aw *w, struct rh_agg *a)
+{
+    sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO cpu_stack_stats VALUES(?,?)");
+    sqlite3_stmt *th = rh_aw_prep(w, "INSERT INTO cpu_thread_stats VALUES(?,?)");
+    int rc = st && th ? 0 : -1;
+    for (size_t i = 0; i < a->ncpu_st && !rc; i++) {
+        if (!a->cpu_st[i])
+            continue;
+        int64_t v[2] = {(int64_t)a->r->stacks[i].id, a->cpu_st[i]};
+        rc = rh_aw_ins(w, st, v, 2);
+    }
+    for (size_t i = 0; i < a->ncpu_th && !rc; i++) {
+        if (!a->cpu_th[i])
+            continue;
+        int64_t v[2] = {(int64_t)i + 1, a->cpu_th[i]};
+        rc = rh_aw_ins(w, th, v, 2);
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(th);
+    return rc;
+}
+
 static int rh_aw_meta(struct rh_aw *w, struct rh_agg *a)
 {
     sqlite3_stmt *st = rh_aw_prep(w, "INSERT OR REPLACE INTO meta(key, value) VALUES(?,?)");
@@ -194,7 +219,7 @@ int rh_agg_write(struct rh_agg *a, void *db, char *err, size_t errlen)
         return -1;
     }
     return rh_aw_stacks(&w, a) || rh_aw_threads(&w, a) || rh_aw_timeline(&w, a) ||
-                   rh_aw_leaks(&w, a) || rh_aw_meta(&w, a)
+                   rh_aw_leaks(&w, a) || rh_aw_cpu(&w, a) || rh_aw_meta(&w, a)
                ? -1
                : 0;
 }

@@ -290,6 +290,15 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         }
         return m->sink->ext ? m->sink->ext(m->sink->ctx, ev, t) : 0;
     }
+    case RH_EV_CPU: { /* issue 16: a sample, no block */
+        uint32_t si = rh_rip_stack(m->r, ev->stack);
+        if (si == UINT32_MAX)
+            return -1;
+        m->r->stacks[si].used = 1;
+        if (m->sink->agg && rh_agg_cpu(m->sink->agg, si, ev->thread, ev->size))
+            return -1;
+        return m->sink->cpu ? m->sink->cpu(m->sink->ctx, t, ev->thread, ev->stack, ev->size) : 0;
+    }
     case RH_EV_FAIL: {
         m->st->failed_allocs++;
         uint32_t si = rh_rip_stack(m->r, ev->stack);

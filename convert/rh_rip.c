@@ -222,6 +222,10 @@ int rh_rip_header(struct rh_rip *r)
                            r->hdr.version, RIP_VERSION);
     if (r->hdr.header_size != RIP_HEADER_SIZE)
         return rh_rip_fail(r, "bad header size %u at offset 12", r->hdr.header_size);
+    if (r->hdr.version >= 3 && (r->hdr.flags & RIP_HDR_F_CPU)) { /* issue 16 */
+        memcpy(&r->cpu_hz, r->base + RIP_HDR_CPU_HZ_OFF, 4);
+        memcpy(&r->cpu_signal, r->base + RIP_HDR_CPU_SIG_OFF, 4);
+    }
 
     uint8_t copy[RIP_HEADER_SIZE];
     memcpy(copy, r->base, RIP_HEADER_SIZE);
@@ -374,6 +378,13 @@ int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     if (r->tr_has_stream) {
         memcpy(&r->tr_stream_state, ch->payload + RIP_TRAILER_STREAM_OFF, 4);
         memcpy(&r->tr_stream_peak, ch->payload + RIP_TRAILER_STREAM_OFF + 8, 8);
+    }
+    /* v3, issue 16: CPU samples written and dropped (bytes 80..95) */
+    r->tr_has_cpu = ch->used >= RIP_TRAILER_V3_CPU_SIZE;
+    if (r->tr_has_cpu) {
+        const uint8_t *q = ch->payload + RIP_TRAILER_CPU_OFF;
+        memcpy(&r->tr_cpu_samples, q, 8);
+        memcpy(&r->tr_cpu_dropped, q + 8, 8);
     }
     rh_calib_add(r, end_tick, end_ns);
     return 1;

@@ -149,6 +149,22 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.op = RH_EV_POOLRESET;
         s->ext_event.cls = 0; /* with the frees */
         s->ext_event.addr = pool;
+        s->ext_event.stack = 0;
+        s->ext_event.size = 0;
+        return RH_DEC_EVENT;
+    } else if (sub == RIP_EXT_CPUSAMPLE) {
+        /* timed, like POOLRESET (issue 16); later bytes, if any, are skipped */
+        const uint8_t *q = b;
+        uint64_t stack, overrun = 0;
+        if (rh_get(&q, b + len, &stack) || (q < b + len && rh_get(&q, b + len, &overrun)) ||
+            overrun > 0xffffff)
+            return RH_DEC_BAD;
+        s->ext_event.op = RH_EV_CPU;
+        s->ext_event.size = 1 + overrun; /* sampling periods it stands for */
+        s->ext_event.cls = 1;
+        s->ext_event.addr = 0;
+        s->ext_event.stack = stack;
+        r->cpu_samples++;
         return RH_DEC_EVENT;
     } else if (sub >= RIP_EXT_MMAP && sub <= RIP_EXT_MALLOPT) {
         /* issue 15, timed: the stack id here, the rest for rh_mmaps.c */
@@ -159,6 +175,7 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.op = RH_EV_EXT;
         s->ext_event.cls = sub == RIP_EXT_MUNMAP ? 0 : 1; /* an unmap sorts with the frees */
         s->ext_event.addr = 0;
+        s->ext_event.size = 0;
         s->ext_event.stack = stack;
         s->ext_event.ext_sub = (uint8_t)sub;
         s->ext_event.ext = b;
@@ -231,12 +248,13 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         break;
     case RIP_OP_EXT:
         rc = rh_dec_ext(r, s, &p, end);
-        if (rc == RH_DEC_EVENT) { /* POOLRESET, or issue 15's EXT 10..13 */
+        if (rc == RH_DEC_EVENT) { /* POOLRESET, CPUSAMPLE, or issue 15's EXT 10..13 */
             ev->op = s->ext_event.op;
             ev->cls = s->ext_event.cls;
             ev->addr = s->ext_event.addr;
+            stack = s->ext_event.stack;
+            size = s->ext_event.size;
             if (ev->op == RH_EV_EXT) {
-                stack = s->ext_event.stack;
                 ev->ext_sub = s->ext_event.ext_sub;
                 ev->ext = s->ext_event.ext;
                 ev->ext_len = s->ext_event.ext_len;

@@ -85,10 +85,17 @@ int rh_init_lazy(void)
         rh_cfg_env = rh_cfg;
         rh_clock_init();
         rh_thread_init();
+        rh_cpu_init();
         if (rh_cfg.enable == 1) {
             rh_prof.max_chunk = rh_config_max_chunk();
             rh_prof.pending = 1;
-            rh_state_set(RH_ON);
+            rh_state_set(rh_on_state());
+            if (rh_cfg.cpu_hz) {
+                /* samples need the file: create it now rather than at the
+                 * first event (a CPU-only recording has no events) */
+                rh_file_ensure();
+                rh_cpu_start();
+            }
         } else {
             rh_state_set(RH_OFF);
             if (rh_cfg.enable == RH_ENABLE_SIGNAL) {
@@ -114,7 +121,7 @@ int rh_file_ensure(void)
         return 0;
     int created = 0;
     rh_spin_lock(&rh_prof_lock);
-    if (rh_prof.pending && RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) == RH_ON) {
+    if (rh_prof.pending && rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED))) {
         if (rh_file_create_locked() == RHEAPER_OK)
             created = 1;
         else
@@ -153,7 +160,7 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
     rh_close_cut_locked();
     rh_spin_lock(&rh_prof_lock);
     int rc = RHEAPER_OK;
-    if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) == RH_ON) {
+    if (rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED))) {
         rc = RHEAPER_ERR_ALREADY;
         goto out;
     }
@@ -180,6 +187,12 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
             }
             memcpy(c.profile_dir, cfg->profile_dir, n + 1);
         }
+        if (cfg->cpu_hz)
+            c.cpu_hz = cfg->cpu_hz > RH_MAX_CPU_HZ ? RH_MAX_CPU_HZ : cfg->cpu_hz;
+    } else if (rh_ctl_armed()) {
+        unsigned hz = rh_cpu_requested_hz(); /* rheaper record -p PID --cpu-hz N */
+        if (hz)
+            c.cpu_hz = hz;
     }
     int err = rh_check_dir(c.profile_dir);
     if (err) {
@@ -192,7 +205,7 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
     rh_prof.pending = 0;
     rc = rh_file_create_locked();
     if (rc == RHEAPER_OK) {
-        rh_state_set(RH_ON);
+        rh_state_set(rh_on_state());
         if (rh_ctl_armed())
             rh_ctl_marker_update(); /* "recording" */
     }
@@ -203,6 +216,8 @@ out:
         rh_modules_snapshot(1);
         if (rh_ctor_ran)
             rh_stream_start();
+        rh_cpu_init(); /* cpu_hz may come from cfg */
+        rh_cpu_start();
     }
     return rc;
 }
@@ -223,6 +238,8 @@ int rheaper_enable(const struct rheaper_config *cfg)
  * rh_shared_lock and rh_prof_lock. */
 static void rh_flush_locked(int close_fd)
 {
+    if (close_fd)
+        rh_cpu_stop(); /* no samples after the trailer */
     rh_thread_seal_self_locked();
     if (rh_shared.chunk && rh_shared.epoch == rh_epoch)
         rh_writer_seal(&rh_shared, 1);
@@ -236,7 +253,7 @@ static int rh_disable_ctl(void)
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     int rc = RHEAPER_OK;
-    if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) != RH_ON) {
+    if (!rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED))) {
         rc = RHEAPER_ERR_NOT_ENABLED;
     } else {
         rh_state_set(RH_OFF);
@@ -295,7 +312,7 @@ static void rh_ctl_run(void)
     if (rh_ctl_marker_stale())
         rh_ctl_marker_update(); /* a fork child's own marker */
     for (unsigned n = rh_ctl_take_toggles(); n; n--) {
-        if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) == RH_ON)
+        if (rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))
             rh_disable_ctl();
         else
             rh_enable_ctl(NULL);
@@ -305,7 +322,7 @@ static void rh_ctl_run(void)
 
 int rheaper_is_enabled(void)
 {
-    return RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) == RH_ON;
+    return rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE));
 }
 
 const char *rheaper_profile_path(void)
@@ -335,7 +352,7 @@ const char *rheaper_strerror(int rc)
 
 void rh_modules_changed(void)
 {
-    if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) != RH_ON ||
+    if (!rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) ||
         !__atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE))
         return;
     int g = rh_guard_enter();
@@ -384,7 +401,7 @@ __attribute__((destructor(101))) static void rh_runtime_dtor(void)
 
 static void rh_runtime_dtor_flush(void)
 {
-    if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) != RH_ON)
+    if (!rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))
         return;
     int g = rh_guard_enter();
     rh_spin_lock(&rh_shared_lock);

@@ -2,8 +2,9 @@
  *
  * RHEAPER_ENABLE, RHEAPER_PROFILE_DIR, RHEAPER_MAX_STACK_DEPTH,
  * RHEAPER_MAX_TRACKERS, RHEAPER_BUFFER_SIZE, RHEAPER_SCOPE, and for issue 9
- * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE, and for
- * issue 11 RHEAPER_STREAM, RHEAPER_STREAM_QUEUE and RHEAPER_STREAM_TIMEOUT are read once, on the first
+ * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE, for
+ * issue 11 RHEAPER_STREAM, RHEAPER_STREAM_QUEUE and RHEAPER_STREAM_TIMEOUT, and
+ * for issue 16 RHEAPER_CPU_HZ, RHEAPER_CPU_SIGNAL and RHEAPER_HEAP are read once, on the first
  * wrapped call, with secure_getenv so setuid and setgid programs ignore them. A
  * bad value never stops the program: it gets one warning line and the default.
  * rheaper_enable() (rh_api.c) overlays its struct rheaper_config on top.
@@ -26,6 +27,9 @@ RH_HIDDEN struct rh_config rh_cfg = {
     .ctl_signal = 0, /* rh_default_signal() at load: SIGRTMAX is not a constant */
     .stream_queue = RH_DEFAULT_STREAM_QUEUE,
     .stream_timeout = RH_DEFAULT_STREAM_TIMEOUT,
+    .cpu_hz = 0,
+    .cpu_signal = SIGPROF,
+    .heap = 1,
 };
 
 int rh_default_signal(void)
@@ -246,6 +250,27 @@ void rh_config_load_env(void)
                                  : v < RH_MIN_STREAM_QUEUE ? RH_MIN_STREAM_QUEUE : v;
     }
     rh_env_uint("RHEAPER_STREAM_TIMEOUT", 1, 3600, &rh_cfg.stream_timeout);
+    /* issue 16: CPU sampling */
+    rh_env_uint("RHEAPER_CPU_HZ", 0, RH_MAX_CPU_HZ, &rh_cfg.cpu_hz);
+    const char *cs = secure_getenv("RHEAPER_CPU_SIGNAL");
+    if (cs) {
+        int v = rh_parse_signal(cs);
+        if (v <= 0 || v == SIGKILL || v == SIGSTOP || v == SIGSEGV || v == SIGBUS ||
+            v == SIGILL || v == SIGFPE || v == SIGABRT || v == SIGTRAP || v == SIGCHLD ||
+            v == rh_cfg.ctl_signal)
+            rh_warn("ignoring RHEAPER_CPU_SIGNAL=%s: expected a signal such as PROF or "
+                    "RTMIN+4, not the toggle signal; using %d",
+                    cs, rh_cfg.cpu_signal);
+        else
+            rh_cfg.cpu_signal = v;
+    }
+    const char *hp = secure_getenv("RHEAPER_HEAP");
+    if (hp && *hp) {
+        if (!strcmp(hp, "0"))
+            rh_cfg.heap = 0;
+        else if (strcmp(hp, "1") != 0)
+            rh_warn("ignoring RHEAPER_HEAP=%s: expected 1 or 0; the heap is recorded", hp);
+    }
     rh_env_uint("RHEAPER_MAX_STACK_DEPTH", 1, RH_MAX_STACK_DEPTH, &rh_cfg.max_stack_depth);
     rh_env_uint("RHEAPER_MAX_TRACKERS", 1, RH_MAX_TRACKERS, &rh_cfg.max_trackers);
     rh_env_uint("RHEAPER_BUFFER_SIZE", RH_MIN_BUFFER, RH_MAX_BUFFER, &rh_cfg.buffer_size);

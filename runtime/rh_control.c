@@ -144,7 +144,7 @@ void rh_ctl_marker_update(void)
     char tmp[RH_PATH_MAX + 32];
     rh_fmt(tmp, sizeof tmp, "%s/.rheaper-%d.ctl.tmp", rh_cfg.profile_dir, pid);
     const char *state = __atomic_load_n(&rh_ctl_aside, __ATOMIC_ACQUIRE) ? "aside"
-                        : (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) == RH_ON &&
+                        : (rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) &&
                            __atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE))
                             ? "recording"
                             : "armed";

@@ -305,6 +305,12 @@ static void rh_fill_header(uint8_t *hdr)
     h->chunk_size = rh_prof.max_chunk;
     h->ticks_per_sec = rh_ticks_per_sec();
     h->flags |= RIP_HDR_F_MMAPS; /* this runtime records mmap and mallopt calls */
+    if (rh_cfg.cpu_hz) { /* version 3, issue 16 */
+        uint32_t hz = rh_cfg.cpu_hz, sig = (uint32_t)rh_cfg.cpu_signal;
+        h->flags |= RIP_HDR_F_CPU;
+        memcpy(hdr + RIP_HDR_CPU_HZ_OFF, &hz, 4);
+        memcpy(hdr + RIP_HDR_CPU_SIG_OFF, &sig, 4);
+    }
 
     char *exe = (char *)hdr + RIP_HDR_EXE_OFF;
     ssize_t n = readlink("/proc/self/exe", exe, RIP_HDR_EXE_MAX - 1);
@@ -443,6 +449,7 @@ tables:;
     /* atomic: a thread still in flight from the last file may count a loss */
     __atomic_store_n(&rh_prof.lost, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_prof.reentered, 0, __ATOMIC_RELAXED);
+    rh_cpu_counts_reset(); /* issue 16: the trailer counts this file's samples */
     rh_prof.mod_adds = rh_prof.mod_subs = ~0ull;
     rh_prof.seq = seq;
     rh_prof.end_reason = RIP_END_NORMAL;
@@ -730,7 +737,7 @@ void rh_file_close_locked(int close_fd)
     if (rh_shared.epoch == rh_epoch)
         events += rh_shared.total_events;
     uint8_t t[RIP_TRAILER_SIZE];
-    memset(t, 0, sizeof t);
+    memset(t, 0, sizeof t); /* 64..79: issue 9's range, zero here */
     uint64_t end_tick, end_ns;
     rh_calib_pair(&end_tick, &end_ns);
     uint64_t stacks = __atomic_load_n(&rh_prof.stacks->next_id, __ATOMIC_RELAXED) - 1;
@@ -749,6 +756,10 @@ void rh_file_close_locked(int close_fd)
     memcpy(t + 60, &zero, 4);
     if (rh_stream_on())
         rh_stream_trailer_fields(t); /* v3, issue 11 */
+    uint64_t cpu_samples, cpu_dropped;
+    rh_cpu_counts(&cpu_samples, &cpu_dropped);
+    memcpy(t + RIP_TRAILER_CPU_OFF, &cpu_samples, 8); /* v3, issue 16 */
+    memcpy(t + RIP_TRAILER_CPU_OFF + 8, &cpu_dropped, 8);
     if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)
         return;
     if (rh_stream_on()) {
@@ -776,7 +787,7 @@ void rh_file_forget_in_child(void)
     rh_prof.slots = NULL;
     rh_prof.stacks = NULL;
     rh_prof.path[0] = '\0';
-    rh_prof.pending = was && RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) == RH_ON;
+    rh_prof.pending = was && rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED));
     rh_epoch++;
     rh_ctl_fork_child();
 }

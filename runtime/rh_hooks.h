@@ -40,7 +40,9 @@
  * (s != RH_OFF, s != RH_ON), so the next hooked call of any thread takes the
  * cold path, which does the work outside the handler's frame (rh_api.c): the
  * flag costs the hot path nothing. Read the state with RH_STATE(). */
-enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2, RH_CTL = 4 };
+/* RH_CPUONLY (issue 16, RHEAPER_HEAP=0): a recording of CPU samples only; every
+ * hooked call takes the cold path and passes through unrecorded. */
+enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2, RH_CTL = 4, RH_CPUONLY = 8 };
 #define RH_STATE(s) ((s) & ~RH_CTL)
 extern RH_HIDDEN int rh_state;
 
@@ -113,8 +115,11 @@ static inline __attribute__((always_inline)) int rh_hook_begin_as(int value)
             rh_note_reentry();
         return 0;
     }
-    if (rh_unlikely(s != RH_ON)) /* RH_UNINIT, or RH_CTL set */
+    if (rh_unlikely(s != RH_ON)) { /* RH_UNINIT, RH_CPUONLY, or RH_CTL set */
+        if (s == RH_CPUONLY)
+            return 0; /* CPU samples only: pass through, as cheaply as off */
         return rh_hook_begin_init(value);
+    }
     rh_guard = value;
     rh_barrier();
     return 1;

@@ -101,11 +101,16 @@ struct rh_config {
     char stream[128];          /* RHEAPER_STREAM=HOST:PORT (issue 11); "": local file */
     uint64_t stream_queue;     /* RHEAPER_STREAM_QUEUE: bytes of sealed chunks queued */
     unsigned stream_timeout;   /* RHEAPER_STREAM_TIMEOUT: seconds (send, exit drain) */
+    unsigned cpu_hz;          /* RHEAPER_CPU_HZ: CPU samples per second of each thread's CPU
+                                 time; 0: off (issue 16, rh_cpu.c) */
+    int cpu_signal;           /* RHEAPER_CPU_SIGNAL: the sampling signal, default SIGPROF */
+    int heap;                 /* RHEAPER_HEAP: 1 (default) records the heap, 0 CPU only */
 };
 extern RH_HIDDEN struct rh_config rh_cfg;
 #define RH_DEFAULT_STREAM_QUEUE (64ull << 20)
 #define RH_MIN_STREAM_QUEUE (1ull << 20)
 #define RH_DEFAULT_STREAM_TIMEOUT 10u
+#define RH_MAX_CPU_HZ 10000u
 
 /* Reads RHEAPER_* with secure_getenv into rh_cfg. A bad value gets one warning
  * line and the default. Called once, from rh_init_lazy. */
@@ -746,6 +751,18 @@ RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p
 
 /* ---- rh_api.c ----------------------------------------------------------- */
 
+/* 1 when state s is a recording: the heap's (RH_ON) or CPU samples only. */
+static inline int rh_recording(int s)
+{
+    s = RH_STATE(s);
+    return s == RH_ON || s == RH_CPUONLY;
+}
+/* The state a recording starts in: RH_ON, or RH_CPUONLY under RHEAPER_HEAP=0. */
+static inline int rh_on_state(void)
+{
+    return rh_cfg.heap ? RH_ON : RH_CPUONLY;
+}
+
 /* Sets the state's RH_OFF/RH_ON part, keeping a pending RH_CTL bit. */
 RH_HIDDEN void rh_state_set(int v);
 /* Asks the next hooked call of any thread to run the control work (sets
@@ -817,6 +834,47 @@ RH_HIDDEN void rh_stream_exit(void);
 /* fork handlers' part: 0 prepare (locks the queue), 1 parent, 2 child (empties
  * the queue: the parent sends it; the child has no sender until it records). */
 RH_HIDDEN void rh_stream_fork(int phase);
+
+/* ---- rh_cpu.c: CPU sampling (issue 16) ----------------------------------
+ * Per-thread CPU-time timers deliver cpu_signal to their own thread; the
+ * handler writes one EXT CPUSAMPLE into the thread's own chunk. Everything but
+ * the handler runs in a normal context with the guard set. */
+
+/* 1 while the timers run (samples are taken). */
+RH_HIDDEN int rh_cpu_active(void);
+/* Starts registering threads when CPU samples may be asked for (cpu_hz > 0,
+ * or armed mode, where `rheaper record -p --cpu-hz` can ask later) and
+ * registers the calling thread. The handler is installed by the first
+ * rh_cpu_start (unless the program owns the signal: one warning, stand
+ * aside). Called from rh_init_lazy and rheaper_enable. */
+RH_HIDDEN void rh_cpu_init(void);
+/* The calling thread is known to the runtime (its first hooked call, or its
+ * start through the pthread_create shim): registers it, and starts its timer
+ * when sampling is on. Idempotent; cold. */
+RH_HIDDEN void rh_cpu_thread_known(void) RH_COLD;
+/* Starts the timers of every known thread (a recording begins, cpu_hz > 0),
+ * or stops and deletes them all (it ends). Take the registry lock, which comes
+ * after rh_shared_lock and rh_prof_lock in the lock order (a close stops the
+ * timers holding both); the caller holds rh_ctl_lock or is initialising. */
+RH_HIDDEN void rh_cpu_start(void);
+RH_HIDDEN void rh_cpu_stop(void);
+/* The rate `rheaper record -p PID --cpu-hz N` asked for in
+ * DIR/rheaper-PID.cpu-hz (removed once read), or 0. Armed mode, at a toggle. */
+RH_HIDDEN unsigned rh_cpu_requested_hz(void);
+/* Samples written and dropped since the current file was created (trailer). */
+RH_HIDDEN void rh_cpu_counts(uint64_t *samples, uint64_t *dropped);
+RH_HIDDEN void rh_cpu_counts_reset(void);
+/* Fork: 0 prepare, 1 parent, 2 child (the child has no timers; it keeps the
+ * forking thread). */
+RH_HIDDEN void rh_cpu_fork(int phase);
+
+/* rh_stack.c: the walk of a CPU sample from the interrupted registers (ip is
+ * frame 0, recorded as ip + 1 like a return address). Same contract as
+ * rh_stack_walk / rh_stack_encode; async-signal-safe. */
+RH_HIDDEN void rh_stack_walk_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned kind,
+                                  unsigned max, struct rh_walk *w);
+RH_HIDDEN uint8_t *rh_stack_encode_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp,
+                                        uint32_t nframes, uint8_t *p);
 
 /* ---- rh_pool.c: named kinds, client requests, user allocator families ---- */
 

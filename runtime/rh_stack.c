@@ -415,3 +415,54 @@ uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int *is_new)
         i = (i + 1) & t->mask;
     }
 }
+
+/* ---- CPU samples (issue 16) ----------------------------------------------
+ * The walk of a sample starts from the registers the kernel saved when the
+ * timer's signal interrupted the thread: frame 0 is the interrupted
+ * instruction, taken as ip + 1 (so that the rule lookup and the converter,
+ * which subtract 1 from return addresses, land on it), rsp is exact and the
+ * CFI rule at ip tells how to reach the caller, prologues and frameless leaf
+ * functions included. The bounds are the thread's stack (or the sigaltstack
+ * the interrupted code ran on); rh_cpu.c makes sure they are known before it
+ * walks, since computing them may allocate. */
+
+/* Runs the walk of a sample into s (frame 0 already taken). */
+static void rh_ws_regs(struct rh_ws *s, uintptr_t ip, uintptr_t sp, uintptr_t bp)
+{
+    s->lo = rh_tls_stack_lo;
+    s->hi = rh_tls_stack_hi;
+    if ((sp & 7u) || !rh_ws_stack_of(s, sp)) {
+        s->cut = 1;
+        return;
+    }
+    rh_ws_run(s, ip + 1, sp, bp);
+}
+
+void rh_stack_walk_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned kind, unsigned max,
+                        struct rh_walk *w)
+{
+    int e = errno;
+    uint64_t h = rh_walk_step(rh_walk_step(0x52484541505249ull, kind), ip + 1);
+    struct rh_ws s = {0, 0, h, 1, max ? max : 1, 0, NULL, 0};
+    if (max > 1)
+        rh_ws_regs(&s, ip, sp, bp);
+    h = rh_walk_fmix(rh_walk_step(s.h, ((uint64_t)s.n << 1) | s.cut));
+    w->hash = h ? h : 1;
+    w->nframes = s.n;
+    w->cut = s.cut;
+    errno = e;
+}
+
+uint8_t *rh_stack_encode_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, uint32_t nframes,
+                              uint8_t *p)
+{
+    int e = errno;
+    struct rh_ws s = {0, 0, 0, 1, nframes, 0, NULL, 0};
+    p = rip_put_varint(p, rip_zigzag((int64_t)(ip + 1)));
+    s.enc = p;
+    s.prev = ip + 1;
+    if (nframes > 1)
+        rh_ws_regs(&s, ip, sp, bp);
+    errno = e;
+    return s.enc;
+}

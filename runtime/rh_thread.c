@@ -251,6 +251,7 @@ struct rh_slot *rh_thread_prepare(uint64_t t, int *drop)
         }
         rh_tls_slot = s;
         rh_tls_mode = RH_TM_SLOT;
+        rh_cpu_thread_known(); /* issue 16: its CPU timer, if sampling */
         /* Arm the exit key unless it is armed already: a thread that moves to
          * a new file's slot inside its destructor rounds (another library's
          * key destructor records after an enable) must keep its round count,
@@ -324,20 +325,28 @@ void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks)
 
 /* ---- fork --------------------------------------------------------------- */
 
+/* The forking thread's guard, set across fork so that a sampling signal
+ * between prepare and parent/child (locks held) is dropped, not deadlocked. */
+static __thread int rh_tls_fork_guard __attribute__((tls_model("initial-exec")));
+
 static void rh_fork_prepare(void)
 {
+    rh_tls_fork_guard = rh_guard_enter();
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     rh_kinds_fork(0);
     rh_stream_fork(0);
+    rh_cpu_fork(0); /* last: a close holds the two above when it stops the timers */
 }
 
 static void rh_fork_parent(void)
 {
     rh_stream_fork(1);
+    rh_cpu_fork(1);
     rh_kinds_fork(1);
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_unlock(&rh_shared_lock);
+    rh_guard_leave(rh_tls_fork_guard);
 }
 
 /* Drops a chunk mapping without sealing it: it is the parent's. */
@@ -367,6 +376,8 @@ static void rh_fork_child(void)
     rh_shared_lock = 0;
     rh_kinds_fork(2);
     rh_stream_fork(2);
+    rh_cpu_fork(2);
+    rh_guard_leave(rh_tls_fork_guard);
 }
 
 void rh_thread_init(void)

@@ -21,6 +21,8 @@ struct rheaper_config {
     unsigned max_trackers;              /* threads with their own buffer; default 1024 */
     unsigned tracker_event_buffer_size; /* events buffered per thread; default 32768 */
     const char *profile_dir;            /* where rip-<pid> goes; default "." */
+    unsigned cpu_hz; /* CPU samples per second of each thread's CPU time; default 0 (off),
+                        99 suggested (RHEAPER_CPU_HZ) */
 };
 
 enum {

@@ -29,6 +29,12 @@
 #define RIP_CLOCK_TSC 1u
 
 #define RIP_HDR_F_CMD_TRUNCATED 1u
+/* Version 3, issue 16 (FORMAT.md "Version 3: CPU samples"): bit 3 of the
+ * header flags says CPU sampling was configured; header bytes 104..111 hold
+ * u32 cpu_hz and u32 the sampling signal. */
+#define RIP_HDR_F_CPU 8u
+#define RIP_HDR_CPU_HZ_OFF 104u
+#define RIP_HDR_CPU_SIG_OFF 108u
 
 struct rip_file_header {
     char magic[8];
@@ -71,6 +77,10 @@ enum rip_chunk_type {
 #define RIP_TRAILER_END_REASON_OFF 56u
 #define RIP_END_NORMAL 0u     /* disable, exit, or the toggle signal */
 #define RIP_END_SIZE_LIMIT 1u /* RHEAPER_MAX_PROFILE_SIZE reached */
+/* Trailer (v3, issue 16): u64 CPU samples written at payload offset 80, u64
+ * samples dropped (the thread was inside the runtime, or had no room) at 88. */
+#define RIP_TRAILER_CPU_OFF 80u
+#define RIP_TRAILER_V3_CPU_SIZE 96u
 #define RIP_SLOT_SHARED 0xffffffffu
 /* Trailer payload bytes written by this runtime (v3: every issue's fields
  * up to 112; a field not set is zero). */
@@ -136,6 +146,8 @@ enum rip_ext {
     RIP_EXT_MUNMAP = 11,  /* addr, length, errno */
     RIP_EXT_MREMAP = 12,  /* old addr, old length, new length, flags, new addr, errno */
     RIP_EXT_MALLOPT = 13, /* zigzag param, zigzag value, zigzag result */
+    /* version 3, issue 16 (14..16 reserved there) */
+    RIP_EXT_CPUSAMPLE = 14, /* timed: varint stack id (kind 255) of one CPU sample */
 };
 /* Header flag bit 2 (offset 76): the file may hold EXT 10..13 records. */
 #define RIP_HDR_F_MMAPS 4u
@@ -144,6 +156,8 @@ enum rip_ext {
  * (a pool's name, a function of the user's allocator file); below it they are
  * the numbers of wrap/wrap_table.txt. */
 #define RIP_DYN_KIND_BASE 256u
+/* The kind of a CPU sample's stack (issue 16). */
+#define RIP_KIND_CPU 255u
 #define RIP_DYN_KIND_MAX 4096u /* dynamic kinds a process can name */
 #define RIP_MAX_KIND_NAME 256u
 

@@ -1,4 +1,5 @@
-/* shims_signal.c: sigaction and signal, for armed mode (RHEAPER_ENABLE=signal).
+/* shims_signal.c: sigaction and signal, for armed mode (RHEAPER_ENABLE=signal)
+ * and CPU sampling, and pthread_create for CPU sampling (issue 16).
  *
  * Nothing is recorded. Before the program sets a disposition for the runtime's
  * toggle signal, the runtime is told (rh_ctl_program_sets in
@@ -15,23 +16,41 @@
 #include "rh_shims.h"
 
 extern RH_HIDDEN void rh_ctl_program_sets(int sig) __attribute__((weak));
+/* issue 16: the CPU sampling signal (runtime/rh_cpu.c), same rule */
+extern RH_HIDDEN void rh_cpu_program_sets(int sig) __attribute__((weak));
+extern RH_HIDDEN int rh_cpu_pthread_create(int (*real)(void *, const void *, void *, void *),
+                                           void *thr, const void *attr, void *fn, void *arg)
+    __attribute__((weak));
+
+/* Tells the runtime that the program sets a disposition for sig. */
+static void rh_program_sets(int sig)
+{
+    int e = errno;
+    if (rh_ctl_program_sets)
+        rh_ctl_program_sets(sig);
+    if (rh_cpu_program_sets)
+        rh_cpu_program_sets(sig);
+    errno = e;
+}
 
 RH_WRAP int __wrap_sigaction(int sig, const void *act, void *old)
 {
-    if (act != NULL && rh_ctl_program_sets) {
-        int e = errno;
-        rh_ctl_program_sets(sig);
-        errno = e;
-    }
+    if (act != NULL)
+        rh_program_sets(sig);
     return __real_sigaction(sig, act, old);
 }
 
 RH_WRAP void *__wrap_signal(int sig, void *handler)
 {
-    if (rh_ctl_program_sets) {
-        int e = errno;
-        rh_ctl_program_sets(sig);
-        errno = e;
-    }
+    rh_program_sets(sig);
     return __real_signal(sig, handler);
+}
+
+/* A thread created here is known to the runtime from its start, so CPU
+ * sampling (issue 16) covers it even if it never allocates. */
+RH_WRAP int __wrap_pthread_create(void *thr, const void *attr, void *fn, void *arg)
+{
+    if (rh_cpu_pthread_create)
+        return rh_cpu_pthread_create(__real_pthread_create, thr, attr, fn, arg);
+    return __real_pthread_create(thr, attr, fn, arg);
 }

@@ -33,6 +33,7 @@ int rh_cmd_report(int argc, char **argv);
 int rh_cmd_record(int argc, char **argv); /* rh_cli_record.c */
 int rh_cmd_collect(int argc, char **argv); /* rh_cli_collect.c (issue 11) */
 int rh_cmd_mmaps(int argc, char **argv);  /* rh_cli_mmaps.c (issue 15) */
+int rh_cmd_export_pprof(int argc, char **argv); /* rh_cli_pprof.c: export --pprof OUT DB */
 
 /* ---- rh_cli_db.c: opening a profile, shared figures ------------------ */
 
@@ -207,7 +208,8 @@ int rh_file_cmd_run(const char *dbpath, const struct rh_filter *f, const char *o
 
 /* ---- rh_cli_svg.c: flamegraph and timeline ----------------------------- */
 
-enum rh_flame_weight { RH_FLAME_ALL, RH_FLAME_LEAKED, RH_FLAME_PEAK };
+/* RH_FLAME_CPU (issue 16): CPU samples (TEMP TABLE cpustat) instead of bytes. */
+enum rh_flame_weight { RH_FLAME_ALL, RH_FLAME_LEAKED, RH_FLAME_PEAK, RH_FLAME_CPU };
 
 /* Writes a self-contained interactive SVG flamegraph of `sel` (click to zoom,
  * hover for details). embedded = 1 omits the XML prolog for inlining in HTML.
@@ -228,5 +230,25 @@ int rh_folded(sqlite3 *db, enum rh_flame_weight w, FILE *out);
 /* Writes an SVG chart of live bytes over time with the top call sites of
  * `sel` stacked. Returns 0 or -1. */
 int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded);
+
+/* ---- rh_cli_cpu.c: CPU samples (issue 16) ------------------------------ */
+
+/* Builds TEMP TABLE cpustat(bt, samples), the CPU samples per stack that pass
+ * f (time, thread, function and file filters; the block filters do not apply
+ * to samples). Called by rh_filter_apply before the call sites, which then
+ * cover CPU stacks too (frame 0, or past --skip-function). Empty for a
+ * profile without samples. Returns 0 or -1 after one line. */
+int rh_cpu_scope(sqlite3 *db, const struct rh_filter *f);
+/* 1 when f has a filter that selects blocks only (size, lifetime, kind,
+ * --temporary-ms): it leaves the CPU samples whole. */
+int rh_cpu_filter_blocks_only(const struct rh_filter *f);
+/* Samples in cpustat; the profile's sampling rate (meta cpu_hz, 0: none). */
+int64_t rh_cpu_total(sqlite3 *db);
+int64_t rh_cpu_hz(sqlite3 *db);
+/* The `top cpu` statement over cpustat and TEMP TABLE site (rh_cli_cmds.c):
+ * function, location, samples, percent (of the samples in scope), seconds
+ * (samples / cpu_hz), and stack_col (SQL over bt, NULL: none) last; n rows.
+ * NULL after one line. */
+sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col);
 
 #endif

@@ -277,8 +277,33 @@ static int rh_top_list(sqlite3 *db, const struct rh_args *a, const struct rh_sum
     return st ? rh_print(st, a, NULL) : -1;
 }
 
+/* `top cpu` (issue 16): sites by CPU samples, over TEMP TABLE cpustat. */
+static int rh_top_cpu_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
+{
+    (void)s;
+    if (rh_cpu_filter_blocks_only(&a->f))
+        fprintf(stderr, "rheaper: top cpu: size, lifetime and kind filters select blocks, not"
+                        " CPU samples; they are ignored here\n");
+    if (!rh_cpu_total(db) && !rh_cpu_hz(db)) {
+        fprintf(stderr, "rheaper: top cpu: %s has no CPU samples (record with"
+                        " RHEAPER_CPU_HZ=99)\n",
+                a->db);
+        return -1;
+    }
+    sqlite3_stmt *st = rh_cpu_top_stmt(db, a->n, a->stacks ? RH_STACK_OF("bt") " AS stack" : NULL);
+    return st ? rh_print(st, a, NULL) : -1;
+}
+
+/* `top [heap|cpu] DB ...`: plain `top` is the heap's. */
 int rh_cmd_top(int argc, char **argv)
 {
+    if (argc > 1 && (!strcmp(argv[1], "cpu") || !strcmp(argv[1], "heap"))) {
+        int cpu = !strcmp(argv[1], "cpu");
+        argv[1] = argv[0];
+        if (cpu)
+            return rh_listing(argc - 1, argv + 1, RH_OPT_N | RH_OPT_STACKS, rh_top_cpu_list);
+        argc--, argv++;
+    }
     return rh_listing(argc, argv, RH_OPT_BY | RH_OPT_N | RH_OPT_STACKS, rh_top_list);
 }
 
@@ -551,8 +576,10 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         {"peak_time_ns", s->peak_time_ns},
         {"temporary_blocks", s->temporary_blocks},
         {"clean", s->clean},
+        {"cpu_samples", rh_cpu_total(db)}, /* issue 16: last, only when sampled */
     };
-    size_t nfig = sizeof figs / sizeof figs[0];
+    int64_t cpu_hz = rh_cpu_hz(db);
+    size_t nfig = sizeof figs / sizeof figs[0] - (cpu_hz ? 0 : 1);
     if (a->fmt == RH_FMT_CSV) {
         printf("key,value\nprogram,");
         rh_csv_field(stdout, s->program); /* the command line may hold commas or quotes */
@@ -604,6 +631,17 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
                "not recorded\n",
                (long long)sqlite3_column_int64(re, 0));
     sqlite3_finalize(re);
+    if (cpu_hz) { /* issue 16: one CPU line, its top site as `top cpu` ranks it */
+        int64_t n = rh_cpu_total(db);
+        printf("cpu            %lld samples at %lld Hz (%.3f s of CPU)", (long long)n,
+               (long long)cpu_hz, (double)n / (double)cpu_hz);
+        sqlite3_stmt *c = rh_cpu_top_stmt(db, 1, NULL);
+        if (c && sqlite3_step(c) == SQLITE_ROW)
+            printf(", top %s (%s) %.1f%%", (const char *)sqlite3_column_text(c, 0),
+                   (const char *)sqlite3_column_text(c, 1), sqlite3_column_double(c, 3));
+        sqlite3_finalize(c);
+        putchar('\n');
+    }
     printf("\ntop 5 call sites by bytes\n");
     if (rh_print_stmt(top, RH_FMT_TEXT, stdout))
         goto out;

@@ -678,6 +678,9 @@ static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsit
              f->no_skip || !have_callsite ? "0" : "coalesce(k.callsite, 0)");
     if (rh_fexec(db, sql))
         goto out;
+    /* CPU samples' stacks (issue 16): frame 0, or past --skip-function below */
+    if (rh_fexec(db, "INSERT OR IGNORE INTO cs SELECT bt, 0 FROM temp.cpustat"))
+        goto out;
     if (!f->no_skip && have_callsite &&
         rh_fexec(db, "INSERT OR IGNORE INTO skipped SELECT sym FROM main.skipped_functions"
                      " WHERE sym IS NOT NULL"))
@@ -830,7 +833,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
         return rh_sql_fail(db, "filter");
-    if (rh_callsites(db, f, have_callsite))
+    if (rh_cpu_scope(db, f) || rh_callsites(db, f, have_callsite))
         return -1;
     if (culled > 0 && !getenv("RHEAPER_QUIET_NOTICES"))
         fprintf(stderr,

@@ -354,7 +354,9 @@ static char *rh_render(sqlite3 *db, int which)
         fprintf(stderr, "rheaper: report: out of memory\n");
         return NULL;
     }
-    int rc = which ? rh_svg_flamegraph(db, RH_FLAME_ALL, m, 1) : rh_svg_timeline(db, m, 1);
+    /* which: 0 timeline, 1 flamegraph of bytes, 2 of CPU samples (issue 16) */
+    int rc = which ? rh_svg_flamegraph(db, which == 2 ? RH_FLAME_CPU : RH_FLAME_ALL, m, 1)
+                   : rh_svg_timeline(db, m, 1);
     if (fclose(m) != 0 || rc != 0) {
         free(buf);
         return NULL;
@@ -399,13 +401,24 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
         free(timeline);
         return -1;
     }
+    /* issue 16: a CPU section when the profile has CPU samples */
+    int64_t cpu_hz = rh_cpu_hz(db), cpu_n = rh_cpu_total(db);
+    char *cpuflame = NULL;
+    if (cpu_hz && !(cpuflame = rh_render(db, 2))) {
+        free(timeline);
+        free(flame);
+        return -1;
+    }
     char hashes[RH_HTML_MAX_SCRIPTS][64], style_hash[64];
     int nh = rh_collect_scripts(timeline, hashes, 0);
     nh = nh < 0 ? -1 : rh_collect_scripts(flame, hashes, nh);
+    if (cpuflame)
+        nh = nh < 0 ? -1 : rh_collect_scripts(cpuflame, hashes, nh);
     if (nh < 0 || nh >= RH_HTML_MAX_SCRIPTS) {
         fprintf(stderr, "rheaper: report: internal error: unexpected script in a chart\n");
         free(timeline);
         free(flame);
+        free(cpuflame);
         return -1;
     }
     rh_csp_hash(rh_html_script, strlen(rh_html_script), hashes[nh++]);
@@ -439,6 +452,29 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
     fputs("</section>\n", out);
     free(timeline);
     free(flame);
+    if (cpuflame) {
+        fprintf(out,
+                "<section id=\"cpu\"><h2>CPU</h2><p>%" PRId64 " samples at %" PRId64
+                " Hz of each thread's CPU time (%.3f s of CPU)</p>\n",
+                cpu_n, cpu_hz, (double)cpu_n / (double)cpu_hz);
+        fputs(cpuflame, out);
+        fputs("</section>\n", out);
+        free(cpuflame);
+        static const char *const cpu_heads[] = {"samples", "percent"};
+        char cpu_sql[1024];
+        /* the sites of `rheaper top cpu`: the call-site frame's function and line */
+        snprintf(cpu_sql, sizeof cpu_sql,
+                 "WITH g AS (SELECT p.bt, b.sym, b.file, b.line, p.samples AS n"
+                 " FROM temp.cpustat p JOIN temp.cs c ON c.bt = p.bt"
+                 " LEFT JOIN backtraces b ON b.id = p.bt AND b.frame_no = c.frame)"
+                 " SELECT (SELECT g2.bt FROM g g2 WHERE g2.sym IS g.sym AND g2.file IS g.file"
+                 " AND g2.line IS g.line ORDER BY g2.n DESC, g2.bt LIMIT 1), sym, file, line,"
+                 " sum(n), round(100.0 * sum(n) / %" PRId64 ", 3) FROM g GROUP BY sym, file, line"
+                 " ORDER BY 5 DESC, 2 LIMIT %d",
+                 cpu_n > 0 ? cpu_n : 1, RH_HTML_TOP);
+        if (rh_html_sites(db, out, "cpu-top", "Top CPU sites by samples", cpu_sql, cpu_heads, 2))
+            return -1;
+    }
 
     static const char *const top_heads[] = {"stacks", "allocations", "bytes", "leaked blocks",
                                             "leaked bytes"};

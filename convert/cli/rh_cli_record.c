@@ -183,15 +183,36 @@ static int rh_rec_usage(const char *msg)
 {
     if (msg)
         fprintf(stderr, "rheaper: record: %s\n", msg);
-    fprintf(stderr, "usage: rheaper record -p PID|-P NAME [-d DURATION] [-o DB] [--force]\n"
-                    "  DURATION: 2s, 500ms, 1m, 1h; without -d, until Ctrl-C\n");
+    fprintf(stderr, "usage: rheaper record -p PID|-P NAME [-d DURATION] [-o DB] [--force] [--cpu-hz N]\n"
+                    "  DURATION: 2s, 500ms, 1m, 1h; without -d, until Ctrl-C\n"
+                    "  --cpu-hz N: also sample CPU N times per second of each thread's CPU"
+                    " time\n");
     return 2;
+}
+
+/* Writes DIR/rheaper-PID.cpu-hz holding hz (a temporary file renamed over
+ * it, mode 0600). Returns 0, or 1 after one line. */
+static int rh_rec_cpu_request(const char *dir, int pid, long hz)
+{
+    char path[PATH_MAX + 128], tmp[PATH_MAX + 160];
+    snprintf(path, sizeof path, "%s/rheaper-%d.cpu-hz", dir, pid);
+    snprintf(tmp, sizeof tmp, "%s/.rheaper-%d.cpu-hz.%d", dir, pid, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    char text[32];
+    int n = snprintf(text, sizeof text, "%ld\n", hz);
+    if (fd < 0 || write(fd, text, (size_t)n) != n || close(fd) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "rheaper: record: cannot write %s: %s\n", path, strerror(errno));
+        unlink(tmp);
+        return 1;
+    }
+    return 0;
 }
 
 int rh_cmd_record(int argc, char **argv)
 {
     int pid = 0, force = 0;
     const char *name = NULL;
+    long cpu_hz = -1; /* --cpu-hz (issue 16); -1: the process's own RHEAPER_CPU_HZ */
     double duration = -1;
     const char *out = "profile.db";
     for (int i = 1; i < argc; i++) {
@@ -211,6 +232,11 @@ int rh_cmd_record(int argc, char **argv)
             out = argv[++i];
         } else if (!strcmp(a, "--force") || !strcmp(a, "-f")) {
             force = 1;
+        } else if (!strcmp(a, "--cpu-hz") && i + 1 < argc) {
+            char *end;
+            cpu_hz = strtol(argv[++i], &end, 10);
+            if (*end || cpu_hz < 1 || cpu_hz > 10000)
+                return rh_rec_usage("--cpu-hz expects a rate from 1 to 10000 (99 suggested)");
         } else {
             char msg[256];
             snprintf(msg, sizeof msg, "unknown argument %s", a);
@@ -315,7 +341,10 @@ int rh_cmd_record(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    /* 3. Start. */
+    /* 3. Start, after the CPU rate request (the runtime reads and removes it
+     * when it toggles on: runtime/rh_cpu.c rh_cpu_requested_hz). */
+    if (cpu_hz > 0 && rh_rec_cpu_request(dir, pid, cpu_hz) != 0)
+        return 1;
     unsigned seq0 = m.seq;
     if (kill(pid, m.sig) != 0) {
         fprintf(stderr, "rheaper: record: cannot signal process %d: %s\n", pid, strerror(errno));

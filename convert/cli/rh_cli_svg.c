@@ -265,6 +265,7 @@ static int rh_ftree_build(sqlite3 *db, enum rh_flame_weight w, struct rh_ftree *
                             " WHERE leaked_blocks > 0 ORDER BY bt",
         [RH_FLAME_PEAK] = "SELECT bt, peak_bytes, peak_blocks FROM temp.sstat"
                           " WHERE peak_blocks > 0 ORDER BY bt",
+        [RH_FLAME_CPU] = "SELECT bt, samples, samples FROM temp.cpustat ORDER BY bt",
     };
     memset(t, 0, sizeof *t);
     int32_t root_name = rh_ftree_name(t, "all");
@@ -475,6 +476,7 @@ static const char *const rh_weight_title[] = {
     [RH_FLAME_ALL] = "all allocated bytes",
     [RH_FLAME_LEAKED] = "leaked bytes",
     [RH_FLAME_PEAK] = "bytes live at the peak",
+    [RH_FLAME_CPU] = "CPU samples",
 };
 
 /* Writes the SVG's opening tag (with the XML prolog unless embedded). */
@@ -512,10 +514,16 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
     char hb[64], color[32], label[1024];
     rh_svg_open(out, embedded, "rh-flamegraph", width, height);
     fputs("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#fdfaf3\"/>\n", out);
-    fprintf(out,
-            "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">Flamegraph: %s"
-            " (%s in %" PRId64 " allocations)</text>\n",
-            width / 2, rh_weight_title[w], rh_human_bytes(total, hb, sizeof hb), t.v[0].n);
+    if (w == RH_FLAME_CPU)
+        fprintf(out,
+                "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">Flamegraph:"
+                " %s (%" PRId64 " samples)</text>\n",
+                width / 2, rh_weight_title[w], total);
+    else
+        fprintf(out,
+                "<text x=\"%d\" y=\"22\" text-anchor=\"middle\" font-size=\"16\">Flamegraph: %s"
+                " (%s in %" PRId64 " allocations)</text>\n",
+                width / 2, rh_weight_title[w], rh_human_bytes(total, hb, sizeof hb), t.v[0].n);
     fputs("<text class=\"fg-reset\" x=\"10\" y=\"22\" fill=\"#1a5fb4\" cursor=\"pointer\""
           " display=\"none\">Reset zoom</text>\n",
           out);
@@ -556,8 +564,11 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
         rh_markup_put(out, name);
         fputs("\"><title>", out);
         rh_markup_put(out, name);
-        fprintf(out, " (%" PRId64 " bytes, %.2f%%, %" PRId64 " allocations)</title>", nd->w,
-                100.0 * fw, nd->n);
+        if (w == RH_FLAME_CPU)
+            fprintf(out, " (%" PRId64 " samples, %.2f%%)</title>", nd->w, 100.0 * fw);
+        else
+            fprintf(out, " (%" PRId64 " bytes, %.2f%%, %" PRId64 " allocations)</title>", nd->w,
+                    100.0 * fw, nd->n);
         fprintf(out,
                 "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
                 10 + x[i] * RH_FG_WIDTH, y, fw * RH_FG_WIDTH > 0.6 ? fw * RH_FG_WIDTH - 0.5 : 0.1,
@@ -1036,7 +1047,7 @@ struct rh_flame_opts {
     int folded;
 };
 
-/* Takes --all, --leaked, --peak and --folded (rh_file_args_parse's flag). */
+/* Takes --all, --leaked, --peak, --cpu and --folded (rh_file_args_parse's flag). */
 static int rh_flame_flag(const char *a, void *ctx)
 {
     struct rh_flame_opts *o = ctx;
@@ -1046,6 +1057,8 @@ static int rh_flame_flag(const char *a, void *ctx)
         o->w = RH_FLAME_LEAKED;
     else if (strcmp(a, "--peak") == 0)
         o->w = RH_FLAME_PEAK;
+    else if (strcmp(a, "--cpu") == 0)
+        o->w = RH_FLAME_CPU;
     else if (strcmp(a, "--folded") == 0)
         o->folded = 1;
     else
@@ -1065,7 +1078,8 @@ int rh_cmd_flamegraph(int argc, char **argv)
     struct rh_file_args fa;
     int rc = rh_file_args_parse(
         argc, argv, 1, 0,
-        "usage: rheaper flamegraph DB [--all|--leaked|--peak] [--folded] [-o FILE] [filters]\n",
+        "usage: rheaper flamegraph DB [--all|--leaked|--peak|--cpu] [--folded] [-o FILE]"
+        " [filters]\n",
         rh_flame_flag, &o, &fa);
     return rc ? rc : rh_file_cmd_run(fa.pos[0], &fa.f, fa.out, rh_flame_write, &o);
 }

@@ -301,7 +301,8 @@ view-tmux)
     # CPU samples in the tables issue 16 names (here written by SQL over the
     # known stacks: 30 samples in grow_site, 10 in worker_site's stack)
     cp p.db cpu.db
-    sqlite3 cpu.db "CREATE TABLE cpu_stack_stats(stack_id INTEGER PRIMARY KEY, samples INTEGER);
+    sqlite3 cpu.db "DROP TABLE IF EXISTS cpu_stack_stats; DROP TABLE IF EXISTS cpu_thread_stats;
+        CREATE TABLE cpu_stack_stats(stack_id INTEGER PRIMARY KEY, samples INTEGER);
         CREATE TABLE cpu_thread_stats(thread INTEGER PRIMARY KEY, samples INTEGER);
         INSERT INTO cpu_stack_stats SELECT min(id), 30 FROM backtraces WHERE frame_no = 0 AND sym = 'grow_site';
         INSERT INTO cpu_stack_stats SELECT id, 10 FROM backtraces WHERE frame_no = 0

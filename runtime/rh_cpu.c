@@ -1,0 +1,480 @@
+/* rh_cpu.c: CPU sampling (issue 16): per-thread CPU-time timers and the
+ * sampling signal's handler.
+ *
+ * With cpu_hz > 0 (RHEAPER_CPU_HZ, struct rheaper_config) every known thread
+ * has a POSIX timer on its own CPU-time clock that sends cpu_signal (SIGPROF
+ * by default) to that thread (SIGEV_THREAD_ID) every 1/cpu_hz s of the
+ * thread's CPU time, so each thread is sampled in proportion to its own CPU
+ * use. A thread is known from its start when it was created through the
+ * pthread_create shim (wrap/shims_signal.c), else from its first hooked call,
+ * and the main thread from init. A pthread key destructor deletes the timer
+ * when the thread exits. The timers run only while a recording is on:
+ * rh_cpu_start and rh_cpu_stop are called where recording starts and stops
+ * (rh_api.c: the environment, the API, the toggle signal of `rheaper record
+ * -p`), so they follow the heap recording.
+ *
+ * The registry of known threads is a fixed array under a spin lock that only
+ * normal contexts take (with the guard set); the handler never takes it.
+ *
+ * The handler is the one place where the runtime works inside a signal
+ * handler. It does only async-signal-safe work, and nothing that blocks on
+ * its own thread:
+ *   - when the guard is set, the thread is inside the runtime and may be in
+ *     the middle of writing a record into the very chunk the sample would go
+ *     to: the sample is dropped and counted. This is also what makes the rest
+ *     safe: the thread holds no runtime lock, no chunk is half-written;
+ *   - the walk is the non-faulting one (rh_stack.c), from the interrupted
+ *     registers; the CFI lookup uses _dl_find_object, which takes no lock;
+ *   - a thread without a slot or chunk gets one as on its first event (spin
+ *     locks held only by other threads, raw system calls, no allocation), but
+ *     only when the file is open (creating it would take the loader's lock);
+ *   - a thread whose stack bounds are unknown (computing them allocates) is
+ *     dropped, except the main thread, whose bounds cost no allocation.
+ * The sample is one EXT CPUSAMPLE record (FORMAT.md "Version 3: CPU
+ * samples"), after the STACK record of a new stack, in the thread's own chunk.
+ *
+ * The program wins the signal: if it already has a handler for cpu_signal
+ * when sampling would start, or installs one later (sigaction or signal, seen
+ * by the shim), rheaper warns once, deletes its timers and stands aside.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "rh_runtime.h"
+
+/* Threads the registry holds; threads beyond it are not sampled. */
+#define RH_CPU_MAX_THREADS 4096
+
+/* The clock id of thread tid's CPU time (the kernel's encoding, as glibc's
+ * pthread_getcpuclockid builds it: CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED). */
+#define RH_THREAD_CPUCLOCK(tid) ((clockid_t)((~(unsigned)(tid)) << 3) | 6)
+
+struct rh_cpu_thr {
+    int tid;   /* 0: free entry */
+    int timer; /* kernel timer id, -1 when none */
+};
+
+static struct rh_cpu_thr rh_cpu_thr[RH_CPU_MAX_THREADS];
+static int rh_cpu_nthr;  /* entries in use at the front, some may be free (tid 0) */
+static int rh_cpu_lock;  /* the registry; normal contexts only */
+static int rh_cpu_on;    /* atomic: timers run, samples are taken */
+static int rh_cpu_reg;   /* atomic: the registry is in use (threads are registered) */
+static int rh_cpu_ready; /* atomic: our handler is installed */
+static int rh_cpu_tried; /* the handler's installation was attempted */
+static int rh_cpu_aside; /* atomic: the program owns the signal */
+static int rh_cpu_full_warned;
+static uint64_t rh_cpu_samples, rh_cpu_dropped; /* atomic, per file */
+static pthread_key_t rh_cpu_key;
+static int rh_cpu_key_ok;
+/* The calling thread's registry entry + 1; 0 when unknown. */
+static __thread int rh_tls_cpu __attribute__((tls_model("initial-exec")));
+
+extern RH_HIDDEN volatile int rh_ctl_self; /* rh_control.c: our own sigaction calls */
+
+int rh_cpu_active(void)
+{
+    return __atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE);
+}
+
+void rh_cpu_counts(uint64_t *samples, uint64_t *dropped)
+{
+    *samples = __atomic_load_n(&rh_cpu_samples, __ATOMIC_RELAXED);
+    *dropped = __atomic_load_n(&rh_cpu_dropped, __ATOMIC_RELAXED);
+}
+
+void rh_cpu_counts_reset(void)
+{
+    __atomic_store_n(&rh_cpu_samples, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&rh_cpu_dropped, 0, __ATOMIC_RELAXED);
+}
+
+static inline void rh_cpu_drop(void)
+{
+    __atomic_fetch_add(&rh_cpu_dropped, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- the handler ---------------------------------------------------------- */
+
+/* Bytes of one CPUSAMPLE record: byte 0, a time varint, subtype, length and
+ * the stack id. */
+#define RH_CPU_RECORD (1 + 10 + 1 + 1 + 10)
+/* A STACK record's fixed part (as rh_record.c). */
+#define RH_CPU_STACK_FIXED (1 + 3 * 10)
+
+/* Writes one sample of the interrupted state (ip, sp, bp) into the calling
+ * thread's chunk. The guard is set, the thread was outside the runtime. */
+static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned overrun)
+{
+    if (!__atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE)) {
+        rh_cpu_drop();
+        return;
+    }
+    if (rh_unlikely(!rh_tls_stack_hi)) {
+        if (rh_gettid() != (uint32_t)getpid()) {
+            rh_cpu_drop(); /* pthread_getattr_np allocates: not in a handler */
+            return;
+        }
+        rh_stack_bounds_compute();
+    }
+    uint64_t t = rh_now() >> rh_clock_shift;
+    struct rh_slot *s = rh_tls_slot;
+    if (!s || !s->w.chunk || s->w.epoch != __atomic_load_n(&rh_epoch, __ATOMIC_ACQUIRE)) {
+        int drop;
+        s = rh_thread_prepare(t, &drop);
+        if (!s) {
+            rh_cpu_drop();
+            return;
+        }
+    }
+    struct rh_writer *w = &s->w;
+    struct rh_walk wk;
+    rh_stack_walk_regs(ip, sp, bp, RIP_KIND_CPU, w->stacks->max_depth, &wk);
+    uint32_t id = rh_stack_home_id(w->stacks, wk.hash);
+    if (!id) {
+        int is_new;
+        id = rh_stack_lookup(w->stacks, wk.hash, &is_new);
+        if (!id) {
+            rh_cpu_drop();
+            return;
+        }
+        if (is_new) {
+            if (rh_writer_reserve(w, RH_CPU_STACK_FIXED + (size_t)wk.nframes * 10, t) != 0) {
+                rh_cpu_drop();
+                return;
+            }
+            uint8_t *q = w->pos;
+            *q++ = RIP_OP_STACK;
+            q = rip_put_varint(q, id);
+            q = rip_put_varint(q, RIP_KIND_CPU);
+            q = rip_put_varint(q, ((uint64_t)wk.nframes << 1) | wk.cut);
+            q = rh_stack_encode_regs(ip, sp, bp, wk.nframes, q);
+            w->pos = q;
+            rh_writer_commit(w);
+        }
+    }
+    if (rh_writer_reserve(w, RH_CPU_RECORD, t) != 0) {
+        rh_cpu_drop();
+        return;
+    }
+    uint8_t body[10];
+    uint8_t *e = rip_put_varint(body, id);
+    if (overrun) /* periods the kernel delivered late (above its tick rate) */
+        e = rip_put_varint(e, overrun > 0xffffff ? 0xffffff : overrun);
+    uint8_t n = (uint8_t)(e - body);
+    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_EXT, 0, t);
+    *q++ = RIP_EXT_CPUSAMPLE;
+    *q++ = n;
+    memcpy(q, body, n);
+    rh_event_done(w, q + n);
+    __atomic_fetch_add(&rh_cpu_samples, 1, __ATOMIC_RELAXED);
+}
+
+static void rh_cpu_handler(int sig, siginfo_t *si, void *ucv)
+{
+    (void)sig;
+    int e = errno;
+    if (si->si_code != SI_TIMER || !__atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE))
+        goto out;
+    if (rh_guard) {
+        rh_cpu_drop(); /* inside the runtime: its chunk may be mid-record */
+        goto out;
+    }
+    rh_guard = RH_GUARD_CALL;
+    rh_barrier();
+#if defined(__x86_64__)
+    {
+        const ucontext_t *uc = ucv;
+        rh_cpu_sample((uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
+                      (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
+                      (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
+                      si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u);
+    }
+#else
+    (void)ucv;
+    rh_cpu_drop(); /* x86_64 only for now */
+#endif
+    rh_barrier();
+    rh_guard = 0;
+out:
+    errno = e;
+}
+
+/* ---- timers --------------------------------------------------------------- */
+
+/* Creates and arms the timer of entry e. Registry lock held. */
+static void rh_cpu_timer_start(struct rh_cpu_thr *e)
+{
+    if (e->timer >= 0 || !e->tid)
+        return;
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = rh_cfg.cpu_signal;
+    sev._sigev_un._tid = e->tid;
+    int id = -1;
+    if (syscall(SYS_timer_create, RH_THREAD_CPUCLOCK(e->tid), &sev, &id) != 0)
+        return; /* the thread is gone, or no timers left: not sampled */
+    unsigned hz = rh_cfg.cpu_hz ? rh_cfg.cpu_hz : 1;
+    long ns = (long)(1000000000ull / hz);
+    struct itimerspec its;
+    its.it_interval.tv_sec = ns / 1000000000;
+    its.it_interval.tv_nsec = ns % 1000000000;
+    its.it_value = its.it_interval;
+    if (syscall(SYS_timer_settime, id, 0, &its, NULL) != 0) {
+        syscall(SYS_timer_delete, id);
+        return;
+    }
+    e->timer = id;
+}
+
+static void rh_cpu_timer_stop(struct rh_cpu_thr *e)
+{
+    if (e->timer >= 0) {
+        syscall(SYS_timer_delete, e->timer);
+        e->timer = -1;
+    }
+}
+
+/* The thread exits (its key destructor): delete its timer, free its entry. */
+static void rh_cpu_thread_gone(void *v)
+{
+    (void)v;
+    int k = rh_tls_cpu;
+    if (!k)
+        return;
+    int g = rh_guard_enter();
+    rh_spin_lock(&rh_cpu_lock);
+    struct rh_cpu_thr *e = &rh_cpu_thr[k - 1];
+    rh_cpu_timer_stop(e);
+    e->tid = 0;
+    rh_tls_cpu = 0;
+    rh_spin_unlock(&rh_cpu_lock);
+    rh_guard_leave(g);
+}
+
+void rh_cpu_thread_known(void)
+{
+    if (rh_tls_cpu || !__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
+        return;
+    int g = rh_guard_enter();
+    int tid = (int)rh_gettid();
+    /* bounds now, in a normal context: the handler cannot compute them */
+    if (!rh_tls_stack_hi)
+        rh_stack_bounds_compute();
+    rh_spin_lock(&rh_cpu_lock);
+    int k = -1;
+    for (int i = 0; i < rh_cpu_nthr; i++)
+        if (!rh_cpu_thr[i].tid) {
+            k = i;
+            break;
+        }
+    if (k < 0 && rh_cpu_nthr < RH_CPU_MAX_THREADS)
+        k = rh_cpu_nthr++;
+    if (k >= 0) {
+        rh_cpu_thr[k].tid = tid;
+        rh_cpu_thr[k].timer = -1;
+        rh_tls_cpu = k + 1;
+        if (__atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE))
+            rh_cpu_timer_start(&rh_cpu_thr[k]);
+    }
+    rh_spin_unlock(&rh_cpu_lock);
+    if (k < 0 && !__atomic_exchange_n(&rh_cpu_full_warned, 1, __ATOMIC_RELAXED))
+        rh_warn("CPU sampling: more than %d threads; later ones are not sampled",
+                RH_CPU_MAX_THREADS);
+    if (k >= 0 && rh_cpu_key_ok)
+        pthread_setspecific(rh_cpu_key, (void *)1);
+    rh_guard_leave(g);
+}
+
+static void rh_cpu_install(void);
+
+void rh_cpu_start(void)
+{
+    if (!rh_cfg.cpu_hz || !__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
+        return;
+    if (!rh_cpu_tried)
+        rh_cpu_install();
+    if (!rh_cpu_ready || __atomic_load_n(&rh_cpu_aside, __ATOMIC_ACQUIRE))
+        return;
+    rh_spin_lock(&rh_cpu_lock);
+    __atomic_store_n(&rh_cpu_on, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < rh_cpu_nthr; i++)
+        rh_cpu_timer_start(&rh_cpu_thr[i]);
+    rh_spin_unlock(&rh_cpu_lock);
+}
+
+void rh_cpu_stop(void)
+{
+    if (!rh_cpu_ready)
+        return;
+    rh_spin_lock(&rh_cpu_lock);
+    __atomic_store_n(&rh_cpu_on, 0, __ATOMIC_RELEASE);
+    for (int i = 0; i < rh_cpu_nthr; i++)
+        rh_cpu_timer_stop(&rh_cpu_thr[i]);
+    rh_spin_unlock(&rh_cpu_lock);
+}
+
+/* ---- the signal ----------------------------------------------------------- */
+
+void rh_cpu_init(void)
+{
+    if ((!rh_cfg.cpu_hz && rh_cfg.enable != RH_ENABLE_SIGNAL) ||
+        __atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
+        return;
+    if (pthread_key_create(&rh_cpu_key, rh_cpu_thread_gone) == 0)
+        rh_cpu_key_ok = 1;
+    __atomic_store_n(&rh_cpu_reg, 1, __ATOMIC_RELEASE);
+    rh_cpu_thread_known();
+}
+
+/* Installs the handler, the first time a recording wants samples: a program
+ * that never samples keeps its signal's disposition untouched. */
+static void rh_cpu_install(void)
+{
+    rh_cpu_tried = 1;
+    int sig = rh_cfg.cpu_signal;
+    struct sigaction old, sa;
+    memset(&old, 0, sizeof old);
+    rh_ctl_self = 1;
+    int rc = sigaction(sig, NULL, &old);
+    if (rc == 0 && ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)) {
+        rh_ctl_self = 0;
+        __atomic_store_n(&rh_cpu_aside, 1, __ATOMIC_RELEASE);
+        rh_warn("signal %d already has a handler in this program: rheaper stands aside and "
+                "takes no CPU samples (choose another with RHEAPER_CPU_SIGNAL)",
+                sig);
+        return;
+    }
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = rh_cpu_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    if (rc == 0)
+        rc = sigaction(sig, &sa, NULL);
+    rh_ctl_self = 0;
+    if (rc != 0) {
+        rh_warn("cannot install the handler of signal %d: %s; no CPU samples", sig,
+                strerrordesc_np(errno));
+        return;
+    }
+    __atomic_store_n(&rh_cpu_ready, 1, __ATOMIC_RELEASE);
+}
+
+unsigned rh_cpu_requested_hz(void)
+{
+    char path[RH_PATH_MAX + 64], buf[32];
+    rh_fmt(path, sizeof path, "%s/rheaper-%d.cpu-hz", rh_cfg.profile_dir, (int)getpid());
+    int fd = rh_sys_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
+    if (fd < 0)
+        return 0;
+    ssize_t n = rh_sys_read(fd, buf, sizeof buf - 1);
+    rh_sys_close(fd);
+    (void)syscall(SYS_unlink, path); /* one request, one recording */
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    unsigned hz;
+    if (rh_parse_uint(buf, 1, RH_MAX_CPU_HZ, &hz) != 0) {
+        rh_warn("ignoring the CPU rate request %s: expected 1 to %u", path, RH_MAX_CPU_HZ);
+        return 0;
+    }
+    return hz;
+}
+
+/* Called by wrap/shims_signal.c before the program sets a disposition for
+ * sig: when it is the sampling signal, the program wins (one warning, the
+ * timers deleted, no more samples). */
+RH_HIDDEN void rh_cpu_program_sets(int sig)
+{
+    if (rh_ctl_self || sig <= 0 || sig != rh_cfg.cpu_signal)
+        return;
+    if (!__atomic_load_n(&rh_cpu_ready, __ATOMIC_ACQUIRE))
+        return;
+    if (__atomic_exchange_n(&rh_cpu_aside, 1, __ATOMIC_ACQ_REL))
+        return;
+    int g = rh_guard_enter();
+    rh_cpu_stop();
+    rh_warn("the program installs its own handler for signal %d: rheaper stands aside and "
+            "takes no more CPU samples (choose another with RHEAPER_CPU_SIGNAL)",
+            sig);
+    rh_guard_leave(g);
+}
+
+void rh_cpu_fork(int phase)
+{
+    if (!__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
+        return;
+    if (phase == 0) {
+        rh_spin_lock(&rh_cpu_lock);
+    } else if (phase == 1) {
+        rh_spin_unlock(&rh_cpu_lock);
+    } else {
+        /* POSIX timers are not inherited: the child has none, and only the
+         * forking thread. Its timer is made again if the child records. */
+        int k = rh_tls_cpu;
+        for (int i = 0; i < rh_cpu_nthr; i++)
+            rh_cpu_thr[i].tid = 0, rh_cpu_thr[i].timer = -1;
+        rh_cpu_nthr = 0;
+        rh_tls_cpu = 0;
+        __atomic_store_n(&rh_cpu_on, 0, __ATOMIC_RELEASE);
+        rh_cpu_lock = 0;
+        (void)k;
+    }
+}
+
+/* ---- the pthread_create shim's side --------------------------------------- */
+
+struct rh_cpu_boot {
+    void *(*fn)(void *);
+    void *arg;
+    int used; /* atomic: 0 free */
+};
+#define RH_CPU_BOOTS 256
+static struct rh_cpu_boot rh_cpu_boots[RH_CPU_BOOTS];
+
+/* The start routine of a thread created through the shim: registers the
+ * thread, then runs the program's routine. */
+static void *rh_cpu_trampoline(void *v)
+{
+    struct rh_cpu_boot *b = v;
+    void *(*fn)(void *) = b->fn;
+    void *arg = b->arg;
+    __atomic_store_n(&b->used, 0, __ATOMIC_RELEASE);
+    rh_cpu_thread_known();
+    return fn(arg);
+}
+
+/* pthread_create for wrap/shims_signal.c: real is __real_pthread_create.
+ * While CPU sampling is configured, the thread starts through the trampoline
+ * (a fixed pool of boot records; when none is free, it starts directly and is
+ * known from its first hooked call). */
+RH_HIDDEN int rh_cpu_pthread_create(int (*real)(void *, const void *, void *, void *), void *thr,
+                                    const void *attr, void *fn, void *arg)
+{
+    if (!__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE) ||
+        __atomic_load_n(&rh_cpu_aside, __ATOMIC_ACQUIRE))
+        return real(thr, attr, fn, arg);
+    for (int i = 0; i < RH_CPU_BOOTS; i++) {
+        struct rh_cpu_boot *b = &rh_cpu_boots[i];
+        int expected = 0;
+        if (!__atomic_compare_exchange_n(&b->used, &expected, 1, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_RELAXED))
+            continue;
+        b->fn = (void *(*)(void *))fn;
+        b->arg = arg;
+        int rc = real(thr, attr, (void *)rh_cpu_trampoline, b);
+        if (rc != 0)
+            __atomic_store_n(&b->used, 0, __ATOMIC_RELEASE);
+        return rc;
+    }
+    return real(thr, attr, fn, arg);
+}
