@@ -28,6 +28,17 @@ else()
   list(APPEND _rh_missing libdw-dev)
 endif()
 
+# rheaper serve (issue 15): GNU libmicrohttpd
+if(PkgConfig_FOUND)
+  pkg_check_modules(RH_MHD QUIET IMPORTED_TARGET libmicrohttpd)
+endif()
+if(RH_MHD_FOUND)
+  add_library(rheaper::microhttpd INTERFACE IMPORTED)
+  target_link_libraries(rheaper::microhttpd INTERFACE PkgConfig::RH_MHD)
+else()
+  list(APPEND _rh_missing libmicrohttpd-dev)
+endif()
+
 if(_rh_missing)
   list(JOIN _rh_missing " " _rh_pkgs)
   message(FATAL_ERROR

@@ -48,6 +48,10 @@ static const char rh_usage[] =
     "  timeline DB -o OUT.svg\n"
     "  export heaptrack DB -o FILE\n"
     "  report DB -o OUT.html\n"
+    "  diff A.db B.db [-n N] [--all]          call sites that grew, shrank, appeared\n"
+    "                                          or vanished from A to B\n"
+    "  serve PROFILE... [--listen ADDR:PORT] [--any]   web UI and bytehound's REST\n"
+    "                                          API (default 127.0.0.1:8080)\n"
     "\n"
     "Output: --json or --csv instead of aligned columns.\n"
     "Filters (every command): --from T, --to T (seconds or N%), --function RE,\n"
@@ -242,6 +246,7 @@ static const struct {
     {"query", rh_cmd_query},   {"flamegraph", rh_cmd_flamegraph}, {"timeline", rh_cmd_timeline},
     {"export", rh_cmd_export}, {"report", rh_cmd_report},
     {"record", rh_cmd_record},
+    {"diff", rh_cmd_diff},     {"serve", rh_cmd_serve}, /* issue 15 */
 };
 
 int main(int argc, char **argv)
