@@ -152,6 +152,13 @@ int rh_qfilter_regex_ok(const char *re, char *err, size_t n)
     return 0;
 }
 
+/* 1 when a parameter's name ends in "_min". */
+static int rh_qf_is_min(const char *name)
+{
+    size_t n = strlen(name);
+    return n > 4 && !strcmp(name + n - 4, "_min");
+}
+
 /* Hands "--OPT VALUE" to the CLI's parser. Returns 1 or -1 (err filled). */
 static int rh_qf_cli(struct rh_qfilter *q, const char *opt, const char *val, const char *name,
                      char *err, size_t n)
@@ -209,7 +216,7 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
         return rh_qf_cli(q, name[0] == 'f' ? "--from" : "--to", buf, name, err, n);
     }
     if (!strcmp(name, "size_min") || !strcmp(name, "size_max"))
-        return rh_qf_cli(q, name[5] == 'i' ? "--min-size" : "--max-size", val, name, err, n);
+        return rh_qf_cli(q, rh_qf_is_min(name) ? "--min-size" : "--max-size", val, name, err, n);
     if (!strcmp(name, "thread"))
         return rh_qf_cli(q, "--thread", val, name, err, n);
     if (!strcmp(name, "kind") || !strcmp(name, "not_kind"))
@@ -265,18 +272,18 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
         int64_t v;
         if (rh_qf_uint(val, &v) || v > 100000)
             return rh_qf_err(err, n, "bad value '%s' for %s: a frame count", val, name);
-        *(name[16] == 'i' ? &q->depth_min : &q->depth_max) = v;
+        *(rh_qf_is_min(name) ? &q->depth_min : &q->depth_max) = v;
         return 1;
     }
     if (!strcmp(name, "lifetime_min") || !strcmp(name, "lifetime_max")) {
-        if (rh_qf_interval(val, name[10] == 'i' ? &q->life_min_ns : &q->life_max_ns))
+        if (rh_qf_interval(val, rh_qf_is_min(name) ? &q->life_min_ns : &q->life_max_ns))
             return rh_qf_err(err, n,
                              "bad value '%s' for %s: an interval (e.g. 2, 250ms, 1m30s)", val,
                              name);
         return 1;
     }
     if (!strcmp(name, "group_interval_min") || !strcmp(name, "group_interval_max")) {
-        int mn = name[16] == 'i';
+        int mn = rh_qf_is_min(name);
         size_t l = strlen(val);
         int64_t v;
         int pct = l && val[l - 1] == '%';
@@ -386,7 +393,10 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
     if (q->addr_max >= 0)
         RH_W(" AND addr <= %lld", (long long)q->addr_max);
     if (q->depth_min >= 0 || q->depth_max >= 0)
-        RH_W(" AND bt IN (SELECT id FROM stacks WHERE depth BETWEEN %lld AND %lld)",
+        /* the depth is the length of the backtrace bytehound's JSON lists,
+         * inlined frames included */
+        RH_W(" AND bt IN (SELECT id FROM backtraces GROUP BY id HAVING count(*) BETWEEN %lld AND"
+             " %lld)",
              (long long)(q->depth_min < 0 ? 0 : q->depth_min),
              (long long)(q->depth_max < 0 ? INT64_MAX : q->depth_max));
     /* bytehound: a leaked block passes lifetime_min and fails lifetime_max */
