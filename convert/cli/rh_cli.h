@@ -228,6 +228,7 @@ struct rh_qfilter {
                                     3 only_deallocated_in_current_range, 4 only_temporary,
                                     5 only_whole_group_leaked, 6 only_heaptrack_temporary */
     int64_t addr_min, addr_max;  /* -1: unset */
+    int64_t backtrace;           /* `backtraces`: one stack id; -1: unset */
     int64_t depth_min, depth_max;
     int64_t life_min_ns, life_max_ns;  /* bytehound's meaning: leaked passes min, fails max */
     int64_t gint_min, gint_max;        /* group interval: ns, or percent of the run */

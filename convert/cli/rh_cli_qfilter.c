@@ -6,7 +6,8 @@
  * rh_filter_arg() (rh_cli_filter.c), so a URL parameter and a CLI flag fill the
  * same struct rh_filter with the same parser and rh_filter_apply() writes the
  * same SQL for both. What only bytehound has (address and backtrace depth
- * bounds, its lifetime modes and lifetime bounds, the group filters) is kept
+ * bounds, its lifetime modes and lifetime bounds, one backtrace id
+ * `backtraces`, the group filters) is kept
  * beside it in struct rh_qfilter and applied by rh_qfilter_apply() on top of
  * `sel`, as the TEMP table or view `msel`. The call-site options skip_function
  * and no_skip, thread, kind and not_kind are rheaper's additions in the same
@@ -30,6 +31,7 @@ void rh_qfilter_init(struct rh_qfilter *q)
     memset(q, 0, sizeof *q);
     rh_filter_init(&q->f);
     q->addr_min = q->addr_max = -1;
+    q->backtrace = -1;
     q->depth_min = q->depth_max = -1;
     q->life_min_ns = q->life_max_ns = -1;
     q->gint_min = q->gint_max = -1;
@@ -261,8 +263,9 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
         const char *name;
         int64_t *v;
     } ints[] = {{"address_min", &q->addr_min},
-                {"address_max", &q->addr_max}};
-    for (size_t k = 0; k < 2; k++)
+                {"address_max", &q->addr_max},
+                {"backtraces", &q->backtrace}};
+    for (size_t k = 0; k < 3; k++)
         if (!strcmp(name, ints[k].name)) {
             if (rh_qf_uint(val, ints[k].v))
                 return rh_qf_err(err, n, "bad value '%s' for %s: an address", val, name);
@@ -311,7 +314,7 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
 
 int rh_qfilter_extra(const struct rh_qfilter *q)
 {
-    return q->addr_min >= 0 || q->addr_max >= 0 || q->depth_min >= 0 || q->depth_max >= 0 ||
+    return q->addr_min >= 0 || q->addr_max >= 0 || q->backtrace >= 0 || q->depth_min >= 0 || q->depth_max >= 0 ||
            q->life_min_ns >= 0 || q->life_max_ns >= 0 || q->lifetime == 2 || q->lifetime == 3 ||
            q->lifetime == 5 || rh_qfilter_group(q);
 }
@@ -392,6 +395,8 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
         RH_W(" AND addr >= %lld", (long long)q->addr_min);
     if (q->addr_max >= 0)
         RH_W(" AND addr <= %lld", (long long)q->addr_max);
+    if (q->backtrace >= 0)
+        RH_W(" AND bt = %lld", (long long)q->backtrace);
     if (q->depth_min >= 0 || q->depth_max >= 0)
         /* the depth is the length of the backtrace bytehound's JSON lists,
          * inlined frames included */

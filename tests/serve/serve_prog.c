@@ -11,6 +11,8 @@
  *   worker thread  30 x 256 bytes, all freed
  * With the argument "leak" (the second run of the diff test) it also calls
  * extra_leak: 10 x 1000 bytes never freed, and few_leaks leaks 10 blocks.
+ * With "many" it only runs many_blocks: 200000 blocks of 24 bytes, each freed
+ * at once (a profile big enough to run out of a small time budget).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -96,9 +98,22 @@ static void *worker(void *arg)
     return NULL;
 }
 
+__attribute__((noinline)) static void many_blocks(void)
+{
+    for (int i = 0; i < 200000; i++) {
+        void *p = malloc(24);
+        sink = p;
+        free(p);
+    }
+}
+
 int main(int argc, char **argv)
 {
     int leak = argc > 1 && !strcmp(argv[1], "leak");
+    if (argc > 1 && !strcmp(argv[1], "many")) {
+        many_blocks();
+        return 0;
+    }
     big_block();
     pause_ms(20);
     group_hit();
