@@ -18,6 +18,7 @@ T30=$(sq "SELECT CAST(round($D * 0.3) AS INTEGER)")
 AMID=$(sq "SELECT addr FROM allocations ORDER BY addr LIMIT 1 OFFSET 60")
 AHI=$(sq "SELECT addr FROM allocations ORDER BY addr LIMIT 1 OFFSET 150")
 WORKER=$(sq "SELECT alloc_thread FROM allocations WHERE size = 256 LIMIT 1")
+BTHIT=$(sq "SELECT bt FROM allocations WHERE size = 64 LIMIT 1")
 
 # /list
 eq "/list status" "$(get /list)" 200
@@ -79,6 +80,7 @@ group_allocations_min=10&group_leaked_allocations_min=50%25|a.bt IN (SELECT bt F
 thread=$WORKER|a.alloc_thread = $WORKER
 size_min=32&lifetime=only_leaked&function_regex=group|a.size >= 32 AND a.dealloc_after IS NULL AND a.bt IN (SELECT id FROM backtraces WHERE sym GLOB '*group*')
 kind=malloc|a.kind = 'malloc'
+backtraces=$BTHIT|a.bt = $BTHIT
 EOF
 
 nf=0
@@ -114,7 +116,15 @@ while IFS='|' read -r params where; do
     eq "leaks?$params bytes" "$(jq '[.leaks[].leaked_size]|add // 0' "$W/body")" \
         "$(sq "SELECT coalesce(sum(size), 0) FROM allocations a WHERE $where AND a.dealloc_after IS NULL")"
 done <"$W/filters"
-eq "filters tried" "$nf" 46
+eq "filters tried" "$nf" 47
+
+# one parser: the CLI's flags and the URL's parameters select the same rows
+cli() { "$BIN/rheaper" query "$DB" "SELECT count(*) || ':' || coalesce(sum(size), 0) FROM sel" --csv "$@" 2>/dev/null | tail -1; }
+url() { get "/data/0/allocation_groups?$1" >/dev/null; jq -r '"\([.allocations[].only_matched.allocated_count]|add // 0):\([.allocations[].only_matched.size]|add // 0)"' "$W/body"; }
+eq "CLI and URL: size" "$(url "size_min=100&size_max=300000")" "$(cli --min-size 100 --max-size 300000)"
+eq "CLI and URL: leaked, function" "$(url "lifetime=only_leaked&function_regex=group")" "$(cli --lifetime leaked --function group)"
+eq "CLI and URL: time, not file" "$(url "from=30%25&to=50%25&negative_source_regex=pthread")" "$(cli --from 30% --to 50% --not-file pthread)"
+eq "CLI and URL: thread" "$(url "thread=$WORKER")" "$(cli --thread "$WORKER")"
 
 # sort keys of allocations, both orders, with count and skip
 for key in timestamp address size; do

@@ -70,8 +70,8 @@ async function loadTimeline(q) {
         type: "line", data,
         options: { animation: false, parsing: true,
             scales: { x: { type: "linear", title: { display: true, text: "seconds" } },
-                      y: { title: { display: true, text: "bytes" } },
-                      y1: { position: "right", grid: { drawOnChartArea: false },
+                      y: { beginAtZero: true, title: { display: true, text: "bytes" } },
+                      y1: { beginAtZero: true, position: "right", grid: { drawOnChartArea: false },
                             title: { display: true, text: "blocks" } } } },
     });
     let start = null;
