@@ -126,6 +126,15 @@ eq "CLI and URL: leaked, function" "$(url "lifetime=only_leaked&function_regex=g
 eq "CLI and URL: time, not file" "$(url "from=30%25&to=50%25&negative_source_regex=pthread")" "$(cli --from 30% --to 50% --not-file pthread)"
 eq "CLI and URL: thread" "$(url "thread=$WORKER")" "$(cli --thread "$WORKER")"
 
+# the timeline: the converter's table without filters, one pass over the rows
+# with them; both reach the peak the converter stored
+PEAK=$(sq "SELECT value FROM meta WHERE key = 'peak_bytes'")
+get "/data/0/timeline" >/dev/null
+eq "timeline stored: peak" "$(jq -r '"\(.stored) \(.max_size|max)"' "$W/body")" "true $PEAK"
+get "/data/0/timeline?size_min=0" >/dev/null
+eq "timeline computed: peak" "$(jq -r '"\(.stored) \(.max_size|max) \(.end_count[-1])"' "$W/body")" \
+    "false $PEAK $(sq "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL")"
+
 # sort keys of allocations, both orders, with count and skip
 for key in timestamp address size; do
     col=$key
