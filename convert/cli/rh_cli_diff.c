@@ -130,8 +130,8 @@ static const char *rh_diff_status(const struct rh_diff_row *r)
     if (r->a_count && !r->b_count)
         return "vanished";
     int64_t d = r->b_leaked_bytes != r->a_leaked_bytes ? r->b_leaked_bytes - r->a_leaked_bytes
-                : r->b_bytes != r->a_bytes            ? r->b_bytes - r->a_bytes
-                                                      : r->b_count - r->a_count;
+                : r->b_bytes != r->a_bytes             ? r->b_bytes - r->a_bytes
+                                                       : r->b_count - r->a_count;
     return d > 0 ? "grew" : d < 0 ? "shrank" : "same";
 }
 
@@ -207,10 +207,10 @@ int rh_diff_compute(sqlite3 *a, sqlite3 *b, const struct rh_qfilter *q, struct r
 static void rh_diff_print(const struct rh_diff_row *r, size_t n, size_t limit, int all,
                           enum rh_fmt fmt, FILE *out)
 {
-    static const char *const cols[] = {"status",          "function",        "location",
-                                       "a_count",         "b_count",         "a_bytes",
-                                       "b_bytes",         "a_leaked_blocks", "b_leaked_blocks",
-                                       "a_leaked_bytes",  "b_leaked_bytes",  "delta_leaked_bytes"};
+    static const char *const cols[] = {"status",         "function",        "location",
+                                       "a_count",        "b_count",         "a_bytes",
+                                       "b_bytes",        "a_leaked_blocks", "b_leaked_blocks",
+                                       "a_leaked_bytes", "b_leaked_bytes",  "delta_leaked_bytes"};
     if (fmt == RH_FMT_CSV) {
         for (size_t c = 0; c < 12; c++)
             fprintf(out, "%s%s", c ? "," : "", cols[c]);
@@ -218,18 +218,18 @@ static void rh_diff_print(const struct rh_diff_row *r, size_t n, size_t limit, i
     } else if (fmt == RH_FMT_JSON) {
         fputc('[', out);
     } else {
-        fprintf(out, "%-9s %12s %12s %12s %12s %12s  %s\n", "status", "count", "d_count",
-                "bytes", "d_bytes", "d_leaked_b", "call site");
+        fprintf(out, "%-9s %12s %12s %12s %12s %12s  %s\n", "status", "count", "d_count", "bytes",
+                "d_bytes", "d_leaked_b", "call site");
     }
     size_t shown = 0;
     for (size_t i = 0; i < n && shown < limit; i++) {
         if (!all && !strcmp(r[i].status, "same"))
             continue;
         const struct rh_diff_row *x = &r[i];
-        int64_t v[9] = {x->a_count,         x->b_count,         x->a_bytes,
-                        x->b_bytes,         x->a_leaked_blocks, x->b_leaked_blocks,
-                        x->a_leaked_bytes,  x->b_leaked_bytes,
-                        x->b_leaked_bytes - x->a_leaked_bytes};
+        int64_t v[9] = {
+            x->a_count,        x->b_count,         x->a_bytes,
+            x->b_bytes,        x->a_leaked_blocks, x->b_leaked_blocks,
+            x->a_leaked_bytes, x->b_leaked_bytes,  x->b_leaked_bytes - x->a_leaked_bytes};
         if (fmt == RH_FMT_CSV) {
             fprintf(out, "%s,", x->status);
             rh_csv_field(out, x->function);
@@ -247,8 +247,9 @@ static void rh_diff_print(const struct rh_diff_row *r, size_t n, size_t limit, i
                 fprintf(out, ",\"%s\":%" PRId64, cols[c + 3], v[c]);
             fputc('}', out);
         } else {
-            fprintf(out, "%-9s %12" PRId64 " %+12" PRId64 " %12" PRId64 " %+12" PRId64
-                         " %+12" PRId64 "  %s %s\n",
+            fprintf(out,
+                    "%-9s %12" PRId64 " %+12" PRId64 " %12" PRId64 " %+12" PRId64 " %+12" PRId64
+                    "  %s %s\n",
                     x->status, x->b_count, x->b_count - x->a_count, x->b_bytes,
                     x->b_bytes - x->a_bytes, v[8], x->function, x->location);
         }

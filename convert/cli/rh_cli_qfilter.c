@@ -174,8 +174,7 @@ static int rh_qf_cli(struct rh_qfilter *q, const char *opt, const char *val, con
     return 1;
 }
 
-int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, char *err,
-                     size_t n)
+int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, char *err, size_t n)
 {
     err[0] = 0;
     if (!val)
@@ -208,8 +207,7 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
         int pct = *end == '%';
         if (end == val || errno || !isfinite(d) || d < 0 || (*end && !(pct && !end[1])) ||
             (pct && d > 100) || d > 1e9)
-            return rh_qf_err(err, n, "bad value '%s' for %s: seconds or a percentage", val,
-                             name);
+            return rh_qf_err(err, n, "bad value '%s' for %s: seconds or a percentage", val, name);
         char buf[64];
         if (!pct && name[0] == 't' && d == floor(d))
             snprintf(buf, sizeof buf, "%.9f", d + 1 - 1e-9);
@@ -280,9 +278,8 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
     }
     if (!strcmp(name, "lifetime_min") || !strcmp(name, "lifetime_max")) {
         if (rh_qf_interval(val, rh_qf_is_min(name) ? &q->life_min_ns : &q->life_max_ns))
-            return rh_qf_err(err, n,
-                             "bad value '%s' for %s: an interval (e.g. 2, 250ms, 1m30s)", val,
-                             name);
+            return rh_qf_err(err, n, "bad value '%s' for %s: an interval (e.g. 2, 250ms, 1m30s)",
+                             val, name);
         return 1;
     }
     if (!strcmp(name, "group_interval_min") || !strcmp(name, "group_interval_max")) {
@@ -291,8 +288,8 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
         int64_t v;
         int pct = l && val[l - 1] == '%';
         if (pct ? rh_qf_count_pct(val, &v, &pct) : rh_qf_interval(val, &v))
-            return rh_qf_err(err, n, "bad value '%s' for %s: an interval or a percentage",
-                             val, name);
+            return rh_qf_err(err, n, "bad value '%s' for %s: an interval or a percentage", val,
+                             name);
         *(mn ? &q->gint_min : &q->gint_max) = v;
         *(mn ? &q->gint_min_pct : &q->gint_max_pct) = pct;
         return 1;
@@ -314,9 +311,9 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
 
 int rh_qfilter_extra(const struct rh_qfilter *q)
 {
-    return q->addr_min >= 0 || q->addr_max >= 0 || q->backtrace >= 0 || q->depth_min >= 0 || q->depth_max >= 0 ||
-           q->life_min_ns >= 0 || q->life_max_ns >= 0 || q->lifetime == 2 || q->lifetime == 3 ||
-           q->lifetime == 5 || rh_qfilter_group(q);
+    return q->addr_min >= 0 || q->addr_max >= 0 || q->backtrace >= 0 || q->depth_min >= 0 ||
+           q->depth_max >= 0 || q->life_min_ns >= 0 || q->life_max_ns >= 0 || q->lifetime == 2 ||
+           q->lifetime == 3 || q->lifetime == 5 || rh_qfilter_group(q);
 }
 
 int rh_qfilter_group(const struct rh_qfilter *q)
@@ -357,8 +354,7 @@ static int rh_qf_drop(sqlite3 *db, const char *name)
     sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
     if (sqlite3_step(st) == SQLITE_ROW)
         snprintf(sql, sizeof sql, "DROP %s temp.%s",
-                 strcmp((const char *)sqlite3_column_text(st, 0), "view") ? "TABLE" : "VIEW",
-                 name);
+                 strcmp((const char *)sqlite3_column_text(st, 0), "view") ? "TABLE" : "VIEW", name);
     sqlite3_finalize(st);
     return sql[0] ? rh_qf_exec(db, sql) : 0;
 }

@@ -27,16 +27,16 @@
 
 /* One profile being served. */
 struct rh_profile {
-    char id[16];     /* its id in URLs: "0", "1", ... */
-    char *path;      /* the database */
-    char *name;      /* the program, from meta */
+    char id[16]; /* its id in URLs: "0", "1", ... */
+    char *path;  /* the database */
+    char *name;  /* the program, from meta */
 };
 
 struct rh_server {
     struct rh_profile *p;
     int np;
-    int budget_ms;    /* each request's time budget in SQLite */
-    int64_t row_cap;  /* the most rows one list answers */
+    int budget_ms;   /* each request's time budget in SQLite */
+    int64_t row_cap; /* the most rows one list answers */
 };
 
 /* One request's parameters, as libmicrohttpd decoded them. */

@@ -29,12 +29,12 @@ struct rh_req {
     const struct rh_params *pr;
     struct rh_resp *r;
     sqlite3 *db;
-    int pi;                /* the profile's index */
+    int pi; /* the profile's index */
     struct rh_qfilter q;
     const char *sort_by, *order;
-    int64_t count, skip;   /* count -1: not given */
+    int64_t count, skip; /* count -1: not given */
     int64_t duration;
-    FILE *out;   /* the body being written (buf, len); an error replaces it */
+    FILE *out; /* the body being written (buf, len); an error replaces it */
     char *buf;
     size_t len;
     sqlite3_stmt *frames; /* the frames of one stack */
@@ -60,6 +60,8 @@ static int rh_q_fail(struct rh_req *q)
         return rh_resp_error(q->r, 503, NULL,
                              "the query ran out of its time budget of %d ms; narrow the filters",
                              q->s->budget_ms);
+    if (sqlite3_errcode(q->db) == SQLITE_INTERRUPT)
+        return rh_resp_error(q->r, 503, NULL, "the server is stopping");
     return rh_resp_error(q->r, 500, NULL, "query failed: %s", sqlite3_errmsg(q->db));
 }
 
@@ -109,7 +111,8 @@ static int rh_frames(struct rh_req *q, int64_t bt)
     int n = 0, rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t a = sqlite3_column_int64(st, 0);
-        fprintf(q->out, "%s{\"address\":%" PRId64 ",\"address_s\":\"0x%" PRIx64 "\",\"count\":null,",
+        fprintf(q->out,
+                "%s{\"address\":%" PRId64 ",\"address_s\":\"0x%" PRIx64 "\",\"count\":null,",
                 n++ ? "," : "", a, (uint64_t)a);
         fputs("\"library\":", q->out);
         rh_json_text_or_null(q->out, st, 1);
@@ -176,8 +179,7 @@ static int rh_take_params(struct rh_req *q, const char *const *own)
             return rh_resp_error(q->r, 400, k, "unknown parameter '%s'", k);
     }
     if (q->order && strcmp(q->order, "asc") && strcmp(q->order, "dsc"))
-        return rh_resp_error(q->r, 400, "order", "bad value '%s' for order: asc or dsc",
-                             q->order);
+        return rh_resp_error(q->r, 400, "order", "bad value '%s' for order: asc or dsc", q->order);
     if (rh_qfilter_apply(q->db, &q->q))
         return rh_q_fail(q);
     return 0;
@@ -214,20 +216,22 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
             leaked_n = rh_q_int(db, "SELECT sum(leaked_blocks) FROM stack_stats", 0);
             n = rh_q_int(db, "SELECT sum(count) FROM stack_stats", 0);
         } else {
-            leaked_b = rh_q_int(db, "SELECT sum(size) FROM allocations WHERE dealloc_after IS NULL",
-                                0);
-            leaked_n = rh_q_int(db, "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL",
-                                0);
+            leaked_b =
+                rh_q_int(db, "SELECT sum(size) FROM allocations WHERE dealloc_after IS NULL", 0);
+            leaked_n =
+                rh_q_int(db, "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL", 0);
             n = rh_q_int(db, "SELECT count(*) FROM allocations", 0);
         }
         fprintf(o, "%s{\"id\":\"%s\",\"executable\":", i ? "," : "", s->p[i].id);
         rh_json_string(o, s->p[i].name);
-        fprintf(o, ",\"architecture\":\"x86_64\",\"final_allocated\":%" PRId64
-                   ",\"final_allocated_count\":%" PRId64 ",\"runtime\":",
+        fprintf(o,
+                ",\"architecture\":\"x86_64\",\"final_allocated\":%" PRId64
+                ",\"final_allocated_count\":%" PRId64 ",\"runtime\":",
                 leaked_b, leaked_n);
         rh_tv(o, dur);
-        fprintf(o, ",\"unique_backtrace_count\":%" PRId64 ",\"maximum_backtrace_depth\":%" PRId64
-                   ",\"timestamp\":",
+        fprintf(o,
+                ",\"unique_backtrace_count\":%" PRId64 ",\"maximum_backtrace_depth\":%" PRId64
+                ",\"timestamp\":",
                 rh_q_int(db, "SELECT count(*) FROM stacks", 0),
                 rh_q_int(db, "SELECT max(depth) FROM stacks", 0));
         rh_tv(o, 0);
@@ -252,8 +256,9 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
 
 static int rh_has_weight(sqlite3 *db)
 {
-    return rh_q_int(db, "SELECT count(*) FROM pragma_table_info('allocations') WHERE name ="
-                        " 'weight'",
+    return rh_q_int(db,
+                    "SELECT count(*) FROM pragma_table_info('allocations') WHERE name ="
+                    " 'weight'",
                     0) > 0;
 }
 
@@ -425,16 +430,19 @@ static int rh_ep_groups(struct rh_req *q)
      * when the converter's figures stood in) are read for the listed page
      * only, through the index on bt */
     snprintf(sql, sizeof sql,
-             "SELECT g.bt, g.m_size,"
+             "WITH page AS MATERIALIZED (SELECT g.*, a.bytes, a.first_alloc, a.last_alloc,"
+             " a.leaked_blocks, a.count, %s AS k FROM grp g JOIN gall a ON a.bt = g.bt"
+             " ORDER BY k %s, g.bt %s LIMIT ?1 OFFSET ?2)"
+             " SELECT g.bt, g.m_size,"
              " coalesce(g.m_min_size, (SELECT min(size) FROM main.allocations WHERE bt = g.bt)),"
              " coalesce(g.m_max_size, (SELECT max(size) FROM main.allocations WHERE bt = g.bt)),"
-             " g.m_min_t, g.m_max_t, g.m_leaked, g.m_count, a.bytes,"
+             " g.m_min_t, g.m_max_t, g.m_leaked, g.m_count, g.bytes,"
              " (SELECT min(size) FROM main.allocations WHERE bt = g.bt),"
              " (SELECT max(size) FROM main.allocations WHERE bt = g.bt),"
-             " a.first_alloc, a.last_alloc, a.leaked_blocks, a.count,"
+             " g.first_alloc, g.last_alloc, g.leaked_blocks, g.count,"
              " (SELECT frame FROM temp.cs WHERE bt = g.bt)"
-             " FROM grp g JOIN gall a ON a.bt = g.bt ORDER BY %s %s, g.bt %s LIMIT ?1 OFFSET ?2",
-             col, dir, dir);
+             " FROM page g ORDER BY g.k %s, g.bt %s",
+             col, dir, dir, dir, dir);
     sqlite3_stmt *st = NULL;
     if (total < 0 || sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
         return rh_q_fail(q);
@@ -451,7 +459,8 @@ static int rh_ep_groups(struct rh_req *q)
             /* reorder into rh_group_data's layout: size, min, max, min_t, max_t, leaked, count */
             FILE *oo = o;
             int64_t mn = sqlite3_column_int64(st, 11), mx = sqlite3_column_int64(st, 12);
-            fprintf(oo, "{\"size\":%" PRId64 ",\"min_size\":", (int64_t)sqlite3_column_int64(st, 8));
+            fprintf(oo,
+                    "{\"size\":%" PRId64 ",\"min_size\":", (int64_t)sqlite3_column_int64(st, 8));
             rh_json_int_or_null(oo, st, 9);
             fputs(",\"max_size\":", oo);
             rh_json_int_or_null(oo, st, 10);
@@ -596,8 +605,8 @@ static int rh_ep_ascii_tree(struct rh_req *q)
     if (!t.full && r != SQLITE_DONE)
         goto out;
     fprintf(q->out, "%14s %10s %10s  %s\n", "SIZE", "COUNT", "LEAKED", "FRAME (outermost first)");
-    fprintf(q->out, "%14" PRId64 " %10" PRId64 " %10" PRId64 "  all\n", t.v[0].size,
-            t.v[0].count, t.v[0].leaked);
+    fprintf(q->out, "%14" PRId64 " %10" PRId64 " %10" PRId64 "  all\n", t.v[0].size, t.v[0].count,
+            t.v[0].leaked);
     rh_tree_print(&t, 0, 0, q->out);
     if (t.full)
         fprintf(q->out, "(tree cut at %d nodes)\n", t.n);
@@ -680,8 +689,9 @@ static int rh_ep_mmaps(struct rh_req *q)
             rh_json_string(o, op);
             fputs(":{\"timestamp\":", o);
             rh_tv(o, sqlite3_column_int64(st, 1));
-            fprintf(o, ",\"pointer\":%" PRId64 ",\"pointer_s\":\"0x%" PRIx64 "\",\"length\":%" PRId64
-                       ",\"backtrace_id\":%" PRId64 ",\"backtrace\":",
+            fprintf(o,
+                    ",\"pointer\":%" PRId64 ",\"pointer_s\":\"0x%" PRIx64 "\",\"length\":%" PRId64
+                    ",\"backtrace_id\":%" PRId64 ",\"backtrace\":",
                     ptr, (uint64_t)ptr, (int64_t)sqlite3_column_int64(st, 4),
                     (int64_t)sqlite3_column_int64(st, 12));
             if (rh_frames(q, sqlite3_column_int64(st, 12))) {
@@ -690,19 +700,20 @@ static int rh_ep_mmaps(struct rh_req *q)
             }
             if (is_mmap) {
                 int64_t req = sqlite3_column_int64(st, 3);
-                fprintf(o,
-                        ",\"requested_address\":%" PRId64 ",\"requested_address_s\":\"0x%" PRIx64
-                        "\",\"is_readable\":%s,\"is_writable\":%s,\"is_executable\":%s,"
-                        "\"is_semaphore\":%s,\"grows_down\":%s,\"grows_up\":%s,\"is_shared\":%s,"
-                        "\"is_private\":%s,\"is_fixed\":%s,\"is_anonymous\":%s,"
-                        "\"is_uninitialized\":%s,\"offset\":%" PRId64 ",\"file_descriptor\":%" PRId64,
-                        req, (uint64_t)req, prot & 1 ? "true" : "false",
-                        prot & 2 ? "true" : "false", prot & 4 ? "true" : "false",
-                        prot & 8 ? "true" : "false", prot & 0x01000000 ? "true" : "false",
-                        prot & 0x02000000 ? "true" : "false", fl & 1 ? "true" : "false",
-                        fl & 2 ? "true" : "false", fl & 0x10 ? "true" : "false",
-                        fl & 0x20 ? "true" : "false", fl & 0x4000000 ? "true" : "false",
-                        (int64_t)sqlite3_column_int64(st, 10), (int64_t)sqlite3_column_int64(st, 9));
+                fprintf(
+                    o,
+                    ",\"requested_address\":%" PRId64 ",\"requested_address_s\":\"0x%" PRIx64
+                    "\",\"is_readable\":%s,\"is_writable\":%s,\"is_executable\":%s,"
+                    "\"is_semaphore\":%s,\"grows_down\":%s,\"grows_up\":%s,\"is_shared\":%s,"
+                    "\"is_private\":%s,\"is_fixed\":%s,\"is_anonymous\":%s,"
+                    "\"is_uninitialized\":%s,\"offset\":%" PRId64 ",\"file_descriptor\":%" PRId64,
+                    req, (uint64_t)req, prot & 1 ? "true" : "false", prot & 2 ? "true" : "false",
+                    prot & 4 ? "true" : "false", prot & 8 ? "true" : "false",
+                    prot & 0x01000000 ? "true" : "false", prot & 0x02000000 ? "true" : "false",
+                    fl & 1 ? "true" : "false", fl & 2 ? "true" : "false",
+                    fl & 0x10 ? "true" : "false", fl & 0x20 ? "true" : "false",
+                    fl & 0x4000000 ? "true" : "false", (int64_t)sqlite3_column_int64(st, 10),
+                    (int64_t)sqlite3_column_int64(st, 9));
             } else if (!strcmp(op, "mremap")) {
                 fputs(",\"new_address\":", o);
                 rh_json_int_or_null(o, st, 5);
@@ -727,15 +738,24 @@ static int rh_ep_mmaps(struct rh_req *q)
 static const char *rh_mallopt_name(int64_t p)
 {
     switch (p) {
-    case 1: return "M_MXFAST";
-    case -1: return "M_TRIM_THRESHOLD";
-    case -2: return "M_TOP_PAD";
-    case -3: return "M_MMAP_THRESHOLD";
-    case -4: return "M_MMAP_MAX";
-    case -5: return "M_CHECK_ACTION";
-    case -6: return "M_PERTURB";
-    case -7: return "M_ARENA_TEST";
-    case -8: return "M_ARENA_MAX";
+    case 1:
+        return "M_MXFAST";
+    case -1:
+        return "M_TRIM_THRESHOLD";
+    case -2:
+        return "M_TOP_PAD";
+    case -3:
+        return "M_MMAP_THRESHOLD";
+    case -4:
+        return "M_MMAP_MAX";
+    case -5:
+        return "M_CHECK_ACTION";
+    case -6:
+        return "M_PERTURB";
+    case -7:
+        return "M_ARENA_TEST";
+    case -8:
+        return "M_ARENA_MAX";
     }
     return NULL;
 }
@@ -919,8 +939,9 @@ static int rh_ep_threads(struct rh_req *q)
         rh_json_int_or_null(o, st, 1);
         fputs(",\"name\":", o);
         rh_json_text_or_null(o, st, 2);
-        fprintf(o, ",\"allocated_count\":%" PRId64 ",\"allocated_size\":%" PRId64
-                   ",\"leaked_count\":%" PRId64 ",\"leaked_size\":%" PRId64 "}",
+        fprintf(o,
+                ",\"allocated_count\":%" PRId64 ",\"allocated_size\":%" PRId64
+                ",\"leaked_count\":%" PRId64 ",\"leaked_size\":%" PRId64 "}",
                 (int64_t)sqlite3_column_int64(st, 3), (int64_t)sqlite3_column_int64(st, 4),
                 (int64_t)sqlite3_column_int64(st, 5), (int64_t)sqlite3_column_int64(st, 6));
     }
@@ -955,8 +976,9 @@ static int rh_ep_leaks(struct rh_req *q)
     fprintf(o, "{\"buckets\":%d,\"leaks\":[", RH_LEAK_BUCKETS);
     int n = 0, rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        fprintf(o, "%s{\"score\":%.4f,\"coverage\":%d,\"fit\":%.4f,\"leaked_count\":%" PRId64
-                   ",\"leaked_size\":%" PRId64 ",\"first\":",
+        fprintf(o,
+                "%s{\"score\":%.4f,\"coverage\":%d,\"fit\":%.4f,\"leaked_count\":%" PRId64
+                ",\"leaked_size\":%" PRId64 ",\"first\":",
                 n++ ? "," : "", sqlite3_column_double(st, 0), sqlite3_column_int(st, 1),
                 sqlite3_column_double(st, 2), (int64_t)sqlite3_column_int64(st, 3),
                 (int64_t)sqlite3_column_int64(st, 4));

@@ -47,11 +47,45 @@ struct rh_tls {
 static pthread_key_t rh_tls_key;
 static pthread_once_t rh_tls_once = PTHREAD_ONCE_INIT;
 
+/* Every open connection, so that stopping can interrupt the queries in
+ * flight (sqlite3_interrupt may be called from any thread). */
+#define RH_MAX_CONNS 4096
+static sqlite3 *rh_conns[RH_MAX_CONNS];
+static int rh_nconns;
+static pthread_mutex_t rh_conns_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void rh_conn_track(sqlite3 *db, int add)
+{
+    pthread_mutex_lock(&rh_conns_lock);
+    for (int i = 0; i < rh_nconns; i++)
+        if (rh_conns[i] == db) {
+            if (!add)
+                rh_conns[i] = rh_conns[--rh_nconns];
+            pthread_mutex_unlock(&rh_conns_lock);
+            return;
+        }
+    if (add && rh_nconns < RH_MAX_CONNS)
+        rh_conns[rh_nconns++] = db;
+    pthread_mutex_unlock(&rh_conns_lock);
+}
+
+/* Interrupts whatever every connection is running. */
+static void rh_conns_interrupt(void)
+{
+    pthread_mutex_lock(&rh_conns_lock);
+    for (int i = 0; i < rh_nconns; i++)
+        sqlite3_interrupt(rh_conns[i]);
+    pthread_mutex_unlock(&rh_conns_lock);
+}
+
 static void rh_tls_free(void *p)
 {
     struct rh_tls *t = p;
-    for (int i = 0; i < t->n; i++)
+    for (int i = 0; i < t->n; i++) {
+        if (t->db[i])
+            rh_conn_track(t->db[i], 0);
         sqlite3_close(t->db[i]);
+    }
     free(t->db);
     free(t);
 }
@@ -101,8 +135,10 @@ sqlite3 *rh_serve_db(const struct rh_server *s, int i)
         return NULL;
     if (!t->db[i]) {
         t->db[i] = rh_cli_open(s->p[i].path);
-        if (t->db[i])
+        if (t->db[i]) {
             sqlite3_progress_handler(t->db[i], 4000, rh_progress, t);
+            rh_conn_track(t->db[i], 1);
+        }
     }
     return t->db[i];
 }
@@ -199,9 +235,8 @@ static enum MHD_Result rh_send(struct MHD_Connection *c, int status, const char 
 }
 
 static enum MHD_Result rh_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
 {
     (void)version;
     (void)upload_data;
@@ -408,8 +443,9 @@ int rh_cmd_serve(int argc, char **argv)
                        host),
                free(args), 2;
     if (!loopback)
-        fprintf(stderr, "rheaper: serve: WARNING: listening on %s with --any: there is no"
-                        " authentication, anyone who can reach this port reads the profiles\n",
+        fprintf(stderr,
+                "rheaper: serve: WARNING: listening on %s with --any: there is no"
+                " authentication, anyone who can reach this port reads the profiles\n",
                 host);
 
     struct rh_server srv = {NULL, 0, (int)budget, cap};
@@ -439,9 +475,9 @@ int rh_cmd_serve(int argc, char **argv)
 
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-        rh_request, &srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)10, MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+        rh_request, &srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(10 + 2 * budget / 1000),
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "rheaper: serve: cannot listen on %s:%ld (%s)\n", host, port,
                 strerror(errno));
@@ -456,6 +492,9 @@ int rh_cmd_serve(int argc, char **argv)
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "rheaper: serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    /* the queries in flight end now (their clients get a 503, "the server
+     * is stopping"), then the pool threads finish their connections */
+    rh_conns_interrupt();
     MHD_stop_daemon(d);
     for (int i = 0; i < srv.np; i++) {
         free(srv.p[i].path);
