@@ -467,6 +467,8 @@ int rh_cmd_serve(int argc, char **argv)
     /* The pool threads inherit this mask; the main thread waits for the
      * signals with sigwait, so no handler runs inside libmicrohttpd. */
     sigset_t set;
+    signal(SIGINT, SIG_DFL); /* a shell may start it with SIGINT ignored */
+    signal(SIGTERM, SIG_DFL);
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);

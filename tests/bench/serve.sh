@@ -86,7 +86,7 @@ timeline|/data/0/timeline|timeline $db -o $out/cli-timeline.svg
 flamegraph|/data/0/export/flamegraph|flamegraph $db -o $out/cli-flame.svg
 leaks|/data/0/leaks?count=10|leaks $db -n 10
 function|/data/0/allocation_groups?function_regex=remember_session&sort_by=only_matched.size&order=dsc&count=10|top $db -n 10 --function remember_session
-from_to|/data/0/allocation_groups?from=25%25&to=50%25&sort_by=only_matched.size&order=dsc&count=10|top $db -n 10 --from 25% --to 50%
+from_to|/data/0/allocation_groups?from=45%25&to=50%25&sort_by=only_matched.size&order=dsc&count=10|top $db -n 10 --from 45% --to 50%
 EOF
 rm -f "$out"/lat-* "$out"/cli-*.ms
 r=1

@@ -53,4 +53,31 @@ eq "4 group_miss" "$(awk '$5 == "group_miss" {print $1, $2, $3}' "$W/body")" "16
 eq "4 few_leaks" "$(awk '$5 == "few_leaks" {print $1, $2, $3}' "$W/body")" "640 5 5"
 eq "4 no temp_churn" "$(grep -c temp_churn "$W/body")" 0
 rh_stop
+
+# a rip argument is converted beside it, and nothing that exists is overwritten
+mkdir -p "$W/rip"
+(cd "$W/rip" && RHEAPER_ENABLE=1 ../prog) || exit 1
+set -- "$W"/rip/rip-*
+RIP=$1
+echo keep >"$RIP.db"
+rh_serve "$RIP"
+eq "rip: converted beside it" "$(grep -c "converting .* into $RIP.1.db" "$W/serve.err")" 1
+eq "rip: the existing file is untouched" "$(cat "$RIP.db")" keep
+eq "rip: served" "$(get /list; jq -r '.[0].allocations' "$W/body")" "200$(sq "SELECT count(*) FROM allocations")"
+rh_stop
+
+# a non-loopback address needs --any, which warns
+"$BIN/rheaper" serve "$DB" --listen 0.0.0.0:0 >/dev/null 2>"$W/any.err" &
+APID=$!
+wait $APID
+eq "non-loopback without --any" "$?" 2
+eq "non-loopback: why" "$(grep -c 'not a loopback address' "$W/any.err")" 1
+"$BIN/rheaper" serve "$DB" --listen 0.0.0.0:0 --any >"$W/any.out" 2>"$W/any.err" &
+APID=$!
+i=0
+while [ $i -lt 100 ] && ! grep -q serving "$W/any.out"; do sleep 0.1; i=$((i + 1)); done
+eq "--any warns" "$(grep -c 'no authentication' "$W/any.err")" 1
+kill -INT $APID
+wait $APID
+eq "SIGINT stops it cleanly" "$?" 0
 rh_done
