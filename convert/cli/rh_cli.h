@@ -251,4 +251,85 @@ int64_t rh_cpu_hz(sqlite3 *db);
  * NULL after one line. */
 sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col);
 
+/* ---- rh_cli_qfilter.c: bytehound's filter parameters ------------------- */
+
+/* The longest regular expression a URL may carry. */
+#define RH_QF_RE_MAX 256
+
+/* bytehound's filters (its server's URL parameters): the CLI's struct plus
+ * what only bytehound has. Zero the struct with rh_qfilter_init(). */
+struct rh_qfilter {
+    struct rh_filter f;          /* what the CLI also has, parsed by rh_filter_arg() */
+    int lifetime;                /* 0 all, 1 only_leaked, 2 only_not_deallocated_in_current_range,
+                                    3 only_deallocated_in_current_range, 4 only_temporary,
+                                    5 only_whole_group_leaked, 6 only_heaptrack_temporary */
+    int64_t addr_min, addr_max;  /* -1: unset */
+    int64_t backtrace;           /* `backtraces`: one stack id; -1: unset */
+    int64_t depth_min, depth_max;
+    int64_t life_min_ns, life_max_ns;  /* bytehound's meaning: leaked passes min, fails max */
+    int64_t gint_min, gint_max;        /* group interval: ns, or percent of the run */
+    int gint_min_pct, gint_max_pct;
+    int64_t galloc_min, galloc_max;    /* group allocations: count, or percent of all */
+    int galloc_min_pct, galloc_max_pct;
+    int64_t gleak_min, gleak_max;      /* group leaked: count, or percent of the group */
+    int gleak_min_pct, gleak_max_pct;
+};
+
+void rh_qfilter_init(struct rh_qfilter *q);
+
+/* Takes one URL parameter NAME=VALUE. Returns 1 when it is a filter (taken),
+ * 0 when it is not a filter parameter, -1 when its value is bad: err (n
+ * bytes) then says which parameter and why. An empty value means unset. */
+int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, char *err,
+                     size_t n);
+
+/* 0 when re is a bounded, valid POSIX extended regular expression (at most
+ * RH_QF_RE_MAX characters, no back-references, small repetition counts), else
+ * -1 with the reason in err. */
+int rh_qfilter_regex_ok(const char *re, char *err, size_t n);
+
+/* 1 when q has filters beyond the CLI's (applied on top of sel); 1 from
+ * rh_qfilter_group() when it has group filters. */
+int rh_qfilter_extra(const struct rh_qfilter *q);
+int rh_qfilter_group(const struct rh_qfilter *q);
+
+/* rh_filter_apply(q->f), then TEMP TABLE gall(bt, count, bytes, leaked_blocks,
+ * first_alloc, last_alloc) (each group over the whole profile) and `msel`:
+ * the rows of sel that also pass bytehound's own filters (a view of sel when
+ * there are none). Returns 0 or -1 after one line on stderr. */
+int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q);
+
+/* ---- rh_cli_diff.c: comparing two profiles -------------------------------- */
+
+/* One call site of a comparison: its function and location (as `top` shows
+ * them), its figures in A and B, and what happened: "grew", "shrank",
+ * "appeared", "vanished" or "same" (by leaked bytes, then bytes, then count). */
+struct rh_diff_row {
+    char *function, *location;
+    int64_t a_count, a_bytes, a_leaked_blocks, a_leaked_bytes;
+    int64_t b_count, b_bytes, b_leaked_blocks, b_leaked_bytes;
+    const char *status;
+};
+
+/* Compares the call sites (the call-site rule of the scope) of the two
+ * databases, each filtered by q (rh_qfilter_apply). Fills *rows (malloc'd,
+ * sorted by the change of leaked bytes, then of bytes, largest first) and *n.
+ * Returns 0 or -1 after one line on stderr. Free with rh_diff_free(). */
+int rh_diff_compute(sqlite3 *a, sqlite3 *b, const struct rh_qfilter *q, struct rh_diff_row **rows,
+                    size_t *n);
+void rh_diff_free(struct rh_diff_row *rows, size_t n);
+
+/* Writes s as a JSON string (quotes, backslashes and control characters
+ * escaped; NULL as ""). */
+void rh_json_string(FILE *out, const char *s);
+int rh_cmd_diff(int argc, char **argv);
+
+/* ---- rh_cli_heaptrack.c -------------------------------------------------- */
+
+/* Writes heaptrack's text format of `sel` to out (ctx unused). 0 or -1. */
+int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx);
+
+/* ---- convert/serve/: `rheaper serve` -------------------------------------- */
+int rh_cmd_serve(int argc, char **argv);
+
 #endif

@@ -205,7 +205,7 @@ static void rh_ht_emit_info(sqlite3_stmt *st, FILE *out)
 
 /* Writes the whole file for `sel` to out (rh_file_cmd_run's writer; ctx
  * unused). Returns 0 or -1 after a message. */
-static int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
+int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
 {
     (void)ctx;
     if (rh_ht_exec(db, rh_ht_schema) || rh_ht_traces(db) ||

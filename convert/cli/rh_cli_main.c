@@ -62,6 +62,10 @@ static const char rh_usage[] =
     "  report DB -o OUT.html\n"
     "  mmaps DB [--mallopts] [-n N]            the recorded mmap/munmap/mremap (or\n"
     "                                          mallopt) calls, in order\n"
+    "  diff A.db B.db [-n N] [--all]          call sites that grew, shrank, appeared\n"
+    "                                          or vanished from A to B\n"
+    "  serve PROFILE... [--listen ADDR:PORT] [--any]   web UI and bytehound's REST\n"
+    "                                          API (default 127.0.0.1:8080)\n"
     "\n"
     "Output: --json or --csv instead of aligned columns.\n"
     "Filters (every command): --from T, --to T (seconds or N%), --function RE,\n"
@@ -305,6 +309,7 @@ static const struct {
     {"collect", rh_cmd_collect},
     {"live", rh_cmd_live},     {"view", rh_cmd_view},             {"list", rh_cmd_list},
     {"mmaps", rh_cmd_mmaps},
+    {"diff", rh_cmd_diff},     {"serve", rh_cmd_serve}, /* issue 15 */
 };
 
 int main(int argc, char **argv)

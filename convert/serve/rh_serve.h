@@ -1,0 +1,90 @@
+/* rh_serve.h: the internal header of `rheaper serve`, the HTTP server.
+ *
+ * `rheaper serve PROFILE...` answers bytehound's REST API (plus rheaper's own
+ * endpoints) and serves the web UI built into the binary. It is made of:
+ *   rh_serve_main.c   arguments, profiles (a rip is converted first), the
+ *                     libmicrohttpd daemon with its thread pool, signals, one
+ *                     read-only connection per profile and worker thread, the
+ *                     time budget, routing and the embedded UI files
+ *   rh_serve_api.c    the endpoints: one function per path, each writing its
+ *                     answer into a struct rh_resp
+ *   rh_serve_ui.c     generated at build time from convert/serve/ui/ and the
+ *                     chart library (embed_ui.py): the UI files as C arrays
+ * The filters are rh_cli_qfilter.c's (the CLI's parser); the answers reuse the
+ * CLI's writers (flamegraph, folded stacks, heaptrack export, leak ranking,
+ * diff).
+ */
+#ifndef RH_SERVE_H
+#define RH_SERVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+#include "rh_cli.h"
+
+/* One profile being served. */
+struct rh_profile {
+    char id[16]; /* its id in URLs: "0", "1", ... */
+    char *path;  /* the database */
+    char *name;  /* the program, from meta */
+};
+
+struct rh_server {
+    struct rh_profile *p;
+    int np;
+    int budget_ms;   /* each request's time budget in SQLite */
+    int64_t row_cap; /* the most rows one list answers */
+};
+
+/* One request's parameters, as libmicrohttpd decoded them. */
+#define RH_MAX_PARAMS 64
+struct rh_params {
+    const char *k[RH_MAX_PARAMS], *v[RH_MAX_PARAMS];
+    int n, overflow;
+};
+
+/* The answer: HTTP status, content type and a malloc'd body. */
+struct rh_resp {
+    int status;
+    const char *type;
+    char *body;
+    size_t len;
+};
+
+/* ---- rh_serve_main.c ---------------------------------------------------- */
+
+/* This thread's read-only connection to profile i (opened on first use, kept
+ * until the thread ends), NULL when it cannot be opened. */
+sqlite3 *rh_serve_db(const struct rh_server *s, int i);
+
+/* Sets r to a JSON error {"error": MSG, "parameter": PARAM (or null)} with
+ * the given status. Returns -1 for the caller's convenience. */
+int rh_resp_error(struct rh_resp *r, int status, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* 1 when the current request ran out of its time budget (SQLite was
+ * interrupted). */
+int rh_serve_over_budget(void);
+
+/* ---- rh_serve_api.c ----------------------------------------------------- */
+
+/* Answers GET `path` (already split from its query) into r. Every endpoint
+ * path starts with /list or /data/. Returns 0 (r filled, any status). */
+int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_params *pr,
+                  struct rh_resp *r);
+
+/* ---- rh_serve_ui.c (generated) ------------------------------------------ */
+
+struct rh_ui_file {
+    const char *path; /* "/index.html" */
+    const char *type; /* MIME type */
+    const unsigned char *data;
+    size_t len;
+};
+extern const struct rh_ui_file rh_ui_files[];
+extern const size_t rh_ui_nfiles;
+
+#endif

@@ -1,0 +1,1131 @@
+/* rh_serve_api.c: the endpoints of `rheaper serve`: bytehound's REST API and
+ * rheaper's additions.
+ *
+ *   /list                                   the profiles
+ *   /data/ID/allocations?F&sort_by&order&count&skip
+ *   /data/ID/allocation_groups?F&sort_by&order&count&skip
+ *   /data/ID/allocation_ascii_tree?F        text: the call tree, outermost first
+ *   /data/ID/export/flamegraph?F            SVG (rh_svg_flamegraph)
+ *   /data/ID/export/flamegraph.pl?F         folded stacks (rh_folded)
+ *   /data/ID/export/heaptrack?F             heaptrack's format (rh_heaptrack_write)
+ *   /data/ID/mmaps, /data/ID/mallopts       the mmaps and mallopts tables
+ *   /data/ID/timeline?F, /threads?F, /leaks?F&count, /diff/OTHER?F&count
+ * ID is an id from /list or `last`. F are the filters (rh_cli_qfilter.c). The
+ * JSON keeps bytehound's field names and shapes (its server-core protocol);
+ * what rheaper does not know is null (README, "rheaper serve"). Every answer
+ * is built in memory, so lists are capped at the server's row cap; an
+ * interrupted query (time budget) answers 503 with the budget.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_serve.h"
+
+/* One request in progress. */
+struct rh_req {
+    const struct rh_server *s;
+    const struct rh_params *pr;
+    struct rh_resp *r;
+    sqlite3 *db;
+    int pi; /* the profile's index */
+    struct rh_qfilter q;
+    const char *sort_by, *order;
+    int64_t count, skip; /* count -1: not given */
+    int64_t duration;
+    FILE *out; /* the body being written (buf, len); an error replaces it */
+    char *buf;
+    size_t len;
+    sqlite3_stmt *frames; /* the frames of one stack */
+};
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+static int64_t rh_q_int(sqlite3 *db, const char *sql, int64_t def)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = def;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
+        sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* The failure of a query: 503 when the budget ran out, else 500. */
+static int rh_q_fail(struct rh_req *q)
+{
+    if (rh_serve_over_budget())
+        return rh_resp_error(q->r, 503, NULL,
+                             "the query ran out of its time budget of %d ms; narrow the filters",
+                             q->s->budget_ms);
+    if (sqlite3_errcode(q->db) == SQLITE_INTERRUPT)
+        return rh_resp_error(q->r, 503, NULL, "the server is stopping");
+    return rh_resp_error(q->r, 500, NULL, "query failed: %s", sqlite3_errmsg(q->db));
+}
+
+/* bytehound's Timeval of a time in ns. */
+static void rh_tv(FILE *o, int64_t ns)
+{
+    if (ns < 0)
+        ns = 0;
+    fprintf(o, "{\"secs\":%" PRId64 ",\"fract_nsecs\":%" PRId64 "}", ns / 1000000000,
+            ns % 1000000000);
+}
+
+static double rh_pct(const struct rh_req *q, int64_t ns)
+{
+    return q->duration > 0 ? 100.0 * (double)ns / (double)q->duration : 0;
+}
+
+static void rh_json_text_or_null(FILE *o, sqlite3_stmt *st, int col)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        fputs("null", o);
+    else
+        rh_json_string(o, (const char *)sqlite3_column_text(st, col));
+}
+
+static void rh_json_int_or_null(FILE *o, sqlite3_stmt *st, int col)
+{
+    if (sqlite3_column_type(st, col) == SQLITE_NULL)
+        fputs("null", o);
+    else
+        fprintf(o, "%" PRId64, (int64_t)sqlite3_column_int64(st, col));
+}
+
+/* Writes the frames of stack bt as bytehound's Frame list, innermost (frame
+ * 0) first. Returns 0 or -1. */
+static int rh_frames(struct rh_req *q, int64_t bt)
+{
+    if (!q->frames &&
+        sqlite3_prepare_v2(q->db,
+                           "SELECT coalesce(address, 0), module, sym, file, line, inlined"
+                           " FROM backtraces WHERE id = ?1 ORDER BY frame_no",
+                           -1, &q->frames, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_stmt *st = q->frames;
+    sqlite3_bind_int64(st, 1, bt);
+    fputc('[', q->out);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t a = sqlite3_column_int64(st, 0);
+        fprintf(q->out,
+                "%s{\"address\":%" PRId64 ",\"address_s\":\"0x%" PRIx64 "\",\"count\":null,",
+                n++ ? "," : "", a, (uint64_t)a);
+        fputs("\"library\":", q->out);
+        rh_json_text_or_null(q->out, st, 1);
+        fputs(",\"function\":", q->out);
+        rh_json_text_or_null(q->out, st, 2);
+        fputs(",\"raw_function\":", q->out);
+        rh_json_text_or_null(q->out, st, 2);
+        fputs(",\"source\":", q->out);
+        rh_json_text_or_null(q->out, st, 3);
+        fputs(",\"line\":", q->out);
+        rh_json_int_or_null(q->out, st, 4);
+        fprintf(q->out, ",\"column\":null,\"is_inline\":%s}",
+                sqlite3_column_int(st, 5) ? "true" : "false");
+    }
+    sqlite3_reset(st);
+    fputc(']', q->out);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* Parses count and skip. Returns 0 or -1 (400 set). */
+static int rh_count_skip(struct rh_req *q, const char *k, const char *v, int *taken)
+{
+    *taken = 0;
+    int64_t *dst = !strcmp(k, "count") ? &q->count : !strcmp(k, "skip") ? &q->skip : NULL;
+    if (!dst)
+        return 0;
+    *taken = 1;
+    char *end;
+    unsigned long long x = strtoull(v ? v : "", &end, 10);
+    if (!v || !*v || *end || *v == '-' || x > (unsigned long long)INT64_MAX / 2)
+        return rh_resp_error(q->r, 400, k, "bad value '%s' for %s: a count", v ? v : "", k);
+    *dst = (int64_t)x;
+    return 0;
+}
+
+/* Takes the request's parameters: filters, and `own` (NULL-terminated names
+ * this endpoint takes besides; sort_by, order, count and skip among them are
+ * parsed here). Then applies the filters. Returns 0 or -1 (r set). */
+static int rh_take_params(struct rh_req *q, const char *const *own)
+{
+    rh_qfilter_init(&q->q);
+    q->count = -1;
+    for (int i = 0; i < q->pr->n; i++) {
+        const char *k = q->pr->k[i], *v = q->pr->v[i];
+        int mine = 0;
+        for (int j = 0; own && own[j]; j++)
+            if (!strcmp(k, own[j]))
+                mine = 1;
+        if (mine) {
+            int taken;
+            if (rh_count_skip(q, k, v, &taken))
+                return -1;
+            if (!strcmp(k, "sort_by"))
+                q->sort_by = v;
+            else if (!strcmp(k, "order"))
+                q->order = v;
+            continue;
+        }
+        char err[512];
+        int r = rh_qfilter_param(&q->q, k, v, err, sizeof err);
+        if (r < 0)
+            return rh_resp_error(q->r, 400, k, "%s", err);
+        if (r == 0)
+            return rh_resp_error(q->r, 400, k, "unknown parameter '%s'", k);
+    }
+    if (q->order && strcmp(q->order, "asc") && strcmp(q->order, "dsc"))
+        return rh_resp_error(q->r, 400, "order", "bad value '%s' for order: asc or dsc", q->order);
+    if (rh_qfilter_apply(q->db, &q->q))
+        return rh_q_fail(q);
+    return 0;
+}
+
+/* The number of rows to list: count capped at the row cap; sets *capped. */
+static int64_t rh_limit(const struct rh_req *q, int *capped)
+{
+    int64_t n = q->count < 0 ? q->s->row_cap : q->count;
+    *capped = n > q->s->row_cap;
+    return *capped ? q->s->row_cap : n;
+}
+
+static void rh_cap_note(struct rh_req *q, int capped)
+{
+    fprintf(q->out, ",\"row_cap\":%" PRId64 ",\"capped\":%s", q->s->row_cap,
+            capped ? "true" : "false");
+}
+
+/* ---- /list ---------------------------------------------------------------------- */
+
+static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
+{
+    fputc('[', o);
+    for (int i = 0; i < s->np; i++) {
+        sqlite3 *db = rh_serve_db(s, i);
+        if (!db)
+            return rh_resp_error(r, 500, NULL, "cannot open %s", s->p[i].path);
+        int64_t dur = rh_q_int(db, "SELECT value FROM meta WHERE key = 'duration_ns'", 0);
+        int agg = rh_q_int(db, "SELECT value FROM meta WHERE key = 'aggregates'", 0) == 1;
+        int64_t leaked_b, leaked_n, n;
+        if (agg) {
+            leaked_b = rh_q_int(db, "SELECT sum(leaked_bytes) FROM stack_stats", 0);
+            leaked_n = rh_q_int(db, "SELECT sum(leaked_blocks) FROM stack_stats", 0);
+            n = rh_q_int(db, "SELECT sum(count) FROM stack_stats", 0);
+        } else {
+            leaked_b =
+                rh_q_int(db, "SELECT sum(size) FROM allocations WHERE dealloc_after IS NULL", 0);
+            leaked_n =
+                rh_q_int(db, "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL", 0);
+            n = rh_q_int(db, "SELECT count(*) FROM allocations", 0);
+        }
+        fprintf(o, "%s{\"id\":\"%s\",\"executable\":", i ? "," : "", s->p[i].id);
+        rh_json_string(o, s->p[i].name);
+        fprintf(o,
+                ",\"architecture\":\"x86_64\",\"final_allocated\":%" PRId64
+                ",\"final_allocated_count\":%" PRId64 ",\"runtime\":",
+                leaked_b, leaked_n);
+        rh_tv(o, dur);
+        fprintf(o,
+                ",\"unique_backtrace_count\":%" PRId64 ",\"maximum_backtrace_depth\":%" PRId64
+                ",\"timestamp\":",
+                rh_q_int(db, "SELECT count(*) FROM stacks", 0),
+                rh_q_int(db, "SELECT max(depth) FROM stacks", 0));
+        rh_tv(o, 0);
+        fputs(",\"path\":", o);
+        rh_json_string(o, s->p[i].path);
+        fprintf(o, ",\"allocations\":%" PRId64 ",\"sample_mode\":", n);
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'sample_mode'", -1, &st,
+                               NULL) == SQLITE_OK &&
+            sqlite3_step(st) == SQLITE_ROW)
+            rh_json_text_or_null(o, st, 0);
+        else
+            fputs("null", o);
+        sqlite3_finalize(st);
+        fputc('}', o);
+    }
+    fputs("]\n", o);
+    return 0;
+}
+
+/* ---- /allocations ----------------------------------------------------------------- */
+
+static int rh_has_weight(sqlite3 *db)
+{
+    return rh_q_int(db,
+                    "SELECT count(*) FROM pragma_table_info('allocations') WHERE name ="
+                    " 'weight'",
+                    0) > 0;
+}
+
+static int rh_ep_allocations(struct rh_req *q)
+{
+    static const char *const own[] = {"sort_by", "order", "count", "skip", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    const char *col = "m.alloc_after";
+    if (q->sort_by) {
+        if (!strcmp(q->sort_by, "timestamp"))
+            col = "m.alloc_after";
+        else if (!strcmp(q->sort_by, "address"))
+            col = "m.addr";
+        else if (!strcmp(q->sort_by, "size"))
+            col = "m.size";
+        else
+            return rh_resp_error(q->r, 400, "sort_by",
+                                 "bad value '%s' for sort_by: timestamp, address or size",
+                                 q->sort_by);
+    }
+    const char *dir = q->order && !strcmp(q->order, "dsc") ? "DESC" : "ASC";
+    int weight = rh_has_weight(q->db), capped;
+    int64_t limit = rh_limit(q, &capped);
+    int64_t total = rh_q_int(q->db, "SELECT count(*) FROM msel", -1);
+    if (total < 0)
+        return rh_q_fail(q);
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "SELECT m.addr, m.alloc_after, m.dealloc_after,"
+             " (SELECT tid FROM threads WHERE id = m.alloc_thread),"
+             " (SELECT tid FROM threads WHERE id = m.dealloc_thread), m.size, m.bt, m.kind,"
+             " (SELECT frame FROM temp.cs WHERE bt = m.bt), %s, m.id"
+             " FROM msel m ORDER BY %s %s, m.id %s LIMIT ?1 OFFSET ?2",
+             weight ? "(SELECT weight FROM allocations a WHERE a.id = m.id)" : "1.0", col, dir,
+             dir);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return rh_q_fail(q);
+    sqlite3_bind_int64(st, 1, limit);
+    sqlite3_bind_int64(st, 2, q->skip);
+    FILE *o = q->out;
+    fputs("{\"allocations\":[", o);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t addr = sqlite3_column_int64(st, 0), t = sqlite3_column_int64(st, 1);
+        fprintf(o, "%s{\"address\":%" PRId64 ",\"address_s\":\"0x%" PRIx64 "\",\"timestamp\":",
+                n++ ? "," : "", addr, (uint64_t)addr);
+        rh_tv(o, t);
+        fputs(",\"timestamp_relative\":", o);
+        rh_tv(o, t);
+        fprintf(o, ",\"timestamp_relative_p\":%.4f,\"thread\":", rh_pct(q, t));
+        rh_json_int_or_null(o, st, 3);
+        fprintf(o, ",\"size\":%" PRId64 ",\"backtrace_id\":%" PRId64 ",\"deallocation\":",
+                (int64_t)sqlite3_column_int64(st, 5), (int64_t)sqlite3_column_int64(st, 6));
+        if (sqlite3_column_type(st, 2) == SQLITE_NULL) {
+            fputs("null", o);
+        } else {
+            fputs("{\"timestamp\":", o);
+            rh_tv(o, sqlite3_column_int64(st, 2));
+            fputs(",\"thread\":", o);
+            rh_json_int_or_null(o, st, 4);
+            fputc('}', o);
+        }
+        fputs(",\"backtrace\":", o);
+        if (rh_frames(q, sqlite3_column_int64(st, 6))) {
+            sqlite3_finalize(st);
+            return rh_q_fail(q);
+        }
+        fputs(",\"is_mmaped\":null,\"in_main_arena\":null,\"extra_space\":null,\"kind\":", o);
+        rh_json_text_or_null(o, st, 7);
+        fprintf(o, ",\"callsite\":%d,\"weight\":%.6g,\"id\":%" PRId64 "}",
+                sqlite3_column_int(st, 8), sqlite3_column_double(st, 9),
+                (int64_t)sqlite3_column_int64(st, 10));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return rh_q_fail(q);
+    fprintf(o, "],\"total_count\":%" PRId64, total);
+    rh_cap_note(q, capped);
+    fputs("}\n", o);
+    return 0;
+}
+
+/* ---- /allocation_groups ------------------------------------------------------------ */
+
+/* One AllocationGroupData from 8 columns starting at c: size, min_size,
+ * max_size, min_t, max_t, leaked, count (min/max size may be NULL). */
+static void rh_group_data(struct rh_req *q, sqlite3_stmt *st, int c)
+{
+    FILE *o = q->out;
+    int64_t mn = sqlite3_column_int64(st, c + 3), mx = sqlite3_column_int64(st, c + 4);
+    fprintf(o, "{\"size\":%" PRId64 ",\"min_size\":", (int64_t)sqlite3_column_int64(st, c));
+    rh_json_int_or_null(o, st, c + 1);
+    fputs(",\"max_size\":", o);
+    rh_json_int_or_null(o, st, c + 2);
+    fputs(",\"min_timestamp\":", o);
+    rh_tv(o, mn);
+    fputs(",\"min_timestamp_relative\":", o);
+    rh_tv(o, mn);
+    fprintf(o, ",\"min_timestamp_relative_p\":%.4f,\"max_timestamp\":", rh_pct(q, mn));
+    rh_tv(o, mx);
+    fputs(",\"max_timestamp_relative\":", o);
+    rh_tv(o, mx);
+    fprintf(o, ",\"max_timestamp_relative_p\":%.4f,\"interval\":", rh_pct(q, mx));
+    rh_tv(o, mx - mn);
+    fprintf(o, ",\"leaked_count\":%" PRId64 ",\"allocated_count\":%" PRId64 "}",
+            (int64_t)sqlite3_column_int64(st, c + 5), (int64_t)sqlite3_column_int64(st, c + 6));
+}
+
+static int rh_ep_groups(struct rh_req *q)
+{
+    static const char *const own[] = {"sort_by", "order", "count", "skip", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    static const struct {
+        const char *key, *col;
+    } keys[] = {
+        {"only_matched.min_timestamp", "g.m_min_t"},
+        {"only_matched.max_timestamp", "g.m_max_t"},
+        {"only_matched.interval", "(g.m_max_t - g.m_min_t)"},
+        {"only_matched.allocated_count", "g.m_count"},
+        {"only_matched.leaked_count", "g.m_leaked"},
+        {"only_matched.size", "g.m_size"},
+        {"all.min_timestamp", "a.first_alloc"},
+        {"all.max_timestamp", "a.last_alloc"},
+        {"all.interval", "(a.last_alloc - a.first_alloc)"},
+        {"all.allocated_count", "a.count"},
+        {"all.leaked_count", "a.leaked_blocks"},
+        {"all.size", "a.bytes"},
+    };
+    const char *col = "g.m_size";
+    if (q->sort_by) {
+        col = NULL;
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            if (!strcmp(q->sort_by, keys[k].key))
+                col = keys[k].col;
+        if (!col)
+            return rh_resp_error(q->r, 400, "sort_by",
+                                 "bad value '%s' for sort_by: only_matched.X or all.X, X one of"
+                                 " min_timestamp, max_timestamp, interval, allocated_count,"
+                                 " leaked_count, size",
+                                 q->sort_by);
+    }
+    const char *dir = q->order && !strcmp(q->order, "dsc") ? "DESC" : "ASC";
+    /* the matched figures per stack: the converter's when nothing filters rows */
+    struct rh_scope sc;
+    if (rh_scope_get(q->db, &sc))
+        return rh_q_fail(q);
+    const char *grp =
+        sc.rows ? "CREATE TEMP TABLE grp AS SELECT bt, count(*) AS m_count, sum(size) AS m_size,"
+                  " min(size) AS m_min_size, max(size) AS m_max_size, min(alloc_after) AS m_min_t,"
+                  " max(alloc_after) AS m_max_t, sum(dealloc_after IS NULL) AS m_leaked"
+                  " FROM msel GROUP BY bt"
+                : "CREATE TEMP TABLE grp AS SELECT bt, count AS m_count, bytes AS m_size,"
+                  " NULL AS m_min_size, NULL AS m_max_size, first_alloc AS m_min_t,"
+                  " last_alloc AS m_max_t, leaked_blocks AS m_leaked FROM sstat WHERE count > 0";
+    char *msg = NULL;
+    if (sqlite3_exec(q->db, "DROP TABLE IF EXISTS temp.grp", NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(q->db, grp, NULL, NULL, &msg) != SQLITE_OK) {
+        sqlite3_free(msg);
+        return rh_q_fail(q);
+    }
+    int capped;
+    int64_t limit = rh_limit(q, &capped);
+    int64_t total = rh_q_int(q->db, "SELECT count(*) FROM grp", -1);
+    char sql[2048];
+    /* min/max size over all of a group's rows (and over its matched rows
+     * when the converter's figures stood in) are read for the listed page
+     * only, through the index on bt */
+    snprintf(sql, sizeof sql,
+             "WITH page AS MATERIALIZED (SELECT g.*, a.bytes, a.first_alloc, a.last_alloc,"
+             " a.leaked_blocks, a.count, %s AS k FROM grp g JOIN gall a ON a.bt = g.bt"
+             " ORDER BY k %s, g.bt %s LIMIT ?1 OFFSET ?2)"
+             " SELECT g.bt, g.m_size,"
+             " coalesce(g.m_min_size, (SELECT min(size) FROM main.allocations WHERE bt = g.bt)),"
+             " coalesce(g.m_max_size, (SELECT max(size) FROM main.allocations WHERE bt = g.bt)),"
+             " g.m_min_t, g.m_max_t, g.m_leaked, g.m_count, g.bytes,"
+             " (SELECT min(size) FROM main.allocations WHERE bt = g.bt),"
+             " (SELECT max(size) FROM main.allocations WHERE bt = g.bt),"
+             " g.first_alloc, g.last_alloc, g.leaked_blocks, g.count,"
+             " (SELECT frame FROM temp.cs WHERE bt = g.bt)"
+             " FROM page g ORDER BY g.k %s, g.bt %s",
+             col, dir, dir, dir, dir);
+    sqlite3_stmt *st = NULL;
+    if (total < 0 || sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return rh_q_fail(q);
+    sqlite3_bind_int64(st, 1, limit);
+    sqlite3_bind_int64(st, 2, q->skip);
+    FILE *o = q->out;
+    fputs("{\"allocations\":[", o);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t bt = sqlite3_column_int64(st, 0);
+        fprintf(o, "%s{\"all\":", n++ ? "," : "");
+        /* all: bytes, mn, mx, first, last, leaked, count at columns 8.. */
+        {
+            /* reorder into rh_group_data's layout: size, min, max, min_t, max_t, leaked, count */
+            FILE *oo = o;
+            int64_t mn = sqlite3_column_int64(st, 11), mx = sqlite3_column_int64(st, 12);
+            fprintf(oo,
+                    "{\"size\":%" PRId64 ",\"min_size\":", (int64_t)sqlite3_column_int64(st, 8));
+            rh_json_int_or_null(oo, st, 9);
+            fputs(",\"max_size\":", oo);
+            rh_json_int_or_null(oo, st, 10);
+            fputs(",\"min_timestamp\":", oo);
+            rh_tv(oo, mn);
+            fputs(",\"min_timestamp_relative\":", oo);
+            rh_tv(oo, mn);
+            fprintf(oo, ",\"min_timestamp_relative_p\":%.4f,\"max_timestamp\":", rh_pct(q, mn));
+            rh_tv(oo, mx);
+            fputs(",\"max_timestamp_relative\":", oo);
+            rh_tv(oo, mx);
+            fprintf(oo, ",\"max_timestamp_relative_p\":%.4f,\"interval\":", rh_pct(q, mx));
+            rh_tv(oo, mx - mn);
+            fprintf(oo, ",\"leaked_count\":%" PRId64 ",\"allocated_count\":%" PRId64 "}",
+                    (int64_t)sqlite3_column_int64(st, 13), (int64_t)sqlite3_column_int64(st, 14));
+        }
+        fputs(",\"only_matched\":", o);
+        rh_group_data(q, st, 1);
+        fprintf(o, ",\"backtrace_id\":%" PRId64 ",\"callsite\":%d,\"backtrace\":", bt,
+                sqlite3_column_int(st, 15));
+        if (rh_frames(q, bt)) {
+            sqlite3_finalize(st);
+            return rh_q_fail(q);
+        }
+        fputc('}', o);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return rh_q_fail(q);
+    fprintf(o, "],\"total_count\":%" PRId64, total);
+    rh_cap_note(q, capped);
+    fputs("}\n", o);
+    return 0;
+}
+
+/* ---- /allocation_ascii_tree ---------------------------------------------------------- */
+
+struct rh_tnode {
+    char *name;
+    int64_t size, count, leaked;
+    int first, next; /* first child, next sibling: indices, 0 = none */
+};
+
+struct rh_tree {
+    struct rh_tnode *v;
+    int n, cap, full;
+};
+
+static int rh_tree_child(struct rh_tree *t, int parent, const char *name)
+{
+    for (int c = t->v[parent].first; c; c = t->v[c].next)
+        if (!strcmp(t->v[c].name, name))
+            return c;
+    if (t->n == t->cap) {
+        if (t->cap >= 200000) {
+            t->full = 1;
+            return -1;
+        }
+        int nc = t->cap ? t->cap * 2 : 1024;
+        struct rh_tnode *nv = realloc(t->v, (size_t)nc * sizeof *nv);
+        if (!nv) {
+            t->full = 1;
+            return -1;
+        }
+        t->v = nv;
+        t->cap = nc;
+    }
+    int k = t->n++;
+    memset(&t->v[k], 0, sizeof t->v[k]);
+    t->v[k].name = strdup(name);
+    t->v[k].next = t->v[parent].first;
+    t->v[parent].first = k;
+    return t->v[k].name ? k : -1;
+}
+
+static int rh_tnode_cmp_size(const void *a, const void *b, void *ctx)
+{
+    const struct rh_tnode *v = ctx;
+    int64_t x = v[*(const int *)a].size, y = v[*(const int *)b].size;
+    return x > y ? -1 : x < y ? 1 : strcmp(v[*(const int *)a].name, v[*(const int *)b].name);
+}
+
+static void rh_tree_print(struct rh_tree *t, int node, int depth, FILE *o)
+{
+    int kids[4096], nk = 0;
+    for (int c = t->v[node].first; c && nk < 4096; c = t->v[c].next)
+        kids[nk++] = c;
+    qsort_r(kids, (size_t)nk, sizeof kids[0], rh_tnode_cmp_size, t->v);
+    for (int i = 0; i < nk; i++) {
+        const struct rh_tnode *x = &t->v[kids[i]];
+        fprintf(o, "%14" PRId64 " %10" PRId64 " %10" PRId64 "  %*s%s %s\n", x->size, x->count,
+                x->leaked, depth * 2, "", i + 1 < nk ? "|-" : "`-", x->name);
+        if (depth < 200)
+            rh_tree_print(t, kids[i], depth + 1, o);
+    }
+}
+
+static int rh_ep_ascii_tree(struct rh_req *q)
+{
+    if (rh_take_params(q, NULL))
+        return -1;
+    q->r->type = "text/plain; charset=utf-8";
+    struct rh_tree t = {NULL, 0, 0, 0};
+    t.v = calloc(1024, sizeof *t.v);
+    if (!t.v)
+        return rh_resp_error(q->r, 500, NULL, "out of memory");
+    t.cap = 1024;
+    t.n = 1;
+    t.v[0].name = NULL;
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (sqlite3_prepare_v2(
+            q->db,
+            "SELECT s.bt, s.bytes, s.count, s.leaked_blocks, coalesce(b.sym, '?\?') || ' (' ||"
+            " CASE WHEN b.file IS NOT NULL THEN b.file || ':' || coalesce(b.line, '?')"
+            " ELSE coalesce(b.module, '?') || '+' || printf('0x%x', coalesce(b.address, 0)) END"
+            " || ')' FROM sstat s JOIN backtraces b ON b.id = s.bt WHERE s.count > 0"
+            " ORDER BY s.bt, b.frame_no DESC",
+            -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    int64_t cur = -1, size = 0, count = 0, leaked = 0;
+    int node = 0, r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW && !t.full) {
+        int64_t bt = sqlite3_column_int64(st, 0);
+        if (bt != cur) {
+            cur = bt;
+            node = 0;
+            size = sqlite3_column_int64(st, 1);
+            count = sqlite3_column_int64(st, 2);
+            leaked = sqlite3_column_int64(st, 3);
+            t.v[0].size += size;
+            t.v[0].count += count;
+            t.v[0].leaked += leaked;
+        }
+        node = rh_tree_child(&t, node, (const char *)sqlite3_column_text(st, 4));
+        if (node < 0)
+            break;
+        t.v[node].size += size;
+        t.v[node].count += count;
+        t.v[node].leaked += leaked;
+    }
+    if (!t.full && r != SQLITE_DONE)
+        goto out;
+    fprintf(q->out, "%14s %10s %10s  %s\n", "SIZE", "COUNT", "LEAKED", "FRAME (outermost first)");
+    fprintf(q->out, "%14" PRId64 " %10" PRId64 " %10" PRId64 "  all\n", t.v[0].size, t.v[0].count,
+            t.v[0].leaked);
+    rh_tree_print(&t, 0, 0, q->out);
+    if (t.full)
+        fprintf(q->out, "(tree cut at %d nodes)\n", t.n);
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    for (int i = 0; i < t.n; i++)
+        free(t.v[i].name);
+    free(t.v);
+    return rc ? rh_q_fail(q) : 0;
+}
+
+/* ---- exports ------------------------------------------------------------------------ */
+
+static int rh_ep_export(struct rh_req *q, const char *what)
+{
+    if (rh_take_params(q, NULL))
+        return -1;
+    int rc;
+    if (!strcmp(what, "flamegraph")) {
+        q->r->type = "image/svg+xml";
+        rc = rh_svg_flamegraph(q->db, RH_FLAME_ALL, q->out, 0);
+    } else if (!strcmp(what, "flamegraph.pl")) {
+        q->r->type = "text/plain; charset=utf-8";
+        rc = rh_folded(q->db, RH_FLAME_ALL, q->out);
+    } else {
+        q->r->type = "text/plain; charset=utf-8";
+        rc = rh_heaptrack_write(q->db, q->out, NULL);
+    }
+    return rc ? rh_q_fail(q) : 0;
+}
+
+/* ---- mmaps, mallopts ------------------------------------------------------------------ */
+
+static int rh_table_exists(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    int yes = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE name = ?1", -1, &st, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        yes = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return yes;
+}
+
+static int rh_ep_mmaps(struct rh_req *q)
+{
+    static const char *const own[] = {"count", "skip", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    FILE *o = q->out;
+    int capped;
+    int64_t limit = rh_limit(q, &capped);
+    fputs("{\"operations\":[", o);
+    int n = 0;
+    if (rh_table_exists(q->db, "mmaps")) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(q->db,
+                               "SELECT op, time, (SELECT tid FROM threads WHERE id = m.thread),"
+                               " address, length, new_address, new_length, prot, flags, fd,"
+                               " offset, result, stack_id FROM mmaps m ORDER BY time, id"
+                               " LIMIT ?1 OFFSET ?2",
+                               -1, &st, NULL) != SQLITE_OK)
+            return rh_q_fail(q);
+        sqlite3_bind_int64(st, 1, limit);
+        sqlite3_bind_int64(st, 2, q->skip);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            const char *op = (const char *)sqlite3_column_text(st, 0);
+            op = op ? op : "?";
+            int is_mmap = !strcmp(op, "mmap");
+            /* mmap: the block is the result; munmap: the argument */
+            int64_t ptr = sqlite3_column_int64(st, is_mmap ? 5 : 3);
+            if (is_mmap && sqlite3_column_type(st, 5) == SQLITE_NULL)
+                ptr = sqlite3_column_int64(st, 3);
+            int64_t prot = sqlite3_column_int64(st, 7), fl = sqlite3_column_int64(st, 8);
+            fprintf(o, "%s{", n++ ? "," : "");
+            rh_json_string(o, op);
+            fputs(":{\"timestamp\":", o);
+            rh_tv(o, sqlite3_column_int64(st, 1));
+            fprintf(o,
+                    ",\"pointer\":%" PRId64 ",\"pointer_s\":\"0x%" PRIx64 "\",\"length\":%" PRId64
+                    ",\"backtrace_id\":%" PRId64 ",\"backtrace\":",
+                    ptr, (uint64_t)ptr, (int64_t)sqlite3_column_int64(st, 4),
+                    (int64_t)sqlite3_column_int64(st, 12));
+            if (rh_frames(q, sqlite3_column_int64(st, 12))) {
+                sqlite3_finalize(st);
+                return rh_q_fail(q);
+            }
+            if (is_mmap) {
+                int64_t req = sqlite3_column_int64(st, 3);
+                fprintf(
+                    o,
+                    ",\"requested_address\":%" PRId64 ",\"requested_address_s\":\"0x%" PRIx64
+                    "\",\"is_readable\":%s,\"is_writable\":%s,\"is_executable\":%s,"
+                    "\"is_semaphore\":%s,\"grows_down\":%s,\"grows_up\":%s,\"is_shared\":%s,"
+                    "\"is_private\":%s,\"is_fixed\":%s,\"is_anonymous\":%s,"
+                    "\"is_uninitialized\":%s,\"offset\":%" PRId64 ",\"file_descriptor\":%" PRId64,
+                    req, (uint64_t)req, prot & 1 ? "true" : "false", prot & 2 ? "true" : "false",
+                    prot & 4 ? "true" : "false", prot & 8 ? "true" : "false",
+                    prot & 0x01000000 ? "true" : "false", prot & 0x02000000 ? "true" : "false",
+                    fl & 1 ? "true" : "false", fl & 2 ? "true" : "false",
+                    fl & 0x10 ? "true" : "false", fl & 0x20 ? "true" : "false",
+                    fl & 0x4000000 ? "true" : "false", (int64_t)sqlite3_column_int64(st, 10),
+                    (int64_t)sqlite3_column_int64(st, 9));
+            } else if (!strcmp(op, "mremap")) {
+                fputs(",\"new_address\":", o);
+                rh_json_int_or_null(o, st, 5);
+                fputs(",\"new_length\":", o);
+                rh_json_int_or_null(o, st, 6);
+                fprintf(o, ",\"flags\":%" PRId64, (int64_t)fl);
+            }
+            fputs(",\"thread\":", o);
+            rh_json_int_or_null(o, st, 2);
+            fprintf(o, ",\"result\":%" PRId64 "}}", (int64_t)sqlite3_column_int64(st, 11));
+        }
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return rh_q_fail(q);
+    }
+    fputc(']', o);
+    rh_cap_note(q, capped);
+    fputs("}\n", o);
+    return 0;
+}
+
+static const char *rh_mallopt_name(int64_t p)
+{
+    switch (p) {
+    case 1:
+        return "M_MXFAST";
+    case -1:
+        return "M_TRIM_THRESHOLD";
+    case -2:
+        return "M_TOP_PAD";
+    case -3:
+        return "M_MMAP_THRESHOLD";
+    case -4:
+        return "M_MMAP_MAX";
+    case -5:
+        return "M_CHECK_ACTION";
+    case -6:
+        return "M_PERTURB";
+    case -7:
+        return "M_ARENA_TEST";
+    case -8:
+        return "M_ARENA_MAX";
+    }
+    return NULL;
+}
+
+static int rh_ep_mallopts(struct rh_req *q)
+{
+    static const char *const own[] = {"count", "skip", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    FILE *o = q->out;
+    int capped;
+    int64_t limit = rh_limit(q, &capped);
+    fputc('[', o);
+    if (rh_table_exists(q->db, "mallopts")) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(q->db,
+                               "SELECT time, (SELECT tid FROM threads WHERE id = m.thread), param,"
+                               " value, result, stack_id FROM mallopts m ORDER BY time, id"
+                               " LIMIT ?1 OFFSET ?2",
+                               -1, &st, NULL) != SQLITE_OK)
+            return rh_q_fail(q);
+        sqlite3_bind_int64(st, 1, limit);
+        sqlite3_bind_int64(st, 2, q->skip);
+        int rc, n = 0;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            int64_t p = sqlite3_column_int64(st, 2);
+            fprintf(o, "%s{\"timestamp\":", n++ ? "," : "");
+            rh_tv(o, sqlite3_column_int64(st, 0));
+            fputs(",\"thread\":", o);
+            rh_json_int_or_null(o, st, 1);
+            fprintf(o, ",\"backtrace_id\":%" PRId64 ",\"backtrace\":",
+                    (int64_t)sqlite3_column_int64(st, 5));
+            if (rh_frames(q, sqlite3_column_int64(st, 5))) {
+                sqlite3_finalize(st);
+                return rh_q_fail(q);
+            }
+            fprintf(o, ",\"raw_param\":%" PRId64 ",\"param\":", p);
+            if (rh_mallopt_name(p))
+                fprintf(o, "\"%s\"", rh_mallopt_name(p));
+            else
+                fputs("null", o);
+            fprintf(o, ",\"value\":%" PRId64 ",\"result\":%" PRId64 "}",
+                    (int64_t)sqlite3_column_int64(st, 3), (int64_t)sqlite3_column_int64(st, 4));
+        }
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return rh_q_fail(q);
+    }
+    fputs("]\n", o);
+    return 0;
+}
+
+/* ---- rheaper's: timeline, threads, leaks, diff ------------------------------------------ */
+
+/* The heap over time of msel in RH_TL_COLS columns: for each, its end time,
+ * the highest live bytes within it and the live bytes and blocks at its end.
+ * One ordered pass over the allocations and frees. */
+#define RH_TL_COLS 300
+/* Without row filters the converter's timeline table answers (its columns'
+ * end times, highest and ending live bytes); it keeps no block counts, so
+ * end_count is null there. Returns 1 when it answered, 0 when not, -1. */
+static int rh_timeline_stored(struct rh_req *q)
+{
+    struct rh_scope sc;
+    if (rh_scope_get(q->db, &sc) || sc.rows ||
+        rh_q_int(q->db, "SELECT value FROM meta WHERE key = 'timeline_columns'", 0) <= 0)
+        return 0;
+    const char *names[] = {"xs", "max_size", "end_size", "end_count"};
+    const char *cols[] = {"t", "max_bytes", "end_bytes", "NULL"};
+    FILE *o = q->out;
+    fputc('{', o);
+    for (int k = 0; k < 4; k++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "SELECT %s FROM timeline ORDER BY col", cols[k]);
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+            return -1;
+        fprintf(o, "%s\"%s\":[", k ? "," : "", names[k]);
+        int n = 0, rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            fputs(n++ ? "," : "", o);
+            rh_json_int_or_null(o, st, 0);
+        }
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return -1;
+        fputc(']', o);
+    }
+    fputs(",\"stored\":true}\n", o);
+    return 1;
+}
+
+static int rh_ep_timeline(struct rh_req *q)
+{
+    if (rh_take_params(q, NULL))
+        return -1;
+    int stored = rh_timeline_stored(q);
+    if (stored)
+        return stored < 0 ? rh_q_fail(q) : 0;
+    int64_t span = q->duration > 0 ? q->duration : 1;
+    int64_t *mx = calloc(RH_TL_COLS + 1, sizeof *mx), *eb = calloc(RH_TL_COLS + 1, sizeof *eb),
+            *en = calloc(RH_TL_COLS + 1, sizeof *en);
+    char *act = calloc(RH_TL_COLS + 1, 1);
+    sqlite3_stmt *st = NULL;
+    int rc = -1;
+    if (!mx || !eb || !en || !act)
+        goto out;
+    if (sqlite3_prepare_v2(q->db,
+                           "SELECT t, d FROM (SELECT alloc_after AS t, 1 AS k, size AS d, id"
+                           " FROM msel UNION ALL SELECT dealloc_after, 0, -size, id FROM msel"
+                           " WHERE dealloc_after IS NOT NULL) ORDER BY t, k, id",
+                           -1, &st, NULL) != SQLITE_OK)
+        goto out;
+    int64_t live = 0, nlive = 0;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t t = sqlite3_column_int64(st, 0), d = sqlite3_column_int64(st, 1);
+        __int128 c128 = ((__int128)t * RH_TL_COLS + span - 1) / span;
+        int c = c128 < 0 ? 0 : c128 > RH_TL_COLS ? RH_TL_COLS : (int)c128;
+        live += d;
+        nlive += d > 0 ? 1 : -1;
+        if (!act[c] || live > mx[c])
+            mx[c] = live;
+        act[c] = 1;
+        eb[c] = live;
+        en[c] = nlive;
+    }
+    if (r != SQLITE_DONE)
+        goto out;
+    /* columns without events carry the level before them */
+    for (int c = 1; c <= RH_TL_COLS; c++)
+        if (!act[c]) {
+            mx[c] = eb[c] = eb[c - 1];
+            en[c] = en[c - 1];
+        }
+    FILE *o = q->out;
+    const char *names[] = {"xs", "max_size", "end_size", "end_count"};
+    fputc('{', o);
+    for (int k = 0; k < 4; k++) {
+        fprintf(o, "%s\"%s\":[", k ? "," : "", names[k]);
+        for (int c = 0; c <= RH_TL_COLS; c++) {
+            int64_t v = k == 0   ? (int64_t)((__int128)span * c / RH_TL_COLS)
+                        : k == 1 ? mx[c]
+                        : k == 2 ? eb[c]
+                                 : en[c];
+            fprintf(o, "%s%" PRId64, c ? "," : "", v);
+        }
+        fputc(']', o);
+    }
+    fputs(",\"stored\":false}\n", o);
+    rc = 0;
+out:
+    sqlite3_finalize(st);
+    free(mx);
+    free(eb);
+    free(en);
+    free(act);
+    return rc ? rh_q_fail(q) : 0;
+}
+
+static int rh_ep_threads(struct rh_req *q)
+{
+    if (rh_take_params(q, NULL))
+        return -1;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(q->db,
+                           "SELECT t.id, t.tid, t.name, coalesce(x.n, 0), coalesce(x.b, 0),"
+                           " coalesce(x.ln, 0), coalesce(x.lb, 0) FROM threads t LEFT JOIN"
+                           " (SELECT alloc_thread AS th, count(*) AS n, sum(size) AS b,"
+                           " sum(dealloc_after IS NULL) AS ln,"
+                           " sum(CASE WHEN dealloc_after IS NULL THEN size ELSE 0 END) AS lb"
+                           " FROM msel GROUP BY alloc_thread) x ON x.th = t.id ORDER BY t.id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rh_q_fail(q);
+    FILE *o = q->out;
+    fputs("{\"threads\":[", o);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        fprintf(o, "%s{\"id\":%" PRId64 ",\"tid\":", n++ ? "," : "",
+                (int64_t)sqlite3_column_int64(st, 0));
+        rh_json_int_or_null(o, st, 1);
+        fputs(",\"name\":", o);
+        rh_json_text_or_null(o, st, 2);
+        fprintf(o,
+                ",\"allocated_count\":%" PRId64 ",\"allocated_size\":%" PRId64
+                ",\"leaked_count\":%" PRId64 ",\"leaked_size\":%" PRId64 "}",
+                (int64_t)sqlite3_column_int64(st, 3), (int64_t)sqlite3_column_int64(st, 4),
+                (int64_t)sqlite3_column_int64(st, 5), (int64_t)sqlite3_column_int64(st, 6));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return rh_q_fail(q);
+    fputs("]}\n", o);
+    return 0;
+}
+
+static int rh_ep_leaks(struct rh_req *q)
+{
+    static const char *const own[] = {"count", "skip", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    if (rh_leak_sites(q->db, RH_LEAK_BUCKETS, q->duration))
+        return rh_q_fail(q);
+    int capped;
+    int64_t limit = rh_limit(q, &capped);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(q->db,
+                           "SELECT l.score, l.coverage, l.fit, l.blocks, l.bytes, l.first, l.last,"
+                           " s.function, s.location, s.bt FROM leak_sites l JOIN"
+                           " (SELECT site, min(function) AS function, min(location) AS location,"
+                           " min(bt) AS bt FROM site GROUP BY site) s ON s.site = l.site"
+                           " ORDER BY l.score DESC, l.bytes DESC, s.function LIMIT ?1 OFFSET ?2",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rh_q_fail(q);
+    sqlite3_bind_int64(st, 1, limit);
+    sqlite3_bind_int64(st, 2, q->skip);
+    FILE *o = q->out;
+    fprintf(o, "{\"buckets\":%d,\"leaks\":[", RH_LEAK_BUCKETS);
+    int n = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        fprintf(o,
+                "%s{\"score\":%.4f,\"coverage\":%d,\"fit\":%.4f,\"leaked_count\":%" PRId64
+                ",\"leaked_size\":%" PRId64 ",\"first\":",
+                n++ ? "," : "", sqlite3_column_double(st, 0), sqlite3_column_int(st, 1),
+                sqlite3_column_double(st, 2), (int64_t)sqlite3_column_int64(st, 3),
+                (int64_t)sqlite3_column_int64(st, 4));
+        rh_tv(o, sqlite3_column_int64(st, 5));
+        fputs(",\"last\":", o);
+        rh_tv(o, sqlite3_column_int64(st, 6));
+        fputs(",\"function\":", o);
+        rh_json_text_or_null(o, st, 7);
+        fputs(",\"location\":", o);
+        rh_json_text_or_null(o, st, 8);
+        fprintf(o, ",\"backtrace_id\":%" PRId64 "}", (int64_t)sqlite3_column_int64(st, 9));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return rh_q_fail(q);
+    fputc(']', o);
+    rh_cap_note(q, capped);
+    fputs("}\n", o);
+    return 0;
+}
+
+static int rh_find_profile(const struct rh_server *s, const char *id, size_t len)
+{
+    if (len == 4 && !strncmp(id, "last", 4))
+        return s->np - 1;
+    for (int i = 0; i < s->np; i++)
+        if (strlen(s->p[i].id) == len && !strncmp(s->p[i].id, id, len))
+            return i;
+    return -1;
+}
+
+static int rh_ep_diff(struct rh_req *q, const char *other)
+{
+    int oi = rh_find_profile(q->s, other, strlen(other));
+    if (oi < 0)
+        return rh_resp_error(q->r, 404, NULL, "no profile with id '%s' (see /list)", other);
+    static const char *const own[] = {"count", "skip", NULL};
+    /* the filters are checked here; rh_diff_compute applies them to both */
+    if (rh_take_params(q, own))
+        return -1;
+    sqlite3 *b = rh_serve_db(q->s, oi);
+    if (!b)
+        return rh_resp_error(q->r, 500, NULL, "cannot open profile %s", other);
+    struct rh_diff_row *rows = NULL;
+    size_t n = 0;
+    if (rh_diff_compute(q->db, b, &q->q, &rows, &n))
+        return rh_q_fail(q);
+    int capped;
+    int64_t limit = rh_limit(q, &capped);
+    FILE *o = q->out;
+    fprintf(o, "{\"a\":\"%s\",\"b\":\"%s\",\"total_count\":%zu,\"sites\":[", q->s->p[q->pi].id,
+            q->s->p[oi].id, n);
+    int64_t shown = 0;
+    for (size_t i = (size_t)q->skip; i < n && shown < limit; i++, shown++) {
+        const struct rh_diff_row *x = &rows[i];
+        fprintf(o, "%s{\"status\":\"%s\",\"function\":", shown ? "," : "", x->status);
+        rh_json_string(o, x->function);
+        fputs(",\"location\":", o);
+        rh_json_string(o, x->location);
+        fprintf(o,
+                ",\"a\":{\"count\":%" PRId64 ",\"size\":%" PRId64 ",\"leaked_count\":%" PRId64
+                ",\"leaked_size\":%" PRId64 "},\"b\":{\"count\":%" PRId64 ",\"size\":%" PRId64
+                ",\"leaked_count\":%" PRId64 ",\"leaked_size\":%" PRId64 "}}",
+                x->a_count, x->a_bytes, x->a_leaked_blocks, x->a_leaked_bytes, x->b_count,
+                x->b_bytes, x->b_leaked_blocks, x->b_leaked_bytes);
+    }
+    rh_diff_free(rows, n);
+    fputc(']', o);
+    rh_cap_note(q, capped);
+    fputs("}\n", o);
+    return 0;
+}
+
+/* ---- routing ------------------------------------------------------------------------------ */
+
+int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_params *pr,
+                  struct rh_resp *r)
+{
+    struct rh_req q;
+    memset(&q, 0, sizeof q);
+    q.s = s;
+    q.pr = pr;
+    q.r = r;
+    r->status = 200;
+    r->type = "application/json";
+    q.out = open_memstream(&q.buf, &q.len);
+    if (!q.out)
+        return rh_resp_error(r, 500, NULL, "out of memory");
+    int rc = 0;
+    if (!strcmp(path, "/list")) {
+        if (pr->n) {
+            rc = rh_resp_error(r, 400, pr->k[0], "/list takes no parameters");
+            goto done;
+        }
+        rc = rh_ep_list(s, r, q.out);
+        goto done;
+    }
+    /* /data/ID/REST */
+    const char *id = path + 6, *slash = strchr(id, '/');
+    if (!slash) {
+        rc = rh_resp_error(r, 404, NULL, "no such endpoint: %s", path);
+        goto done;
+    }
+    q.pi = rh_find_profile(s, id, (size_t)(slash - id));
+    if (q.pi < 0) {
+        rc = rh_resp_error(r, 404, NULL, "no profile with id '%.*s' (see /list)",
+                           (int)(slash - id) > 64 ? 64 : (int)(slash - id), id);
+        goto done;
+    }
+    q.db = rh_serve_db(s, q.pi);
+    if (!q.db) {
+        rc = rh_resp_error(r, 500, NULL, "cannot open %s", s->p[q.pi].path);
+        goto done;
+    }
+    q.duration = rh_q_int(q.db, "SELECT value FROM meta WHERE key = 'duration_ns'", 0);
+    const char *ep = slash + 1;
+    if (!strcmp(ep, "allocations"))
+        rc = rh_ep_allocations(&q);
+    else if (!strcmp(ep, "allocation_groups"))
+        rc = rh_ep_groups(&q);
+    else if (!strcmp(ep, "allocation_ascii_tree"))
+        rc = rh_ep_ascii_tree(&q);
+    else if (!strcmp(ep, "export/flamegraph") || !strcmp(ep, "export/flamegraph.pl") ||
+             !strcmp(ep, "export/heaptrack"))
+        rc = rh_ep_export(&q, ep + 7);
+    else if (!strcmp(ep, "mmaps"))
+        rc = rh_ep_mmaps(&q);
+    else if (!strcmp(ep, "mallopts"))
+        rc = rh_ep_mallopts(&q);
+    else if (!strcmp(ep, "timeline"))
+        rc = rh_ep_timeline(&q);
+    else if (!strcmp(ep, "threads"))
+        rc = rh_ep_threads(&q);
+    else if (!strcmp(ep, "leaks"))
+        rc = rh_ep_leaks(&q);
+    else if (!strncmp(ep, "diff/", 5) && ep[5])
+        rc = rh_ep_diff(&q, ep + 5);
+    else
+        rc = rh_resp_error(r, 404, NULL, "no such endpoint: %s", ep);
+done:
+    sqlite3_finalize(q.frames);
+    fclose(q.out);
+    if (rc) {
+        free(q.buf); /* the error's body is in r */
+    } else {
+        r->body = q.buf;
+        r->len = q.len;
+    }
+    return 0;
+}

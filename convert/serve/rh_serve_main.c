@@ -1,0 +1,507 @@
+/* rh_serve_main.c: `rheaper serve PROFILE...`: the HTTP server around the API.
+ *
+ *     rheaper serve PROFILE... [--listen ADDR:PORT] [--any] [--threads N]
+ *                              [--budget-ms MS] [--row-cap N]
+ *
+ * Each PROFILE is a database, or a rip file that is converted first into a
+ * database beside it (PROFILE.db, else PROFILE.1.db, ...: nothing that exists
+ * is overwritten). The server is GNU libmicrohttpd with a thread pool; each
+ * worker thread opens every profile read-only on first use and keeps that
+ * connection (SQLite connections are not shared between threads), so the TEMP
+ * tables of the filters are the thread's own. Every request gets a time budget
+ * in SQLite (the progress handler interrupts a statement past it) and lists
+ * are capped at a row count; both are reported in the answer. It listens on
+ * 127.0.0.1:8080 unless told otherwise, refuses an address that is not
+ * loopback unless --any is given (and then warns that there is no
+ * authentication), and stops cleanly on SIGINT or SIGTERM. Only GET and HEAD
+ * are answered; paths outside the API are looked up among the UI files built
+ * into the binary, never on disk.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "rh_convert.h"
+#include "rh_serve.h"
+
+/* ---- per-thread connections and the time budget -------------------------- */
+
+struct rh_tls {
+    sqlite3 **db;
+    int n;
+    struct timespec deadline;
+    int over;
+};
+
+static pthread_key_t rh_tls_key;
+static pthread_once_t rh_tls_once = PTHREAD_ONCE_INIT;
+
+/* Every open connection, so that stopping can interrupt the queries in
+ * flight (sqlite3_interrupt may be called from any thread). */
+#define RH_MAX_CONNS 4096
+static sqlite3 *rh_conns[RH_MAX_CONNS];
+static int rh_nconns;
+static pthread_mutex_t rh_conns_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void rh_conn_track(sqlite3 *db, int add)
+{
+    pthread_mutex_lock(&rh_conns_lock);
+    for (int i = 0; i < rh_nconns; i++)
+        if (rh_conns[i] == db) {
+            if (!add)
+                rh_conns[i] = rh_conns[--rh_nconns];
+            pthread_mutex_unlock(&rh_conns_lock);
+            return;
+        }
+    if (add && rh_nconns < RH_MAX_CONNS)
+        rh_conns[rh_nconns++] = db;
+    pthread_mutex_unlock(&rh_conns_lock);
+}
+
+/* Interrupts whatever every connection is running. */
+static void rh_conns_interrupt(void)
+{
+    pthread_mutex_lock(&rh_conns_lock);
+    for (int i = 0; i < rh_nconns; i++)
+        sqlite3_interrupt(rh_conns[i]);
+    pthread_mutex_unlock(&rh_conns_lock);
+}
+
+static void rh_tls_free(void *p)
+{
+    struct rh_tls *t = p;
+    for (int i = 0; i < t->n; i++) {
+        if (t->db[i])
+            rh_conn_track(t->db[i], 0);
+        sqlite3_close(t->db[i]);
+    }
+    free(t->db);
+    free(t);
+}
+
+static void rh_tls_init(void)
+{
+    pthread_key_create(&rh_tls_key, rh_tls_free);
+}
+
+static struct rh_tls *rh_tls_get(int n)
+{
+    pthread_once(&rh_tls_once, rh_tls_init);
+    struct rh_tls *t = pthread_getspecific(rh_tls_key);
+    if (!t) {
+        t = calloc(1, sizeof *t);
+        if (!t)
+            return NULL;
+        t->db = calloc((size_t)n, sizeof *t->db);
+        if (!t->db) {
+            free(t);
+            return NULL;
+        }
+        t->n = n;
+        pthread_setspecific(rh_tls_key, t);
+    }
+    return t;
+}
+
+/* SQLite's progress handler: interrupts the statement past the deadline. */
+static int rh_progress(void *p)
+{
+    struct rh_tls *t = p;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > t->deadline.tv_sec ||
+        (now.tv_sec == t->deadline.tv_sec && now.tv_nsec > t->deadline.tv_nsec)) {
+        t->over = 1;
+        return 1;
+    }
+    return 0;
+}
+
+sqlite3 *rh_serve_db(const struct rh_server *s, int i)
+{
+    struct rh_tls *t = rh_tls_get(s->np);
+    if (!t || i < 0 || i >= t->n)
+        return NULL;
+    if (!t->db[i]) {
+        t->db[i] = rh_cli_open(s->p[i].path);
+        if (t->db[i]) {
+            sqlite3_progress_handler(t->db[i], 4000, rh_progress, t);
+            rh_conn_track(t->db[i], 1);
+        }
+    }
+    return t->db[i];
+}
+
+/* Starts the budget of a request on this thread. */
+static void rh_budget_start(const struct rh_server *s)
+{
+    struct rh_tls *t = rh_tls_get(s->np);
+    if (!t)
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &t->deadline);
+    t->deadline.tv_sec += s->budget_ms / 1000;
+    t->deadline.tv_nsec += (long)(s->budget_ms % 1000) * 1000000L;
+    if (t->deadline.tv_nsec >= 1000000000L) {
+        t->deadline.tv_sec++;
+        t->deadline.tv_nsec -= 1000000000L;
+    }
+    t->over = 0;
+}
+
+int rh_serve_over_budget(void)
+{
+    struct rh_tls *t = pthread_getspecific(rh_tls_key);
+    return t && t->over;
+}
+
+int rh_resp_error(struct rh_resp *r, int status, const char *param, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    free(r->body);
+    r->body = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&r->body, &len);
+    if (!f) {
+        r->status = 500;
+        r->len = 0;
+        return -1;
+    }
+    fputs("{\"error\":", f);
+    rh_json_string(f, msg);
+    fputs(",\"parameter\":", f);
+    if (param)
+        rh_json_string(f, param);
+    else
+        fputs("null", f);
+    fputs("}\n", f);
+    fclose(f);
+    r->len = len;
+    r->status = status;
+    r->type = "application/json";
+    return -1;
+}
+
+/* ---- requests ----------------------------------------------------------------- */
+
+static enum MHD_Result rh_param_it(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    struct rh_params *p = cls;
+    if (p->n == RH_MAX_PARAMS) {
+        p->overflow = 1;
+        return MHD_NO;
+    }
+    p->k[p->n] = key ? key : "";
+    p->v[p->n++] = value;
+    return MHD_YES;
+}
+
+static const struct rh_ui_file *rh_ui_find(const char *path)
+{
+    for (size_t i = 0; i < rh_ui_nfiles; i++)
+        if (!strcmp(rh_ui_files[i].path, path))
+            return &rh_ui_files[i];
+    return NULL;
+}
+
+static enum MHD_Result rh_send(struct MHD_Connection *c, int status, const char *type,
+                               const void *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body, mode);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", type);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+static enum MHD_Result rh_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    (void)upload_data;
+    static int first_call_marker;
+    const struct rh_server *s = cls;
+    if (!*con_cls) {
+        *con_cls = &first_call_marker; /* headers only so far: wait for the rest */
+        return MHD_YES;
+    }
+    struct rh_resp r = {200, "application/json", NULL, 0};
+    if (*upload_data_size) {
+        *upload_data_size = 0; /* a body is never wanted: discard it */
+        return MHD_YES;
+    }
+    if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+        rh_resp_error(&r, 405, NULL, "only GET and HEAD are answered");
+        goto send;
+    }
+    if (strstr(url, "..") || url[0] != '/') {
+        rh_resp_error(&r, 400, NULL, "bad path");
+        goto send;
+    }
+    if (!strcmp(url, "/list") || !strncmp(url, "/data/", 6)) {
+        struct rh_params p = {.n = 0};
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, rh_param_it, &p);
+        if (p.overflow) {
+            rh_resp_error(&r, 400, NULL, "more than %d parameters", RH_MAX_PARAMS);
+            goto send;
+        }
+        rh_budget_start(s);
+        rh_api_handle(s, url, &p, &r);
+        goto send;
+    }
+    const struct rh_ui_file *f = rh_ui_find(!strcmp(url, "/") ? "/index.html" : url);
+    if (!f) {
+        rh_resp_error(&r, 404, NULL, "no such page: %s", url);
+        goto send;
+    }
+    return rh_send(c, 200, f->type, f->data, f->len, MHD_RESPMEM_PERSISTENT);
+send:
+    if (!r.body) {
+        r.body = strdup("");
+        r.len = 0;
+    }
+    return rh_send(c, r.status, r.type, r.body, r.len, MHD_RESPMEM_MUST_FREE);
+}
+
+/* ---- profiles ------------------------------------------------------------------ */
+
+/* 1 when path starts with SQLite's file header, 0 when not, -1 unreadable. */
+static int rh_is_sqlite(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    char h[16] = {0};
+    size_t n = fread(h, 1, sizeof h, f);
+    fclose(f);
+    return n == 16 && !memcmp(h, "SQLite format 3", 16);
+}
+
+/* Resolves argument arg to a database path (malloc'd): itself, or a new
+ * database converted from the rip file arg. NULL after one line on stderr. */
+static char *rh_profile_db(const char *arg)
+{
+    struct stat st;
+    if (stat(arg, &st) != 0) {
+        fprintf(stderr, "rheaper: serve: %s: %s\n", arg, strerror(errno));
+        return NULL;
+    }
+    int k = rh_is_sqlite(arg);
+    if (k < 0) {
+        fprintf(stderr, "rheaper: serve: %s: cannot read (%s)\n", arg, strerror(errno));
+        return NULL;
+    }
+    if (k)
+        return strdup(arg);
+    size_t n = strlen(arg) + 32;
+    char *db = malloc(n);
+    if (!db)
+        return NULL;
+    for (int i = 0; i < 1000; i++) {
+        if (i)
+            snprintf(db, n, "%s.%d.db", arg, i);
+        else
+            snprintf(db, n, "%s.db", arg);
+        if (lstat(db, &st) != 0 && errno == ENOENT) {
+            fprintf(stderr, "rheaper: serve: converting %s into %s\n", arg, db);
+            if (rh_convert_file("rheaper serve", arg, db, 0, 1, NULL) != 0) {
+                free(db);
+                return NULL;
+            }
+            return db;
+        }
+    }
+    fprintf(stderr, "rheaper: serve: %s: no free name for its database\n", arg);
+    free(db);
+    return NULL;
+}
+
+/* Fills p from database path (validated by opening it). 0 or -1. */
+static int rh_profile_load(struct rh_profile *p, int i, char *path)
+{
+    sqlite3 *db = rh_cli_open(path);
+    if (!db)
+        return -1;
+    snprintf(p->id, sizeof p->id, "%d", i);
+    p->path = path;
+    sqlite3_stmt *st = NULL;
+    const char *name = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'program'", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        name = (const char *)sqlite3_column_text(st, 0);
+    p->name = strdup(name ? name : "?");
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return p->name ? 0 : -1;
+}
+
+/* ---- the command --------------------------------------------------------------- */
+
+static const char rh_serve_usage[] =
+    "usage: rheaper serve PROFILE... [--listen ADDR:PORT] [--any] [--threads N]\n"
+    "                     [--budget-ms MS] [--row-cap N]\n";
+
+static int rh_int_arg(const char *opt, const char *v, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long x = v ? strtol(v, &end, 10) : 0;
+    if (!v || errno || *end || end == v || x < lo || x > hi) {
+        fprintf(stderr, "rheaper: serve: %s '%s': expected %ld..%ld\n", opt, v ? v : "", lo, hi);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int rh_cmd_serve(int argc, char **argv)
+{
+    const char *listen = "127.0.0.1:8080";
+    int any = 0;
+    long threads = 4, budget = 10000, cap = 10000;
+    const char **args = calloc((size_t)argc, sizeof *args);
+    int nargs = 0;
+    if (!args)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--listen") && v) {
+            listen = argv[++i];
+        } else if (!strcmp(a, "--any")) {
+            any = 1;
+        } else if (!strcmp(a, "--threads")) {
+            if (rh_int_arg(a, v, 1, 64, &threads))
+                return free(args), 2;
+            i++;
+        } else if (!strcmp(a, "--budget-ms")) {
+            if (rh_int_arg(a, v, 10, 3600000, &budget))
+                return free(args), 2;
+            i++;
+        } else if (!strcmp(a, "--row-cap")) {
+            if (rh_int_arg(a, v, 1, 100000000, &cap))
+                return free(args), 2;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "rheaper: serve: unknown option %s\n%s", a, rh_serve_usage);
+            return free(args), 2;
+        } else {
+            args[nargs++] = a;
+        }
+    }
+    if (!nargs) {
+        fputs(rh_serve_usage, stderr);
+        return free(args), 2;
+    }
+
+    /* the address: IPv4 ADDR:PORT ("localhost" is 127.0.0.1) */
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    const char *colon = strrchr(listen, ':');
+    char host[64];
+    long port;
+    if (!colon || (size_t)(colon - listen) >= sizeof host ||
+        rh_int_arg("--listen port", colon + 1, 0, 65535, &port))
+        return fprintf(stderr, "rheaper: serve: --listen '%s': expected ADDR:PORT\n", listen),
+               free(args), 2;
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = 0;
+    if (!strcmp(host, "localhost"))
+        strcpy(host, "127.0.0.1");
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return fprintf(stderr, "rheaper: serve: --listen '%s': not an IPv4 address\n", listen),
+               free(args), 2;
+    sa.sin_port = htons((uint16_t)port);
+    int loopback = (ntohl(sa.sin_addr.s_addr) >> 24) == 127;
+    if (!loopback && !any)
+        return fprintf(stderr,
+                       "rheaper: serve: %s is not a loopback address; anyone who can reach it"
+                       " could read the profiles. Add --any to allow it.\n",
+                       host),
+               free(args), 2;
+    if (!loopback)
+        fprintf(stderr,
+                "rheaper: serve: WARNING: listening on %s with --any: there is no"
+                " authentication, anyone who can reach this port reads the profiles\n",
+                host);
+
+    struct rh_server srv = {NULL, 0, (int)budget, cap};
+    srv.p = calloc((size_t)nargs, sizeof *srv.p);
+    if (!srv.p)
+        return free(args), 1;
+    for (int i = 0; i < nargs; i++) {
+        char *db = rh_profile_db(args[i]);
+        if (!db || rh_profile_load(&srv.p[srv.np], srv.np, db)) {
+            free(db);
+            return free(args), 1;
+        }
+        srv.np++;
+    }
+    free(args);
+
+    /* Notices (skipped wrappers, culled profile) would repeat per request. */
+    setenv("RHEAPER_QUIET_NOTICES", "1", 1);
+    /* The pool threads inherit this mask; the main thread waits for the
+     * signals with sigwait, so no handler runs inside libmicrohttpd. */
+    sigset_t set;
+    signal(SIGINT, SIG_DFL); /* a shell may start it with SIGINT ignored */
+    signal(SIGTERM, SIG_DFL);
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        rh_request, &srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(10 + 2 * budget / 1000),
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "rheaper: serve: cannot listen on %s:%ld (%s)\n", host, port,
+                strerror(errno));
+        return 1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned bound = info ? info->port : (unsigned)port;
+    printf("rheaper: serving %d profile%s on http://%s:%u/ (Ctrl-C stops)\n", srv.np,
+           srv.np == 1 ? "" : "s", host, bound);
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "rheaper: serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    /* the queries in flight end now (their clients get a 503, "the server
+     * is stopping"), then the pool threads finish their connections */
+    rh_conns_interrupt();
+    MHD_stop_daemon(d);
+    for (int i = 0; i < srv.np; i++) {
+        free(srv.p[i].path);
+        free(srv.p[i].name);
+    }
+    free(srv.p);
+    return 0;
+}
