@@ -484,6 +484,16 @@ RH_HIDDEN int rh_db_finish(struct rh_db *db, struct rh_rip *r, const struct rh_m
  * blocks freed after living less than min_lifetime_ns are not written (0:
  * every row). */
 RH_HIDDEN void rh_db_set_agg(struct rh_db *db, struct rh_agg *agg, int64_t min_lifetime_ns);
+/* alloc_rows.th (README "How the rows are stored"): temporary in bit 0, the
+ * allocating thread in bits 1..23, the freeing thread from bit 24 when it is
+ * another thread (else those bits are 0). rh_db.c writes it, the view
+ * allocations and the rheaper command's pass (rh_cli_pass.c) read it. */
+#define RH_DB_THREAD_MASK 8388607u
+#define RH_DB_DTH_SHIFT 24
+/* The row layout's time step (ns per allocation id, README "How the rows
+ * are stored"): any value is exact, one near the run's mean time between
+ * allocations stores the fewest bytes. Call before the first row. */
+RH_HIDDEN void rh_db_set_time_step(struct rh_db *db, int64_t step_ns);
 /* The message of the last failed rh_db_row(). */
 RH_HIDDEN const char *rh_db_error(const struct rh_db *db);
 /* Abandons the conversion: closes and removes the temp file. NULL is fine. */

@@ -198,6 +198,10 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         return 1;
     }
     rh_db_set_agg(sc.db, agg, o->min_lifetime_ns);
+    /* The mean time between allocations, from the trailer (its events are
+     * allocations and frees, about half each): rows then store small times. */
+    if (r.has_trailer && r.tr_events >= 2)
+        rh_db_set_time_step(sc.db, rh_run_duration(&r, 0) / (int64_t)(r.tr_events / 2));
     struct rh_merge_sink sink = {rh_sink_row, rh_sink_progress, &sc, agg};
     struct rh_merge_stats ms;
     int rc = rh_merge_run(&r, &sink, &ms);

@@ -86,6 +86,10 @@ struct rh_db {
     struct rh_row *ring;
     uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
     uint64_t next_id; /* the smallest id not yet inserted or passed */
+    /* The row layout (rh_db_view): alloc_rows.t = alloc_after - id *
+     * time_step, alloc_rows.a = addr - addr_base (the first row's). */
+    int64_t time_step, addr_base;
+    int have_base;
     char path[PATH_MAX];
     char err[512];
 };
@@ -146,10 +150,10 @@ static const char rh_schema[] =
     "PRAGMA synchronous=OFF;"
     "PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA cache_size=-65536;"
-    /* The rows; the view allocations adds each stack's kind (README). */
-    "CREATE TABLE alloc_rows(id INTEGER PRIMARY KEY, alloc_after INTEGER NOT NULL,"
-    " dealloc_after INTEGER, bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL,"
-    " alloc_thread INTEGER NOT NULL, dealloc_thread INTEGER, temporary INTEGER NOT NULL);"
+    /* The rows, compact (README "How the rows are stored"): the view
+     * allocations (rh_db_view) gives the seed's columns back. */
+    "CREATE TABLE alloc_rows(id INTEGER PRIMARY KEY, t INTEGER NOT NULL, life INTEGER,"
+    " bt INTEGER NOT NULL, size INTEGER NOT NULL, a INTEGER NOT NULL, th INTEGER NOT NULL);"
     "CREATE TABLE backtraces(id INTEGER NOT NULL, frame_no INTEGER NOT NULL, file TEXT,"
     " line INTEGER, sym TEXT, module TEXT, address INTEGER, inlined INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(id, frame_no)) WITHOUT ROWID;"
@@ -176,12 +180,6 @@ static const char rh_schema[] =
     "BEGIN;";
 
 static const char rh_post[] =
-    "CREATE INDEX alloc_rows_bt ON alloc_rows(bt);"
-    "CREATE VIEW allocations AS SELECT a.id AS id, a.alloc_after AS alloc_after,"
-    " a.dealloc_after AS dealloc_after, a.bt AS bt, a.size AS size, a.addr AS addr,"
-    " a.alloc_thread AS alloc_thread, a.dealloc_thread AS dealloc_thread,"
-    " coalesce((SELECT s.kind FROM stacks s WHERE s.id = a.bt), 'unknown') AS kind,"
-    " a.temporary AS temporary FROM alloc_rows a;"
     "CREATE INDEX backtraces_id ON backtraces(id);"
     "CREATE INDEX backtraces_file_line ON backtraces(file, line);"
     "CREATE VIEW leaks AS SELECT * FROM allocations WHERE dealloc_after IS NULL;"
@@ -248,8 +246,8 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
     }
     if (rh_db_exec(d, rh_schema, err, errlen) ||
         rh_db_prepare(d,
-                      "INSERT INTO alloc_rows(id, alloc_after, dealloc_after, bt, size, addr,"
-                      " alloc_thread, dealloc_thread, temporary) VALUES(?,?,?,?,?,?,?,?,?)",
+                      "INSERT INTO alloc_rows(id, t, life, bt, size, a, th)"
+                      " VALUES(?,?,?,?,?,?,?)",
                       &d->ins, err, errlen)) {
         rh_db_abort(d);
         return NULL;
@@ -259,25 +257,28 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
 
 #define RH_DB_RING (1u << 19)
 
+
 /* Inserts one row now. Returns 0 or -1. */
 static int rh_db_insert(struct rh_db *d, const struct rh_row *row)
 {
     sqlite3_stmt *s = d->ins;
+    if (!d->have_base) {
+        d->addr_base = (int64_t)row->addr; /* the first row's: the others are near it */
+        d->have_base = 1;
+    }
     sqlite3_bind_int64(s, 1, (sqlite3_int64)row->id);
-    sqlite3_bind_int64(s, 2, row->alloc_ns);
+    sqlite3_bind_int64(s, 2, row->alloc_ns - (int64_t)row->id * d->time_step);
     if (row->dealloc_ns >= 0)
-        sqlite3_bind_int64(s, 3, row->dealloc_ns);
+        sqlite3_bind_int64(s, 3, row->dealloc_ns - row->alloc_ns);
     else
         sqlite3_bind_null(s, 3);
     sqlite3_bind_int64(s, 4, (sqlite3_int64)row->stack);
     sqlite3_bind_int64(s, 5, (sqlite3_int64)row->size);
-    sqlite3_bind_int64(s, 6, (sqlite3_int64)row->addr);
-    sqlite3_bind_int64(s, 7, row->alloc_thread);
-    if (row->dealloc_thread)
-        sqlite3_bind_int64(s, 8, row->dealloc_thread);
-    else
-        sqlite3_bind_null(s, 8);
-    sqlite3_bind_int64(s, 9, row->temporary);
+    sqlite3_bind_int64(s, 6, (int64_t)(row->addr - (uint64_t)d->addr_base));
+    int64_t th = (int64_t)(row->alloc_thread & RH_DB_THREAD_MASK) << 1 | (row->temporary ? 1 : 0);
+    if (row->dealloc_ns >= 0 && row->dealloc_thread != row->alloc_thread)
+        th |= (int64_t)row->dealloc_thread << RH_DB_DTH_SHIFT;
+    sqlite3_bind_int64(s, 7, th);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) {
@@ -617,6 +618,38 @@ static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
     return -1;
 }
 
+/* Creates the view allocations over alloc_rows, which stores each row in
+ * fewer bytes (README "How the rows are stored"): t = alloc_after - id *
+ * time_step (a run's allocations come at a steady rate, so t stays small),
+ * life = dealloc_after - alloc_after (NULL: never freed), a = addr -
+ * addr_base, th = temporary | alloc_thread << 1 | dealloc_thread << 24 (the
+ * last only when another thread freed it: usually th is one byte), kind from
+ * stacks. The two constants are
+ * written into the view as numbers (they are int64 values, not input text)
+ * and into meta as row_time_step and row_addr_base. Returns 0 or -1. */
+static int rh_db_view(struct rh_db *d, char *err, size_t errlen)
+{
+    char sql[1024];
+    long long step = (long long)d->time_step, base = (long long)d->addr_base;
+    snprintf(sql, sizeof sql,
+             "CREATE VIEW allocations AS SELECT a.id AS id, a.t + a.id * %lld AS alloc_after,"
+             " a.t + a.id * %lld + a.life AS dealloc_after, a.bt AS bt, a.size AS size,"
+             " a.a + %lld AS addr, (a.th >> 1) & 8388607 AS alloc_thread,"
+             " CASE WHEN a.life IS NOT NULL THEN coalesce(nullif(a.th >> 24, 0),"
+             " (a.th >> 1) & 8388607) END AS dealloc_thread,"
+             " coalesce((SELECT s.kind FROM stacks s WHERE s.id = a.bt), 'unknown') AS kind,"
+             " a.th & 1 AS temporary FROM alloc_rows a;"
+             "INSERT OR REPLACE INTO meta(key, value) VALUES('row_time_step', %lld),"
+             " ('row_addr_base', %lld);",
+             step, step, base, step, base);
+    return rh_db_exec(d, sql, err, errlen);
+}
+
+void rh_db_set_time_step(struct rh_db *d, int64_t step_ns)
+{
+    d->time_step = step_ns > 0 ? step_ns : 0;
+}
+
 int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats *st,
                  struct rh_symbolizer *sym, int force, char *err, size_t errlen)
 {
@@ -631,9 +664,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||
         (d->agg && rh_agg_write(d->agg, d->db, err, errlen)) ||
-        rh_db_exec(d, rh_post, err, errlen) ||
-        (d->agg && !rh_agg_time_ordered(d->agg) &&
-         rh_db_exec(d, "CREATE INDEX alloc_rows_time ON alloc_rows(alloc_after);", err, errlen)) ||
+        rh_db_view(d, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
         rh_callsite_write(d->db, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
         goto fail;
     if (sqlite3_close(d->db) != SQLITE_OK) {

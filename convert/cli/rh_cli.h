@@ -131,12 +131,49 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f);
 struct rh_scope {
     int rows;
     int64_t peak_bytes, peak_blocks, peak_time;
+    int64_t span; /* the timeline's span: the run, or the scope's last event when later */
+    int timeline; /* 1: TEMP stl/stls hold the scope's timeline over span */
 };
 int rh_scope_get(sqlite3 *db, struct rh_scope *sc);
 
 /* Prints "rheaper: call sites skip allocator wrappers: f, g, ..." on stderr
  * once per process when the scope skipped any. */
 void rh_scope_notice(sqlite3 *db);
+
+/* ---- rh_cli_pass.c: a filtered scope in one ordered pass -------------- */
+
+struct rh_map;
+
+/* What rh_pass_run() selects: rows with id_lo <= id < id_hi that pass every
+ * condition given (a bound < 0 is unset). */
+struct rh_pass {
+    int64_t id_lo, id_hi;
+    int ordered;                /* ids follow alloc_after (meta ids_time_ordered) */
+    int64_t t_from, t_to;       /* alloc_after bounds, inclusive */
+    int64_t min_size, max_size; /* inclusive */
+    int lifetime;               /* 0 any, 1 leaked, 2 temporary, 3 freed within life_min..life_max */
+    int64_t life_min, life_max;
+    int64_t temporary_ns;       /* temporary = freed within this; < 0: the temporary column */
+    const struct rh_map *stacks; /* the stack ids that pass; NULL: every stack */
+    const int64_t *threads;      /* alloc_thread must be one of them when thread_filter */
+    int nthreads, thread_filter;
+    int64_t span; /* the run's length (meta duration_ns): timeline and leak buckets */
+    int layout;   /* 1: read alloc_rows' compact layout (meta row_time_step) directly */
+    int64_t time_step;
+};
+
+struct rh_pass_result {
+    int64_t rows, peak_bytes, peak_blocks, peak_time;
+    int64_t last_event; /* the latest allocation or free time of the rows */
+    int timeline;       /* 1: stl and stls hold the scope's timeline */
+};
+
+/* Reads the rows p selects once, in allocation order, and computes with the
+ * converter's aggregate code (rh_aggregate.c) the scope's TEMP tables sstat,
+ * tstat (thread_stats' columns), stl and stls (timeline's and
+ * timeline_stacks' columns) and slc (leak_curve's), replacing any before,
+ * and the figures in *res. Returns 0, or -1 after one line on stderr. */
+int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res);
 
 /* ---- rh_cli_out.c: tables, CSV, JSON ---------------------------------- */
 
