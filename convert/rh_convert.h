@@ -551,5 +551,8 @@ struct rh_convert_opts {
 };
 int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_path,
                          const struct rh_convert_opts *o);
+/* Parses --min-lifetime's value: a duration with a unit (ns, us, ms, s) into
+ * ns. Returns 0 or -1. */
+int rh_parse_lifetime_arg(const char *s, int64_t *ns);
 
 #endif

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,5 +236,20 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
                 "never freed (aggregates count every event)\n",
                 prog, db_path, o->min_lifetime_ns / 1e9);
     rh_rip_close(&r);
+    return 0;
+}
+
+int rh_parse_lifetime_arg(const char *s, int64_t *ns)
+{
+    char *end;
+    double d = strtod(s, &end);
+    if (end == s || !isfinite(d) || d < 0)
+        return -1;
+    double mul = !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1e3 : !strcmp(end, "ms") ? 1e6
+                                      : !strcmp(end, "s")    ? 1e9
+                                                             : -1;
+    if (mul < 0 || d * mul > 9e18)
+        return -1;
+    *ns = (int64_t)llround(d * mul);
     return 0;
 }

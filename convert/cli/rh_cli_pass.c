@@ -200,7 +200,8 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                          " freed_by_others_bytes, live_blocks, live_bytes);"
                          "CREATE TEMP TABLE stl(col INTEGER PRIMARY KEY, t, max_bytes, max_time,"
                          " end_bytes, active);"
-                         "CREATE TEMP TABLE stls(col, bt, at_max, at_end);"
+                         "CREATE TEMP TABLE stls(col, bt, at_max, at_end,"
+                         " PRIMARY KEY(col, bt)) WITHOUT ROWID;"
                          "CREATE TEMP TABLE slc(bt, bucket, blocks, bytes, first, last);"))
         return -1;
     /* Every stack gets a dense index: the aggregates are arrays. */

@@ -117,7 +117,13 @@ for f in "$src/golden/golden.rip" $(find "$build" -name 'rip-*' ! -name '*.*' ! 
     cp "$f" "$rip" 2>/dev/null || continue
     "$bin/rheaper-convert" --quiet --search "$src/golden" "$rip" "$work/full-$n.db" 2>/dev/null ||
         { bad "$rip: does not convert"; continue; }
-    "$bin/rheaper-convert" --quiet --search "$src/golden" --min-lifetime 1ms "$rip" "$work/cull-$n.db"
+    # golden.rip needs --search for its symbols; the others are culled by
+    # `rheaper convert`, which takes --min-lifetime too
+    if [ "$n" = 1 ]; then
+        "$bin/rheaper-convert" --quiet --search "$src/golden" --min-lifetime 1ms "$rip" "$work/cull-$n.db"
+    else
+        "$bin/rheaper" convert --quiet --min-lifetime 1ms "$rip" "$work/cull-$n.db"
+    fi
     "$bin/rheaper" summary "$work/full-$n.db" > "$work/full.txt"
     "$bin/rheaper" summary "$work/cull-$n.db" > "$work/cull.txt"
     if cmp -s "$work/full.txt" "$work/cull.txt"; then ok; else
