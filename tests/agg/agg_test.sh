@@ -140,6 +140,14 @@ for f in "$src/golden/golden.rip" $(find "$build" -name 'rip-*' ! -name '*.*' ! 
     export RHEAPER_QUIET_NOTICES=1
     [ $n -lt 5 ] || break
 done
+# `rheaper convert --min-lifetime` culls as rheaper-convert does: the same
+# summary figures (--csv: no function names, which need --search here)
+"$bin/rheaper" convert --quiet --min-lifetime 1ms "$src/golden/golden.rip" "$work/cli-cull.db" 2>/dev/null
+"$bin/rheaper" summary --csv "$work/golden.db" > "$work/full.csv"
+"$bin/rheaper" summary --csv "$work/cli-cull.db" > "$work/cull.csv"
+cmp -s "$work/full.csv" "$work/cull.csv" && ok || bad "rheaper convert --min-lifetime: summaries differ"
+[ "$(sqlite3 "$work/cli-cull.db" "SELECT value FROM meta WHERE key = 'min_lifetime_ns'")" = 1000000 ] &&
+    ok || bad "rheaper convert --min-lifetime: meta min_lifetime_ns not recorded"
 echo "profiles: $(echo $dbs | wc -w), culling checked on $n rips"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
