@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,6 +74,11 @@ const char *rh_kind_name(uint32_t kind)
 
 /* ---- the database handle ------------------------------------------------- */
 
+/* Batches of rows between the merge and the writer thread: at most
+ * RH_DB_NBATCH * RH_DB_BATCH rows wait (bounded memory, about 4 MB). */
+#define RH_DB_BATCH 8192
+#define RH_DB_NBATCH 8
+
 struct rh_db {
     sqlite3 *db;
     sqlite3_stmt *ins;
@@ -92,6 +98,18 @@ struct rh_db {
     int have_base;
     char path[PATH_MAX];
     char err[512];
+    /* The writer thread (rh_db_row): the merge fills batches of rows, the
+     * writer inserts them, so merging and SQLite share the two cores. */
+    pthread_t writer;
+    int writer_on;
+    pthread_mutex_t mu;
+    pthread_cond_t filled, emptied;
+    struct rh_row *batch[RH_DB_NBATCH]; /* the batches, each RH_DB_BATCH rows */
+    size_t fill[RH_DB_NBATCH];          /* rows in each: > 0 while queued */
+    unsigned head, tail;                /* queue: batches head..tail-1 await the writer */
+    size_t cur_n;                       /* rows in batch[tail % NBATCH], being filled */
+    int done, failed;                   /* no more batches; the writer failed (err set) */
+    int started;                        /* rh_db_row() set the above up */
 };
 
 /* The temp file of the conversion in progress, for rh_db_temp_path(). */
@@ -305,9 +323,10 @@ static int rh_db_ring_flush(struct rh_db *d, uint64_t upto)
     }
 }
 
-int rh_db_row(void *ctx, const struct rh_row *row)
+/* Handles one row in the writer thread: culls it or puts it in the ring
+ * that inserts rows in id order. Returns 0 or -1 with d->err set. */
+static int rh_db_row_now(struct rh_db *d, const struct rh_row *row)
 {
-    struct rh_db *d = ctx;
     int culled = d->min_lifetime_ns > 0 && row->dealloc_ns >= 0 &&
                  row->dealloc_ns - row->alloc_ns < d->min_lifetime_ns;
     d->culled += (uint64_t)culled;
@@ -331,10 +350,99 @@ int rh_db_row(void *ctx, const struct rh_row *row)
     return row->id == d->next_id ? rh_db_ring_flush(d, 0) : 0;
 }
 
+/* The writer thread: inserts queued batches until done. After a failure it
+ * keeps taking batches (and drops them) so the merge never waits forever. */
+static void *rh_db_writer(void *arg)
+{
+    struct rh_db *d = arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (d->head == d->tail && !d->done)
+            pthread_cond_wait(&d->filled, &d->mu);
+        if (d->head == d->tail)
+            break;
+        unsigned k = d->head % RH_DB_NBATCH;
+        size_t n = d->fill[k];
+        int failed = d->failed;
+        pthread_mutex_unlock(&d->mu);
+        for (size_t i = 0; i < n && !failed; i++)
+            failed = rh_db_row_now(d, &d->batch[k][i]) != 0;
+        pthread_mutex_lock(&d->mu);
+        d->failed |= failed;
+        d->fill[k] = 0;
+        d->head++;
+        pthread_cond_signal(&d->emptied);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+/* Queues the batch being filled (when it holds rows), waiting for room.
+ * Returns 0, or -1 once the writer has failed (d->err says why). */
+static int rh_db_hand_over(struct rh_db *d)
+{
+    pthread_mutex_lock(&d->mu);
+    if (d->cur_n) {
+        d->fill[d->tail % RH_DB_NBATCH] = d->cur_n;
+        d->tail++;
+        pthread_cond_signal(&d->filled);
+        while (d->tail - d->head >= RH_DB_NBATCH)
+            pthread_cond_wait(&d->emptied, &d->mu);
+    }
+    int failed = d->failed;
+    pthread_mutex_unlock(&d->mu);
+    d->cur_n = 0;
+    return failed ? -1 : 0;
+}
+
+/* Ends the writer thread after the queued batches. Returns 0, or -1 when it
+ * failed (d->err says why). */
+static int rh_db_writer_stop(struct rh_db *d)
+{
+    if (!d->writer_on)
+        return 0;
+    rh_db_hand_over(d);
+    pthread_mutex_lock(&d->mu);
+    d->done = 1;
+    pthread_cond_signal(&d->filled);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->writer, NULL);
+    d->writer_on = 0;
+    return d->failed ? -1 : 0;
+}
+
+int rh_db_row(void *ctx, const struct rh_row *row)
+{
+    struct rh_db *d = ctx;
+    if (!d->started) {
+        /* the first row: the batches and the writer thread */
+        d->started = 1;
+        for (int k = 0; k < RH_DB_NBATCH; k++)
+            if (!(d->batch[k] = malloc(RH_DB_BATCH * sizeof *d->batch[k]))) {
+                rh_db_seterr(d->err, sizeof d->err, "%s: out of memory", rh_db_tmp);
+                return -1;
+            }
+        pthread_mutex_init(&d->mu, NULL);
+        pthread_cond_init(&d->filled, NULL);
+        pthread_cond_init(&d->emptied, NULL);
+        d->writer_on = pthread_create(&d->writer, NULL, rh_db_writer, d) == 0;
+    }
+    if (!d->writer_on) /* no thread could start: insert here */
+        return rh_db_row_now(d, row);
+    d->batch[d->tail % RH_DB_NBATCH][d->cur_n++] = *row;
+    return d->cur_n == RH_DB_BATCH ? rh_db_hand_over(d) : 0;
+}
+
 void rh_db_abort(struct rh_db *d)
 {
     if (!d)
         return;
+    if (d->writer_on) {
+        d->cur_n = 0;
+        rh_db_writer_stop(d);
+    }
+    for (int k = 0; k < RH_DB_NBATCH; k++)
+        free(d->batch[k]);
     sqlite3_finalize(d->ins);
     sqlite3_close(d->db);
     free(d->ring);
@@ -655,7 +763,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
                  struct rh_symbolizer *sym, int force, char *err, size_t errlen)
 {
     uint64_t undefined = 0;
-    if (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING)) {
+    if (rh_db_writer_stop(d) || (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING))) {
         snprintf(err, errlen, "%s", d->err);
         goto fail;
     }
@@ -678,6 +786,8 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     rh_db_tmp[0] = 0;
     free(d->ring);
     free(d->ring_full);
+    for (int k = 0; k < RH_DB_NBATCH; k++)
+        free(d->batch[k]);
     free(d);
     return 0;
 fail:
