@@ -93,9 +93,8 @@ struct rh_db {
     uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
     uint64_t next_id; /* the smallest id not yet inserted or passed */
     /* The row layout (rh_db_view): alloc_rows.t = alloc_after - id *
-     * time_step, alloc_rows.a = addr - addr_base (the first row's). */
-    int64_t time_step, addr_base;
-    int have_base;
+     * time_step. */
+    int64_t time_step;
     char path[PATH_MAX];
     char err[512];
     /* The writer thread (rh_db_row): the merge fills batches of rows, the
@@ -171,7 +170,7 @@ static const char rh_schema[] =
     /* The rows, compact (README "How the rows are stored"): the view
      * allocations (rh_db_view) gives the seed's columns back. */
     "CREATE TABLE alloc_rows(id INTEGER PRIMARY KEY, t INTEGER NOT NULL, life INTEGER,"
-    " bt INTEGER NOT NULL, size INTEGER NOT NULL, a INTEGER NOT NULL, th INTEGER NOT NULL);"
+    " bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL, th INTEGER NOT NULL);"
     "CREATE TABLE backtraces(id INTEGER NOT NULL, frame_no INTEGER NOT NULL, file TEXT,"
     " line INTEGER, sym TEXT, module TEXT, address INTEGER, inlined INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(id, frame_no)) WITHOUT ROWID;"
@@ -265,7 +264,7 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
     }
     if (rh_db_exec(d, rh_schema, err, errlen) ||
         rh_db_prepare(d,
-                      "INSERT INTO alloc_rows(id, t, life, bt, size, a, th)"
+                      "INSERT INTO alloc_rows(id, t, life, bt, size, addr, th)"
                       " VALUES(?,?,?,?,?,?,?)",
                       &d->ins, err, errlen)) {
         rh_db_abort(d);
@@ -281,10 +280,6 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
 static int rh_db_insert(struct rh_db *d, const struct rh_row *row)
 {
     sqlite3_stmt *s = d->ins;
-    if (!d->have_base) {
-        d->addr_base = (int64_t)row->addr; /* the first row's: the others are near it */
-        d->have_base = 1;
-    }
     sqlite3_bind_int64(s, 1, (sqlite3_int64)row->id);
     sqlite3_bind_int64(s, 2, row->alloc_ns - (int64_t)row->id * d->time_step);
     if (row->dealloc_ns >= 0)
@@ -293,7 +288,7 @@ static int rh_db_insert(struct rh_db *d, const struct rh_row *row)
         sqlite3_bind_null(s, 3);
     sqlite3_bind_int64(s, 4, (sqlite3_int64)row->stack);
     sqlite3_bind_int64(s, 5, (sqlite3_int64)row->size);
-    sqlite3_bind_int64(s, 6, (int64_t)(row->addr - (uint64_t)d->addr_base));
+    sqlite3_bind_int64(s, 6, (sqlite3_int64)row->addr);
     int64_t th = (int64_t)(row->alloc_thread & RH_DB_THREAD_MASK) << 1 | (row->temporary ? 1 : 0);
     if (row->dealloc_ns >= 0 && row->dealloc_thread != row->alloc_thread)
         th |= (int64_t)row->dealloc_thread << RH_DB_DTH_SHIFT;
@@ -730,27 +725,27 @@ static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
 /* Creates the view allocations over alloc_rows, which stores each row in
  * fewer bytes (README "How the rows are stored"): t = alloc_after - id *
  * time_step (a run's allocations come at a steady rate, so t stays small),
- * life = dealloc_after - alloc_after (NULL: never freed), a = addr -
- * addr_base, th = temporary | alloc_thread << 1 | dealloc_thread << 24 (the
- * last only when another thread freed it: usually th is one byte), kind from
- * stacks. The two constants are
- * written into the view as numbers (they are int64 values, not input text)
- * and into meta as row_time_step and row_addr_base. Returns 0 or -1. */
+ * life = dealloc_after - alloc_after (NULL: never freed), th = temporary |
+ * alloc_thread << 1 | dealloc_thread << 24 (the last only when another
+ * thread freed it: usually th is one byte), kind from stacks. addr stays as
+ * it is: a join on it (address reuse) can then use an automatic index, which
+ * SQLite cannot build on an expression. The step is written into the view as
+ * a number (an int64 value, not input text) and into meta as row_time_step.
+ * Returns 0 or -1. */
 static int rh_db_view(struct rh_db *d, char *err, size_t errlen)
 {
     char sql[1024];
-    long long step = (long long)d->time_step, base = (long long)d->addr_base;
+    long long step = (long long)d->time_step;
     snprintf(sql, sizeof sql,
              "CREATE VIEW allocations AS SELECT a.id AS id, a.t + a.id * %lld AS alloc_after,"
              " a.t + a.id * %lld + a.life AS dealloc_after, a.bt AS bt, a.size AS size,"
-             " a.a + %lld AS addr, (a.th >> 1) & 8388607 AS alloc_thread,"
+             " a.addr AS addr, (a.th >> 1) & 8388607 AS alloc_thread,"
              " CASE WHEN a.life IS NOT NULL THEN coalesce(nullif(a.th >> 24, 0),"
              " (a.th >> 1) & 8388607) END AS dealloc_thread,"
              " coalesce((SELECT s.kind FROM stacks s WHERE s.id = a.bt), 'unknown') AS kind,"
              " a.th & 1 AS temporary FROM alloc_rows a;"
-             "INSERT OR REPLACE INTO meta(key, value) VALUES('row_time_step', %lld),"
-             " ('row_addr_base', %lld);",
-             step, step, base, step, base);
+             "INSERT OR REPLACE INTO meta(key, value) VALUES('row_time_step', %lld);",
+             step, step, step);
     return rh_db_exec(d, sql, err, errlen);
 }
 

@@ -18,6 +18,7 @@
  * stl, stls, slc, and the caller's scope row.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,6 +183,108 @@ out:
     return rc;
 }
 
+/* ---- the reader thread ----------------------------------------------------- */
+
+/* One row as the pass needs it, decoded, with the per-row conditions met. */
+struct rh_prow {
+    int64_t ta, td, bt, size; /* td < 0: never freed */
+    uint32_t th, dth;
+    uint8_t tmp;
+};
+
+/* Batches of rows from the reader thread (SQLite) to the pass (the
+ * aggregates), so both run at once on two cores. At most RH_PASS_NBATCH
+ * batches wait: memory stays bounded. */
+#define RH_PASS_BATCH 4096
+#define RH_PASS_NBATCH 8
+
+struct rh_pq {
+    const struct rh_pass *p;
+    sqlite3_stmt *st;
+    pthread_mutex_t mu;
+    pthread_cond_t filled, emptied;
+    struct rh_prow *b[RH_PASS_NBATCH];
+    size_t fill[RH_PASS_NBATCH];
+    unsigned head, tail; /* batches head..tail-1 are full */
+    int done, stop;      /* the reader finished; the pass wants it to stop */
+    int rc;              /* the reader's last sqlite3_step() result */
+};
+
+/* Decodes the current row of q->st and checks the conditions that need
+ * nothing but the row. Returns 1 when it passes, with *o filled. */
+static int rh_pass_decode(const struct rh_pass *p, sqlite3_stmt *st, struct rh_prow *o)
+{
+    int64_t ta = sqlite3_column_int64(st, 0);
+    int freed = sqlite3_column_type(st, 1) != SQLITE_NULL;
+    int64_t td = freed ? ta + sqlite3_column_int64(st, 1) : -1;
+    int64_t size = sqlite3_column_int64(st, 3);
+    int64_t th, dth = 0, tcol;
+    if (p->layout) {
+        int64_t v = sqlite3_column_int64(st, 4);
+        th = (v >> 1) & RH_DB_THREAD_MASK;
+        tcol = v & 1;
+        if (freed)
+            dth = (v >> RH_DB_DTH_SHIFT) ? (v >> RH_DB_DTH_SHIFT) : th;
+    } else {
+        th = sqlite3_column_int64(st, 4);
+        dth = freed ? sqlite3_column_int64(st, 5) : 0;
+        tcol = sqlite3_column_int64(st, 6);
+    }
+    if ((p->t_from >= 0 && ta < p->t_from) || (p->t_to >= 0 && ta > p->t_to))
+        return 0;
+    if ((p->min_size >= 0 && size < p->min_size) || (p->max_size >= 0 && size > p->max_size))
+        return 0;
+    if (p->thread_filter) {
+        int k = 0;
+        while (k < p->nthreads && p->threads[k] != th)
+            k++;
+        if (k == p->nthreads)
+            return 0;
+    }
+    int tmp = p->temporary_ns >= 0 ? freed && td - ta < p->temporary_ns : tcol != 0;
+    if ((p->lifetime == 1 && freed) || (p->lifetime == 2 && !tmp))
+        return 0;
+    if (p->lifetime == 3 && (!freed || (p->life_min >= 0 && td - ta < p->life_min) ||
+                             (p->life_max >= 0 && td - ta > p->life_max)))
+        return 0;
+    *o = (struct rh_prow){ta, td, sqlite3_column_int64(st, 2), size, (uint32_t)th, (uint32_t)dth,
+                          (uint8_t)tmp};
+    return 1;
+}
+
+/* The reader thread: steps the statement, fills batches, hands them over. */
+static void *rh_pass_reader(void *arg)
+{
+    struct rh_pq *q = arg;
+    size_t n = 0;
+    int r, stop = 0;
+    while (!stop && (r = sqlite3_step(q->st)) == SQLITE_ROW) {
+        if (!rh_pass_decode(q->p, q->st, &q->b[q->tail % RH_PASS_NBATCH][n]))
+            continue;
+        if (++n < RH_PASS_BATCH)
+            continue;
+        pthread_mutex_lock(&q->mu);
+        q->fill[q->tail % RH_PASS_NBATCH] = n;
+        q->tail++;
+        pthread_cond_signal(&q->filled);
+        while (q->tail - q->head >= RH_PASS_NBATCH && !q->stop)
+            pthread_cond_wait(&q->emptied, &q->mu);
+        stop = q->stop;
+        pthread_mutex_unlock(&q->mu);
+        n = 0;
+    }
+    pthread_mutex_lock(&q->mu);
+    if (n && !stop) {
+        q->fill[q->tail % RH_PASS_NBATCH] = n;
+        q->tail++;
+    }
+    q->rc = stop ? SQLITE_DONE : r;
+    q->done = 1;
+    pthread_cond_signal(&q->filled);
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
 /* ---- the pass -------------------------------------------------------------- */
 
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
@@ -213,6 +316,9 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     struct rh_agg *a = NULL;
     struct rh_pheap h = {0};
     sqlite3_stmt *st = NULL;
+    struct rh_pq q = {0};
+    pthread_t reader;
+    int reading = 0; /* the reader thread runs */
     int rc = -1;
     if (sqlite3_prepare_v2(db, "SELECT id FROM stacks ORDER BY id", -1, &st, NULL) != SQLITE_OK) {
         rh_sql_fail(db, "filter");
@@ -265,85 +371,80 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     if (p->layout)
         sqlite3_bind_int64(st, 3, p->time_step);
     int64_t last_t = 0;
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t ta = sqlite3_column_int64(st, 0);
-        int freed = sqlite3_column_type(st, 1) != SQLITE_NULL;
-        int64_t td = freed ? ta + sqlite3_column_int64(st, 1) : -1;
-        int64_t bt = sqlite3_column_int64(st, 2), size = sqlite3_column_int64(st, 3);
-        int64_t th, dth = 0, tcol;
-        if (p->layout) {
-            int64_t v = sqlite3_column_int64(st, 4);
-            th = (v >> 1) & RH_DB_THREAD_MASK;
-            tcol = v & 1;
-            if (freed)
-                dth = (v >> RH_DB_DTH_SHIFT) ? (v >> RH_DB_DTH_SHIFT) : th;
-        } else {
-            th = sqlite3_column_int64(st, 4);
-            dth = freed ? sqlite3_column_int64(st, 5) : 0;
-            tcol = sqlite3_column_int64(st, 6);
-        }
-        /* the conditions not settled before the pass */
-        if (p->t_from >= 0 && ta < p->t_from)
-            continue;
-        if (p->t_to >= 0 && ta > p->t_to)
-            continue;
-        if ((p->min_size >= 0 && size < p->min_size) || (p->max_size >= 0 && size > p->max_size))
-            continue;
-        uint32_t si = bt >= 0 && bt < (int64_t)ndirect ? direct[bt] : rh_map_get(&idx, (uint64_t)bt);
-        if (si == UINT32_MAX) {
-            /* a row whose stack has no stacks row: give it an index of its own */
-            if (rh_grow(&ids, &capids, nids + 1, sizeof *ids) ||
-                rh_grow(&ok, &capok, nids + 1, 1) || rh_map_put(&idx, (uint64_t)bt, (uint32_t)nids))
-                goto oom;
-            si = (uint32_t)nids;
-            ok[nids] = !p->stacks || rh_map_get(p->stacks, (uint64_t)bt) != UINT32_MAX;
-            ids[nids++] = bt;
-        }
-        if (!ok[si])
-            continue;
-        if (p->thread_filter) {
-            int k = 0;
-            while (k < p->nthreads && p->threads[k] != th)
-                k++;
-            if (k == p->nthreads)
-                continue;
-        }
-        int tmp = p->temporary_ns >= 0 ? freed && td - ta < p->temporary_ns : tcol != 0;
-        if (p->lifetime == 1 && freed)
-            continue;
-        if (p->lifetime == 2 && !tmp)
-            continue;
-        if (p->lifetime == 3 &&
-            (!freed || (p->life_min >= 0 && td - ta < p->life_min) ||
-             (p->life_max >= 0 && td - ta > p->life_max)))
-            continue;
-        /* frees due by now come first (frees first at equal times) */
-        while (h.n && h.v[0].t <= ta) {
-            if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size, 0))
-                goto oom;
-            rh_pheap_pop(&h);
-        }
-        if (rh_agg_event(a, si, ta, (uint64_t)size, 1))
+    for (int k = 0; k < RH_PASS_NBATCH; k++)
+        if (!(q.b[k] = malloc(RH_PASS_BATCH * sizeof *q.b[k])))
             goto oom;
-        struct rh_row row = {.alloc_ns = ta,
-                             .dealloc_ns = td,
-                             .stack_index = si,
-                             .size = (uint64_t)size,
-                             .alloc_thread = (uint32_t)th,
-                             .dealloc_thread = (uint32_t)dth,
-                             .temporary = (uint8_t)tmp};
-        if (rh_agg_row(a, &row))
-            goto oom;
-        if (freed && rh_pheap_push(&h, (struct rh_pfree){td, size, si}))
-            goto oom;
-        if (ta > last_t)
-            last_t = ta;
-        if (td > last_t)
-            last_t = td;
-        res->rows++;
+    q.p = p;
+    q.st = st;
+    pthread_mutex_init(&q.mu, NULL);
+    pthread_cond_init(&q.filled, NULL);
+    pthread_cond_init(&q.emptied, NULL);
+    if (pthread_create(&reader, NULL, rh_pass_reader, &q) != 0) {
+        fprintf(stderr, "rheaper: filter: cannot start a thread\n");
+        goto out;
     }
-    if (r != SQLITE_DONE) {
+    reading = 1;
+    for (;;) {
+        pthread_mutex_lock(&q.mu);
+        while (q.head == q.tail && !q.done)
+            pthread_cond_wait(&q.filled, &q.mu);
+        if (q.head == q.tail) {
+            pthread_mutex_unlock(&q.mu);
+            break;
+        }
+        const struct rh_prow *b = q.b[q.head % RH_PASS_NBATCH];
+        size_t n = q.fill[q.head % RH_PASS_NBATCH];
+        pthread_mutex_unlock(&q.mu);
+        for (size_t i = 0; i < n; i++) {
+            const struct rh_prow *w = &b[i];
+            int64_t bt = w->bt;
+            uint32_t si = bt >= 0 && bt < (int64_t)ndirect ? direct[bt]
+                                                            : rh_map_get(&idx, (uint64_t)bt);
+            if (si == UINT32_MAX) {
+                /* a row whose stack has no stacks row: an index of its own */
+                if (rh_grow(&ids, &capids, nids + 1, sizeof *ids) ||
+                    rh_grow(&ok, &capok, nids + 1, 1) ||
+                    rh_map_put(&idx, (uint64_t)bt, (uint32_t)nids))
+                    goto oom;
+                si = (uint32_t)nids;
+                ok[nids] = !p->stacks || rh_map_get(p->stacks, (uint64_t)bt) != UINT32_MAX;
+                ids[nids++] = bt;
+            }
+            if (!ok[si])
+                continue;
+            /* frees due by now come first (frees first at equal times) */
+            while (h.n && h.v[0].t <= w->ta) {
+                if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size, 0))
+                    goto oom;
+                rh_pheap_pop(&h);
+            }
+            if (rh_agg_event(a, si, w->ta, (uint64_t)w->size, 1))
+                goto oom;
+            struct rh_row row = {.alloc_ns = w->ta,
+                                 .dealloc_ns = w->td,
+                                 .stack_index = si,
+                                 .size = (uint64_t)w->size,
+                                 .alloc_thread = w->th,
+                                 .dealloc_thread = w->dth,
+                                 .temporary = w->tmp};
+            if (rh_agg_row(a, &row))
+                goto oom;
+            if (w->td >= 0 && rh_pheap_push(&h, (struct rh_pfree){w->td, w->size, si}))
+                goto oom;
+            if (w->ta > last_t)
+                last_t = w->ta;
+            if (w->td > last_t)
+                last_t = w->td;
+            res->rows++;
+        }
+        pthread_mutex_lock(&q.mu);
+        q.head++;
+        pthread_cond_signal(&q.emptied);
+        pthread_mutex_unlock(&q.mu);
+    }
+    pthread_join(reader, NULL);
+    reading = 0;
+    if (q.rc != SQLITE_DONE) {
         rh_sql_fail(db, "filter");
         goto out;
     }
@@ -365,6 +466,15 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
 oom:
     fprintf(stderr, "rheaper: filter: out of memory\n");
 out:
+    if (reading) {
+        pthread_mutex_lock(&q.mu);
+        q.stop = 1;
+        pthread_cond_signal(&q.emptied);
+        pthread_mutex_unlock(&q.mu);
+        pthread_join(reader, NULL);
+    }
+    for (int k = 0; k < RH_PASS_NBATCH; k++)
+        free(q.b[k]);
     sqlite3_finalize(st);
     rh_agg_free(a);
     rh_map_free(&idx);
