@@ -12,7 +12,8 @@
 #      the rows (RHEAPER_ROWS=1);
 #   2. summary's figures equal plain SQL over allocations: counts, bytes,
 #      leaked, temporary, and the peak from the heap_timeline view;
-#   3. filtered summaries equal the same SQL with the filter's WHERE clause.
+#   3. filtered summaries equal the same SQL with the filter's WHERE clause
+#      (stack, size, lifetime, thread and time filters, alone and together).
 # Then each rip file with a database beside it, and golden.rip, is converted
 # with and without --min-lifetime: summary prints the same figures.
 set -eu
@@ -106,6 +107,10 @@ for db in $dbs; do
     sqlcheck "$db" "dealloc_after IS NULL" --lifetime leaked
     sqlcheck "$db" "alloc_thread = 1" --thread 1
     sqlcheck "$db" "bt IN (SELECT id FROM backtraces WHERE sym REGEXP 'main')" --function main
+    # time filters become an id range (binary search over ids)
+    sqlcheck "$db" "alloc_after >= 1000 AND alloc_after <= 2000000" --from 0.000001 --to 0.002
+    sqlcheck "$db" "alloc_thread = 1 AND size >= 16 AND dealloc_after IS NOT NULL" \
+        --thread 1 --min-size 16 --lifetime 0ns..
 done
 
 # culled and unculled conversions: the same summary
