@@ -26,8 +26,10 @@
  * rh_filter_apply() builds the scope every command reads (rh_cli.h): per
  * stack figures, call sites, the peak and the rows that pass, with every value
  * bound as a parameter. Without row filters it only copies the converter's
- * aggregates; with them it selects rows through indexes and computes the
- * figures of the selection in one ordered pass.
+ * aggregates; with them it resolves stack, kind and thread filters over the
+ * distinct stacks and threads, turns time filters into an id range, and
+ * computes the figures of the selection in one ordered pass over that range
+ * (rh_cli_pass.c). The TEMP tables it leaves are the contract of rh_cli.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
