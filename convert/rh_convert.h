@@ -565,6 +565,16 @@ RH_HIDDEN void rh_db_set_agg(struct rh_db *db, struct rh_agg *agg, int64_t min_l
 /* The merge sink's CPU sample (issue 16): inserts one cpu_samples row.
  * Returns 0 or -1. */
 RH_HIDDEN int rh_db_cpu(void *db, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods);
+/* alloc_rows.th (README "How the rows are stored"): temporary in bit 0, the
+ * allocating thread in bits 1..23, the freeing thread from bit 24 when it is
+ * another thread (else those bits are 0). rh_db.c writes it, the view
+ * allocations and the rheaper command's pass (rh_cli_pass.c) read it. */
+#define RH_DB_THREAD_MASK 8388607u
+#define RH_DB_DTH_SHIFT 24
+/* The row layout's time step (ns per allocation id, README "How the rows
+ * are stored"): any value is exact, one near the run's mean time between
+ * allocations stores the fewest bytes. Call before the first row. */
+RH_HIDDEN void rh_db_set_time_step(struct rh_db *db, int64_t step_ns);
 /* The message of the last failed rh_db_row(). */
 RH_HIDDEN const char *rh_db_error(const struct rh_db *db);
 /* Abandons the conversion: closes and removes the temp file. NULL is fine. */
@@ -622,5 +632,8 @@ struct rh_convert_opts {
 };
 int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_path,
                          const struct rh_convert_opts *o);
+/* Parses --min-lifetime's value: a duration with a unit (ns, us, ms, s) into
+ * ns. Returns 0 or -1. */
+int rh_parse_lifetime_arg(const char *s, int64_t *ns);
 
 #endif

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,10 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         return 1;
     }
     rh_db_set_agg(sc.db, agg, o->min_lifetime_ns);
+    /* The mean time between allocations, from the trailer (its events are
+     * allocations and frees, about half each): rows then store small times. */
+    if (r.has_trailer && r.tr_events >= 2)
+        rh_db_set_time_step(sc.db, rh_run_duration(&r, 0) / (int64_t)(r.tr_events / 2));
     struct rh_merge_sink sink = {rh_sink_row, rh_sink_progress, &sc, agg, rh_sink_ext,
                                  rh_sink_cpu};
     struct rh_merge_stats ms;
@@ -247,5 +252,20 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
                 "never freed (aggregates count every event)\n",
                 prog, db_path, o->min_lifetime_ns / 1e9);
     rh_rip_close(&r);
+    return 0;
+}
+
+int rh_parse_lifetime_arg(const char *s, int64_t *ns)
+{
+    char *end;
+    double d = strtod(s, &end);
+    if (end == s || !isfinite(d) || d < 0)
+        return -1;
+    double mul = !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1e3 : !strcmp(end, "ms") ? 1e6
+                                      : !strcmp(end, "s")    ? 1e9
+                                                             : -1;
+    if (mul < 0 || d * mul > 9e18)
+        return -1;
+    *ns = (int64_t)llround(d * mul);
     return 0;
 }

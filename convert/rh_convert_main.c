@@ -18,22 +18,6 @@
 
 #include "rh_convert.h"
 
-/* Parses a duration with a unit (ns, us, ms, s) into ns. Returns 0 or -1. */
-static int rh_parse_lifetime(const char *s, int64_t *ns)
-{
-    char *end;
-    double d = strtod(s, &end);
-    if (end == s || !isfinite(d) || d < 0)
-        return -1;
-    double mul = !strcmp(end, "ns") ? 1 : !strcmp(end, "us") ? 1e3 : !strcmp(end, "ms") ? 1e6
-                                      : !strcmp(end, "s")    ? 1e9
-                                                             : -1;
-    if (mul < 0 || d * mul > 9e18)
-        return -1;
-    *ns = (int64_t)llround(d * mul);
-    return 0;
-}
-
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"
 #endif
@@ -72,7 +56,7 @@ int main(int argc, char **argv)
                 }
                 search[nsearch++] = argv[++i];
             } else if (!strcmp(a, "--min-lifetime")) {
-                if (i + 1 >= argc || rh_parse_lifetime(argv[i + 1], &min_life)) {
+                if (i + 1 >= argc || rh_parse_lifetime_arg(argv[i + 1], &min_life)) {
                     fprintf(stderr, "rheaper-convert: --min-lifetime needs a duration with a "
                                     "unit (ns, us, ms, s), e.g. 10ms\n");
                     return 2;

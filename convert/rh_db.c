@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,6 +74,11 @@ const char *rh_kind_name(uint32_t kind)
 
 /* ---- the database handle ------------------------------------------------- */
 
+/* Batches of rows between the merge and the writer thread: at most
+ * RH_DB_NBATCH * RH_DB_BATCH rows wait (bounded memory, about 4 MB). */
+#define RH_DB_BATCH 8192
+#define RH_DB_NBATCH 8
+
 struct rh_db {
     sqlite3 *db;
     sqlite3_stmt *ins;
@@ -88,8 +94,39 @@ struct rh_db {
     uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
     uint64_t next_id; /* the smallest id not yet inserted or passed */
     struct rh_mmaps mm; /* issue 15: the mmaps and mallopts tables (rh_mmaps.c) */
+    /* The row layout (rh_db_view): alloc_rows.t = alloc_after - id *
+     * time_step. */
+    int64_t time_step;
     char path[PATH_MAX];
     char err[512];
+    /* The writer thread (rh_db_row): the merge fills batches of rows, the
+     * writer inserts them, so merging and SQLite share the two cores. */
+    pthread_t writer;
+    int writer_on;
+    pthread_mutex_t mu;
+    pthread_cond_t filled, emptied;
+    struct rh_row *batch[RH_DB_NBATCH]; /* the batches, each RH_DB_BATCH rows */
+    size_t fill[RH_DB_NBATCH];          /* rows in each: > 0 while queued */
+    unsigned head, tail;                /* queue: batches head..tail-1 await the writer */
+    size_t cur_n;                       /* rows in batch[tail % NBATCH], being filled */
+    int done, failed;                   /* no more batches; the writer failed (err set) */
+    int started;                        /* rh_db_row() set the above up */
+    /* CPU samples and mmap/mallopt calls (issues 15, 16) arrive on the merge
+     * thread while the writer thread owns the connection (SQLite is
+     * configured single-threaded): they wait here and are inserted by the
+     * merge thread once the writer is idle (rh_db_side_flush), a batch at a
+     * time, so the two threads never use the connection at once. */
+    struct rh_db_side *side; /* RH_DB_SIDE entries */
+    size_t side_n;
+};
+
+#define RH_DB_SIDE 4096
+struct rh_db_side {
+    int64_t t;
+    struct rh_event ev; /* RH_EV_EXT: the call; its body stays in the mapped rip */
+    uint64_t stack, periods;
+    uint32_t thread;
+    uint8_t cpu; /* 1: a CPU sample (stack, periods, thread), 0: ev */
 };
 
 /* The temp file of the conversion in progress, for rh_db_temp_path(). */
@@ -148,10 +185,10 @@ static const char rh_schema[] =
     "PRAGMA synchronous=OFF;"
     "PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA cache_size=-65536;"
-    /* The rows; the view allocations adds each stack's kind (README). */
-    "CREATE TABLE alloc_rows(id INTEGER PRIMARY KEY, alloc_after INTEGER NOT NULL,"
-    " dealloc_after INTEGER, bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL,"
-    " alloc_thread INTEGER NOT NULL, dealloc_thread INTEGER, temporary INTEGER NOT NULL);"
+    /* The rows, compact (README "How the rows are stored"): the view
+     * allocations (rh_db_view) gives the seed's columns back. */
+    "CREATE TABLE alloc_rows(id INTEGER PRIMARY KEY, t INTEGER NOT NULL, life INTEGER,"
+    " bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL, th INTEGER NOT NULL);"
     "CREATE TABLE backtraces(id INTEGER NOT NULL, frame_no INTEGER NOT NULL, file TEXT,"
     " line INTEGER, sym TEXT, module TEXT, address INTEGER, inlined INTEGER NOT NULL DEFAULT 0,"
     " PRIMARY KEY(id, frame_no)) WITHOUT ROWID;"
@@ -168,7 +205,8 @@ static const char rh_schema[] =
     " live_bytes INTEGER);"
     "CREATE TABLE timeline(col INTEGER PRIMARY KEY, t INTEGER, max_bytes INTEGER,"
     " max_time INTEGER, end_bytes INTEGER, active INTEGER);"
-    "CREATE TABLE timeline_stacks(col INTEGER, bt INTEGER, at_max INTEGER, at_end INTEGER);"
+    "CREATE TABLE timeline_stacks(col INTEGER, bt INTEGER, at_max INTEGER, at_end INTEGER,"
+    " PRIMARY KEY(col, bt)) WITHOUT ROWID;"
     "CREATE TABLE leak_curve(bt INTEGER, bucket INTEGER, blocks INTEGER, bytes INTEGER,"
     " first INTEGER, last INTEGER, PRIMARY KEY(bt, bucket)) WITHOUT ROWID;"
     "CREATE TABLE skipped_functions(sym TEXT PRIMARY KEY, callers INTEGER, stacks INTEGER);"
@@ -183,12 +221,6 @@ static const char rh_schema[] =
     "BEGIN;";
 
 static const char rh_post[] =
-    "CREATE INDEX alloc_rows_bt ON alloc_rows(bt);"
-    "CREATE VIEW allocations AS SELECT a.id AS id, a.alloc_after AS alloc_after,"
-    " a.dealloc_after AS dealloc_after, a.bt AS bt, a.size AS size, a.addr AS addr,"
-    " a.alloc_thread AS alloc_thread, a.dealloc_thread AS dealloc_thread,"
-    " coalesce((SELECT s.kind FROM stacks s WHERE s.id = a.bt), 'unknown') AS kind,"
-    " a.temporary AS temporary FROM alloc_rows a;"
     "CREATE INDEX backtraces_id ON backtraces(id);"
     "CREATE INDEX backtraces_file_line ON backtraces(file, line);"
     "CREATE VIEW leaks AS SELECT * FROM allocations WHERE dealloc_after IS NULL;"
@@ -255,8 +287,8 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
     }
     if (rh_db_exec(d, rh_schema, err, errlen) ||
         rh_db_prepare(d,
-                      "INSERT INTO alloc_rows(id, alloc_after, dealloc_after, bt, size, addr,"
-                      " alloc_thread, dealloc_thread, temporary) VALUES(?,?,?,?,?,?,?,?,?)",
+                      "INSERT INTO alloc_rows(id, t, life, bt, size, addr, th)"
+                      " VALUES(?,?,?,?,?,?,?)",
                       &d->ins, err, errlen) ||
         rh_mmaps_open(&d->mm, d->db, err, errlen)) {
         rh_db_abort(d);
@@ -265,36 +297,27 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
     return d;
 }
 
-int rh_db_ext(void *ctx, const struct rh_event *ev, int64_t t)
-{
-    struct rh_db *d = ctx;
-    if (rh_mmaps_event(&d->mm, ev, t) == 0)
-        return 0;
-    rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp, sqlite3_errmsg(d->db));
-    return -1;
-}
 
 #define RH_DB_RING (1u << 19)
+
 
 /* Inserts one row now. Returns 0 or -1. */
 static int rh_db_insert(struct rh_db *d, const struct rh_row *row)
 {
     sqlite3_stmt *s = d->ins;
     sqlite3_bind_int64(s, 1, (sqlite3_int64)row->id);
-    sqlite3_bind_int64(s, 2, row->alloc_ns);
+    sqlite3_bind_int64(s, 2, row->alloc_ns - (int64_t)row->id * d->time_step);
     if (row->dealloc_ns >= 0)
-        sqlite3_bind_int64(s, 3, row->dealloc_ns);
+        sqlite3_bind_int64(s, 3, row->dealloc_ns - row->alloc_ns);
     else
         sqlite3_bind_null(s, 3);
     sqlite3_bind_int64(s, 4, (sqlite3_int64)row->stack);
     sqlite3_bind_int64(s, 5, (sqlite3_int64)row->size);
     sqlite3_bind_int64(s, 6, (sqlite3_int64)row->addr);
-    sqlite3_bind_int64(s, 7, row->alloc_thread);
-    if (row->dealloc_thread)
-        sqlite3_bind_int64(s, 8, row->dealloc_thread);
-    else
-        sqlite3_bind_null(s, 8);
-    sqlite3_bind_int64(s, 9, row->temporary);
+    int64_t th = (int64_t)(row->alloc_thread & RH_DB_THREAD_MASK) << 1 | (row->temporary ? 1 : 0);
+    if (row->dealloc_ns >= 0 && row->dealloc_thread != row->alloc_thread)
+        th |= (int64_t)row->dealloc_thread << RH_DB_DTH_SHIFT;
+    sqlite3_bind_int64(s, 7, th);
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE) {
@@ -320,9 +343,10 @@ static int rh_db_ring_flush(struct rh_db *d, uint64_t upto)
     }
 }
 
-int rh_db_row(void *ctx, const struct rh_row *row)
+/* Handles one row in the writer thread: culls it or puts it in the ring
+ * that inserts rows in id order. Returns 0 or -1 with d->err set. */
+static int rh_db_row_now(struct rh_db *d, const struct rh_row *row)
 {
-    struct rh_db *d = ctx;
     int culled = d->min_lifetime_ns > 0 && row->dealloc_ns >= 0 &&
                  row->dealloc_ns - row->alloc_ns < d->min_lifetime_ns;
     d->culled += (uint64_t)culled;
@@ -346,9 +370,10 @@ int rh_db_row(void *ctx, const struct rh_row *row)
     return row->id == d->next_id ? rh_db_ring_flush(d, 0) : 0;
 }
 
-int rh_db_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods)
+/* Inserts one CPU sample row now (the connection is this thread's). 0 or -1. */
+static int rh_db_cpu_now(struct rh_db *d, int64_t t, uint32_t thread, uint64_t stack,
+                         uint64_t periods)
 {
-    struct rh_db *d = ctx;
     if (!d->cpu_ins && sqlite3_prepare_v2(d->db, "INSERT INTO cpu_samples VALUES(?,?,?,?)", -1,
                                           &d->cpu_ins, NULL) != SQLITE_OK)
         goto fail;
@@ -366,11 +391,173 @@ fail:
     return -1;
 }
 
+/* Waits until the writer thread has inserted every queued batch, so the
+ * calling (merge) thread may use the connection until it queues another. */
+static void rh_db_writer_idle(struct rh_db *d)
+{
+    if (!d->writer_on)
+        return;
+    pthread_mutex_lock(&d->mu);
+    while (d->head != d->tail)
+        pthread_cond_wait(&d->emptied, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* Inserts the waiting CPU samples and mmap/mallopt calls once the writer is
+ * idle. Returns 0 or -1 (d->err says why). */
+static int rh_db_side_flush(struct rh_db *d)
+{
+    if (!d->side_n)
+        return 0;
+    rh_db_writer_idle(d);
+    for (size_t i = 0; i < d->side_n; i++) {
+        const struct rh_db_side *e = &d->side[i];
+        if (e->cpu) {
+            if (rh_db_cpu_now(d, e->t, e->thread, e->stack, e->periods))
+                return -1;
+        } else if (rh_mmaps_event(&d->mm, &e->ev, e->t) != 0) {
+            rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp,
+                         sqlite3_errmsg(d->db));
+            return -1;
+        }
+    }
+    d->side_n = 0;
+    return 0;
+}
+
+/* Takes the next side entry, flushing when full. NULL after out of memory or
+ * a failed flush (d->err says why). */
+static struct rh_db_side *rh_db_side_slot(struct rh_db *d)
+{
+    if (!d->side && !(d->side = malloc(RH_DB_SIDE * sizeof *d->side))) {
+        rh_db_seterr(d->err, sizeof d->err, "%s: out of memory", rh_db_tmp);
+        return NULL;
+    }
+    if (d->side_n == RH_DB_SIDE && rh_db_side_flush(d))
+        return NULL;
+    struct rh_db_side *e = &d->side[d->side_n++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+int rh_db_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods)
+{
+    struct rh_db_side *e = rh_db_side_slot(ctx);
+    if (!e)
+        return -1;
+    e->cpu = 1;
+    e->t = t;
+    e->thread = thread;
+    e->stack = stack;
+    e->periods = periods;
+    return 0;
+}
+
+int rh_db_ext(void *ctx, const struct rh_event *ev, int64_t t)
+{
+    struct rh_db_side *e = rh_db_side_slot(ctx);
+    if (!e)
+        return -1;
+    e->ev = *ev;
+    e->t = t;
+    return 0;
+}
+
+/* The writer thread: inserts queued batches until done. After a failure it
+ * keeps taking batches (and drops them) so the merge never waits forever. */
+static void *rh_db_writer(void *arg)
+{
+    struct rh_db *d = arg;
+    pthread_mutex_lock(&d->mu);
+    for (;;) {
+        while (d->head == d->tail && !d->done)
+            pthread_cond_wait(&d->filled, &d->mu);
+        if (d->head == d->tail)
+            break;
+        unsigned k = d->head % RH_DB_NBATCH;
+        size_t n = d->fill[k];
+        int failed = d->failed;
+        pthread_mutex_unlock(&d->mu);
+        for (size_t i = 0; i < n && !failed; i++)
+            failed = rh_db_row_now(d, &d->batch[k][i]) != 0;
+        pthread_mutex_lock(&d->mu);
+        d->failed |= failed;
+        d->fill[k] = 0;
+        d->head++;
+        pthread_cond_signal(&d->emptied);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+/* Queues the batch being filled (when it holds rows), waiting for room.
+ * Returns 0, or -1 once the writer has failed (d->err says why). */
+static int rh_db_hand_over(struct rh_db *d)
+{
+    pthread_mutex_lock(&d->mu);
+    if (d->cur_n) {
+        d->fill[d->tail % RH_DB_NBATCH] = d->cur_n;
+        d->tail++;
+        pthread_cond_signal(&d->filled);
+        while (d->tail - d->head >= RH_DB_NBATCH)
+            pthread_cond_wait(&d->emptied, &d->mu);
+    }
+    int failed = d->failed;
+    pthread_mutex_unlock(&d->mu);
+    d->cur_n = 0;
+    return failed ? -1 : 0;
+}
+
+/* Ends the writer thread after the queued batches. Returns 0, or -1 when it
+ * failed (d->err says why). */
+static int rh_db_writer_stop(struct rh_db *d)
+{
+    if (!d->writer_on)
+        return 0;
+    rh_db_hand_over(d);
+    pthread_mutex_lock(&d->mu);
+    d->done = 1;
+    pthread_cond_signal(&d->filled);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->writer, NULL);
+    d->writer_on = 0;
+    return d->failed ? -1 : 0;
+}
+
+int rh_db_row(void *ctx, const struct rh_row *row)
+{
+    struct rh_db *d = ctx;
+    if (!d->started) {
+        /* the first row: the batches and the writer thread */
+        d->started = 1;
+        for (int k = 0; k < RH_DB_NBATCH; k++)
+            if (!(d->batch[k] = malloc(RH_DB_BATCH * sizeof *d->batch[k]))) {
+                rh_db_seterr(d->err, sizeof d->err, "%s: out of memory", rh_db_tmp);
+                return -1;
+            }
+        pthread_mutex_init(&d->mu, NULL);
+        pthread_cond_init(&d->filled, NULL);
+        pthread_cond_init(&d->emptied, NULL);
+        d->writer_on = pthread_create(&d->writer, NULL, rh_db_writer, d) == 0;
+    }
+    if (!d->writer_on) /* no thread could start: insert here */
+        return rh_db_row_now(d, row);
+    d->batch[d->tail % RH_DB_NBATCH][d->cur_n++] = *row;
+    return d->cur_n == RH_DB_BATCH ? rh_db_hand_over(d) : 0;
+}
+
 void rh_db_abort(struct rh_db *d)
 {
     if (!d)
         return;
     sqlite3_finalize(d->cpu_ins);
+    if (d->writer_on) {
+        d->cur_n = 0;
+        rh_db_writer_stop(d);
+    }
+    for (int k = 0; k < RH_DB_NBATCH; k++)
+        free(d->batch[k]);
+    free(d->side);
     sqlite3_finalize(d->ins);
     rh_mmaps_close(&d->mm);
     sqlite3_close(d->db);
@@ -686,11 +873,44 @@ static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
     return -1;
 }
 
+/* Creates the view allocations over alloc_rows, which stores each row in
+ * fewer bytes (README "How the rows are stored"): t = alloc_after - id *
+ * time_step (a run's allocations come at a steady rate, so t stays small),
+ * life = dealloc_after - alloc_after (NULL: never freed), th = temporary |
+ * alloc_thread << 1 | dealloc_thread << 24 (the last only when another
+ * thread freed it: usually th is one byte), kind from stacks. addr stays as
+ * it is: a join on it (address reuse) can then use an automatic index, which
+ * SQLite cannot build on an expression. The step is written into the view as
+ * a number (an int64 value, not input text) and into meta as row_time_step.
+ * Returns 0 or -1. */
+static int rh_db_view(struct rh_db *d, char *err, size_t errlen)
+{
+    char sql[1024];
+    long long step = (long long)d->time_step;
+    snprintf(sql, sizeof sql,
+             "CREATE VIEW allocations AS SELECT a.id AS id, a.t + a.id * %lld AS alloc_after,"
+             " a.t + a.id * %lld + a.life AS dealloc_after, a.bt AS bt, a.size AS size,"
+             " a.addr AS addr, (a.th >> 1) & 8388607 AS alloc_thread,"
+             " CASE WHEN a.life IS NOT NULL THEN coalesce(nullif(a.th >> 24, 0),"
+             " (a.th >> 1) & 8388607) END AS dealloc_thread,"
+             " coalesce((SELECT s.kind FROM stacks s WHERE s.id = a.bt), 'unknown') AS kind,"
+             " a.th & 1 AS temporary FROM alloc_rows a;"
+             "INSERT OR REPLACE INTO meta(key, value) VALUES('row_time_step', %lld);",
+             step, step, step);
+    return rh_db_exec(d, sql, err, errlen);
+}
+
+void rh_db_set_time_step(struct rh_db *d, int64_t step_ns)
+{
+    d->time_step = step_ns > 0 ? step_ns : 0;
+}
+
 int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats *st,
                  struct rh_symbolizer *sym, int force, char *err, size_t errlen)
 {
     uint64_t undefined = 0;
-    if (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING)) {
+    if (rh_db_writer_stop(d) || rh_db_side_flush(d) ||
+        (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING))) {
         snprintf(err, errlen, "%s", d->err);
         goto fail;
     }
@@ -703,9 +923,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||
         (d->agg && rh_agg_write(d->agg, d->db, err, errlen)) ||
-        rh_db_exec(d, rh_post, err, errlen) ||
-        (d->agg && !rh_agg_time_ordered(d->agg) &&
-         rh_db_exec(d, "CREATE INDEX alloc_rows_time ON alloc_rows(alloc_after);", err, errlen)) ||
+        rh_db_view(d, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
         rh_callsite_write(d->db, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
         goto fail;
     if (sqlite3_close(d->db) != SQLITE_OK) {
@@ -718,6 +936,9 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     rh_db_tmp[0] = 0;
     free(d->ring);
     free(d->ring_full);
+    for (int k = 0; k < RH_DB_NBATCH; k++)
+        free(d->batch[k]);
+    free(d->side);
     free(d);
     return 0;
 fail:

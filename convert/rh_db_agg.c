@@ -107,10 +107,25 @@ static int rh_aw_threads(struct rh_aw *w, struct rh_agg *a)
     return rc;
 }
 
+/* Orders timeline points by column, then stack id (the table's key). */
+static const struct rh_agg *rh_pt_agg;
+static int rh_pt_cmp(const void *x, const void *y)
+{
+    const struct rh_agg_point *p = x, *q = y;
+    if (p->col != q->col)
+        return p->col < q->col ? -1 : 1;
+    uint64_t a = rh_pt_agg->r->stacks[p->si].id, b = rh_pt_agg->r->stacks[q->si].id;
+    return a < b ? -1 : a > b;
+}
+
 static int rh_aw_timeline(struct rh_aw *w, struct rh_agg *a)
 {
     if (!a->tl_ok)
         return 0;
+    /* in key order, so the WITHOUT ROWID table's pages fill up */
+    rh_pt_agg = a;
+    if (a->npts > 1)
+        qsort(a->pts, a->npts, sizeof *a->pts, rh_pt_cmp);
     sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO timeline VALUES(?,?,?,?,?,?)");
     sqlite3_stmt *sp = rh_aw_prep(w, "INSERT INTO timeline_stacks VALUES(?,?,?,?)");
     int rc = st && sp ? 0 : -1;

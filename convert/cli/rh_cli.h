@@ -3,8 +3,10 @@
  * `rheaper` answers the common questions from a profile.db without writing SQL.
  * It runs after the profiled program, like rheaper-convert, and shares the
  * converter's code for `rheaper convert` and `rheaper run`. Every listing
- * command works on the allocations that pass the shared filters, which
- * rh_filter_apply() materializes as the TEMP table `sel`. Prototypes are
+ * command works on the scope rh_filter_apply() builds from the shared
+ * filters: per-stack and per-thread figures, peak, timeline and leak curve of
+ * the allocations that pass them (TEMP tables), and `sel`, a view of those
+ * allocations. Prototypes are
  * grouped under the file that defines them.
  */
 #ifndef RH_CLI_H
@@ -120,38 +122,91 @@ void rh_filter_init(struct rh_filter *f);
 int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
 
 /* Builds the scope every command reads, from f (README, "How the rheaper
- * command answers"):
- *   TEMP TABLE cs(bt, frame)       each stack in scope and its call-site frame
- *                                  (stacks.callsite, --skip-function, --no-skip)
- *   TEMP TABLE sstat(bt, ...)      per stack: the columns of stack_stats over
- *                                  the rows that pass f
- *   TEMP TABLE scope(...)          one row: rows (1 when computed from rows),
- *                                  peak_bytes, peak_blocks, peak_time, culled
- *   sel                            the rows that pass f (all columns of
- *                                  allocations plus `lifetime` in ns, NULL when
- *                                  leaked; `temporary` in the sense
- *                                  --temporary-ms selects)
- * Without row filters on a converted profile with aggregates, sstat is
- * stack_stats and sel a TEMP VIEW of allocations that nothing reads unless
- * asked (query, export): no command scans the rows. With filters, stack
- * filters are resolved over the distinct stacks, rows are selected through the
- * bt index and time filters through the allocation-ordered ids, and the peak
- * is found in C in one ordered pass. RHEAPER_ROWS=1 in the environment forces
- * the row path (the tests compare both). Prints the call-site line and the
- * culled line on stderr. All values are bound, never pasted into SQL.
- * Returns 0, or -1 after printing one line. */
+ * command answers"). This is the contract other readers (the server, the
+ * live view) rely on; every table is TEMP and replaced by the next call:
+ *   cs(bt, frame)        each stack in scope and its call-site frame
+ *                        (stacks.callsite, --skip-function, --no-skip)
+ *   skipped(sym)         the wrapper functions the call sites passed over
+ *   sstat(bt, ...)       per stack: stack_stats' columns over the rows that
+ *                        pass f (count, bytes, freed/leaked blocks and bytes,
+ *                        peak_blocks/peak_bytes at the scope's own peak,
+ *                        temporary, first_alloc, last_alloc)
+ *   tstat(thread, ...)   per thread: thread_stats' columns over those rows
+ *   stl, stls            the scope's heap timeline: timeline's and
+ *                        timeline_stacks' columns (RH_AGG_COLUMNS columns
+ *                        over scope.span), when scope.timeline is 1
+ *   slc(bt, bucket, ...) the scope's leak curve: leak_curve's columns, in
+ *                        scope.leak_buckets buckets of the run
+ *   scope                one row: rows (1: computed from the rows), peak_bytes,
+ *                        peak_blocks, peak_time, culled (meta
+ *                        min_lifetime_ns), span, timeline, leak_buckets
+ *   sel                  a VIEW of the rows that pass f: allocations' columns
+ *                        plus `lifetime` (ns, NULL when leaked) and
+ *                        `temporary` in the sense --temporary-ms selects. It
+ *                        is never materialized: reading it scans the rows
+ *                        (the selected id range), so commands read the
+ *                        tables above instead
+ *   selbt, selth, selp   the resolved stack set, thread set and bound values
+ *                        that sel and the pass use (only when filtered)
+ * Without row filters on a profile with aggregates, sstat and tstat copy
+ * stack_stats and thread_stats and stl, stls and slc are views of timeline,
+ * timeline_stacks and leak_curve: nothing reads the rows. With filters (or
+ * RHEAPER_ROWS=1, or a profile without aggregates), stack and kind filters
+ * are resolved over the distinct stacks, the thread filter over threads, time
+ * filters into an id range (binary search: ids follow time), and one ordered
+ * pass over that id range (rh_cli_pass.c) computes every table with the
+ * converter's aggregate code. Prints the call-site line and the culled line
+ * on stderr. All values are bound, never pasted into SQL. Returns 0, or -1
+ * after printing one line. */
 int rh_filter_apply(sqlite3 *db, const struct rh_filter *f);
 
 /* The scope's figures (from TEMP TABLE scope): 1 when computed from rows. */
 struct rh_scope {
     int rows;
     int64_t peak_bytes, peak_blocks, peak_time;
+    int64_t span; /* the timeline's span: the run, or the scope's last event when later */
+    int timeline; /* 1: TEMP stl/stls hold the scope's timeline over span */
 };
 int rh_scope_get(sqlite3 *db, struct rh_scope *sc);
 
 /* Prints "rheaper: call sites skip allocator wrappers: f, g, ..." on stderr
  * once per process when the scope skipped any. */
 void rh_scope_notice(sqlite3 *db);
+
+/* ---- rh_cli_pass.c: a filtered scope in one ordered pass -------------- */
+
+struct rh_map;
+
+/* What rh_pass_run() selects: rows with id_lo <= id < id_hi that pass every
+ * condition given (a bound < 0 is unset). */
+struct rh_pass {
+    int64_t id_lo, id_hi;
+    int ordered;                /* ids follow alloc_after (meta ids_time_ordered) */
+    int64_t t_from, t_to;       /* alloc_after bounds, inclusive */
+    int64_t min_size, max_size; /* inclusive */
+    int lifetime;               /* 0 any, 1 leaked, 2 temporary, 3 freed within life_min..life_max */
+    int64_t life_min, life_max;
+    int64_t temporary_ns;       /* temporary = freed within this; < 0: the temporary column */
+    const struct rh_map *stacks; /* the stack ids that pass; NULL: every stack */
+    const int64_t *threads;      /* alloc_thread must be one of them when thread_filter */
+    int nthreads, thread_filter;
+    int64_t span; /* the run's length (meta duration_ns): timeline and leak buckets */
+    int layout;   /* 1: read alloc_rows' compact layout (meta row_time_step) directly */
+    int64_t time_step;
+};
+
+struct rh_pass_result {
+    int64_t rows, peak_bytes, peak_blocks, peak_time;
+    int64_t last_event; /* the latest allocation or free time of the rows */
+    int timeline;       /* 1: stl and stls hold the scope's timeline */
+};
+
+/* Reads the rows p selects once, in allocation order, and computes with the
+ * converter's aggregate code (rh_aggregate.c) the scope's TEMP tables sstat,
+ * tstat (thread_stats' columns), stl and stls (timeline's and
+ * timeline_stacks' columns) and slc (leak_curve's), replacing any before,
+ * and the figures in *res. Returns 0, or -1 after one line on stderr. */
+int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res);
 
 /* ---- rh_cli_out.c: tables, CSV, JSON ---------------------------------- */
 

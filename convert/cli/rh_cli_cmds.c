@@ -348,13 +348,14 @@ int rh_cmd_peak(int argc, char **argv)
  * A site that leaked all along grows like a line and covers every bucket
  * (score near 1); one block allocated once covers one bucket and gives a step
  * (score near 0), however large it is. Returns 0 or -1. */
-/* The number of buckets of the stored leak curve, 0 when there is none. */
+/* The number of buckets of the scope's leak curve (TEMP TABLE slc), 0 when
+ * there is none. */
 static int rh_leak_curve_buckets(sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
     int nb = 0;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'leak_buckets'", -1, &st,
-                           NULL) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(db, "SELECT leak_buckets FROM temp.scope", -1, &st, NULL) ==
+            SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW)
         nb = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
@@ -373,13 +374,10 @@ static int rh_leak_scores(sqlite3 *db, int nb, int64_t duration)
     /* The leaked blocks per site and bucket: from the converter's leak curve
      * when the scope is unfiltered and the buckets are its own, else from the
      * rows of the scope. */
-    struct rh_scope sc;
-    if (rh_scope_get(db, &sc))
-        return -1;
-    int curve = !sc.rows && nb == rh_leak_curve_buckets(db);
+    int curve = nb == rh_leak_curve_buckets(db);
     sqlite3_stmt *q = rh_prepare(
         db, curve ? "SELECT s.site, l.bucket AS k, sum(l.blocks), sum(l.bytes), min(l.first),"
-                    " max(l.last), ?1, ?2 FROM main.leak_curve l JOIN site s ON s.bt = l.bt"
+                    " max(l.last), ?1, ?2 FROM temp.slc l JOIN site s ON s.bt = l.bt"
                     " GROUP BY s.site, k ORDER BY s.site, k"
                   : "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER))"
                     " AS k, count(*), sum(a.size), min(a.alloc_after), max(a.alloc_after)"
@@ -513,37 +511,31 @@ static void rh_json_kv_str(FILE *out, const char *k, const char *v)
     fputs("\",", out);
 }
 
-/* The per-thread figures of the scope: the converter's thread_stats when it
- * is unfiltered, else the thread_summary query over sel. */
+/* The per-thread figures of the scope (TEMP TABLE tstat: the converter's
+ * thread_stats, or the filtered pass's). */
 static const char *rh_thread_sql(sqlite3 *db)
 {
-    struct rh_scope sc;
-    if (rh_scope_get(db, &sc) == 0 && !sc.rows)
-        return "SELECT t.id AS thread, t.tid AS tid, t.name AS name,"
-               " coalesce(s.alloc_blocks, 0) AS alloc_blocks,"
-               " coalesce(s.alloc_bytes, 0) AS alloc_bytes,"
-               " coalesce(s.freed_blocks, 0) AS freed_blocks,"
-               " coalesce(s.freed_bytes, 0) AS freed_bytes,"
-               " coalesce(s.freed_by_others_blocks, 0) AS freed_by_others_blocks,"
-               " coalesce(s.freed_by_others_bytes, 0) AS freed_by_others_bytes,"
-               " coalesce(s.live_blocks, 0) AS live_blocks, coalesce(s.live_bytes, 0) AS live_bytes"
-               " FROM threads t LEFT JOIN thread_stats s ON s.thread = t.id ORDER BY t.id";
-    return RH_SQL_THREAD_SUMMARY("sel");
+    (void)db;
+    return "SELECT t.id AS thread, t.tid AS tid, t.name AS name,"
+           " coalesce(s.alloc_blocks, 0) AS alloc_blocks,"
+           " coalesce(s.alloc_bytes, 0) AS alloc_bytes,"
+           " coalesce(s.freed_blocks, 0) AS freed_blocks,"
+           " coalesce(s.freed_bytes, 0) AS freed_bytes,"
+           " coalesce(s.freed_by_others_blocks, 0) AS freed_by_others_blocks,"
+           " coalesce(s.freed_by_others_bytes, 0) AS freed_by_others_bytes,"
+           " coalesce(s.live_blocks, 0) AS live_blocks, coalesce(s.live_bytes, 0) AS live_bytes"
+           " FROM threads t LEFT JOIN temp.tstat s ON s.thread = t.id ORDER BY t.id";
 }
 
 /* The per-kind figures of the scope (allocation function or pool name): the
- * converter's stack_stats by stacks.kind when unfiltered, else over sel. */
+ * scope's per-stack figures by stacks.kind. */
 static const char *rh_kinds_sql(sqlite3 *db)
 {
-    struct rh_scope sc;
-    if (rh_scope_get(db, &sc) == 0 && !sc.rows)
-        return "SELECT coalesce(s.kind, 'unknown') AS kind, sum(t.count) AS blocks,"
-               " sum(t.bytes) AS bytes, sum(t.leaked_blocks) AS leaked_blocks"
-               " FROM stack_stats t LEFT JOIN stacks s ON s.id = t.bt"
-               " GROUP BY 1 ORDER BY bytes DESC, kind";
-    return "SELECT kind, count(*) AS blocks, sum(size) AS bytes,"
-           " sum(dealloc_after IS NULL) AS leaked_blocks FROM sel"
-           " GROUP BY kind ORDER BY bytes DESC, kind";
+    (void)db;
+    return "SELECT coalesce(s.kind, 'unknown') AS kind, sum(t.count) AS blocks,"
+           " sum(t.bytes) AS bytes, sum(t.leaked_blocks) AS leaked_blocks"
+           " FROM temp.sstat t LEFT JOIN stacks s ON s.id = t.bt"
+           " GROUP BY 1 ORDER BY bytes DESC, kind";
 }
 
 /* Prints the whole-profile figures, the top 5 sites and the threads, as text,

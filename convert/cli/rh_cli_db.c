@@ -93,7 +93,8 @@ sqlite3 *rh_cli_open(const char *path)
         return NULL;
     }
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    /* one thread per connection: no mutex around every column read */
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
         fprintf(stderr, "rheaper: %s: cannot open (%s)\n", path,
                 db ? sqlite3_errmsg(db) : "out of memory");
         sqlite3_close(db);

@@ -26,8 +26,10 @@
  * rh_filter_apply() builds the scope every command reads (rh_cli.h): per
  * stack figures, call sites, the peak and the rows that pass, with every value
  * bound as a parameter. Without row filters it only copies the converter's
- * aggregates; with them it selects rows through indexes and computes the
- * figures of the selection in one ordered pass.
+ * aggregates; with them it resolves stack, kind and thread filters over the
+ * distinct stacks and threads, turns time filters into an id range, and
+ * computes the figures of the selection in one ordered pass over that range
+ * (rh_cli_pass.c). The TEMP tables it leaves are the contract of rh_cli.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,6 +39,7 @@
 #include <string.h>
 
 #include "rh_cli.h"
+#include "rh_convert.h"
 
 void rh_filter_init(struct rh_filter *f)
 {
@@ -309,12 +312,6 @@ struct rh_binds {
     int n;
 };
 
-static void rh_bind_int(struct rh_binds *b, int64_t v)
-{
-    b->t[b->n] = RH_B_INT;
-    b->i[b->n++] = v;
-}
-
 static void rh_bind_text(struct rh_binds *b, const char *v)
 {
     b->t[b->n] = RH_B_TEXT;
@@ -377,10 +374,10 @@ static int64_t rh_duration(sqlite3 *db)
  * order (meta ids_time_ordered), so no index on time is needed. */
 static int64_t rh_id_at(sqlite3 *db, int64_t t, int strict)
 {
-    int64_t lo = rh_int(db, "SELECT min(id) FROM alloc_rows", 0, 1);
-    int64_t hi = rh_int(db, "SELECT max(id) FROM alloc_rows", 0, 0) + 1;
+    int64_t lo = rh_int(db, "SELECT min(id) FROM allocations", 0, 1);
+    int64_t hi = rh_int(db, "SELECT max(id) FROM allocations", 0, 0) + 1;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT id, alloc_after FROM alloc_rows WHERE id >= ?1 ORDER BY id"
+    if (sqlite3_prepare_v2(db, "SELECT id, alloc_after FROM allocations WHERE id >= ?1 ORDER BY id"
                                " LIMIT 1", -1, &st, NULL) != SQLITE_OK)
         return lo;
     while (lo < hi) {
@@ -401,118 +398,71 @@ static int64_t rh_id_at(sqlite3 *db, int64_t t, int strict)
     return lo;
 }
 
-/* A min-heap of pending frees (time, size) for rh_peak_pass(). */
-struct rh_frees {
-    int64_t (*v)[2];
-    size_t n, cap;
-};
-
-static int rh_frees_push(struct rh_frees *h, int64_t t, int64_t size)
+/* Drops the TEMP table or view `name` if there is one. Returns 0 or -1. */
+static int rh_drop_temp(sqlite3 *db, const char *name)
 {
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? h->cap * 2 : 4096;
-        int64_t(*nv)[2] = realloc(h->v, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        h->v = nv;
-        h->cap = nc;
-    }
-    size_t i = h->n++;
-    while (i && h->v[(i - 1) / 2][0] > t) {
-        h->v[i][0] = h->v[(i - 1) / 2][0];
-        h->v[i][1] = h->v[(i - 1) / 2][1];
-        i = (i - 1) / 2;
-    }
-    h->v[i][0] = t;
-    h->v[i][1] = size;
-    return 0;
-}
-
-static void rh_frees_pop(struct rh_frees *h)
-{
-    int64_t t = h->v[--h->n][0], size = h->v[h->n][1];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && h->v[c + 1][0] < h->v[c][0])
-            c++;
-        if (h->v[c][0] >= t)
-            break;
-        h->v[i][0] = h->v[c][0];
-        h->v[i][1] = h->v[c][1];
-        i = c;
-    }
-    if (h->n) {
-        h->v[i][0] = t;
-        h->v[i][1] = size;
-    }
-}
-
-/* Finds the peak of sel in one ordered pass in C: the rows in allocation
- * order (ids, when they follow time, need no sort), their frees from a heap
- * ordered by time; at equal times frees come first, as the converter merges
- * them. Gives the highest live byte count, the blocks live then and the first
- * time it was reached (0, 0, 0 when nothing is). Returns 0 or -1 after a
- * message. */
-static int rh_peak_pass(sqlite3 *db, int ordered, int64_t *peak, int64_t *blocks, int64_t *t)
-{
-    sqlite3_stmt *st;
-    *peak = *blocks = *t = 0;
-    if (sqlite3_prepare_v2(db,
-                           ordered ? "SELECT alloc_after, dealloc_after, size FROM sel ORDER BY rowid"
-                                   : "SELECT alloc_after, dealloc_after, size FROM sel"
-                                     " ORDER BY alloc_after, id",
-                           -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "peak");
-    struct rh_frees h = {NULL, 0, 0};
-    int64_t live = 0, nlive = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t ta = sqlite3_column_int64(st, 0), size = sqlite3_column_int64(st, 2);
-        while (h.n && h.v[0][0] <= ta) {
-            live -= h.v[0][1];
-            nlive--;
-            rh_frees_pop(&h);
-        }
-        live += size;
-        nlive++;
-        if (live > *peak) {
-            *peak = live;
-            *blocks = nlive;
-            *t = ta;
-        }
-        if (sqlite3_column_type(st, 1) != SQLITE_NULL &&
-            rh_frees_push(&h, sqlite3_column_int64(st, 1), size)) {
-            fprintf(stderr, "rheaper: peak: out of memory\n");
-            rc = SQLITE_NOMEM;
-            break;
-        }
-    }
+    sqlite3_stmt *st = NULL;
+    char type[16] = "";
+    if (sqlite3_prepare_v2(db, "SELECT type FROM temp.sqlite_master WHERE name = ?1", -1, &st,
+                           NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "filter");
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(type, sizeof type, "%s", sqlite3_column_text(st, 0));
     sqlite3_finalize(st);
-    free(h.v);
-    return rc == SQLITE_DONE ? 0 : rh_sql_fail(db, "peak");
+    if (strcmp(type, "table") && strcmp(type, "view"))
+        return 0;
+    char sql[128];
+    snprintf(sql, sizeof sql, "DROP %s temp.%s", type, name);
+    return rh_fexec(db, sql);
 }
 
-/* Creates sel (a table) from the rows that pass f. Returns 0 or -1. */
-static int rh_sel_rows(sqlite3 *db, const struct rh_filter *f, int ordered)
+/* Runs sql (one statement) with the text values of b bound from ?1 on.
+ * Returns 0 or -1. */
+static int rh_run_texts(sqlite3 *db, const char *sql, const struct rh_binds *b)
 {
-    char sql[8192], where[6144] = "1";
-    struct rh_binds b = {.n = 0};
-    int64_t dur = (f->from_pct || f->to_pct) ? rh_duration(db) : 0;
-    int bad = 0;
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "filter");
+    for (int k = 0; k < b->n; k++)
+        sqlite3_bind_text(st, k + 1, b->s[k], -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : rh_sql_fail(db, "filter");
+}
 
-    /* stacks first: which pass the --function/--file filters, over the
-     * distinct stacks only */
-    if (f->nfunc || f->nnot_func || f->nfile || f->nnot_file) {
+/* The row path: resolves f (stack and kind filters over the distinct stacks
+ * into TEMP TABLE selbt, the thread into selth, time filters into an id
+ * range), runs the pass (rh_cli_pass.c) and creates the TEMP VIEW sel over
+ * the same rows, its parameters bound into TEMP TABLE selp. Returns 0 or -1. */
+static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
+                         struct rh_pass_result *res, int64_t *span)
+{
+    char sql[4096], where[2048] = "a.id >= p.lo AND a.id < p.hi";
+    int64_t dur = rh_duration(db);
+    int bad = 0, rc = -1;
+    struct rh_pass ps = {.id_lo = 0, .id_hi = INT64_MAX, .ordered = ordered, .t_from = -1,
+                         .t_to = -1, .min_size = f->min_size, .max_size = f->max_size,
+                         .lifetime = f->lifetime, .life_min = f->life_min_ns,
+                         .life_max = f->life_max_ns, .temporary_ns = -1, .span = dur};
+    struct rh_map set = {0};
+    int64_t threads[64];
+    sqlite3_stmt *st = NULL;
+    if (f->temporary_ms >= 0)
+        ps.temporary_ns = (int64_t)llround(f->temporary_ms * 1e6);
+    ps.time_step = rh_meta_int(db, "row_time_step", -1);
+    ps.layout = ordered && ps.time_step >= 0;
+
+    /* stacks first: which pass the --function/--file/--kind filters, over
+     * the distinct stacks only */
+    if (f->nfunc || f->nnot_func || f->nfile || f->nnot_file || f->nkind || f->nnot_kind) {
         char sw[4096] = "1";
         struct rh_binds sb = {.n = 0};
         const struct {
             const char *cond;
             const char *const *re;
             int n;
-        } res[] = {
+        } res_[] = {
             {" AND id IN (SELECT id FROM backtraces WHERE sym REGEXP ?)", f->func_re, f->nfunc},
             {" AND id NOT IN (SELECT id FROM backtraces WHERE sym REGEXP ?)", f->not_func_re,
              f->nnot_func},
@@ -520,27 +470,59 @@ static int rh_sel_rows(sqlite3 *db, const struct rh_filter *f, int ordered)
             {" AND id NOT IN (SELECT id FROM backtraces WHERE file REGEXP ?)", f->not_file_re,
              f->nnot_file},
         };
-        for (size_t r = 0; r < sizeof res / sizeof res[0]; r++)
-            for (int k = 0; k < res[r].n; k++) {
-                bad |= rh_cat(sw, sizeof sw, res[r].cond);
-                rh_bind_text(&sb, res[r].re[k]);
+        for (size_t r = 0; r < sizeof res_ / sizeof res_[0]; r++)
+            for (int k = 0; k < res_[r].n; k++) {
+                bad |= rh_cat(sw, sizeof sw, res_[r].cond);
+                rh_bind_text(&sb, res_[r].re[k]);
             }
-        snprintf(sql, sizeof sql,
-                 "DROP TABLE IF EXISTS temp.selbt;"
-                 "CREATE TEMP TABLE selbt(bt INTEGER PRIMARY KEY);");
-        if (bad || rh_fexec(db, sql))
-            return -1;
+        /* kind is a stack's (stacks.kind) */
+        for (int k = 0; k < f->nkind; k++) {
+            bad |= rh_cat(sw, sizeof sw, k ? " OR kind = ?" : " AND (kind = ?");
+            rh_bind_text(&sb, f->kind[k]);
+        }
+        if (f->nkind)
+            bad |= rh_cat(sw, sizeof sw, ")");
+        for (int k = 0; k < f->nnot_kind; k++) {
+            bad |= rh_cat(sw, sizeof sw, " AND kind IS NOT ?");
+            rh_bind_text(&sb, f->not_kind[k]);
+        }
         snprintf(sql, sizeof sql, "INSERT INTO selbt SELECT id FROM stacks WHERE %s", sw);
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-            return rh_sql_fail(db, "filter");
-        for (int k = 0; k < sb.n; k++)
-            sqlite3_bind_text(st, k + 1, sb.s[k], -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
+        if (bad || rh_fexec(db, "CREATE TEMP TABLE selbt(bt INTEGER PRIMARY KEY)") ||
+            rh_run_texts(db, sql, &sb))
+            goto out;
+        if (sqlite3_prepare_v2(db, "SELECT bt FROM temp.selbt", -1, &st, NULL) != SQLITE_OK) {
+            rh_sql_fail(db, "filter");
+            goto out;
+        }
+        while (sqlite3_step(st) == SQLITE_ROW)
+            if (rh_map_put(&set, (uint64_t)sqlite3_column_int64(st, 0), 1)) {
+                fprintf(stderr, "rheaper: filter: out of memory\n");
+                goto out;
+            }
         sqlite3_finalize(st);
-        if (rc != SQLITE_DONE)
-            return rh_sql_fail(db, "filter");
-        bad |= rh_cat(where, sizeof where, " AND bt IN (SELECT bt FROM temp.selbt)");
+        st = NULL;
+        ps.stacks = &set;
+        bad |= rh_cat(where, sizeof where, " AND a.bt IN (SELECT bt FROM temp.selbt)");
+    }
+    if (f->thread) {
+        struct rh_binds tb = {.n = 0};
+        rh_bind_text(&tb, f->thread);
+        if (rh_fexec(db, "CREATE TEMP TABLE selth(id INTEGER PRIMARY KEY)") ||
+            rh_run_texts(db,
+                         "INSERT INTO selth SELECT id FROM threads WHERE CAST(id AS TEXT) = ?1"
+                         " OR CAST(tid AS TEXT) = ?1 OR name = ?1",
+                         &tb) ||
+            sqlite3_prepare_v2(db, "SELECT id FROM temp.selth LIMIT 64", -1, &st, NULL)) {
+            rh_sql_fail(db, "filter");
+            goto out;
+        }
+        while (sqlite3_step(st) == SQLITE_ROW)
+            threads[ps.nthreads++] = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        st = NULL;
+        ps.threads = threads;
+        ps.thread_filter = 1;
+        bad |= rh_cat(where, sizeof where, " AND a.alloc_thread IN (SELECT id FROM temp.selth)");
     }
     if (f->from >= 0 || f->to >= 0) {
         int64_t from = f->from < 0 ? -1
@@ -551,114 +533,78 @@ static int rh_sel_rows(sqlite3 *db, const struct rh_filter *f, int ordered)
                                                             : f->to * 1e9);
         if (ordered) {
             /* allocation order is time order: an id range */
-            if (from >= 0) {
-                bad |= rh_cat(where, sizeof where, " AND id >= ?");
-                rh_bind_int(&b, rh_id_at(db, from, 0));
-            }
-            if (to >= 0) {
-                bad |= rh_cat(where, sizeof where, " AND id < ?");
-                rh_bind_int(&b, rh_id_at(db, to, 1));
-            }
+            if (from >= 0)
+                ps.id_lo = rh_id_at(db, from, 0);
+            if (to >= 0)
+                ps.id_hi = rh_id_at(db, to, 1);
         } else {
-            if (from >= 0) {
-                bad |= rh_cat(where, sizeof where, " AND alloc_after >= ?");
-                rh_bind_int(&b, from);
-            }
-            if (to >= 0) {
-                bad |= rh_cat(where, sizeof where, " AND alloc_after <= ?");
-                rh_bind_int(&b, to);
-            }
+            ps.t_from = from;
+            ps.t_to = to;
+            if (from >= 0)
+                bad |= rh_cat(where, sizeof where, " AND a.alloc_after >= p.tf");
+            if (to >= 0)
+                bad |= rh_cat(where, sizeof where, " AND a.alloc_after <= p.tt");
         }
     }
-    if (f->min_size >= 0) {
-        bad |= rh_cat(where, sizeof where, " AND size >= ?");
-        rh_bind_int(&b, f->min_size);
-    }
-    if (f->max_size >= 0) {
-        bad |= rh_cat(where, sizeof where, " AND size <= ?");
-        rh_bind_int(&b, f->max_size);
-    }
-    if (f->lifetime == 1) {
-        bad |= rh_cat(where, sizeof where, " AND dealloc_after IS NULL");
-    } else if (f->lifetime == 2) {
+    if (f->min_size >= 0)
+        bad |= rh_cat(where, sizeof where, " AND a.size >= p.mins");
+    if (f->max_size >= 0)
+        bad |= rh_cat(where, sizeof where, " AND a.size <= p.maxs");
+    if (f->lifetime == 1)
+        bad |= rh_cat(where, sizeof where, " AND a.dealloc_after IS NULL");
+    else if (f->lifetime == 2)
         bad |= rh_cat(where, sizeof where, " AND tmp");
-    } else if (f->lifetime == 3) {
-        bad |= rh_cat(where, sizeof where, " AND dealloc_after IS NOT NULL");
-        if (f->life_min_ns >= 0) {
-            bad |= rh_cat(where, sizeof where, " AND dealloc_after - alloc_after >= ?");
-            rh_bind_int(&b, f->life_min_ns);
-        }
-        if (f->life_max_ns >= 0) {
-            bad |= rh_cat(where, sizeof where, " AND dealloc_after - alloc_after <= ?");
-            rh_bind_int(&b, f->life_max_ns);
-        }
-    }
-    for (int k = 0; k < f->nkind; k++) {
-        /* kind is a stack's (stacks.kind): select through the stacks */
-        bad |= rh_cat(where, sizeof where,
-                      k ? " OR kind = ?" : " AND bt IN (SELECT id FROM stacks WHERE kind = ?");
-        rh_bind_text(&b, f->kind[k]);
-    }
-    if (f->nkind)
-        bad |= rh_cat(where, sizeof where, ")");
-    for (int k = 0; k < f->nnot_kind; k++) {
-        bad |= rh_cat(where, sizeof where, " AND bt NOT IN (SELECT id FROM stacks WHERE kind = ?)");
-        rh_bind_text(&b, f->not_kind[k]);
-    }
-    if (f->thread) {
-        bad |= rh_cat(where, sizeof where,
-                      " AND alloc_thread IN (SELECT id FROM threads WHERE CAST(id AS TEXT) = ?1"
-                      " OR CAST(tid AS TEXT) = ?1 OR name = ?1)");
+    else if (f->lifetime == 3) {
+        bad |= rh_cat(where, sizeof where, " AND a.dealloc_after IS NOT NULL");
+        if (f->life_min_ns >= 0)
+            bad |= rh_cat(where, sizeof where, " AND a.dealloc_after - a.alloc_after >= p.lmin");
+        if (f->life_max_ns >= 0)
+            bad |= rh_cat(where, sizeof where, " AND a.dealloc_after - a.alloc_after <= p.lmax");
     }
     if (bad) {
         fprintf(stderr, "rheaper: too many filters\n");
-        return -1;
+        goto out;
     }
-    /* ?1 is the thread (or NULL), ?2 the --temporary-ms threshold in ns (NULL:
-     * the temporary column, heaptrack's definition). */
+    if (rh_pass_run(db, &ps, res))
+        goto out;
+    *span = res->last_event > dur ? res->last_event : dur;
+
+    /* sel: the same rows, for SQL (query, export); its values in selp */
+    int64_t pv[9] = {ps.id_lo, ps.id_hi, ps.t_from, ps.t_to, ps.min_size,
+                     ps.max_size, ps.life_min, ps.life_max, ps.temporary_ns};
+    if (rh_fexec(db, "CREATE TEMP TABLE selp(lo, hi, tf, tt, mins, maxs, lmin, lmax, tmpns)") ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.selp VALUES(?,?,?,?,?,?,?,?,?)", -1, &st, NULL)) {
+        rh_sql_fail(db, "filter");
+        goto out;
+    }
+    for (int k = 0; k < 9; k++)
+        if (k < 2 || pv[k] >= 0)
+            sqlite3_bind_int64(st, k + 1, pv[k]);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    st = NULL;
+    if (r != SQLITE_DONE) {
+        rh_sql_fail(db, "filter");
+        goto out;
+    }
     int n = snprintf(sql, sizeof sql,
-                     "CREATE TEMP TABLE sel AS SELECT id, alloc_after, dealloc_after, bt, size,"
+                     "CREATE TEMP VIEW sel AS SELECT id, alloc_after, dealloc_after, bt, size,"
                      " addr, alloc_thread, dealloc_thread, kind, lifetime, tmp AS temporary FROM"
-                     " (SELECT *, dealloc_after - alloc_after AS lifetime,"
-                     " CASE WHEN ?2 IS NOT NULL THEN dealloc_after IS NOT NULL AND"
-                     " dealloc_after - alloc_after < ?2 ELSE temporary END AS tmp"
-                     " FROM allocations) WHERE %s ORDER BY id",
+                     " (SELECT a.*, a.dealloc_after - a.alloc_after AS lifetime,"
+                     " CASE WHEN p.tmpns IS NOT NULL THEN a.dealloc_after IS NOT NULL AND"
+                     " a.dealloc_after - a.alloc_after < p.tmpns ELSE a.temporary END AS tmp"
+                     " FROM temp.selp p, main.allocations a WHERE %s)",
                      where);
     if (n < 0 || (size_t)n >= sizeof sql) {
         fprintf(stderr, "rheaper: too many filters\n");
-        return -1;
+        goto out;
     }
-    /* Number the plain ? placeholders from ?3 on, so ?1 and ?2 stay fixed. */
-    char numbered[9216];
-    size_t o = 0;
-    int next = 3;
-    for (const char *p = sql; *p && o + 8 < sizeof numbered; p++) {
-        if (*p == '?' && !(p[1] >= '0' && p[1] <= '9'))
-            o += (size_t)snprintf(numbered + o, sizeof numbered - o, "?%d", next++);
-        else
-            numbered[o++] = *p;
-    }
-    numbered[o] = 0;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, numbered, -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "filter");
-    if (f->thread)
-        sqlite3_bind_text(st, 1, f->thread, -1, SQLITE_STATIC);
-    if (f->temporary_ms >= 0)
-        sqlite3_bind_int64(st, 2, (int64_t)llround(f->temporary_ms * 1e6));
-    for (int k = 0; k < b.n; k++) {
-        if (b.t[k] == RH_B_INT)
-            sqlite3_bind_int64(st, 3 + k, b.i[k]);
-        else
-            sqlite3_bind_text(st, 3 + k, b.s[k], -1, SQLITE_STATIC);
-    }
-    int rc = sqlite3_step(st);
+    rc = rh_fexec(db, sql);
+out:
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return rh_sql_fail(db, "filter");
-    return rh_fexec(db, "CREATE INDEX temp.sel_bt ON sel(bt)");
+    rh_map_free(&set);
+    return rc;
 }
-
 /* Fills TEMP TABLE cs: every stack of sstat with its call-site frame, and
  * TEMP TABLE skipped with the functions passed over. Returns 0 or -1. */
 static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsite)
@@ -778,57 +724,52 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     int have_callsite = agg; /* profiles with aggregates have stacks.callsite */
     int rows = !agg || rh_filter_active(f) || (force && !strcmp(force, "1"));
     int64_t culled = rh_meta_int(db, "min_lifetime_ns", 0);
-    int64_t peak = 0, blocks = 0, pt = 0;
-
-    if (rh_fexec(db, "DROP TABLE IF EXISTS temp.sel; DROP VIEW IF EXISTS temp.sel;"
-                     "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.scope;"))
-        return -1;
-    if (rows) {
-        if (rh_sel_rows(db, f, ordered) || rh_peak_pass(db, ordered, &peak, &blocks, &pt))
+    int64_t peak = 0, blocks = 0, pt = 0, span = 0;
+    int timeline = 0;
+    static const char *const temps[] = {"sel",  "sstat", "tstat", "stl",   "stls", "slc",
+                                        "scope", "selbt", "selth", "selp", NULL};
+    for (int k = 0; temps[k]; k++)
+        if (rh_drop_temp(db, temps[k]))
             return -1;
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(
-                db,
-                "CREATE TEMP TABLE sstat AS SELECT bt, count(*) AS count, sum(size) AS bytes,"
-                " count(dealloc_after) AS freed_blocks,"
-                " sum(CASE WHEN dealloc_after IS NOT NULL THEN size ELSE 0 END) AS freed_bytes,"
-                " sum(dealloc_after IS NULL) AS leaked_blocks,"
-                " sum(CASE WHEN dealloc_after IS NULL THEN size ELSE 0 END) AS leaked_bytes,"
-                " sum(alloc_after <= ?1 AND (dealloc_after IS NULL OR dealloc_after > ?1))"
-                " AS peak_blocks,"
-                " sum(CASE WHEN alloc_after <= ?1 AND (dealloc_after IS NULL OR"
-                " dealloc_after > ?1) THEN size ELSE 0 END) AS peak_bytes,"
-                " sum(temporary) AS temporary, min(alloc_after) AS first_alloc,"
-                " max(alloc_after) AS last_alloc FROM sel GROUP BY bt",
-                -1, &st, NULL) != SQLITE_OK)
-            return rh_sql_fail(db, "filter");
-        sqlite3_bind_int64(st, 1, pt);
-        int rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE)
-            return rh_sql_fail(db, "filter");
-        if (!rh_filter_active(f))
-            blocks = rh_int(db, "SELECT coalesce(sum(peak_blocks), 0) FROM sstat", 0, 0);
+    if (rows) {
+        struct rh_pass_result res;
+        if (rh_scope_rows(db, f, ordered, &res, &span))
+            return -1;
+        peak = res.peak_bytes;
+        blocks = res.peak_blocks;
+        pt = res.peak_time;
+        timeline = res.timeline;
     } else {
         if (rh_fexec(db, "CREATE TEMP VIEW sel AS SELECT id, alloc_after, dealloc_after, bt,"
                          " size, addr, alloc_thread, dealloc_thread, kind,"
                          " dealloc_after - alloc_after AS lifetime, temporary FROM allocations;"
-                         "CREATE TEMP TABLE sstat AS SELECT * FROM main.stack_stats;"))
+                         "CREATE TEMP TABLE sstat AS SELECT * FROM main.stack_stats;"
+                         "CREATE TEMP TABLE tstat AS SELECT * FROM main.thread_stats;"
+                         "CREATE TEMP VIEW stl AS SELECT * FROM main.timeline;"
+                         "CREATE TEMP VIEW stls AS SELECT * FROM main.timeline_stacks;"
+                         "CREATE TEMP VIEW slc AS SELECT * FROM main.leak_curve;"))
             return -1;
         peak = rh_meta_int(db, "peak_bytes", 0);
         blocks = rh_meta_int(db, "peak_blocks", 0);
         pt = rh_meta_int(db, "peak_time_ns", 0);
+        span = rh_duration(db);
+        timeline = rh_meta_int(db, "timeline_columns", 0) == RH_AGG_COLUMNS;
     }
     sqlite3_stmt *st = NULL;
     if (rh_fexec(db, "CREATE TEMP TABLE scope(rows INTEGER, peak_bytes INTEGER,"
-                     " peak_blocks INTEGER, peak_time INTEGER, culled INTEGER)") ||
-        sqlite3_prepare_v2(db, "INSERT INTO scope VALUES(?,?,?,?,?)", -1, &st, NULL) != SQLITE_OK)
+                     " peak_blocks INTEGER, peak_time INTEGER, culled INTEGER, span INTEGER,"
+                     " timeline INTEGER, leak_buckets INTEGER)") ||
+        sqlite3_prepare_v2(db, "INSERT INTO scope VALUES(?,?,?,?,?,?,?,?)", -1, &st, NULL) !=
+            SQLITE_OK)
         return rh_sql_fail(db, "filter");
     sqlite3_bind_int(st, 1, rows);
     sqlite3_bind_int64(st, 2, peak);
     sqlite3_bind_int64(st, 3, blocks);
     sqlite3_bind_int64(st, 4, pt);
     sqlite3_bind_int64(st, 5, culled);
+    sqlite3_bind_int64(st, 6, span);
+    sqlite3_bind_int(st, 7, timeline);
+    sqlite3_bind_int(st, 8, rows ? RH_AGG_LEAK_BUCKETS : (int)rh_meta_int(db, "leak_buckets", 0));
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
@@ -849,7 +790,9 @@ int rh_scope_get(sqlite3 *db, struct rh_scope *sc)
 {
     memset(sc, 0, sizeof *sc);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT rows, peak_bytes, peak_blocks, peak_time FROM temp.scope",
+    if (sqlite3_prepare_v2(db,
+                           "SELECT rows, peak_bytes, peak_blocks, peak_time, span, timeline"
+                           " FROM temp.scope",
                            -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "scope");
     if (sqlite3_step(st) == SQLITE_ROW) {
@@ -857,6 +800,8 @@ int rh_scope_get(sqlite3 *db, struct rh_scope *sc)
         sc->peak_bytes = sqlite3_column_int64(st, 1);
         sc->peak_blocks = sqlite3_column_int64(st, 2);
         sc->peak_time = sqlite3_column_int64(st, 3);
+        sc->span = sqlite3_column_int64(st, 4);
+        sc->timeline = sqlite3_column_int(st, 5);
     }
     sqlite3_finalize(st);
     return 0;

@@ -35,7 +35,8 @@ static const char rh_usage[] =
     "\n"
     "  run [-o DB] [--force] -- PROG ARGS...   profile PROG (built with rheaper-cc),\n"
     "                                          convert, print the summary\n"
-    "  convert RIP DB [--force] [--quiet]      the same as rheaper-convert\n"
+    "  convert RIP DB [--force] [--quiet] [--min-lifetime T]\n"
+    "                                          the same as rheaper-convert\n"
     "  collect --listen ADDR:PORT --dir DIR [--any]   receive profiles streamed by\n"
     "                                          programs run with RHEAPER_STREAM=HOST:PORT\n"
     "  record -p PID|-P NAME [-d DURATION] [-o DB] [--force]   record a running\n"
@@ -83,15 +84,23 @@ static const char rh_usage[] =
 
 int rh_cmd_convert(int argc, char **argv)
 {
-    int force = 0, quiet = 0, dashdash = 0, n = 0;
+    int dashdash = 0, n = 0;
+    struct rh_convert_opts o = {0};
     const char *paths[2] = {NULL, NULL};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!dashdash && a[0] == '-' && a[1]) {
             if (!strcmp(a, "--force") || !strcmp(a, "-f")) {
-                force = 1;
+                o.force = 1;
             } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-                quiet = 1;
+                o.quiet = 1;
+            } else if (!strcmp(a, "--min-lifetime")) {
+                if (i + 1 >= argc || rh_parse_lifetime_arg(argv[i + 1], &o.min_lifetime_ns)) {
+                    fprintf(stderr, "rheaper: convert: --min-lifetime needs a duration with a unit"
+                                    " (e.g. 10ms, 1s)\n");
+                    return 2;
+                }
+                i++;
             } else if (!strcmp(a, "--")) {
                 dashdash = 1;
             } else {
@@ -110,7 +119,7 @@ int rh_cmd_convert(int argc, char **argv)
         fprintf(stderr, "rheaper: convert: expected RIP DB\n");
         return 2;
     }
-    return rh_convert_file("rheaper", paths[0], paths[1], force, quiet, NULL);
+    return rh_convert_file_opts("rheaper", paths[0], paths[1], &o);
 }
 
 /* ---- run ---------------------------------------------------------------------- */

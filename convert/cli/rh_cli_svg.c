@@ -793,25 +793,15 @@ static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh
     return 0;
 }
 
-/* Fills d from the converter's timeline (tables timeline, timeline_stacks)
- * instead of replaying rows: the same columns over the same span. Returns 1
+/* Fills d from the scope's timeline (TEMP stl and stls: the converter's
+ * tables timeline and timeline_stacks, or the filtered pass's) instead of
+ * replaying rows: the same columns over the same span. Returns 1
  * when done, 0 when the profile has no stored timeline for this span, -1
  * after a message. */
 static int rh_tl_stored(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh_tl_data *d)
 {
-    sqlite3_stmt *st = NULL;
-    int64_t cols = 0, dur = 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT (SELECT value FROM meta WHERE key = 'timeline_columns'),"
-                           " (SELECT value FROM meta WHERE key = 'duration_ns')",
-                           -1, &st, NULL) != SQLITE_OK)
-        return 0;
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        cols = sqlite3_column_int64(st, 0);
-        dur = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-    if (cols != RH_TL_COLUMNS || dur != d->span)
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc) || !sc.timeline || sc.span != d->span)
         return 0;
     int64_t *cur = calloc((size_t)(nmap > 0 ? nmap : 1), sizeof *cur);
     if (!cur) {
@@ -820,9 +810,9 @@ static int rh_tl_stored(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh
     }
     sqlite3_stmt *tc = NULL, *tp = NULL;
     int rc = -1;
-    if (sqlite3_prepare_v2(db, "SELECT col, max_bytes, active FROM timeline ORDER BY col", -1, &tc,
+    if (sqlite3_prepare_v2(db, "SELECT col, max_bytes, active FROM temp.stl ORDER BY col", -1, &tc,
                            NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "SELECT col, bt, at_max, at_end FROM timeline_stacks ORDER BY col",
+        sqlite3_prepare_v2(db, "SELECT col, bt, at_max, at_end FROM temp.stls ORDER BY col",
                            -1, &tp, NULL) != SQLITE_OK) {
         rh_sql_fail(db, "timeline");
         goto out;
@@ -888,19 +878,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
     struct rh_scope sc;
     if (rh_scope_get(db, &sc))
         return -1;
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-                           sc.rows ? "SELECT max(coalesce((SELECT max(max(alloc_after),"
-                                     " coalesce(max(dealloc_after), 0)) FROM sel), 0),"
-                                     " coalesce((SELECT value FROM meta WHERE key ="
-                                     " 'duration_ns'), 0))"
-                                   : "SELECT coalesce((SELECT value FROM meta WHERE key ="
-                                     " 'duration_ns'), 0)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "timeline");
-    if (sqlite3_step(st) == SQLITE_ROW)
-        span = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    span = sc.span;
     if (span <= 0)
         span = 1;
 
@@ -919,7 +897,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
         return -1;
     }
     d->span = span;
-    int rc = sc.rows ? 0 : rh_tl_stored(db, map, nmap, d);
+    int rc = sc.timeline ? rh_tl_stored(db, map, nmap, d) : 0;
     if (rc == 0)
         rc = rh_tl_replay(db, map, nmap, d);
     else if (rc == 1)

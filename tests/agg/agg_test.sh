@@ -12,7 +12,8 @@
 #      the rows (RHEAPER_ROWS=1);
 #   2. summary's figures equal plain SQL over allocations: counts, bytes,
 #      leaked, temporary, and the peak from the heap_timeline view;
-#   3. filtered summaries equal the same SQL with the filter's WHERE clause.
+#   3. filtered summaries equal the same SQL with the filter's WHERE clause
+#      (stack, size, lifetime, thread and time filters, alone and together).
 # Then each rip file with a database beside it, and golden.rip, is converted
 # with and without --min-lifetime: summary prints the same figures.
 set -eu
@@ -106,6 +107,10 @@ for db in $dbs; do
     sqlcheck "$db" "dealloc_after IS NULL" --lifetime leaked
     sqlcheck "$db" "alloc_thread = 1" --thread 1
     sqlcheck "$db" "bt IN (SELECT id FROM backtraces WHERE sym REGEXP 'main')" --function main
+    # time filters become an id range (binary search over ids)
+    sqlcheck "$db" "alloc_after >= 1000 AND alloc_after <= 2000000" --from 0.000001 --to 0.002
+    sqlcheck "$db" "alloc_thread = 1 AND size >= 16 AND dealloc_after IS NOT NULL" \
+        --thread 1 --min-size 16 --lifetime 0ns..
 done
 
 # culled and unculled conversions: the same summary
@@ -117,7 +122,13 @@ for f in "$src/golden/golden.rip" $(find "$build" -name 'rip-*' ! -name '*.*' ! 
     cp "$f" "$rip" 2>/dev/null || continue
     "$bin/rheaper-convert" --quiet --search "$src/golden" "$rip" "$work/full-$n.db" 2>/dev/null ||
         { bad "$rip: does not convert"; continue; }
-    "$bin/rheaper-convert" --quiet --search "$src/golden" --min-lifetime 1ms "$rip" "$work/cull-$n.db"
+    # golden.rip needs --search for its symbols; the others are culled by
+    # `rheaper convert`, which takes --min-lifetime too
+    if [ "$n" = 1 ]; then
+        "$bin/rheaper-convert" --quiet --search "$src/golden" --min-lifetime 1ms "$rip" "$work/cull-$n.db"
+    else
+        "$bin/rheaper" convert --quiet --min-lifetime 1ms "$rip" "$work/cull-$n.db"
+    fi
     "$bin/rheaper" summary "$work/full-$n.db" > "$work/full.txt"
     "$bin/rheaper" summary "$work/cull-$n.db" > "$work/cull.txt"
     if cmp -s "$work/full.txt" "$work/cull.txt"; then ok; else
@@ -134,6 +145,14 @@ for f in "$src/golden/golden.rip" $(find "$build" -name 'rip-*' ! -name '*.*' ! 
     export RHEAPER_QUIET_NOTICES=1
     [ $n -lt 5 ] || break
 done
+# `rheaper convert --min-lifetime` culls as rheaper-convert does: the same
+# summary figures (--csv: no function names, which need --search here)
+"$bin/rheaper" convert --quiet --min-lifetime 1ms "$src/golden/golden.rip" "$work/cli-cull.db" 2>/dev/null
+"$bin/rheaper" summary --csv "$work/golden.db" > "$work/full.csv"
+"$bin/rheaper" summary --csv "$work/cli-cull.db" > "$work/cull.csv"
+cmp -s "$work/full.csv" "$work/cull.csv" && ok || bad "rheaper convert --min-lifetime: summaries differ"
+[ "$(sqlite3 "$work/cli-cull.db" "SELECT value FROM meta WHERE key = 'min_lifetime_ns'")" = 1000000 ] &&
+    ok || bad "rheaper convert --min-lifetime: meta min_lifetime_ns not recorded"
 echo "profiles: $(echo $dbs | wc -w), culling checked on $n rips"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
