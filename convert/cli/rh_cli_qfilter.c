@@ -454,7 +454,9 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
     /* msel holds the rows; sel becomes a view of it and sstat is summed
      * again, so every writer that reads sel or sstat (flamegraph, heaptrack,
      * leaks) sees bytehound's filters too. The peak columns keep the scope's
-     * peak time. */
+     * peak time. The pass's timeline and leak curve do not know bytehound's
+     * filters: timeline = 0 and leak_buckets = 0 make their readers compute
+     * them from sel's rows. */
     char sql[4096];
     snprintf(sql, sizeof sql,
              "CREATE TEMP TABLE msel AS SELECT * FROM sel WHERE %s ORDER BY id;"
@@ -472,7 +474,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
              " sum(temporary) AS temporary, min(alloc_after) AS first_alloc,"
              " max(alloc_after) AS last_alloc"
              " FROM msel, (SELECT peak_time AS t FROM temp.scope) p GROUP BY bt;"
-             "UPDATE temp.scope SET rows = 1;",
+             "UPDATE temp.scope SET rows = 1, timeline = 0, leak_buckets = 0;",
              where);
     if (rh_qf_exec(db, sql) || rh_qf_drop(db, "sel"))
         return -1;
