@@ -82,6 +82,7 @@ int rh_init_lazy(void)
     if (__atomic_compare_exchange_n(&rh_init_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
         rh_config_load_env();
+        rh_sample_configure();
         rh_cfg_env = rh_cfg;
         rh_clock_init();
         rh_thread_init();
@@ -169,6 +170,21 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
                             : b > RH_MAX_BUFFER ? RH_MAX_BUFFER
                                                 : b;
         }
+        if (cfg->sample_rate != 0.0) {
+            /* the seed's TrackerConfig.sample_rate: 0 < r < 1 samples, r >= 1
+             * records everything, anything else is ignored */
+            double r = cfg->sample_rate;
+            if (r > 0.0 && r < 1.0) {
+                c.sample_mode = RH_SAMPLE_RATE;
+                c.sample_threshold = (uint64_t)(r * 18446744073709551616.0);
+                if (!c.sample_threshold)
+                    c.sample_threshold = 1;
+            } else if (r >= 1.0) {
+                c.sample_mode = RH_SAMPLE_NONE;
+            } else {
+                rh_warn("ignoring sample_rate: expected 0 < r <= 1");
+            }
+        }
         if (cfg->profile_dir) {
             size_t n = strlen(cfg->profile_dir);
             if (!n || n >= sizeof c.profile_dir - 64) {
@@ -186,6 +202,8 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
         goto out;
     }
     rh_cfg = c;
+    rh_sample_configure();
+    rh_sample_file_start(); /* the last recording's sampled blocks are not this one's */
     rh_prof.max_chunk = rh_config_max_chunk();
     rh_prof.pending = 0;
     rc = rh_file_create_locked();

@@ -293,6 +293,7 @@ static void rh_fill_header(uint8_t *hdr)
     h->max_stack_depth = rh_cfg.max_stack_depth;
     h->chunk_size = rh_prof.max_chunk;
     h->ticks_per_sec = rh_ticks_per_sec();
+    rh_sample_header(hdr); /* v3, issue 9 */
 
     char *exe = (char *)hdr + RIP_HDR_EXE_OFF;
     ssize_t n = readlink("/proc/self/exe", exe, RIP_HDR_EXE_MAX - 1);
@@ -408,6 +409,7 @@ int rh_file_create_locked(void)
     /* atomic: a thread still in flight from the last file may count a loss */
     __atomic_store_n(&rh_prof.lost, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_prof.reentered, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&rh_prof.sample_dropped, 0, __ATOMIC_RELAXED);
     rh_prof.mod_adds = rh_prof.mod_subs = ~0ull;
     rh_prof.seq = seq;
     rh_prof.end_reason = RIP_END_NORMAL;
@@ -664,7 +666,7 @@ void rh_file_close_locked(int close_fd)
     rh_thread_totals_locked(&events, &open_chunks);
     if (rh_shared.epoch == rh_epoch)
         events += rh_shared.total_events;
-    uint8_t t[64];
+    uint8_t t[80];
     uint64_t end_tick, end_ns;
     rh_calib_pair(&end_tick, &end_ns);
     uint64_t stacks = __atomic_load_n(&rh_prof.stacks->next_id, __ATOMIC_RELAXED) - 1;
@@ -681,6 +683,10 @@ void rh_file_close_locked(int close_fd)
     memcpy(t + 48, &reentered, 8); /* format v2 */
     memcpy(t + RIP_TRAILER_END_REASON_OFF, &rh_prof.end_reason, 4); /* v2, issue 9 */
     memcpy(t + 60, &zero, 4);
+    uint64_t dropped = __atomic_load_n(&rh_prof.sample_dropped, __ATOMIC_RELAXED);
+    uint64_t peak = rh_sample_peak();
+    memcpy(t + RIP_TRAILER_SAMPLE_OFF, &dropped, 8); /* v3, issue 9 */
+    memcpy(t + RIP_TRAILER_SAMPLE_OFF + 8, &peak, 8);
     if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)
         return;
     rh_warn("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);

@@ -98,6 +98,13 @@ struct rh_config {
     unsigned max_trackers;    /* slots with their own chunk stream */
     unsigned buffer_size;     /* events per thread chunk (sets the largest chunk) */
     char profile_dir[RH_PATH_MAX];
+    /* issue 9, sampling (rh_sample.c): RH_SAMPLE_* mode, and its parameter */
+    int sample_mode;
+    uint64_t sample_threshold; /* rate mode: a block is taken when a uniform
+                                  64-bit draw is below it (r * 2^64) */
+    uint64_t sample_bytes;     /* bytes mode: the mean N */
+    uint64_t sample_seed;      /* RHEAPER_SAMPLE_SEED, when sample_seeded */
+    int sample_seeded;
 };
 extern RH_HIDDEN struct rh_config rh_cfg;
 
@@ -431,6 +438,7 @@ struct rh_profile {
     uint32_t end_reason;         /* RIP_END_*: written into the trailer */
     int limit_hit;               /* atomic: the size limit stopped tracking; the
                                     clean close is pending (RH_CTL) */
+    uint64_t sample_dropped;     /* atomic: sampled blocks not recorded (set full) */
 };
 extern RH_HIDDEN struct rh_profile rh_prof;
 /* Bumped each time a new file is created; a writer whose chunk belongs to an
@@ -542,6 +550,49 @@ RH_HIDDEN void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks);
 RH_HIDDEN int rh_writer_reserve(struct rh_writer *w, size_t need, uint64_t t);
 /* Stores `used` after a complete record (release store into the mapping). */
 RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
+
+/* ---- rh_sample.c: sampled recording (issue 9) ----------------------------
+ * While rh_sample_mode is not RH_SAMPLE_NONE, the record fast path asks
+ * rh_sample_alloc whether a block is recorded and rh_sample_free_slow whether
+ * a freed block was; a realloc goes to rh_sample_realloc. */
+enum { RH_SAMPLE_NONE = 0, RH_SAMPLE_RATE = 1, RH_SAMPLE_BYTES = 2 };
+/* The mode of the current recording (set from rh_cfg before tracking turns
+ * on; read on every event). */
+extern RH_HIDDEN int rh_sample_mode;
+/* Bytes mode: bytes left until the calling thread's next sample. */
+extern RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
+/* Copies rh_cfg's sampling settings into the sampler. Before RH_ON only. */
+RH_HIDDEN void rh_sample_configure(void);
+/* A new profile file: empties the set of live recorded blocks. Caller holds
+ * rh_prof_lock. */
+RH_HIDDEN void rh_sample_file_start(void);
+/* Writes the sampling fields and flag into a file header being filled. */
+RH_HIDDEN void rh_sample_header(uint8_t *hdr);
+/* Most recorded blocks live at once in this file (trailer). */
+RH_HIDDEN uint64_t rh_sample_peak(void);
+/* 1 when the block p of size bytes is recorded (then it joins the set). */
+RH_HIDDEN int rh_sample_alloc_slow(void *p, size_t size);
+/* 1 when the freed block p was recorded (then it leaves the set). */
+RH_HIDDEN int rh_sample_free_slow(void *p);
+/* A realloc old -> p under sampling: records a REALLOC, a FREE, an ALLOC or
+ * nothing, as the two blocks were or are sampled. */
+RH_HIDDEN void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size,
+                                 uint64_t t_before, uint64_t t_after, void *fp) RH_COLD;
+/* fork handlers' part: 0 prepare, 1 parent, 2 child. */
+RH_HIDDEN void rh_sample_fork(int phase);
+
+/* The sampler's decision for a new block; bytes mode's common case (the
+ * countdown not crossed) inline: one TLS subtraction. */
+RH_ALWAYS_INLINE int rh_sample_alloc(void *p, size_t size)
+{
+    int64_t left = (int64_t)((uint64_t)rh_tls_sample_left - (uint64_t)size);
+    if (rh_likely(rh_sample_mode == RH_SAMPLE_BYTES && left > 0 && (intptr_t)p > 0 &&
+                  size < ((size_t)1 << 62))) {
+        rh_tls_sample_left = left;
+        return 0;
+    }
+    return rh_sample_alloc_slow(p, size);
+}
 
 /* ---- rh_record.c: the record fast path, inline in the hot shims ---------
  * The malloc, realloc, free and operator new/delete shims record through the
@@ -699,6 +750,8 @@ RH_ALWAYS_INLINE uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, v
 RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size, uint64_t t_after,
                                              void *fp)
 {
+    if (rh_unlikely(rh_sample_mode) && !rh_sample_alloc(p, size))
+        return;
     struct rh_writer *w = rh_fast_writer();
     if (rh_unlikely(!w)) {
         rh_record_alloc_slow(kind, p, size, t_after, fp);
@@ -712,6 +765,8 @@ RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size
 
 RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
 {
+    if (rh_unlikely(rh_sample_mode) && !rh_sample_free_slow(p))
+        return;
     struct rh_writer *w = rh_fast_writer();
     if (rh_likely(w))
         rh_put_free(w, p, t_before >> rh_clock_shift);
@@ -722,6 +777,10 @@ RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
 RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p, size_t size,
                                                uint64_t t_before, uint64_t t_after, void *fp)
 {
+    if (rh_unlikely(rh_sample_mode)) {
+        rh_sample_realloc(kind, old, p, size, t_before, t_after, fp);
+        return;
+    }
     struct rh_writer *w = rh_fast_writer();
     if (rh_unlikely(!w)) {
         rh_record_realloc_slow(kind, old, p, size, t_before, t_after, fp);

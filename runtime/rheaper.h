@@ -21,6 +21,9 @@ struct rheaper_config {
     unsigned max_trackers;              /* threads with their own buffer; default 1024 */
     unsigned tracker_event_buffer_size; /* events buffered per thread; default 32768 */
     const char *profile_dir;            /* where rip-<pid> goes; default "." */
+    double sample_rate;                 /* 0 < r < 1: record each allocation with
+                                           probability r (RHEAPER_SAMPLE_RATE);
+                                           1: everything; 0: the environment */
 };
 
 enum {

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define RIP_MAGIC "RHEAPRIP"
-#define RIP_VERSION 2u
+#define RIP_VERSION 3u
 /* Oldest version a reader accepts (v2 appended a trailer field and added
  * records). */
 #define RIP_VERSION_MIN 1u
@@ -29,6 +29,14 @@
 #define RIP_CLOCK_TSC 1u
 
 #define RIP_HDR_F_CMD_TRUNCATED 1u
+/* Version 3, issue 9 (FORMAT.md "Version 3: sampling (issue 9)"): the profile
+ * is sampled; u32 mode at 88 (1 rate, 2 bytes), u32 seeded at 92, u64
+ * parameter at 96 (rate: the threshold r * 2^64; bytes: the mean N). */
+#define RIP_HDR_F_SAMPLED 2u
+#define RIP_HDR_SAMPLE_MODE_OFF 88u
+#define RIP_HDR_SAMPLE_PARAM_OFF 96u
+#define RIP_SAMPLE_RATE 1u
+#define RIP_SAMPLE_BYTES 2u
 
 struct rip_file_header {
     char magic[8];
@@ -71,6 +79,8 @@ enum rip_chunk_type {
 #define RIP_TRAILER_END_REASON_OFF 56u
 #define RIP_END_NORMAL 0u     /* disable, exit, or the toggle signal */
 #define RIP_END_SIZE_LIMIT 1u /* RHEAPER_MAX_PROFILE_SIZE reached */
+/* Trailer (v3, issue 9): u64 sample_dropped at 64, u64 sample_peak_live at 72. */
+#define RIP_TRAILER_SAMPLE_OFF 64u
 #define RIP_SLOT_SHARED 0xffffffffu
 
 struct rip_chunk_header {

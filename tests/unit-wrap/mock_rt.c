@@ -214,6 +214,27 @@ void rh_stack_bounds_compute(void)
     abort();
 }
 
+/* Sampling (issue 9) is off in the mock: rh_sample_mode stays 0, so the
+ * sampler's entry points are never reached. */
+int rh_sample_mode;
+__thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
+int rh_sample_alloc_slow(void *p, size_t size)
+{
+    (void)p, (void)size;
+    abort();
+}
+int rh_sample_free_slow(void *p)
+{
+    (void)p;
+    abort();
+}
+void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
+                       uint64_t t_after, void *fp)
+{
+    (void)kind, (void)old, (void)p, (void)size, (void)t_before, (void)t_after, (void)fp;
+    abort();
+}
+
 void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo, uintptr_t hi,
                         unsigned max, uint64_t h, uint32_t n, struct rh_walk_rest *o)
 {
