@@ -208,6 +208,14 @@ struct rh_rip {
     uint64_t tr_reentered;  /* calls passed through unrecorded by re-entry */
     int tr_has_end_reason;  /* the trailer has issue 9's end_reason field */
     uint32_t tr_end_reason; /* RIP_END_*: 1 = cut at the size limit */
+    /* v3, issue 9: sampling (header flag RIP_HDR_F_SAMPLED; trailer 64..79) */
+    uint32_t sample_mode;       /* 0 full, RIP_SAMPLE_RATE or RIP_SAMPLE_BYTES */
+    uint32_t sample_seeded;     /* RHEAPER_SAMPLE_SEED was given */
+    double sample_rate;         /* rate mode: the probability r */
+    uint64_t sample_bytes;      /* bytes mode: the mean N */
+    int tr_has_sample;          /* the trailer has the v3 sampling fields */
+    uint64_t tr_sample_dropped; /* sampled blocks not recorded (the set was full) */
+    uint64_t tr_sample_peak;    /* most sampled blocks live at once */
 
     struct rh_stack *stacks;
     size_t nstacks, capstacks;
@@ -377,7 +385,8 @@ struct rh_agg_point {
 /* A never-freed row, kept until the run's length is known (leak curve). */
 struct rh_agg_leak {
     uint32_t si;
-    int64_t t, size;
+    int64_t t, size; /* size: estimated bytes on a sampled profile */
+    int64_t blocks;  /* in 1/bscale units (issue 9) */
 };
 
 struct rh_agg {
@@ -411,6 +420,10 @@ struct rh_agg {
     int64_t duration;
     int ended;
     int oom;
+    /* sampling (issue 9): the figures above are estimates, each event weighted
+     * by rh_agg_weight(); block counts are kept in units of 1/bscale block so
+     * that fractional weights add up exactly (bscale 1 on a full profile) */
+    int64_t bscale;
 };
 
 /* Creates the aggregates of a merge of r. span_ns: the run's length if known
@@ -421,7 +434,18 @@ RH_HIDDEN struct rh_agg *rh_agg_new(struct rh_rip *r, int64_t span_ns);
 RH_HIDDEN void rh_agg_free(struct rh_agg *a);
 /* An allocation (is_alloc) or the free of a known block, of stack index si
  * and `size` bytes, at time t in merged order. Returns 0 or -1 (out of memory). */
-RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, int is_alloc);
+RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, uint64_t addr,
+                           int is_alloc);
+/* Sampling (issue 9): the weight of a recorded block of `size` bytes at addr
+ * in profile r, the inverse of the probability it had of being recorded: 1 on
+ * a full profile and for pool requests (tagged addresses, never sampled), 1/r
+ * by rate, 1/(1 - exp(-size/N)) by bytes. The allocations view's `weight`
+ * computes the same (rh_sample_weight_sql). */
+RH_HIDDEN double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr);
+/* The SQL expression of the same weight over alloc_rows a, into buf. */
+RH_HIDDEN void rh_sample_weight_sql(const struct rh_rip *r, char *buf, size_t len);
+/* An aggregate's block count in units of 1/a->bscale, rounded to blocks. */
+RH_HIDDEN int64_t rh_agg_blocks(const struct rh_agg *a, int64_t scaled);
 /* Every row the merge emits, before the sink sees it. Returns 0 or -1. */
 RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
 /* The last event was merged: settles the peak and the timeline; duration_ns

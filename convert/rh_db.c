@@ -181,7 +181,7 @@ static const char rh_post[] =
     " a.dealloc_after AS dealloc_after, a.bt AS bt, a.size AS size, a.addr AS addr,"
     " a.alloc_thread AS alloc_thread, a.dealloc_thread AS dealloc_thread,"
     " coalesce((SELECT s.kind FROM stacks s WHERE s.id = a.bt), 'unknown') AS kind,"
-    " a.temporary AS temporary FROM alloc_rows a;"
+    " a.temporary AS temporary, @WEIGHT@ AS weight FROM alloc_rows a;"
     "CREATE INDEX backtraces_id ON backtraces(id);"
     "CREATE INDEX backtraces_file_line ON backtraces(file, line);"
     "CREATE VIEW leaks AS SELECT * FROM allocations WHERE dealloc_after IS NULL;"
@@ -566,6 +566,25 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* issue 9: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
     if (r->has_trailer && r->tr_has_end_reason)
         rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
+    /* issue 9: sampling; every figure of the aggregates is an estimate */
+    if (r->sample_mode == RIP_SAMPLE_RATE) {
+        rh_meta_text(&m, "sample_mode", "rate");
+        if (!m.rc) {
+            sqlite3_bind_text(m.st, 1, "sample_rate", -1, SQLITE_STATIC);
+            sqlite3_bind_double(m.st, 2, r->sample_rate);
+            m.rc = rh_db_step(m.d, m.st, m.err, m.errlen);
+        }
+    } else if (r->sample_mode == RIP_SAMPLE_BYTES) {
+        rh_meta_text(&m, "sample_mode", "bytes");
+        rh_meta_int(&m, "sample_bytes", (int64_t)r->sample_bytes);
+    }
+    if (r->sample_mode) {
+        rh_meta_int(&m, "sample_seeded", r->sample_seeded);
+        if (r->has_trailer && r->tr_has_sample) {
+            rh_meta_int(&m, "sample_dropped", (int64_t)r->tr_sample_dropped);
+            rh_meta_int(&m, "sample_peak_live", (int64_t)r->tr_sample_peak);
+        }
+    }
     rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;
@@ -617,6 +636,27 @@ static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
     return -1;
 }
 
+/* rh_post with the allocations view's weight (issue 9: the inverse of each
+ * row's probability of being recorded; 1.0 on a full profile) in place of
+ * @WEIGHT@. */
+static int rh_db_post(struct rh_db *d, const struct rh_rip *r, char *err, size_t errlen)
+{
+    char w[256];
+    rh_sample_weight_sql(r, w, sizeof w);
+    const char *at = strstr(rh_post, "@WEIGHT@");
+    size_t n = sizeof rh_post + strlen(w);
+    char *sql = malloc(n);
+    if (!at || !sql) {
+        free(sql);
+        rh_db_seterr(err, errlen, "%s: out of memory", rh_db_tmp);
+        return -1;
+    }
+    snprintf(sql, n, "%.*s%s%s", (int)(at - rh_post), rh_post, w, at + 8);
+    int rc = rh_db_exec(d, sql, err, errlen);
+    free(sql);
+    return rc;
+}
+
 int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats *st,
                  struct rh_symbolizer *sym, int force, char *err, size_t errlen)
 {
@@ -631,7 +671,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||
         (d->agg && rh_agg_write(d->agg, d->db, err, errlen)) ||
-        rh_db_exec(d, rh_post, err, errlen) ||
+        rh_db_post(d, r, err, errlen) ||
         (d->agg && !rh_agg_time_ordered(d->agg) &&
          rh_db_exec(d, "CREATE INDEX alloc_rows_time ON alloc_rows(alloc_after);", err, errlen)) ||
         rh_callsite_write(d->db, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
