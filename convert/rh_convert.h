@@ -546,6 +546,25 @@ RH_HIDDEN const char *rh_db_temp_path(void);
     " coalesce(a.ln, 0) AS live_blocks, coalesce(a.lb, 0) AS live_bytes"                        \
     " FROM threads t LEFT JOIN a ON a.th = t.id LEFT JOIN f ON f.th = t.id ORDER BY t.id"
 
+/* RH_SQL_THREAD_SUMMARY on a sampled profile (issue 9): the same columns as
+ * estimates, each row weighing `weight` blocks and size * weight bytes. */
+#define RH_W_N(c) "CAST(round(sum(CASE WHEN " c " THEN weight ELSE 0 END)) AS INTEGER)"
+#define RH_W_B(c) "CAST(round(sum(CASE WHEN " c " THEN size * weight ELSE 0 END)) AS INTEGER)"
+#define RH_SQL_THREAD_SUMMARY_W(T)                                                               \
+    "WITH a AS (SELECT alloc_thread AS th, " RH_W_N("1") " AS n, " RH_W_B("1") " AS b,"         \
+    " " RH_W_N("dealloc_thread IS NOT NULL AND dealloc_thread <> alloc_thread") " AS on_,"      \
+    " " RH_W_B("dealloc_thread <> alloc_thread") " AS ob,"                                      \
+    " " RH_W_N("dealloc_after IS NULL") " AS ln,"                                               \
+    " " RH_W_B("dealloc_after IS NULL") " AS lb FROM " T " GROUP BY alloc_thread),"             \
+    " f AS (SELECT dealloc_thread AS th, " RH_W_N("1") " AS n, " RH_W_B("1") " AS b FROM " T    \
+    " WHERE dealloc_thread IS NOT NULL GROUP BY dealloc_thread)"                                \
+    " SELECT t.id AS thread, t.tid AS tid, t.name AS name,"                                      \
+    " coalesce(a.n, 0) AS alloc_blocks, coalesce(a.b, 0) AS alloc_bytes,"                       \
+    " coalesce(f.n, 0) AS freed_blocks, coalesce(f.b, 0) AS freed_bytes,"                       \
+    " coalesce(a.on_, 0) AS freed_by_others_blocks, coalesce(a.ob, 0) AS freed_by_others_bytes," \
+    " coalesce(a.ln, 0) AS live_blocks, coalesce(a.lb, 0) AS live_bytes"                        \
+    " FROM threads t LEFT JOIN a ON a.th = t.id LEFT JOIN f ON f.th = t.id ORDER BY t.id"
+
 /* ---- rh_convert_file.c: one whole conversion ----------------------------- */
 
 /* Converts the rip file rip_path into the database db_path (refused when it

@@ -138,6 +138,11 @@ int rh_scope_get(sqlite3 *db, struct rh_scope *sc);
  * once per process when the scope skipped any. */
 void rh_scope_notice(sqlite3 *db);
 
+/* Sampling (issue 9): 1 when the profile is sampled (meta sample_mode); then
+ * prints once per process "rheaper: sampled profile (...): blocks and bytes
+ * are estimates ..." on stderr (unless RHEAPER_QUIET_NOTICES is set). */
+int rh_sample_notice(sqlite3 *db);
+
 /* ---- rh_cli_out.c: tables, CSV, JSON ---------------------------------- */
 
 enum rh_fmt { RH_FMT_TEXT, RH_FMT_CSV, RH_FMT_JSON };

@@ -356,6 +356,13 @@ static int rh_leak_scores(sqlite3 *db, int nb, int64_t duration)
         db, curve ? "SELECT s.site, l.bucket AS k, sum(l.blocks), sum(l.bytes), min(l.first),"
                     " max(l.last), ?1, ?2 FROM main.leak_curve l JOIN site s ON s.bt = l.bt"
                     " GROUP BY s.site, k ORDER BY s.site, k"
+                  : rh_sample_notice(db)
+                  ? "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER))"
+                    " AS k, CAST(round(sum(a.weight)) AS INTEGER),"
+                    " CAST(round(sum(a.size * a.weight)) AS INTEGER), min(a.alloc_after),"
+                    " max(a.alloc_after)"
+                    " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"
+                    " GROUP BY s.site, k ORDER BY s.site, k"
                   : "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER))"
                     " AS k, count(*), sum(a.size), min(a.alloc_after), max(a.alloc_after)"
                     " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"
@@ -503,6 +510,8 @@ static const char *rh_thread_sql(sqlite3 *db)
                " coalesce(s.freed_by_others_bytes, 0) AS freed_by_others_bytes,"
                " coalesce(s.live_blocks, 0) AS live_blocks, coalesce(s.live_bytes, 0) AS live_bytes"
                " FROM threads t LEFT JOIN thread_stats s ON s.thread = t.id ORDER BY t.id";
+    if (rh_sample_notice(db))
+        return RH_SQL_THREAD_SUMMARY_W("sel");
     return RH_SQL_THREAD_SUMMARY("sel");
 }
 
@@ -516,6 +525,10 @@ static const char *rh_kinds_sql(sqlite3 *db)
                " sum(t.bytes) AS bytes, sum(t.leaked_blocks) AS leaked_blocks"
                " FROM stack_stats t LEFT JOIN stacks s ON s.id = t.bt"
                " GROUP BY 1 ORDER BY bytes DESC, kind";
+    if (rh_sample_notice(db))
+        return "SELECT kind, " RH_W_N("1") " AS blocks, " RH_W_B("1") " AS bytes,"
+               " " RH_W_N("dealloc_after IS NULL") " AS leaked_blocks FROM sel"
+               " GROUP BY kind ORDER BY bytes DESC, kind";
     return "SELECT kind, count(*) AS blocks, sum(size) AS bytes,"
            " sum(dealloc_after IS NULL) AS leaked_blocks FROM sel"
            " GROUP BY kind ORDER BY bytes DESC, kind";

@@ -456,15 +456,21 @@ static void rh_frees_pop(struct rh_frees *h)
  * them. Gives the highest live byte count, the blocks live then and the first
  * time it was reached (0, 0, 0 when nothing is). Returns 0 or -1 after a
  * message. */
+/* Sampling (issue 9): on a sampled profile every figure the scope gives is
+ * an estimate, each row counting `weight` blocks and round(size * weight)
+ * bytes (the aggregates' rule, convert/rh_aggregate.c). Set by
+ * rh_filter_apply from meta sample_mode. */
+static int rh_sampled;
+#define RH_EST_SIZE(s) (rh_sampled ? "CAST(round(" s " * weight) AS INTEGER)" : s)
+
 static int rh_peak_pass(sqlite3 *db, int ordered, int64_t *peak, int64_t *blocks, int64_t *t)
 {
     sqlite3_stmt *st;
+    char sql[256];
     *peak = *blocks = *t = 0;
-    if (sqlite3_prepare_v2(db,
-                           ordered ? "SELECT alloc_after, dealloc_after, size FROM sel ORDER BY rowid"
-                                   : "SELECT alloc_after, dealloc_after, size FROM sel"
-                                     " ORDER BY alloc_after, id",
-                           -1, &st, NULL) != SQLITE_OK)
+    snprintf(sql, sizeof sql, "SELECT alloc_after, dealloc_after, %s FROM sel ORDER BY %s",
+             RH_EST_SIZE("size"), ordered ? "rowid" : "alloc_after, id");
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "peak");
     struct rh_frees h = {NULL, 0, 0};
     int64_t live = 0, nlive = 0;
@@ -618,7 +624,8 @@ static int rh_sel_rows(sqlite3 *db, const struct rh_filter *f, int ordered)
      * the temporary column, heaptrack's definition). */
     int n = snprintf(sql, sizeof sql,
                      "CREATE TEMP TABLE sel AS SELECT id, alloc_after, dealloc_after, bt, size,"
-                     " addr, alloc_thread, dealloc_thread, kind, lifetime, tmp AS temporary FROM"
+                     " addr, alloc_thread, dealloc_thread, kind, lifetime, tmp AS temporary,"
+                     " weight FROM"
                      " (SELECT *, dealloc_after - alloc_after AS lifetime,"
                      " CASE WHEN ?2 IS NOT NULL THEN dealloc_after IS NOT NULL AND"
                      " dealloc_after - alloc_after < ?2 ELSE temporary END AS tmp"
@@ -776,6 +783,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     int rows = !agg || rh_filter_active(f) || (force && !strcmp(force, "1"));
     int64_t culled = rh_meta_int(db, "min_lifetime_ns", 0);
     int64_t peak = 0, blocks = 0, pt = 0;
+    rh_sampled = rh_sample_notice(db);
 
     if (rh_fexec(db, "DROP TABLE IF EXISTS temp.sel; DROP VIEW IF EXISTS temp.sel;"
                      "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.scope;"))
@@ -784,32 +792,39 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
         if (rh_sel_rows(db, f, ordered) || rh_peak_pass(db, ordered, &peak, &blocks, &pt))
             return -1;
         sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(
-                db,
-                "CREATE TEMP TABLE sstat AS SELECT bt, count(*) AS count, sum(size) AS bytes,"
-                " count(dealloc_after) AS freed_blocks,"
-                " sum(CASE WHEN dealloc_after IS NOT NULL THEN size ELSE 0 END) AS freed_bytes,"
-                " sum(dealloc_after IS NULL) AS leaked_blocks,"
-                " sum(CASE WHEN dealloc_after IS NULL THEN size ELSE 0 END) AS leaked_bytes,"
-                " sum(alloc_after <= ?1 AND (dealloc_after IS NULL OR dealloc_after > ?1))"
-                " AS peak_blocks,"
-                " sum(CASE WHEN alloc_after <= ?1 AND (dealloc_after IS NULL OR"
-                " dealloc_after > ?1) THEN size ELSE 0 END) AS peak_bytes,"
-                " sum(temporary) AS temporary, min(alloc_after) AS first_alloc,"
-                " max(alloc_after) AS last_alloc FROM sel GROUP BY bt",
-                -1, &st, NULL) != SQLITE_OK)
+        /* N(c): blocks where c holds, B(c): bytes where c holds; estimates on
+         * a sampled profile */
+#define RH_N(c) (rh_sampled ? "CAST(round(sum(CASE WHEN " c " THEN weight ELSE 0 END)) AS INTEGER)" \
+                            : "sum(" c ")")
+#define RH_B(c) (rh_sampled ? "CAST(round(sum(CASE WHEN " c " THEN size * weight ELSE 0 END))" \
+                              " AS INTEGER)"                                              \
+                            : "sum(CASE WHEN " c " THEN size ELSE 0 END)")
+#define RH_LIVE_AT "alloc_after <= ?1 AND (dealloc_after IS NULL OR dealloc_after > ?1)"
+        char sql[2048];
+        snprintf(sql, sizeof sql,
+                 "CREATE TEMP TABLE sstat AS SELECT bt, %s AS count, %s AS bytes,"
+                 " %s AS freed_blocks, %s AS freed_bytes, %s AS leaked_blocks,"
+                 " %s AS leaked_bytes, %s AS peak_blocks, %s AS peak_bytes, %s AS temporary,"
+                 " min(alloc_after) AS first_alloc, max(alloc_after) AS last_alloc"
+                 " FROM sel GROUP BY bt",
+                 RH_N("1"), RH_B("1"), RH_N("dealloc_after IS NOT NULL"),
+                 RH_B("dealloc_after IS NOT NULL"), RH_N("dealloc_after IS NULL"),
+                 RH_B("dealloc_after IS NULL"), RH_N(RH_LIVE_AT), RH_B(RH_LIVE_AT),
+                 RH_N("temporary"));
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
             return rh_sql_fail(db, "filter");
         sqlite3_bind_int64(st, 1, pt);
         int rc = sqlite3_step(st);
         sqlite3_finalize(st);
         if (rc != SQLITE_DONE)
             return rh_sql_fail(db, "filter");
-        if (!rh_filter_active(f))
+        if (!rh_filter_active(f) || rh_sampled)
             blocks = rh_int(db, "SELECT coalesce(sum(peak_blocks), 0) FROM sstat", 0, 0);
     } else {
         if (rh_fexec(db, "CREATE TEMP VIEW sel AS SELECT id, alloc_after, dealloc_after, bt,"
                          " size, addr, alloc_thread, dealloc_thread, kind,"
-                         " dealloc_after - alloc_after AS lifetime, temporary FROM allocations;"
+                         " dealloc_after - alloc_after AS lifetime, temporary, weight"
+                         " FROM allocations;"
                          "CREATE TEMP TABLE sstat AS SELECT * FROM main.stack_stats;"))
             return -1;
         peak = rh_meta_int(db, "peak_bytes", 0);
@@ -857,6 +872,38 @@ int rh_scope_get(sqlite3 *db, struct rh_scope *sc)
     }
     sqlite3_finalize(st);
     return 0;
+}
+
+int rh_sample_notice(sqlite3 *db)
+{
+    static int said;
+    char mode[16] = "", line[160] = "";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT (SELECT value FROM meta WHERE key = 'sample_mode'),"
+                           " (SELECT value FROM meta WHERE key = 'sample_rate'),"
+                           " (SELECT value FROM meta WHERE key = 'sample_bytes')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(st, 0));
+        if (!strcmp(mode, "rate"))
+            snprintf(line, sizeof line, "each allocation recorded with probability %g",
+                     sqlite3_column_double(st, 1));
+        else
+            snprintf(line, sizeof line, "one sample per %lld allocated bytes on average",
+                     (long long)sqlite3_column_int64(st, 2));
+    }
+    sqlite3_finalize(st);
+    if (!mode[0])
+        return 0;
+    if (!said && !getenv("RHEAPER_QUIET_NOTICES"))
+        fprintf(stderr,
+                "rheaper: sampled profile (%s): blocks and bytes are estimates"
+                " (each row weighs 1/probability)\n",
+                line);
+    said = 1;
+    return 1;
 }
 
 void rh_scope_notice(sqlite3 *db)
