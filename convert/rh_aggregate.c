@@ -39,7 +39,6 @@
  * counts rh_sample_weight() blocks and round(size * weight) bytes (the same
  * integer at its allocation and at its free, so live totals return to zero).
  * Blocks are counted in 1/RH_AGG_BSCALE units and rounded when stored. */
-#define RH_AGG_BSCALE 4096
 
 double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr)
 {
@@ -49,7 +48,8 @@ double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr)
         return 1.0 / r->sample_rate;
     if (!size)
         return 1.0;
-    return 1.0 / -expm1(-(double)size / (double)r->sample_bytes);
+    /* the same operations as the view's SQL, so both round alike */
+    return 1.0 / (1.0 - exp(-(double)size / (double)r->sample_bytes));
 }
 
 void rh_sample_weight_sql(const struct rh_rip *r, char *buf, size_t len)

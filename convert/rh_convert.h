@@ -548,8 +548,14 @@ RH_HIDDEN const char *rh_db_temp_path(void);
 
 /* RH_SQL_THREAD_SUMMARY on a sampled profile (issue 9): the same columns as
  * estimates, each row weighing `weight` blocks and size * weight bytes. */
-#define RH_W_N(c) "CAST(round(sum(CASE WHEN " c " THEN weight ELSE 0 END)) AS INTEGER)"
-#define RH_W_B(c) "CAST(round(sum(CASE WHEN " c " THEN size * weight ELSE 0 END)) AS INTEGER)"
+/* Per row, exactly as the aggregates count an event (rh_aggregate.c): bytes
+ * round(size * weight), blocks round(weight * RH_AGG_BSCALE) in 1/4096 units,
+ * the sum rounded to blocks; so the row path and the aggregates agree. */
+#define RH_AGG_BSCALE 4096
+#define RH_W_ROW_B "CAST(round(size * weight) AS INTEGER)"
+#define RH_W_ROW_N "CAST(round(weight * 4096) AS INTEGER)"
+#define RH_W_N(c) "CAST(round(sum(CASE WHEN " c " THEN " RH_W_ROW_N " ELSE 0 END) / 4096.0) AS INTEGER)"
+#define RH_W_B(c) "sum(CASE WHEN " c " THEN " RH_W_ROW_B " ELSE 0 END)"
 #define RH_SQL_THREAD_SUMMARY_W(T)                                                               \
     "WITH a AS (SELECT alloc_thread AS th, " RH_W_N("1") " AS n, " RH_W_B("1") " AS b,"         \
     " " RH_W_N("dealloc_thread IS NOT NULL AND dealloc_thread <> alloc_thread") " AS on_,"      \

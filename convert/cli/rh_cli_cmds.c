@@ -358,8 +358,7 @@ static int rh_leak_scores(sqlite3 *db, int nb, int64_t duration)
                     " GROUP BY s.site, k ORDER BY s.site, k"
                   : rh_sample_notice(db)
                   ? "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER))"
-                    " AS k, CAST(round(sum(a.weight)) AS INTEGER),"
-                    " CAST(round(sum(a.size * a.weight)) AS INTEGER), min(a.alloc_after),"
+                    " AS k, " RH_W_N("1") ", " RH_W_B("1") ", min(a.alloc_after),"
                     " max(a.alloc_after)"
                     " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"
                     " GROUP BY s.site, k ORDER BY s.site, k"

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "rh_cli.h"
+#include "rh_convert.h" /* RH_W_*: sampled estimates per row (issue 9) */
 
 void rh_filter_init(struct rh_filter *f)
 {
@@ -461,7 +462,7 @@ static void rh_frees_pop(struct rh_frees *h)
  * bytes (the aggregates' rule, convert/rh_aggregate.c). Set by
  * rh_filter_apply from meta sample_mode. */
 static int rh_sampled;
-#define RH_EST_SIZE(s) (rh_sampled ? "CAST(round(" s " * weight) AS INTEGER)" : s)
+#define RH_EST_SIZE(s) (rh_sampled ? RH_W_ROW_B : s)
 
 static int rh_peak_pass(sqlite3 *db, int ordered, int64_t *peak, int64_t *blocks, int64_t *t)
 {
@@ -794,11 +795,8 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
         sqlite3_stmt *st = NULL;
         /* N(c): blocks where c holds, B(c): bytes where c holds; estimates on
          * a sampled profile */
-#define RH_N(c) (rh_sampled ? "CAST(round(sum(CASE WHEN " c " THEN weight ELSE 0 END)) AS INTEGER)" \
-                            : "sum(" c ")")
-#define RH_B(c) (rh_sampled ? "CAST(round(sum(CASE WHEN " c " THEN size * weight ELSE 0 END))" \
-                              " AS INTEGER)"                                              \
-                            : "sum(CASE WHEN " c " THEN size ELSE 0 END)")
+#define RH_N(c) (rh_sampled ? RH_W_N(c) : "sum(" c ")")
+#define RH_B(c) (rh_sampled ? RH_W_B(c) : "sum(CASE WHEN " c " THEN size ELSE 0 END)")
 #define RH_LIVE_AT "alloc_after <= ?1 AND (dealloc_after IS NULL OR dealloc_after > ?1)"
         char sql[2048];
         snprintf(sql, sizeof sql,
