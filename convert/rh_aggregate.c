@@ -282,7 +282,7 @@ int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, uint64
     int64_t d = rh_agg_eb(a, size, addr), db = rh_agg_ek(a, size, addr);
     if (!is_alloc) {
         d = -d;
-        db = -1;
+        db = -db;
     }
     s->live_bytes += d;
     s->live_blocks += db;

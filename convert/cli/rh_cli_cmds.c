@@ -525,8 +525,10 @@ static const char *rh_kinds_sql(sqlite3 *db)
                " FROM stack_stats t LEFT JOIN stacks s ON s.id = t.bt"
                " GROUP BY 1 ORDER BY bytes DESC, kind";
     if (rh_sample_notice(db))
-        return "SELECT kind, " RH_W_N("1") " AS blocks, " RH_W_B("1") " AS bytes,"
-               " " RH_W_N("dealloc_after IS NULL") " AS leaked_blocks FROM sel"
+        /* per stack first, rounded as stack_stats is, then per kind */
+        return "SELECT kind, sum(n) AS blocks, sum(b) AS bytes, sum(l) AS leaked_blocks FROM"
+               " (SELECT kind, " RH_W_N("1") " AS n, " RH_W_B("1") " AS b,"
+               " " RH_W_N("dealloc_after IS NULL") " AS l FROM sel GROUP BY kind, bt)"
                " GROUP BY kind ORDER BY bytes DESC, kind";
     return "SELECT kind, count(*) AS blocks, sum(size) AS bytes,"
            " sum(dealloc_after IS NULL) AS leaked_blocks FROM sel"

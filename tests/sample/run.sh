@@ -94,6 +94,12 @@ bytes)
     RHEAPER_ROWS=1 "$BIN/rheaper" top p.db --csv >rows.csv 2>/dev/null || fail "top (rows) failed"
     "$BIN/rheaper" top p.db --csv >agg.csv 2>/dev/null || fail "top failed"
     cmp -s rows.csv agg.csv || { diff rows.csv agg.csv; fail "row path and aggregates differ"; }
+    for cmd in summary peak leaks; do
+        RHEAPER_ROWS=1 "$BIN/rheaper" $cmd p.db >rows.txt 2>/dev/null || fail "$cmd (rows) failed"
+        "$BIN/rheaper" $cmd p.db >agg.txt 2>/dev/null || fail "$cmd failed"
+        cmp -s rows.txt agg.txt || { diff rows.txt agg.txt; fail "$cmd: row path and aggregates differ"; }
+    done
+    echo "ok: top, summary, peak and leaks agree between the row path and the aggregates"
     ;;
 rate)
     record RHEAPER_SAMPLE_RATE=0.05 RHEAPER_SAMPLE_SEED=7
