@@ -82,6 +82,7 @@ int rh_init_lazy(void)
     if (__atomic_compare_exchange_n(&rh_init_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
         rh_config_load_env();
+        rh_report_init();
         rh_sample_configure();
         rh_cfg_env = rh_cfg;
         rh_clock_init();
@@ -203,7 +204,7 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
     }
     rh_cfg = c;
     rh_sample_configure();
-    rh_sample_file_start(); /* the last recording's sampled blocks are not this one's */
+    rh_live_clear(); /* the last recording's blocks are not this one's */
     rh_prof.max_chunk = rh_config_max_chunk();
     rh_prof.pending = 0;
     rc = rh_file_create_locked();
@@ -304,6 +305,7 @@ static void rh_ctl_run(void)
     if (__atomic_exchange_n(&rh_ctl_lock, 1, __ATOMIC_ACQUIRE))
         return;
     __atomic_fetch_and(&rh_state, ~RH_CTL, __ATOMIC_ACQ_REL);
+    rh_report_ctl(); /* RHEAPER_REPORT_SIGNAL (issue 9) */
     rh_close_cut_locked();
     if (rh_ctl_marker_stale())
         rh_ctl_marker_update(); /* a fork child's own marker */

@@ -398,6 +398,7 @@ int rh_file_create_locked(void)
     }
     rh_prof.slots = slots;
     rh_prof.nslots = rh_cfg.max_trackers;
+    rh_report_file_start(stacks); /* issue 9: counters of this recording */
     rh_prof.stacks = stacks;
     rh_prof.dev = (uint64_t)st.st_dev;
     rh_prof.ino = (uint64_t)st.st_ino;
@@ -684,7 +685,7 @@ void rh_file_close_locked(int close_fd)
     memcpy(t + RIP_TRAILER_END_REASON_OFF, &rh_prof.end_reason, 4); /* v2, issue 9 */
     memcpy(t + 60, &zero, 4);
     uint64_t dropped = __atomic_load_n(&rh_prof.sample_dropped, __ATOMIC_RELAXED);
-    uint64_t peak = rh_sample_peak();
+    uint64_t peak = rh_live_peak();
     memcpy(t + RIP_TRAILER_SAMPLE_OFF, &dropped, 8); /* v3, issue 9 */
     memcpy(t + RIP_TRAILER_SAMPLE_OFF + 8, &peak, 8);
     if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)

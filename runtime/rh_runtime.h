@@ -438,7 +438,7 @@ struct rh_profile {
     uint32_t end_reason;         /* RIP_END_*: written into the trailer */
     int limit_hit;               /* atomic: the size limit stopped tracking; the
                                     clean close is pending (RH_CTL) */
-    uint64_t sample_dropped;     /* atomic: sampled blocks not recorded (set full) */
+    uint64_t sample_dropped;     /* atomic: sampled blocks not recorded (map full) */
 };
 extern RH_HIDDEN struct rh_profile rh_prof;
 /* Bumped each time a new file is created; a writer whose chunk belongs to an
@@ -553,33 +553,26 @@ RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
 
 /* ---- rh_sample.c: sampled recording (issue 9) ----------------------------
  * While rh_sample_mode is not RH_SAMPLE_NONE, the record fast path asks
- * rh_sample_alloc whether a block is recorded and rh_sample_free_slow whether
- * a freed block was; a realloc goes to rh_sample_realloc. */
+ * rh_sample_alloc whether a new block is recorded; a realloc goes to
+ * rh_sample_realloc. Whether a freed block was recorded is the live map's
+ * answer (rh_live_note_free, rh_report.c). */
 enum { RH_SAMPLE_NONE = 0, RH_SAMPLE_RATE = 1, RH_SAMPLE_BYTES = 2 };
 /* The mode of the current recording (set from rh_cfg before tracking turns
  * on; read on every event). */
 extern RH_HIDDEN int rh_sample_mode;
 /* Bytes mode: bytes left until the calling thread's next sample. */
 extern RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
-/* Copies rh_cfg's sampling settings into the sampler. Before RH_ON only. */
+/* Copies rh_cfg's sampling settings into the sampler and sets rh_live_on.
+ * Before RH_ON only. */
 RH_HIDDEN void rh_sample_configure(void);
-/* A new profile file: empties the set of live recorded blocks. Caller holds
- * rh_prof_lock. */
-RH_HIDDEN void rh_sample_file_start(void);
 /* Writes the sampling fields and flag into a file header being filled. */
 RH_HIDDEN void rh_sample_header(uint8_t *hdr);
-/* Most recorded blocks live at once in this file (trailer). */
-RH_HIDDEN uint64_t rh_sample_peak(void);
-/* 1 when the block p of size bytes is recorded (then it joins the set). */
+/* 1 when the new block p of size bytes is to be recorded. */
 RH_HIDDEN int rh_sample_alloc_slow(void *p, size_t size);
-/* 1 when the freed block p was recorded (then it leaves the set). */
-RH_HIDDEN int rh_sample_free_slow(void *p);
 /* A realloc old -> p under sampling: records a REALLOC, a FREE, an ALLOC or
  * nothing, as the two blocks were or are sampled. */
 RH_HIDDEN void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size,
                                  uint64_t t_before, uint64_t t_after, void *fp) RH_COLD;
-/* fork handlers' part: 0 prepare, 1 parent, 2 child. */
-RH_HIDDEN void rh_sample_fork(int phase);
 
 /* The sampler's decision for a new block; bytes mode's common case (the
  * countdown not crossed) inline: one TLS subtraction. */
@@ -593,6 +586,57 @@ RH_ALWAYS_INLINE int rh_sample_alloc(void *p, size_t size)
     }
     return rh_sample_alloc_slow(p, size);
 }
+
+/* ---- rh_live.c: the map of live recorded blocks (issue 9) ---------------- */
+
+/* Adds block a (size bytes, stack id, report thread index). Returns 1, or 0
+ * when the map is full (one warning line). Takes a per-stripe spin lock. */
+RH_HIDDEN int rh_live_add(uintptr_t a, uint64_t size, uint32_t stack, uint32_t thread);
+/* Removes a; returns 1 with its values when it was there. Lock-free when absent. */
+RH_HIDDEN int rh_live_take(uintptr_t a, uint64_t *size, uint32_t *stack, uint32_t *thread);
+/* 1 once an insert failed: the map cannot grow. */
+RH_HIDDEN int rh_live_full(void);
+/* Empties the map (a new recording). */
+RH_HIDDEN void rh_live_clear(void);
+/* Most entries at once since the last clear. */
+RH_HIDDEN uint64_t rh_live_peak(void);
+/* fork handlers' part: 0 prepare, 1 parent, 2 child. */
+RH_HIDDEN void rh_live_fork(int phase);
+
+/* ---- rh_report.c: in-process counters and reports (issue 9) --------------- */
+
+/* 1 while the live map is kept (sampling or reports): the record path then
+ * calls rh_live_note_alloc / rh_live_note_free. */
+extern RH_HIDDEN int rh_live_on;
+/* 1 when RHEAPER_REPORTS=1 or RHEAPER_REPORT_SIGNAL is set (from init on). */
+extern RH_HIDDEN int rh_reports_on;
+/* A block was recorded with stack id: into the map, and the counters. */
+RH_HIDDEN void rh_live_note_alloc(void *p, size_t size, uint32_t id);
+/* A block is being freed: out of the map, into the counters. Returns 1 when
+ * its free must be recorded (it was recorded, or nothing is sampled). */
+RH_HIDDEN int rh_live_note_free(void *p);
+/* A new stack's frames (its STACK record's svarint deltas in [enc, end)). */
+RH_HIDDEN void rh_report_stack(uint32_t id, const uint8_t *enc, const uint8_t *end,
+                               uint32_t nframes);
+/* Reads RHEAPER_REPORTS / RHEAPER_REPORT_SIGNAL; maps the counters and
+ * installs the signal's handler. Once, at init. */
+RH_HIDDEN void rh_report_init(void);
+/* A new profile file with stack table stacks: fresh per-stack counters and
+ * frames, thread counters zeroed. Caller holds rh_prof_lock. */
+RH_HIDDEN void rh_report_file_start(struct rh_stack_table *stacks);
+/* The control work: writes the reports the signal asked for. */
+RH_HIDDEN void rh_report_ctl(void);
+/* Set while the runtime calls sigaction itself (rh_control.c). */
+extern RH_HIDDEN volatile int rh_ctl_self;
+
+/* ---- rh_elfsym.c: names from ELF symbol tables, in-process --------------- */
+struct rh_sym_ctx;
+/* Reads /proc/self/maps; NULL on failure (names are then "?"). */
+RH_HIDDEN struct rh_sym_ctx *rh_sym_open(void);
+RH_HIDDEN void rh_sym_close(struct rh_sym_ctx *c);
+/* "function+0xoff" of addr into out (1), or "" (0); *module: its file. */
+RH_HIDDEN int rh_sym_name(struct rh_sym_ctx *c, uintptr_t addr, char *out, size_t len,
+                          const char **module);
 
 /* ---- rh_record.c: the record fast path, inline in the hot shims ---------
  * The malloc, realloc, free and operator new/delete shims record through the
@@ -691,6 +735,8 @@ RH_ALWAYS_INLINE void rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, si
     q = rh_put_addr(q, d, raw);
     w->prev_addr = (uintptr_t)p;
     rh_event_done(w, q);
+    if (rh_unlikely(rh_live_on))
+        rh_live_note_alloc(p, size, id);
 }
 
 RH_ALWAYS_INLINE void rh_put_free(struct rh_writer *w, void *p, uint64_t t)
@@ -718,6 +764,8 @@ RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old
     q = rh_put_addr(q, d2, raw);
     w->prev_addr = (uintptr_t)p;
     rh_event_done(w, q);
+    if (rh_unlikely(rh_live_on))
+        rh_live_note_alloc(p, size, id);
 }
 
 /* The id in the home entry of hash in tb, or 0 when the stack is not there (a
@@ -765,7 +813,7 @@ RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size
 
 RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
 {
-    if (rh_unlikely(rh_sample_mode) && !rh_sample_free_slow(p))
+    if (rh_unlikely(rh_live_on) && !rh_live_note_free(p))
         return;
     struct rh_writer *w = rh_fast_writer();
     if (rh_likely(w))
@@ -777,9 +825,12 @@ RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
 RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p, size_t size,
                                                uint64_t t_before, uint64_t t_after, void *fp)
 {
-    if (rh_unlikely(rh_sample_mode)) {
-        rh_sample_realloc(kind, old, p, size, t_before, t_after, fp);
-        return;
+    if (rh_unlikely(rh_live_on)) {
+        if (rh_sample_mode) {
+            rh_sample_realloc(kind, old, p, size, t_before, t_after, fp);
+            return;
+        }
+        rh_live_note_free(old);
     }
     struct rh_writer *w = rh_fast_writer();
     if (rh_unlikely(!w)) {

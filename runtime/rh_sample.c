@@ -15,20 +15,12 @@
  * deterministic. No libc rand, no libm, no allocation.
  *
  * The frees of recorded blocks are recorded; the frees of the others cost no
- * event and are not unknown frees. That needs the set of live recorded
- * addresses: an open-addressing table (linear probing, backward-shift
- * deletion) in mmap'd memory. Lookups, made on every free, take no lock: a
- * sequence counter (a seqlock) tells them to retry while a writer moves
- * entries. Inserts and deletes (recorded blocks only) take a spin lock held
- * for a few memory operations, never across a call that can block or die.
- * The table starts at 4096 slots and doubles at half load, so its memory
- * follows the live recorded blocks, not the events; an outgrown table stays
- * mapped (a reader may still be probing it), so the total is at most twice the
- * current table. At RH_SS_MAX_BITS (2^23 live recorded blocks) it is full:
- * one warning line, and further blocks that the sampler picks are not recorded
- * (counted in the trailer's sample_dropped; estimates then undercount).
- * Pool client requests (tagged addresses) are never sampled: they are always
- * recorded, weight 1.
+ * event and are not unknown frees: rh_live.c's map holds the live recorded
+ * blocks (its memory follows them, not the events), and the record path asks
+ * it at every free (rh_live_note_free, rh_report.c). When the map is full the
+ * sampler stops picking: such blocks are counted in the trailer's
+ * sample_dropped (estimates then undercount). Pool client requests (tagged
+ * addresses) are never sampled: they are always recorded, weight 1.
  */
 #include <sched.h>
 #include <string.h>
@@ -47,182 +39,7 @@ static uint64_t rh_sample_mean;      /* bytes mode: N */
 static uint64_t rh_sample_seed;
 static uint32_t rh_sample_threads;   /* atomic: sampling ordinals handed out */
 
-/* ---- the set of live recorded addresses -------------------------------- */
-
-#define RH_SS_MIN_BITS 12u
-#define RH_SS_MAX_BITS 24u
 #define RH_SS_K 0x9e3779b97f4a7c15ull
-
-struct rh_sset {
-    uintptr_t *slots; /* 0 = empty */
-    uint64_t mask;
-    unsigned bits;
-    uint64_t count;
-};
-
-static struct rh_sset rh_ss_tables[RH_SS_MAX_BITS + 1]; /* one per size, kept mapped */
-static struct rh_sset *rh_ss_cur;                       /* atomic: the current table */
-static uint32_t rh_ss_seq;                              /* atomic: odd while written */
-static int rh_ss_lock;
-static int rh_ss_full_warned;
-static uint64_t rh_ss_peak;
-
-static inline uint64_t rh_ss_home(const struct rh_sset *t, uintptr_t a)
-{
-    return ((uint64_t)a * RH_SS_K) >> (64 - t->bits);
-}
-
-/* Maps the table of 2^bits slots. NULL when mmap fails. Under rh_ss_lock. */
-static struct rh_sset *rh_ss_map(unsigned bits)
-{
-    struct rh_sset *t = &rh_ss_tables[bits];
-    if (!t->slots) {
-        size_t bytes = ((size_t)1 << bits) * sizeof(uintptr_t);
-        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (m == MAP_FAILED)
-            return NULL;
-        t->slots = m;
-        t->mask = ((uint64_t)1 << bits) - 1;
-        t->bits = bits;
-    }
-    return t;
-}
-
-static void rh_ss_put(struct rh_sset *t, uintptr_t a)
-{
-    uint64_t i = rh_ss_home(t, a);
-    while (t->slots[i])
-        i = (i + 1) & t->mask;
-    __atomic_store_n(&t->slots[i], a, __ATOMIC_RELAXED);
-    t->count++;
-}
-
-static inline void rh_ss_write_begin(void)
-{
-    rh_spin_lock(&rh_ss_lock);
-    __atomic_store_n(&rh_ss_seq, rh_ss_seq + 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-}
-
-static inline void rh_ss_write_end(void)
-{
-    __atomic_store_n(&rh_ss_seq, rh_ss_seq + 1, __ATOMIC_RELEASE);
-    rh_spin_unlock(&rh_ss_lock);
-}
-
-/* Adds a. Returns 1, or 0 when the table is full (or cannot grow): the block
- * is then not recorded and counted. */
-static int rh_ss_insert(uintptr_t a)
-{
-    int ok = 1;
-    rh_ss_write_begin();
-    struct rh_sset *t = rh_ss_cur;
-    if (!t)
-        t = rh_ss_map(RH_SS_MIN_BITS);
-    if (t && t->count + 1 > (t->mask + 1) / 2) {
-        struct rh_sset *n = t->bits < RH_SS_MAX_BITS ? rh_ss_map(t->bits + 1) : NULL;
-        if (n) {
-            memset(n->slots, 0, (n->mask + 1) * sizeof(uintptr_t));
-            n->count = 0;
-            for (uint64_t i = 0; i <= t->mask; i++)
-                if (t->slots[i])
-                    rh_ss_put(n, t->slots[i]);
-        }
-        t = n;
-    }
-    if (t) {
-        __atomic_store_n(&rh_ss_cur, t, __ATOMIC_RELEASE);
-        rh_ss_put(t, a);
-        if (t->count > rh_ss_peak)
-            rh_ss_peak = t->count;
-    } else {
-        ok = 0;
-    }
-    rh_ss_write_end();
-    if (!ok) {
-        __atomic_fetch_add(&rh_prof.sample_dropped, 1, __ATOMIC_RELAXED);
-        if (!__atomic_exchange_n(&rh_ss_full_warned, 1, __ATOMIC_RELAXED))
-            rh_warn("the set of live sampled blocks is full (%llu); further sampled blocks "
-                    "are not recorded, so estimates undercount",
-                    (unsigned long long)(1ull << (RH_SS_MAX_BITS - 1)));
-    }
-    return ok;
-}
-
-/* Removes one copy of a from t (under the lock): backward-shift deletion. */
-static int rh_ss_remove_locked(struct rh_sset *t, uintptr_t a)
-{
-    uint64_t i = rh_ss_home(t, a);
-    for (;;) {
-        uintptr_t v = t->slots[i];
-        if (!v)
-            return 0;
-        if (v == a)
-            break;
-        i = (i + 1) & t->mask;
-    }
-    uint64_t j = i;
-    for (;;) {
-        j = (j + 1) & t->mask;
-        uintptr_t v = t->slots[j];
-        if (!v)
-            break;
-        uint64_t k = rh_ss_home(t, v);
-        /* v may move to the hole at i unless its home lies cyclically in (i, j] */
-        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
-        if (!stays) {
-            __atomic_store_n(&t->slots[i], v, __ATOMIC_RELAXED);
-            i = j;
-        }
-    }
-    __atomic_store_n(&t->slots[i], 0, __ATOMIC_RELAXED);
-    t->count--;
-    return 1;
-}
-
-/* 1 when a is in the set. Lock-free: retries while a writer is active. A hit
- * is certain even if torn (a writer only moves entries), a miss only with an
- * unchanged, even sequence. */
-static int rh_ss_contains(uintptr_t a)
-{
-    unsigned spins = 0;
-    for (;;) {
-        uint32_t s1 = __atomic_load_n(&rh_ss_seq, __ATOMIC_ACQUIRE);
-        if (!(s1 & 1)) {
-            struct rh_sset *t = __atomic_load_n(&rh_ss_cur, __ATOMIC_ACQUIRE);
-            if (!t)
-                return 0;
-            uint64_t i = rh_ss_home(t, a);
-            for (uint64_t n = 0; n <= t->mask; n++) {
-                uintptr_t v = __atomic_load_n(&t->slots[i], __ATOMIC_RELAXED);
-                if (v == a)
-                    return 1;
-                if (!v)
-                    break;
-                i = (i + 1) & t->mask;
-            }
-            __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            if (__atomic_load_n(&rh_ss_seq, __ATOMIC_RELAXED) == s1)
-                return 0;
-        }
-        if (++spins > 200)
-            sched_yield();
-        else
-            rh_cpu_relax();
-    }
-}
-
-/* Takes a out of the set. Returns 1 when it was there (a recorded block). */
-static int rh_ss_take(uintptr_t a)
-{
-    if (rh_likely(!rh_ss_contains(a)))
-        return 0;
-    rh_ss_write_begin();
-    int was = rh_ss_cur ? rh_ss_remove_locked(rh_ss_cur, a) : 0;
-    rh_ss_write_end();
-    return was;
-}
 
 /* ---- randomness ---------------------------------------------------------- */
 
@@ -292,21 +109,11 @@ void rh_sample_configure(void)
     rh_sample_mean = rh_cfg.sample_bytes;
     rh_sample_threshold = rh_cfg.sample_threshold;
     rh_sample_seed = rh_cfg.sample_seeded ? rh_cfg.sample_seed : rh_real_ns() ^ (uint64_t)getpid();
+    __atomic_store_n(&rh_live_on, rh_sample_mode != RH_SAMPLE_NONE || rh_reports_on,
+                     __ATOMIC_RELAXED);
     /* a thread's countdown from another mode or mean is redrawn */
     rh_tls_rng_ok = 0;
     rh_tls_sample_left = 0;
-}
-
-void rh_sample_file_start(void)
-{
-    rh_ss_write_begin();
-    struct rh_sset *t = rh_ss_cur;
-    if (t && t->count) {
-        memset(t->slots, 0, (t->mask + 1) * sizeof(uintptr_t));
-        t->count = 0;
-    }
-    rh_ss_peak = 0;
-    rh_ss_write_end();
 }
 
 void rh_sample_header(uint8_t *hdr)
@@ -322,9 +129,14 @@ void rh_sample_header(uint8_t *hdr)
     memcpy(hdr + RIP_HDR_SAMPLE_PARAM_OFF, &param, 8);
 }
 
-uint64_t rh_sample_peak(void)
+/* A picked block can be recorded only while the live map has room (else its
+ * free could not be told apart): 1, or 0 with the block counted dropped. */
+static int rh_sample_room(void)
 {
-    return __atomic_load_n(&rh_ss_peak, __ATOMIC_RELAXED);
+    if (rh_likely(!rh_live_full()))
+        return 1;
+    __atomic_fetch_add(&rh_prof.sample_dropped, 1, __ATOMIC_RELAXED);
+    return 0;
 }
 
 int rh_sample_alloc_slow(void *p, size_t size)
@@ -336,7 +148,7 @@ int rh_sample_alloc_slow(void *p, size_t size)
     if (rh_sample_mode == RH_SAMPLE_RATE) {
         if (rh_rng_next() >= rh_sample_threshold)
             return 0;
-        return rh_ss_insert((uintptr_t)p);
+        return rh_sample_room();
     }
     int64_t left = rh_tls_sample_left - (int64_t)(size > INT64_MAX / 2 ? INT64_MAX / 2 : size);
     if (left > 0) {
@@ -346,20 +158,13 @@ int rh_sample_alloc_slow(void *p, size_t size)
     /* the countdown crossed this block: take it and start a fresh interval
      * (memoryless, so the block's probability is 1 - exp(-size/N)) */
     rh_tls_sample_left = rh_draw_bytes();
-    return rh_ss_insert((uintptr_t)p);
-}
-
-int rh_sample_free_slow(void *p)
-{
-    if ((intptr_t)p < 0)
-        return 1;
-    return rh_ss_take((uintptr_t)p);
+    return rh_sample_room();
 }
 
 void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
                        uint64_t t_after, void *fp)
 {
-    int was = rh_sample_free_slow(old);
+    int was = rh_live_note_free(old);
     int now = rh_sample_alloc(p, size);
     if (was && now)
         rh_record_realloc_slow(kind, old, p, size, t_before, t_after, fp);
@@ -367,14 +172,4 @@ void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t 
         rh_record_free_slow(old, t_before);
     else if (now)
         rh_record_alloc_slow(kind, p, size, t_after, fp);
-}
-
-void rh_sample_fork(int phase)
-{
-    if (phase == 0)
-        rh_spin_lock(&rh_ss_lock);
-    else if (phase == 1)
-        rh_spin_unlock(&rh_ss_lock);
-    else
-        rh_ss_lock = 0;
 }

@@ -322,12 +322,12 @@ static void rh_fork_prepare(void)
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     rh_kinds_fork(0);
-    rh_sample_fork(0);
+    rh_live_fork(0);
 }
 
 static void rh_fork_parent(void)
 {
-    rh_sample_fork(1);
+    rh_live_fork(1);
     rh_kinds_fork(1);
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_unlock(&rh_shared_lock);
@@ -359,7 +359,7 @@ static void rh_fork_child(void)
     rh_prof_lock = 0;
     rh_shared_lock = 0;
     rh_kinds_fork(2);
-    rh_sample_fork(2);
+    rh_live_fork(2);
 }
 
 void rh_thread_init(void)

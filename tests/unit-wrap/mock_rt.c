@@ -214,8 +214,8 @@ void rh_stack_bounds_compute(void)
     abort();
 }
 
-/* Sampling (issue 9) is off in the mock: rh_sample_mode stays 0, so the
- * sampler's entry points are never reached. */
+/* Sampling and reports (issue 9) are off in the mock: rh_sample_mode and
+ * rh_live_on stay 0, so their entry points are never reached. */
 int rh_sample_mode;
 __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
 int rh_sample_alloc_slow(void *p, size_t size)
@@ -223,9 +223,15 @@ int rh_sample_alloc_slow(void *p, size_t size)
     (void)p, (void)size;
     abort();
 }
-int rh_sample_free_slow(void *p)
+int rh_live_on;
+int rh_live_note_free(void *p)
 {
     (void)p;
+    abort();
+}
+void rh_live_note_alloc(void *p, size_t size, uint32_t id)
+{
+    (void)p, (void)size, (void)id;
     abort();
 }
 void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
