@@ -24,6 +24,7 @@ RH_HIDDEN struct rh_config rh_cfg = {
     .buffer_size = RH_DEFAULT_BUFFER,
     .profile_dir = ".",
     .ctl_signal = 0, /* rh_default_signal() at load: SIGRTMAX is not a constant */
+    .populate = 0,
 };
 
 int rh_default_signal(void)
@@ -303,6 +304,13 @@ void rh_config_load_env(void)
     rh_env_uint("RHEAPER_MAX_TRACKERS", 1, RH_MAX_TRACKERS, &rh_cfg.max_trackers);
     rh_env_uint("RHEAPER_BUFFER_SIZE", RH_MIN_BUFFER, RH_MAX_BUFFER, &rh_cfg.buffer_size);
     rh_config_sampling();
+    const char *pp = secure_getenv("RHEAPER_POPULATE");
+    if (pp && *pp) {
+        if (!strcmp(pp, "0") || !strcmp(pp, "1"))
+            rh_cfg.populate = *pp == '1';
+        else
+            rh_warn("ignoring RHEAPER_POPULATE=%s: expected 0 or 1", pp);
+    }
 }
 
 uint32_t rh_config_max_chunk(void)

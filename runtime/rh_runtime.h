@@ -105,6 +105,7 @@ struct rh_config {
     uint64_t sample_bytes;     /* bytes mode: the mean N */
     uint64_t sample_seed;      /* RHEAPER_SAMPLE_SEED, when sample_seeded */
     int sample_seeded;
+    int populate;              /* RHEAPER_POPULATE=1: prefault chunks (default 0) */
 };
 extern RH_HIDDEN struct rh_config rh_cfg;
 

@@ -11,8 +11,9 @@
 # the flags rheaper-cc adds (frame pointers, no sibling calls: the baseline
 # of bench.sh) and with rheaper-cc. Variants, run interleaved for RUNS rounds
 # (default 7): user, plain, off (rheaper-cc, tracking off), full
-# (RHEAPER_ENABLE=1), bytes (RHEAPER_SAMPLE_BYTES=N, default 524288) and
-# rate (RHEAPER_SAMPLE_RATE=0.01). Prints the median CPU (user + sys), system
+# (RHEAPER_ENABLE=1), populate (full, chunks prefaulted: RHEAPER_POPULATE=1),
+# bigchunk (full, 2 MiB chunks: RHEAPER_BUFFER_SIZE=262144), bytes
+# (RHEAPER_SAMPLE_BYTES=N, default 524288) and rate (RHEAPER_SAMPLE_RATE=0.01). Prints the median CPU (user + sys), system
 # and wall time of each, the ratios to plain and to user, the profile's size,
 # and the load average before and after.
 #
@@ -72,6 +73,8 @@ if [ "$lua" = 1 ] && sh "$root/tests/e2e/fetch_source.sh" lua5.4 "$out/src" >/de
         plain) set -- "$out/lua-plain/src/lua" ;;
         off) set -- "$lua" ;;
         full) set -- env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
+        populate) set -- env RHEAPER_ENABLE=1 RHEAPER_POPULATE=1 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
+        bigchunk) set -- env RHEAPER_ENABLE=1 RHEAPER_BUFFER_SIZE=262144 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
         bytes) set -- env RHEAPER_ENABLE=1 RHEAPER_SAMPLE_BYTES="$bytes" RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
         rate) set -- env RHEAPER_ENABLE=1 RHEAPER_SAMPLE_RATE=0.01 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
         esac
@@ -82,7 +85,7 @@ if [ "$lua" = 1 ] && sh "$root/tests/e2e/fetch_source.sh" lua5.4 "$out/src" >/de
         sz=$(cat "$out/prof"/rip-* 2>/dev/null | wc -c)
         awk -v w=$(((e - s) / 1000)) -v z="$sz" '{printf "%.3f %.3f %.3f %d\n", $1 + $2, $2, w / 1e6, z}' "$out/time.txt"
     }
-    variants="user plain off full bytes rate"
+    variants="user plain off full populate bigchunk bytes rate"
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
     : >"$out/runs.txt"
     i=0
@@ -105,7 +108,9 @@ if [ "$lua" = 1 ] && sh "$root/tests/e2e/fetch_source.sh" lua5.4 "$out/src" >/de
         echo "| $v | $c | $(r $c $pc) | $(r $c $uc) | $sy | $w | $(r $w $pw) | $(echo $z | awk '{printf "%.1f", $1 / 1e6}') |"
     done
     echo
-    echo "user: cc -O2 -g -fno-omit-frame-pointer; plain: the flags rheaper-cc adds; bytes: RHEAPER_SAMPLE_BYTES=$bytes; rate: RHEAPER_SAMPLE_RATE=0.01"
+    echo "user: cc -O2 -g -fno-omit-frame-pointer; plain: the flags rheaper-cc adds; populate: full with"
+    echo "RHEAPER_POPULATE=1 (chunks prefaulted with MADV_POPULATE_WRITE); bigchunk: full with 2 MiB chunks"
+    echo "(RHEAPER_BUFFER_SIZE=262144); bytes: RHEAPER_SAMPLE_BYTES=$bytes; rate: RHEAPER_SAMPLE_RATE=0.01"
 else
     [ "$lua" = 1 ] && echo "sample_bench: note: Lua skipped (its source could not be fetched)"
 fi
