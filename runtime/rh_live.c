@@ -17,7 +17,10 @@
  * a stripe's sequence counter (a seqlock) makes them retry while a writer
  * moves entries. Inserts and deletes take the stripe's spin lock for a few
  * memory operations, never across a call that can block, fail or be
- * cancelled. When a stripe cannot grow, the map is full: rh_live_full says
+ * cancelled. A counting filter (rh_lv_filter, 64 Ki one-byte counters indexed
+ * by the address's hash, 255 sticky) lets the record path skip the lookup for
+ * most addresses that are not in the map, with one load
+ * (rh_live_maybe, rh_runtime.h). When a stripe cannot grow, the map is full: rh_live_full says
  * so and the callers stop adding (counted, with one warning line).
  */
 #include <sched.h>
@@ -53,6 +56,13 @@ struct rh_lv_stripe {
 } __attribute__((aligned(RH_CACHE_LINE)));
 
 static struct rh_lv_stripe rh_lv[RH_LV_STRIPES];
+RH_HIDDEN uint8_t rh_lv_filter[1u << RH_LV_FILTER_BITS];
+
+/* The filter's counter of a (rh_live_maybe's index); 255 sticks. */
+static inline uint8_t *rh_lv_fslot(uintptr_t a)
+{
+    return &rh_lv_filter[((uint64_t)a * RH_LV_K) >> (64 - RH_LV_FILTER_BITS)];
+}
 static int rh_lv_is_full;  /* atomic */
 static int64_t rh_lv_count; /* atomic: entries in all stripes */
 static int64_t rh_lv_peak;  /* atomic: the most at once since the last clear */
@@ -144,6 +154,9 @@ int rh_live_add(uintptr_t a, uint64_t size, uint32_t stack, uint32_t thread)
     if (t) {
         __atomic_store_n(&s->cur, t, __ATOMIC_RELEASE);
         rh_lv_put(t, &v);
+        uint8_t *f = rh_lv_fslot(a);
+        if (__atomic_load_n(f, __ATOMIC_RELAXED) < 255)
+            __atomic_fetch_add(f, 1, __ATOMIC_RELAXED);
     } else {
         ok = 0;
     }
@@ -238,6 +251,11 @@ int rh_live_take(uintptr_t a, uint64_t *size, uint32_t *stack, uint32_t *thread)
     struct rh_lv_ent v;
     rh_lv_write_begin(s);
     int was = s->cur ? rh_lv_remove_locked(s->cur, a, &v) : 0;
+    if (was) {
+        uint8_t *f = rh_lv_fslot(a);
+        if (__atomic_load_n(f, __ATOMIC_RELAXED) < 255)
+            __atomic_fetch_sub(f, 1, __ATOMIC_RELAXED);
+    }
     rh_lv_write_end(s);
     if (!was)
         return 0;
@@ -260,6 +278,7 @@ void rh_live_clear(void)
         }
         rh_lv_write_end(s);
     }
+    memset(rh_lv_filter, 0, sizeof rh_lv_filter);
     __atomic_store_n(&rh_lv_count, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_lv_peak, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_lv_is_full, 0, __ATOMIC_RELAXED);

@@ -573,7 +573,7 @@ RH_HIDDEN int rh_sample_alloc_slow(void *p, size_t size);
 /* A realloc old -> p under sampling: records a REALLOC, a FREE, an ALLOC or
  * nothing, as the two blocks were or are sampled. */
 RH_HIDDEN void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size,
-                                 uint64_t t_before, uint64_t t_after, void *fp) RH_COLD;
+                                 uint64_t t_before, uint64_t t_after, void *fp);
 
 /* The sampler's decision for a new block; bytes mode's common case (the
  * countdown not crossed) inline: one TLS subtraction. */
@@ -603,6 +603,15 @@ RH_HIDDEN void rh_live_clear(void);
 RH_HIDDEN uint64_t rh_live_peak(void);
 /* fork handlers' part: 0 prepare, 1 parent, 2 child. */
 RH_HIDDEN void rh_live_fork(int phase);
+/* A counting filter over the map's addresses: 0 means "certainly not in the
+ * map", so the free of an unsampled block costs one load (rh_live.c). */
+#define RH_LV_FILTER_BITS 16
+extern RH_HIDDEN uint8_t rh_lv_filter[1u << RH_LV_FILTER_BITS];
+RH_ALWAYS_INLINE int rh_live_maybe(const void *p)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+    return __atomic_load_n(&rh_lv_filter[h >> (64 - RH_LV_FILTER_BITS)], __ATOMIC_RELAXED) != 0;
+}
 
 /* ---- rh_report.c: in-process counters and reports (issue 9) --------------- */
 
@@ -796,11 +805,11 @@ RH_ALWAYS_INLINE uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, v
 
 /* rh_record_alloc / free / realloc of rh_hooks.h, inline (same contract).
  * rh_record_free_inline requires p != NULL (the shims test it first). */
-RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size, uint64_t t_after,
-                                             void *fp)
+/* rh_record_alloc_inline without the sampler's decision: for a shim that
+ * asked rh_sample_alloc itself (before reading the clock). */
+RH_ALWAYS_INLINE void rh_record_alloc_core(unsigned kind, void *p, size_t size, uint64_t t_after,
+                                           void *fp)
 {
-    if (rh_unlikely(rh_sample_mode) && !rh_sample_alloc(p, size))
-        return;
     struct rh_writer *w = rh_fast_writer();
     if (rh_unlikely(!w)) {
         rh_record_alloc_slow(kind, p, size, t_after, fp);
@@ -812,15 +821,46 @@ RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size
         rh_put_alloc(w, id, p, size, t);
 }
 
-RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
+RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size, uint64_t t_after,
+                                             void *fp)
 {
-    if (rh_unlikely(rh_live_on) && !rh_live_note_free(p))
+    if (rh_unlikely(rh_sample_mode) && !rh_sample_alloc(p, size))
         return;
+    rh_record_alloc_core(kind, p, size, t_after, fp);
+}
+
+/* Whether the free of p is recorded while the live map is kept: the filter
+ * answers most unsampled frees with one load. */
+RH_ALWAYS_INLINE int rh_live_free_recorded(void *p)
+{
+    if (rh_live_maybe(p) || (intptr_t)p < 0)
+        return rh_live_note_free(p);
+    return !rh_sample_mode;
+}
+
+RH_ALWAYS_INLINE void rh_record_free_core(void *p, uint64_t t_before)
+{
     struct rh_writer *w = rh_fast_writer();
     if (rh_likely(w))
         rh_put_free(w, p, t_before >> rh_clock_shift);
     else
         rh_record_free_slow(p, t_before);
+}
+
+RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
+{
+    if (rh_unlikely(rh_live_on) && !rh_live_free_recorded(p))
+        return;
+    rh_record_free_core(p, t_before);
+}
+
+/* rh_record_free_inline(p, rh_now()), reading the clock only when the free is
+ * recorded (an unsampled free costs no clock read). */
+RH_ALWAYS_INLINE void rh_record_free_now(void *p)
+{
+    if (rh_unlikely(rh_live_on) && !rh_live_free_recorded(p))
+        return;
+    rh_record_free_core(p, rh_now());
 }
 
 RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p, size_t size,

@@ -164,7 +164,7 @@ int rh_sample_alloc_slow(void *p, size_t size)
 void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
                        uint64_t t_after, void *fp)
 {
-    int was = rh_live_note_free(old);
+    int was = rh_live_free_recorded(old);
     int now = rh_sample_alloc(p, size);
     if (was && now)
         rh_record_realloc_slow(kind, old, p, size, t_before, t_after, fp);

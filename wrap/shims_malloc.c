@@ -151,7 +151,7 @@ RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
  * another thread) before its free is in the profile. */
 RH_HOOKED void rh_free_hooked(void *p)
 {
-    rh_record_free_inline(p, rh_now());
+    rh_record_free_now(p);
     __real_free(p);
     rh_hook_end();
 }

@@ -224,6 +224,7 @@ int rh_sample_alloc_slow(void *p, size_t size)
     abort();
 }
 int rh_live_on;
+uint8_t rh_lv_filter[1u << RH_LV_FILTER_BITS];
 int rh_live_note_free(void *p)
 {
     (void)p;
