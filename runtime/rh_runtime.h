@@ -555,7 +555,7 @@ RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
 /* ---- rh_sample.c: sampled recording (issue 9) ----------------------------
  * While rh_sample_mode is not RH_SAMPLE_NONE, the record fast path asks
  * rh_sample_alloc whether a new block is recorded; a realloc goes to
- * rh_sample_realloc. Whether a freed block was recorded is the live map's
+ * rh_sample_realloc_rec. Whether a freed block was recorded is the live map's
  * answer (rh_live_note_free, rh_report.c). */
 enum { RH_SAMPLE_NONE = 0, RH_SAMPLE_RATE = 1, RH_SAMPLE_BYTES = 2 };
 /* The mode of the current recording (set from rh_cfg before tracking turns
@@ -570,10 +570,11 @@ RH_HIDDEN void rh_sample_configure(void);
 RH_HIDDEN void rh_sample_header(uint8_t *hdr);
 /* 1 when the new block p of size bytes is to be recorded. */
 RH_HIDDEN int rh_sample_alloc_slow(void *p, size_t size);
-/* A realloc old -> p under sampling: records a REALLOC, a FREE, an ALLOC or
- * nothing, as the two blocks were or are sampled. */
-RH_HIDDEN void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size,
-                                 uint64_t t_before, uint64_t t_after, void *fp);
+/* A realloc old -> p under sampling, once rh_record_realloc_inline knows
+ * whether old was recorded (was) and p is (now; one of them set): records a
+ * REALLOC, a FREE or an ALLOC. A zero time is read here. */
+RH_HIDDEN void rh_sample_realloc_rec(unsigned kind, void *old, void *p, size_t size, int was,
+                                     int now, uint64_t t_before, uint64_t t_after, void *fp) RH_COLD;
 
 /* The sampler's decision for a new block; bytes mode's common case (the
  * countdown not crossed) inline: one TLS subtraction. */
@@ -868,7 +869,9 @@ RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p
 {
     if (rh_unlikely(rh_live_on)) {
         if (rh_sample_mode) {
-            rh_sample_realloc(kind, old, p, size, t_before, t_after, fp);
+            int was = rh_live_free_recorded(old), now = rh_sample_alloc(p, size);
+            if (rh_unlikely(was | now))
+                rh_sample_realloc_rec(kind, old, p, size, was, now, t_before, t_after, fp);
             return;
         }
         rh_live_note_free(old);

@@ -161,11 +161,15 @@ int rh_sample_alloc_slow(void *p, size_t size)
     return rh_sample_room();
 }
 
-void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
-                       uint64_t t_after, void *fp)
+void rh_sample_realloc_rec(unsigned kind, void *old, void *p, size_t size, int was, int now,
+                           uint64_t t_before, uint64_t t_after, void *fp)
 {
-    int was = rh_live_free_recorded(old);
-    int now = rh_sample_alloc(p, size);
+    /* a shim that skipped the clock (the old block could not have been
+     * recorded, rh_live_maybe) passes 0: then only an ALLOC can follow */
+    if (!t_after)
+        t_after = rh_now();
+    if (!t_before)
+        t_before = t_after;
     if (was && now)
         rh_record_realloc_slow(kind, old, p, size, t_before, t_after, fp);
     else if (was)

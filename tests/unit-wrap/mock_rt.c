@@ -235,10 +235,11 @@ void rh_live_note_alloc(void *p, size_t size, uint32_t id)
     (void)p, (void)size, (void)id;
     abort();
 }
-void rh_sample_realloc(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
-                       uint64_t t_after, void *fp)
+void rh_sample_realloc_rec(unsigned kind, void *old, void *p, size_t size, int was, int now,
+                           uint64_t t_before, uint64_t t_after, void *fp)
 {
-    (void)kind, (void)old, (void)p, (void)size, (void)t_before, (void)t_after, (void)fp;
+    (void)kind, (void)old, (void)p, (void)size, (void)was, (void)now, (void)t_before,
+        (void)t_after, (void)fp;
     abort();
 }
 
