@@ -105,7 +105,7 @@ if [ "$lua" = 1 ] && sh "$root/tests/e2e/fetch_source.sh" lua5.4 "$out/src" >/de
     echo "|---|--:|--:|--:|--:|--:|--:|--:|"
     for v in $variants; do
         c=$(med $v 2) sy=$(med $v 3) w=$(med $v 4) z=$(med $v 5)
-        echo "| $v | $c | $(r $c $pc) | $(r $c $uc) | $sy | $w | $(r $w $pw) | $(echo $z | awk '{printf "%.1f", $1 / 1e6}') |"
+        echo "| $v | $c | $(r $c $pc) | $(r $c $uc) | $sy | $w | $(r $w $pw) | $(echo $z | awk '{printf "%.2f", $1 / 1e6}') |"
     done
     echo
     echo "user: cc -O2 -g -fno-omit-frame-pointer; plain: the flags rheaper-cc adds; populate: full with"
