@@ -343,6 +343,8 @@ const char *rheaper_strerror(int rc)
         return "the runtime could not map its memory";
     case RHEAPER_ERR_NOT_ENABLED:
         return "tracking is not enabled";
+    case RHEAPER_ERR_NO_REPORTS:
+        return "reports are off (set RHEAPER_REPORTS=1 before the program starts)";
     default:
         return "unknown rheaper error";
     }
