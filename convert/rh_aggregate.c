@@ -40,27 +40,34 @@
  * integer at its allocation and at its free, so live totals return to zero).
  * Blocks are counted in 1/RH_AGG_BSCALE units and rounded when stored. */
 
+/* Weights are capped at 2^24 (a probability below 6e-8: an absurd rate or a
+ * damaged header), so that sums of estimates cannot overflow int64. */
+#define RH_MAX_WEIGHT 16777216.0
+
 double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr)
 {
     if (!r->sample_mode || RIP_IS_POOL_ADDR(addr))
         return 1.0;
+    double w;
     if (r->sample_mode == RIP_SAMPLE_RATE)
-        return 1.0 / r->sample_rate;
-    if (!size)
+        w = 1.0 / r->sample_rate;
+    else if (!size)
         return 1.0;
-    /* the same operations as the view's SQL, so both round alike */
-    return 1.0 / (1.0 - exp(-(double)size / (double)r->sample_bytes));
+    else /* the same operations as the view's SQL, so both round alike */
+        w = 1.0 / (1.0 - exp(-(double)size / (double)r->sample_bytes));
+    return w < RH_MAX_WEIGHT ? w : RH_MAX_WEIGHT;
 }
 
 void rh_sample_weight_sql(const struct rh_rip *r, char *buf, size_t len)
 {
     if (r->sample_mode == RIP_SAMPLE_RATE)
-        snprintf(buf, len, "(CASE WHEN a.addr < 0 THEN 1.0 ELSE %.17g END)", 1.0 / r->sample_rate);
+        snprintf(buf, len, "(CASE WHEN a.addr < 0 THEN 1.0 ELSE %.17g END)",
+                 rh_sample_weight(r, 1, 0));
     else if (r->sample_mode == RIP_SAMPLE_BYTES)
         snprintf(buf, len,
                  "(CASE WHEN a.addr < 0 OR a.size = 0 THEN 1.0"
-                 " ELSE 1.0 / (1.0 - exp(-a.size / %llu.0)) END)",
-                 (unsigned long long)r->sample_bytes);
+                 " ELSE min(1.0 / (1.0 - exp(-a.size / %llu.0)), %.1f) END)",
+                 (unsigned long long)r->sample_bytes, RH_MAX_WEIGHT);
     else
         snprintf(buf, len, "1.0");
 }

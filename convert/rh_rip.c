@@ -229,7 +229,7 @@ static int rh_rip_header(struct rh_rip *r)
         memcpy(&param, r->base + RIP_HDR_SAMPLE_PARAM_OFF, 8);
         if (r->sample_mode == RIP_SAMPLE_RATE && param) {
             r->sample_rate = (double)param / 18446744073709551616.0;
-        } else if (r->sample_mode == RIP_SAMPLE_BYTES && param) {
+        } else if (r->sample_mode == RIP_SAMPLE_BYTES && param && param <= (1ull << 40)) {
             r->sample_bytes = param;
         } else {
             rh_rip_warn(r, "unknown sampling mode %u (parameter %llu) at offset 88; "
