@@ -27,10 +27,73 @@
  * not changed since the peak). The timeline's per-column values work the same
  * way with a column epoch.
  */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rh_convert.h"
+
+/* ---- sampling weights (issue 9) -------------------------------------------
+ * On a sampled profile every figure here is an estimate: an event of a block
+ * counts rh_sample_weight() blocks and round(size * weight) bytes (the same
+ * integer at its allocation and at its free, so live totals return to zero).
+ * Blocks are counted in 1/RH_AGG_BSCALE units and rounded when stored. */
+
+/* Weights are capped at 2^24 (a probability below 6e-8: an absurd rate or a
+ * damaged header), so that sums of estimates cannot overflow int64. */
+#define RH_MAX_WEIGHT 16777216.0
+
+double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr)
+{
+    if (!r || !r->sample_mode || RIP_IS_POOL_ADDR(addr))
+        return 1.0;
+    double w;
+    if (r->sample_mode == RIP_SAMPLE_RATE)
+        w = 1.0 / r->sample_rate;
+    else if (!size)
+        return 1.0;
+    else /* the same operations as the view's SQL, so both round alike */
+        w = 1.0 / (1.0 - exp(-(double)size / (double)r->sample_bytes));
+    return w < RH_MAX_WEIGHT ? w : RH_MAX_WEIGHT;
+}
+
+void rh_sample_weight_sql(const struct rh_rip *r, char *buf, size_t len)
+{
+    if (r->sample_mode == RIP_SAMPLE_RATE)
+        snprintf(buf, len, "(CASE WHEN a.addr < 0 THEN 1.0 ELSE %.17g END)",
+                 rh_sample_weight(r, 1, 0));
+    else if (r->sample_mode == RIP_SAMPLE_BYTES)
+        snprintf(buf, len,
+                 "(CASE WHEN a.addr < 0 OR a.size = 0 THEN 1.0"
+                 " ELSE min(1.0 / (1.0 - exp(-a.size / %llu.0)), %.1f) END)",
+                 (unsigned long long)r->sample_bytes, RH_MAX_WEIGHT);
+    else
+        snprintf(buf, len, "1.0");
+}
+
+/* Estimated bytes and scaled blocks of one event. */
+static inline int64_t rh_agg_eb(const struct rh_agg *a, uint64_t size, uint64_t addr)
+{
+    if (a->bscale == 1)
+        return (int64_t)size;
+    return llround((double)size * rh_sample_weight(a->r, size, addr));
+}
+
+static inline int64_t rh_agg_ek(const struct rh_agg *a, uint64_t size, uint64_t addr)
+{
+    if (a->bscale == 1)
+        return 1;
+    return llround(rh_sample_weight(a->r, size, addr) * (double)a->bscale);
+}
+
+int64_t rh_agg_blocks(const struct rh_agg *a, int64_t scaled)
+{
+    if (a->bscale <= 1)
+        return scaled;
+    int64_t h = a->bscale / 2;
+    return scaled >= 0 ? (scaled + h) / a->bscale : -((-scaled + h) / a->bscale);
+}
 
 struct rh_agg *rh_agg_new(struct rh_rip *r, int64_t span_ns)
 {
@@ -38,6 +101,7 @@ struct rh_agg *rh_agg_new(struct rh_rip *r, int64_t span_ns)
     if (!a)
         return NULL;
     a->r = r;
+    a->bscale = r && r->sample_mode ? RH_AGG_BSCALE : 1; /* r NULL: full profile */
     a->time_ordered = 1;
     a->last_alloc_t = INT64_MIN;
     a->span = span_ns;
@@ -201,7 +265,8 @@ static void rh_agg_group_end(struct rh_agg *a)
     }
 }
 
-int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, int is_alloc)
+int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, uint64_t addr,
+                 int is_alloc)
 {
     struct rh_agg_stack *s = rh_agg_stk(a, si);
     if (!s)
@@ -249,10 +314,10 @@ int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, int is
             s->touched_col = a->cur_col;
         }
     }
-    int64_t d = (int64_t)size, db = 1;
+    int64_t d = rh_agg_eb(a, size, addr), db = rh_agg_ek(a, size, addr);
     if (!is_alloc) {
         d = -d;
-        db = -1;
+        db = -db;
     }
     s->live_bytes += d;
     s->live_blocks += db;
@@ -294,42 +359,42 @@ int rh_agg_row(struct rh_agg *a, const struct rh_row *row)
     struct rh_agg_thread *td = rh_agg_thr(a, row->dealloc_thread);
     if (!s || a->oom)
         return -1;
-    int64_t size = (int64_t)row->size;
-    s->count++;
+    int64_t size = rh_agg_eb(a, row->size, row->addr), nb = rh_agg_ek(a, row->size, row->addr);
+    s->count += nb;
     s->bytes += size;
     if (row->alloc_ns < s->first_ns)
         s->first_ns = row->alloc_ns;
     if (row->alloc_ns > s->last_ns)
         s->last_ns = row->alloc_ns;
-    s->temporary += row->temporary;
+    s->temporary += row->temporary ? nb : 0;
     if (ta) {
-        ta->alloc_blocks++;
+        ta->alloc_blocks += nb;
         ta->alloc_bytes += size;
     }
     if (row->dealloc_ns >= 0) {
-        s->freed_blocks++;
+        s->freed_blocks += nb;
         s->freed_bytes += size;
         if (td) {
-            td->freed_blocks++;
+            td->freed_blocks += nb;
             td->freed_bytes += size;
         }
         if (ta && row->dealloc_thread != row->alloc_thread) {
-            ta->others_blocks++;
+            ta->others_blocks += nb;
             ta->others_bytes += size;
         }
         return 0;
     }
-    s->leaked_blocks++;
+    s->leaked_blocks += nb;
     s->leaked_bytes += size;
     if (ta) {
-        ta->live_blocks++;
+        ta->live_blocks += nb;
         ta->live_bytes += size;
     }
     if (rh_grow(&a->lk, &a->caplk, a->nlk + 1, sizeof *a->lk)) {
         a->oom = 1;
         return -1;
     }
-    a->lk[a->nlk++] = (struct rh_agg_leak){row->stack_index, row->alloc_ns, size};
+    a->lk[a->nlk++] = (struct rh_agg_leak){row->stack_index, row->alloc_ns, size, nb};
     return 0;
 }
 

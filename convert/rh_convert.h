@@ -227,6 +227,14 @@ struct rh_rip {
     uint64_t tr_cpu_samples, tr_cpu_dropped;
     uint32_t cpu_hz, cpu_signal; /* header (v3): 0 when CPU sampling was off */
     uint64_t cpu_samples;        /* CPUSAMPLE records decoded */
+    /* v3, issue 9: sampling (header flag RIP_HDR_F_SAMPLED; trailer 64..79) */
+    uint32_t sample_mode;       /* 0 full, RIP_SAMPLE_RATE or RIP_SAMPLE_BYTES */
+    uint32_t sample_seeded;     /* RHEAPER_SAMPLE_SEED was given */
+    double sample_rate;         /* rate mode: the probability r */
+    uint64_t sample_bytes;      /* bytes mode: the mean N */
+    int tr_has_sample;          /* the trailer has the v3 sampling fields */
+    uint64_t tr_sample_dropped; /* sampled blocks not recorded (the set was full) */
+    uint64_t tr_sample_peak;    /* most sampled blocks live at once */
 
     struct rh_stack *stacks;
     size_t nstacks, capstacks;
@@ -431,7 +439,8 @@ struct rh_agg_point {
 /* A never-freed row, kept until the run's length is known (leak curve). */
 struct rh_agg_leak {
     uint32_t si;
-    int64_t t, size;
+    int64_t t, size; /* size: estimated bytes on a sampled profile */
+    int64_t blocks;  /* in 1/bscale units (issue 9) */
 };
 
 struct rh_agg {
@@ -471,6 +480,10 @@ struct rh_agg {
     int64_t *cpu_th;
     size_t ncpu_th, capcpu_th;
     int64_t cpu_total;
+    /* sampling (issue 9): the figures above are estimates, each event weighted
+     * by rh_agg_weight(); block counts are kept in units of 1/bscale block so
+     * that fractional weights add up exactly (bscale 1 on a full profile) */
+    int64_t bscale;
 };
 
 /* Creates the aggregates of a merge of r. span_ns: the run's length if known
@@ -481,7 +494,18 @@ RH_HIDDEN struct rh_agg *rh_agg_new(struct rh_rip *r, int64_t span_ns);
 RH_HIDDEN void rh_agg_free(struct rh_agg *a);
 /* An allocation (is_alloc) or the free of a known block, of stack index si
  * and `size` bytes, at time t in merged order. Returns 0 or -1 (out of memory). */
-RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, int is_alloc);
+RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, uint64_t addr,
+                           int is_alloc);
+/* Sampling (issue 9): the weight of a recorded block of `size` bytes at addr
+ * in profile r, the inverse of the probability it had of being recorded: 1 on
+ * a full profile and for pool requests (tagged addresses, never sampled), 1/r
+ * by rate, 1/(1 - exp(-size/N)) by bytes. The allocations view's `weight`
+ * computes the same (rh_sample_weight_sql). */
+RH_HIDDEN double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr);
+/* The SQL expression of the same weight over alloc_rows a, into buf. */
+RH_HIDDEN void rh_sample_weight_sql(const struct rh_rip *r, char *buf, size_t len);
+/* An aggregate's block count in units of 1/a->bscale, rounded to blocks. */
+RH_HIDDEN int64_t rh_agg_blocks(const struct rh_agg *a, int64_t scaled);
 /* One CPU sample of stack index si in thread (threads.id), standing for
  * `periods` sampling periods. Returns 0 or -1. */
 RH_HIDDEN int rh_agg_cpu(struct rh_agg *a, uint32_t si, uint32_t thread, uint64_t periods);
@@ -605,6 +629,31 @@ RH_HIDDEN const char *rh_db_temp_path(void);
     " sum(CASE WHEN dealloc_after IS NULL THEN size ELSE 0 END) AS lb FROM " T                  \
     " GROUP BY alloc_thread),"                                                                   \
     " f AS (SELECT dealloc_thread AS th, count(*) AS n, sum(size) AS b FROM " T                 \
+    " WHERE dealloc_thread IS NOT NULL GROUP BY dealloc_thread)"                                \
+    " SELECT t.id AS thread, t.tid AS tid, t.name AS name,"                                      \
+    " coalesce(a.n, 0) AS alloc_blocks, coalesce(a.b, 0) AS alloc_bytes,"                       \
+    " coalesce(f.n, 0) AS freed_blocks, coalesce(f.b, 0) AS freed_bytes,"                       \
+    " coalesce(a.on_, 0) AS freed_by_others_blocks, coalesce(a.ob, 0) AS freed_by_others_bytes," \
+    " coalesce(a.ln, 0) AS live_blocks, coalesce(a.lb, 0) AS live_bytes"                        \
+    " FROM threads t LEFT JOIN a ON a.th = t.id LEFT JOIN f ON f.th = t.id ORDER BY t.id"
+
+/* RH_SQL_THREAD_SUMMARY on a sampled profile (issue 9): the same columns as
+ * estimates, each row weighing `weight` blocks and size * weight bytes. */
+/* Per row, exactly as the aggregates count an event (rh_aggregate.c): bytes
+ * round(size * weight), blocks round(weight * RH_AGG_BSCALE) in 1/4096 units,
+ * the sum rounded to blocks; so the row path and the aggregates agree. */
+#define RH_AGG_BSCALE 4096
+#define RH_W_ROW_B "CAST(round(size * weight) AS INTEGER)"
+#define RH_W_ROW_N "CAST(round(weight * 4096) AS INTEGER)"
+#define RH_W_N(c) "CAST(round(sum(CASE WHEN " c " THEN " RH_W_ROW_N " ELSE 0 END) / 4096.0) AS INTEGER)"
+#define RH_W_B(c) "sum(CASE WHEN " c " THEN " RH_W_ROW_B " ELSE 0 END)"
+#define RH_SQL_THREAD_SUMMARY_W(T)                                                               \
+    "WITH a AS (SELECT alloc_thread AS th, " RH_W_N("1") " AS n, " RH_W_B("1") " AS b,"         \
+    " " RH_W_N("dealloc_thread IS NOT NULL AND dealloc_thread <> alloc_thread") " AS on_,"      \
+    " " RH_W_B("dealloc_thread <> alloc_thread") " AS ob,"                                      \
+    " " RH_W_N("dealloc_after IS NULL") " AS ln,"                                               \
+    " " RH_W_B("dealloc_after IS NULL") " AS lb FROM " T " GROUP BY alloc_thread),"             \
+    " f AS (SELECT dealloc_thread AS th, " RH_W_N("1") " AS n, " RH_W_B("1") " AS b FROM " T    \
     " WHERE dealloc_thread IS NOT NULL GROUP BY dealloc_thread)"                                \
     " SELECT t.id AS thread, t.tid AS tid, t.name AS name,"                                      \
     " coalesce(a.n, 0) AS alloc_blocks, coalesce(a.b, 0) AS alloc_bytes,"                       \

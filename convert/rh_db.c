@@ -822,6 +822,25 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
         if (r->has_trailer && r->tr_has_cpu)
             rh_meta_int(&m, "cpu_samples_dropped", (int64_t)r->tr_cpu_dropped);
     }
+    /* issue 9: sampling; every figure of the aggregates is an estimate */
+    if (r->sample_mode == RIP_SAMPLE_RATE) {
+        rh_meta_text(&m, "sample_mode", "rate");
+        if (!m.rc) {
+            sqlite3_bind_text(m.st, 1, "sample_rate", -1, SQLITE_STATIC);
+            sqlite3_bind_double(m.st, 2, r->sample_rate);
+            m.rc = rh_db_step(m.d, m.st, m.err, m.errlen);
+        }
+    } else if (r->sample_mode == RIP_SAMPLE_BYTES) {
+        rh_meta_text(&m, "sample_mode", "bytes");
+        rh_meta_int(&m, "sample_bytes", (int64_t)r->sample_bytes);
+    }
+    if (r->sample_mode) {
+        rh_meta_int(&m, "sample_seeded", r->sample_seeded);
+        if (r->has_trailer && r->tr_has_sample) {
+            rh_meta_int(&m, "sample_dropped", (int64_t)r->tr_sample_dropped);
+            rh_meta_int(&m, "sample_peak_live", (int64_t)r->tr_sample_peak);
+        }
+    }
     rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;
@@ -882,10 +901,12 @@ static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
  * it is: a join on it (address reuse) can then use an automatic index, which
  * SQLite cannot build on an expression. The step is written into the view as
  * a number (an int64 value, not input text) and into meta as row_time_step.
- * Returns 0 or -1. */
-static int rh_db_view(struct rh_db *d, char *err, size_t errlen)
+ * weight (issue 9) is the inverse of the row's probability of being
+ * recorded: 1.0 on a full profile. Returns 0 or -1. */
+static int rh_db_view(struct rh_db *d, const struct rh_rip *r, char *err, size_t errlen)
 {
-    char sql[1024];
+    char sql[1536], w[256];
+    rh_sample_weight_sql(r, w, sizeof w); /* issue 9: 1.0 on a full profile */
     long long step = (long long)d->time_step;
     snprintf(sql, sizeof sql,
              "CREATE VIEW allocations AS SELECT a.id AS id, a.t + a.id * %lld AS alloc_after,"
@@ -894,9 +915,9 @@ static int rh_db_view(struct rh_db *d, char *err, size_t errlen)
              " CASE WHEN a.life IS NOT NULL THEN coalesce(nullif(a.th >> 24, 0),"
              " (a.th >> 1) & 8388607) END AS dealloc_thread,"
              " coalesce((SELECT s.kind FROM stacks s WHERE s.id = a.bt), 'unknown') AS kind,"
-             " a.th & 1 AS temporary FROM alloc_rows a;"
+             " a.th & 1 AS temporary, %s AS weight FROM alloc_rows a;"
              "INSERT OR REPLACE INTO meta(key, value) VALUES('row_time_step', %lld);",
-             step, step, step);
+             step, step, w, step);
     return rh_db_exec(d, sql, err, errlen);
 }
 
@@ -923,7 +944,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||
         (d->agg && rh_agg_write(d->agg, d->db, err, errlen)) ||
-        rh_db_view(d, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
+        rh_db_view(d, r, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
         rh_callsite_write(d->db, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
         goto fail;
     if (sqlite3_close(d->db) != SQLITE_OK) {

@@ -73,15 +73,15 @@ static int rh_aw_stacks(struct rh_aw *w, struct rh_agg *a)
         if (!s->count)
             continue;
         int64_t v[12] = {(int64_t)a->r->stacks[i].id,
-                         s->count,
+                         rh_agg_blocks(a, s->count),
                          s->bytes,
-                         s->freed_blocks,
+                         rh_agg_blocks(a, s->freed_blocks),
                          s->freed_bytes,
-                         s->leaked_blocks,
+                         rh_agg_blocks(a, s->leaked_blocks),
                          s->leaked_bytes,
-                         s->peak_blocks,
+                         rh_agg_blocks(a, s->peak_blocks),
                          s->peak_bytes,
-                         s->temporary,
+                         rh_agg_blocks(a, s->temporary),
                          s->first_ns,
                          s->last_ns};
         rc = rh_aw_ins(w, st, v, 12);
@@ -98,9 +98,15 @@ static int rh_aw_threads(struct rh_aw *w, struct rh_agg *a)
     int rc = 0;
     for (size_t i = 0; i < a->nth && !rc; i++) {
         const struct rh_agg_thread *t = &a->th[i];
-        int64_t v[9] = {(int64_t)i + 1,    t->alloc_blocks,  t->alloc_bytes,
-                        t->freed_blocks,   t->freed_bytes,   t->others_blocks,
-                        t->others_bytes,   t->live_blocks,   t->live_bytes};
+        int64_t v[9] = {(int64_t)i + 1,
+                        rh_agg_blocks(a, t->alloc_blocks),
+                        t->alloc_bytes,
+                        rh_agg_blocks(a, t->freed_blocks),
+                        t->freed_bytes,
+                        rh_agg_blocks(a, t->others_blocks),
+                        t->others_bytes,
+                        rh_agg_blocks(a, t->live_blocks),
+                        t->live_bytes};
         rc = rh_aw_ins(w, st, v, 9);
     }
     sqlite3_finalize(st);
@@ -162,11 +168,12 @@ static int rh_aw_leaks(struct rh_aw *w, struct rh_agg *a)
         int64_t v[6] = {(int64_t)a->r->stacks[si].id, k, 0, 0, a->lk[i].t, a->lk[i].t};
         while (i < a->nlk && a->lk[i].si == si &&
                rh_leak_bucket(a->lk[i].t, nb, a->duration) == k) {
-            v[2]++;
+            v[2] += a->lk[i].blocks;
             v[3] += a->lk[i].size;
             v[5] = a->lk[i].t;
             i++;
         }
+        v[2] = rh_agg_blocks(a, v[2]);
         rc = rh_aw_ins(w, st, v, 6);
     }
     sqlite3_finalize(st);
@@ -209,7 +216,7 @@ static int rh_aw_meta(struct rh_aw *w, struct rh_agg *a)
          * the merge disagree on order, so commands read rows */
         {"aggregates", a->r->out_of_order ? 0 : 1},
         {"peak_bytes", a->peak},
-        {"peak_blocks", a->peak_blocks},
+        {"peak_blocks", rh_agg_blocks(a, a->peak_blocks)},
         {"peak_time_ns", a->peak_t},
         {"timeline_columns", a->tl_ok ? RH_AGG_COLUMNS : 0},
         {"leak_buckets", RH_AGG_LEAK_BUCKETS},

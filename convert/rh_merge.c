@@ -201,7 +201,7 @@ static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint
     int temporary = 0;
     if (t >= 0) {
         temporary = rh_temporary_free(&m->temp, copy.stack, copy.size);
-        if (m->sink->agg && rh_agg_event(m->sink->agg, copy.stack, t, copy.size, 0))
+        if (m->sink->agg && rh_agg_event(m->sink->agg, copy.stack, t, copy.size, copy.addr, 0))
             return -1;
     }
     return rh_merge_emit(m, &copy, t, thread, temporary);
@@ -273,7 +273,7 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         }
         struct rh_live b = {ev->addr, ++m->nalloc, t, ev->size, si, ev->thread ? ev->thread : 1};
         rh_temporary_alloc(&m->temp, si, ev->size);
-        if (m->sink->agg && rh_agg_event(m->sink->agg, si, t, ev->size, 1))
+        if (m->sink->agg && rh_agg_event(m->sink->agg, si, t, ev->size, ev->addr, 1))
             return -1;
         if (RIP_IS_POOL_ADDR(ev->addr))
             m->pool_live++;

@@ -226,6 +226,23 @@ int rh_rip_header(struct rh_rip *r)
         memcpy(&r->cpu_hz, r->base + RIP_HDR_CPU_HZ_OFF, 4);
         memcpy(&r->cpu_signal, r->base + RIP_HDR_CPU_SIG_OFF, 4);
     }
+    if (r->hdr.version >= 3 && (r->hdr.flags & RIP_HDR_F_SAMPLED)) {
+        /* v3, issue 9 (FORMAT.md "Version 3: sampling (issue 9)") */
+        uint64_t param;
+        memcpy(&r->sample_mode, r->base + RIP_HDR_SAMPLE_MODE_OFF, 4);
+        memcpy(&r->sample_seeded, r->base + RIP_HDR_SAMPLE_MODE_OFF + 4, 4);
+        memcpy(&param, r->base + RIP_HDR_SAMPLE_PARAM_OFF, 8);
+        if (r->sample_mode == RIP_SAMPLE_RATE && param) {
+            r->sample_rate = (double)param / 18446744073709551616.0;
+        } else if (r->sample_mode == RIP_SAMPLE_BYTES && param && param <= (1ull << 40)) {
+            r->sample_bytes = param;
+        } else {
+            rh_rip_warn(r, "unknown sampling mode %u (parameter %llu) at offset 88; "
+                           "estimates use weight 1",
+                        r->sample_mode, (unsigned long long)param);
+            r->sample_mode = 0;
+        }
+    }
 
     uint8_t copy[RIP_HEADER_SIZE];
     memcpy(copy, r->base, RIP_HEADER_SIZE);
@@ -385,6 +402,13 @@ int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
         const uint8_t *q = ch->payload + RIP_TRAILER_CPU_OFF;
         memcpy(&r->tr_cpu_samples, q, 8);
         memcpy(&r->tr_cpu_dropped, q + 8, 8);
+    }
+    /* v3, issue 9: sampling counters */
+    r->tr_has_sample = ch->used >= 80;
+    if (r->tr_has_sample) {
+        rh_cur_u(&c, 4); /* reserved */
+        r->tr_sample_dropped = rh_cur_u(&c, 8);
+        r->tr_sample_peak = rh_cur_u(&c, 8);
     }
     rh_calib_add(r, end_tick, end_ns);
     return 1;

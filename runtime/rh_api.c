@@ -82,6 +82,8 @@ int rh_init_lazy(void)
     if (__atomic_compare_exchange_n(&rh_init_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
         rh_config_load_env();
+        rh_report_init();
+        rh_sample_configure();
         rh_cfg_env = rh_cfg;
         rh_clock_init();
         rh_thread_init();
@@ -178,6 +180,21 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
                             : b > RH_MAX_BUFFER ? RH_MAX_BUFFER
                                                 : b;
         }
+        if (cfg->sample_rate != 0.0) {
+            /* the seed's TrackerConfig.sample_rate: 0 < r < 1 samples, r >= 1
+             * records everything, anything else is ignored */
+            double r = cfg->sample_rate;
+            if (r > 0.0 && r < 1.0) {
+                c.sample_mode = RH_SAMPLE_RATE;
+                c.sample_threshold = (uint64_t)(r * 18446744073709551616.0);
+                if (!c.sample_threshold)
+                    c.sample_threshold = 1;
+            } else if (r >= 1.0) {
+                c.sample_mode = RH_SAMPLE_NONE;
+            } else {
+                rh_warn("ignoring sample_rate: expected 0 < r <= 1");
+            }
+        }
         if (cfg->profile_dir) {
             size_t n = strlen(cfg->profile_dir);
             if (!n || n >= sizeof c.profile_dir - 64) {
@@ -201,6 +218,8 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
         goto out;
     }
     rh_cfg = c;
+    rh_sample_configure();
+    rh_live_clear(); /* the last recording's blocks are not this one's */
     rh_prof.max_chunk = rh_config_max_chunk();
     rh_prof.pending = 0;
     rc = rh_file_create_locked();
@@ -308,6 +327,7 @@ static void rh_ctl_run(void)
         return;
     __atomic_fetch_and(&rh_state, ~RH_CTL, __ATOMIC_ACQ_REL);
     rh_stream_ctl(); /* the stream sender's warning, printed from a program thread */
+    rh_report_ctl(); /* RHEAPER_REPORT_SIGNAL (issue 9) */
     rh_close_cut_locked();
     if (rh_ctl_marker_stale())
         rh_ctl_marker_update(); /* a fork child's own marker */
@@ -345,6 +365,8 @@ const char *rheaper_strerror(int rc)
         return "the runtime could not map its memory";
     case RHEAPER_ERR_NOT_ENABLED:
         return "tracking is not enabled";
+    case RHEAPER_ERR_NO_REPORTS:
+        return "reports are off (set RHEAPER_REPORTS=1 before the program starts)";
     default:
         return "unknown rheaper error";
     }

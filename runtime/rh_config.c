@@ -2,9 +2,10 @@
  *
  * RHEAPER_ENABLE, RHEAPER_PROFILE_DIR, RHEAPER_MAX_STACK_DEPTH,
  * RHEAPER_MAX_TRACKERS, RHEAPER_BUFFER_SIZE, RHEAPER_SCOPE, and for issue 9
- * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE, for
- * issue 11 RHEAPER_STREAM, RHEAPER_STREAM_QUEUE and RHEAPER_STREAM_TIMEOUT, and
- * for issue 16 RHEAPER_CPU_HZ, RHEAPER_CPU_SIGNAL and RHEAPER_HEAP are read once, on the first
+ * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE, the
+ * sampling variables (RHEAPER_SAMPLE_RATE / _BYTES / _SEED), for issue 11
+ * RHEAPER_STREAM, RHEAPER_STREAM_QUEUE and RHEAPER_STREAM_TIMEOUT, and for
+ * issue 16 RHEAPER_CPU_HZ, RHEAPER_CPU_SIGNAL and RHEAPER_HEAP are read once, on the first
  * wrapped call, with secure_getenv so setuid and setgid programs ignore them. A
  * bad value never stops the program: it gets one warning line and the default.
  * rheaper_enable() (rh_api.c) overlays its struct rheaper_config on top.
@@ -30,6 +31,7 @@ RH_HIDDEN struct rh_config rh_cfg = {
     .cpu_hz = 0,
     .cpu_signal = SIGPROF,
     .heap = 1,
+    .populate = 0,
 };
 
 int rh_default_signal(void)
@@ -118,6 +120,85 @@ static uint64_t rh_parse_size(const char *s)
     if (v > (UINT64_MAX >> shift))
         return 0;
     return v << shift;
+}
+
+/* A decimal fraction such as 0.01, .5, 1, 1e-3 or 2.5E-4 into *out. Returns 0,
+ * or -1 when s is not one. No strtod: it may allocate for long inputs. */
+static int rh_parse_fraction(const char *s, double *out)
+{
+    double v = 0.0, scale = 1.0;
+    int digits = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9'; p++, digits++)
+        v = v * 10.0 + (*p - '0');
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            v += (*p - '0') * (scale *= 0.1);
+    if (!digits)
+        return -1;
+    if (*p == 'e' || *p == 'E') {
+        int neg = 0, e = 0, ed = 0;
+        p++;
+        if (*p == '-' || *p == '+')
+            neg = *p++ == '-';
+        for (; *p >= '0' && *p <= '9' && e < 400; p++, ed++)
+            e = e * 10 + (*p - '0');
+        if (!ed)
+            return -1;
+        while (e-- > 0)
+            v = neg ? v / 10.0 : v * 10.0;
+    }
+    if (*p)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* RHEAPER_SAMPLE_RATE, RHEAPER_SAMPLE_BYTES and RHEAPER_SAMPLE_SEED (issue 9;
+ * README "Sampling"). Bytes win when both are set. */
+static void rh_config_sampling(void)
+{
+    const char *rs = secure_getenv("RHEAPER_SAMPLE_RATE");
+    const char *bs = secure_getenv("RHEAPER_SAMPLE_BYTES");
+    const char *ss = secure_getenv("RHEAPER_SAMPLE_SEED");
+    if (rs && *rs && !(bs && *bs)) {
+        double r;
+        if (rh_parse_fraction(rs, &r) != 0 || !(r > 0.0 && r <= 1.0)) {
+            rh_warn("ignoring RHEAPER_SAMPLE_RATE=%s: expected 0 < r <= 1 such as 0.01; "
+                    "recording every allocation",
+                    rs);
+        } else if (r < 1.0) {
+            rh_cfg.sample_mode = RH_SAMPLE_RATE;
+            rh_cfg.sample_threshold = (uint64_t)(r * 18446744073709551616.0);
+            if (!rh_cfg.sample_threshold)
+                rh_cfg.sample_threshold = 1;
+        }
+    }
+    if (bs && *bs) {
+        uint64_t v = rh_parse_size(bs);
+        if (rs && *rs)
+            rh_warn("RHEAPER_SAMPLE_BYTES and RHEAPER_SAMPLE_RATE both set; sampling by bytes");
+        if (!v || v > ((uint64_t)1 << 40))
+            rh_warn("ignoring RHEAPER_SAMPLE_BYTES=%s: expected a mean such as 524288 or 512k "
+                    "(1 to 1T); recording every allocation",
+                    bs);
+        else {
+            rh_cfg.sample_mode = RH_SAMPLE_BYTES;
+            rh_cfg.sample_bytes = v;
+        }
+    }
+    if (ss && *ss) {
+        uint64_t v = 0;
+        const char *p = ss;
+        for (; *p >= '0' && *p <= '9' && v <= (UINT64_MAX - 9) / 10; p++)
+            v = v * 10 + (uint64_t)(*p - '0');
+        if (*p)
+            rh_warn("ignoring RHEAPER_SAMPLE_SEED=%s: expected a decimal number", ss);
+        else {
+            rh_cfg.sample_seed = v;
+            rh_cfg.sample_seeded = 1;
+        }
+    }
 }
 
 /* A template is a file name: no '/', only the % conversions we know. */
@@ -274,6 +355,14 @@ void rh_config_load_env(void)
     rh_env_uint("RHEAPER_MAX_STACK_DEPTH", 1, RH_MAX_STACK_DEPTH, &rh_cfg.max_stack_depth);
     rh_env_uint("RHEAPER_MAX_TRACKERS", 1, RH_MAX_TRACKERS, &rh_cfg.max_trackers);
     rh_env_uint("RHEAPER_BUFFER_SIZE", RH_MIN_BUFFER, RH_MAX_BUFFER, &rh_cfg.buffer_size);
+    rh_config_sampling();
+    const char *pp = secure_getenv("RHEAPER_POPULATE");
+    if (pp && *pp) {
+        if (!strcmp(pp, "0") || !strcmp(pp, "1"))
+            rh_cfg.populate = *pp == '1';
+        else
+            rh_warn("ignoring RHEAPER_POPULATE=%s: expected 0 or 1", pp);
+    }
 }
 
 uint32_t rh_config_max_chunk(void)

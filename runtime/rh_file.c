@@ -311,6 +311,7 @@ static void rh_fill_header(uint8_t *hdr)
         memcpy(hdr + RIP_HDR_CPU_HZ_OFF, &hz, 4);
         memcpy(hdr + RIP_HDR_CPU_SIG_OFF, &sig, 4);
     }
+    rh_sample_header(hdr); /* v3, issue 9 */
 
     char *exe = (char *)hdr + RIP_HDR_EXE_OFF;
     ssize_t n = readlink("/proc/self/exe", exe, RIP_HDR_EXE_MAX - 1);
@@ -438,6 +439,7 @@ tables:;
     }
     rh_prof.slots = slots;
     rh_prof.nslots = rh_cfg.max_trackers;
+    rh_report_file_start(stacks); /* issue 9: counters of this recording */
     rh_prof.stacks = stacks;
     rh_prof.dev = (uint64_t)st.st_dev;
     rh_prof.ino = (uint64_t)st.st_ino;
@@ -450,6 +452,7 @@ tables:;
     __atomic_store_n(&rh_prof.lost, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_prof.reentered, 0, __ATOMIC_RELAXED);
     rh_cpu_counts_reset(); /* issue 16: the trailer counts this file's samples */
+    __atomic_store_n(&rh_prof.sample_dropped, 0, __ATOMIC_RELAXED);
     rh_prof.mod_adds = rh_prof.mod_subs = ~0ull;
     rh_prof.seq = seq;
     rh_prof.end_reason = RIP_END_NORMAL;
@@ -459,6 +462,12 @@ tables:;
     /* the marker says "recording" once the state is on (rh_api.c) */
     return RHEAPER_OK;
 }
+
+#ifdef MADV_POPULATE_WRITE
+#define RH_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
+#else
+#define RH_MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
 
 void *rh_file_map_chunk_locked(uint32_t size)
 {
@@ -530,6 +539,14 @@ void *rh_file_map_chunk_locked(uint32_t size)
      * ~200 us per 256 KiB chunk; tests/bench/chunk_cost.c). The runtime only
      * writes the chunk, front to back: no readaround. */
     madvise(m, size, MADV_RANDOM);
+    /* Issue 9, RHEAPER_POPULATE=1 (off by default: no gain measured yet,
+     * README "Performance"): supply the chunk's pages in one system call
+     * instead of one write fault per page (the tracked Lua run takes one fault
+     * per 4 KiB of profile). The pages hold the zeros fallocate gave them, so
+     * nothing changes for a reader or a SIGKILL; kernels before 5.14 answer
+     * EINVAL and the pages fault in as before. */
+    if (rh_cfg.populate)
+        madvise(m, size, RH_MADV_POPULATE_WRITE);
     __atomic_fetch_add(&rh_prof.end, size, __ATOMIC_RELAXED);
     return m;
 }
@@ -737,7 +754,7 @@ void rh_file_close_locked(int close_fd)
     if (rh_shared.epoch == rh_epoch)
         events += rh_shared.total_events;
     uint8_t t[RIP_TRAILER_SIZE];
-    memset(t, 0, sizeof t); /* 64..79: issue 9's range, zero here */
+    memset(t, 0, sizeof t);
     uint64_t end_tick, end_ns;
     rh_calib_pair(&end_tick, &end_ns);
     uint64_t stacks = __atomic_load_n(&rh_prof.stacks->next_id, __ATOMIC_RELAXED) - 1;
@@ -760,6 +777,10 @@ void rh_file_close_locked(int close_fd)
     rh_cpu_counts(&cpu_samples, &cpu_dropped);
     memcpy(t + RIP_TRAILER_CPU_OFF, &cpu_samples, 8); /* v3, issue 16 */
     memcpy(t + RIP_TRAILER_CPU_OFF + 8, &cpu_dropped, 8);
+    uint64_t dropped = __atomic_load_n(&rh_prof.sample_dropped, __ATOMIC_RELAXED);
+    uint64_t peak = rh_live_peak();
+    memcpy(t + RIP_TRAILER_SAMPLE_OFF, &dropped, 8); /* v3, issue 9 */
+    memcpy(t + RIP_TRAILER_SAMPLE_OFF + 8, &peak, 8);
     if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)
         return;
     if (rh_stream_on()) {

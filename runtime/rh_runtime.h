@@ -105,6 +105,14 @@ struct rh_config {
                                  time; 0: off (issue 16, rh_cpu.c) */
     int cpu_signal;           /* RHEAPER_CPU_SIGNAL: the sampling signal, default SIGPROF */
     int heap;                 /* RHEAPER_HEAP: 1 (default) records the heap, 0 CPU only */
+    /* issue 9, sampling (rh_sample.c): RH_SAMPLE_* mode, and its parameter */
+    int sample_mode;
+    uint64_t sample_threshold; /* rate mode: a block is taken when a uniform
+                                  64-bit draw is below it (r * 2^64) */
+    uint64_t sample_bytes;     /* bytes mode: the mean N */
+    uint64_t sample_seed;      /* RHEAPER_SAMPLE_SEED, when sample_seeded */
+    int sample_seeded;
+    int populate;              /* RHEAPER_POPULATE=1: prefault chunks (default 0) */
 };
 extern RH_HIDDEN struct rh_config rh_cfg;
 #define RH_DEFAULT_STREAM_QUEUE (64ull << 20)
@@ -442,6 +450,7 @@ struct rh_profile {
     uint32_t end_reason;         /* RIP_END_*: written into the trailer */
     int limit_hit;               /* atomic: the size limit stopped tracking; the
                                     clean close is pending (RH_CTL) */
+    uint64_t sample_dropped;     /* atomic: sampled blocks not recorded (map full) */
 };
 extern RH_HIDDEN struct rh_profile rh_prof;
 /* Bumped each time a new file is created; a writer whose chunk belongs to an
@@ -559,6 +568,103 @@ RH_HIDDEN int rh_writer_reserve(struct rh_writer *w, size_t need, uint64_t t);
 /* Stores `used` after a complete record (release store into the mapping). */
 RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
 
+/* ---- rh_sample.c: sampled recording (issue 9) ----------------------------
+ * While rh_sample_mode is not RH_SAMPLE_NONE, the record fast path asks
+ * rh_sample_alloc whether a new block is recorded; a realloc goes to
+ * rh_sample_realloc_rec. Whether a freed block was recorded is the live map's
+ * answer (rh_live_note_free, rh_report.c). */
+enum { RH_SAMPLE_NONE = 0, RH_SAMPLE_RATE = 1, RH_SAMPLE_BYTES = 2 };
+/* The mode of the current recording (set from rh_cfg before tracking turns
+ * on; read on every event). */
+extern RH_HIDDEN int rh_sample_mode;
+/* Bytes mode: bytes left until the calling thread's next sample. */
+extern RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
+/* Copies rh_cfg's sampling settings into the sampler and sets rh_live_on.
+ * Before RH_ON only. */
+RH_HIDDEN void rh_sample_configure(void);
+/* Writes the sampling fields and flag into a file header being filled. */
+RH_HIDDEN void rh_sample_header(uint8_t *hdr);
+/* 1 when the new block p of size bytes is to be recorded. */
+RH_HIDDEN int rh_sample_alloc_slow(void *p, size_t size);
+/* A realloc old -> p under sampling, once rh_record_realloc_inline knows
+ * whether old was recorded (was) and p is (now; one of them set): records a
+ * REALLOC, a FREE or an ALLOC. A zero time is read here. */
+RH_HIDDEN void rh_sample_realloc_rec(unsigned kind, void *old, void *p, size_t size, int was,
+                                     int now, uint64_t t_before, uint64_t t_after, void *fp) RH_COLD;
+
+/* The sampler's decision for a new block; bytes mode's common case (the
+ * countdown not crossed) inline: one TLS subtraction. */
+RH_ALWAYS_INLINE int rh_sample_alloc(void *p, size_t size)
+{
+    int64_t left = (int64_t)((uint64_t)rh_tls_sample_left - (uint64_t)size);
+    if (rh_likely(rh_sample_mode == RH_SAMPLE_BYTES && left > 0 && (intptr_t)p > 0 &&
+                  size < ((size_t)1 << 62))) {
+        rh_tls_sample_left = left;
+        return 0;
+    }
+    return rh_sample_alloc_slow(p, size);
+}
+
+/* ---- rh_live.c: the map of live recorded blocks (issue 9) ---------------- */
+
+/* Adds block a (size bytes, stack id, report thread index). Returns 1, or 0
+ * when the map is full (one warning line). Takes a per-stripe spin lock. */
+RH_HIDDEN int rh_live_add(uintptr_t a, uint64_t size, uint32_t stack, uint32_t thread);
+/* Removes a; returns 1 with its values when it was there. Lock-free when absent. */
+RH_HIDDEN int rh_live_take(uintptr_t a, uint64_t *size, uint32_t *stack, uint32_t *thread);
+/* 1 once an insert failed: the map cannot grow. */
+RH_HIDDEN int rh_live_full(void);
+/* Empties the map (a new recording). */
+RH_HIDDEN void rh_live_clear(void);
+/* Most entries at once since the last clear. */
+RH_HIDDEN uint64_t rh_live_peak(void);
+/* fork handlers' part: 0 prepare, 1 parent, 2 child. */
+RH_HIDDEN void rh_live_fork(int phase);
+/* A counting filter over the map's addresses: 0 means "certainly not in the
+ * map", so the free of an unsampled block costs one load (rh_live.c). */
+#define RH_LV_FILTER_BITS 16
+extern RH_HIDDEN uint8_t rh_lv_filter[1u << RH_LV_FILTER_BITS];
+RH_ALWAYS_INLINE int rh_live_maybe(const void *p)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+    return __atomic_load_n(&rh_lv_filter[h >> (64 - RH_LV_FILTER_BITS)], __ATOMIC_RELAXED) != 0;
+}
+
+/* ---- rh_report.c: in-process counters and reports (issue 9) --------------- */
+
+/* 1 while the live map is kept (sampling or reports): the record path then
+ * calls rh_live_note_alloc / rh_live_note_free. */
+extern RH_HIDDEN int rh_live_on;
+/* 1 when RHEAPER_REPORTS=1 or RHEAPER_REPORT_SIGNAL is set (from init on). */
+extern RH_HIDDEN int rh_reports_on;
+/* A block was recorded with stack id: into the map, and the counters. */
+RH_HIDDEN void rh_live_note_alloc(void *p, size_t size, uint32_t id);
+/* A block is being freed: out of the map, into the counters. Returns 1 when
+ * its free must be recorded (it was recorded, or nothing is sampled). */
+RH_HIDDEN int rh_live_note_free(void *p);
+/* A new stack's frames (its STACK record's svarint deltas in [enc, end)). */
+RH_HIDDEN void rh_report_stack(uint32_t id, const uint8_t *enc, const uint8_t *end,
+                               uint32_t nframes);
+/* Reads RHEAPER_REPORTS / RHEAPER_REPORT_SIGNAL; maps the counters and
+ * installs the signal's handler. Once, at init. */
+RH_HIDDEN void rh_report_init(void);
+/* A new profile file with stack table stacks: fresh per-stack counters and
+ * frames, thread counters zeroed. Caller holds rh_prof_lock. */
+RH_HIDDEN void rh_report_file_start(struct rh_stack_table *stacks);
+/* The control work: writes the reports the signal asked for. */
+RH_HIDDEN void rh_report_ctl(void);
+/* Set while the runtime calls sigaction itself (rh_control.c). */
+extern RH_HIDDEN volatile int rh_ctl_self;
+
+/* ---- rh_elfsym.c: names from ELF symbol tables, in-process --------------- */
+struct rh_sym_ctx;
+/* Reads /proc/self/maps; NULL on failure (names are then "?"). */
+RH_HIDDEN struct rh_sym_ctx *rh_sym_open(void);
+RH_HIDDEN void rh_sym_close(struct rh_sym_ctx *c);
+/* "function+0xoff" of addr into out (1), or "" (0); *module: its file. */
+RH_HIDDEN int rh_sym_name(struct rh_sym_ctx *c, uintptr_t addr, char *out, size_t len,
+                          const char **module);
+
 /* ---- rh_record.c: the record fast path, inline in the hot shims ---------
  * The malloc, realloc, free and operator new/delete shims record through the
  * rh_record_*_inline below, so that the recording half of a shim and the fast
@@ -656,6 +762,8 @@ RH_ALWAYS_INLINE void rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, si
     q = rh_put_addr(q, d, raw);
     w->prev_addr = (uintptr_t)p;
     rh_event_done(w, q);
+    if (rh_unlikely(rh_live_on))
+        rh_live_note_alloc(p, size, id);
 }
 
 RH_ALWAYS_INLINE void rh_put_free(struct rh_writer *w, void *p, uint64_t t)
@@ -683,6 +791,8 @@ RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old
     q = rh_put_addr(q, d2, raw);
     w->prev_addr = (uintptr_t)p;
     rh_event_done(w, q);
+    if (rh_unlikely(rh_live_on))
+        rh_live_note_alloc(p, size, id);
 }
 
 /* The id in the home entry of hash in tb, or 0 when the stack is not there (a
@@ -712,8 +822,10 @@ RH_ALWAYS_INLINE uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, v
 
 /* rh_record_alloc / free / realloc of rh_hooks.h, inline (same contract).
  * rh_record_free_inline requires p != NULL (the shims test it first). */
-RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size, uint64_t t_after,
-                                             void *fp)
+/* rh_record_alloc_inline without the sampler's decision: for a shim that
+ * asked rh_sample_alloc itself (before reading the clock). */
+RH_ALWAYS_INLINE void rh_record_alloc_core(unsigned kind, void *p, size_t size, uint64_t t_after,
+                                           void *fp)
 {
     struct rh_writer *w = rh_fast_writer();
     if (rh_unlikely(!w)) {
@@ -726,7 +838,24 @@ RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size
         rh_put_alloc(w, id, p, size, t);
 }
 
-RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
+RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size, uint64_t t_after,
+                                             void *fp)
+{
+    if (rh_unlikely(rh_sample_mode) && !rh_sample_alloc(p, size))
+        return;
+    rh_record_alloc_core(kind, p, size, t_after, fp);
+}
+
+/* Whether the free of p is recorded while the live map is kept: the filter
+ * answers most unsampled frees with one load. */
+RH_ALWAYS_INLINE int rh_live_free_recorded(void *p)
+{
+    if (rh_live_maybe(p) || (intptr_t)p < 0)
+        return rh_live_note_free(p);
+    return !rh_sample_mode;
+}
+
+RH_ALWAYS_INLINE void rh_record_free_core(void *p, uint64_t t_before)
 {
     struct rh_writer *w = rh_fast_writer();
     if (rh_likely(w))
@@ -735,9 +864,34 @@ RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
         rh_record_free_slow(p, t_before);
 }
 
+RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
+{
+    if (rh_unlikely(rh_live_on) && !rh_live_free_recorded(p))
+        return;
+    rh_record_free_core(p, t_before);
+}
+
+/* rh_record_free_inline(p, rh_now()), reading the clock only when the free is
+ * recorded (an unsampled free costs no clock read). */
+RH_ALWAYS_INLINE void rh_record_free_now(void *p)
+{
+    if (rh_unlikely(rh_live_on) && !rh_live_free_recorded(p))
+        return;
+    rh_record_free_core(p, rh_now());
+}
+
 RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p, size_t size,
                                                uint64_t t_before, uint64_t t_after, void *fp)
 {
+    if (rh_unlikely(rh_live_on)) {
+        if (rh_sample_mode) {
+            int was = rh_live_free_recorded(old), now = rh_sample_alloc(p, size);
+            if (rh_unlikely(was | now))
+                rh_sample_realloc_rec(kind, old, p, size, was, now, t_before, t_after, fp);
+            return;
+        }
+        rh_live_note_free(old);
+    }
     struct rh_writer *w = rh_fast_writer();
     if (rh_unlikely(!w)) {
         rh_record_realloc_slow(kind, old, p, size, t_before, t_after, fp);

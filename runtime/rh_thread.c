@@ -335,6 +335,7 @@ static void rh_fork_prepare(void)
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     rh_kinds_fork(0);
+    rh_live_fork(0);
     rh_stream_fork(0);
     rh_cpu_fork(0); /* last: a close holds the two above when it stops the timers */
 }
@@ -343,6 +344,7 @@ static void rh_fork_parent(void)
 {
     rh_stream_fork(1);
     rh_cpu_fork(1);
+    rh_live_fork(1);
     rh_kinds_fork(1);
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_unlock(&rh_shared_lock);
@@ -377,6 +379,7 @@ static void rh_fork_child(void)
     rh_kinds_fork(2);
     rh_stream_fork(2);
     rh_cpu_fork(2);
+    rh_live_fork(2);
     rh_guard_leave(rh_tls_fork_guard);
 }
 

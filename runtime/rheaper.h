@@ -21,6 +21,9 @@ struct rheaper_config {
     unsigned max_trackers;              /* threads with their own buffer; default 1024 */
     unsigned tracker_event_buffer_size; /* events buffered per thread; default 32768 */
     const char *profile_dir;            /* where rip-<pid> goes; default "." */
+    double sample_rate;                 /* 0 < r < 1: record each allocation with
+                                           probability r (RHEAPER_SAMPLE_RATE);
+                                           1: everything; 0: the environment */
     unsigned cpu_hz; /* CPU samples per second of each thread's CPU time; default 0 (off),
                         99 suggested (RHEAPER_CPU_HZ) */
 };
@@ -32,6 +35,7 @@ enum {
     RHEAPER_ERR_FILE = -3,    /* the profile file could not be created */
     RHEAPER_ERR_NOMEM = -4,   /* the runtime could not map its own memory */
     RHEAPER_ERR_NOT_ENABLED = -5, /* rheaper_disable while off */
+    RHEAPER_ERR_NO_REPORTS = -6,  /* reports need RHEAPER_REPORTS=1 at startup */
 };
 
 /* Starts tracking into a new profile file. cfg may be NULL. Returns RHEAPER_OK
@@ -52,6 +56,35 @@ const char *rheaper_profile_path(void);
 
 /* A static, human-readable description of an error code. */
 const char *rheaper_strerror(int rc);
+
+/* ---- Reports from inside the process (RHEAPER_REPORTS=1) ------------------
+ *
+ * With RHEAPER_REPORTS=1 in the environment (or RHEAPER_REPORT_SIGNAL), the
+ * runtime counts, for what the current recording records, per thread and per
+ * stack, and these calls write the figures to an fd: from any thread, without
+ * allocating through the wrapped allocator and without stdio, function names
+ * resolved from the modules' ELF symbol tables beside the raw addresses.
+ * They return RHEAPER_OK, RHEAPER_ERR_NO_REPORTS, RHEAPER_ERR_NOMEM or
+ * RHEAPER_ERR_FILE (a write failed; errno is kept as it was). */
+enum { RHEAPER_REPORT_TEXT = 0, RHEAPER_REPORT_CSV = 1 };
+
+/* Per thread: blocks and bytes allocated, freed (by the thread), freed by
+ * other threads (of those it allocated), live. */
+int rheaper_thread_report(int fd, int format);
+
+/* Applied before any name is resolved: stacks with fewer bytes in use than
+ * min_bytes_in_use are skipped from the counters alone; then only the stacks
+ * left are named, and function_substring (NULL or "": any) must occur in the
+ * name of one of their first 16 frames. max_stacks: at most that many (0: all). */
+struct rheaper_report_filter {
+    size_t min_bytes_in_use;
+    const char *function_substring;
+    unsigned max_stacks;
+};
+
+/* Per stack, largest bytes in use first: in-use bytes and blocks,
+ * allocations, bytes, frees, freed bytes, and its frames. f may be NULL. */
+int rheaper_callsite_report(int fd, int format, const struct rheaper_report_filter *f);
 
 /* ---- Pools and arenas: client requests ------------------------------------
  *

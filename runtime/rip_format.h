@@ -35,6 +35,14 @@
 #define RIP_HDR_F_CPU 8u
 #define RIP_HDR_CPU_HZ_OFF 104u
 #define RIP_HDR_CPU_SIG_OFF 108u
+/* Version 3, issue 9 (FORMAT.md "Version 3: sampling (issue 9)"): the profile
+ * is sampled; u32 mode at 88 (1 rate, 2 bytes), u32 seeded at 92, u64
+ * parameter at 96 (rate: the threshold r * 2^64; bytes: the mean N). */
+#define RIP_HDR_F_SAMPLED 2u
+#define RIP_HDR_SAMPLE_MODE_OFF 88u
+#define RIP_HDR_SAMPLE_PARAM_OFF 96u
+#define RIP_SAMPLE_RATE 1u
+#define RIP_SAMPLE_BYTES 2u
 
 struct rip_file_header {
     char magic[8];
@@ -81,6 +89,8 @@ enum rip_chunk_type {
  * samples dropped (the thread was inside the runtime, or had no room) at 88. */
 #define RIP_TRAILER_CPU_OFF 80u
 #define RIP_TRAILER_V3_CPU_SIZE 96u
+/* Trailer (v3, issue 9): u64 sample_dropped at 64, u64 sample_peak_live at 72. */
+#define RIP_TRAILER_SAMPLE_OFF 64u
 #define RIP_SLOT_SHARED 0xffffffffu
 /* Trailer payload bytes written by this runtime (v3: every issue's fields
  * up to 112; a field not set is zero). */

@@ -116,7 +116,7 @@ RH_IP_NEW(_ZnamSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW_ARRAY,
     RH_NEXT_FN(SYM, void, PARAMS)                                                                \
     RH_HOOKED void rh_ipcxx_hooked_##SYM(RH_UNPAREN PARAMS)                                        \
     {                                                                                              \
-        rh_record_free_inline(p, rh_now());                                                        \
+        rh_record_free_now(p);                                                        \
         rh_get_##SYM() ARGS;                                                                       \
         rh_hook_end();                                                                             \
     }                                                                                              \

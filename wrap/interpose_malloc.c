@@ -246,7 +246,7 @@ RH_IP_HOT void *malloc(size_t n)
 
 RH_HOOKED void rh_ip_free_hooked(void *p)
 {
-    rh_record_free_inline(p, rh_now());
+    rh_record_free_now(p);
     rh_next.free(p);
     rh_hook_end();
 }

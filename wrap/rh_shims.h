@@ -42,11 +42,13 @@ RH_INLINE void rh_shim_alloc_done(unsigned kind, void *p, size_t size, void *fp)
  * the record fast path inlined (rh_record_alloc_inline). */
 RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
 {
-    uint64_t t = rh_now();
-    if (rh_likely(p != NULL))
-        rh_record_alloc_inline(kind, p, size, t, fp);
-    else
+    if (rh_likely(p != NULL)) {
+        /* sampling (issue 9): an unsampled block costs no clock read */
+        if (rh_likely(!rh_sample_mode) || rh_sample_alloc(p, size))
+            rh_record_alloc_core(kind, p, size, rh_now(), fp);
+    } else {
         rh_record_fail(kind, size, fp);
+    }
     rh_hook_end();
 }
 

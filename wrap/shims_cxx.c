@@ -126,7 +126,7 @@ RH_NEW_SHIM(_ZnamSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW_ARRAY, al, 1,
 #define RH_DELETE_SHIM(SYM, PARAMS, ARGS)                                                          \
     RH_HOOKED void rh_hooked_##SYM(RH_UNPAREN PARAMS)                                              \
     {                                                                                              \
-        rh_record_free_inline(p, rh_now()); /* keeps errno */                                      \
+        rh_record_free_now(p); /* keeps errno */                                      \
         RH_REAL_DELETE(SYM, RH_UNPAREN ARGS);                                                      \
         rh_hook_end();                                                                             \
     }                                                                                              \

@@ -95,9 +95,12 @@ RH_HOOKED_WALK void *rh_realloc0_hooked(size_t n, void *fp)
 
 RH_HOOKED_WALK void *rh_realloc1_hooked(void *p, size_t n, void *fp)
 {
-    uint64_t t_before = rh_now();
+    /* sampling (issue 9): no clock read when the old block cannot have been
+     * recorded (the live map's filter); the runtime reads it if p is sampled */
+    int lazy = rh_unlikely(rh_sample_mode) && !rh_live_maybe(p);
+    uint64_t t_before = lazy ? 0 : rh_now();
     void *q = __real_realloc(p, n);
-    uint64_t t_after = rh_now();
+    uint64_t t_after = lazy ? 0 : rh_now();
     if (rh_likely(q != NULL))
         rh_record_realloc_inline(RH_KIND_REALLOC, p, q, n, t_before, t_after, fp);
     else if (n == 0)
@@ -151,7 +154,7 @@ RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
  * another thread) before its free is in the profile. */
 RH_HOOKED void rh_free_hooked(void *p)
 {
-    rh_record_free_inline(p, rh_now());
+    rh_record_free_now(p);
     __real_free(p);
     rh_hook_end();
 }

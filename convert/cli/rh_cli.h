@@ -208,6 +208,11 @@ struct rh_pass_result {
  * and the figures in *res. Returns 0, or -1 after one line on stderr. */
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res);
 
+/* Sampling (issue 9): 1 when the profile is sampled (meta sample_mode); then
+ * prints once per process "rheaper: sampled profile (...): blocks and bytes
+ * are estimates ..." on stderr (unless RHEAPER_QUIET_NOTICES is set). */
+int rh_sample_notice(sqlite3 *db);
+
 /* ---- rh_cli_out.c: tables, CSV, JSON ---------------------------------- */
 
 enum rh_fmt { RH_FMT_TEXT, RH_FMT_CSV, RH_FMT_JSON };

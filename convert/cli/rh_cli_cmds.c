@@ -379,6 +379,12 @@ static int rh_leak_scores(sqlite3 *db, int nb, int64_t duration)
         db, curve ? "SELECT s.site, l.bucket AS k, sum(l.blocks), sum(l.bytes), min(l.first),"
                     " max(l.last), ?1, ?2 FROM temp.slc l JOIN site s ON s.bt = l.bt"
                     " GROUP BY s.site, k ORDER BY s.site, k"
+                  : rh_sample_notice(db)
+                  ? "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER))"
+                    " AS k, " RH_W_N("1") ", " RH_W_B("1") ", min(a.alloc_after),"
+                    " max(a.alloc_after)"
+                    " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"
+                    " GROUP BY s.site, k ORDER BY s.site, k"
                   : "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER))"
                     " AS k, count(*), sum(a.size), min(a.alloc_after), max(a.alloc_after)"
                     " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"

@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "rh_cli.h"
-#include "rh_convert.h"
+#include "rh_convert.h" /* RH_W_*: sampled estimates per row (issue 9) */
 
 void rh_filter_init(struct rh_filter *f)
 {
@@ -52,6 +52,19 @@ void rh_filter_init(struct rh_filter *f)
 }
 
 /* Parses "12", "1.5", "25%" into *v (and *pct). Returns 0 or -1. */
+/* The allocations view's weight column (issue 9), or "1.0 AS weight" for a
+ * database converted before sampling existed, whose view has none. */
+static const char *rh_weight_col(sqlite3 *db)
+{
+    sqlite3_stmt *st = NULL;
+    int has = 0;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM pragma_table_info('allocations') WHERE name = 'weight'",
+                           -1, &st, NULL) == SQLITE_OK)
+        has = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return has ? "weight" : "1.0 AS weight";
+}
+
 static int rh_parse_time(const char *s, double *v, int *pct)
 {
     char *end;
@@ -589,12 +602,12 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
     }
     int n = snprintf(sql, sizeof sql,
                      "CREATE TEMP VIEW sel AS SELECT id, alloc_after, dealloc_after, bt, size,"
-                     " addr, alloc_thread, dealloc_thread, kind, lifetime, tmp AS temporary FROM"
+                     " addr, alloc_thread, dealloc_thread, kind, lifetime, tmp AS temporary, %s FROM"
                      " (SELECT a.*, a.dealloc_after - a.alloc_after AS lifetime,"
                      " CASE WHEN p.tmpns IS NOT NULL THEN a.dealloc_after IS NOT NULL AND"
                      " a.dealloc_after - a.alloc_after < p.tmpns ELSE a.temporary END AS tmp"
                      " FROM temp.selp p, main.allocations a WHERE %s)",
-                     where);
+                     rh_weight_col(db), where);
     if (n < 0 || (size_t)n >= sizeof sql) {
         fprintf(stderr, "rheaper: too many filters\n");
         goto out;
@@ -726,6 +739,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     int64_t culled = rh_meta_int(db, "min_lifetime_ns", 0);
     int64_t peak = 0, blocks = 0, pt = 0, span = 0;
     int timeline = 0;
+    rh_sample_notice(db); /* one line on a sampled profile: figures are estimates */
     static const char *const temps[] = {"sel",  "sstat", "tstat", "stl",   "stls", "slc",
                                         "scope", "selbt", "selth", "selp", NULL};
     for (int k = 0; temps[k]; k++)
@@ -740,10 +754,14 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
         pt = res.peak_time;
         timeline = res.timeline;
     } else {
-        if (rh_fexec(db, "CREATE TEMP VIEW sel AS SELECT id, alloc_after, dealloc_after, bt,"
-                         " size, addr, alloc_thread, dealloc_thread, kind,"
-                         " dealloc_after - alloc_after AS lifetime, temporary FROM allocations;"
-                         "CREATE TEMP TABLE sstat AS SELECT * FROM main.stack_stats;"
+        char view[512];
+        snprintf(view, sizeof view,
+                 "CREATE TEMP VIEW sel AS SELECT id, alloc_after, dealloc_after, bt,"
+                 " size, addr, alloc_thread, dealloc_thread, kind,"
+                 " dealloc_after - alloc_after AS lifetime, temporary, %s FROM allocations",
+                 rh_weight_col(db));
+        if (rh_fexec(db, view) ||
+            rh_fexec(db, "CREATE TEMP TABLE sstat AS SELECT * FROM main.stack_stats;"
                          "CREATE TEMP TABLE tstat AS SELECT * FROM main.thread_stats;"
                          "CREATE TEMP VIEW stl AS SELECT * FROM main.timeline;"
                          "CREATE TEMP VIEW stls AS SELECT * FROM main.timeline_stacks;"
@@ -805,6 +823,38 @@ int rh_scope_get(sqlite3 *db, struct rh_scope *sc)
     }
     sqlite3_finalize(st);
     return 0;
+}
+
+int rh_sample_notice(sqlite3 *db)
+{
+    static int said;
+    char mode[16] = "", line[160] = "";
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT (SELECT value FROM meta WHERE key = 'sample_mode'),"
+                           " (SELECT value FROM meta WHERE key = 'sample_rate'),"
+                           " (SELECT value FROM meta WHERE key = 'sample_bytes')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(st, 0));
+        if (!strcmp(mode, "rate"))
+            snprintf(line, sizeof line, "each allocation recorded with probability %g",
+                     sqlite3_column_double(st, 1));
+        else
+            snprintf(line, sizeof line, "one sample per %lld allocated bytes on average",
+                     (long long)sqlite3_column_int64(st, 2));
+    }
+    sqlite3_finalize(st);
+    if (!mode[0])
+        return 0;
+    if (!said && !getenv("RHEAPER_QUIET_NOTICES"))
+        fprintf(stderr,
+                "rheaper: sampled profile (%s): blocks and bytes are estimates"
+                " (each row weighs 1/probability)\n",
+                line);
+    said = 1;
+    return 1;
 }
 
 void rh_scope_notice(sqlite3 *db)

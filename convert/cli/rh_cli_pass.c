@@ -30,6 +30,7 @@
 struct rh_pfree {
     int64_t t, size;
     uint32_t si;
+    uint8_t pool; /* a pool block (never sampled: weight 1, issue 9) */
 };
 
 struct rh_pheap {
@@ -126,17 +127,33 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids)
         const struct rh_agg_stack *s = &a->st[i];
         if (!s->count)
             continue;
-        int64_t v[12] = {ids[i],          s->count,       s->bytes,       s->freed_blocks,
-                         s->freed_bytes,  s->leaked_blocks, s->leaked_bytes, s->peak_blocks,
-                         s->peak_bytes,   s->temporary,   s->first_ns,    s->last_ns};
+        /* block counts in 1/bscale units on a sampled profile (issue 9) */
+        int64_t v[12] = {ids[i],
+                         rh_agg_blocks(a, s->count),
+                         s->bytes,
+                         rh_agg_blocks(a, s->freed_blocks),
+                         s->freed_bytes,
+                         rh_agg_blocks(a, s->leaked_blocks),
+                         s->leaked_bytes,
+                         rh_agg_blocks(a, s->peak_blocks),
+                         s->peak_bytes,
+                         rh_agg_blocks(a, s->temporary),
+                         s->first_ns,
+                         s->last_ns};
         if (rh_pass_ins(ss, v, 12))
             goto out;
     }
     for (size_t i = 0; i < a->nth; i++) {
         const struct rh_agg_thread *t = &a->th[i];
-        int64_t v[9] = {(int64_t)i + 1,  t->alloc_blocks, t->alloc_bytes,
-                        t->freed_blocks, t->freed_bytes,  t->others_blocks,
-                        t->others_bytes, t->live_blocks,  t->live_bytes};
+        int64_t v[9] = {(int64_t)i + 1,
+                        rh_agg_blocks(a, t->alloc_blocks),
+                        t->alloc_bytes,
+                        rh_agg_blocks(a, t->freed_blocks),
+                        t->freed_bytes,
+                        rh_agg_blocks(a, t->others_blocks),
+                        t->others_bytes,
+                        rh_agg_blocks(a, t->live_blocks),
+                        t->live_bytes};
         if (rh_pass_ins(ts, v, 9))
             goto out;
     }
@@ -162,11 +179,12 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids)
         int k = rh_leak_bucket(a->lk[i].t, nb, a->duration);
         int64_t v[6] = {ids[si], k, 0, 0, a->lk[i].t, a->lk[i].t};
         while (i < a->nlk && a->lk[i].si == si && rh_leak_bucket(a->lk[i].t, nb, a->duration) == k) {
-            v[2]++;
+            v[2] += a->lk[i].blocks;
             v[3] += a->lk[i].size;
             v[5] = a->lk[i].t;
             i++;
         }
+        v[2] = rh_agg_blocks(a, v[2]);
         if (rh_pass_ins(lc, v, 6))
             goto out;
     }
@@ -190,6 +208,7 @@ struct rh_prow {
     int64_t ta, td, bt, size; /* td < 0: never freed */
     uint32_t th, dth;
     uint8_t tmp;
+    uint8_t pool; /* addr < 0: a pool block, weight 1 on a sampled profile */
 };
 
 /* Batches of rows from the reader thread (SQLite) to the pass (the
@@ -247,8 +266,14 @@ static int rh_pass_decode(const struct rh_pass *p, sqlite3_stmt *st, struct rh_p
     if (p->lifetime == 3 && (!freed || (p->life_min >= 0 && td - ta < p->life_min) ||
                              (p->life_max >= 0 && td - ta > p->life_max)))
         return 0;
-    *o = (struct rh_prow){ta, td, sqlite3_column_int64(st, 2), size, (uint32_t)th, (uint32_t)dth,
-                          (uint8_t)tmp};
+    *o = (struct rh_prow){ta,
+                          td,
+                          sqlite3_column_int64(st, 2),
+                          size,
+                          (uint32_t)th,
+                          (uint32_t)dth,
+                          (uint8_t)tmp,
+                          sqlite3_column_int64(st, p->layout ? 5 : 7) < 0};
     return 1;
 }
 
@@ -287,6 +312,41 @@ static void *rh_pass_reader(void *arg)
 
 /* ---- the pass -------------------------------------------------------------- */
 
+/* A sampled profile's parameters (meta sample_mode, sample_rate,
+ * sample_bytes, issue 9) in a zeroed rh_rip for the aggregates' weights:
+ * *out stays NULL on a full profile. Returns 0, or -1 when out of memory. */
+static int rh_pass_sampling(sqlite3 *db, struct rh_rip **out)
+{
+    sqlite3_stmt *st = NULL;
+    *out = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT (SELECT value FROM meta WHERE key = 'sample_mode'),"
+                           " (SELECT value FROM meta WHERE key = 'sample_rate'),"
+                           " (SELECT value FROM meta WHERE key = 'sample_bytes')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0; /* no meta: a full profile */
+    int rc = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+        const char *mode = (const char *)sqlite3_column_text(st, 0);
+        uint32_t m = !strcmp(mode, "rate") ? RIP_SAMPLE_RATE
+                     : !strcmp(mode, "bytes") ? RIP_SAMPLE_BYTES
+                                              : 0;
+        double rate = sqlite3_column_double(st, 1);
+        int64_t bytes = sqlite3_column_int64(st, 2);
+        if ((m == RIP_SAMPLE_RATE && rate > 0) || (m == RIP_SAMPLE_BYTES && bytes > 0)) {
+            if (!(*out = calloc(1, sizeof **out)))
+                rc = -1;
+            else {
+                (*out)->sample_mode = m;
+                (*out)->sample_rate = rate;
+                (*out)->sample_bytes = (uint64_t)bytes;
+            }
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -314,6 +374,7 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     size_t nids = 0, capids = 0, capok = 0, ndirect = 0;
     uint32_t *direct = NULL; /* stack id -> index for ids below ndirect */
     struct rh_agg *a = NULL;
+    struct rh_rip *samp = NULL; /* the sampling parameters of a sampled profile */
     struct rh_pheap h = {0};
     sqlite3_stmt *st = NULL;
     struct rh_pq q = {0};
@@ -346,7 +407,11 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
         for (size_t i = 0; i < ndirect; i++)
             direct[i] = rh_map_get(&idx, i);
     }
-    a = rh_agg_new(NULL, p->span);
+    /* a sampled profile (issue 9): the aggregates weigh each row as the
+     * converter did, from the sampling parameters in meta */
+    if (rh_pass_sampling(db, &samp))
+        goto oom;
+    a = rh_agg_new(samp, p->span);
     if (!a)
         goto oom;
     /* The rows of the id range in allocation order: by id when ids follow
@@ -354,13 +419,13 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
      * compact layout (meta row_time_step) is read from alloc_rows and
      * decoded here, as the view allocations would (rh_db.c). */
     const char *sql =
-        p->layout ? "SELECT t + id * ?3, life, bt, size, th FROM alloc_rows"
+        p->layout ? "SELECT t + id * ?3, life, bt, size, th, addr FROM alloc_rows"
                     " WHERE id >= ?1 AND id < ?2 ORDER BY id"
         : p->ordered ? "SELECT alloc_after, dealloc_after - alloc_after, bt, size, alloc_thread,"
-                       " dealloc_thread, temporary FROM allocations"
+                       " dealloc_thread, temporary, addr FROM allocations"
                        " WHERE id >= ?1 AND id < ?2 ORDER BY id"
                      : "SELECT alloc_after, dealloc_after - alloc_after, bt, size, alloc_thread,"
-                       " dealloc_thread, temporary FROM allocations"
+                       " dealloc_thread, temporary, addr FROM allocations"
                        " WHERE id >= ?1 AND id < ?2 ORDER BY alloc_after, id";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         rh_sql_fail(db, "filter");
@@ -414,22 +479,24 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                 continue;
             /* frees due by now come first (frees first at equal times) */
             while (h.n && h.v[0].t <= w->ta) {
-                if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size, 0))
+                if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size,
+                                 h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0))
                     goto oom;
                 rh_pheap_pop(&h);
             }
-            if (rh_agg_event(a, si, w->ta, (uint64_t)w->size, 1))
+            if (rh_agg_event(a, si, w->ta, (uint64_t)w->size, w->pool ? RIP_POOL_TAG(1) : 0, 1))
                 goto oom;
             struct rh_row row = {.alloc_ns = w->ta,
                                  .dealloc_ns = w->td,
                                  .stack_index = si,
                                  .size = (uint64_t)w->size,
+                                 .addr = w->pool ? RIP_POOL_TAG(1) : 0,
                                  .alloc_thread = w->th,
                                  .dealloc_thread = w->dth,
                                  .temporary = w->tmp};
             if (rh_agg_row(a, &row))
                 goto oom;
-            if (w->td >= 0 && rh_pheap_push(&h, (struct rh_pfree){w->td, w->size, si}))
+            if (w->td >= 0 && rh_pheap_push(&h, (struct rh_pfree){w->td, w->size, si, w->pool}))
                 goto oom;
             if (w->ta > last_t)
                 last_t = w->ta;
@@ -449,7 +516,8 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
         goto out;
     }
     while (h.n) {
-        if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size, 0))
+        if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size,
+                         h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0))
             goto oom;
         rh_pheap_pop(&h);
     }
@@ -457,7 +525,7 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     if (a->oom)
         goto oom;
     res->peak_bytes = a->peak;
-    res->peak_blocks = a->peak_blocks;
+    res->peak_blocks = rh_agg_blocks(a, a->peak_blocks);
     res->peak_time = a->peak_t;
     res->last_event = last_t;
     res->timeline = a->tl_ok;
@@ -477,6 +545,7 @@ out:
         free(q.b[k]);
     sqlite3_finalize(st);
     rh_agg_free(a);
+    free(samp);
     rh_map_free(&idx);
     free(ids);
     free(ok);

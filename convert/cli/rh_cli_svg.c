@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "rh_cli.h"
+#include "rh_convert.h" /* RH_W_ROW_B (issue 9) */
 
 #define RH_FG_WIDTH 1200
 #define RH_FG_ROW 17
@@ -740,10 +741,17 @@ static int rh_tl_col(const struct rh_tl_data *d, int64_t t)
  * message. */
 static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh_tl_data *d)
 {
-    static const char sql[] =
+    static const char full[] =
         "SELECT t, d, bt FROM (SELECT alloc_after AS t, 1 AS k, size AS d, bt FROM sel"
         " UNION ALL SELECT dealloc_after, 0, -size, bt FROM sel WHERE dealloc_after IS NOT NULL)"
         " ORDER BY t, k";
+    /* a sampled profile (issue 9): estimated bytes, as the converter's timeline */
+    static const char sampled[] =
+        "SELECT t, d, bt FROM (SELECT alloc_after AS t, 1 AS k,"
+        " " RH_W_ROW_B " AS d, bt FROM sel UNION ALL"
+        " SELECT dealloc_after, 0, -" RH_W_ROW_B ", bt FROM sel"
+        " WHERE dealloc_after IS NOT NULL) ORDER BY t, k";
+    const char *sql = rh_sample_notice(db) ? sampled : full;
     int64_t live[RH_TL_SERIES + 1] = {0}, total = 0, best = -1, gt = 0;
     int col = 0, have = 0; /* column of the current group */
     sqlite3_stmt *st;

@@ -446,7 +446,7 @@ __attribute__((unused)) static int tr_count_files(const char *dir)
 __attribute__((unused)) static int tr_enable(const char *dir, unsigned depth, unsigned trackers,
                                              unsigned buffer)
 {
-    struct rheaper_config c = {depth, trackers, buffer, dir, 0};
+    struct rheaper_config c = {depth, trackers, buffer, dir, 0.0, 0};
     return rheaper_enable(&c);
 }
 

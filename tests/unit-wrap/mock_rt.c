@@ -214,6 +214,35 @@ void rh_stack_bounds_compute(void)
     abort();
 }
 
+/* Sampling and reports (issue 9) are off in the mock: rh_sample_mode and
+ * rh_live_on stay 0, so their entry points are never reached. */
+int rh_sample_mode;
+__thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
+int rh_sample_alloc_slow(void *p, size_t size)
+{
+    (void)p, (void)size;
+    abort();
+}
+int rh_live_on;
+uint8_t rh_lv_filter[1u << RH_LV_FILTER_BITS];
+int rh_live_note_free(void *p)
+{
+    (void)p;
+    abort();
+}
+void rh_live_note_alloc(void *p, size_t size, uint32_t id)
+{
+    (void)p, (void)size, (void)id;
+    abort();
+}
+void rh_sample_realloc_rec(unsigned kind, void *old, void *p, size_t size, int was, int now,
+                           uint64_t t_before, uint64_t t_after, void *fp)
+{
+    (void)kind, (void)old, (void)p, (void)size, (void)was, (void)now, (void)t_before,
+        (void)t_after, (void)fp;
+    abort();
+}
+
 void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo, uintptr_t hi,
                         unsigned max, uint64_t h, uint32_t n, struct rh_walk_rest *o)
 {

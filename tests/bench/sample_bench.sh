@@ -1,0 +1,160 @@
+#!/bin/sh
+# sample_bench.sh: what sampling buys, and what it costs in accuracy (issue 9;
+# README "Performance", "Sampling").
+#
+#   sh tests/bench/sample_bench.sh [--build DIR] [--out DIR] [--runs N]
+#                                  [--lua-n N] [--scale N] [--bytes N] [--no-lua]
+#
+# Part 1, Lua 5.4 (Debian source, tests/e2e/fetch_source.sh) running
+# alloc.lua (default 300000), built three ways: "user" with
+# `cc -O2 -g -fno-omit-frame-pointer` (what users compare with), "plain" with
+# the flags rheaper-cc adds (frame pointers, no sibling calls: the baseline
+# of bench.sh) and with rheaper-cc. Variants, run interleaved for RUNS rounds
+# (default 7): user, plain, off (rheaper-cc, tracking off), full
+# (RHEAPER_ENABLE=1), populate (full, chunks prefaulted: RHEAPER_POPULATE=1),
+# bigchunk (full, 2 MiB chunks: RHEAPER_BUFFER_SIZE=262144), bytes
+# (RHEAPER_SAMPLE_BYTES=N, default 524288) and rate (RHEAPER_SAMPLE_RATE=0.01). Prints the median CPU (user + sys), system
+# and wall time of each, the ratios to plain and to user, the profile's size,
+# and the load average before and after.
+#
+# Part 2, the scale workload (wl_scale.c, 4 threads, default 10 M
+# allocations, RHEAPER_SCOPE=program as scale.sh records it): one full and one
+# sampled recording (RHEAPER_SAMPLE_BYTES=N, seed 1), both converted; for the
+# top 10 call sites of the full profile by bytes, `rheaper top --csv` of
+# both side by side, with each estimate's error. The bar: every one within
+# 10 %; a miss prints "FAIL:" (results are checked, timings never).
+#
+# On a quiet machine: sh tests/bench/sample_bench.sh --runs 9
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=$root/build out= runs=7 luan=300000 scale=10000000 bytes=524288 lua=1
+while [ $# -gt 0 ]; do
+    case $1 in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --lua-n) luan=$2; shift 2 ;;
+    --scale) scale=$2; shift 2 ;;
+    --bytes) bytes=$2; shift 2 ;;
+    --no-lua) lua=0; shift ;;
+    *) echo "usage: sample_bench.sh [--build DIR] [--out DIR] [--runs N] [--lua-n N] [--scale N] [--bytes N] [--no-lua]" >&2
+       exit 2 ;;
+    esac
+done
+build=$(cd "$build" && pwd)
+bin=$build/bin
+[ -n "$out" ] || out=$build/bench-sample
+mkdir -p "$out" && out=$(cd "$out" && pwd)
+cc=${CC:-cc}
+flags="-O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -g1"
+status=0
+
+# ---- part 1: Lua ------------------------------------------------------------
+if [ "$lua" = 1 ] && sh "$root/tests/e2e/fetch_source.sh" lua5.4 "$out/src" >/dev/null 2>&1; then
+    for v in user plain rh; do
+        case $v in
+        user) c="$cc -std=gnu99 -O2 -g -fno-omit-frame-pointer" ;;
+        plain) c="$cc -std=gnu99 $flags" ;;
+        rh) c="$bin/rheaper-cc -std=gnu99" ;;
+        esac
+        if [ ! -x "$out/lua-$v/src/lua" ] || [ "$build/lib/librheaper_rt.a" -nt "$out/lua-$v/src/lua" ]; then
+            rm -rf "$out/lua-$v" && cp -r "$out/src/src" "$out/lua-$v"
+            make -s -j2 -C "$out/lua-$v" linux CC="$c" >"$out/lua-$v.log" 2>&1 ||
+                { echo "FAIL: building Lua ($v); see $out/lua-$v.log"; exit 1; }
+        fi
+    done
+    mkdir -p "$out/prof"
+    # one VARIANT: prints "cpu sys wall rip_bytes" of one run
+    one() {
+        lua=$out/lua-rh/src/lua
+        case $1 in
+        user) set -- "$out/lua-user/src/lua" ;;
+        plain) set -- "$out/lua-plain/src/lua" ;;
+        off) set -- "$lua" ;;
+        full) set -- env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
+        populate) set -- env RHEAPER_ENABLE=1 RHEAPER_POPULATE=1 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
+        bigchunk) set -- env RHEAPER_ENABLE=1 RHEAPER_BUFFER_SIZE=262144 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
+        bytes) set -- env RHEAPER_ENABLE=1 RHEAPER_SAMPLE_BYTES="$bytes" RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
+        rate) set -- env RHEAPER_ENABLE=1 RHEAPER_SAMPLE_RATE=0.01 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
+        esac
+        rm -f "$out/prof"/rip-*
+        s=$(date +%s%N)
+        /usr/bin/env time -f '%U %S' -o "$out/time.txt" "$@" "$here/alloc.lua" "$luan" >/dev/null 2>&1
+        e=$(date +%s%N)
+        sz=$(cat "$out/prof"/rip-* 2>/dev/null | wc -c)
+        awk -v w=$(((e - s) / 1000)) -v z="$sz" '{printf "%.3f %.3f %.3f %d\n", $1 + $2, $2, w / 1e6, z}' "$out/time.txt"
+    }
+    variants="user plain off full populate bigchunk bytes rate"
+    echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    : >"$out/runs.txt"
+    i=0
+    while [ $i -lt "$runs" ]; do
+        for v in $variants; do echo "$v $(one $v)" >>"$out/runs.txt"; done
+        i=$((i + 1))
+    done
+    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    med() { grep "^$1 " "$out/runs.txt" | awk -v k="$2" '{print $k}' | sort -n |
+        awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+    r() { echo "$1 $2" | awk '{printf "%.3f", $1 / $2}'; }
+    pc=$(med plain 2) uc=$(med user 2) pw=$(med plain 4)
+    echo
+    echo "Lua 5.4 alloc.lua $luan, $runs interleaved rounds (medians)"
+    echo
+    echo "| variant | CPU (s) | CPU / plain | CPU / user | sys (s) | wall (s) | wall / plain | rip (MB) |"
+    echo "|---|--:|--:|--:|--:|--:|--:|--:|"
+    for v in $variants; do
+        c=$(med $v 2) sy=$(med $v 3) w=$(med $v 4) z=$(med $v 5)
+        echo "| $v | $c | $(r $c $pc) | $(r $c $uc) | $sy | $w | $(r $w $pw) | $(echo $z | awk '{printf "%.2f", $1 / 1e6}') |"
+    done
+    echo
+    echo "user: cc -O2 -g -fno-omit-frame-pointer; plain: the flags rheaper-cc adds; populate: full with"
+    echo "RHEAPER_POPULATE=1 (chunks prefaulted with MADV_POPULATE_WRITE); bigchunk: full with 2 MiB chunks"
+    echo "(RHEAPER_BUFFER_SIZE=262144); bytes: RHEAPER_SAMPLE_BYTES=$bytes; rate: RHEAPER_SAMPLE_RATE=0.01"
+else
+    [ "$lua" = 1 ] && echo "sample_bench: note: Lua skipped (its source could not be fetched)"
+fi
+
+# ---- part 2: the scale workload's top 10 sites --------------------------------
+if [ "$scale" -gt 0 ]; then
+    "$bin/rheaper-cc" -O2 -pthread -o "$out/wl_scale.rh" "$here/wl_scale.c"
+    for m in full sampled; do
+        rm -rf "$out/scale-$m" && mkdir -p "$out/scale-$m"
+        if [ $m = full ]; then set --; else set -- RHEAPER_SAMPLE_BYTES="$bytes" RHEAPER_SAMPLE_SEED=1; fi
+        (cd "$out/scale-$m" && env RH_EXPECT_FILE=/dev/null RHEAPER_ENABLE=1 RHEAPER_SCOPE=program \
+            RHEAPER_PROFILE_DIR="$out/scale-$m" "$@" "$out/wl_scale.rh" "$scale" 4 2>record.err) ||
+            { echo "FAIL: wl_scale ($m)"; exit 1; }
+        "$bin/rheaper-convert" --quiet "$out/scale-$m"/rip-* "$out/scale-$m/p.db" ||
+            { echo "FAIL: converting the $m scale profile"; exit 1; }
+        RHEAPER_QUIET_NOTICES=1 "$bin/rheaper" top "$out/scale-$m/p.db" --csv -n 100000 \
+            >"$out/scale-$m/top.csv" 2>/dev/null ||
+            RHEAPER_QUIET_NOTICES=1 "$bin/rheaper" top "$out/scale-$m/p.db" --csv \
+                >"$out/scale-$m/top.csv" || { echo "FAIL: rheaper top ($m)"; exit 1; }
+        ls -l "$out/scale-$m"/rip-* | awk -v m=$m '{printf "%s profile: %.1f MB\n", m, $5 / 1e6}'
+    done
+    # each site's relative standard error at this N, from the full profile:
+    # var = sum over its blocks of size^2 (1 - p) / p, p = 1 - exp(-size/N)
+    sqlite3 -separator , "$out/scale-full/p.db" "
+        SELECT b.sym, b.line, sqrt(sum(a.size * a.size * (1.0 / (1.0 - exp(-a.size / $bytes.0)) - 1.0)))
+               / sum(a.size)
+        FROM alloc_rows a JOIN stacks s ON s.id = a.bt
+        JOIN backtraces b ON b.id = a.bt AND b.frame_no = s.callsite
+        GROUP BY b.sym, b.line" >"$out/scale-full/sd.csv"
+    echo
+    echo "wl_scale $scale allocations, 4 threads: top 10 call sites by bytes, full vs RHEAPER_SAMPLE_BYTES=$bytes"
+    echo "(sd: the estimate's relative standard error at this N, from the full profile's blocks)"
+    echo
+    echo "| function | location | full bytes | estimated | error | sd |"
+    echo "|---|---|--:|--:|--:|--:|"
+    # top.csv: function,location,count,bytes,... with a header line
+    awk -F, 'FILENAME ~ /sd.csv$/ { sd[$1 "," $2] = $3; next }
+             FILENAME ~ /sampled/ { if (FNR > 1) est[$1 "," $2] = $4; next }
+             FNR > 1 && n < 10 { n++; k = $1 "," $2; e = (k in est) ? est[k] : 0
+               line = $2; sub(/.*:/, "", line)
+               d = (e - $4) / $4 * 100; a = d < 0 ? -d : d; if (a > worst) worst = a
+               printf "| %s | %s | %d | %d | %+.2f %% | %.1f %% |\n", $1, $2, $4, e, d, 100 * sd[$1 "," line] }
+             END { printf "\nlargest error %.2f %% (bar: 10 %%)\n", worst; exit worst > 10 }' \
+        "$out/scale-full/sd.csv" "$out/scale-sampled/top.csv" "$out/scale-full/top.csv" ||
+        { echo "FAIL: an estimate is off by more than 10 %"; status=1; }
+fi
+exit $status
