@@ -318,6 +318,7 @@ void rh_config_load_env(void)
             rh_cfg.enable = 0;
         } else {
             memcpy(rh_cfg.stream, st, strlen(st) + 1);
+            rh_stream_mark_on();
         }
     }
     const char *sq = secure_getenv("RHEAPER_STREAM_QUEUE");

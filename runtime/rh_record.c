@@ -92,7 +92,7 @@ static RH_COLD void rh_stack_define(struct rh_writer *w, uint32_t id, unsigned k
         q = rip_put_varint(q, ((uint64_t)wk->nframes << 1) | wk->cut);
         uint8_t *frames = q;
         q = rh_stack_encode(fp, wk->nframes, q);
-        if (rh_unlikely(rh_reports_on))
+        if (rh_unlikely(__atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED)))
             rh_report_stack(id, frames, q, wk->nframes); /* issue 9 */
         w->pos = q;
         rh_writer_commit(w);

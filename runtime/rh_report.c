@@ -108,10 +108,10 @@ void rh_live_note_alloc(void *p, size_t size, uint32_t id)
 {
     if ((intptr_t)p < 0)
         return; /* pool requests: not in the map */
-    uint32_t th = rh_reports_on ? rh_rep_thread() : 0;
+    uint32_t th = __atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED) ? rh_rep_thread() : 0;
     if (!rh_live_add((uintptr_t)p, size, id, th))
         return;
-    if (!rh_reports_on)
+    if (!__atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED))
         return;
     struct rh_tstat *t = &rh_rep_thr[th];
     RH_ADD(t->an, 1);
@@ -132,7 +132,7 @@ int rh_live_note_free(void *p)
     uint32_t id, th;
     if (!rh_live_take((uintptr_t)p, &size, &id, &th))
         return !rh_sample_mode; /* unsampled: no event; full: an unknown free */
-    if (rh_reports_on) {
+    if (__atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED)) {
         uint32_t me = rh_rep_thread();
         struct rh_tstat *a = &rh_rep_thr[th], *f = &rh_rep_thr[me];
         RH_ADD(f->fn, 1);
@@ -153,7 +153,7 @@ int rh_live_note_free(void *p)
 
 void rh_report_stack(uint32_t id, const uint8_t *enc, const uint8_t *end, uint32_t nframes)
 {
-    if (!rh_reports_on || id >= rh_rep_nstacks || !nframes)
+    if (!__atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED) || id >= rh_rep_nstacks || !nframes)
         return;
     uint64_t off = __atomic_fetch_add(&rh_rep_arena_used, nframes, __ATOMIC_RELAXED);
     if (off + nframes > RH_REP_ARENA / sizeof(uint64_t))
@@ -229,7 +229,7 @@ void rh_report_init(void)
 
 void rh_report_file_start(struct rh_stack_table *stacks)
 {
-    if (!rh_reports_on)
+    if (!__atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED))
         return;
     /* Per-stack arrays sized to the new table; the old ones are given back
      * (a thread still counting for the old file writes into zero pages). */

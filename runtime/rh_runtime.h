@@ -576,7 +576,7 @@ RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
 enum { RH_SAMPLE_NONE = 0, RH_SAMPLE_RATE = 1, RH_SAMPLE_BYTES = 2 };
 /* The mode of the current recording (set from rh_cfg before tracking turns
  * on; read on every event). */
-extern RH_HIDDEN int rh_sample_mode;
+extern RH_HIDDEN _Atomic int rh_sample_mode;
 /* Bytes mode: bytes left until the calling thread's next sample. */
 extern RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
 /* Copies rh_cfg's sampling settings into the sampler and sets rh_live_on.
@@ -762,7 +762,7 @@ RH_ALWAYS_INLINE void rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, si
     q = rh_put_addr(q, d, raw);
     w->prev_addr = (uintptr_t)p;
     rh_event_done(w, q);
-    if (rh_unlikely(rh_live_on))
+    if (rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED)))
         rh_live_note_alloc(p, size, id);
 }
 
@@ -791,7 +791,7 @@ RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old
     q = rh_put_addr(q, d2, raw);
     w->prev_addr = (uintptr_t)p;
     rh_event_done(w, q);
-    if (rh_unlikely(rh_live_on))
+    if (rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED)))
         rh_live_note_alloc(p, size, id);
 }
 
@@ -866,7 +866,7 @@ RH_ALWAYS_INLINE void rh_record_free_core(void *p, uint64_t t_before)
 
 RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
 {
-    if (rh_unlikely(rh_live_on) && !rh_live_free_recorded(p))
+    if (rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED)) && !rh_live_free_recorded(p))
         return;
     rh_record_free_core(p, t_before);
 }
@@ -875,7 +875,7 @@ RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
  * recorded (an unsampled free costs no clock read). */
 RH_ALWAYS_INLINE void rh_record_free_now(void *p)
 {
-    if (rh_unlikely(rh_live_on) && !rh_live_free_recorded(p))
+    if (rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED)) && !rh_live_free_recorded(p))
         return;
     rh_record_free_core(p, rh_now());
 }
@@ -883,7 +883,7 @@ RH_ALWAYS_INLINE void rh_record_free_now(void *p)
 RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p, size_t size,
                                                uint64_t t_before, uint64_t t_after, void *fp)
 {
-    if (rh_unlikely(rh_live_on)) {
+    if (rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED))) {
         if (rh_sample_mode) {
             int was = rh_live_free_recorded(old), now = rh_sample_alloc(p, size);
             if (rh_unlikely(was | now))
@@ -956,6 +956,8 @@ RH_HIDDEN int rh_file_ensure(void) RH_COLD;
 RH_HIDDEN int rh_stream_parse_addr(const char *spec);
 /* 1 when the profile goes to a collector instead of a file. */
 RH_HIDDEN int rh_stream_on(void);
+/* RHEAPER_STREAM was accepted (rh_config_load_env): rh_stream_on() is 1. */
+RH_HIDDEN void rh_stream_mark_on(void);
 /* Starts recording `epoch`'s stream: queues a copy of the 4096-byte file header
  * (the sender connects when it reaches it) and drops what an older recording
  * left. Caller holds rh_prof_lock. Returns 0, or -1 when no memory. */

@@ -29,14 +29,14 @@
 
 #include "rh_runtime.h"
 
-RH_HIDDEN int rh_sample_mode;
+RH_HIDDEN _Atomic int rh_sample_mode; /* _Atomic: set at enable while other threads read it */
 RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
 static __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
 static __thread int rh_tls_rng_ok __attribute__((tls_model("initial-exec")));
 
-static uint64_t rh_sample_threshold; /* rate mode: take when next() < this */
-static uint64_t rh_sample_mean;      /* bytes mode: N */
-static uint64_t rh_sample_seed;
+static _Atomic uint64_t rh_sample_threshold; /* rate mode: take when next() < this */
+static _Atomic uint64_t rh_sample_mean;      /* bytes mode: N */
+static _Atomic uint64_t rh_sample_seed;
 static uint32_t rh_sample_threads;   /* atomic: sampling ordinals handed out */
 
 #define RH_SS_K 0x9e3779b97f4a7c15ull
@@ -109,7 +109,7 @@ void rh_sample_configure(void)
     rh_sample_mean = rh_cfg.sample_bytes;
     rh_sample_threshold = rh_cfg.sample_threshold;
     rh_sample_seed = rh_cfg.sample_seeded ? rh_cfg.sample_seed : rh_real_ns() ^ (uint64_t)getpid();
-    __atomic_store_n(&rh_live_on, rh_sample_mode != RH_SAMPLE_NONE || rh_reports_on,
+    __atomic_store_n(&rh_live_on, rh_sample_mode != RH_SAMPLE_NONE || __atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED),
                      __ATOMIC_RELAXED);
     /* a thread's countdown from another mode or mean is redrawn */
     rh_tls_rng_ok = 0;

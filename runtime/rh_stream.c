@@ -137,9 +137,18 @@ int rh_stream_parse_addr(const char *spec)
     return 0;
 }
 
+/* Set once, from RHEAPER_STREAM, before any recording; read by every thread
+ * (rh_cfg itself is rewritten whole by rheaper_enable while threads run). */
+static int rh_stream_is_on;
+
+void rh_stream_mark_on(void)
+{
+    __atomic_store_n(&rh_stream_is_on, 1, __ATOMIC_RELAXED);
+}
+
 int rh_stream_on(void)
 {
-    return rh_cfg.stream[0] != '\0';
+    return __atomic_load_n(&rh_stream_is_on, __ATOMIC_RELAXED);
 }
 
 /* ---- small helpers ---------------------------------------------------------- */

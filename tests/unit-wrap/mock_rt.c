@@ -216,7 +216,7 @@ void rh_stack_bounds_compute(void)
 
 /* Sampling and reports (issue 9) are off in the mock: rh_sample_mode and
  * rh_live_on stay 0, so their entry points are never reached. */
-int rh_sample_mode;
+_Atomic int rh_sample_mode;
 __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
 int rh_sample_alloc_slow(void *p, size_t size)
 {
