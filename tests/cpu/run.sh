@@ -235,6 +235,55 @@ pprof)
          /^Locations/ { s = 0 } s && /:/ { split($0, a, ":"); split(a[1], v, " "); t += v[1] } END { print t + 0 }')
     [ "$got" = "$cold" ] || fail "--function cold_unit export has $got samples, expected $cold"
     ;;
+pprof-sampled)
+    # A recorded sampled profile (issue 9: RHEAPER_SAMPLE_BYTES, then
+    # RHEAPER_SAMPLE_RATE, a fixed seed) read by go tool pprof: the period is
+    # the sampling mean, and the four heap totals are rheaper's own estimates,
+    # the sums of stack_stats, which are sum(round(size * weight)) per event.
+    command -v go >/dev/null 2>&1 || fail "go (golang-go) is not installed"
+    export HOME="$WORK" GOCACHE="$WORK/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local
+    sums() {
+        go tool pprof -raw "$1" 2>>err | awk '/^Samples:/ { s = 1; getline; next } /^Locations/ { s = 0 }
+            s && /:/ { split($0, a, ":"); split(a[1], v, " "); o += v[1]; b += v[2]; io += v[3]; ib += v[4] }
+            END { printf "%.0f %.0f %.0f %.0f\n", o, b, io, ib }'
+    }
+    for mode in bytes rate; do
+        rm -rf rip-* p.db
+        if [ $mode = bytes ]; then
+            record_ratio RHEAPER_SAMPLE_BYTES=65536 RHEAPER_SAMPLE_SEED=7
+            period=65536
+        else
+            record_ratio RHEAPER_SAMPLE_RATE=0.125 RHEAPER_SAMPLE_SEED=7
+            period=8
+        fi
+        [ "$(meta p.db sample_mode)" = $mode ] || fail "$mode: sample_mode is '$(meta p.db sample_mode)'"
+        "$RH" export --pprof s.pb.gz p.db --heap 2>>err || fail "$mode: export failed"
+        go tool pprof -raw s.pb.gz >sraw.txt 2>>err || fail "$mode: pprof cannot read the export"
+        grep -q '^PeriodType: space bytes$' sraw.txt || fail "$mode: period type is not space/bytes"
+        grep -q "^Period: $period\$" sraw.txt || fail "$mode: period is not $period: $(grep ^Period sraw.txt)"
+        got=$(sums s.pb.gz)
+        want=$(q p.db "select sum(count), sum(bytes), sum(leaked_blocks), sum(leaked_bytes) from stack_stats" | tr '|' ' ')
+        echo "$mode: pprof '$got', stack_stats '$want'"
+        [ "$got" = "$want" ] || fail "$mode: pprof heap totals '$got', stack_stats '$want'"
+        # the bytes are sum(round(size * weight)) over the rows, as the converter rounds them
+        wb=$(q p.db "select cast(sum(round(size * weight)) as integer),
+                     cast(sum(case when dealloc_after is null then round(size * weight) else 0 end) as integer)
+                     from allocations" | tr '|' ' ')
+        set -- $got
+        [ "$2 $4" = "$wb" ] || fail "$mode: pprof bytes '$2 $4', sum(round(size*weight)) '$wb'"
+        # the sample really is one: fewer rows than blocks estimated
+        rows=$(q p.db "select count(*) from allocations")
+        [ "$rows" -lt "$1" ] || fail "$mode: $rows rows for $1 estimated blocks: not sampled"
+        # and pprof's own -top totals say the same (inuse_space in bytes)
+        t=$(go tool pprof -top -unit=B -sample_index=alloc_space s.pb.gz 2>>err |
+            awk '/ total$/ { for (i = 1; i <= NF; i++) if ($i == "of") { v = $(i + 1); gsub(/B/, "", v); print v } }')
+        [ "$t" = "$2" ] || fail "$mode: pprof -top alloc_space total '$t', stack_stats $2"
+        # churn's 1000 blocks are the most objects (at rate 1/8 make_table's
+        # one block of 1 MiB, if sampled, weighs 8 MiB, so bytes do not say)
+        [ "$(go tool pprof -top -sample_index=alloc_objects s.pb.gz 2>/dev/null |
+              awk 'f { print $NF; exit } /flat%/ { f = 1 }')" = churn ] || fail "$mode: alloc_objects top is not churn"
+    done
+    ;;
 churn)
     # Samples that land inside the runtime are dropped, never written into a
     # half-written record: the heap stays exact and the profile clean.
