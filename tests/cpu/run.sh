@@ -206,28 +206,7 @@ pprof)
     grep -q "^Period: $(awk -v h="$hz" 'BEGIN { printf "%d", int(1e9 / h + 0.5) }')\$" cpuraw.txt ||
         fail "--cpu period is not one interval"
     grep -q 'alloc_space' cpuraw.txt && fail "--cpu export has heap sample types"
-    # a sampled profile (issue 9's meta sample_mode and allocations.weight,
-    # made here by hand from this profile): the period is the sampling mean
-    # and the values are rheaper's own weighted estimates
-    cp p.db s.db
-    body=$(q s.db "select substr(sql, instr(sql, ' AS SELECT') + 4) from sqlite_master where name = 'allocations'")
-    q s.db "CREATE VIEW alloc_plain AS $body; DROP VIEW allocations;
-            CREATE VIEW allocations AS SELECT *, CASE WHEN size >= 4096 THEN 1.0 ELSE 2.5 END AS weight FROM alloc_plain;
-            INSERT OR REPLACE INTO meta VALUES('sample_mode', 'bytes'), ('sample_bytes', 4096);" ||
-        fail "cannot make the sampled copy"
-    "$RH" export --pprof s.pb.gz s.db --heap 2>>err || fail "export of the sampled profile failed"
-    go tool pprof -raw s.pb.gz >sraw.txt 2>>err || fail "pprof cannot read the sampled export"
-    grep -q '^Period: 4096$' sraw.txt || fail "the sampled export's period is not 4096"
-    got=$(awk '/^Samples:/ { s = 1; getline; next } /^Locations/ { s = 0 } s && /:/ {
-            split($0, a, ":"); split(a[1], v, " "); o += v[1]; b += v[2]; io += v[3]; ib += v[4] }
-         END { printf "%.0f %.0f %.0f %.0f\n", o, b, io, ib }' sraw.txt)
-    # pprof values are integers: each stack's estimate is rounded
-    want=$(q s.db "select printf('%d %d %d %d', sum(o), sum(b), sum(io), sum(ib)) from
-                   (select round(sum(weight)) as o, round(sum(size * weight)) as b,
-                   round(sum(case when dealloc_after is null then weight else 0 end)) as io,
-                   round(sum(case when dealloc_after is null then size * weight else 0 end)) as ib
-                   from allocations group by bt)")
-    [ "$got" = "$want" ] || fail "sampled export totals '$got', sum(weight), sum(size*weight) '$want'"
+    # sampled profiles: case pprof-sampled records real ones
     # filters: --function keeps cold_unit's samples only
     "$RH" export --pprof cold.pb.gz p.db --cpu --function '^cold_unit$' 2>>err || fail "filtered export failed"
     cold=$(q p.db "select sum(c.samples) from cpu_stack_stats c join backtraces b on b.id = c.stack_id and b.frame_no = 0 where b.sym = 'cold_unit'")
