@@ -257,6 +257,12 @@ pprof-sampled)
         t=$(go tool pprof -top -unit=B -sample_index=alloc_space s.pb.gz 2>>err |
             awk '/ total$/ { for (i = 1; i <= NF; i++) if ($i == "of") { v = $(i + 1); gsub(/B/, "", v); print v } }')
         [ "$t" = "$2" ] || fail "$mode: pprof -top alloc_space total '$t', stack_stats $2"
+        # filtered: the C pass weighs the selected rows as the converter does
+        "$RH" export --pprof f.pb.gz p.db --heap --function '^churn$' 2>>err || fail "$mode: filtered export failed"
+        got=$(sums f.pb.gz)
+        want=$(q p.db "select sum(count), sum(bytes), sum(leaked_blocks), sum(leaked_bytes) from stack_stats
+                       where bt in (select id from backtraces where sym = 'churn')" | tr '|' ' ')
+        [ "$got" = "$want" ] || fail "$mode: --function churn totals '$got', stack_stats '$want'"
         # churn's 1000 blocks are the most objects (at rate 1/8 make_table's
         # one block of 1 MiB, if sampled, weighs 8 MiB, so bytes do not say)
         [ "$(go tool pprof -top -sample_index=alloc_objects s.pb.gz 2>/dev/null |
