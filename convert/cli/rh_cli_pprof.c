@@ -521,24 +521,21 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         sqlite3_finalize(w);
     }
     if (heap) {
-        /* in use: at the peak, at the end of the range (--to), or never freed */
-        char wsql[1024];
-        snprintf(wsql, sizeof wsql,
-                 "SELECT a.bt, CAST(round(sum(a.weight)) AS INTEGER),"
-                 " CAST(round(sum(a.size * a.weight)) AS INTEGER),"
-                 " CAST(round(sum(CASE WHEN %s THEN a.weight ELSE 0 END)) AS INTEGER),"
-                 " CAST(round(sum(CASE WHEN %s THEN a.size * a.weight ELSE 0 END)) AS INTEGER)"
-                 " FROM allocations a JOIN temp.sel s ON s.id = a.id GROUP BY a.bt",
-                 o->at_peak ? "a.alloc_after <= ?1 AND (a.dealloc_after IS NULL OR"
-                              " a.dealloc_after > ?1)"
-                 : o->to_ns >= 0 ? "(a.dealloc_after IS NULL OR a.dealloc_after > ?1)"
-                                 : "a.dealloc_after IS NULL",
-                 o->at_peak ? "a.alloc_after <= ?1 AND (a.dealloc_after IS NULL OR"
-                              " a.dealloc_after > ?1)"
-                 : o->to_ns >= 0 ? "(a.dealloc_after IS NULL OR a.dealloc_after > ?1)"
-                                 : "a.dealloc_after IS NULL");
-        const char *sql = sampled ? wsql :
+        /* sstat holds the scope's aggregates: on a sampled profile they are
+         * already the estimates (bytes sum(round(size * weight)), blocks in
+         * 1/4096 units rounded per stack), as stack_stats stores them, so the
+         * full and the sampled export read the same figures. Only the heap at
+         * the end of a --to range is counted from the rows here, weighed
+         * the same way on a sampled profile. */
+        const char *sql =
             o->at_peak ? "SELECT bt, count, bytes, peak_blocks, peak_bytes FROM temp.sstat"
+            : o->to_ns >= 0 && sampled
+                ? "SELECT s.bt, s.count, s.bytes, coalesce(u.n, 0), coalesce(u.b, 0)"
+                  " FROM temp.sstat s LEFT JOIN (SELECT bt,"
+                  " (CAST(sum(round(weight * 4096)) AS INTEGER) + 2048) / 4096 AS n,"
+                  " CAST(sum(round(size * weight)) AS INTEGER) AS b"
+                  " FROM temp.sel WHERE dealloc_after IS NULL OR dealloc_after > ?1"
+                  " GROUP BY bt) u ON u.bt = s.bt"
             : o->to_ns >= 0
                 ? "SELECT s.bt, s.count, s.bytes, coalesce(u.n, 0), coalesce(u.b, 0)"
                   " FROM temp.sstat s LEFT JOIN (SELECT bt, count(*) AS n, sum(size) AS b"
@@ -551,12 +548,6 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         }
         if (o->to_ns >= 0 && !o->at_peak)
             sqlite3_bind_int64(st, 1, o->to_ns);
-        if (sampled && o->at_peak) {
-            struct rh_scope sc;
-            if (rh_scope_get(db, &sc) != 0)
-                goto out;
-            sqlite3_bind_int64(st, 1, sc.peak_time);
-        }
         int64_t v[6] = {0};
         int r;
         while ((r = sqlite3_step(st)) == SQLITE_ROW && !pp.oom) {

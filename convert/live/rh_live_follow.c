@@ -214,7 +214,8 @@ static int rh_fl_alloc(struct rh_follow *f, const struct rh_event *ev)
 
 /* An event of another kind than the heap's: a CPU sample when its stack is a
  * CPU stack (kind RH_LV_KIND_CPU; the decoder yields issue 16's EXT 14
- * CPUSAMPLE records as events carrying their stack id). Returns 0 or -1. */
+ * CPUSAMPLE records as events carrying their stack id and, in size, the
+ * sampling periods they stand for). Returns 0 or -1. */
 static int rh_fl_cpu(struct rh_follow *f, const struct rh_event *ev)
 {
     uint32_t si = rh_rip_stack(&f->r, ev->stack);
@@ -227,9 +228,12 @@ static int rh_fl_cpu(struct rh_follow *f, const struct rh_event *ev)
     if (!s || !t)
         return -1;
     f->r.stacks[si].used = 1;
-    s->cpu_samples++;
-    t->cpu_samples++;
-    f->cpu_total++;
+    /* a late signal's sample stands for 1 + overrun periods (ev->size), as
+     * the converter's cpu_stack_stats counts them */
+    int64_t n = ev->size ? (int64_t)ev->size : 1;
+    s->cpu_samples += n;
+    t->cpu_samples += n;
+    f->cpu_total += n;
     return 0;
 }
 

@@ -206,34 +206,68 @@ pprof)
     grep -q "^Period: $(awk -v h="$hz" 'BEGIN { printf "%d", int(1e9 / h + 0.5) }')\$" cpuraw.txt ||
         fail "--cpu period is not one interval"
     grep -q 'alloc_space' cpuraw.txt && fail "--cpu export has heap sample types"
-    # a sampled profile (issue 9's meta sample_mode and allocations.weight,
-    # made here by hand from this profile): the period is the sampling mean
-    # and the values are rheaper's own weighted estimates
-    cp p.db s.db
-    body=$(q s.db "select substr(sql, instr(sql, ' AS SELECT') + 4) from sqlite_master where name = 'allocations'")
-    q s.db "CREATE VIEW alloc_plain AS $body; DROP VIEW allocations;
-            CREATE VIEW allocations AS SELECT *, CASE WHEN size >= 4096 THEN 1.0 ELSE 2.5 END AS weight FROM alloc_plain;
-            INSERT OR REPLACE INTO meta VALUES('sample_mode', 'bytes'), ('sample_bytes', 4096);" ||
-        fail "cannot make the sampled copy"
-    "$RH" export --pprof s.pb.gz s.db --heap 2>>err || fail "export of the sampled profile failed"
-    go tool pprof -raw s.pb.gz >sraw.txt 2>>err || fail "pprof cannot read the sampled export"
-    grep -q '^Period: 4096$' sraw.txt || fail "the sampled export's period is not 4096"
-    got=$(awk '/^Samples:/ { s = 1; getline; next } /^Locations/ { s = 0 } s && /:/ {
-            split($0, a, ":"); split(a[1], v, " "); o += v[1]; b += v[2]; io += v[3]; ib += v[4] }
-         END { printf "%.0f %.0f %.0f %.0f\n", o, b, io, ib }' sraw.txt)
-    # pprof values are integers: each stack's estimate is rounded
-    want=$(q s.db "select printf('%d %d %d %d', sum(o), sum(b), sum(io), sum(ib)) from
-                   (select round(sum(weight)) as o, round(sum(size * weight)) as b,
-                   round(sum(case when dealloc_after is null then weight else 0 end)) as io,
-                   round(sum(case when dealloc_after is null then size * weight else 0 end)) as ib
-                   from allocations group by bt)")
-    [ "$got" = "$want" ] || fail "sampled export totals '$got', sum(weight), sum(size*weight) '$want'"
+    # sampled profiles: case pprof-sampled records real ones
     # filters: --function keeps cold_unit's samples only
     "$RH" export --pprof cold.pb.gz p.db --cpu --function '^cold_unit$' 2>>err || fail "filtered export failed"
     cold=$(q p.db "select sum(c.samples) from cpu_stack_stats c join backtraces b on b.id = c.stack_id and b.frame_no = 0 where b.sym = 'cold_unit'")
     got=$(go tool pprof -raw cold.pb.gz 2>/dev/null | awk '/^Samples:/ { s = 1; getline; next }
          /^Locations/ { s = 0 } s && /:/ { split($0, a, ":"); split(a[1], v, " "); t += v[1] } END { print t + 0 }')
     [ "$got" = "$cold" ] || fail "--function cold_unit export has $got samples, expected $cold"
+    ;;
+pprof-sampled)
+    # A recorded sampled profile (issue 9: RHEAPER_SAMPLE_BYTES, then
+    # RHEAPER_SAMPLE_RATE, a fixed seed) read by go tool pprof: the period is
+    # the sampling mean, and the four heap totals are rheaper's own estimates,
+    # the sums of stack_stats, which are sum(round(size * weight)) per event.
+    command -v go >/dev/null 2>&1 || fail "go (golang-go) is not installed"
+    export HOME="$WORK" GOCACHE="$WORK/gocache" GOFLAGS=-mod=mod GOTOOLCHAIN=local
+    sums() {
+        go tool pprof -raw "$1" 2>>err | awk '/^Samples:/ { s = 1; getline; next } /^Locations/ { s = 0 }
+            s && /:/ { split($0, a, ":"); split(a[1], v, " "); o += v[1]; b += v[2]; io += v[3]; ib += v[4] }
+            END { printf "%.0f %.0f %.0f %.0f\n", o, b, io, ib }'
+    }
+    for mode in bytes rate; do
+        rm -rf rip-* p.db
+        if [ $mode = bytes ]; then
+            record_ratio RHEAPER_SAMPLE_BYTES=65536 RHEAPER_SAMPLE_SEED=7
+            period=65536
+        else
+            record_ratio RHEAPER_SAMPLE_RATE=0.125 RHEAPER_SAMPLE_SEED=7
+            period=8
+        fi
+        [ "$(meta p.db sample_mode)" = $mode ] || fail "$mode: sample_mode is '$(meta p.db sample_mode)'"
+        "$RH" export --pprof s.pb.gz p.db --heap 2>>err || fail "$mode: export failed"
+        go tool pprof -raw s.pb.gz >sraw.txt 2>>err || fail "$mode: pprof cannot read the export"
+        grep -q '^PeriodType: space bytes$' sraw.txt || fail "$mode: period type is not space/bytes"
+        grep -q "^Period: $period\$" sraw.txt || fail "$mode: period is not $period: $(grep ^Period sraw.txt)"
+        got=$(sums s.pb.gz)
+        want=$(q p.db "select sum(count), sum(bytes), sum(leaked_blocks), sum(leaked_bytes) from stack_stats" | tr '|' ' ')
+        echo "$mode: pprof '$got', stack_stats '$want'"
+        [ "$got" = "$want" ] || fail "$mode: pprof heap totals '$got', stack_stats '$want'"
+        # the bytes are sum(round(size * weight)) over the rows, as the converter rounds them
+        wb=$(q p.db "select cast(sum(round(size * weight)) as integer),
+                     cast(sum(case when dealloc_after is null then round(size * weight) else 0 end) as integer)
+                     from allocations" | tr '|' ' ')
+        set -- $got
+        [ "$2 $4" = "$wb" ] || fail "$mode: pprof bytes '$2 $4', sum(round(size*weight)) '$wb'"
+        # the sample really is one: fewer rows than blocks estimated
+        rows=$(q p.db "select count(*) from allocations")
+        [ "$rows" -lt "$1" ] || fail "$mode: $rows rows for $1 estimated blocks: not sampled"
+        # and pprof's own -top totals say the same (inuse_space in bytes)
+        t=$(go tool pprof -top -unit=B -sample_index=alloc_space s.pb.gz 2>>err |
+            awk '/ total$/ { for (i = 1; i <= NF; i++) if ($i == "of") { v = $(i + 1); gsub(/B/, "", v); print v } }')
+        [ "$t" = "$2" ] || fail "$mode: pprof -top alloc_space total '$t', stack_stats $2"
+        # filtered: the C pass weighs the selected rows as the converter does
+        "$RH" export --pprof f.pb.gz p.db --heap --function '^churn$' 2>>err || fail "$mode: filtered export failed"
+        got=$(sums f.pb.gz)
+        want=$(q p.db "select sum(count), sum(bytes), sum(leaked_blocks), sum(leaked_bytes) from stack_stats
+                       where bt in (select id from backtraces where sym = 'churn')" | tr '|' ' ')
+        [ "$got" = "$want" ] || fail "$mode: --function churn totals '$got', stack_stats '$want'"
+        # churn's 1000 blocks are the most objects (at rate 1/8 make_table's
+        # one block of 1 MiB, if sampled, weighs 8 MiB, so bytes do not say)
+        [ "$(go tool pprof -top -sample_index=alloc_objects s.pb.gz 2>/dev/null |
+              awk 'f { print $NF; exit } /flat%/ { f = 1 }')" = churn ] || fail "$mode: alloc_objects top is not churn"
+    done
     ;;
 churn)
     # Samples that land inside the runtime are dropped, never written into a

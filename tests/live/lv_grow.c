@@ -7,6 +7,9 @@
  *   thread N SIZE   a worker thread (named "lvworker") allocates N blocks of
  *                   SIZE bytes from worker_site; this thread frees them
  *   auto on|off     while on, grow_site adds one 8000-byte block every 20 ms
+ *   spin on|off     while on, a thread ("lvspin") burns CPU in burn_site
+ *                   and a third as much in burn_side (no allocation), for
+ *                   the CPU view's samples
  *   quit            exits (kept blocks stay live)
  * End of input also exits. So every figure the live view shows is known.
  */
@@ -35,6 +38,35 @@ __attribute__((noinline)) static void *worker_site(size_t size)
     void *p = malloc(size);
     memset(p, 2, size);
     return p;
+}
+
+static volatile int spinning;
+static pthread_t spinner;
+
+/* Pure CPU work: every CPU sample of the spinning thread lands here. */
+__attribute__((noinline)) static unsigned long burn_site(unsigned long x)
+{
+    for (int i = 0; i < 1000000; i++)
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+    return x;
+}
+
+/* A third of burn_site's work, so the CPU view has a second row. */
+__attribute__((noinline)) static unsigned long burn_side(unsigned long x)
+{
+    for (int i = 0; i < 1000000 / 3; i++)
+        x = x * 2862933555777941757UL + 3037000493UL;
+    return x;
+}
+
+static void *spin(void *arg)
+{
+    (void)arg;
+    pthread_setname_np(pthread_self(), "lvspin");
+    volatile unsigned long x = 1;
+    while (spinning)
+        x = burn_side(burn_site(x));
+    return NULL;
 }
 
 struct work {
@@ -98,6 +130,14 @@ int main(void)
             for (int i = 0; i < n; i++)
                 free(out[i]);
             free(out);
+        } else if (sscanf(line, "spin %31s", arg) == 1) {
+            if (!strcmp(arg, "on") && !spinning) {
+                spinning = 1;
+                pthread_create(&spinner, NULL, spin, NULL);
+            } else if (strcmp(arg, "on") && spinning) {
+                spinning = 0;
+                pthread_join(spinner, NULL);
+            }
         } else if (sscanf(line, "auto %31s", arg) == 1) {
             autogrow = !strcmp(arg, "on");
         } else if (!strncmp(line, "quit", 4)) {

@@ -3,7 +3,8 @@
 # (issue 11 "Live view", issue 16 "Saved profiles in the terminal UI"). The
 # terminal UI is driven as a person drives it: in tmux, reading the screen
 # with capture-pane and typing keys with send-keys. HELPER is lv_grow (built
-# with rheaper-cc), which allocates exactly what it is told on stdin.
+# with rheaper-cc), which allocates exactly what it is told on stdin (and
+# burns CPU in burn_site when told to, for the CPU view).
 # Prints "FAIL: ..." and exits 1 on a failure.
 set -u
 BIN=$1 HELPER=$2 WORK=$3 CASE=$4
@@ -298,28 +299,7 @@ view-tmux)
     tm send-keys -t "$S" q
     wait_screen '^EXIT=0'
     [ -s view.err ] && grep -v 'call sites skip' view.err | grep -q . && fail "view printed errors"
-    # CPU samples in the tables issue 16 names (here written by SQL over the
-    # known stacks: 30 samples in grow_site, 10 in worker_site's stack)
-    cp p.db cpu.db
-    sqlite3 cpu.db "DROP TABLE IF EXISTS cpu_stack_stats; DROP TABLE IF EXISTS cpu_thread_stats;
-        CREATE TABLE cpu_stack_stats(stack_id INTEGER PRIMARY KEY, samples INTEGER);
-        CREATE TABLE cpu_thread_stats(thread INTEGER PRIMARY KEY, samples INTEGER);
-        INSERT INTO cpu_stack_stats SELECT min(id), 30 FROM backtraces WHERE frame_no = 0 AND sym = 'grow_site';
-        INSERT INTO cpu_stack_stats SELECT id, 10 FROM backtraces WHERE frame_no = 0
-            AND sym <> 'grow_site' AND file IS NOT NULL ORDER BY id LIMIT 1;
-        INSERT INTO cpu_thread_stats VALUES(1, 40);" || fail "sqlite3"
-    S=t2
-    tm new-session -d -s "$S" -x 120 -y 30 "'$RH' view cpu.db 2>view.err; echo EXIT=\$?; sleep 600"
-    wait_screen 'LIVE .*CALL SITE'
-    tm send-keys -t "$S" 1
-    wait_screen 'SAMPLES .*SHARE .*FUNCTION'
-    screen | sed -n 5p | grep -q '^ *30  *75.0%  grow_site lv_grow.c' || fail "CPU top row"
-    other=$(sqlite3 cpu.db "SELECT sym FROM backtraces b JOIN cpu_stack_stats c
-        ON c.stack_id = b.id AND b.frame_no = 0 WHERE c.samples = 10")
-    [ -n "$other" ] || fail "no second CPU stack"
-    screen | sed -n 6p | grep -q "^ *10  *25.0%  $other " || fail "CPU second row ($other)"
-    tm send-keys -t "$S" q
-    wait_screen '^EXIT=0'
+    # CPU samples of a real recording in the view: case cpu-tmux
     # a finished rip opens too, converted aside: nothing appears next to it
     others() { ls | grep -v -e '^before$' -e '^after$' -e '^viewrip.err$'; }
     others >before
@@ -331,6 +311,61 @@ view-tmux)
     wait_screen '^EXIT=0'
     others >after
     cmp -s before after || fail "view of a rip left files: $(diff before after)"
+    ;;
+cpu-tmux)
+    # Real CPU samples (issue 16): lv_grow's thread "lvspin" burns CPU in
+    # burn_site (and a third as much in burn_side), sampled at 199 Hz. The
+    # live view's CPU view (key 1) shows burn_site with samples that grow,
+    # q quits; then `rheaper view` on the converted profile shows it first in
+    # view 1 and burn_side second, with the samples `rheaper top cpu` reads
+    # from the database (summed over lines) and their shares of all samples.
+    start lvcpu RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=199
+    cmd "spin on"
+    tm new-session -d -s "$S" -x 120 -y 30 "'$RH' live $LAST 2>live.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'LIVE .*CALL SITE'
+    tm send-keys -t "$S" 1
+    wait_screen 'SAMPLES .*SHARE .*FUNCTION'
+    wait_screen '^ *[0-9][0-9]*  *[0-9.]*%  burn_site lv_grow.c'
+    cpu_on_screen() { screen | awk '$3 == "burn_site" { print $1; exit }'; }
+    a=$(cpu_on_screen)
+    [ "${a:-0}" -gt 0 ] || fail "burn_site shows no samples"
+    _w=0
+    until b=$(cpu_on_screen) && [ "${b:-0}" -gt $((a + 40)) ]; do
+        _w=$((_w + 1))
+        [ $_w -gt 300 ] && fail "burn_site's samples did not grow past $a + 40 (now $b)"
+        sleep 0.1
+    done
+    screen | sed -n 5p | grep -q 'burn_site lv_grow.c' || fail "burn_site is not the top CPU row"
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    [ -s live.err ] && fail "live printed errors"
+    cmd "spin off"
+    stop
+    "$BIN/rheaper-convert" "rip-$LAST" p.db 2>conv.err || fail "convert"
+    "$RH" top cpu p.db -n 50 --csv >top.csv 2>>conv.err || fail "rheaper top cpu"
+    row=$(awk -F, 'NR == 2' top.csv)
+    [ "${row%%,*}" = burn_site ] || fail "top cpu's first row is not burn_site: $row"
+    # top cpu lists function and line; the view one row per function
+    n=$(awk -F, '$1 == "burn_site" { s += $3 } END { print s + 0 }' top.csv)
+    db=$(sqlite3 p.db "SELECT sum(samples) FROM cpu_stack_stats")
+    pct=$(awk -v n="$n" -v t="$db" 'BEGIN { printf "%.1f", 100 * n / t }')
+    [ "$n" -gt 40 ] && [ "$n" -le "$db" ] || fail "burn_site has $n samples of $db"
+    S=t2
+    tm new-session -d -s "$S" -x 120 -y 30 "'$RH' view p.db 2>view.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'LIVE .*CALL SITE'
+    tm send-keys -t "$S" 1
+    wait_screen 'SAMPLES .*SHARE .*FUNCTION'
+    screen | sed -n 5p | grep -q "^ *$n  *$pct%  burn_site lv_grow.c" ||
+        fail "view's CPU top row is not '$n $pct% burn_site'"
+    # the second row: burn_side, with a third of burn_site's work
+    n2=$(awk -F, '$1 == "burn_side" { s += $3 } END { print s + 0 }' top.csv)
+    pct2=$(awk -v n="$n2" -v t="$db" 'BEGIN { printf "%.1f", 100 * n / t }')
+    [ "$n2" -gt 0 ] && [ "$n2" -lt "$n" ] || fail "burn_side has $n2 samples, burn_site $n"
+    screen | sed -n 6p | grep -q "^ *$n2  *$pct2%  burn_side lv_grow.c" ||
+        fail "view's CPU second row is not '$n2 $pct2% burn_side'"
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    [ -s view.err ] && grep -v 'call sites skip' view.err | grep -q . && fail "view printed errors"
     ;;
 list)
     # One profile in each state, in one directory.
