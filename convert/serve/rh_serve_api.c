@@ -409,9 +409,10 @@ static int rh_ep_groups(struct rh_req *q)
     if (rh_scope_get(q->db, &sc))
         return rh_q_fail(q);
     const char *grp =
-        sc.rows ? "CREATE TEMP TABLE grp AS SELECT bt, count(*) AS m_count, sum(size) AS m_size,"
+        sc.rows ? "CREATE TEMP TABLE grp AS SELECT bt, " RH_QF_BLOCKS("1") " AS m_count,"
+                  " sum(" RH_QF_EB ") AS m_size,"
                   " min(size) AS m_min_size, max(size) AS m_max_size, min(alloc_after) AS m_min_t,"
-                  " max(alloc_after) AS m_max_t, sum(dealloc_after IS NULL) AS m_leaked"
+                  " max(alloc_after) AS m_max_t, " RH_QF_BLOCKS("dealloc_after IS NULL") " AS m_leaked"
                   " FROM msel GROUP BY bt"
                 : "CREATE TEMP TABLE grp AS SELECT bt, count AS m_count, bytes AS m_size,"
                   " NULL AS m_min_size, NULL AS m_max_size, first_alloc AS m_min_t,"
@@ -426,23 +427,22 @@ static int rh_ep_groups(struct rh_req *q)
     int64_t limit = rh_limit(q, &capped);
     int64_t total = rh_q_int(q->db, "SELECT count(*) FROM grp", -1);
     char sql[2048];
-    /* min/max size over all of a group's rows (and over its matched rows
-     * when the converter's figures stood in) are read for the listed page
-     * only, through the index on bt */
+    /* Filtered, min/max size over all of a group's rows are read for the
+     * listed page only, through the index on bt. Unfiltered, the answer
+     * comes from the aggregates alone (a page of every group would read
+     * every row): the sizes the aggregates do not keep are null. */
+    const char *amin = sc.rows ? "(SELECT min(size) FROM main.allocations WHERE bt = g.bt)" : "NULL";
+    const char *amax = sc.rows ? "(SELECT max(size) FROM main.allocations WHERE bt = g.bt)" : "NULL";
     snprintf(sql, sizeof sql,
              "WITH page AS MATERIALIZED (SELECT g.*, a.bytes, a.first_alloc, a.last_alloc,"
              " a.leaked_blocks, a.count, %s AS k FROM grp g JOIN gall a ON a.bt = g.bt"
              " ORDER BY k %s, g.bt %s LIMIT ?1 OFFSET ?2)"
-             " SELECT g.bt, g.m_size,"
-             " coalesce(g.m_min_size, (SELECT min(size) FROM main.allocations WHERE bt = g.bt)),"
-             " coalesce(g.m_max_size, (SELECT max(size) FROM main.allocations WHERE bt = g.bt)),"
-             " g.m_min_t, g.m_max_t, g.m_leaked, g.m_count, g.bytes,"
-             " (SELECT min(size) FROM main.allocations WHERE bt = g.bt),"
-             " (SELECT max(size) FROM main.allocations WHERE bt = g.bt),"
+             " SELECT g.bt, g.m_size, coalesce(g.m_min_size, %s), coalesce(g.m_max_size, %s),"
+             " g.m_min_t, g.m_max_t, g.m_leaked, g.m_count, g.bytes, %s, %s,"
              " g.first_alloc, g.last_alloc, g.leaked_blocks, g.count,"
              " (SELECT frame FROM temp.cs WHERE bt = g.bt)"
              " FROM page g ORDER BY g.k %s, g.bt %s",
-             col, dir, dir, dir, dir);
+             col, dir, dir, amin, amax, amin, amax, dir, dir);
     sqlite3_stmt *st = NULL;
     if (total < 0 || sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
         return rh_q_fail(q);
