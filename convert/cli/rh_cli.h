@@ -359,17 +359,6 @@ int rh_qfilter_group(const struct rh_qfilter *q);
  * there are none). Returns 0 or -1 after one line on stderr. */
 int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q);
 
-/* Weighted sums over rows that have `size` and `weight` columns (sel, msel),
- * equal to the converter's and the C pass's estimates on a sampled profile
- * (rh_aggregate.c): a row counts round(size * weight) bytes (RH_QF_EB) and
- * round(weight * 4096) 1/4096 blocks; a sum of blocks is rounded once
- * (RH_QF_BLOCKS(COND): the blocks of the rows where COND holds). On a full
- * profile weight is 1.0 and these are sum(size) and count. */
-#define RH_QF_EB "CAST(round(size * weight) AS INTEGER)"
-#define RH_QF_BLOCKS(cond)                                                                      \
-    "((sum(CASE WHEN " cond " THEN CAST(round(weight * 4096) AS INTEGER) ELSE 0 END) + 2048)"  \
-    " / 4096)"
-
 /* ---- rh_cli_diff.c: comparing two profiles -------------------------------- */
 
 /* One call site of a comparison: its function and location (as `top` shows
