@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "rh_cli.h"
+#include "rh_convert.h"
 
 /* Per-site figures of one database, sorted by (function, location). */
 struct rh_dsite {
@@ -43,9 +44,9 @@ static int rh_diff_sites(sqlite3 *db, const struct rh_qfilter *q, struct rh_dsit
      * those of msel; with them, sum the rows */
     const char *sql =
         rh_qfilter_extra(q)
-            ? "SELECT s.function, s.location, count(*), sum(m.size),"
-              " sum(m.dealloc_after IS NULL),"
-              " sum(CASE WHEN m.dealloc_after IS NULL THEN m.size ELSE 0 END)"
+            /* estimates on a sampled profile, as sstat's (RH_W_N, rh_convert.h) */
+            ? "SELECT s.function, s.location, " RH_W_N("1") ", " RH_W_B("1") ","
+              " " RH_W_N("m.dealloc_after IS NULL") ", " RH_W_B("m.dealloc_after IS NULL")
               " FROM msel m JOIN site s ON s.bt = m.bt GROUP BY s.function, s.location"
             : "SELECT s.function, s.location, sum(t.count), sum(t.bytes), sum(t.leaked_blocks),"
               " sum(t.leaked_bytes) FROM sstat t JOIN site s ON s.bt = t.bt"

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "rh_cli.h"
+#include "rh_convert.h"
 
 void rh_qfilter_init(struct rh_qfilter *q)
 {
@@ -457,21 +458,24 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
      * peak time. The pass's timeline and leak curve do not know bytehound's
      * filters: timeline = 0 and leak_buckets = 0 make their readers compute
      * them from sel's rows. */
-    char sql[4096];
+    /* sstat's figures are estimates on a sampled profile (issue 9), summed
+     * as the converter and the C pass sum them (RH_W_N, rh_convert.h) */
+    char sql[8192];
     snprintf(sql, sizeof sql,
              "CREATE TEMP TABLE msel AS SELECT * FROM sel WHERE %s ORDER BY id;"
              "CREATE INDEX temp.msel_bt ON msel(bt);"
              "DROP TABLE temp.sstat;"
-             "CREATE TEMP TABLE sstat AS SELECT bt, count(*) AS count, sum(size) AS bytes,"
-             " count(dealloc_after) AS freed_blocks,"
-             " sum(CASE WHEN dealloc_after IS NOT NULL THEN size ELSE 0 END) AS freed_bytes,"
-             " sum(dealloc_after IS NULL) AS leaked_blocks,"
-             " sum(CASE WHEN dealloc_after IS NULL THEN size ELSE 0 END) AS leaked_bytes,"
-             " sum(alloc_after <= p.t AND (dealloc_after IS NULL OR dealloc_after > p.t))"
+             "CREATE TEMP TABLE sstat AS SELECT bt, " RH_W_N("1") " AS count,"
+             " sum(" RH_W_ROW_B ") AS bytes,"
+             " " RH_W_N("dealloc_after IS NOT NULL") " AS freed_blocks,"
+             " sum(CASE WHEN dealloc_after IS NOT NULL THEN " RH_W_ROW_B " ELSE 0 END) AS freed_bytes,"
+             " " RH_W_N("dealloc_after IS NULL") " AS leaked_blocks,"
+             " sum(CASE WHEN dealloc_after IS NULL THEN " RH_W_ROW_B " ELSE 0 END) AS leaked_bytes,"
+             " " RH_W_N("alloc_after <= p.t AND (dealloc_after IS NULL OR dealloc_after > p.t)")
              " AS peak_blocks,"
              " sum(CASE WHEN alloc_after <= p.t AND (dealloc_after IS NULL OR"
-             " dealloc_after > p.t) THEN size ELSE 0 END) AS peak_bytes,"
-             " sum(temporary) AS temporary, min(alloc_after) AS first_alloc,"
+             " dealloc_after > p.t) THEN " RH_W_ROW_B " ELSE 0 END) AS peak_bytes,"
+             " " RH_W_N("temporary") " AS temporary, min(alloc_after) AS first_alloc,"
              " max(alloc_after) AS last_alloc"
              " FROM msel, (SELECT peak_time AS t FROM temp.scope) p GROUP BY bt;"
              "UPDATE temp.scope SET rows = 1, timeline = 0, leak_buckets = 0;",

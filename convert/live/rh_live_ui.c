@@ -526,6 +526,15 @@ static void rh_prompt_filter(struct rh_ui *u)
     u->msg[0] = 0;
     if (!buf[0])
         return;
+    /* the one parser of filters (rh_cli_qfilter.c): the same bounds and the
+     * same meaning as --function and the URL's function_regex */
+    struct rh_qfilter qf;
+    char why[200];
+    rh_qfilter_init(&qf);
+    if (rh_qfilter_param(&qf, "function_regex", buf, why, sizeof why) < 0) {
+        snprintf(u->msg, sizeof u->msg, "bad filter: %.200s", why);
+        return;
+    }
     int rc = regcomp(&u->re, buf, REG_EXTENDED | REG_NOSUB);
     if (rc) {
         char e[128];

@@ -6,6 +6,7 @@
  *                     libmicrohttpd daemon with its thread pool, signals, one
  *                     read-only connection per profile and worker thread, the
  *                     time budget, routing and the embedded UI files
+ *   rh_serve_cache.c  a bounded cache of answers (the databases are read-only)
  *   rh_serve_api.c    the endpoints: one function per path, each writing its
  *                     answer into a struct rh_resp
  *   rh_serve_ui.c     generated at build time from convert/serve/ui/ and the
@@ -37,6 +38,7 @@ struct rh_server {
     int np;
     int budget_ms;   /* each request's time budget in SQLite */
     int64_t row_cap; /* the most rows one list answers */
+    int cache;       /* 1: answers are kept in rh_serve_cache.c */
 };
 
 /* One request's parameters, as libmicrohttpd decoded them. */
@@ -75,6 +77,23 @@ int rh_serve_over_budget(void);
  * path starts with /list or /data/. Returns 0 (r filled, any status). */
 int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_params *pr,
                   struct rh_resp *r);
+
+/* ---- rh_serve_cache.c -------------------------------------------------- */
+
+/* The cache key of a request: path, then its parameters sorted (malloc'd;
+ * NULL when out of memory). */
+char *rh_cache_key(const char *path, const struct rh_params *p);
+
+/* 1 and r filled with a malloc'd copy of the answer when key was answered
+ * before, else 0 (r untouched). */
+int rh_cache_get(const char *key, struct rh_resp *r);
+
+/* Keeps a copy of r under key when it is a 200 and small enough, evicting the
+ * least recently used answers beyond the cache's bounds. */
+void rh_cache_put(const char *key, const struct rh_resp *r);
+
+/* Frees every entry (at exit). */
+void rh_cache_clear(void);
 
 /* ---- rh_serve_ui.c (generated) ------------------------------------------ */
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rh_convert.h"
 #include "rh_serve.h"
 
 /* One request in progress. */
@@ -409,9 +410,10 @@ static int rh_ep_groups(struct rh_req *q)
     if (rh_scope_get(q->db, &sc))
         return rh_q_fail(q);
     const char *grp =
-        sc.rows ? "CREATE TEMP TABLE grp AS SELECT bt, count(*) AS m_count, sum(size) AS m_size,"
+        sc.rows ? "CREATE TEMP TABLE grp AS SELECT bt, " RH_W_N("1") " AS m_count,"
+                  " sum(" RH_W_ROW_B ") AS m_size,"
                   " min(size) AS m_min_size, max(size) AS m_max_size, min(alloc_after) AS m_min_t,"
-                  " max(alloc_after) AS m_max_t, sum(dealloc_after IS NULL) AS m_leaked"
+                  " max(alloc_after) AS m_max_t, " RH_W_N("dealloc_after IS NULL") " AS m_leaked"
                   " FROM msel GROUP BY bt"
                 : "CREATE TEMP TABLE grp AS SELECT bt, count AS m_count, bytes AS m_size,"
                   " NULL AS m_min_size, NULL AS m_max_size, first_alloc AS m_min_t,"
@@ -426,23 +428,22 @@ static int rh_ep_groups(struct rh_req *q)
     int64_t limit = rh_limit(q, &capped);
     int64_t total = rh_q_int(q->db, "SELECT count(*) FROM grp", -1);
     char sql[2048];
-    /* min/max size over all of a group's rows (and over its matched rows
-     * when the converter's figures stood in) are read for the listed page
-     * only, through the index on bt */
+    /* Filtered, min/max size over all of a group's rows are read for the
+     * listed page only, through the index on bt. Unfiltered, the answer
+     * comes from the aggregates alone (a page of every group would read
+     * every row): the sizes the aggregates do not keep are null. */
+    const char *amin = sc.rows ? "(SELECT min(size) FROM main.allocations WHERE bt = g.bt)" : "NULL";
+    const char *amax = sc.rows ? "(SELECT max(size) FROM main.allocations WHERE bt = g.bt)" : "NULL";
     snprintf(sql, sizeof sql,
              "WITH page AS MATERIALIZED (SELECT g.*, a.bytes, a.first_alloc, a.last_alloc,"
              " a.leaked_blocks, a.count, %s AS k FROM grp g JOIN gall a ON a.bt = g.bt"
              " ORDER BY k %s, g.bt %s LIMIT ?1 OFFSET ?2)"
-             " SELECT g.bt, g.m_size,"
-             " coalesce(g.m_min_size, (SELECT min(size) FROM main.allocations WHERE bt = g.bt)),"
-             " coalesce(g.m_max_size, (SELECT max(size) FROM main.allocations WHERE bt = g.bt)),"
-             " g.m_min_t, g.m_max_t, g.m_leaked, g.m_count, g.bytes,"
-             " (SELECT min(size) FROM main.allocations WHERE bt = g.bt),"
-             " (SELECT max(size) FROM main.allocations WHERE bt = g.bt),"
+             " SELECT g.bt, g.m_size, coalesce(g.m_min_size, %s), coalesce(g.m_max_size, %s),"
+             " g.m_min_t, g.m_max_t, g.m_leaked, g.m_count, g.bytes, %s, %s,"
              " g.first_alloc, g.last_alloc, g.leaked_blocks, g.count,"
              " (SELECT frame FROM temp.cs WHERE bt = g.bt)"
              " FROM page g ORDER BY g.k %s, g.bt %s",
-             col, dir, dir, dir, dir);
+             col, dir, dir, amin, amax, amin, amax, dir, dir);
     sqlite3_stmt *st = NULL;
     if (total < 0 || sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
         return rh_q_fail(q);
@@ -864,24 +865,29 @@ static int rh_ep_timeline(struct rh_req *q)
     if (!mx || !eb || !en || !act)
         goto out;
     if (sqlite3_prepare_v2(q->db,
-                           "SELECT t, d FROM (SELECT alloc_after AS t, 1 AS k, size AS d, id"
-                           " FROM msel UNION ALL SELECT dealloc_after, 0, -size, id FROM msel"
+                           /* d: estimated bytes, w: estimated 1/4096 blocks
+                            * (RH_W_N, rh_convert.h), the converter's weights */
+                           "SELECT t, d, w FROM (SELECT alloc_after AS t, 1 AS k, " RH_W_ROW_B
+                           " AS d, CAST(round(weight * 4096) AS INTEGER) AS w, id FROM msel"
+                           " UNION ALL SELECT dealloc_after, 0, -" RH_W_ROW_B ","
+                           " -CAST(round(weight * 4096) AS INTEGER), id FROM msel"
                            " WHERE dealloc_after IS NOT NULL) ORDER BY t, k, id",
                            -1, &st, NULL) != SQLITE_OK)
         goto out;
     int64_t live = 0, nlive = 0;
     int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(st, 0), d = sqlite3_column_int64(st, 1);
+        int64_t t = sqlite3_column_int64(st, 0), d = sqlite3_column_int64(st, 1),
+                w = sqlite3_column_int64(st, 2);
         __int128 c128 = ((__int128)t * RH_TL_COLS + span - 1) / span;
         int c = c128 < 0 ? 0 : c128 > RH_TL_COLS ? RH_TL_COLS : (int)c128;
         live += d;
-        nlive += d > 0 ? 1 : -1;
+        nlive += w;
         if (!act[c] || live > mx[c])
             mx[c] = live;
         act[c] = 1;
         eb[c] = live;
-        en[c] = nlive;
+        en[c] = nlive >= 0 ? (nlive + 2048) / 4096 : -((-nlive + 2048) / 4096);
     }
     if (r != SQLITE_DONE)
         goto out;
@@ -920,15 +926,25 @@ static int rh_ep_threads(struct rh_req *q)
 {
     if (rh_take_params(q, NULL))
         return -1;
+    /* The scope's thread table (the converter's, or the C pass's for its
+     * filters) answers unless bytehound's own filters narrowed the rows
+     * (msel): then msel is summed with the same weights (RH_W_N, rh_convert.h). A
+     * block counts for the thread that allocated it; leaked is live at the
+     * end. Both are estimates on a sampled profile. */
+    const char *sql =
+        rh_qfilter_extra(&q->q)
+            ? "SELECT t.id, t.tid, t.name, coalesce(x.n, 0), coalesce(x.b, 0),"
+              " coalesce(x.ln, 0), coalesce(x.lb, 0) FROM threads t LEFT JOIN"
+              " (SELECT alloc_thread AS th, " RH_W_N("1") " AS n, sum(" RH_W_ROW_B ") AS b,"
+              " " RH_W_N("dealloc_after IS NULL") " AS ln,"
+              " sum(CASE WHEN dealloc_after IS NULL THEN " RH_W_ROW_B " ELSE 0 END) AS lb"
+              " FROM msel GROUP BY alloc_thread) x ON x.th = t.id ORDER BY t.id"
+            : "SELECT t.id, t.tid, t.name, coalesce(x.alloc_blocks, 0),"
+              " coalesce(x.alloc_bytes, 0), coalesce(x.live_blocks, 0),"
+              " coalesce(x.live_bytes, 0) FROM threads t LEFT JOIN temp.tstat x"
+              " ON x.thread = t.id ORDER BY t.id";
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(q->db,
-                           "SELECT t.id, t.tid, t.name, coalesce(x.n, 0), coalesce(x.b, 0),"
-                           " coalesce(x.ln, 0), coalesce(x.lb, 0) FROM threads t LEFT JOIN"
-                           " (SELECT alloc_thread AS th, count(*) AS n, sum(size) AS b,"
-                           " sum(dealloc_after IS NULL) AS ln,"
-                           " sum(CASE WHEN dealloc_after IS NULL THEN size ELSE 0 END) AS lb"
-                           " FROM msel GROUP BY alloc_thread) x ON x.th = t.id ORDER BY t.id",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
         return rh_q_fail(q);
     FILE *o = q->out;
     fputs("{\"threads\":[", o);

@@ -220,8 +220,10 @@ static const struct rh_ui_file *rh_ui_find(const char *path)
     return NULL;
 }
 
+/* cache: the X-Rheaper-Cache header's value ("hit", "miss"), or NULL */
 static enum MHD_Result rh_send(struct MHD_Connection *c, int status, const char *type,
-                               const void *body, size_t len, enum MHD_ResponseMemoryMode mode)
+                               const void *body, size_t len, enum MHD_ResponseMemoryMode mode,
+                               const char *cache)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)body, mode);
     if (!resp)
@@ -229,6 +231,8 @@ static enum MHD_Result rh_send(struct MHD_Connection *c, int status, const char 
     MHD_add_response_header(resp, "Content-Type", type);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    if (cache)
+        MHD_add_response_header(resp, "X-Rheaper-Cache", cache);
     enum MHD_Result rc = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
     return rc;
@@ -247,6 +251,7 @@ static enum MHD_Result rh_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     struct rh_resp r = {200, "application/json", NULL, 0};
+    const char *cache = NULL;
     if (*upload_data_size) {
         *upload_data_size = 0; /* a body is never wanted: discard it */
         return MHD_YES;
@@ -266,8 +271,20 @@ static enum MHD_Result rh_request(void *cls, struct MHD_Connection *c, const cha
             rh_resp_error(&r, 400, NULL, "more than %d parameters", RH_MAX_PARAMS);
             goto send;
         }
-        rh_budget_start(s);
-        rh_api_handle(s, url, &p, &r);
+        /* the databases do not change: a question asked before is answered
+         * from rh_serve_cache.c */
+        char *key = s->cache ? rh_cache_key(url, &p) : NULL;
+        if (key && rh_cache_get(key, &r)) {
+            cache = "hit";
+        } else {
+            rh_budget_start(s);
+            rh_api_handle(s, url, &p, &r);
+            if (key) {
+                rh_cache_put(key, &r);
+                cache = "miss";
+            }
+        }
+        free(key);
         goto send;
     }
     const struct rh_ui_file *f = rh_ui_find(!strcmp(url, "/") ? "/index.html" : url);
@@ -275,13 +292,13 @@ static enum MHD_Result rh_request(void *cls, struct MHD_Connection *c, const cha
         rh_resp_error(&r, 404, NULL, "no such page: %s", url);
         goto send;
     }
-    return rh_send(c, 200, f->type, f->data, f->len, MHD_RESPMEM_PERSISTENT);
+    return rh_send(c, 200, f->type, f->data, f->len, MHD_RESPMEM_PERSISTENT, NULL);
 send:
     if (!r.body) {
         r.body = strdup("");
         r.len = 0;
     }
-    return rh_send(c, r.status, r.type, r.body, r.len, MHD_RESPMEM_MUST_FREE);
+    return rh_send(c, r.status, r.type, r.body, r.len, MHD_RESPMEM_MUST_FREE, cache);
 }
 
 /* ---- profiles ------------------------------------------------------------------ */
@@ -361,7 +378,7 @@ static int rh_profile_load(struct rh_profile *p, int i, char *path)
 
 static const char rh_serve_usage[] =
     "usage: rheaper serve PROFILE... [--listen ADDR:PORT] [--any] [--threads N]\n"
-    "                     [--budget-ms MS] [--row-cap N]\n";
+    "                     [--budget-ms MS] [--row-cap N] [--no-cache]\n";
 
 static int rh_int_arg(const char *opt, const char *v, long lo, long hi, long *out)
 {
@@ -379,7 +396,7 @@ static int rh_int_arg(const char *opt, const char *v, long lo, long hi, long *ou
 int rh_cmd_serve(int argc, char **argv)
 {
     const char *listen = "127.0.0.1:8080";
-    int any = 0;
+    int any = 0, nocache = 0;
     long threads = 4, budget = 10000, cap = 10000;
     const char **args = calloc((size_t)argc, sizeof *args);
     int nargs = 0;
@@ -392,6 +409,8 @@ int rh_cmd_serve(int argc, char **argv)
             listen = argv[++i];
         } else if (!strcmp(a, "--any")) {
             any = 1;
+        } else if (!strcmp(a, "--no-cache")) {
+            nocache = 1;
         } else if (!strcmp(a, "--threads")) {
             if (rh_int_arg(a, v, 1, 64, &threads))
                 return free(args), 2;
@@ -448,7 +467,7 @@ int rh_cmd_serve(int argc, char **argv)
                 " authentication, anyone who can reach this port reads the profiles\n",
                 host);
 
-    struct rh_server srv = {NULL, 0, (int)budget, cap};
+    struct rh_server srv = {NULL, 0, (int)budget, cap, !nocache};
     srv.p = calloc((size_t)nargs, sizeof *srv.p);
     if (!srv.p)
         return free(args), 1;
@@ -498,6 +517,7 @@ int rh_cmd_serve(int argc, char **argv)
      * is stopping"), then the pool threads finish their connections */
     rh_conns_interrupt();
     MHD_stop_daemon(d);
+    rh_cache_clear();
     for (int i = 0; i < srv.np; i++) {
         free(srv.p[i].path);
         free(srv.p[i].name);

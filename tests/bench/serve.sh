@@ -7,6 +7,10 @@
 #   sh tests/bench/serve.sh --size 1000000 --rounds 5 --requests 4 --clients 8
 #   sh tests/bench/serve.sh --db PROFILE.db       # reuse a converted profile
 #   sh tests/bench/serve.sh --tiny                # 20 000 allocations, 1 round
+#   sh tests/bench/serve.sh --cache ...           # with the answer cache on
+#
+# The server runs with --no-cache unless --cache is given: every request
+# asks the same URL, so with the cache on all but the first would be hits.
 #
 # The workload is the scale benchmark's (wl_scale.c: 4 threads, 4096 stacks,
 # an xmalloc wrapper, the planted leak remember_session). Each question is
@@ -18,10 +22,10 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=$root/build out= size=10000000 rounds=5 requests=4 clients=8 db= tiny=0
+build=$root/build out= size=10000000 rounds=5 requests=4 clients=8 db= tiny=0 cache=--no-cache
 usage() {
     echo "usage: serve.sh [--build DIR] [--out DIR] [--size N] [--rounds R] [--requests N]" >&2
-    echo "                [--clients C] [--db PROFILE.db] [--tiny]" >&2
+    echo "                [--clients C] [--db PROFILE.db] [--tiny] [--cache]" >&2
     exit 2
 }
 while [ $# -gt 0 ]; do
@@ -34,6 +38,7 @@ while [ $# -gt 0 ]; do
     --clients) clients=$2; shift 2 ;;
     --db) db=$2; shift 2 ;;
     --tiny) tiny=1; shift ;;
+    --cache) cache=; shift ;;
     *) usage ;;
     esac
 done
@@ -65,7 +70,7 @@ if [ -z "$db" ]; then
 fi
 rows=$(sqlite3 "$db" "SELECT value FROM meta WHERE key = 'rows'")
 
-"$bin/rheaper" serve "$db" --listen 127.0.0.1:0 --budget-ms 60000 >"$out/serve.out" 2>"$out/serve.err" &
+"$bin/rheaper" serve "$db" --listen 127.0.0.1:0 --budget-ms 60000 $cache >"$out/serve.out" 2>"$out/serve.err" &
 spid=$!
 trap 'kill $spid 2>/dev/null' EXIT
 i=0

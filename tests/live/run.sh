@@ -294,6 +294,9 @@ view-tmux)
     [ "$n" = "$want" ] || fail "filter: $n sites on screen, rheaper top --function: $want"
     tm send-keys -t "$S" / Enter
     wait_screen 'grow_site lv_grow.c'
+    # / goes through the URL's parser (rh_qfilter_param): its bounds apply
+    tm send-keys -t "$S" / '(a)\1' Enter
+    wait_screen 'bad filter: function_regex: back-references are not allowed'
     tm send-keys -t "$S" 1
     wait_screen 'no CPU samples in this profile'
     tm send-keys -t "$S" q
