@@ -77,6 +77,8 @@ extern RH_HIDDEN void (*rh_pass_free)(void *);
  *     The guard is read last: a call nested in a hooked one (a static libc's
  *     strdup calling malloc, a signal handler) must not draw on the countdown,
  *     it passes through as before.
+ *     Rate mode: one step of the thread's random stream, likewise (a take
+ *     leaves the stream as it was, for the recording path to draw).
  *   - rh_fast_unsampled_free(p): the live map's filter says p was never
  *     recorded (rh_live_maybe): its free is not an event either, so the shim
  *     needs no guard (a nested free of an unrecorded block passes through
@@ -85,10 +87,21 @@ extern RH_HIDDEN void (*rh_pass_free)(void *);
  * pending, which the slow path must see). */
 RH_INLINE int rh_fast_unsampled_alloc(int s, size_t n)
 {
-    if (s == RH_ON && rh_sample_mode == RH_SAMPLE_BYTES) {
+    if (s != RH_ON)
+        return 0;
+    int mode = rh_sample_mode;
+    if (rh_likely(mode == RH_SAMPLE_BYTES)) {
         uint64_t l = (uint64_t)rh_tls_sample_left;
         if (rh_likely(l > n) && rh_likely(!rh_guard)) {
             rh_tls_sample_left = (int64_t)(l - n);
+            return 1;
+        }
+    } else if (mode == RH_SAMPLE_RATE && rh_likely(rh_tls_rng_ok) && rh_likely(!rh_guard)) {
+        /* one step of the thread's stream; a take steps back, so that the
+         * recording path (rh_sample_alloc_slow) draws this same value */
+        uint64_t x = rh_tls_rng + RH_SS_K;
+        if (rh_likely(rh_mix64(x) >= rh_sample_threshold)) {
+            rh_tls_rng = x;
             return 1;
         }
     }
