@@ -21,7 +21,11 @@
  * spares two calls to __errno_location per event. They record through the
  * inline fast path (rh_record_*_inline, runtime/rh_runtime.h), so a recorded
  * event makes one call into the shim's recording half and none from there into
- * the runtime unless it takes a cold path.
+ * the runtime unless it takes a cold path. Under sampling, malloc, realloc and
+ * free first ask whether the call records anything at all
+ * (rh_fast_unsampled_alloc / _free, rh_shims.h): most do not, and pass
+ * through before the guard, like tracking off, to the allocator itself
+ * (rh_pass_*, skipping the interposed layer of a dynamic link).
  */
 #include <errno.h>
 #include <stdlib.h>

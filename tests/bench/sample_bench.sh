@@ -98,17 +98,18 @@ if [ "$lua" = 1 ] && sh "$root/tests/e2e/fetch_source.sh" lua5.4 "$out/src" >/de
         command -v valgrind >/dev/null || { echo "FAIL: --callgrind needs valgrind"; exit 1; }
         # cgir VARIANT: the total Ir of one run under callgrind
         cgir() {
-            lua=$out/lua-rh/src/lua
+            prog=$out/lua-rh/src/lua vars=
             case $1 in
-            user) set -- "$out/lua-user/src/lua" ;;
-            plain) set -- "$out/lua-plain/src/lua" ;;
-            off) set -- "$lua" ;;
-            full) set -- env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
-            bytes) set -- env RHEAPER_ENABLE=1 RHEAPER_SAMPLE_BYTES="$bytes" RHEAPER_SAMPLE_SEED=1 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
-            rate) set -- env RHEAPER_ENABLE=1 RHEAPER_SAMPLE_RATE=0.01 RHEAPER_SAMPLE_SEED=1 RHEAPER_PROFILE_DIR="$out/prof" "$lua" ;;
+            user) prog=$out/lua-user/src/lua ;;
+            plain) prog=$out/lua-plain/src/lua ;;
+            full) vars="RHEAPER_ENABLE=1" ;;
+            bytes) vars="RHEAPER_ENABLE=1 RHEAPER_SAMPLE_BYTES=$bytes RHEAPER_SAMPLE_SEED=1" ;;
+            rate) vars="RHEAPER_ENABLE=1 RHEAPER_SAMPLE_RATE=0.01 RHEAPER_SAMPLE_SEED=1" ;;
             esac
             rm -f "$out/prof"/rip-* "$out/cg.out"
-            valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" "$@" "$here/alloc.lua" "$cgn" \
+            # env before valgrind: valgrind must run the program itself, not env
+            env $vars RHEAPER_PROFILE_DIR="$out/prof" valgrind --tool=callgrind \
+                --callgrind-out-file="$out/cg.out" "$prog" "$here/alloc.lua" "$cgn" \
                 >/dev/null 2>"$out/cg.err" || { echo "FAIL: callgrind ($1); see $out/cg.err" >&2; return 1; }
             awk '/^summary:/ {print $2}' "$out/cg.out"
         }
