@@ -577,6 +577,19 @@ enum { RH_SAMPLE_NONE = 0, RH_SAMPLE_RATE = 1, RH_SAMPLE_BYTES = 2 };
 /* The mode of the current recording (set from rh_cfg before tracking turns
  * on; read on every event). */
 extern RH_HIDDEN _Atomic int rh_sample_mode;
+/* Rate mode: the calling thread's splitmix64 state (one step: add RH_SS_K,
+ * then rh_mix64), set once rh_tls_rng_ok; a block is taken when the step's
+ * value is below rh_sample_threshold. */
+extern RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread int rh_tls_rng_ok __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN _Atomic uint64_t rh_sample_threshold;
+#define RH_SS_K 0x9e3779b97f4a7c15ull
+RH_ALWAYS_INLINE uint64_t rh_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
 /* Bytes mode: bytes left until the calling thread's next sample. */
 extern RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
 /* Copies rh_cfg's sampling settings into the sampler and sets rh_live_on.

@@ -31,24 +31,15 @@
 
 RH_HIDDEN _Atomic int rh_sample_mode; /* _Atomic: set at enable while other threads read it */
 RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
-static __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
-static __thread int rh_tls_rng_ok __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread int rh_tls_rng_ok __attribute__((tls_model("initial-exec")));
 
-static _Atomic uint64_t rh_sample_threshold; /* rate mode: take when next() < this */
+RH_HIDDEN _Atomic uint64_t rh_sample_threshold; /* rate mode: take when next() < this */
 static _Atomic uint64_t rh_sample_mean;      /* bytes mode: N */
 static _Atomic uint64_t rh_sample_seed;
 static uint32_t rh_sample_threads;   /* atomic: sampling ordinals handed out */
 
-#define RH_SS_K 0x9e3779b97f4a7c15ull
-
-/* ---- randomness ---------------------------------------------------------- */
-
-static inline uint64_t rh_mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+/* ---- randomness (RH_SS_K and rh_mix64: rh_runtime.h) ------------------- */
 
 static inline uint64_t rh_rng_next(void)
 {

@@ -131,6 +131,9 @@ static void rh_ip_die(const char *sym)
 
 /* Resolves rh_next. Returns 1 when the caller may use it, 0 when this thread
  * is inside the resolution (dlsym allocating): use the arena. */
+static void rh_ip_pass_free(void *p);
+static void *rh_ip_pass_realloc(void *p, size_t n);
+
 static __attribute__((noinline, cold)) int rh_ip_resolve(void)
 {
     if (rh_ip_resolving)
@@ -155,6 +158,10 @@ static __attribute__((noinline, cold)) int rh_ip_resolve(void)
         rh_ip_resolving = 0;
         errno = e;
         __atomic_store_n(&rh_ip_state, 2, __ATOMIC_RELEASE);
+        /* the shims' pass-through paths may now skip this layer (rh_shims.h) */
+        __atomic_store_n(&rh_pass_malloc, rh_next.malloc, __ATOMIC_RELAXED);
+        __atomic_store_n(&rh_pass_realloc, rh_ip_pass_realloc, __ATOMIC_RELAXED);
+        __atomic_store_n(&rh_pass_free, rh_ip_pass_free, __ATOMIC_RELAXED);
         return 1;
     }
     while (__atomic_load_n(&rh_ip_state, __ATOMIC_ACQUIRE) != 2)
@@ -295,6 +302,22 @@ static void *rh_boot_move(void *p, size_t n)
         memcpy(q, p, old < n ? old : n);
     }
     return q;
+}
+
+/* The shims' pass-through free and realloc once resolved (rh_pass_free,
+ * rh_pass_realloc in rh_shims.h): the next allocator's, except for a block of
+ * the bootstrap arena, which the next allocator never saw. */
+static RH_SIBCALLS void rh_ip_pass_free(void *p)
+{
+    if (rh_likely(!rh_boot_owns(p)))
+        return rh_next.free(p);
+}
+
+static RH_SIBCALLS void *rh_ip_pass_realloc(void *p, size_t n)
+{
+    if (rh_likely(!rh_boot_owns(p)))
+        return rh_next.realloc(p, n);
+    return rh_boot_move(p, n);
 }
 
 RH_HOOKED RH_WALK_ALIGNED void *rh_ip_realloc_hooked(void *p, size_t n, void *fp)

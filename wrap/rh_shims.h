@@ -52,6 +52,67 @@ RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
     rh_hook_end();
 }
 
+/* Where the hot shims' pass-through paths (tracking off, unsampled) go:
+ * __real_SYM until the executable's interposed malloc family
+ * (wrap/interpose_malloc.c, dynamic links) has resolved the next allocator,
+ * then straight to it (free and realloc through a function there that keeps
+ * its bootstrap arena's blocks away from the next allocator). So a call the
+ * program makes passes one layer, not two. Relaxed atomic pointers: both
+ * values are always valid. */
+extern RH_HIDDEN void *(*rh_pass_malloc)(size_t);
+extern RH_HIDDEN void *(*rh_pass_realloc)(void *, size_t);
+extern RH_HIDDEN void (*rh_pass_free)(void *);
+#define RH_PASS(fn) __atomic_load_n(&rh_pass_##fn, __ATOMIC_RELAXED)
+
+/* The unsampled fast paths (issue 9's cost bar). While a sampled recording is
+ * on, most calls record nothing, so the hot shims decide that first, before
+ * the guard is set, the clock read or the runtime entered:
+ *   - rh_fast_unsampled_alloc(n): bytes mode, the thread's countdown
+ *     (rh_tls_sample_left, never negative) is larger than n: the block is not
+ *     taken, the countdown drops by n, and the shim tail-calls the real
+ *     allocator. It is exactly the decision rh_sample_alloc makes for a block
+ *     of n bytes, made before the real call instead of after it, so the same
+ *     seed gives the same profile. One difference: an unsampled call whose
+ *     real allocation fails is not counted as a failure (rh_record_fail).
+ *     The guard is read last: a call nested in a hooked one (a static libc's
+ *     strdup calling malloc, a signal handler) must not draw on the countdown,
+ *     it passes through as before.
+ *     Rate mode: one step of the thread's random stream, likewise (a take
+ *     leaves the stream as it was, for the recording path to draw).
+ *   - rh_fast_unsampled_free(p): the live map's filter says p was never
+ *     recorded (rh_live_maybe): its free is not an event either, so the shim
+ *     needs no guard (a nested free of an unrecorded block passes through
+ *     unrecorded either way).
+ * s is the tracking state the shim loaded: exactly RH_ON (no control work
+ * pending, which the slow path must see). */
+RH_INLINE int rh_fast_unsampled_alloc(int s, size_t n)
+{
+    if (s != RH_ON)
+        return 0;
+    int mode = rh_sample_mode;
+    if (rh_likely(mode == RH_SAMPLE_BYTES)) {
+        uint64_t l = (uint64_t)rh_tls_sample_left;
+        if (rh_likely(l > n) && rh_likely(!rh_guard)) {
+            rh_tls_sample_left = (int64_t)(l - n);
+            return 1;
+        }
+    } else if (mode == RH_SAMPLE_RATE && rh_likely(rh_tls_rng_ok) && rh_likely(!rh_guard)) {
+        /* one step of the thread's stream; a take steps back, so that the
+         * recording path (rh_sample_alloc_slow) draws this same value */
+        uint64_t x = rh_tls_rng + RH_SS_K;
+        if (rh_likely(rh_mix64(x) >= rh_sample_threshold)) {
+            rh_tls_rng = x;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+RH_INLINE int rh_fast_unsampled_free(int s, void *p)
+{
+    return s == RH_ON && rh_sample_mode != RH_SAMPLE_NONE && (intptr_t)p > 0 && !rh_live_maybe(p);
+}
+
 /* shims_mmap.c (issue 15): one record per mmap, munmap, mremap or mallopt
  * call, made between rh_hook_begin and rh_hook_end; r and err are the real
  * call's result and errno. */

@@ -21,7 +21,11 @@
  * spares two calls to __errno_location per event. They record through the
  * inline fast path (rh_record_*_inline, runtime/rh_runtime.h), so a recorded
  * event makes one call into the shim's recording half and none from there into
- * the runtime unless it takes a cold path.
+ * the runtime unless it takes a cold path. Under sampling, malloc, realloc and
+ * free first ask whether the call records anything at all
+ * (rh_fast_unsampled_alloc / _free, rh_shims.h): most do not, and pass
+ * through before the guard, like tracking off, to the allocator itself
+ * (rh_pass_*, skipping the interposed layer of a dynamic link).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -44,6 +48,10 @@
 #endif
 #define RH_HOT_SHIM RH_WRAP RH_SIBCALLS
 
+RH_HIDDEN void *(*rh_pass_malloc)(size_t) = __real_malloc;
+RH_HIDDEN void *(*rh_pass_realloc)(void *, size_t) = __real_realloc;
+RH_HIDDEN void (*rh_pass_free)(void *) = __real_free;
+
 /* The recording half of __wrap_malloc: called with the guard set. */
 RH_HOOKED_WALK void *rh_malloc_hooked(size_t n, void *fp)
 {
@@ -54,6 +62,9 @@ RH_HOOKED_WALK void *rh_malloc_hooked(size_t n, void *fp)
 
 RH_HOT_SHIM void *__wrap_malloc(size_t n)
 {
+    int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
+    if (rh_likely(s == RH_OFF) || rh_fast_unsampled_alloc(s, n))
+        return RH_PASS(malloc)(n);
     if (!rh_hook_begin_leaf())
         return __real_malloc(n);
     void *p = rh_malloc_hooked(n, RH_FP());
@@ -124,6 +135,10 @@ RH_HOOKED RH_SIBCALLS void *rh_realloc_hooked(void *p, size_t n, void *fp)
 
 RH_HOT_SHIM void *__wrap_realloc(void *p, size_t n)
 {
+    int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
+    if (rh_likely(s == RH_OFF) ||
+        ((p == NULL || rh_fast_unsampled_free(s, p)) && rh_fast_unsampled_alloc(s, n)))
+        return RH_PASS(realloc)(p, n);
     if (!rh_hook_begin_leaf())
         return __real_realloc(p, n);
     void *q = rh_realloc_hooked(p, n, RH_FP());
@@ -161,6 +176,11 @@ RH_HOOKED void rh_free_hooked(void *p)
 
 RH_HOT_SHIM void __wrap_free(void *p)
 {
+    int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
+    if (rh_likely(s == RH_OFF) || rh_fast_unsampled_free(s, p)) {
+        RH_PASS(free)(p);
+        return;
+    }
     if (p == NULL || !rh_hook_begin_leaf()) {
         __real_free(p);
         return;

@@ -24,11 +24,17 @@
 # both side by side, with each estimate's error. The bar: every one within
 # 10 %; a miss prints "FAIL:" (results are checked, timings never).
 #
+# --callgrind [N]: instead of timing, counts the instructions (Ir) of one run
+# of each variant with valgrind --tool=callgrind on alloc.lua N (default
+# 100000): exact and immune to the machine's load, so the cost of the shims'
+# paths (off, unsampled, recorded) shows without noise. Prints each variant's
+# Ir and its ratio to plain and to user; skips part 2.
+#
 # On a quiet machine: sh tests/bench/sample_bench.sh --runs 9
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=$root/build out= runs=7 luan=300000 scale=10000000 bytes=524288 lua=1
+build=$root/build out= runs=7 luan=300000 scale=10000000 bytes=524288 lua=1 cg=0 cgn=100000
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -38,7 +44,9 @@ while [ $# -gt 0 ]; do
     --scale) scale=$2; shift 2 ;;
     --bytes) bytes=$2; shift 2 ;;
     --no-lua) lua=0; shift ;;
-    *) echo "usage: sample_bench.sh [--build DIR] [--out DIR] [--runs N] [--lua-n N] [--scale N] [--bytes N] [--no-lua]" >&2
+    --callgrind) cg=1; scale=0; shift
+        case ${1-} in [0-9]*) cgn=$1; shift ;; esac ;;
+    *) echo "usage: sample_bench.sh [--build DIR] [--out DIR] [--runs N] [--lua-n N] [--scale N] [--bytes N] [--no-lua] [--callgrind [N]]" >&2
        exit 2 ;;
     esac
 done
@@ -86,6 +94,38 @@ if [ "$lua" = 1 ] && sh "$root/tests/e2e/fetch_source.sh" lua5.4 "$out/src" >/de
         awk -v w=$(((e - s) / 1000)) -v z="$sz" '{printf "%.3f %.3f %.3f %d\n", $1 + $2, $2, w / 1e6, z}' "$out/time.txt"
     }
     variants="user plain off full populate bigchunk bytes rate"
+    if [ "$cg" = 1 ]; then
+        command -v valgrind >/dev/null || { echo "FAIL: --callgrind needs valgrind"; exit 1; }
+        # cgir VARIANT: the total Ir of one run under callgrind
+        cgir() {
+            prog=$out/lua-rh/src/lua vars=
+            case $1 in
+            user) prog=$out/lua-user/src/lua ;;
+            plain) prog=$out/lua-plain/src/lua ;;
+            full) vars="RHEAPER_ENABLE=1" ;;
+            bytes) vars="RHEAPER_ENABLE=1 RHEAPER_SAMPLE_BYTES=$bytes RHEAPER_SAMPLE_SEED=1" ;;
+            rate) vars="RHEAPER_ENABLE=1 RHEAPER_SAMPLE_RATE=0.01 RHEAPER_SAMPLE_SEED=1" ;;
+            esac
+            rm -f "$out/prof"/rip-* "$out/cg.out"
+            # env before valgrind: valgrind must run the program itself, not env
+            env $vars RHEAPER_PROFILE_DIR="$out/prof" valgrind --tool=callgrind \
+                --callgrind-out-file="$out/cg.out" "$prog" "$here/alloc.lua" "$cgn" \
+                >/dev/null 2>"$out/cg.err" || { echo "FAIL: callgrind ($1); see $out/cg.err" >&2; return 1; }
+            awk '/^summary:/ {print $2}' "$out/cg.out"
+        }
+        echo "callgrind: alloc.lua $cgn, instructions (Ir) of one run each"
+        echo
+        echo "| variant | Ir | Ir / plain | Ir / user |"
+        echo "|---|--:|--:|--:|"
+        ir_user=$(cgir user) ir_plain=$(cgir plain)
+        for v in user plain off bytes rate full; do
+            case $v in user) ir=$ir_user ;; plain) ir=$ir_plain ;; *) ir=$(cgir $v) ;; esac
+            echo "$v $ir $ir_plain $ir_user" | awk '{printf "| %s | %d | %.4f | %.4f |\n", $1, $2, $2 / $3, $2 / $4}'
+        done
+        echo
+        echo "bytes: RHEAPER_SAMPLE_BYTES=$bytes; rate: RHEAPER_SAMPLE_RATE=0.01 (both seed 1)"
+        exit 0
+    fi
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
     : >"$out/runs.txt"
     i=0

@@ -218,6 +218,9 @@ void rh_stack_bounds_compute(void)
  * rh_live_on stay 0, so their entry points are never reached. */
 _Atomic int rh_sample_mode;
 __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
+__thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
+__thread int rh_tls_rng_ok __attribute__((tls_model("initial-exec")));
+_Atomic uint64_t rh_sample_threshold;
 int rh_sample_alloc_slow(void *p, size_t size)
 {
     (void)p, (void)size;
