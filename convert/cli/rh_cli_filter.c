@@ -825,34 +825,51 @@ int rh_scope_get(sqlite3 *db, struct rh_scope *sc)
     return 0;
 }
 
-int rh_sample_notice(sqlite3 *db)
+int rh_sample_params(sqlite3 *db, double *rate, int64_t *bytes)
 {
-    static int said;
-    char mode[16] = "", line[160] = "";
     sqlite3_stmt *st = NULL;
+    int mode = 0;
+    *rate = 0;
+    *bytes = 0;
     if (sqlite3_prepare_v2(db,
                            "SELECT (SELECT value FROM meta WHERE key = 'sample_mode'),"
                            " (SELECT value FROM meta WHERE key = 'sample_rate'),"
                            " (SELECT value FROM meta WHERE key = 'sample_bytes')",
                            -1, &st, NULL) != SQLITE_OK)
-        return 0;
+        return 0; /* no meta: a full profile */
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-        snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(st, 0));
-        if (!strcmp(mode, "rate"))
-            snprintf(line, sizeof line, "each allocation recorded with probability %g",
-                     sqlite3_column_double(st, 1));
-        else
-            snprintf(line, sizeof line, "one sample per %lld allocated bytes on average",
-                     (long long)sqlite3_column_int64(st, 2));
+        const char *m = (const char *)sqlite3_column_text(st, 0);
+        *rate = sqlite3_column_double(st, 1);
+        *bytes = sqlite3_column_int64(st, 2);
+        if (!strcmp(m, "rate") && *rate > 0)
+            mode = RIP_SAMPLE_RATE;
+        else if (!strcmp(m, "bytes") && *bytes > 0)
+            mode = RIP_SAMPLE_BYTES;
     }
     sqlite3_finalize(st);
-    if (!mode[0])
+    return mode;
+}
+
+int rh_sample_notice(sqlite3 *db)
+{
+    static int said;
+    double rate;
+    int64_t bytes;
+    int mode = rh_sample_params(db, &rate, &bytes);
+    if (!mode)
         return 0;
-    if (!said && !getenv("RHEAPER_QUIET_NOTICES"))
+    if (!said && !getenv("RHEAPER_QUIET_NOTICES")) {
+        char line[160];
+        if (mode == RIP_SAMPLE_RATE)
+            snprintf(line, sizeof line, "each allocation recorded with probability %g", rate);
+        else
+            snprintf(line, sizeof line, "one sample per %lld allocated bytes on average",
+                     (long long)bytes);
         fprintf(stderr,
                 "rheaper: sampled profile (%s): blocks and bytes are estimates"
                 " (each row weighs 1/probability)\n",
                 line);
+    }
     said = 1;
     return 1;
 }

@@ -317,34 +317,18 @@ static void *rh_pass_reader(void *arg)
  * *out stays NULL on a full profile. Returns 0, or -1 when out of memory. */
 static int rh_pass_sampling(sqlite3 *db, struct rh_rip **out)
 {
-    sqlite3_stmt *st = NULL;
+    double rate;
+    int64_t bytes;
+    int mode = rh_sample_params(db, &rate, &bytes);
     *out = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT (SELECT value FROM meta WHERE key = 'sample_mode'),"
-                           " (SELECT value FROM meta WHERE key = 'sample_rate'),"
-                           " (SELECT value FROM meta WHERE key = 'sample_bytes')",
-                           -1, &st, NULL) != SQLITE_OK)
-        return 0; /* no meta: a full profile */
-    int rc = 0;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-        const char *mode = (const char *)sqlite3_column_text(st, 0);
-        uint32_t m = !strcmp(mode, "rate") ? RIP_SAMPLE_RATE
-                     : !strcmp(mode, "bytes") ? RIP_SAMPLE_BYTES
-                                              : 0;
-        double rate = sqlite3_column_double(st, 1);
-        int64_t bytes = sqlite3_column_int64(st, 2);
-        if ((m == RIP_SAMPLE_RATE && rate > 0) || (m == RIP_SAMPLE_BYTES && bytes > 0)) {
-            if (!(*out = calloc(1, sizeof **out)))
-                rc = -1;
-            else {
-                (*out)->sample_mode = m;
-                (*out)->sample_rate = rate;
-                (*out)->sample_bytes = (uint64_t)bytes;
-            }
-        }
-    }
-    sqlite3_finalize(st);
-    return rc;
+    if (!mode)
+        return 0;
+    if (!(*out = calloc(1, sizeof **out)))
+        return -1;
+    (*out)->sample_mode = (uint32_t)mode;
+    (*out)->sample_rate = rate;
+    (*out)->sample_bytes = (uint64_t)bytes;
+    return 0;
 }
 
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)

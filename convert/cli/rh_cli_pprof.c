@@ -35,6 +35,7 @@
 
 #include "profile.pb-c.h"
 #include "rh_cli.h"
+#include "rip_format.h" /* RIP_SAMPLE_* */
 
 typedef Perftools__Profiles__Profile rh_pb_profile;
 typedef Perftools__Profiles__ValueType rh_pb_vt;
@@ -496,20 +497,14 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
     int sampled = 0;
     double mean = 1;
     if (heap) {
-        sqlite3_stmt *q = NULL;
-        if (sqlite3_prepare_v2(db,
-                               "SELECT (SELECT value FROM meta WHERE key = 'sample_mode'),"
-                               " (SELECT value FROM meta WHERE key = 'sample_bytes'),"
-                               " (SELECT value FROM meta WHERE key = 'sample_rate')",
-                               -1, &q, NULL) == SQLITE_OK &&
-            sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0)) {
-            const char *mode = (const char *)sqlite3_column_text(q, 0);
-            if (!strcmp(mode, "bytes") && sqlite3_column_double(q, 1) > 0)
-                sampled = 1, mean = sqlite3_column_double(q, 1);
-            else if (!strcmp(mode, "rate") && sqlite3_column_double(q, 2) > 0)
-                sampled = 1, mean = 1.0 / sqlite3_column_double(q, 2);
-        }
-        sqlite3_finalize(q);
+        double rate;
+        int64_t bytes;
+        int mode = rh_sample_params(db, &rate, &bytes);
+        sampled = mode != 0;
+        if (mode == RIP_SAMPLE_BYTES)
+            mean = (double)bytes;
+        else if (mode == RIP_SAMPLE_RATE)
+            mean = 1.0 / rate;
         sqlite3_stmt *w = NULL;
         if (sampled && sqlite3_prepare_v2(db, "SELECT weight FROM allocations LIMIT 0", -1, &w,
                                           NULL) != SQLITE_OK) {
