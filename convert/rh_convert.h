@@ -595,6 +595,16 @@ RH_HIDDEN int rh_db_cpu(void *db, int64_t t, uint32_t thread, uint64_t stack, ui
  * allocations and the rheaper command's pass (rh_cli_pass.c) read it. */
 #define RH_DB_THREAD_MASK 8388607u
 #define RH_DB_DTH_SHIFT 24
+struct sqlite3_stmt;
+/* Inserts stack st's frames with bs, an INSERT INTO backtraces(id, frame_no,
+ * file, line, sym, module, address, inlined): each return address expanded
+ * into its inline chain (sym NULL: unresolved), innermost first, without an
+ * inlined frame named like the allocation function itself at frame 0. The
+ * converter and the live view (convert/live/) write stacks this one way.
+ * Returns 1 when an inline chain passed the symbolizer's cap (the stack ends
+ * there: truncated), 0, or -1 when a step failed (sqlite3_errmsg says why). */
+RH_HIDDEN int rh_db_stack_frames(struct sqlite3_stmt *bs, struct rh_symbolizer *sym,
+                                 const struct rh_rip *r, const struct rh_stack *st);
 /* The row layout's time step (ns per allocation id, README "How the rows
  * are stored"): any value is exact, one near the run's mean time between
  * allocations stores the fewest bytes. Call before the first row. */

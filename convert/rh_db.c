@@ -571,14 +571,59 @@ void rh_db_abort(struct rh_db *d)
 
 /* ---- finishing: stacks, backtraces, threads, modules, meta ---------------- */
 
+/* Contract in rh_convert.h. */
+int rh_db_stack_frames(sqlite3_stmt *bs, struct rh_symbolizer *sym, const struct rh_rip *r,
+                       const struct rh_stack *st)
+{
+    enum { MAXF = 64 };
+    struct rh_sym_frame fr[MAXF];
+    int64_t frame_no = 0;
+    int chain_cut = 0; /* an inline chain passed the symbolizer's cap */
+    for (uint32_t f = 0; f < st->nframes && !chain_cut; f++) {
+        uint64_t addr = r->frames[st->frames + f];
+        int n = sym ? rh_sym_resolve(sym, addr, fr, MAXF) : 0;
+        if (n <= 0) {
+            memset(&fr[0], 0, sizeof fr[0]);
+            fr[0].rel_addr = addr;
+            n = 1;
+        }
+        /* The allocation function itself is never a frame: glibc's headers
+         * inline getline() into a call to __getdelim, so frame 0 would
+         * otherwise be an inlined "getline" above the user's code. */
+        int k0 = 0;
+        const char *kname = f == 0 ? rh_kind_name(st->kind) : NULL;
+        while (kname && k0 < n - 1 && fr[k0].inlined && fr[k0].sym &&
+               strcmp(fr[k0].sym, kname) == 0)
+            k0++;
+        for (int k = k0; k < n; k++) {
+            sqlite3_bind_int64(bs, 1, (sqlite3_int64)st->id);
+            sqlite3_bind_int64(bs, 2, frame_no++);
+            sqlite3_bind_text(bs, 3, fr[k].file, -1, SQLITE_STATIC); /* NULL binds NULL */
+            if ((fr[k].file || fr[k].sym) && fr[k].line > 0)
+                sqlite3_bind_int64(bs, 4, fr[k].line);
+            else
+                sqlite3_bind_null(bs, 4);
+            sqlite3_bind_text(bs, 5, fr[k].sym, -1, SQLITE_STATIC);
+            sqlite3_bind_text(bs, 6, fr[k].module, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(bs, 7, (sqlite3_int64)fr[k].rel_addr);
+            sqlite3_bind_int64(bs, 8, fr[k].inlined ? 1 : 0);
+            int rc = sqlite3_step(bs);
+            sqlite3_reset(bs);
+            sqlite3_clear_bindings(bs);
+            if (rc != SQLITE_DONE)
+                return -1;
+            chain_cut |= fr[k].chain_cut;
+        }
+    }
+    return chain_cut;
+}
+
 /* Writes stacks and backtraces of every used stack. Counts undefined ones. */
 static int rh_db_stacks(struct rh_db *d, struct rh_rip *r, struct rh_symbolizer *sym,
                         uint64_t *undefined, char *err, size_t errlen)
 {
     sqlite3_stmt *ss = NULL, *bs = NULL;
     int rc = -1;
-    enum { MAXF = 64 };
-    struct rh_sym_frame fr[MAXF];
     if (rh_db_prepare(d, "INSERT OR IGNORE INTO stacks(id, kind, depth, truncated) VALUES(?,?,?,?)",
                       &ss, err, errlen) ||
         rh_db_prepare(d,
@@ -608,44 +653,10 @@ static int rh_db_stacks(struct rh_db *d, struct rh_rip *r, struct rh_symbolizer 
                 goto out;
             continue;
         }
-        int64_t frame_no = 0;
-        int chain_cut = 0; /* an inline chain passed the symbolizer's cap */
-        for (uint32_t f = 0; f < st->nframes && !chain_cut; f++) {
-            uint64_t addr = r->frames[st->frames + f];
-            int n = 0;
-            if (sym)
-                n = rh_sym_resolve(sym, addr, fr, MAXF);
-            if (n <= 0) {
-                memset(&fr[0], 0, sizeof fr[0]);
-                fr[0].rel_addr = addr;
-                n = 1;
-            }
-            /* The allocation function itself is never a frame: glibc's
-             * headers inline getline() into a call to __getdelim, so frame 0
-             * would otherwise be an inlined "getline" above the user's code. */
-            int k0 = 0;
-            const char *kname = f == 0 ? rh_kind_name(st->kind) : NULL;
-            while (kname && k0 < n - 1 && fr[k0].inlined && fr[k0].sym &&
-                   strcmp(fr[k0].sym, kname) == 0)
-                k0++;
-            for (int k = k0; k < n; k++) {
-                sqlite3_bind_int64(bs, 1, (sqlite3_int64)st->id);
-                sqlite3_bind_int64(bs, 2, frame_no++);
-                if (fr[k].file)
-                    sqlite3_bind_text(bs, 3, fr[k].file, -1, SQLITE_STATIC);
-                if (fr[k].file || fr[k].sym)
-                    if (fr[k].line > 0)
-                        sqlite3_bind_int64(bs, 4, fr[k].line);
-                if (fr[k].sym)
-                    sqlite3_bind_text(bs, 5, fr[k].sym, -1, SQLITE_STATIC);
-                if (fr[k].module)
-                    sqlite3_bind_text(bs, 6, fr[k].module, -1, SQLITE_STATIC);
-                sqlite3_bind_int64(bs, 7, (sqlite3_int64)fr[k].rel_addr);
-                sqlite3_bind_int64(bs, 8, fr[k].inlined ? 1 : 0);
-                if (rh_db_step(d, bs, err, errlen))
-                    goto out;
-                chain_cut |= fr[k].chain_cut;
-            }
+        int chain_cut = rh_db_stack_frames(bs, sym, r, st);
+        if (chain_cut < 0) {
+            rh_db_seterr(err, errlen, "%s: cannot write (%s)", rh_db_tmp, sqlite3_errmsg(d->db));
+            goto out;
         }
         /* Past the cap the stack ends at the last inlined frame kept: its real
          * function and every caller are unknown, so it is marked truncated. */

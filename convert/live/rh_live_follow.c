@@ -556,14 +556,10 @@ static const char rh_fl_schema[] =
     " callsite INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE skipped_functions(sym TEXT PRIMARY KEY, callers INTEGER, stacks INTEGER);";
 
-/* Writes stack si's frames into the call-site database, as the converter
- * writes backtraces (rh_db.c): each return address expanded into its inline
- * chain, innermost first, without an inlined frame named like the
- * allocation function itself at frame 0. Returns 0 or -1. */
+/* Writes stack si's row and frames into the call-site database, the way the
+ * converter writes backtraces (rh_db_stack_frames). Returns 0 or -1. */
 static int rh_fl_stack_frames(struct rh_follow *f, uint32_t si)
 {
-    enum { MAXF = 64 };
-    struct rh_sym_frame fr[MAXF];
     const struct rh_stack *st = &f->r.stacks[si];
     sqlite3_stmt *ss = f->ins_stack, *bs = f->ins_frame;
     sqlite3_bind_int64(ss, 1, (sqlite3_int64)st->id);
@@ -573,42 +569,7 @@ static int rh_fl_stack_frames(struct rh_follow *f, uint32_t si)
     sqlite3_reset(ss);
     if (rc != SQLITE_DONE)
         return -1;
-    int64_t frame_no = 0;
-    int chain_cut = 0;
-    for (uint32_t k = 0; k < st->nframes && !chain_cut; k++) {
-        uint64_t addr = f->r.frames[st->frames + k];
-        int n = rh_sym_resolve(f->sym, addr, fr, MAXF);
-        if (n <= 0) {
-            memset(&fr[0], 0, sizeof fr[0]);
-            fr[0].rel_addr = addr;
-            n = 1;
-        }
-        int k0 = 0;
-        const char *kname = k == 0 ? rh_kind_name(st->kind) : NULL;
-        while (kname && k0 < n - 1 && fr[k0].inlined && fr[k0].sym &&
-               strcmp(fr[k0].sym, kname) == 0)
-            k0++;
-        for (int j = k0; j < n; j++) {
-            sqlite3_bind_int64(bs, 1, (sqlite3_int64)st->id);
-            sqlite3_bind_int64(bs, 2, frame_no++);
-            sqlite3_bind_text(bs, 3, fr[j].file, -1, SQLITE_STATIC);
-            if ((fr[j].file || fr[j].sym) && fr[j].line > 0)
-                sqlite3_bind_int64(bs, 4, fr[j].line);
-            else
-                sqlite3_bind_null(bs, 4);
-            sqlite3_bind_text(bs, 5, fr[j].sym, -1, SQLITE_STATIC);
-            sqlite3_bind_text(bs, 6, fr[j].module, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(bs, 7, (sqlite3_int64)fr[j].rel_addr);
-            sqlite3_bind_int64(bs, 8, fr[j].inlined ? 1 : 0);
-            rc = sqlite3_step(bs);
-            sqlite3_reset(bs);
-            sqlite3_clear_bindings(bs);
-            if (rc != SQLITE_DONE)
-                return -1;
-            chain_cut |= fr[j].chain_cut;
-        }
-    }
-    return 0;
+    return rh_db_stack_frames(bs, f->sym, &f->r, st) < 0 ? -1 : 0;
 }
 
 /* The site of a label, created when new. Returns its index or -1. */
