@@ -118,6 +118,7 @@ struct rh_db {
      * time, so the two threads never use the connection at once. */
     struct rh_db_side *side; /* RH_DB_SIDE entries */
     size_t side_n;
+    double writer_cpu; /* CPU seconds the writer thread used (RHEAPER_CONVERT_STATS) */
 };
 
 #define RH_DB_SIDE 4096
@@ -463,6 +464,15 @@ int rh_db_ext(void *ctx, const struct rh_event *ev, int64_t t)
     return 0;
 }
 
+/* CPU seconds the calling thread has used so far. */
+static double rh_db_thread_cpu(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* The writer thread: inserts queued batches until done. After a failure it
  * keeps taking batches (and drops them) so the merge never waits forever. */
 static void *rh_db_writer(void *arg)
@@ -487,6 +497,7 @@ static void *rh_db_writer(void *arg)
         pthread_cond_signal(&d->emptied);
     }
     pthread_mutex_unlock(&d->mu);
+    d->writer_cpu = rh_db_thread_cpu();
     return NULL;
 }
 
@@ -941,6 +952,10 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
                  struct rh_symbolizer *sym, int force, char *err, size_t errlen)
 {
     uint64_t undefined = 0;
+    /* RHEAPER_CONVERT_STATS (benchmarks, tests/bench/): one line with each
+     * thread's CPU time, to tell which thread bounds the conversion. */
+    const char *stats = getenv("RHEAPER_CONVERT_STATS");
+    double merge_cpu = rh_db_thread_cpu();
     if (rh_db_writer_stop(d) || rh_db_side_flush(d) ||
         (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING))) {
         snprintf(err, errlen, "%s", d->err);
@@ -963,6 +978,11 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         goto fail;
     }
     d->db = NULL;
+    if (stats && *stats && strcmp(stats, "0"))
+        fprintf(stderr,
+                "rheaper-convert: stats: merge thread %.3f s CPU, writer thread %.3f s CPU,"
+                " finishing %.3f s CPU\n",
+                merge_cpu, d->writer_cpu, rh_db_thread_cpu() - merge_cpu);
     if (rh_db_place(d, force, err, errlen))
         goto fail;
     rh_db_tmp[0] = 0;
