@@ -552,6 +552,29 @@ RH_HIDDEN int rh_mmaps_open(struct rh_mmaps *m, void *db, char *err, size_t errl
 RH_HIDDEN int rh_mmaps_event(struct rh_mmaps *m, const struct rh_event *ev, int64_t t);
 RH_HIDDEN void rh_mmaps_close(struct rh_mmaps *m);
 
+/* ---- rh_db_feed.c: batches of rows in one INSERT (rh_feed) -------------- */
+
+/* Rows of int64 values for `INSERT INTO t(...) SELECT c0, c1, ... FROM
+ * rh_feed(?1)`: nrows rows of ncols (<= RH_FEED_COLS) values each, row-major
+ * in vals; nulls (NULL: none) has a byte per row whose bit c makes column c
+ * NULL. */
+#define RH_FEED_COLS 8
+struct rh_feed {
+    const int64_t *vals;
+    const uint8_t *nulls;
+    size_t nrows;
+    int ncols;
+};
+/* Registers the eponymous-only virtual table rh_feed on db (a sqlite3 *):
+ * nothing is stored in the database. Returns 0 or -1. */
+RH_HIDDEN int rh_feed_register(void *db);
+/* Binds f as parameter ?1 of stmt (a sqlite3_stmt *). Returns 0 or -1. */
+RH_HIDDEN int rh_feed_bind(void *stmt, const struct rh_feed *f);
+/* Binds f, steps stmt to its end and resets it: the batch is inserted.
+ * Returns 0, or -1 (sqlite3_errmsg() says why). f must stay unchanged
+ * during the call only. */
+RH_HIDDEN int rh_feed_insert(void *stmt, const struct rh_feed *f);
+
 /* ---- rh_db.c: the SQLite database --------------------------------------- */
 
 struct rh_db;

@@ -93,6 +93,14 @@ struct rh_db {
     struct rh_row *ring;
     uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
     uint64_t next_id; /* the smallest id not yet inserted or passed */
+    /* Rows leave the ring into `out`, RH_DB_OUT at a time, inserted by one
+     * execution of `ins` (rh_feed, rh_db_feed.c): the per-statement work is
+     * paid per batch, not per row. */
+    int64_t *out;       /* RH_DB_OUT rows of RH_DB_OUT_COLS values */
+    uint8_t *out_nulls; /* per row: bit 0 when the id is the next rowid, bit 2 when
+                         * life is NULL */
+    size_t out_n;
+    uint64_t max_id; /* the largest id inserted so far */
     struct rh_mmaps mm; /* issue 15: the mmaps and mallopts tables (rh_mmaps.c) */
     /* The row layout (rh_db_view): alloc_rows.t = alloc_after - id *
      * time_step. */
@@ -286,10 +294,10 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
         rh_db_abort(d);
         return NULL;
     }
-    if (rh_db_exec(d, rh_schema, err, errlen) ||
+    if (rh_db_exec(d, rh_schema, err, errlen) || rh_feed_register(d->db) ||
         rh_db_prepare(d,
                       "INSERT INTO alloc_rows(id, t, life, bt, size, addr, th)"
-                      " VALUES(?,?,?,?,?,?,?)",
+                      " SELECT c0, c1, c2, c3, c4, c5, c6 FROM rh_feed(?1)",
                       &d->ins, err, errlen) ||
         rh_mmaps_open(&d->mm, d->db, err, errlen)) {
         rh_db_abort(d);
@@ -300,33 +308,50 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
 
 
 #define RH_DB_RING (1u << 19)
+#define RH_DB_OUT 4096
+#define RH_DB_OUT_COLS 7
+
+/* Inserts the rows waiting in d->out with one statement. Returns 0 or -1. */
+static int rh_db_out_flush(struct rh_db *d)
+{
+    struct rh_feed f = {d->out, d->out_nulls, d->out_n, RH_DB_OUT_COLS};
+    d->out_n = 0;
+    if (rh_feed_insert(d->ins, &f) == 0)
+        return 0;
+    rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp, sqlite3_errmsg(d->db));
+    return -1;
+}
 
 
-/* Inserts one row now. Returns 0 or -1. */
+/* Inserts one row: into d->out, which is inserted when full (and by
+ * rh_db_finish). Returns 0 or -1. */
 static int rh_db_insert(struct rh_db *d, const struct rh_row *row)
 {
-    sqlite3_stmt *s = d->ins;
-    sqlite3_bind_int64(s, 1, (sqlite3_int64)row->id);
-    sqlite3_bind_int64(s, 2, row->alloc_ns - (int64_t)row->id * d->time_step);
-    if (row->dealloc_ns >= 0)
-        sqlite3_bind_int64(s, 3, row->dealloc_ns - row->alloc_ns);
-    else
-        sqlite3_bind_null(s, 3);
-    sqlite3_bind_int64(s, 4, (sqlite3_int64)row->stack);
-    sqlite3_bind_int64(s, 5, (sqlite3_int64)row->size);
-    sqlite3_bind_int64(s, 6, (sqlite3_int64)row->addr);
+    if (!d->out) {
+        d->out = malloc(RH_DB_OUT * RH_DB_OUT_COLS * sizeof *d->out);
+        d->out_nulls = malloc(RH_DB_OUT);
+        if (!d->out || !d->out_nulls) {
+            rh_db_seterr(d->err, sizeof d->err, "%s: out of memory", rh_db_tmp);
+            return -1;
+        }
+    }
+    int64_t *v = d->out + d->out_n * RH_DB_OUT_COLS;
+    v[0] = (int64_t)row->id;
+    v[1] = row->alloc_ns - (int64_t)row->id * d->time_step;
+    v[2] = row->dealloc_ns - row->alloc_ns;
+    v[3] = (int64_t)row->stack;
+    v[4] = (int64_t)row->size;
+    v[5] = (int64_t)row->addr;
     int64_t th = (int64_t)(row->alloc_thread & RH_DB_THREAD_MASK) << 1 | (row->temporary ? 1 : 0);
     if (row->dealloc_ns >= 0 && row->dealloc_thread != row->alloc_thread)
         th |= (int64_t)row->dealloc_thread << RH_DB_DTH_SHIFT;
-    sqlite3_bind_int64(s, 7, th);
-    int rc = sqlite3_step(s);
-    sqlite3_reset(s);
-    if (rc != SQLITE_DONE) {
-        rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp,
-                     sqlite3_errmsg(d->db));
-        return -1;
-    }
-    return 0;
+    v[6] = th;
+    /* life NULL: never freed; id NULL: SQLite gives the table's largest
+     * rowid + 1, which is this id, by appending (no search for the key) */
+    d->out_nulls[d->out_n] = (row->dealloc_ns >= 0 ? 0 : 1u << 2) | (row->id == d->max_id + 1);
+    if (row->id > d->max_id)
+        d->max_id = row->id;
+    return ++d->out_n == RH_DB_OUT ? rh_db_out_flush(d) : 0;
 }
 
 /* Inserts the ring's rows from next_id on, up to `upto` (exclusive) or, when
@@ -574,6 +599,8 @@ void rh_db_abort(struct rh_db *d)
     sqlite3_close(d->db);
     free(d->ring);
     free(d->ring_full);
+    free(d->out);
+    free(d->out_nulls);
     if (rh_db_tmp[0])
         unlink(rh_db_tmp);
     rh_db_tmp[0] = 0;
@@ -957,7 +984,8 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     const char *stats = getenv("RHEAPER_CONVERT_STATS");
     double merge_cpu = rh_db_thread_cpu();
     if (rh_db_writer_stop(d) || rh_db_side_flush(d) ||
-        (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING))) {
+        (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING)) ||
+        (d->out_n && rh_db_out_flush(d))) {
         snprintf(err, errlen, "%s", d->err);
         goto fail;
     }
@@ -988,6 +1016,8 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     rh_db_tmp[0] = 0;
     free(d->ring);
     free(d->ring_full);
+    free(d->out);
+    free(d->out_nulls);
     for (int k = 0; k < RH_DB_NBATCH; k++)
         free(d->batch[k]);
     free(d->side);

@@ -124,31 +124,117 @@ static int rh_pt_cmp(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
+static int rh_si_cmp(const void *x, const void *y)
+{
+    uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+    uint64_t a = rh_pt_agg->r->stacks[i].id, b = rh_pt_agg->r->stacks[j].id;
+    return a < b ? -1 : a > b;
+}
+
+static int rh_u64_cmp(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Writes timeline_stacks in key order (col, stack id), so the WITHOUT ROWID
+ * table's pages fill up, a batch of rows per statement (rh_feed). The
+ * points come column by column (rh_agg_close_col); each column's points are
+ * sorted by the rank of their stack's id among all stacks, a plain integer,
+ * so the sort does not look stacks up. Returns 0 or -1. */
+static int rh_aw_timeline_stacks(struct rh_aw *w, struct rh_agg *a)
+{
+    enum { BATCH = 4096 };
+    sqlite3_stmt *sp =
+        rh_aw_prep(w, "INSERT INTO timeline_stacks SELECT c0, c1, c2, c3 FROM rh_feed(?1)");
+    uint32_t *order = malloc((a->nst ? a->nst : 1) * sizeof *order);
+    uint32_t *rank = malloc((a->nst ? a->nst : 1) * sizeof *rank);
+    uint64_t *keys = NULL;
+    int64_t *vals = malloc(BATCH * 4 * sizeof *vals);
+    int rc = -1;
+    if (!sp)
+        goto out;
+    if (!order || !rank || !vals) {
+        snprintf(w->err, w->errlen, "aggregates: out of memory");
+        goto out;
+    }
+    rh_pt_agg = a;
+    for (size_t i = 0; i < a->nst; i++)
+        order[i] = (uint32_t)i;
+    qsort(order, a->nst, sizeof *order, rh_si_cmp);
+    for (size_t i = 0; i < a->nst; i++)
+        rank[order[i]] = (uint32_t)i;
+    /* the columns come in order; if they did not (cannot happen: the
+     * timeline is dropped when time goes back), sort them all */
+    size_t maxrun = 0;
+    for (size_t i = 0, start = 0; i < a->npts; i++) {
+        if (i + 1 == a->npts || a->pts[i + 1].col != a->pts[i].col) {
+            maxrun = i + 1 - start > maxrun ? i + 1 - start : maxrun;
+            if (i + 1 < a->npts && a->pts[i + 1].col < a->pts[i].col) {
+                qsort(a->pts, a->npts, sizeof *a->pts, rh_pt_cmp);
+                maxrun = a->npts;
+                break;
+            }
+            start = i + 1;
+        }
+    }
+    if (a->npts && !(keys = malloc(maxrun * sizeof *keys))) {
+        snprintf(w->err, w->errlen, "aggregates: out of memory");
+        goto out;
+    }
+    struct rh_feed f = {vals, NULL, 0, 4};
+    for (size_t start = 0; start < a->npts;) {
+        size_t end = start + 1;
+        while (end < a->npts && a->pts[end].col == a->pts[start].col)
+            end++;
+        for (size_t i = start; i < end; i++)
+            keys[i - start] = (uint64_t)rank[a->pts[i].si] << 32 | (uint64_t)(i - start);
+        qsort(keys, end - start, sizeof *keys, rh_u64_cmp);
+        for (size_t i = 0; i < end - start; i++) {
+            const struct rh_agg_point *p = &a->pts[start + (keys[i] & 0xffffffffu)];
+            int64_t *v = vals + f.nrows * 4;
+            v[0] = p->col;
+            v[1] = (int64_t)a->r->stacks[p->si].id;
+            v[2] = p->at_max;
+            v[3] = p->at_end;
+            if (++f.nrows == BATCH) {
+                if (rh_feed_insert(sp, &f)) {
+                    rh_aw_fail(w, "aggregates");
+                    goto out;
+                }
+                f.nrows = 0;
+            }
+        }
+        start = end;
+    }
+    if (rh_feed_insert(sp, &f)) {
+        rh_aw_fail(w, "aggregates");
+        goto out;
+    }
+    rc = 0;
+out:
+    sqlite3_finalize(sp);
+    free(order);
+    free(rank);
+    free(keys);
+    free(vals);
+    return rc;
+}
+
 static int rh_aw_timeline(struct rh_aw *w, struct rh_agg *a)
 {
     if (!a->tl_ok)
         return 0;
-    /* in key order, so the WITHOUT ROWID table's pages fill up */
-    rh_pt_agg = a;
-    if (a->npts > 1)
-        qsort(a->pts, a->npts, sizeof *a->pts, rh_pt_cmp);
     sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO timeline VALUES(?,?,?,?,?,?)");
-    sqlite3_stmt *sp = rh_aw_prep(w, "INSERT INTO timeline_stacks VALUES(?,?,?,?)");
-    int rc = st && sp ? 0 : -1;
+    int rc = st ? 0 : -1;
     for (int c = 1; c <= RH_AGG_COLUMNS && !rc; c++) {
         const struct rh_agg_col *k = &a->col[c];
         int64_t v[6] = {c, (int64_t)((__int128)a->span * c / RH_AGG_COLUMNS), k->max_bytes,
                         k->max_time, k->end_bytes, k->active};
         rc = rh_aw_ins(w, st, v, 6);
     }
-    for (size_t i = 0; i < a->npts && !rc; i++) {
-        const struct rh_agg_point *p = &a->pts[i];
-        int64_t v[4] = {p->col, (int64_t)a->r->stacks[p->si].id, p->at_max, p->at_end};
-        rc = rh_aw_ins(w, sp, v, 4);
-    }
     sqlite3_finalize(st);
-    sqlite3_finalize(sp);
-    return rc;
+    return rc ? rc : rh_aw_timeline_stacks(w, a);
 }
 
 static int rh_aw_leaks(struct rh_aw *w, struct rh_agg *a)
