@@ -285,8 +285,12 @@ int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, uint64
             if (t > a->span) {
                 a->tl_ok = 0; /* an event past the trailer's end: no stored timeline */
             } else {
-                uint32_t c = rh_agg_colof(a, t);
+                /* (col_lo, col_hi]: the times of cur_col, saving a division */
+                uint32_t c = t > a->col_lo && t <= a->col_hi ? a->cur_col : rh_agg_colof(a, t);
                 if (c != a->cur_col) {
+                    a->col_lo = c > 1 ? (int64_t)((__int128)a->span * (c - 1) / RH_AGG_COLUMNS)
+                                      : INT64_MIN;
+                    a->col_hi = (int64_t)((__int128)a->span * c / RH_AGG_COLUMNS);
                     if (c < a->cur_col)
                         a->tl_ok = 0; /* time went back (a damaged profile) */
                     rh_agg_close_col(a);

@@ -275,6 +275,9 @@ RH_HIDDEN void rh_rip_warn(struct rh_rip *r, const char *fmt, ...)
 /* Event time units -> ns since enable, piecewise linear over the calibration
  * pairs, extrapolated with the widest span's rate. Monotone, never negative. */
 RH_HIDDEN int64_t rh_rip_ns(const struct rh_rip *r, uint64_t time);
+/* The same, faster for times in order: *hint (0 at first, then kept by the
+ * caller) remembers the calibration segment of the last call. */
+RH_HIDDEN int64_t rh_rip_ns_hint(const struct rh_rip *r, uint64_t time, size_t *hint);
 
 /* The sender's address that rheaper collect stored in the header of a
  * streamed profile (RIP_HDR_F_STREAMED), as text: an IPv4 address for a
@@ -462,6 +465,7 @@ struct rh_agg {
     int64_t span;
     int tl_ok;
     uint32_t cur_col;
+    int64_t col_lo, col_hi; /* cur_col covers the times (col_lo, col_hi] */
     uint64_t col_epoch;
     struct rh_agg_col col[RH_AGG_COLUMNS + 1];
     uint32_t *touched;

@@ -103,18 +103,23 @@ static int rh_live_add(struct rh_livemap *m, const struct rh_live *b)
 
 /* ---- the heap of stream heads ------------------------------------------- */
 
+/* A stream's next event is evs[stream] (rh_merge_run); the heap holds its
+ * sort key only, so moving an entry copies 16 bytes, not the event. */
 struct rh_head {
-    struct rh_event ev;
-    uint32_t stream;
+    uint64_t time;
+    uint64_t key; /* cls << 32 | stream */
 };
 
 static inline int rh_head_less(const struct rh_head *a, const struct rh_head *b)
 {
-    if (a->ev.time != b->ev.time)
-        return a->ev.time < b->ev.time;
-    if (a->ev.cls != b->ev.cls)
-        return a->ev.cls < b->ev.cls;
-    return a->stream < b->stream;
+    if (a->time != b->time)
+        return a->time < b->time;
+    return a->key < b->key;
+}
+
+static inline struct rh_head rh_head_of(const struct rh_event *ev, uint32_t stream)
+{
+    return (struct rh_head){ev->time, (uint64_t)ev->cls << 32 | stream};
 }
 
 static void rh_heap_down(struct rh_head *h, size_t n, size_t i)
@@ -145,6 +150,7 @@ struct rh_merge {
     uint64_t pool_live; /* live blocks with a pool tag (RIP_IS_POOL_ADDR) */
     struct rh_temp_state temp;
     uint64_t nalloc; /* allocations merged so far: the next row id - 1 */
+    size_t calib_hint; /* rh_rip_ns_hint()'s segment */
 };
 
 /* The time of the next merged event in ns since enable: the clock's, raised to
@@ -154,7 +160,7 @@ struct rh_merge {
  * "What rheaper-convert derives from the merged order"). */
 static int64_t rh_merge_time(struct rh_merge *m, const struct rh_event *ev)
 {
-    int64_t t = rh_rip_ns(m->r, ev->time);
+    int64_t t = rh_rip_ns_hint(m->r, ev->time, &m->calib_hint);
     if (t <= m->prev_ns) /* a hostile time at INT64_MAX stays there, never wraps */
         t = m->prev_ns < INT64_MAX ? m->prev_ns + 1 : INT64_MAX;
     m->prev_ns = t;
@@ -322,34 +328,39 @@ int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_m
     memset(st, 0, sizeof *st);
     int rc = 0;
     struct rh_head *heap = calloc(r->nstreams ? r->nstreams : 1, sizeof *heap);
-    if (!heap)
+    struct rh_event *evs = calloc(r->nstreams ? r->nstreams : 1, sizeof *evs);
+    if (!heap || !evs) {
+        free(heap);
+        free(evs);
         return -1;
+    }
     size_t n = 0;
     for (size_t i = 0; i < r->nstreams; i++) {
-        int k = rh_stream_next(r, &r->streams[i], &heap[n].ev);
+        int k = rh_stream_next(r, &r->streams[i], &evs[i]);
         if (k < 0) {
             rc = -1;
             goto out;
         }
-        if (k) {
-            heap[n].stream = (uint32_t)i;
-            n++;
-        }
+        if (k)
+            heap[n++] = rh_head_of(&evs[i], (uint32_t)i);
     }
     for (size_t i = n / 2; i-- > 0;)
         rh_heap_down(heap, n, i);
 
     uint64_t count = 0;
     while (n) {
-        rc = rh_merge_event(&m, &heap[0].ev);
+        uint32_t si = (uint32_t)heap[0].key;
+        rc = rh_merge_event(&m, &evs[si]);
         if (rc)
             goto out;
-        int k = rh_stream_next(r, &r->streams[heap[0].stream], &heap[0].ev);
+        int k = rh_stream_next(r, &r->streams[si], &evs[si]);
         if (k < 0) {
             rc = -1;
             goto out;
         }
-        if (!k)
+        if (k)
+            heap[0] = rh_head_of(&evs[si], si);
+        else
             heap[0] = heap[--n];
         if (n)
             rh_heap_down(heap, n, 0);
@@ -376,6 +387,7 @@ out:
     if (r->oom && !rc)
         rc = -1;
     free(heap);
+    free(evs);
     free(m.live.tab);
     return rc;
 }

@@ -115,7 +115,23 @@ static inline uint64_t rh_sat_u64(unsigned __int128 v)
     return v > UINT64_MAX ? UINT64_MAX : (uint64_t)v;
 }
 
+/* a * b / c exactly, in 64 bits when a * b fits (most calls: a cheap
+ * division), else in 128; saturated at UINT64_MAX. c > 0. */
+static inline uint64_t rh_muldiv(uint64_t a, uint64_t b, uint64_t c)
+{
+    uint64_t p;
+    if (!__builtin_mul_overflow(a, b, &p))
+        return p / c;
+    return rh_sat_u64((unsigned __int128)a * b / c);
+}
+
 int64_t rh_rip_ns(const struct rh_rip *r, uint64_t time)
+{
+    size_t hint = 0;
+    return rh_rip_ns_hint(r, time, &hint);
+}
+
+int64_t rh_rip_ns_hint(const struct rh_rip *r, uint64_t time, size_t *hint)
 {
     unsigned shift = r->hdr.tick_shift;
     uint64_t tick = shift && time > (UINT64_MAX >> shift) ? UINT64_MAX : time << shift;
@@ -125,24 +141,27 @@ int64_t rh_rip_ns(const struct rh_rip *r, uint64_t time)
     if (!n) {
         ns = tick;
     } else if (tick < c[0].tick) {
-        unsigned __int128 d = (unsigned __int128)(c[0].tick - tick) * r->rate_ns / r->rate_ticks;
-        ns = d >= c[0].ns ? 0 : c[0].ns - (uint64_t)d;
+        uint64_t d = rh_muldiv(c[0].tick - tick, r->rate_ns, r->rate_ticks);
+        ns = d >= c[0].ns ? 0 : c[0].ns - d;
     } else if (tick >= c[n - 1].tick) {
-        unsigned __int128 d =
-            (unsigned __int128)(tick - c[n - 1].tick) * r->rate_ns / r->rate_ticks;
-        ns = rh_sat_u64((unsigned __int128)c[n - 1].ns + d);
+        uint64_t d = rh_muldiv(tick - c[n - 1].tick, r->rate_ns, r->rate_ticks);
+        ns = c[n - 1].ns + d < c[n - 1].ns ? UINT64_MAX : c[n - 1].ns + d;
     } else {
-        size_t lo = 0, hi = n - 1; /* c[lo].tick <= tick < c[hi].tick */
-        while (hi - lo > 1) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (c[mid].tick <= tick)
-                lo = mid;
-            else
-                hi = mid;
+        size_t lo = *hint; /* c[lo].tick <= tick < c[lo + 1].tick */
+        if (lo >= n - 1 || c[lo].tick > tick || c[lo + 1].tick <= tick) {
+            lo = 0;
+            size_t hi = n - 1; /* c[lo].tick <= tick < c[hi].tick */
+            while (hi - lo > 1) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (c[mid].tick <= tick)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            *hint = lo;
         }
-        unsigned __int128 d = (unsigned __int128)(tick - c[lo].tick) * (c[hi].ns - c[lo].ns) /
-                              (c[hi].tick - c[lo].tick);
-        ns = c[lo].ns + (uint64_t)d;
+        size_t hi = lo + 1;
+        ns = c[lo].ns + rh_muldiv(tick - c[lo].tick, c[hi].ns - c[lo].ns, c[hi].tick - c[lo].tick);
     }
     if (ns <= r->hdr.start_mono_ns)
         return 0;
