@@ -93,27 +93,25 @@ struct rh_db {
     struct rh_row *ring;
     uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
     uint64_t next_id; /* the smallest id not yet inserted or passed */
-    /* Rows leave the ring into `out`, RH_DB_OUT at a time, inserted by one
-     * execution of `ins` (rh_feed, rh_db_feed.c): the per-statement work is
-     * paid per batch, not per row. */
-    int64_t *out;       /* RH_DB_OUT rows of RH_DB_OUT_COLS values */
-    uint8_t *out_nulls; /* per row: bit 0 when the id is the next rowid, bit 2 when
-                         * life is NULL */
-    size_t out_n;
-    uint64_t max_id; /* the largest id inserted so far */
+    uint64_t max_id; /* the largest id handed to the writer so far */
     struct rh_mmaps mm; /* issue 15: the mmaps and mallopts tables (rh_mmaps.c) */
     /* The row layout (rh_db_view): alloc_rows.t = alloc_after - id *
      * time_step. */
     int64_t time_step;
     char path[PATH_MAX];
     char err[512];
-    /* The writer thread (rh_db_row): the merge fills batches of rows, the
-     * writer inserts them, so merging and SQLite share the two cores. */
+    /* The writer thread (rh_db_row): the merge thread culls rows, puts them
+     * in id order (the ring) and encodes them as alloc_rows' values into
+     * batches; the writer inserts each batch with one execution of `ins`
+     * (rh_feed, rh_db_feed.c), so the per-statement work is paid per batch,
+     * and merging and SQLite share the two cores. */
     pthread_t writer;
     int writer_on;
     pthread_mutex_t mu;
     pthread_cond_t filled, emptied;
-    struct rh_row *batch[RH_DB_NBATCH]; /* the batches, each RH_DB_BATCH rows */
+    int64_t *bvals[RH_DB_NBATCH]; /* the batches: RH_DB_BATCH rows of RH_DB_COLS values */
+    uint8_t *bnulls[RH_DB_NBATCH]; /* per row: bit 0 when the id is the next rowid, bit 2
+                                    * when life is NULL (rh_feed's NULL bits) */
     size_t fill[RH_DB_NBATCH];          /* rows in each: > 0 while queued */
     unsigned head, tail;                /* queue: batches head..tail-1 await the writer */
     size_t cur_n;                       /* rows in batch[tail % NBATCH], being filled */
@@ -308,34 +306,27 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
 
 
 #define RH_DB_RING (1u << 19)
-#define RH_DB_OUT 4096
-#define RH_DB_OUT_COLS 7
+#define RH_DB_COLS 7 /* alloc_rows' columns, in the order of `ins` */
 
-/* Inserts the rows waiting in d->out with one statement. Returns 0 or -1. */
-static int rh_db_out_flush(struct rh_db *d)
+/* Inserts batch k's n rows with one statement (the connection is this
+ * thread's). Returns 0 or -1 with d->err set. */
+static int rh_db_insert_batch(struct rh_db *d, unsigned k, size_t n)
 {
-    struct rh_feed f = {d->out, d->out_nulls, d->out_n, RH_DB_OUT_COLS};
-    d->out_n = 0;
+    struct rh_feed f = {d->bvals[k], d->bnulls[k], n, RH_DB_COLS};
     if (rh_feed_insert(d->ins, &f) == 0)
         return 0;
     rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp, sqlite3_errmsg(d->db));
     return -1;
 }
 
+static int rh_db_hand_over(struct rh_db *d);
 
-/* Inserts one row: into d->out, which is inserted when full (and by
- * rh_db_finish). Returns 0 or -1. */
+/* Encodes one row into the batch being filled, handed over when full.
+ * Merge thread. Returns 0 or -1. */
 static int rh_db_insert(struct rh_db *d, const struct rh_row *row)
 {
-    if (!d->out) {
-        d->out = malloc(RH_DB_OUT * RH_DB_OUT_COLS * sizeof *d->out);
-        d->out_nulls = malloc(RH_DB_OUT);
-        if (!d->out || !d->out_nulls) {
-            rh_db_seterr(d->err, sizeof d->err, "%s: out of memory", rh_db_tmp);
-            return -1;
-        }
-    }
-    int64_t *v = d->out + d->out_n * RH_DB_OUT_COLS;
+    unsigned b = d->tail % RH_DB_NBATCH;
+    int64_t *v = d->bvals[b] + d->cur_n * RH_DB_COLS;
     v[0] = (int64_t)row->id;
     v[1] = row->alloc_ns - (int64_t)row->id * d->time_step;
     v[2] = row->dealloc_ns - row->alloc_ns;
@@ -348,10 +339,10 @@ static int rh_db_insert(struct rh_db *d, const struct rh_row *row)
     v[6] = th;
     /* life NULL: never freed; id NULL: SQLite gives the table's largest
      * rowid + 1, which is this id, by appending (no search for the key) */
-    d->out_nulls[d->out_n] = (row->dealloc_ns >= 0 ? 0 : 1u << 2) | (row->id == d->max_id + 1);
+    d->bnulls[b][d->cur_n] = (row->dealloc_ns >= 0 ? 0 : 1u << 2) | (row->id == d->max_id + 1);
     if (row->id > d->max_id)
         d->max_id = row->id;
-    return ++d->out_n == RH_DB_OUT ? rh_db_out_flush(d) : 0;
+    return ++d->cur_n == RH_DB_BATCH ? rh_db_hand_over(d) : 0;
 }
 
 /* Inserts the ring's rows from next_id on, up to `upto` (exclusive) or, when
@@ -369,8 +360,8 @@ static int rh_db_ring_flush(struct rh_db *d, uint64_t upto)
     }
 }
 
-/* Handles one row in the writer thread: culls it or puts it in the ring
- * that inserts rows in id order. Returns 0 or -1 with d->err set. */
+/* Handles one row (merge thread): culls it or puts it in the ring that
+ * hands rows over in id order. Returns 0 or -1 with d->err set. */
 static int rh_db_row_now(struct rh_db *d, const struct rh_row *row)
 {
     int culled = d->min_lifetime_ns > 0 && row->dealloc_ns >= 0 &&
@@ -513,8 +504,8 @@ static void *rh_db_writer(void *arg)
         size_t n = d->fill[k];
         int failed = d->failed;
         pthread_mutex_unlock(&d->mu);
-        for (size_t i = 0; i < n && !failed; i++)
-            failed = rh_db_row_now(d, &d->batch[k][i]) != 0;
+        if (!failed)
+            failed = rh_db_insert_batch(d, k, n) != 0;
         pthread_mutex_lock(&d->mu);
         d->failed |= failed;
         d->fill[k] = 0;
@@ -526,10 +517,16 @@ static void *rh_db_writer(void *arg)
     return NULL;
 }
 
-/* Queues the batch being filled (when it holds rows), waiting for room.
- * Returns 0, or -1 once the writer has failed (d->err says why). */
+/* Queues the batch being filled (when it holds rows), waiting for room;
+ * without a writer thread, inserts it. Returns 0, or -1 once the writer
+ * has failed (d->err says why). */
 static int rh_db_hand_over(struct rh_db *d)
 {
+    if (!d->writer_on) {
+        int rc = d->cur_n ? rh_db_insert_batch(d, d->tail % RH_DB_NBATCH, d->cur_n) : 0;
+        d->cur_n = 0;
+        return rc;
+    }
     pthread_mutex_lock(&d->mu);
     if (d->cur_n) {
         d->fill[d->tail % RH_DB_NBATCH] = d->cur_n;
@@ -567,7 +564,8 @@ int rh_db_row(void *ctx, const struct rh_row *row)
         /* the first row: the batches and the writer thread */
         d->started = 1;
         for (int k = 0; k < RH_DB_NBATCH; k++)
-            if (!(d->batch[k] = malloc(RH_DB_BATCH * sizeof *d->batch[k]))) {
+            if (!(d->bvals[k] = malloc(RH_DB_BATCH * RH_DB_COLS * sizeof *d->bvals[k])) ||
+                !(d->bnulls[k] = malloc(RH_DB_BATCH))) {
                 rh_db_seterr(d->err, sizeof d->err, "%s: out of memory", rh_db_tmp);
                 return -1;
             }
@@ -576,10 +574,7 @@ int rh_db_row(void *ctx, const struct rh_row *row)
         pthread_cond_init(&d->emptied, NULL);
         d->writer_on = pthread_create(&d->writer, NULL, rh_db_writer, d) == 0;
     }
-    if (!d->writer_on) /* no thread could start: insert here */
-        return rh_db_row_now(d, row);
-    d->batch[d->tail % RH_DB_NBATCH][d->cur_n++] = *row;
-    return d->cur_n == RH_DB_BATCH ? rh_db_hand_over(d) : 0;
+    return rh_db_row_now(d, row); /* no writer thread: rh_db_hand_over() inserts */
 }
 
 void rh_db_abort(struct rh_db *d)
@@ -591,16 +586,16 @@ void rh_db_abort(struct rh_db *d)
         d->cur_n = 0;
         rh_db_writer_stop(d);
     }
-    for (int k = 0; k < RH_DB_NBATCH; k++)
-        free(d->batch[k]);
+    for (int k = 0; k < RH_DB_NBATCH; k++) {
+        free(d->bvals[k]);
+        free(d->bnulls[k]);
+    }
     free(d->side);
     sqlite3_finalize(d->ins);
     rh_mmaps_close(&d->mm);
     sqlite3_close(d->db);
     free(d->ring);
     free(d->ring_full);
-    free(d->out);
-    free(d->out_nulls);
     if (rh_db_tmp[0])
         unlink(rh_db_tmp);
     rh_db_tmp[0] = 0;
@@ -983,9 +978,8 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
      * thread's CPU time, to tell which thread bounds the conversion. */
     const char *stats = getenv("RHEAPER_CONVERT_STATS");
     double merge_cpu = rh_db_thread_cpu();
-    if (rh_db_writer_stop(d) || rh_db_side_flush(d) ||
-        (d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING)) ||
-        (d->out_n && rh_db_out_flush(d))) {
+    if ((d->ring && rh_db_ring_flush(d, d->next_id + RH_DB_RING)) || rh_db_hand_over(d) ||
+        rh_db_writer_stop(d) || rh_db_side_flush(d)) {
         snprintf(err, errlen, "%s", d->err);
         goto fail;
     }
@@ -1016,10 +1010,10 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     rh_db_tmp[0] = 0;
     free(d->ring);
     free(d->ring_full);
-    free(d->out);
-    free(d->out_nulls);
-    for (int k = 0; k < RH_DB_NBATCH; k++)
-        free(d->batch[k]);
+    for (int k = 0; k < RH_DB_NBATCH; k++) {
+        free(d->bvals[k]);
+        free(d->bnulls[k]);
+    }
     free(d->side);
     free(d);
     return 0;
