@@ -6,7 +6,9 @@
  * callsites_by_function and thread_summary. The database is built in a
  * temp file next to the requested path (DB.tmp.XXXXXX) with journaling and
  * syncing off, in one transaction, with prepared statements and bound values
- * only (no data is ever pasted into SQL). Indexes and views come after the
+ * only (no data is ever pasted into SQL). The rows go in a batch per
+ * statement, on a writer thread, through the virtual table rh_feed
+ * (rh_db_feed.c), which is never stored in the file. Indexes and views come after the
  * load; then the file is renamed into place, never over an existing file
  * unless forced. Any failure removes the temp file, so a failed conversion
  * leaves nothing at the requested path.
