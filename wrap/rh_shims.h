@@ -56,9 +56,9 @@ RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
  * __real_SYM until the executable's interposed malloc family
  * (wrap/interpose_malloc.c, dynamic links) has resolved the next allocator,
  * then straight to it (free and realloc through a function there that keeps
- * its bootstrap arena's blocks away from the next allocator). So a call the
- * program makes passes one layer, not two. Relaxed atomic pointers: both
- * values are always valid. */
+ * its bootstrap arena's blocks away from the next allocator, only when that
+ * arena holds any). So a call the program makes passes one layer, not two.
+ * Relaxed atomic pointers: every value is always valid. */
 extern RH_HIDDEN void *(*rh_pass_malloc)(size_t);
 extern RH_HIDDEN void *(*rh_pass_realloc)(void *, size_t);
 extern RH_HIDDEN void (*rh_pass_free)(void *);
