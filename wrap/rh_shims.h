@@ -108,9 +108,12 @@ RH_INLINE int rh_fast_unsampled_alloc(int s, size_t n)
     return 0;
 }
 
+/* No test of p itself: free(NULL) hashes to a filter slot like any address
+ * and passes through (or takes the slow path, which tests it), and the
+ * tagged (negative) addresses of pool requests never reach a shim. */
 RH_INLINE int rh_fast_unsampled_free(int s, void *p)
 {
-    return s == RH_ON && rh_sample_mode != RH_SAMPLE_NONE && (intptr_t)p > 0 && !rh_live_maybe(p);
+    return s == RH_ON && rh_sample_mode != RH_SAMPLE_NONE && !rh_live_maybe(p);
 }
 
 /* shims_mmap.c (issue 15): one record per mmap, munmap, mremap or mallopt
