@@ -93,8 +93,8 @@ static void *rh_lv_first_table(struct rh_lv_stripe *s, size_t bytes)
 {
     unsigned char *slab = __atomic_load_n(&rh_lv_slab, __ATOMIC_ACQUIRE);
     if (!slab) {
-        void *m = mmap(NULL, RH_LV_STRIPES * bytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *m = rh_sys_mmap(NULL, RH_LV_STRIPES * bytes, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED)
             return MAP_FAILED;
         unsigned char *expected = NULL;
@@ -102,14 +102,15 @@ static void *rh_lv_first_table(struct rh_lv_stripe *s, size_t bytes)
                                         __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             slab = m;
         } else { /* another stripe's first insert mapped it first */
-            munmap(m, RH_LV_STRIPES * bytes);
+            rh_sys_munmap(m, RH_LV_STRIPES * bytes);
             slab = expected;
         }
     }
     return slab + (size_t)(s - rh_lv) * bytes;
 }
 
-/* Maps table `bits` of stripe s (zeroed). NULL when mmap fails. */
+/* Maps table `bits` of stripe s (zeroed), with raw system calls (rh_sys_mmap:
+ * the program's mmap is wrapped and recorded). NULL when mmap fails. */
 static struct rh_lv_table *rh_lv_map(struct rh_lv_stripe *s, unsigned bits)
 {
     struct rh_lv_table *t = &s->tabs[bits];
@@ -117,8 +118,8 @@ static struct rh_lv_table *rh_lv_map(struct rh_lv_stripe *s, unsigned bits)
         size_t bytes = ((size_t)1 << bits) * sizeof(struct rh_lv_ent);
         void *m = bits == RH_LV_MIN_BITS
                       ? rh_lv_first_table(s, bytes)
-                      : mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                      : rh_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED)
             return NULL;
         t->e = m;
