@@ -34,7 +34,7 @@
 #
 # --callgrind [N]: instead of timing, counts the instructions (Ir) of one run
 # of each variant with valgrind --tool=callgrind on alloc.lua N (default
-# 300000, the timed run: about 6.5 M allocator calls, a minute per variant
+# 300000, the timed run: 5.55 M allocator calls, about a minute per variant
 # under valgrind): exact and immune to the machine's load, so the cost of the
 # shims' paths (off, unsampled, recorded) shows without noise. Each variant
 # also runs alloc.lua 1, whose Ir over plain's is the fixed cost (the
