@@ -83,14 +83,43 @@ static inline uint64_t rh_lv_home(const struct rh_lv_table *t, uint64_t h)
     return h & t->mask;
 }
 
-/* Maps table `bits` of stripe s (zeroed). NULL when mmap fails. */
+/* The first tables of all stripes (2^RH_LV_MIN_BITS entries each), mapped
+ * together by the first insert of the process: one mmap instead of one per
+ * stripe (64 system calls in the first seconds of a sampled recording). Pages
+ * are touched only as stripes fill them. Atomic; never unmapped. */
+static unsigned char *rh_lv_slab;
+
+static void *rh_lv_first_table(struct rh_lv_stripe *s, size_t bytes)
+{
+    unsigned char *slab = __atomic_load_n(&rh_lv_slab, __ATOMIC_ACQUIRE);
+    if (!slab) {
+        void *m = rh_sys_mmap(NULL, RH_LV_STRIPES * bytes, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED)
+            return MAP_FAILED;
+        unsigned char *expected = NULL;
+        if (__atomic_compare_exchange_n(&rh_lv_slab, &expected, (unsigned char *)m, 0,
+                                        __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            slab = m;
+        } else { /* another stripe's first insert mapped it first */
+            rh_sys_munmap(m, RH_LV_STRIPES * bytes);
+            slab = expected;
+        }
+    }
+    return slab + (size_t)(s - rh_lv) * bytes;
+}
+
+/* Maps table `bits` of stripe s (zeroed), with raw system calls (rh_sys_mmap:
+ * the program's mmap is wrapped and recorded). NULL when mmap fails. */
 static struct rh_lv_table *rh_lv_map(struct rh_lv_stripe *s, unsigned bits)
 {
     struct rh_lv_table *t = &s->tabs[bits];
     if (!t->e) {
         size_t bytes = ((size_t)1 << bits) * sizeof(struct rh_lv_ent);
-        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void *m = bits == RH_LV_MIN_BITS
+                      ? rh_lv_first_table(s, bytes)
+                      : rh_sys_mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED)
             return NULL;
         t->e = m;

@@ -56,9 +56,9 @@ RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
  * __real_SYM until the executable's interposed malloc family
  * (wrap/interpose_malloc.c, dynamic links) has resolved the next allocator,
  * then straight to it (free and realloc through a function there that keeps
- * its bootstrap arena's blocks away from the next allocator). So a call the
- * program makes passes one layer, not two. Relaxed atomic pointers: both
- * values are always valid. */
+ * its bootstrap arena's blocks away from the next allocator, only when that
+ * arena holds any). So a call the program makes passes one layer, not two.
+ * Relaxed atomic pointers: every value is always valid. */
 extern RH_HIDDEN void *(*rh_pass_malloc)(size_t);
 extern RH_HIDDEN void *(*rh_pass_realloc)(void *, size_t);
 extern RH_HIDDEN void (*rh_pass_free)(void *);
@@ -108,9 +108,12 @@ RH_INLINE int rh_fast_unsampled_alloc(int s, size_t n)
     return 0;
 }
 
+/* No test of p itself: free(NULL) hashes to a filter slot like any address
+ * and passes through (or takes the slow path, which tests it), and the
+ * tagged (negative) addresses of pool requests never reach a shim. */
 RH_INLINE int rh_fast_unsampled_free(int s, void *p)
 {
-    return s == RH_ON && rh_sample_mode != RH_SAMPLE_NONE && (intptr_t)p > 0 && !rh_live_maybe(p);
+    return s == RH_ON && rh_sample_mode != RH_SAMPLE_NONE && !rh_live_maybe(p);
 }
 
 /* shims_mmap.c (issue 15): one record per mmap, munmap, mremap or mallopt

@@ -18,6 +18,10 @@
  *   new_handler throws). This file is built with -fexceptions and a cleanup runs
  *   during unwinding: it records the failure and releases the reentrancy guard,
  *   which would otherwise stay set and silence the thread for good.
+ *
+ * Under sampling, new and delete first ask whether the call records anything
+ * (rh_fast_unsampled_alloc / _free, rh_shims.h), as malloc and free do; most
+ * do not and run the real operator under the guard, skipping the hooked half.
  */
 #define RH_REAL_CXX __attribute__((weak))
 
@@ -75,6 +79,25 @@ static void *__attribute__((noinline)) rh_cxx_new_fallback(size_t n, size_t alig
 #define RH_HOOKED static __attribute__((noinline))
 #define RH_UNPAREN(...) __VA_ARGS__
 
+/* The unsampled fast paths (issue 9), as the malloc family has them
+ * (rh_fast_unsampled_alloc / _free, rh_shims.h): while a sampled recording is
+ * on, a new whose bytes do not reach the thread's countdown, or a delete of a
+ * block the live map's filter has never seen, records nothing and skips the
+ * hooked half. Unlike malloc's, the real operator runs under the guard
+ * (RH_GUARD_CALL): it allocates through malloc (a wrapped call in a static
+ * libstdc++, the interposed one with a shared libstdc++), and that inner call
+ * must neither draw on the countdown again nor be recorded as a malloc. The
+ * cleanup releases the guard also when the real operator throws. */
+static inline void rh_cxx_pass_end(int *unused)
+{
+    (void)unused;
+    rh_hook_end();
+}
+#define RH_CXX_PASS_BEGIN()                                                                        \
+    rh_guard = RH_GUARD_CALL;                                                                      \
+    rh_barrier();                                                                                  \
+    int rh_pass_open __attribute__((cleanup(rh_cxx_pass_end), unused)) = 1
+
 /* Calls the real operator SYM(args), or the fallback when libstdc++ is absent. */
 #define RH_REAL_NEW(SYM, ALIGN, NOTHROW, ...)                                                      \
     (rh_likely(__real_##SYM != NULL) ? __real_##SYM(__VA_ARGS__)                                   \
@@ -93,8 +116,18 @@ static void *__attribute__((noinline)) rh_cxx_new_fallback(size_t n, size_t alig
         rh_alloc_done(KIND, p, n, fp); /* keeps errno */                                           \
         return p;                                                                                  \
     }                                                                                              \
+    RH_HOOKED void *rh_pass_##SYM(RH_UNPAREN PARAMS)                                               \
+    {                                                                                              \
+        RH_CXX_PASS_BEGIN();                                                                       \
+        return RH_REAL_NEW(SYM, ALIGN, NOTHROW, RH_UNPAREN ARGS);                                  \
+    }                                                                                              \
     RH_WRAP void *__wrap_##SYM(RH_UNPAREN PARAMS)                                                  \
     {                                                                                              \
+        int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);                                      \
+        if (rh_likely(s == RH_OFF))                                                                \
+            return RH_REAL_NEW(SYM, ALIGN, NOTHROW, RH_UNPAREN ARGS);                              \
+        if (rh_fast_unsampled_alloc(s, n))                                                         \
+            return rh_pass_##SYM(RH_UNPAREN ARGS);                                                 \
         if (!rh_hook_begin())                                                                      \
             return RH_REAL_NEW(SYM, ALIGN, NOTHROW, RH_UNPAREN ARGS);                              \
         return rh_hooked_##SYM(RH_FP(), RH_UNPAREN ARGS);                                          \
@@ -130,8 +163,22 @@ RH_NEW_SHIM(_ZnamSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW_ARRAY, al, 1,
         RH_REAL_DELETE(SYM, RH_UNPAREN ARGS);                                                      \
         rh_hook_end();                                                                             \
     }                                                                                              \
+    RH_HOOKED void rh_pass_##SYM(RH_UNPAREN PARAMS)                                                \
+    {                                                                                              \
+        RH_CXX_PASS_BEGIN();                                                                       \
+        RH_REAL_DELETE(SYM, RH_UNPAREN ARGS);                                                      \
+    }                                                                                              \
     RH_WRAP void __wrap_##SYM(RH_UNPAREN PARAMS)                                                   \
     {                                                                                              \
+        int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);                                      \
+        if (rh_likely(s == RH_OFF)) {                                                              \
+            RH_REAL_DELETE(SYM, RH_UNPAREN ARGS);                                                  \
+            return;                                                                                \
+        }                                                                                          \
+        if (rh_fast_unsampled_free(s, p) && !rh_guard) {                                           \
+            rh_pass_##SYM(RH_UNPAREN ARGS);                                                        \
+            return;                                                                                \
+        }                                                                                          \
         if (p == NULL || !rh_hook_begin()) {                                                       \
             RH_REAL_DELETE(SYM, RH_UNPAREN ARGS);                                                  \
             return;                                                                                \

@@ -3,7 +3,9 @@
 # README "Performance", "Sampling").
 #
 #   sh tests/bench/sample_bench.sh [--build DIR] [--out DIR] [--runs N]
-#                                  [--lua-n N] [--scale N] [--bytes N] [--no-lua]
+#                                  [--lua-n N] [--scale N] [--bytes N]
+#                                  [--accuracy-n 'N...'] [--no-lua]
+#                                  [--callgrind [N]]
 #
 # Part 1, Lua 5.4 (Debian source, tests/e2e/fetch_source.sh) running
 # alloc.lua (default 300000), built three ways: "user" with
@@ -18,23 +20,36 @@
 # and the load average before and after.
 #
 # Part 2, the scale workload (wl_scale.c, 4 threads, default 10 M
-# allocations, RHEAPER_SCOPE=program as scale.sh records it): one full and one
-# sampled recording (RHEAPER_SAMPLE_BYTES=N, seed 1), both converted; for the
-# top 10 call sites of the full profile by bytes, `rheaper top --csv` of
-# both side by side, with each estimate's error. The bar: every one within
-# 10 %; a miss prints "FAIL:" (results are checked, timings never).
+# allocations, RHEAPER_SCOPE=program as scale.sh records it): one full
+# recording and one sampled recording per N (RHEAPER_SAMPLE_BYTES=N, seed 1:
+# --bytes N, the bar's, then each N of --accuracy-n, default "65536 8192", so
+# the error can be seen to fall with N), all converted; for the top 10 call
+# sites of the full profile by bytes, `rheaper top --csv` of the full and the
+# sampled profile side by side, with each estimate's error, the expected
+# number of samples and the standard error at that N (from the full
+# profile's blocks). The bar: every one within 10 % at --bytes N; a miss
+# prints "FAIL:" (results are checked, timings never). A site whose expected
+# samples are few (its bytes are a fraction of N) cannot meet it, whatever
+# the sampler: the table shows why.
 #
 # --callgrind [N]: instead of timing, counts the instructions (Ir) of one run
 # of each variant with valgrind --tool=callgrind on alloc.lua N (default
-# 100000): exact and immune to the machine's load, so the cost of the shims'
-# paths (off, unsampled, recorded) shows without noise. Prints each variant's
-# Ir and its ratio to plain and to user; skips part 2.
+# 300000, the timed run: 5.55 M allocator calls, about a minute per variant
+# under valgrind): exact and immune to the machine's load, so the cost of the
+# shims' paths (off, unsampled, recorded) shows without noise. Each variant
+# also runs alloc.lua 1, whose Ir over plain's is the fixed cost (the
+# runtime's start-up and exit, plus Lua's own few thousand start-up calls);
+# the rest, divided by the allocator calls the program makes (counted from
+# the off run's calls into the __wrap_ shims), is the cost per call. Prints
+# each variant's Ir, its ratio to plain and to user, the fixed cost, the
+# cost per call and the ratio without the fixed cost; keeps the callgrind
+# outputs (cg-VARIANT-N.out) for callgrind_annotate; skips part 2.
 #
 # On a quiet machine: sh tests/bench/sample_bench.sh --runs 9
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=$root/build out= runs=7 luan=300000 scale=10000000 bytes=524288 lua=1 cg=0 cgn=100000
+build=$root/build out= runs=7 accn='65536 8192' luan=300000 scale=10000000 bytes=524288 lua=1 cg=0 cgn=300000
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -43,10 +58,11 @@ while [ $# -gt 0 ]; do
     --lua-n) luan=$2; shift 2 ;;
     --scale) scale=$2; shift 2 ;;
     --bytes) bytes=$2; shift 2 ;;
+    --accuracy-n) accn=$2; shift 2 ;;
     --no-lua) lua=0; shift ;;
     --callgrind) cg=1; scale=0; shift
         case ${1-} in [0-9]*) cgn=$1; shift ;; esac ;;
-    *) echo "usage: sample_bench.sh [--build DIR] [--out DIR] [--runs N] [--lua-n N] [--scale N] [--bytes N] [--no-lua] [--callgrind [N]]" >&2
+    *) echo "usage: sample_bench.sh [--build DIR] [--out DIR] [--runs N] [--lua-n N] [--scale N] [--bytes N] [--accuracy-n 'N...'] [--no-lua] [--callgrind [N]]" >&2
        exit 2 ;;
     esac
 done
@@ -96,7 +112,8 @@ if [ "$lua" = 1 ] && sh "$root/tests/e2e/fetch_source.sh" lua5.4 "$out/src" >/de
     variants="user plain off full populate bigchunk bytes rate"
     if [ "$cg" = 1 ]; then
         command -v valgrind >/dev/null || { echo "FAIL: --callgrind needs valgrind"; exit 1; }
-        # cgir VARIANT: the total Ir of one run under callgrind
+        # cgir VARIANT N: the total Ir of one run of alloc.lua N under callgrind
+        # (the output stays in $out/cg-VARIANT-N.out)
         cgir() {
             prog=$out/lua-rh/src/lua vars=
             case $1 in
@@ -106,24 +123,41 @@ if [ "$lua" = 1 ] && sh "$root/tests/e2e/fetch_source.sh" lua5.4 "$out/src" >/de
             bytes) vars="RHEAPER_ENABLE=1 RHEAPER_SAMPLE_BYTES=$bytes RHEAPER_SAMPLE_SEED=1" ;;
             rate) vars="RHEAPER_ENABLE=1 RHEAPER_SAMPLE_RATE=0.01 RHEAPER_SAMPLE_SEED=1" ;;
             esac
-            rm -f "$out/prof"/rip-* "$out/cg.out"
+            f=$out/cg-$1-$2.out
+            rm -f "$out/prof"/rip-* "$f"
             # env before valgrind: valgrind must run the program itself, not env
             env $vars RHEAPER_PROFILE_DIR="$out/prof" valgrind --tool=callgrind \
-                --callgrind-out-file="$out/cg.out" "$prog" "$here/alloc.lua" "$cgn" \
+                --callgrind-out-file="$f" "$prog" "$here/alloc.lua" "$2" \
                 >/dev/null 2>"$out/cg.err" || { echo "FAIL: callgrind ($1); see $out/cg.err" >&2; return 1; }
-            awk '/^summary:/ {print $2}' "$out/cg.out"
+            awk '/^summary:/ {print $2}' "$f"
         }
-        echo "callgrind: alloc.lua $cgn, instructions (Ir) of one run each"
-        echo
-        echo "| variant | Ir | Ir / plain | Ir / user |"
-        echo "|---|--:|--:|--:|"
-        ir_user=$(cgir user) ir_plain=$(cgir plain)
+        # cgcalls FILE: the calls into __wrap_ shims a callgrind output counts
+        # (names are compressed: "(id) name" the first time, "(id)" after)
+        cgcalls() {
+            awk '/^c?fn=\(/ { id = $1; sub(/^c?fn=/, "", id); if (NF > 1) name[id] = $2 }
+                 /^cfn=\(/ { cur = $1; sub(/^cfn=/, "", cur) }
+                 /^calls=/ { if (name[cur] ~ /^__wrap_/) { c = $1; sub(/^calls=/, "", c); n += c } }
+                 END { print n + 0 }' "$1"
+        }
+        echo "callgrind: alloc.lua $cgn, instructions (Ir) of one run each; fixed cost from alloc.lua 1"
         for v in user plain off bytes rate full; do
-            case $v in user) ir=$ir_user ;; plain) ir=$ir_plain ;; *) ir=$(cgir $v) ;; esac
-            echo "$v $ir $ir_plain $ir_user" | awk '{printf "| %s | %d | %.4f | %.4f |\n", $1, $2, $2 / $3, $2 / $4}'
+            echo "$v $(cgir $v "$cgn") $(cgir $v 1)" >>"$out/cg.txt.new"
         done
+        mv "$out/cg.txt.new" "$out/cg.txt"
+        calls=$(($(cgcalls "$out/cg-off-$cgn.out") - $(cgcalls "$out/cg-off-1.out")))
+        echo "allocator calls the program makes (alloc.lua $cgn minus alloc.lua 1): $calls"
+        echo
+        echo "| variant | Ir | Ir / plain | Ir / user | fixed Ir over plain | Ir per call over plain | Ir / plain without fixed |"
+        echo "|---|--:|--:|--:|--:|--:|--:|"
+        awk -v calls="$calls" '{ ir[$1] = $2; ir1[$1] = $3; v[NR] = $1 }
+            END { pl = ir["plain"] - ir1["plain"]
+                  for (i = 1; i <= NR; i++) { k = v[i]; d = ir[k] - ir1[k]
+                      printf "| %s | %.0f | %.4f | %.4f | %.0f | %.1f | %.4f |\n", k, ir[k],
+                          ir[k] / ir["plain"], ir[k] / ir["user"], ir1[k] - ir1["plain"],
+                          (d - pl) / calls, d / pl } }' "$out/cg.txt"
         echo
         echo "bytes: RHEAPER_SAMPLE_BYTES=$bytes; rate: RHEAPER_SAMPLE_RATE=0.01 (both seed 1)"
+        echo "per function: callgrind_annotate --inclusive=yes $out/cg-VARIANT-$cgn.out"
         exit 0
     fi
     echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -158,9 +192,11 @@ fi
 # ---- part 2: the scale workload's top 10 sites --------------------------------
 if [ "$scale" -gt 0 ]; then
     "$bin/rheaper-cc" -O2 -pthread -o "$out/wl_scale.rh" "$here/wl_scale.c"
-    for m in full sampled; do
+    # record NAME [VAR=VALUE...]: one recording of wl_scale into scale-NAME,
+    # converted, with `rheaper top --csv` of it in top.csv
+    record() {
+        m=$1; shift
         rm -rf "$out/scale-$m" && mkdir -p "$out/scale-$m"
-        if [ $m = full ]; then set --; else set -- RHEAPER_SAMPLE_BYTES="$bytes" RHEAPER_SAMPLE_SEED=1; fi
         (cd "$out/scale-$m" && env RH_EXPECT_FILE=/dev/null RHEAPER_ENABLE=1 RHEAPER_SCOPE=program \
             RHEAPER_PROFILE_DIR="$out/scale-$m" "$@" "$out/wl_scale.rh" "$scale" 4 2>record.err) ||
             { echo "FAIL: wl_scale ($m)"; exit 1; }
@@ -171,30 +207,51 @@ if [ "$scale" -gt 0 ]; then
             RHEAPER_QUIET_NOTICES=1 "$bin/rheaper" top "$out/scale-$m/p.db" --csv \
                 >"$out/scale-$m/top.csv" || { echo "FAIL: rheaper top ($m)"; exit 1; }
         ls -l "$out/scale-$m"/rip-* | awk -v m=$m '{printf "%s profile: %.1f MB\n", m, $5 / 1e6}'
+    }
+    record full
+    for n in $bytes $accn; do record "n$n" RHEAPER_SAMPLE_BYTES="$n" RHEAPER_SAMPLE_SEED=1; done
+    # Each site's sampling statistics at each N, from the full profile's blocks
+    # (one pass): a block of s bytes is sampled with p = 1 - exp(-s/N) and
+    # weighed 1/p, so the site's expected number of samples is sum(p) and its
+    # estimate's variance sum(s^2 (1 - p) / p); printed as the relative
+    # standard error sqrt(var) / bytes. sd.csv lines: N,sym,line,samples,sd
+    sep= sel=
+    for n in $bytes $accn; do
+        sel="$sel$sep sum(1.0 - exp(-a.size / $n.0)),
+             sqrt(sum(a.size * a.size * (1.0 / (1.0 - exp(-a.size / $n.0)) - 1.0))) / sum(a.size)"
+        sep=,
     done
-    # each site's relative standard error at this N, from the full profile:
-    # var = sum over its blocks of size^2 (1 - p) / p, p = 1 - exp(-size/N)
     sqlite3 -separator , "$out/scale-full/p.db" "
-        SELECT b.sym, b.line, sqrt(sum(a.size * a.size * (1.0 / (1.0 - exp(-a.size / $bytes.0)) - 1.0)))
-               / sum(a.size)
-        FROM alloc_rows a JOIN stacks s ON s.id = a.bt
+        SELECT b.sym, b.line, $sel FROM alloc_rows a JOIN stacks s ON s.id = a.bt
         JOIN backtraces b ON b.id = a.bt AND b.frame_no = s.callsite
-        GROUP BY b.sym, b.line" >"$out/scale-full/sd.csv"
-    echo
-    echo "wl_scale $scale allocations, 4 threads: top 10 call sites by bytes, full vs RHEAPER_SAMPLE_BYTES=$bytes"
-    echo "(sd: the estimate's relative standard error at this N, from the full profile's blocks)"
-    echo
-    echo "| function | location | full bytes | estimated | error | sd |"
-    echo "|---|---|--:|--:|--:|--:|"
-    # top.csv: function,location,count,bytes,... with a header line
-    awk -F, 'FILENAME ~ /sd.csv$/ { sd[$1 "," $2] = $3; next }
-             FILENAME ~ /sampled/ { if (FNR > 1) est[$1 "," $2] = $4; next }
-             FNR > 1 && n < 10 { n++; k = $1 "," $2; e = (k in est) ? est[k] : 0
-               line = $2; sub(/.*:/, "", line)
+        GROUP BY b.sym, b.line" |
+        awk -F, -v ns="$bytes $accn" '{ k = split(ns, n, " ")
+            for (i = 1; i <= k; i++) printf "%s,%s,%s,%s,%s\n", n[i], $1, $2, $(1 + 2 * i), $(2 + 2 * i) }' \
+        >"$out/scale-full/sd.csv"
+    for n in $bytes $accn; do
+        echo
+        echo "wl_scale $scale allocations, 4 threads: top 10 call sites by bytes, full vs RHEAPER_SAMPLE_BYTES=$n (seed 1)"
+        echo "(samples: the expected number of sampled blocks; sd: the estimate's relative standard error;"
+        echo " both from the full profile's blocks at this N)"
+        echo
+        echo "| function | location | full bytes | estimated | error | samples | sd | error / sd |"
+        echo "|---|---|--:|--:|--:|--:|--:|--:|"
+        # top.csv: function,location,count,bytes,... with a header line
+        awk -F, -v n="$n" -v bar=$([ "$n" = "$bytes" ] && echo 1 || echo 0) '
+             FILENAME ~ /sd.csv$/ { if ($1 == n) { ns[$2 "," $3] = $4; sd[$2 "," $3] = $5 }; next }
+             FILENAME ~ /scale-n/ { if (FNR > 1) est[$1 "," $2] = $4; next }
+             FNR > 1 && k < 10 { k++; key = $1 "," $2; e = (key in est) ? est[key] : 0
+               line = $2; sub(/.*:/, "", line); s = $1 "," line
                d = (e - $4) / $4 * 100; a = d < 0 ? -d : d; if (a > worst) worst = a
-               printf "| %s | %s | %d | %d | %+.2f %% | %.1f %% |\n", $1, $2, $4, e, d, 100 * sd[$1 "," line] }
-             END { printf "\nlargest error %.2f %% (bar: 10 %%)\n", worst; exit worst > 10 }' \
-        "$out/scale-full/sd.csv" "$out/scale-sampled/top.csv" "$out/scale-full/top.csv" ||
-        { echo "FAIL: an estimate is off by more than 10 %"; status=1; }
+               if (a <= 10) ok++
+               z = sd[s] > 0 ? d / (100 * sd[s]) : 0
+               printf "| %s | %s | %d | %d | %+.2f %% | %.1f | %.1f %% | %+.1f |\n",
+                   $1, $2, $4, e, d, ns[s], 100 * sd[s], z }
+             END { printf "\n%d of %d within 10 %%, largest error %.2f %%", ok, k, worst
+                   if (bar) printf " (bar, at this N: all within 10 %%)"
+                   printf "\n"; exit bar && worst > 10 }' \
+            "$out/scale-full/sd.csv" "$out/scale-n$n/top.csv" "$out/scale-full/top.csv" ||
+            { echo "FAIL: an estimate is off by more than 10 % at N = $n"; status=1; }
+    done
 fi
 exit $status

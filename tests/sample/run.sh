@@ -35,9 +35,10 @@ site() {
        and b.frame_no = 0 where b.sym = '$1'"
 }
 
+PROG=smp_known
 record() {
-    env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$WORK" "$@" "$H/smp_known" >out 2>err ||
-        fail "smp_known failed"
+    env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$WORK" "$@" "$H/$PROG" >out 2>err ||
+        fail "$PROG failed"
     set -- rip-*
     [ -f "$1" ] || fail "no profile written"
     "$BIN/rheaper-convert" "$1" p.db 2>conv.err || fail "conversion failed"
@@ -120,6 +121,32 @@ full)
     [ "$(site site_small count)" = "$(truth site_small 3)" ] || fail "site_small count"
     [ "$(site site_medium leaked_bytes)" = "$(truth site_medium 6)" ] || fail "site_medium live"
     echo "ok: full profile exact, weight 1.0"
+    ;;
+cxx-static | cxx-shared)
+    # operator new and delete take the unsampled fast path too (shims_cxx.c):
+    # the real operator's inner malloc must not be sampled again or recorded
+    PROG=smp_cxx_${CASE#cxx-}
+    record RHEAPER_SAMPLE_BYTES=4096 RHEAPER_SAMPLE_SEED=42
+    # new_small: 9.6 MB in 48-byte objects, ~2300 samples; live 0.96 MB, ~230
+    within "$(site new_small bytes)" "$(truth new_small 4)" 10 "new_small bytes"
+    within "$(site new_small count)" "$(truth new_small 3)" 10 "new_small objects"
+    within "$(site new_small leaked_bytes)" "$(truth new_small 6)" 25 "new_small live bytes"
+    # new_array: 16 MB in 4 KiB arrays, ~4000 samples, all deleted
+    within "$(site new_array bytes)" "$(truth new_array 4)" 10 "new_array bytes"
+    [ "$(site new_array leaked_bytes)" = 0 ] || fail "new_array live bytes $(site new_array leaked_bytes)"
+    # new_big: 1 MiB arrays are always sampled: exact
+    [ "$(site new_big count)" = "$(truth new_big 3)" ] || fail "new_big count $(site new_big count)"
+    [ "$(site new_big leaked_bytes)" = "$(truth new_big 6)" ] ||
+        fail "new_big live bytes $(site new_big leaked_bytes)"
+    echo "ok: new_big exact"
+    # every sampled block of the three sites is one row of kind new or new[]:
+    # none of kind malloc anywhere below them (the real operator's own malloc,
+    # sampled again, would be one, with operator new as frame 0)
+    k=$(q "select group_concat(distinct a.kind) from allocations a where a.bt in
+           (select id from backtraces where sym in ('new_small', 'new_array', 'new_big'))")
+    case ",$k," in *,malloc,*) fail "rows of kind malloc under the new sites: $k" ;; esac
+    echo "ok: kinds $k"
+    check_no_unsampled_frees 40000
     ;;
 *)
     fail "unknown case"
