@@ -23,8 +23,10 @@
  * The work walks down a call chain of DEPTH..DEPTH+7 frames, choosing one of
  * four functions at every level from a random stream, so nearly every sample
  * sees a stack never seen before (the handler's costliest path: a STACK
- * record besides the sample), and at the bottom does arithmetic and a
- * malloc + memset + free (libc's frames: no frame pointers, CFI to walk out).
+ * record besides the sample), and at the bottom does arithmetic and a memset
+ * (libc's frames: no frame pointers, CFI to walk out); every 8th chain is
+ * followed by a malloc + memset + free from one call site (with the heap
+ * recorded, one stack for all).
  *
  * With --own SIG the program installs its own empty handler for signal SIG
  * and sends SIG instead: the cost of the signal alone, to set beside the cost
@@ -92,20 +94,16 @@ static __attribute__((noinline)) void send_self(void)
     self_sent++;
 }
 
-/* The bottom of a chain: arithmetic, then one block from libc's malloc
- * (kept alive through sink so the pair is not optimised away). */
+static char scratch[2048];
+
+/* The bottom of a chain: arithmetic, then libc's memset (no frame pointer). */
 static __attribute__((noinline)) uint64_t leaf(uint64_t x)
 {
     for (int i = 0; i < 200; i++)
         x = x * 6364136223846793005ull + 1442695040888963407ull + (x >> 29);
     size_t n = 64 + (x & 1023);
-    char *p = malloc(n);
-    if (p) {
-        memset(p, (int)x, n);
-        x += (uint64_t)p[n / 2];
-        sink = (uint64_t)(uintptr_t)p;
-        free(p);
-    }
+    memset(scratch, (int)x, n);
+    x += (uint64_t)scratch[n / 2];
     if (self_on && --self_left <= 0) {
         self_left = self_every;
         send_self();
@@ -139,6 +137,32 @@ static __attribute__((noinline)) uint64_t down(int d, uint64_t x)
     case 2: return lv2(d, x);
     default: return lv3(d, x);
     }
+}
+
+/* One block from malloc, used and freed, at one call site: with the heap
+ * recorded, one stack for all of them (a block per chain, each with a new
+ * stack, would fill the stack table and the profile). */
+static __attribute__((noinline)) uint64_t churn(uint64_t x)
+{
+    size_t n = 64 + (x & 1023);
+    char *p = malloc(n);
+    if (p) {
+        memset(p, (int)x, n);
+        x += (uint64_t)p[n / 2];
+        sink = (uint64_t)(uintptr_t)p;
+        free(p);
+    }
+    return x;
+}
+
+/* One unit of work: a chain of DEPTH..DEPTH+7 levels, and every 8th unit a
+ * malloc and free. */
+static inline uint64_t unit(long w, long depth, uint64_t x)
+{
+    x += down((int)(depth + (next() & 7)), x);
+    if ((w & 7) == 0)
+        x = churn(x);
+    return x;
 }
 
 static uint64_t cpu_ns(void)
@@ -233,7 +257,7 @@ int main(int argc, char **argv)
     uint64_t x = 1, on_cpu = 0, off_cpu = 0, on_wall = 0;
     /* one unmeasured block first: page faults, caches, the first stacks */
     for (long w = 0; w < work; w++)
-        x += down((int)(depth + (next() & 7)), x);
+        x = unit(w, depth, x);
     for (long p = 0; p < pairs; p++) {
         uint64_t c[2];
         for (int half = 0; half < 2; half++) {
@@ -244,7 +268,7 @@ int main(int argc, char **argv)
                 arm(t, ns);
             uint64_t w0 = wall_ns(), c0 = cpu_ns();
             for (long w = 0; w < work; w++)
-                x += down((int)(depth + (next() & 7)), x);
+                x = unit(w, depth, x);
             uint64_t c1 = cpu_ns(), w1 = wall_ns();
             if (on) {
                 if (self_every)
