@@ -48,9 +48,11 @@
 # whole runs, and only the paired blocks of part 2 cancel most of that.
 #
 # --callgrind [N]: instead, counts instructions (Ir) with valgrind's callgrind
-# on alloc.lua N (default 30000): no sampling, 99 Hz and 999 Hz, heap off
-# and on, one run each (counts are exact and immune to the load). Prints Ir,
-# the ratio to no sampling, the signals taken and Ir per signal. Under
+# on alloc.lua N (default 30000): no sampling, 1 Hz (sampling set up, almost
+# no samples: the fixed cost), 99 Hz and 999 Hz, heap off and on, one run
+# each (counts are immune to the load; Lua's own run-to-run spread is about
+# 0.2 %: its string hash seed depends on addresses). Prints Ir, the ratio to
+# no sampling, the signals taken and Ir per signal. Under
 # valgrind the program runs ~50 times slower, so its CPU clock takes far more
 # samples per instruction than natively: the ratio is a generous bound. The
 # kernel's delivery of the signal is not counted (user space only).
@@ -100,9 +102,11 @@ rm -rf "$work" && mkdir -p "$work"
 envof() {
     case $1 in
     off) echo "RHEAPER_ENABLE=0" ;;
+    off-c1) echo "RHEAPER_ENABLE=1 RHEAPER_HEAP=0 RHEAPER_CPU_HZ=1" ;;
     off-c99) echo "RHEAPER_ENABLE=1 RHEAPER_HEAP=0 RHEAPER_CPU_HZ=99" ;;
     off-c999) echo "RHEAPER_ENABLE=1 RHEAPER_HEAP=0 RHEAPER_CPU_HZ=999" ;;
     heap) echo "RHEAPER_ENABLE=1" ;;
+    heap-c1) echo "RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=1" ;;
     heap-c99) echo "RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=99" ;;
     heap-c999) echo "RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=999" ;;
     # part 2: rheaper's handler installed (1 Hz of its own), heap off or on
@@ -130,7 +134,7 @@ if [ "$cg" = 1 ]; then
         echo "| variant | Ir | ratio to its baseline | signals taken (written + dropped) | Ir per signal |"
         echo "|---|---|---|---|---|"
     } > "$res"
-    for v in off off-c99 off-c999 heap heap-c99 heap-c999; do
+    for v in off off-c1 off-c99 off-c999 heap heap-c1 heap-c99 heap-c999; do
         d=$work/cg-$v
         mkdir -p "$d"
         # shellcheck disable=SC2046 # the variant's assignments are words
