@@ -52,7 +52,8 @@
 # no samples: the fixed cost), 99 Hz and 999 Hz, heap off and on, one run
 # each (counts are immune to the load; Lua's own run-to-run spread is about
 # 0.2 %: its string hash seed depends on addresses). Prints Ir, the ratio to
-# no sampling, the signals taken and Ir per signal. Under
+# no sampling, the signals taken, and the handler's own Ir (inclusive, from
+# callgrind_annotate) in all, per signal and as a share of the run. Under
 # valgrind the program runs ~50 times slower, so its CPU clock takes far more
 # samples per instruction than natively: the ratio is a generous bound. The
 # kernel's delivery of the signal is not counted (user space only).
@@ -97,7 +98,9 @@ if [ ! -x "$cost" ] || [ "$here/cpu_cost.c" -nt "$cost" ] || [ "$build/lib/librh
         { echo "FAIL: building cpu_cost" >&2; exit 1; }
 fi
 
+# the timing run and the callgrind run keep their results apart
 work=$out/cpu-bench
+[ "$cg" = 1 ] && work=$out/cpu-bench-cg
 rm -rf "$work" && mkdir -p "$work"
 envof() {
     case $1 in
@@ -131,8 +134,8 @@ if [ "$cg" = 1 ]; then
     {
         echo "# CPU sampling under callgrind: alloc.lua $cgn, one run each (Ir: user-space instructions)"
         echo
-        echo "| variant | Ir | ratio to its baseline | signals taken (written + dropped) | Ir per signal |"
-        echo "|---|---|---|---|---|"
+        echo "| variant | Ir | ratio to its baseline | signals taken (written + dropped) | handler's Ir (inclusive) | per signal | share of the run |"
+        echo "|---|---|---|---|---|---|---|"
     } > "$res"
     for v in off off-c1 off-c99 off-c999 heap heap-c1 heap-c99 heap-c999; do
         d=$work/cg-$v
@@ -142,10 +145,10 @@ if [ "$cg" = 1 ]; then
             --callgrind-out-file="$d/cg.out" "$lua" "$here/alloc.lua" "$cgn" >/dev/null 2>"$d/err") ||
             { echo "FAIL: callgrind $v; see $d/err" >&2; exit 1; }
         ir=$(awk '/^summary:/ { print $2 }' "$d/cg.out")
+        echo "$ir" > "$d/ir"
         case $v in off*) b=off ;; *) b=heap ;; esac
         bir=$(cat "$work/cg-$b/ir")
-        echo "$ir" > "$d/ir"
-        s=- per=-
+        s=- h=- per=- share=-
         case $v in
         *-c*)
             set -- "$d"/rip-*
@@ -153,10 +156,15 @@ if [ "$cg" = 1 ]; then
 $(sigs "$1")
 EOF
             s=$((wr + dr))
-            per=$(awk -v a="$ir" -v b="$bir" -v s="$s" 'BEGIN { printf "%.0f", (a - b) / s }') ;;
+            # the handler's own instructions, callees included: exact, where
+            # the difference of two runs' totals is within Lua's spread
+            h=$(callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$d/cg.out" 2>/dev/null |
+                awk '/:rh_cpu_handler / { gsub(",", "", $1); if ($1 + 0 > m) m = $1 + 0 } END { print m + 0 }')
+            per=$(awk -v h="$h" -v s="$s" 'BEGIN { printf "%.0f", s ? h / s : 0 }')
+            share=$(awk -v h="$h" -v a="$ir" 'BEGIN { printf "%.3f %%", 100 * h / a }') ;;
         esac
         ratio=$(awk -v a="$ir" -v b="$bir" 'BEGIN { printf "%.4f", a / b }')
-        echo "| $v | $ir | $ratio | $s | $per |" >> "$res"
+        echo "| $v | $ir | $ratio | $s | $h | $per | $share |" >> "$res"
     done
     echo >> "$res"
     echo "load average before: $load0 (does not affect the counts)" >> "$res"
