@@ -108,6 +108,11 @@ static inline void rh_cpu_drop(void)
 #define RH_CPU_RECORD (1 + 10 + 1 + 1 + 10)
 /* A STACK record's fixed part (as rh_record.c). */
 #define RH_CPU_STACK_FIXED (1 + 3 * 10)
+/* Frames the walk keeps on the handler's stack (1 KiB), so that a new stack
+ * is encoded without walking it again; deeper stacks (RHEAPER_MAX_STACK_DEPTH
+ * above the default 64) are walked twice. Frame 0 is the interrupted
+ * instruction, so nearly every sample's stack is new. */
+#define RH_CPU_KEEP_FRAMES 128
 
 /* Writes one sample of the interrupted state (ip, sp, bp) into the calling
  * thread's chunk. The guard is set, the thread was outside the runtime. */
@@ -136,7 +141,9 @@ static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned ove
     }
     struct rh_writer *w = &s->w;
     struct rh_walk wk;
-    rh_stack_walk_regs(ip, sp, bp, RIP_KIND_CPU, w->stacks->max_depth, &wk);
+    uintptr_t pcs[RH_CPU_KEEP_FRAMES];
+    rh_stack_walk_regs(ip, sp, bp, RIP_KIND_CPU, w->stacks->max_depth, &wk, pcs,
+                       RH_CPU_KEEP_FRAMES);
     uint32_t id = rh_stack_home_id(w->stacks, wk.hash);
     if (!id) {
         int is_new;
@@ -155,7 +162,10 @@ static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned ove
             q = rip_put_varint(q, id);
             q = rip_put_varint(q, RIP_KIND_CPU);
             q = rip_put_varint(q, ((uint64_t)wk.nframes << 1) | wk.cut);
-            q = rh_stack_encode_regs(ip, sp, bp, wk.nframes, q);
+            if (wk.nframes <= RH_CPU_KEEP_FRAMES) /* nearly every sample's stack is new */
+                q = rh_stack_encode_list(pcs, wk.nframes, q);
+            else
+                q = rh_stack_encode_regs(ip, sp, bp, wk.nframes, q);
             w->pos = q;
             rh_writer_commit(w);
         }

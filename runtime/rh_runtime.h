@@ -1039,11 +1039,17 @@ RH_HIDDEN void rh_cpu_fork(int phase);
 
 /* rh_stack.c: the walk of a CPU sample from the interrupted registers (ip is
  * frame 0, recorded as ip + 1 like a return address). Same contract as
- * rh_stack_walk / rh_stack_encode; async-signal-safe. */
+ * rh_stack_walk / rh_stack_encode; async-signal-safe. The walk also keeps
+ * its first cap frames in pcs (may be NULL): when they are all of them
+ * (nframes <= cap), rh_stack_encode_list encodes a new stack from pcs, with
+ * no second walk. */
 RH_HIDDEN void rh_stack_walk_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned kind,
-                                  unsigned max, struct rh_walk *w);
+                                  unsigned max, struct rh_walk *w, uintptr_t *pcs, uint32_t cap);
 RH_HIDDEN uint8_t *rh_stack_encode_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp,
                                         uint32_t nframes, uint8_t *p);
+/* The n frames pcs as a STACK record's frame list (what rh_stack_encode_regs
+ * writes for the same frames). */
+RH_HIDDEN uint8_t *rh_stack_encode_list(const uintptr_t *pcs, uint32_t n, uint8_t *p);
 
 /* ---- rh_pool.c: named kinds, client requests, user allocator families ---- */
 

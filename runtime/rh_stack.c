@@ -153,6 +153,8 @@ struct rh_ws {
     uint32_t n, max, cut;
     uint8_t *enc;  /* rh_stack_encode: frames go here as svarint deltas */
     uint64_t prev; /* the encoder's previous frame */
+    uintptr_t *pcs; /* rh_stack_walk_regs: frames kept here too, while n < cap */
+    uint32_t cap;
 };
 
 /* Takes frame pc: 0 when the depth limit stops the walk (cut set). */
@@ -163,6 +165,8 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
         return 0;
     }
     s->h = rh_walk_step(s->h, pc);
+    if (s->pcs && s->n < s->cap)
+        s->pcs[s->n] = pc;
     s->n++;
     if (s->enc) {
         s->enc = rip_put_varint(s->enc, rip_zigzag((int64_t)(pc - s->prev)));
@@ -221,7 +225,9 @@ static void rh_ws_run(struct rh_ws *s, uintptr_t pc, uintptr_t rsp, uintptr_t rb
     int prev_fp = 1;
     for (;;) {
 #if RH_UNWIND_CFI
-        uint64_t info = rh_unwind_lookup(pc);
+        /* frame-pointer code answers from the one-word set (as the inline
+         * walk does) without the rule cache's probe and store */
+        uint64_t info = rh_unwind_fp_frame(pc) ? (uint64_t)RH_UW_FP : rh_unwind_lookup(pc);
         int kind = (int)(info & 0xff);
         struct rh_unwind_rule r = {kind, (int32_t)(uint32_t)(info >> 8),
                                    (int16_t)(uint16_t)(info >> 40)};
@@ -326,7 +332,7 @@ void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t l
                         unsigned max, uint64_t h, uint32_t n, struct rh_walk_rest *o)
 {
     int e = errno; /* a rule-cache miss may look at modules */
-    struct rh_ws s = {lo, hi, h, n, max, 0, NULL, 0};
+    struct rh_ws s = {lo, hi, h, n, max, 0, NULL, 0, NULL, 0};
     rh_ws_run(&s, ret, rsp, rbp);
     rh_ws_result(&s, o);
     errno = e;
@@ -347,7 +353,7 @@ void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_re
 {
     int e = errno;
     const uintptr_t *f = (const uintptr_t *)fp;
-    struct rh_ws s = {0, 0, h, 1, max, 0, NULL, 0};
+    struct rh_ws s = {0, 0, h, 1, max, 0, NULL, 0, NULL, 0};
     if (rh_ws_start(&s, fp))
         rh_ws_run(&s, f[1], fp + 16, f[0]);
     else
@@ -365,7 +371,7 @@ uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p)
 {
     int e = errno;
     const uintptr_t *f = (const uintptr_t *)fp;
-    struct rh_ws s = {0, 0, 0, 1, nframes, 0, p, 0};
+    struct rh_ws s = {0, 0, 0, 1, nframes, 0, p, 0, NULL, 0};
     p = rip_put_varint(p, rip_zigzag((int64_t)f[1]));
     s.enc = p;
     s.prev = f[1];
@@ -439,11 +445,13 @@ static void rh_ws_regs(struct rh_ws *s, uintptr_t ip, uintptr_t sp, uintptr_t bp
 }
 
 void rh_stack_walk_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned kind, unsigned max,
-                        struct rh_walk *w)
+                        struct rh_walk *w, uintptr_t *pcs, uint32_t cap)
 {
     int e = errno;
     uint64_t h = rh_walk_step(rh_walk_step(0x52484541505249ull, kind), ip + 1);
-    struct rh_ws s = {0, 0, h, 1, max ? max : 1, 0, NULL, 0};
+    struct rh_ws s = {0, 0, h, 1, max ? max : 1, 0, NULL, 0, pcs, cap};
+    if (pcs && cap)
+        pcs[0] = ip + 1;
     if (max > 1)
         rh_ws_regs(&s, ip, sp, bp);
     h = rh_walk_fmix(rh_walk_step(s.h, ((uint64_t)s.n << 1) | s.cut));
@@ -457,7 +465,7 @@ uint8_t *rh_stack_encode_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, uint32_t
                               uint8_t *p)
 {
     int e = errno;
-    struct rh_ws s = {0, 0, 0, 1, nframes, 0, NULL, 0};
+    struct rh_ws s = {0, 0, 0, 1, nframes, 0, NULL, 0, NULL, 0};
     p = rip_put_varint(p, rip_zigzag((int64_t)(ip + 1)));
     s.enc = p;
     s.prev = ip + 1;
@@ -465,4 +473,14 @@ uint8_t *rh_stack_encode_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, uint32_t
         rh_ws_regs(&s, ip, sp, bp);
     errno = e;
     return s.enc;
+}
+
+uint8_t *rh_stack_encode_list(const uintptr_t *pcs, uint32_t n, uint8_t *p)
+{
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        p = rip_put_varint(p, rip_zigzag((int64_t)(pcs[i] - prev)));
+        prev = pcs[i];
+    }
+    return p;
 }

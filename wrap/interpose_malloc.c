@@ -199,8 +199,10 @@ static inline int rh_ip_ready(void)
 #define RH_IP_HOT RH_IP RH_SIBCALLS
 static inline int rh_ip_pass(void)
 {
+    int s;
     return rh_likely(__atomic_load_n(&rh_ip_state, __ATOMIC_ACQUIRE) == 2) &&
-           (__atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_OFF || rh_guard);
+           ((s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED)) == RH_OFF || rh_guard ||
+            s == RH_CPUONLY); /* a CPU-only recording records no heap event */
 }
 
 /* rh_hook_begin for the functions here: also 0 under RHEAPER_SCOPE=program and

@@ -25,7 +25,11 @@
  * free first ask whether the call records anything at all
  * (rh_fast_unsampled_alloc / _free, rh_shims.h): most do not, and pass
  * through before the guard, like tracking off, to the allocator itself
- * (rh_pass_*, skipping the interposed layer of a dynamic link).
+ * (rh_pass_*, skipping the interposed layer of a dynamic link). So does every
+ * call of a CPU-only recording (RH_CPUONLY, RHEAPER_HEAP=0: no heap event is
+ * recorded at all), tested right after RH_OFF: through rh_hook_begin and the
+ * interposed layer it cost Lua's alloc.lua 11 % more instructions, more than
+ * the samples themselves (tests/bench/cpu_bench.sh --callgrind).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -63,7 +67,7 @@ RH_HOOKED_WALK void *rh_malloc_hooked(size_t n, void *fp)
 RH_HOT_SHIM void *__wrap_malloc(size_t n)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_OFF) || rh_fast_unsampled_alloc(s, n))
+    if (rh_likely(s == RH_OFF) || s == RH_CPUONLY || rh_fast_unsampled_alloc(s, n))
         return RH_PASS(malloc)(n);
     if (!rh_hook_begin_leaf())
         return __real_malloc(n);
@@ -136,7 +140,7 @@ RH_HOOKED RH_SIBCALLS void *rh_realloc_hooked(void *p, size_t n, void *fp)
 RH_HOT_SHIM void *__wrap_realloc(void *p, size_t n)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_OFF) ||
+    if (rh_likely(s == RH_OFF) || s == RH_CPUONLY ||
         ((p == NULL || rh_fast_unsampled_free(s, p)) && rh_fast_unsampled_alloc(s, n)))
         return RH_PASS(realloc)(p, n);
     if (!rh_hook_begin_leaf())
@@ -177,7 +181,7 @@ RH_HOOKED void rh_free_hooked(void *p)
 RH_HOT_SHIM void __wrap_free(void *p)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_OFF) || rh_fast_unsampled_free(s, p)) {
+    if (rh_likely(s == RH_OFF) || s == RH_CPUONLY || rh_fast_unsampled_free(s, p)) {
         RH_PASS(free)(p);
         return;
     }

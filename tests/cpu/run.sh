@@ -288,6 +288,38 @@ churn)
     [ "$(q p.db 'select count(*) from cpu_samples')" -gt 0 ] || fail "no sample written"
     [ "$(meta p.db cpu_samples_dropped)" -gt 0 ] || fail "no sample dropped inside the runtime"
     ;;
+cost-count)
+    # tests/bench/cpu_cost.c queues SIGPROF with si_code SI_TIMER to itself
+    # (no timer: an exact count, printed as "sent") while rheaper's handler is
+    # installed: rheaper does not stand aside (the program sets no handler),
+    # and every signal is one sample, walked from the interrupted system call
+    # in libc through send_self and the chain (12 to 19 levels) to main. rheaper's own timer is at 1 Hz of
+    # the thread's CPU time, so it may add a sample elsewhere.
+    for heap in 0 1; do
+        rm -f rip-* p.db
+        env RHEAPER_ENABLE=1 RHEAPER_HEAP=$heap RHEAPER_CPU_HZ=1 RHEAPER_PROFILE_DIR="$WORK" \
+            "$H/cpu_cost" --pairs 6 --work 1000 --self 25 --depth 12 >out 2>err || fail "cpu_cost failed (heap $heap)"
+        grep -q "stands aside" err && fail "rheaper stood aside (heap $heap)"
+        set -- $(cat out)
+        [ "${12}" = $((6 * 1000 / 25)) ] || fail "cpu_cost sent ${12} signals, expected 240"
+        sent=${12}
+        set -- rip-*
+        "$BIN/rheaper-convert" "$1" p.db >/dev/null 2>>err || fail "conversion failed (heap $heap)"
+        [ "$(meta p.db clean)" = 1 ] || fail "the profile is not clean (heap $heap)"
+        got=$(q p.db "select count(*) from cpu_samples s where exists (select 1 from backtraces b
+                      where b.id = s.stack_id and b.sym = 'send_self')")
+        [ "$got" = "$sent" ] || fail "$got samples through send_self, $sent signals sent (heap $heap)"
+        deep=$(q p.db "select count(*) from cpu_samples s where exists (select 1 from backtraces b
+                       where b.id = s.stack_id and b.sym = 'send_self' and b.frame_no = 1)
+                       and exists (select 1 from backtraces b where b.id = s.stack_id and b.sym = 'main')
+                       and (select count(*) from backtraces b where b.id = s.stack_id and b.sym = 'down') >= 13")
+        [ "$deep" = "$sent" ] || fail "$deep of $sent stacks go syscall, send_self, 13+ down frames, main (heap $heap)"
+        [ "$(meta p.db cpu_samples_dropped)" = 0 ] || fail "samples dropped (heap $heap)"
+        total=$(meta p.db cpu_samples)
+        [ "$total" -ge "$sent" ] && [ "$total" -le $((sent + 3)) ] ||
+            fail "$total samples written, $sent signals sent (heap $heap)"
+    done
+    ;;
 *)
     fail "unknown case"
     ;;
