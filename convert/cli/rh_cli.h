@@ -199,6 +199,7 @@ struct rh_pass_result {
     int64_t rows, peak_bytes, peak_blocks, peak_time;
     int64_t last_event; /* the latest allocation or free time of the rows */
     int timeline;       /* 1: stl and stls hold the scope's timeline */
+    int indexed;        /* 1: the rows were read by id through stack_rows */
 };
 
 /* Reads the rows p selects once, in allocation order, and computes with the
