@@ -109,12 +109,13 @@ static int rh_leak_order(const void *x, const void *y)
 /* Writes the aggregates a (stack index i is stack id ids[i]) into the TEMP
  * tables sstat, tstat, stl, stls and slc, created empty by the caller.
  * Returns 0 or -1 after a message. */
-static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids)
+static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, const int64_t *mm)
 {
-    sqlite3_stmt *ss = NULL, *ts = NULL, *tl = NULL, *tp = NULL, *lc = NULL;
+    sqlite3_stmt *ss = NULL, *ts = NULL, *tl = NULL, *tp = NULL, *lc = NULL, *sz = NULL;
     int rc = -1;
     if (sqlite3_prepare_v2(db, "INSERT INTO temp.sstat VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ss,
                            NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.ssize VALUES(?,?,?)", -1, &sz, NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.tstat VALUES(?,?,?,?,?,?,?,?,?)", -1, &ts, NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.stl VALUES(?,?,?,?,?,?)", -1, &tl, NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.stls VALUES(?,?,?,?)", -1, &tp, NULL) ||
@@ -141,6 +142,9 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids)
                          s->first_ns,
                          s->last_ns};
         if (rh_pass_ins(ss, v, 12))
+            goto out;
+        int64_t z[3] = {ids[i], mm[2 * i], mm[2 * i + 1]};
+        if (rh_pass_ins(sz, z, 3))
             goto out;
     }
     for (size_t i = 0; i < a->nth; i++) {
@@ -198,6 +202,7 @@ out:
     sqlite3_finalize(tl);
     sqlite3_finalize(tp);
     sqlite3_finalize(lc);
+    sqlite3_finalize(sz);
     return rc;
 }
 
@@ -572,12 +577,63 @@ static int rh_pass_use_index(sqlite3 *db, const struct rh_pass *p, const int64_t
     return 0;
 }
 
+int rh_pass_stack_sizes(sqlite3 *db, int64_t bt, int64_t *mn, int64_t *mx)
+{
+    int64_t one = bt;
+    uint8_t yes = 1;
+    struct rh_pass_ix ix = {0};
+    struct rh_pass all = {.id_lo = 0, .id_hi = INT64_MAX, .ordered = 1};
+    struct rh_map set = {0};
+    sqlite3_stmt *st = NULL;
+    int rc = 0, began = 0;
+    *mn = *mx = -1;
+    if (rh_map_put(&set, (uint64_t)bt, 1))
+        return 0;
+    all.stacks = &set;
+    if (rh_pass_use_index(db, &all, &one, &yes, 1, &ix) || !ix.c)
+        goto out;
+    if (sqlite3_get_autocommit(db)) {
+        if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+            goto out;
+        began = 1;
+    }
+    if (sqlite3_prepare_v2(db, "SELECT size FROM main.allocations WHERE id = ?1", -1, &st, NULL) !=
+            SQLITE_OK ||
+        rh_ix_start(db, &ix))
+        goto out;
+    int64_t id;
+    int r;
+    while ((r = rh_ix_pop(&ix, &id)) == 1) {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            int64_t z = sqlite3_column_int64(st, 0);
+            if (*mn < 0 || z < *mn)
+                *mn = z;
+            if (z > *mx)
+                *mx = z;
+        }
+        sqlite3_reset(st);
+    }
+    rc = r == 0;
+out:
+    sqlite3_finalize(st);
+    sqlite3_finalize(ix.chunk);
+    if (began)
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    free(ix.c);
+    free(ix.heap);
+    rh_map_free(&set);
+    if (!rc)
+        *mn = *mx = -1;
+    return rc;
+}
+
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
 {
     memset(res, 0, sizeof *res);
     if (rh_pass_exec(db, "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.tstat;"
                          "DROP TABLE IF EXISTS temp.stl; DROP TABLE IF EXISTS temp.stls;"
-                         "DROP TABLE IF EXISTS temp.slc;"
+                         "DROP TABLE IF EXISTS temp.slc; DROP TABLE IF EXISTS temp.ssize;"
                          /* the columns of stack_stats, thread_stats, timeline,
                           * timeline_stacks and leak_curve (rh_db.c) */
                          "CREATE TEMP TABLE sstat(bt INTEGER PRIMARY KEY, count, bytes,"
@@ -590,13 +646,15 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                          " end_bytes, active);"
                          "CREATE TEMP TABLE stls(col, bt, at_max, at_end,"
                          " PRIMARY KEY(col, bt)) WITHOUT ROWID;"
-                         "CREATE TEMP TABLE slc(bt, bucket, blocks, bytes, first, last);"))
+                         "CREATE TEMP TABLE slc(bt, bucket, blocks, bytes, first, last);"
+                         "CREATE TEMP TABLE ssize(bt INTEGER PRIMARY KEY, min_size, max_size);"))
         return -1;
     /* Every stack gets a dense index: the aggregates are arrays. */
     struct rh_map idx = {0};
     int64_t *ids = NULL;
     uint8_t *ok = NULL; /* per index: the stack passes the stack filters */
-    size_t nids = 0, capids = 0, capok = 0, ndirect = 0;
+    int64_t *mm = NULL; /* per index: min and max size of its rows read */
+    size_t nids = 0, capids = 0, capok = 0, capmm = 0, nmm = 0, ndirect = 0;
     uint32_t *direct = NULL; /* stack id -> index for ids below ndirect */
     struct rh_agg *a = NULL;
     struct rh_rip *samp = NULL; /* the sampling parameters of a sampled profile */
@@ -728,6 +786,16 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
             }
             if (!ok[si])
                 continue;
+            if (2 * nids > nmm) { /* new stacks: sizes unset (-1) */
+                if (rh_grow(&mm, &capmm, 2 * nids, sizeof *mm))
+                    goto oom;
+                for (; nmm < 2 * nids; nmm++)
+                    mm[nmm] = -1;
+            }
+            if (mm[2 * si] < 0 || w->size < mm[2 * si])
+                mm[2 * si] = w->size;
+            if (w->size > mm[2 * si + 1])
+                mm[2 * si + 1] = w->size;
             /* frees due by now come first (frees first at equal times) */
             while (h.n && h.v[0].t <= w->ta) {
                 if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size,
@@ -780,7 +848,13 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     res->peak_time = a->peak_t;
     res->last_event = last_t;
     res->timeline = a->tl_ok;
-    rc = rh_pass_store(db, a, ids);
+    if (2 * nids > nmm) { /* every stack gets a pair, even without rows */
+        if (rh_grow(&mm, &capmm, 2 * nids, sizeof *mm))
+            goto oom;
+        for (; nmm < 2 * nids; nmm++)
+            mm[nmm] = -1;
+    }
+    rc = rh_pass_store(db, a, ids, mm);
     goto out;
 oom:
     fprintf(stderr, "rheaper: filter: out of memory\n");
@@ -805,6 +879,7 @@ out:
     rh_map_free(&idx);
     free(ids);
     free(ok);
+    free(mm);
     free(direct);
     free(h.v);
     return rc;
