@@ -455,6 +455,15 @@ static int rh_pass_step(struct rh_pq *q)
     }
 }
 
+/* SQL function rh_pass_bt(bt): 1 when stack bt is in the pass's stack set
+ * (the function's user data, a struct rh_map). */
+static void rh_pass_bt_fn(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    (void)n;
+    const struct rh_map *m = sqlite3_user_data(cx);
+    sqlite3_result_int(cx, rh_map_get(m, (uint64_t)sqlite3_value_int64(v[0])) != UINT32_MAX);
+}
+
 /* The reader thread: steps the statement, fills batches, hands them over. */
 static void *rh_pass_reader(void *arg)
 {
@@ -714,13 +723,22 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                             " alloc_thread, dealloc_thread, temporary, addr FROM allocations"
                             " WHERE id = ?1")
         : p->layout ? "SELECT t + id * ?3, life, bt, size, th, addr FROM alloc_rows"
-                    " WHERE id >= ?1 AND id < ?2 ORDER BY id"
+                    " WHERE id >= ?1 AND id < ?2%s ORDER BY id"
         : p->ordered ? "SELECT alloc_after, dealloc_after - alloc_after, bt, size, alloc_thread,"
                        " dealloc_thread, temporary, addr FROM allocations"
-                       " WHERE id >= ?1 AND id < ?2 ORDER BY id"
+                       " WHERE id >= ?1 AND id < ?2%s ORDER BY id"
                      : "SELECT alloc_after, dealloc_after - alloc_after, bt, size, alloc_thread,"
                        " dealloc_thread, temporary, addr FROM allocations"
-                       " WHERE id >= ?1 AND id < ?2 ORDER BY alloc_after, id";
+                       " WHERE id >= ?1 AND id < ?2%s ORDER BY alloc_after, id";
+    /* A scan under a stack filter tests each row's stack inside SQLite
+     * (rh_pass_bt): a row that fails costs one column, not six. */
+    char scan[512];
+    if (!ix.c) {
+        int bt_fn = p->stacks && sqlite3_create_function(db, "rh_pass_bt", 1, SQLITE_UTF8, (void *)p->stacks,
+                                                         rh_pass_bt_fn, NULL, NULL) == SQLITE_OK;
+        snprintf(scan, sizeof scan, sql, bt_fn ? " AND rh_pass_bt(bt)" : "");
+        sql = scan;
+    }
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         rh_sql_fail(db, "filter");
         goto out;
