@@ -68,9 +68,9 @@ static int rh_sink_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack, ui
     return rh_db_cpu(((struct rh_sink_ctx *)ctx)->db, t, thread, stack, periods);
 }
 
-static int rh_sink_alloc(void *ctx, uint32_t si, uint64_t stack, uint64_t id)
+static int rh_sink_alloc(void *ctx, uint32_t si, uint64_t stack, uint64_t id, uint64_t size)
 {
-    return rh_post_add(((struct rh_sink_ctx *)ctx)->post, si, stack, id);
+    return rh_post_add(((struct rh_sink_ctx *)ctx)->post, si, stack, id, size);
 }
 
 static void rh_sink_progress(void *ctx, uint64_t done, uint64_t total)

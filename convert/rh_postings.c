@@ -21,6 +21,10 @@
  * chunks into the table, sorted by key through a TEMP table so the table's
  * pages are full. An id may name a row that culling (--min-lifetime) did not
  * write: readers skip ids without a row.
+ *
+ * Beside it, stack_sizes(bt, min_size, max_size): the smallest and largest
+ * allocation of each stack, over every allocation like stack_stats (culled
+ * ones included), for bytehound's all.min_size / all.max_size of a group.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,6 +46,8 @@ struct rh_post_stack {
     uint32_t n;        /* ids in the chunk, first included */
     uint32_t len, cap; /* bytes of varints in buf */
     uint8_t *buf;
+    uint64_t min_size, max_size; /* over every id added (max 0: none yet) */
+    int sized;
 };
 
 struct rh_post {
@@ -103,7 +109,7 @@ static void rh_post_spill(struct rh_post *p, struct rh_post_stack *s)
     s->n = s->len = 0;
 }
 
-int rh_post_add(struct rh_post *p, uint32_t si, uint64_t bt, uint64_t id)
+int rh_post_add(struct rh_post *p, uint32_t si, uint64_t bt, uint64_t id, uint64_t size)
 {
     if (si >= p->nst) {
         if (rh_grow(&p->st, &p->capst, (size_t)si + 1, sizeof *p->st))
@@ -112,6 +118,11 @@ int rh_post_add(struct rh_post *p, uint32_t si, uint64_t bt, uint64_t id)
         p->nst = (size_t)si + 1;
     }
     struct rh_post_stack *s = &p->st[si];
+    if (!s->sized || size < s->min_size)
+        s->min_size = size;
+    if (!s->sized || size > s->max_size)
+        s->max_size = size;
+    s->sized = 1;
     if (s->first && (s->bt != bt || id <= s->last)) /* cannot happen: ids increase */
         rh_post_spill(p, s);
     if (!s->first) {
@@ -207,11 +218,31 @@ int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
     }
     sqlite3_finalize(ins);
     ins = NULL;
-    rc = rh_post_exec(db,
-                      "INSERT INTO main.stack_rows SELECT * FROM temp.rh_post_load"
-                      " ORDER BY bt, first_id;"
-                      "DROP TABLE temp.rh_post_load;",
-                      err, errlen);
+    if (rh_post_exec(db,
+                     "INSERT INTO main.stack_rows SELECT * FROM temp.rh_post_load"
+                     " ORDER BY bt, first_id;"
+                     "DROP TABLE temp.rh_post_load;"
+                     "CREATE TABLE stack_sizes(bt INTEGER PRIMARY KEY, min_size INTEGER,"
+                     " max_size INTEGER);",
+                     err, errlen) ||
+        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO stack_sizes VALUES(?,?,?)", -1, &ins,
+                           NULL))
+        goto out;
+    for (size_t i = 0; i < p->nst; i++) {
+        const struct rh_post_stack *s = &p->st[i];
+        if (!s->sized)
+            continue;
+        sqlite3_bind_int64(ins, 1, (sqlite3_int64)s->bt);
+        sqlite3_bind_int64(ins, 2, (sqlite3_int64)s->min_size);
+        sqlite3_bind_int64(ins, 3, (sqlite3_int64)s->max_size);
+        int r = sqlite3_step(ins);
+        sqlite3_reset(ins);
+        if (r != SQLITE_DONE) {
+            snprintf(err, errlen, "stack_sizes: %s", sqlite3_errmsg(db));
+            goto out;
+        }
+    }
+    rc = 0;
 out:
     sqlite3_finalize(ins);
     return rc;
