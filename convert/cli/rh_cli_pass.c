@@ -4,7 +4,11 @@
  * kind filters over the distinct stacks (a flag per stack), the thread filter
  * over the threads, time filters into a range of allocation ids (ids follow
  * allocation time). This file then reads the rows of that id range once, in
- * id order, straight from SQLite without copying them anywhere, checks the
+ * id order, straight from SQLite without copying them anywhere: either a
+ * scan of the range (SQLite tests each row's stack first, rh_pass_bt), or,
+ * when the selected stacks have few rows there, their ids merged from the
+ * converter's per-stack index stack_rows and each row read by id
+ * (rh_pass_use_index; README "How filtered commands read rows"). It checks the
  * remaining per-row conditions in C and replays the allocations and their
  * frees (a heap of pending frees ordered by time, frees first at equal times)
  * into the converter's own aggregate code (rh_aggregate.c). So a filtered
@@ -14,8 +18,8 @@
  * with the selected blocks live at one time (plus the selected never-freed
  * ones), never with the rows read.
  *
- * The results go into the TEMP tables of the scope (rh_cli.h): sstat, tstat,
- * stl, stls, slc, and the caller's scope row.
+ * The results go into the TEMP tables of the scope (rh_cli.h): sstat, ssize,
+ * tstat, stl, stls, slc, and the caller's scope row.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -888,6 +892,8 @@ out:
         free(q.b[k]);
     sqlite3_finalize(st);
     sqlite3_finalize(ix.chunk);
+    /* rh_pass_bt's user data (the caller's stack set) ends with the pass */
+    sqlite3_create_function(db, "rh_pass_bt", 1, SQLITE_UTF8, NULL, NULL, NULL, NULL);
     if (in_txn == 1 && !sqlite3_get_autocommit(db))
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     free(ix.c);
