@@ -200,8 +200,8 @@ int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
     for (uint64_t c = 0; c < p->chunks; c++) {
         uint64_t bt, first, n, len;
         if (rh_post_read_varint(p->f, &bt) || rh_post_read_varint(p->f, &first) ||
-            rh_post_read_varint(p->f, &n) || rh_post_read_varint(p->f, &len) ||
-            len > sizeof buf || fread(buf, 1, len, p->f) != len) {
+            rh_post_read_varint(p->f, &n) || rh_post_read_varint(p->f, &len) || len > sizeof buf ||
+            fread(buf, 1, len, p->f) != len) {
             snprintf(err, errlen, "stack_rows: its temp file was cut short");
             goto out;
         }
@@ -225,8 +225,7 @@ int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
                      "CREATE TABLE stack_sizes(bt INTEGER PRIMARY KEY, min_size INTEGER,"
                      " max_size INTEGER);",
                      err, errlen) ||
-        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO stack_sizes VALUES(?,?,?)", -1, &ins,
-                           NULL))
+        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO stack_sizes VALUES(?,?,?)", -1, &ins, NULL))
         goto out;
     for (size_t i = 0; i < p->nst; i++) {
         const struct rh_post_stack *s = &p->st[i];

@@ -738,8 +738,9 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
      * (rh_pass_bt): a row that fails costs one column, not six. */
     char scan[512];
     if (!ix.c) {
-        int bt_fn = p->stacks && sqlite3_create_function(db, "rh_pass_bt", 1, SQLITE_UTF8, (void *)p->stacks,
-                                                         rh_pass_bt_fn, NULL, NULL) == SQLITE_OK;
+        int bt_fn = p->stacks && sqlite3_create_function(db, "rh_pass_bt", 1, SQLITE_UTF8,
+                                                         (void *)p->stacks, rh_pass_bt_fn, NULL,
+                                                         NULL) == SQLITE_OK;
         snprintf(scan, sizeof scan, sql, bt_fn ? " AND rh_pass_bt(bt)" : "");
         sql = scan;
     }
