@@ -350,6 +350,10 @@ struct rh_merge_sink {
      * stack id and the sampling periods it stands for; may be NULL. A non-zero
      * return stops the merge with that rc. */
     int (*cpu)(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods);
+    /* Called once per allocation, in increasing id order, with its stack's
+     * index and id and its size (rh_postings.c); may be NULL. Non-zero
+     * stops the merge. */
+    int (*alloc)(void *ctx, uint32_t stack_index, uint64_t stack, uint64_t id, uint64_t size);
 };
 
 /* heaptrack's temporary allocations, as its analyzer counts them: a free is
@@ -525,6 +529,24 @@ RH_HIDDEN int rh_agg_time_ordered(const struct rh_agg *a);
 /* Leak-curve bucket of an allocation at t: as `rheaper leaks` computes it
  * in SQL, min(nb - 1, CAST(t * 1.0 * nb / duration AS INTEGER)). */
 RH_HIDDEN int rh_leak_bucket(int64_t t, int nb, int64_t duration);
+
+/* ---- rh_postings.c: the per-stack row index (table stack_rows) ---------- */
+
+struct rh_post;
+/* A new index whose full chunks go to an unlinked temp file beside db_path.
+ * NULL when the file cannot be made or memory is short. */
+RH_HIDDEN struct rh_post *rh_post_new(const char *db_path);
+/* Adds allocation id (greater than any added before) of `size` bytes of the
+ * stack with index si and id bt. Returns 0, or -1 (out of memory, temp file
+ * failed). */
+RH_HIDDEN int rh_post_add(struct rh_post *p, uint32_t si, uint64_t bt, uint64_t id, uint64_t size);
+/* Creates and fills tables stack_rows and stack_sizes in db (a sqlite3 *,
+ * inside the conversion's transaction). Returns 0, or -1 with err set. */
+RH_HIDDEN int rh_post_write(struct rh_post *p, void *db, char *err, size_t errlen);
+RH_HIDDEN void rh_post_free(struct rh_post *p);
+/* The index rh_db_finish() writes (NULL: none); the caller frees it after. */
+struct rh_db;
+RH_HIDDEN void rh_db_set_post(struct rh_db *db, struct rh_post *p);
 
 /* ---- rh_db_agg.c: the aggregate tables ----------------------------------- */
 

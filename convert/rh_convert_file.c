@@ -49,6 +49,7 @@ static void rh_show_progress(struct rh_progress *p, uint64_t done, uint64_t tota
 
 struct rh_sink_ctx {
     struct rh_db *db;
+    struct rh_post *post; /* the per-stack row index (rh_postings.c) */
     struct rh_progress prog;
 };
 
@@ -65,6 +66,11 @@ static int rh_sink_ext(void *ctx, const struct rh_event *ev, int64_t t)
 static int rh_sink_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods)
 {
     return rh_db_cpu(((struct rh_sink_ctx *)ctx)->db, t, thread, stack, periods);
+}
+
+static int rh_sink_alloc(void *ctx, uint32_t si, uint64_t stack, uint64_t id, uint64_t size)
+{
+    return rh_post_add(((struct rh_sink_ctx *)ctx)->post, si, stack, id, size);
 }
 
 static void rh_sink_progress(void *ctx, uint64_t done, uint64_t total)
@@ -214,12 +220,23 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         return 1;
     }
     rh_db_set_agg(sc.db, agg, o->min_lifetime_ns);
+    sc.post = rh_post_new(db_path);
+    if (!sc.post) {
+        fprintf(stderr, "%s: %s.rows.*: cannot make a temp file (%s)\n", prog, db_path,
+                strerror(errno));
+        rh_db_abort(sc.db);
+        rh_agg_free(agg);
+        rh_post_free(sc.post);
+        rh_rip_close(&r);
+        return 1;
+    }
+    rh_db_set_post(sc.db, sc.post);
     /* The mean time between allocations, from the trailer (its events are
      * allocations and frees, about half each): rows then store small times. */
     if (r.has_trailer && r.tr_events >= 2)
         rh_db_set_time_step(sc.db, rh_run_duration(&r, 0) / (int64_t)(r.tr_events / 2));
     struct rh_merge_sink sink = {rh_sink_row, rh_sink_progress, &sc, agg, rh_sink_ext,
-                                 rh_sink_cpu};
+                                 rh_sink_cpu, rh_sink_alloc};
     struct rh_merge_stats ms;
     int rc = rh_merge_run(&r, &sink, &ms);
     if (sc.prog.on)
@@ -231,6 +248,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
             fprintf(stderr, "%s: %s\n", prog, rh_db_error(sc.db));
         rh_db_abort(sc.db);
         rh_agg_free(agg);
+        rh_post_free(sc.post);
         rh_rip_close(&r);
         return 1;
     }
@@ -239,6 +257,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
     rc = rh_db_finish(sc.db, &r, &ms, sym, force, err, sizeof err);
     rh_sym_free(sym);
     rh_agg_free(agg);
+    rh_post_free(sc.post);
     if (rc) {
         fprintf(stderr, "%s: %s\n", prog, err);
         rh_rip_close(&r);

@@ -86,6 +86,7 @@ struct rh_db {
     sqlite3_stmt *ins;
     sqlite3_stmt *cpu_ins; /* cpu_samples (issue 16), prepared at the first sample */
     struct rh_agg *agg;      /* NULL: no aggregate tables */
+    struct rh_post *post;    /* NULL: no table stack_rows (rh_postings.c) */
     int64_t min_lifetime_ns; /* culling (rheaper-convert --min-lifetime); 0: none */
     uint64_t culled;         /* rows not written by culling */
     /* Rows arrive in free order but their ids are in allocation order; a
@@ -994,6 +995,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||
         (d->agg && rh_agg_write(d->agg, d->db, err, errlen)) ||
+        (d->post && rh_post_write(d->post, d->db, err, errlen)) ||
         rh_db_view(d, r, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
         rh_callsite_write(d->db, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
         goto fail;
@@ -1028,6 +1030,11 @@ void rh_db_set_agg(struct rh_db *d, struct rh_agg *agg, int64_t min_lifetime_ns)
 {
     d->agg = agg;
     d->min_lifetime_ns = min_lifetime_ns;
+}
+
+void rh_db_set_post(struct rh_db *d, struct rh_post *p)
+{
+    d->post = p;
 }
 
 const char *rh_db_error(const struct rh_db *d)

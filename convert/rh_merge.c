@@ -278,6 +278,9 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
                 return rc;
         }
         struct rh_live b = {ev->addr, ++m->nalloc, t, ev->size, si, ev->thread ? ev->thread : 1};
+        if (m->sink->alloc &&
+            m->sink->alloc(m->sink->ctx, si, m->r->stacks[si].id, b.id, ev->size))
+            return -1;
         rh_temporary_alloc(&m->temp, si, ev->size);
         if (m->sink->agg && rh_agg_event(m->sink->agg, si, t, ev->size, ev->addr, 1))
             return -1;

@@ -131,6 +131,8 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
  *                        pass f (count, bytes, freed/leaked blocks and bytes,
  *                        peak_blocks/peak_bytes at the scope's own peak,
  *                        temporary, first_alloc, last_alloc)
+ *   ssize(bt, min_size, max_size)   per stack of sstat, the sizes of its
+ *                        rows that pass f (only when scope.rows is 1)
  *   tstat(thread, ...)   per thread: thread_stats' columns over those rows
  *   stl, stls            the scope's heap timeline: timeline's and
  *                        timeline_stacks' columns (RH_AGG_COLUMNS columns
@@ -199,6 +201,7 @@ struct rh_pass_result {
     int64_t rows, peak_bytes, peak_blocks, peak_time;
     int64_t last_event; /* the latest allocation or free time of the rows */
     int timeline;       /* 1: stl and stls hold the scope's timeline */
+    int indexed;        /* 1: the rows were read by id through stack_rows */
 };
 
 /* Reads the rows p selects once, in allocation order, and computes with the
@@ -207,6 +210,12 @@ struct rh_pass_result {
  * timeline_stacks' columns) and slc (leak_curve's), replacing any before,
  * and the figures in *res. Returns 0, or -1 after one line on stderr. */
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res);
+
+/* The smallest and largest size of stack bt's rows (-1, -1: it has none),
+ * read by id through stack_rows. Returns 1, or 0 when that would not beat a
+ * scan (no stack_rows, or too many rows; RHEAPER_PASS_INDEX as for the pass)
+ * and the caller should ask SQL. */
+int rh_pass_stack_sizes(sqlite3 *db, int64_t bt, int64_t *mn, int64_t *mx);
 
 /* Sampling (issue 9): 1 when the profile is sampled (meta sample_mode); then
  * prints once per process "rheaper: sampled profile (...): blocks and bytes

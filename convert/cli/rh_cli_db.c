@@ -125,6 +125,11 @@ sqlite3 *rh_cli_open(const char *path)
     sqlite3_busy_timeout(db, 2000);
     /* Filtered selections live in TEMP tables: keep them in memory. */
     sqlite3_exec(db, "PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536", NULL, NULL, NULL);
+    /* Reads by id (stack_rows, rh_cli_pass.c) jump around the file: map it
+     * (read-only; the page cache is shared by every connection) rather
+     * than copy each page into this connection's cache. */
+    if (!getenv("RHEAPER_NO_MMAP"))
+        sqlite3_exec(db, "PRAGMA mmap_size = 17179869184", NULL, NULL, NULL);
     return db;
 }
 

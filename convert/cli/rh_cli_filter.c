@@ -740,7 +740,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     int64_t peak = 0, blocks = 0, pt = 0, span = 0;
     int timeline = 0;
     rh_sample_notice(db); /* one line on a sampled profile: figures are estimates */
-    static const char *const temps[] = {"sel",  "sstat", "tstat", "stl",   "stls", "slc",
+    static const char *const temps[] = {"sel",  "sstat", "ssize", "tstat", "stl",   "stls", "slc",
                                         "scope", "selbt", "selth", "selp", NULL};
     for (int k = 0; temps[k]; k++)
         if (rh_drop_temp(db, temps[k]))

@@ -4,7 +4,11 @@
  * kind filters over the distinct stacks (a flag per stack), the thread filter
  * over the threads, time filters into a range of allocation ids (ids follow
  * allocation time). This file then reads the rows of that id range once, in
- * id order, straight from SQLite without copying them anywhere, checks the
+ * id order, straight from SQLite without copying them anywhere: either a
+ * scan of the range (SQLite tests each row's stack first, rh_pass_bt), or,
+ * when the selected stacks have few rows there, their ids merged from the
+ * converter's per-stack index stack_rows and each row read by id
+ * (rh_pass_use_index; README "How filtered commands read rows"). It checks the
  * remaining per-row conditions in C and replays the allocations and their
  * frees (a heap of pending frees ordered by time, frees first at equal times)
  * into the converter's own aggregate code (rh_aggregate.c). So a filtered
@@ -14,8 +18,8 @@
  * with the selected blocks live at one time (plus the selected never-freed
  * ones), never with the rows read.
  *
- * The results go into the TEMP tables of the scope (rh_cli.h): sstat, tstat,
- * stl, stls, slc, and the caller's scope row.
+ * The results go into the TEMP tables of the scope (rh_cli.h): sstat, ssize,
+ * tstat, stl, stls, slc, and the caller's scope row.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -109,12 +113,13 @@ static int rh_leak_order(const void *x, const void *y)
 /* Writes the aggregates a (stack index i is stack id ids[i]) into the TEMP
  * tables sstat, tstat, stl, stls and slc, created empty by the caller.
  * Returns 0 or -1 after a message. */
-static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids)
+static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, const int64_t *mm)
 {
-    sqlite3_stmt *ss = NULL, *ts = NULL, *tl = NULL, *tp = NULL, *lc = NULL;
+    sqlite3_stmt *ss = NULL, *ts = NULL, *tl = NULL, *tp = NULL, *lc = NULL, *sz = NULL;
     int rc = -1;
     if (sqlite3_prepare_v2(db, "INSERT INTO temp.sstat VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ss,
                            NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.ssize VALUES(?,?,?)", -1, &sz, NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.tstat VALUES(?,?,?,?,?,?,?,?,?)", -1, &ts, NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.stl VALUES(?,?,?,?,?,?)", -1, &tl, NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.stls VALUES(?,?,?,?)", -1, &tp, NULL) ||
@@ -141,6 +146,9 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids)
                          s->first_ns,
                          s->last_ns};
         if (rh_pass_ins(ss, v, 12))
+            goto out;
+        int64_t z[3] = {ids[i], mm[2 * i], mm[2 * i + 1]};
+        if (rh_pass_ins(sz, z, 3))
             goto out;
     }
     for (size_t i = 0; i < a->nth; i++) {
@@ -198,6 +206,7 @@ out:
     sqlite3_finalize(tl);
     sqlite3_finalize(tp);
     sqlite3_finalize(lc);
+    sqlite3_finalize(sz);
     return rc;
 }
 
@@ -219,7 +228,8 @@ struct rh_prow {
 
 struct rh_pq {
     const struct rh_pass *p;
-    sqlite3_stmt *st;
+    sqlite3_stmt *st;          /* the scan; or, with ix, the lookup of one id (?1) */
+    struct rh_pass_ix *ix;     /* NULL: scan st; else the ids of the selected stacks */
     pthread_mutex_t mu;
     pthread_cond_t filled, emptied;
     struct rh_prow *b[RH_PASS_NBATCH];
@@ -233,6 +243,11 @@ struct rh_pq {
  * nothing but the row. Returns 1 when it passes, with *o filled. */
 static int rh_pass_decode(const struct rh_pass *p, sqlite3_stmt *st, struct rh_prow *o)
 {
+    /* the stack first: on a stack filter most rows fail it, and SQLite
+     * decodes only the columns asked for */
+    int64_t bt = sqlite3_column_int64(st, 2);
+    if (p->stacks && rh_map_get(p->stacks, (uint64_t)bt) == UINT32_MAX)
+        return 0;
     int64_t ta = sqlite3_column_int64(st, 0);
     int freed = sqlite3_column_type(st, 1) != SQLITE_NULL;
     int64_t td = freed ? ta + sqlite3_column_int64(st, 1) : -1;
@@ -268,7 +283,7 @@ static int rh_pass_decode(const struct rh_pass *p, sqlite3_stmt *st, struct rh_p
         return 0;
     *o = (struct rh_prow){ta,
                           td,
-                          sqlite3_column_int64(st, 2),
+                          bt,
                           size,
                           (uint32_t)th,
                           (uint32_t)dth,
@@ -277,13 +292,189 @@ static int rh_pass_decode(const struct rh_pass *p, sqlite3_stmt *st, struct rh_p
     return 1;
 }
 
+/* ---- the selected stacks' ids from stack_rows ---------------------------------- */
+
+/* One selected stack's ids: the chunk of stack_rows being read. */
+struct rh_ixcur {
+    int64_t bt;
+    int64_t id;       /* the current id */
+    int64_t after;    /* the next chunk is the first with first_id > after */
+    uint32_t left;    /* ids of the chunk after the current one */
+    uint32_t pos, len;
+    uint8_t buf[512]; /* the chunk's varints (the converter writes ~256 bytes) */
+};
+
+/* The ids of the selected stacks in [lo, hi), merged in increasing order: a
+ * min-heap of cursors, one per stack, each holding one chunk. Memory grows
+ * with the selected stacks, not with their rows. */
+struct rh_pass_ix {
+    struct rh_ixcur *c;
+    uint32_t *heap; /* cursor indices, a min-heap on c[].id */
+    size_t n, nheap;
+    int64_t lo, hi;
+    sqlite3_stmt *chunk; /* ?1 bt, ?2 after: first_id, n, ids of the next chunk */
+    int rc;              /* SQLITE_DONE, or the failing step's result */
+};
+
+/* Reads cursor c's next id into c->id. Returns 1 when there is one (below
+ * ix->hi), 0 when the stack has no more, -1 on an SQLite error (ix->rc). */
+static int rh_ix_next(struct rh_pass_ix *ix, struct rh_ixcur *c)
+{
+    for (;;) {
+        if (c->left) {
+            uint64_t d = 0;
+            int shift = 0;
+            while (c->pos < c->len && shift < 64) {
+                uint8_t b = c->buf[c->pos++];
+                d |= (uint64_t)(b & 0x7f) << shift;
+                shift += 7;
+                if (!(b & 0x80))
+                    break;
+            }
+            c->left--;
+            if (!d) { /* a damaged chunk: skip the rest of it */
+                c->left = 0;
+                continue;
+            }
+            c->id += (int64_t)d;
+        } else {
+            sqlite3_bind_int64(ix->chunk, 1, c->bt);
+            sqlite3_bind_int64(ix->chunk, 2, c->after);
+            int r = sqlite3_step(ix->chunk);
+            if (r != SQLITE_ROW) {
+                sqlite3_reset(ix->chunk);
+                if (r == SQLITE_DONE)
+                    return 0;
+                ix->rc = r;
+                return -1;
+            }
+            int len = sqlite3_column_bytes(ix->chunk, 2);
+            const void *blob = sqlite3_column_blob(ix->chunk, 2);
+            c->id = c->after = sqlite3_column_int64(ix->chunk, 0);
+            int64_t n = sqlite3_column_int64(ix->chunk, 1);
+            c->len = len > 0 && (size_t)len <= sizeof c->buf && blob ? (uint32_t)len : 0;
+            if (c->len)
+                memcpy(c->buf, blob, c->len);
+            c->pos = 0;
+            c->left = n > 1 && c->len ? (uint32_t)(n - 1) : 0;
+            sqlite3_reset(ix->chunk);
+        }
+        if (c->id >= ix->hi)
+            return 0;
+        if (c->id >= ix->lo)
+            return 1;
+    }
+}
+
+static void rh_ix_sift(struct rh_pass_ix *ix, size_t i)
+{
+    for (;;) {
+        size_t m = i, l = 2 * i + 1, r = l + 1;
+        if (l < ix->nheap && ix->c[ix->heap[l]].id < ix->c[ix->heap[m]].id)
+            m = l;
+        if (r < ix->nheap && ix->c[ix->heap[r]].id < ix->c[ix->heap[m]].id)
+            m = r;
+        if (m == i)
+            return;
+        uint32_t t = ix->heap[i];
+        ix->heap[i] = ix->heap[m];
+        ix->heap[m] = t;
+        i = m;
+    }
+}
+
+/* Positions every cursor on its first id in [lo, hi) and builds the heap.
+ * Returns 0, or -1 on an SQLite error (ix->rc). */
+static int rh_ix_start(sqlite3 *db, struct rh_pass_ix *ix)
+{
+    sqlite3_stmt *before = NULL;
+    ix->rc = SQLITE_DONE;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT first_id, n, ids FROM stack_rows WHERE bt = ?1 AND first_id > ?2"
+                           " ORDER BY first_id LIMIT 1",
+                           -1, &ix->chunk, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "SELECT max(first_id) FROM stack_rows WHERE bt = ?1 AND first_id <= ?2",
+                           -1, &before, NULL) != SQLITE_OK) {
+        sqlite3_finalize(before);
+        ix->rc = SQLITE_ERROR;
+        return -1;
+    }
+    for (size_t i = 0; i < ix->n; i++) {
+        struct rh_ixcur *c = &ix->c[i];
+        /* the chunk holding lo starts at or before it */
+        sqlite3_bind_int64(before, 1, c->bt);
+        sqlite3_bind_int64(before, 2, ix->lo);
+        c->after = -1;
+        if (sqlite3_step(before) == SQLITE_ROW && sqlite3_column_type(before, 0) != SQLITE_NULL)
+            c->after = sqlite3_column_int64(before, 0) - 1;
+        sqlite3_reset(before);
+        int r = rh_ix_next(ix, c);
+        if (r < 0) {
+            sqlite3_finalize(before);
+            return -1;
+        }
+        if (r)
+            ix->heap[ix->nheap++] = (uint32_t)i;
+    }
+    sqlite3_finalize(before);
+    for (size_t i = ix->nheap / 2; i-- > 0;)
+        rh_ix_sift(ix, i);
+    return 0;
+}
+
+/* The next id of the merge into *id. Returns 1, 0 at the end, -1 on error. */
+static int rh_ix_pop(struct rh_pass_ix *ix, int64_t *id)
+{
+    if (!ix->nheap)
+        return 0;
+    struct rh_ixcur *c = &ix->c[ix->heap[0]];
+    *id = c->id;
+    int r = rh_ix_next(ix, c);
+    if (r < 0)
+        return -1;
+    if (!r)
+        ix->heap[0] = ix->heap[--ix->nheap];
+    rh_ix_sift(ix, 0);
+    return 1;
+}
+
+/* The next row of the reader's source: the scan's next row, or the next
+ * selected id's row (ids without a row, culled ones, are skipped). Returns
+ * SQLITE_ROW with q->st on it, SQLITE_DONE, or an error. */
+static int rh_pass_step(struct rh_pq *q)
+{
+    if (!q->ix)
+        return sqlite3_step(q->st);
+    for (;;) {
+        int64_t id;
+        sqlite3_reset(q->st);
+        int r = rh_ix_pop(q->ix, &id);
+        if (r <= 0)
+            return r < 0 ? q->ix->rc : SQLITE_DONE;
+        sqlite3_bind_int64(q->st, 1, id);
+        r = sqlite3_step(q->st);
+        if (r != SQLITE_DONE)
+            return r;
+    }
+}
+
+/* SQL function rh_pass_bt(bt): 1 when stack bt is in the pass's stack set
+ * (the function's user data, a struct rh_map). */
+static void rh_pass_bt_fn(sqlite3_context *cx, int n, sqlite3_value **v)
+{
+    (void)n;
+    const struct rh_map *m = sqlite3_user_data(cx);
+    sqlite3_result_int(cx, rh_map_get(m, (uint64_t)sqlite3_value_int64(v[0])) != UINT32_MAX);
+}
+
 /* The reader thread: steps the statement, fills batches, hands them over. */
 static void *rh_pass_reader(void *arg)
 {
     struct rh_pq *q = arg;
     size_t n = 0;
     int r, stop = 0;
-    while (!stop && (r = sqlite3_step(q->st)) == SQLITE_ROW) {
+    while (!stop && (r = rh_pass_step(q)) == SQLITE_ROW) {
         if (!rh_pass_decode(q->p, q->st, &q->b[q->tail % RH_PASS_NBATCH][n]))
             continue;
         if (++n < RH_PASS_BATCH)
@@ -331,12 +522,131 @@ static int rh_pass_sampling(sqlite3 *db, struct rh_rip **out)
     return 0;
 }
 
+/* How many rows a scan reads for each row one lookup by id reads in the same
+ * time, measured on the 10 M scale profile (README "How filtered commands
+ * read rows"); RHEAPER_PASS_INDEX=0 or 1 forces the scan or the index. */
+#define RH_PASS_LOOKUP_COST 30
+
+/* Decides whether the selected stacks (ok[i] for stack ids[i]) are read
+ * through stack_rows: when the profile has it and their ids in the range,
+ * times RH_PASS_LOOKUP_COST, are fewer than the range's ids. Then fills ix
+ * with one cursor per selected stack (ix->c non-NULL). Returns 0, or -1 when
+ * out of memory. */
+static int rh_pass_use_index(sqlite3 *db, const struct rh_pass *p, const int64_t *ids,
+                             const uint8_t *ok, size_t nids, struct rh_pass_ix *ix)
+{
+    const char *force = getenv("RHEAPER_PASS_INDEX");
+    if (force && !strcmp(force, "0"))
+        return 0;
+    sqlite3_stmt *st = NULL;
+    int64_t maxid = -1, est = 0, nsel = 0;
+    if (sqlite3_prepare_v2(db, "SELECT (SELECT max(id) FROM alloc_rows),"
+                               " (SELECT 1 FROM sqlite_master WHERE name = 'stack_rows')",
+                           -1, &st, NULL) != SQLITE_OK) {
+        /* an older profile (no alloc_rows or no stack_rows): scan */
+        sqlite3_finalize(st);
+        return 0;
+    }
+    int have = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 1) == 1;
+    maxid = have ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    st = NULL;
+    if (!have)
+        return 0;
+    int64_t lo = p->id_lo, hi = p->id_hi < maxid + 1 ? p->id_hi : maxid + 1;
+    if (hi <= lo)
+        return 0;
+    /* the selected stacks' ids in [lo, hi), by their chunks' first ids */
+    if (sqlite3_prepare_v2(db,
+                           "SELECT sum(n) FROM stack_rows WHERE bt = ?1 AND first_id >= ?2"
+                           " AND first_id < ?3",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0;
+    for (size_t i = 0; i < nids; i++) {
+        if (!ok[i])
+            continue;
+        nsel++;
+        sqlite3_bind_int64(st, 1, ids[i]);
+        sqlite3_bind_int64(st, 2, lo);
+        sqlite3_bind_int64(st, 3, hi);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            est += sqlite3_column_int64(st, 0);
+        sqlite3_reset(st);
+        if (!(force && !strcmp(force, "1")) && est * RH_PASS_LOOKUP_COST >= hi - lo)
+            break;
+    }
+    sqlite3_finalize(st);
+    if (!(force && !strcmp(force, "1")) && est * RH_PASS_LOOKUP_COST >= hi - lo)
+        return 0;
+    ix->c = calloc((size_t)nsel + 1, sizeof *ix->c);
+    ix->heap = calloc((size_t)nsel + 1, sizeof *ix->heap);
+    if (!ix->c || !ix->heap)
+        return -1;
+    for (size_t i = 0; i < nids; i++)
+        if (ok[i])
+            ix->c[ix->n++].bt = ids[i];
+    ix->lo = lo;
+    ix->hi = hi;
+    return 0;
+}
+
+int rh_pass_stack_sizes(sqlite3 *db, int64_t bt, int64_t *mn, int64_t *mx)
+{
+    int64_t one = bt;
+    uint8_t yes = 1;
+    struct rh_pass_ix ix = {0};
+    struct rh_pass all = {.id_lo = 0, .id_hi = INT64_MAX, .ordered = 1};
+    struct rh_map set = {0};
+    sqlite3_stmt *st = NULL;
+    int rc = 0, began = 0;
+    *mn = *mx = -1;
+    if (rh_map_put(&set, (uint64_t)bt, 1))
+        return 0;
+    all.stacks = &set;
+    if (rh_pass_use_index(db, &all, &one, &yes, 1, &ix) || !ix.c)
+        goto out;
+    if (sqlite3_get_autocommit(db)) {
+        if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+            goto out;
+        began = 1;
+    }
+    if (sqlite3_prepare_v2(db, "SELECT size FROM main.allocations WHERE id = ?1", -1, &st, NULL) !=
+            SQLITE_OK ||
+        rh_ix_start(db, &ix))
+        goto out;
+    int64_t id;
+    int r;
+    while ((r = rh_ix_pop(&ix, &id)) == 1) {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            int64_t z = sqlite3_column_int64(st, 0);
+            if (*mn < 0 || z < *mn)
+                *mn = z;
+            if (z > *mx)
+                *mx = z;
+        }
+        sqlite3_reset(st);
+    }
+    rc = r == 0;
+out:
+    sqlite3_finalize(st);
+    sqlite3_finalize(ix.chunk);
+    if (began)
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    free(ix.c);
+    free(ix.heap);
+    rh_map_free(&set);
+    if (!rc)
+        *mn = *mx = -1;
+    return rc;
+}
+
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
 {
     memset(res, 0, sizeof *res);
     if (rh_pass_exec(db, "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.tstat;"
                          "DROP TABLE IF EXISTS temp.stl; DROP TABLE IF EXISTS temp.stls;"
-                         "DROP TABLE IF EXISTS temp.slc;"
+                         "DROP TABLE IF EXISTS temp.slc; DROP TABLE IF EXISTS temp.ssize;"
                          /* the columns of stack_stats, thread_stats, timeline,
                           * timeline_stacks and leak_curve (rh_db.c) */
                          "CREATE TEMP TABLE sstat(bt INTEGER PRIMARY KEY, count, bytes,"
@@ -349,19 +659,23 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                          " end_bytes, active);"
                          "CREATE TEMP TABLE stls(col, bt, at_max, at_end,"
                          " PRIMARY KEY(col, bt)) WITHOUT ROWID;"
-                         "CREATE TEMP TABLE slc(bt, bucket, blocks, bytes, first, last);"))
+                         "CREATE TEMP TABLE slc(bt, bucket, blocks, bytes, first, last);"
+                         "CREATE TEMP TABLE ssize(bt INTEGER PRIMARY KEY, min_size, max_size);"))
         return -1;
     /* Every stack gets a dense index: the aggregates are arrays. */
     struct rh_map idx = {0};
     int64_t *ids = NULL;
     uint8_t *ok = NULL; /* per index: the stack passes the stack filters */
-    size_t nids = 0, capids = 0, capok = 0, ndirect = 0;
+    int64_t *mm = NULL; /* per index: min and max size of its rows read */
+    size_t nids = 0, capids = 0, capok = 0, capmm = 0, nmm = 0, ndirect = 0;
     uint32_t *direct = NULL; /* stack id -> index for ids below ndirect */
     struct rh_agg *a = NULL;
     struct rh_rip *samp = NULL; /* the sampling parameters of a sampled profile */
     struct rh_pheap h = {0};
     sqlite3_stmt *st = NULL;
     struct rh_pq q = {0};
+    struct rh_pass_ix ix = {0};
+    int in_txn = 0; /* 1: this pass began a read transaction */
     pthread_t reader;
     int reading = 0; /* the reader thread runs */
     int rc = -1;
@@ -402,21 +716,46 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
      * time, else sorted by SQLite (a damaged profile). A profile with the
      * compact layout (meta row_time_step) is read from alloc_rows and
      * decoded here, as the view allocations would (rh_db.c). */
+    /* Few rows of a selected few stacks: their ids from stack_rows, each
+     * row read by its id, instead of a scan of the range. */
+    if (p->ordered && p->stacks && rh_pass_use_index(db, p, ids, ok, nids, &ix))
+        goto oom;
     const char *sql =
-        p->layout ? "SELECT t + id * ?3, life, bt, size, th, addr FROM alloc_rows"
-                    " WHERE id >= ?1 AND id < ?2 ORDER BY id"
+        ix.c ? (p->layout ? "SELECT t + id * ?3, life, bt, size, th, addr FROM alloc_rows"
+                            " WHERE id = ?1"
+                          : "SELECT alloc_after, dealloc_after - alloc_after, bt, size,"
+                            " alloc_thread, dealloc_thread, temporary, addr FROM allocations"
+                            " WHERE id = ?1")
+        : p->layout ? "SELECT t + id * ?3, life, bt, size, th, addr FROM alloc_rows"
+                    " WHERE id >= ?1 AND id < ?2%s ORDER BY id"
         : p->ordered ? "SELECT alloc_after, dealloc_after - alloc_after, bt, size, alloc_thread,"
                        " dealloc_thread, temporary, addr FROM allocations"
-                       " WHERE id >= ?1 AND id < ?2 ORDER BY id"
+                       " WHERE id >= ?1 AND id < ?2%s ORDER BY id"
                      : "SELECT alloc_after, dealloc_after - alloc_after, bt, size, alloc_thread,"
                        " dealloc_thread, temporary, addr FROM allocations"
-                       " WHERE id >= ?1 AND id < ?2 ORDER BY alloc_after, id";
+                       " WHERE id >= ?1 AND id < ?2%s ORDER BY alloc_after, id";
+    /* A scan under a stack filter tests each row's stack inside SQLite
+     * (rh_pass_bt): a row that fails costs one column, not six. */
+    char scan[512];
+    if (!ix.c) {
+        int bt_fn = p->stacks && sqlite3_create_function(db, "rh_pass_bt", 1, SQLITE_UTF8,
+                                                         (void *)p->stacks, rh_pass_bt_fn, NULL,
+                                                         NULL) == SQLITE_OK;
+        snprintf(scan, sizeof scan, sql, bt_fn ? " AND rh_pass_bt(bt)" : "");
+        sql = scan;
+    }
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
         rh_sql_fail(db, "filter");
         goto out;
     }
-    sqlite3_bind_int64(st, 1, p->id_lo);
-    sqlite3_bind_int64(st, 2, p->id_hi);
+    if (!ix.c) {
+        sqlite3_bind_int64(st, 1, p->id_lo);
+        sqlite3_bind_int64(st, 2, p->id_hi);
+    } else if (rh_ix_start(db, &ix)) {
+        rh_sql_fail(db, "filter");
+        goto out;
+    }
+    res->indexed = ix.c != NULL;
     if (p->layout)
         sqlite3_bind_int64(st, 3, p->time_step);
     int64_t last_t = 0;
@@ -425,6 +764,15 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
             goto oom;
     q.p = p;
     q.st = st;
+    q.ix = ix.c ? &ix : NULL;
+    /* One read transaction for all the lookups: without it every statement
+     * takes and drops SQLite's file lock (two fcntl calls and an fstat per
+     * row read by id). */
+    if (sqlite3_get_autocommit(db)) {
+        if (rh_pass_exec(db, "BEGIN"))
+            goto out;
+        in_txn = 1;
+    }
     pthread_mutex_init(&q.mu, NULL);
     pthread_cond_init(&q.filled, NULL);
     pthread_cond_init(&q.emptied, NULL);
@@ -461,6 +809,16 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
             }
             if (!ok[si])
                 continue;
+            if (2 * nids > nmm) { /* new stacks: sizes unset (-1) */
+                if (rh_grow(&mm, &capmm, 2 * nids, sizeof *mm))
+                    goto oom;
+                for (; nmm < 2 * nids; nmm++)
+                    mm[nmm] = -1;
+            }
+            if (mm[2 * si] < 0 || w->size < mm[2 * si])
+                mm[2 * si] = w->size;
+            if (w->size > mm[2 * si + 1])
+                mm[2 * si + 1] = w->size;
             /* frees due by now come first (frees first at equal times) */
             while (h.n && h.v[0].t <= w->ta) {
                 if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size,
@@ -495,7 +853,7 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     }
     pthread_join(reader, NULL);
     reading = 0;
-    if (q.rc != SQLITE_DONE) {
+    if (q.rc != SQLITE_DONE || (ix.c && ix.rc != SQLITE_DONE)) {
         rh_sql_fail(db, "filter");
         goto out;
     }
@@ -513,7 +871,13 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     res->peak_time = a->peak_t;
     res->last_event = last_t;
     res->timeline = a->tl_ok;
-    rc = rh_pass_store(db, a, ids);
+    if (2 * nids > nmm) { /* every stack gets a pair, even without rows */
+        if (rh_grow(&mm, &capmm, 2 * nids, sizeof *mm))
+            goto oom;
+        for (; nmm < 2 * nids; nmm++)
+            mm[nmm] = -1;
+    }
+    rc = rh_pass_store(db, a, ids, mm);
     goto out;
 oom:
     fprintf(stderr, "rheaper: filter: out of memory\n");
@@ -528,11 +892,19 @@ out:
     for (int k = 0; k < RH_PASS_NBATCH; k++)
         free(q.b[k]);
     sqlite3_finalize(st);
+    sqlite3_finalize(ix.chunk);
+    /* rh_pass_bt's user data (the caller's stack set) ends with the pass */
+    sqlite3_create_function(db, "rh_pass_bt", 1, SQLITE_UTF8, NULL, NULL, NULL, NULL);
+    if (in_txn == 1 && !sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    free(ix.c);
+    free(ix.heap);
     rh_agg_free(a);
     free(samp);
     rh_map_free(&idx);
     free(ids);
     free(ok);
+    free(mm);
     free(direct);
     free(h.v);
     return rc;

@@ -370,6 +370,46 @@ static void rh_group_data(struct rh_req *q, sqlite3_stmt *st, int c)
             (int64_t)sqlite3_column_int64(st, c + 5), (int64_t)sqlite3_column_int64(st, c + 6));
 }
 
+/* The smallest and largest size of stack bt's allocations (bytehound's
+ * all.min_size / max_size) into *mn, *mx (-1: not known): from the
+ * converter's stack_sizes; on an older profile without it, when rows is set
+ * (a filtered scope), from its rows by id through stack_rows
+ * (rh_pass_stack_sizes) when that beats a scan, else SQL. Returns 0 or -1 (a
+ * failed query). */
+static int rh_group_sizes(struct rh_req *q, int64_t bt, int64_t *mn, int64_t *mx, int rows)
+{
+    sqlite3_stmt *st = NULL;
+    *mn = *mx = -1;
+    /* the converter's (stack_sizes, every allocation) */
+    if (sqlite3_prepare_v2(q->db, "SELECT min_size, max_size FROM main.stack_sizes WHERE bt = ?1",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, bt);
+        int r = sqlite3_step(st);
+        if (r == SQLITE_ROW) {
+            *mn = sqlite3_column_int64(st, 0);
+            *mx = sqlite3_column_int64(st, 1);
+        }
+        sqlite3_finalize(st);
+        return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -1;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    /* an older profile: from the rows, when a filter reads them anyway */
+    if (!rows || rh_pass_stack_sizes(q->db, bt, mn, mx))
+        return 0;
+    if (sqlite3_prepare_v2(q->db, "SELECT min(size), max(size) FROM main.allocations WHERE bt = ?1",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, bt);
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        *mn = sqlite3_column_int64(st, 0);
+        *mx = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    return r == SQLITE_ROW ? 0 : -1;
+}
+
 static int rh_ep_groups(struct rh_req *q)
 {
     static const char *const own[] = {"sort_by", "order", "count", "skip", NULL};
@@ -409,12 +449,32 @@ static int rh_ep_groups(struct rh_req *q)
     struct rh_scope sc;
     if (rh_scope_get(q->db, &sc))
         return rh_q_fail(q);
+    /* Filtered by the shared filters only (msel is sel): the matched
+     * figures are the pass's (sstat, ssize), computed while it read the
+     * scope's rows once. bytehound's own filters (msel a table) are grouped
+     * from msel's rows. */
+    int has_sizes = rh_q_int(q->db,
+                             "SELECT count(*) FROM main.sqlite_master WHERE name = 'stack_sizes'",
+                             0) == 1;
+    int from_pass = sc.rows && !rh_qfilter_extra(&q->q) &&
+                    rh_q_int(q->db, "SELECT count(*) FROM sqlite_temp_master WHERE name = 'ssize'",
+                             0) == 1;
     const char *grp =
-        sc.rows ? "CREATE TEMP TABLE grp AS SELECT bt, " RH_W_N("1") " AS m_count,"
+        from_pass
+            ? "CREATE TEMP TABLE grp AS SELECT s.bt AS bt, s.count AS m_count, s.bytes AS m_size,"
+              " z.min_size AS m_min_size, z.max_size AS m_max_size, s.first_alloc AS m_min_t,"
+              " s.last_alloc AS m_max_t, s.leaked_blocks AS m_leaked"
+              " FROM sstat s JOIN ssize z ON z.bt = s.bt WHERE s.count > 0"
+        : sc.rows ? "CREATE TEMP TABLE grp AS SELECT bt, " RH_W_N("1") " AS m_count,"
                   " sum(" RH_W_ROW_B ") AS m_size,"
                   " min(size) AS m_min_size, max(size) AS m_max_size, min(alloc_after) AS m_min_t,"
                   " max(alloc_after) AS m_max_t, " RH_W_N("dealloc_after IS NULL") " AS m_leaked"
                   " FROM msel GROUP BY bt"
+        : has_sizes
+            ? "CREATE TEMP TABLE grp AS SELECT s.bt AS bt, s.count AS m_count, s.bytes AS m_size,"
+              " z.min_size AS m_min_size, z.max_size AS m_max_size, s.first_alloc AS m_min_t,"
+              " s.last_alloc AS m_max_t, s.leaked_blocks AS m_leaked"
+              " FROM sstat s LEFT JOIN main.stack_sizes z ON z.bt = s.bt WHERE s.count > 0"
                 : "CREATE TEMP TABLE grp AS SELECT bt, count AS m_count, bytes AS m_size,"
                   " NULL AS m_min_size, NULL AS m_max_size, first_alloc AS m_min_t,"
                   " last_alloc AS m_max_t, leaked_blocks AS m_leaked FROM sstat WHERE count > 0";
@@ -428,12 +488,10 @@ static int rh_ep_groups(struct rh_req *q)
     int64_t limit = rh_limit(q, &capped);
     int64_t total = rh_q_int(q->db, "SELECT count(*) FROM grp", -1);
     char sql[2048];
-    /* Filtered, min/max size over all of a group's rows are read for the
-     * listed page only, through the index on bt. Unfiltered, the answer
-     * comes from the aggregates alone (a page of every group would read
-     * every row): the sizes the aggregates do not keep are null. */
-    const char *amin = sc.rows ? "(SELECT min(size) FROM main.allocations WHERE bt = g.bt)" : "NULL";
-    const char *amax = sc.rows ? "(SELECT max(size) FROM main.allocations WHERE bt = g.bt)" : "NULL";
+    /* all.min_size / all.max_size are read per listed group by
+     * rh_group_sizes (stack_sizes; on older profiles from the rows when
+     * filtered, else null), not here. */
+    const char *amin = "NULL", *amax = "NULL";
     snprintf(sql, sizeof sql,
              "WITH page AS MATERIALIZED (SELECT g.*, a.bytes, a.first_alloc, a.last_alloc,"
              " a.leaked_blocks, a.count, %s AS k FROM grp g JOIN gall a ON a.bt = g.bt"
@@ -460,11 +518,17 @@ static int rh_ep_groups(struct rh_req *q)
             /* reorder into rh_group_data's layout: size, min, max, min_t, max_t, leaked, count */
             FILE *oo = o;
             int64_t mn = sqlite3_column_int64(st, 11), mx = sqlite3_column_int64(st, 12);
+            int64_t smin = -1, smax = -1;
+            if (rh_group_sizes(q, bt, &smin, &smax, sc.rows)) {
+                sqlite3_finalize(st);
+                return rh_q_fail(q);
+            }
             fprintf(oo,
                     "{\"size\":%" PRId64 ",\"min_size\":", (int64_t)sqlite3_column_int64(st, 8));
-            rh_json_int_or_null(oo, st, 9);
-            fputs(",\"max_size\":", oo);
-            rh_json_int_or_null(oo, st, 10);
+            if (smin >= 0)
+                fprintf(oo, "%" PRId64 ",\"max_size\":%" PRId64, smin, smax);
+            else
+                fputs("null,\"max_size\":null", oo);
             fputs(",\"min_timestamp\":", oo);
             rh_tv(oo, mn);
             fputs(",\"min_timestamp_relative\":", oo);

@@ -397,7 +397,7 @@ int rh_cmd_serve(int argc, char **argv)
 {
     const char *listen = "127.0.0.1:8080";
     int any = 0, nocache = 0;
-    long threads = 4, budget = 10000, cap = 10000;
+    long threads = 8, budget = 10000, cap = 10000;
     const char **args = calloc((size_t)argc, sizeof *args);
     int nargs = 0;
     if (!args)

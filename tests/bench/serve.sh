@@ -19,6 +19,13 @@
 # table gives p50 and p99 of all requests of all rounds, the command's median,
 # and their ratio; every answer must be HTTP 200 ("FAIL:" lines otherwise).
 # The load average is printed beside: the machine is shared.
+#
+# Then the mixed round (mix-*): CLIENTS clients at once, each asking its own
+# filtered question (a different function_regex, time window or both, listed
+# in $out/mix), so no two requests are alike and the figure measures the
+# filtered pass, not a cache or one hot page set. Per round each question's
+# command runs once first (alone, timed), then all clients start together.
+# The row mix-all gives p50/p99 over every mixed request.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -107,7 +114,8 @@ while [ $r -le "$rounds" ]; do
             (
                 k=0
                 while [ $k -lt "$requests" ]; do
-                    curl -s -g --max-time 120 -o /dev/null -w '%{http_code} %{time_total}\n' "$base$url"
+                    # a timeout prints "000 120.0" and is reported below, not fatal
+                    curl -s -g --max-time 120 -o /dev/null -w '%{http_code} %{time_total}\n' "$base$url" || :
                     k=$((k + 1))
                 done
             ) >>"$out/lat-$name.$c" &
@@ -115,17 +123,71 @@ while [ $r -le "$rounds" ]; do
             c=$((c + 1))
         done
         # shellcheck disable=SC2086
-        wait $pids
+        wait $pids || :
     done <"$out/questions"
     r=$((r + 1))
 done
 
+# The mixed round: one different filtered question per client (cycled when
+# there are more clients than questions).
+cat >"$out/mix" <<EOF
+mix-remember|function_regex=remember_session|--function remember_session
+mix-decoy|function_regex=load_decoy_table|--function load_decoy_table
+mix-10-15|from=10%25&to=15%25|--from 10% --to 15%
+mix-30-35|from=30%25&to=35%25|--from 30% --to 35%
+mix-70-75|from=70%25&to=75%25|--from 70% --to 75%
+mix-s2-50-52|function_regex=step_2&from=50%25&to=52%25|--function step_2 --from 50% --to 52%
+mix-rem-40-90|function_regex=remember_session&from=40%25&to=90%25|--function remember_session --from 40% --to 90%
+mix-s5-80-90|function_regex=step_5&from=80%25&to=90%25|--function step_5 --from 80% --to 90%
+EOF
+nmix=$(wc -l <"$out/mix")
+r=1
+while [ $r -le "$rounds" ]; do
+    while IFS='|' read -r name q opts; do
+        t0=$(now_ms)
+        # shellcheck disable=SC2086 # the options' words
+        RHEAPER_QUIET_NOTICES=1 "$bin/rheaper" top "$db" -n 10 $opts >/dev/null 2>&1 || echo "FAIL: rheaper top $opts"
+        echo $(($(now_ms) - t0)) >>"$out/cli-$name.ms"
+    done <"$out/mix"
+    pids=
+    c=1
+    while [ $c -le "$clients" ]; do
+        line=$(sed -n "$(((c - 1) % nmix + 1))p" "$out/mix")
+        name=${line%%|*}
+        q=${line#*|}
+        q=${q%%|*}
+        (
+            k=0
+            while [ $k -lt "$requests" ]; do
+                curl -s -g --max-time 120 -o /dev/null -w '%{http_code} %{time_total}\n' \
+                    "$base/data/0/allocation_groups?$q&sort_by=only_matched.size&order=dsc&count=10" || :
+                k=$((k + 1))
+            done
+        ) >>"$out/lat-$name.$c" &
+        pids="$pids $!"
+        c=$((c + 1))
+    done
+    # shellcheck disable=SC2086
+    wait $pids || :
+    r=$((r + 1))
+done
+while IFS='|' read -r name q opts; do
+    echo "$name|$q|top -n 10 $opts" >>"$out/questions"
+done <"$out/mix"
+echo "mix-all|(every mixed request)|" >>"$out/questions"
+
 echo
 echo "rheaper serve: $clients clients x $requests requests x $rounds rounds per question; $rows rows in $(basename "$db")"
+echo "mix-*: $clients clients at once, each its own question; mix-all: all of them"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-11s %9s %9s %9s %6s %13s %11s\n' question p50_ms p99_ms max_ms n cli_median_ms p50/cli
+printf '%-14s %9s %9s %9s %6s %13s %11s\n' question p50_ms p99_ms max_ms n cli_median_ms p50/cli
 while IFS='|' read -r name url cmd; do
-    cat "$out"/lat-"$name".* >"$out/lat-$name"
+    if [ "$name" = mix-all ]; then
+        cat "$out"/lat-mix-*.[0-9]* >"$out/lat-$name"
+    else
+        cat "$out"/lat-"$name".* >"$out/lat-$name" 2>/dev/null || : >"$out/lat-$name"
+    fi
+    [ -s "$out/lat-$name" ] || continue
     bad=$(awk '$1 != 200' "$out/lat-$name" | wc -l)
     [ "$bad" -eq 0 ] || echo "FAIL: $name: $bad answers were not HTTP 200"
     awk '{print $2 * 1000}' "$out/lat-$name" | sort -n >"$out/lat-$name.sorted"
@@ -133,7 +195,9 @@ while IFS='|' read -r name url cmd; do
     p50=$(awk -v n="$n" 'NR == int((n - 1) * 0.50) + 1 {printf "%.1f", $1}' "$out/lat-$name.sorted")
     p99=$(awk -v n="$n" 'NR == int((n - 1) * 0.99) + 1 {printf "%.1f", $1}' "$out/lat-$name.sorted")
     max=$(tail -n 1 "$out/lat-$name.sorted")
-    cli=$(sort -n "$out/cli-$name.ms" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-    printf '%-11s %9s %9s %9s %6s %13s %11s\n' "$name" "$p50" "$p99" "$max" "$n" "$cli" \
-        "$(awk -v a="$p50" -v b="$cli" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}')"
+    cli=-
+    [ -f "$out/cli-$name.ms" ] &&
+        cli=$(sort -n "$out/cli-$name.ms" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+    printf '%-14s %9s %9s %9s %6s %13s %11s\n' "$name" "$p50" "$p99" "$max" "$n" "$cli" \
+        "$(awk -v a="$p50" -v b="$cli" 'BEGIN {if (b + 0 > 0) printf "%.2f", a / b; else print "-"}')"
 done <"$out/questions"
