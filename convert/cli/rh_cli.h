@@ -212,7 +212,9 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
  * prints once per process "rheaper: sampled profile (...): blocks and bytes
  * are estimates ..." on stderr (unless RHEAPER_QUIET_NOTICES is set). */
 /* The sampling of a profile from meta: RIP_SAMPLE_RATE (with *rate),
- * RIP_SAMPLE_BYTES (with *bytes), or 0 for a full profile. */
+ * RIP_SAMPLE_BYTES (with *bytes), RIP_SAMPLE_BYTES_BIG (with *bytes: blocks of
+ * *bytes or more were always recorded, meta sample_big_always = 1), or 0 for
+ * a full profile. */
 int rh_sample_params(sqlite3 *db, double *rate, int64_t *bytes);
 int rh_sample_notice(sqlite3 *db);
 
