@@ -194,6 +194,30 @@ generation)
     cmp -s s1 s2 || fail "the second recording took other blocks than the first ($(wc -l <s1) and $(wc -l <s2))"
     echo "ok: both recordings took the same $(wc -l <s1) blocks, all $(truth round 4) big ones"
     ;;
+modes)
+    # the header's mode says which rule a profile used: 3 (blocks of N or
+    # more always, weight 1), 2 (the older runtime's: every block by the
+    # countdown, weight 1/(1 - exp(-s/N))), anything else refused
+    record RHEAPER_SAMPLE_BYTES=4096 RHEAPER_SAMPLE_SEED=42
+    set -- rip-*
+    # site_medium's 4000 blocks of 4 KiB
+    w4k() { sqlite3 "$1" "select count(*) || '|' || min(a.weight) || '|' || max(a.weight) from allocations a
+                          join backtraces b on b.id = a.bt and b.frame_no = 0 where b.sym = 'site_medium'"; }
+    [ "$(w4k p.db)" = "4000|1.0|1.0" ] || fail "mode 3: site_medium rows $(w4k p.db)"
+    "$H/smp_setmode" "$1" m2.rip 2 || fail "smp_setmode failed"
+    "$BIN/rheaper-convert" m2.rip m2.db 2>conv.err || fail "conversion of mode 2 failed"
+    [ "$(sqlite3 m2.db "select value from meta where key = 'sample_big_always'")" = 0 ] ||
+        fail "mode 2: meta sample_big_always is not 0"
+    # 1 / (1 - exp(-1)) = 1.58197670686933
+    w4k m2.db | awk -F'|' '{ exit !($1 == 4000 && $2 > 1.5819767068 && $3 < 1.5819767069) }' ||
+        fail "mode 2: site_medium rows $(w4k m2.db), expected 4000 of weight 1.58197670686933"
+    echo "ok: mode 2 converts with the older weights (4 KiB blocks: 1.58198), mode 3 with weight 1"
+    "$H/smp_setmode" "$1" m9.rip 9 || fail "smp_setmode failed"
+    if "$BIN/rheaper-convert" m9.rip m9.db 2>m9.err; then fail "mode 9 converted"; fi
+    grep -q 'sampling mode 9 .*not known to this reader' m9.err || { cat m9.err; fail "mode 9: no clear error"; }
+    [ ! -e m9.db ] || fail "mode 9 left a database"
+    echo "ok: mode 9 refused: $(cat m9.err)"
+    ;;
 *)
     fail "unknown case"
     ;;
