@@ -601,8 +601,9 @@ RH_ALWAYS_INLINE uint64_t rh_mix64(uint64_t z)
  * (the rest is kept aside in rh_sample.c): a block with size < this is below
  * N too, so it is not taken and the countdown drops by size. */
 extern RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
-/* Copies rh_cfg's sampling settings into the sampler and sets rh_live_on.
- * Before RH_ON only. */
+/* Copies rh_cfg's sampling settings into the sampler and sets rh_live_on,
+ * and starts a new generation (every thread redraws its state). Before RH_ON
+ * only. */
 RH_HIDDEN void rh_sample_configure(void);
 /* Writes the sampling fields and flag into a file header being filled. */
 RH_HIDDEN void rh_sample_header(uint8_t *hdr);
