@@ -589,7 +589,15 @@ extern RH_HIDDEN _Atomic uint64_t rh_sample_threshold;
  * mode's key equals the thread's; else the slow path redraws them. */
 #define RH_SAMPLE_NOKEY UINT64_MAX
 extern RH_HIDDEN _Atomic uint64_t rh_sample_bkey, rh_sample_rkey;
-extern RH_HIDDEN __thread uint64_t rh_tls_sample_key __attribute__((tls_model("initial-exec")));
+/* The thread's countdown and key side by side, so that the fast paths reach
+ * both from one TLS address (one instruction fewer per call than two
+ * variables: the key's compare takes the TLS slot as its operand). */
+struct rh_tls_sampler {
+    int64_t left;
+    uint64_t key;
+};
+extern RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("initial-exec")));
+#define rh_tls_sample_key (rh_tls_samp.key)
 #define RH_SS_K 0x9e3779b97f4a7c15ull
 RH_ALWAYS_INLINE uint64_t rh_mix64(uint64_t z)
 {
@@ -600,7 +608,7 @@ RH_ALWAYS_INLINE uint64_t rh_mix64(uint64_t z)
 /* Bytes mode: bytes left until the calling thread's next sample, at most N
  * (the rest is kept aside in rh_sample.c): a block with size < this is below
  * N too, so it is not taken and the countdown drops by size. */
-extern RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
+#define rh_tls_sample_left (rh_tls_samp.left)
 /* Copies rh_cfg's sampling settings into the sampler and sets rh_live_on,
  * and starts a new generation (every thread redraws its state). Before RH_ON
  * only. */

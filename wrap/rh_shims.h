@@ -92,14 +92,13 @@ RH_INLINE int rh_fast_unsampled_alloc(int s, size_t n)
 {
     if (s != RH_ON)
         return 0;
-    uint64_t key = rh_tls_sample_key;
-    if (rh_likely(rh_sample_bkey == key)) {
+    if (rh_likely(rh_sample_bkey == rh_tls_sample_key)) {
         uint64_t l = (uint64_t)rh_tls_sample_left;
         if (rh_likely(l > n) && rh_likely(!rh_guard)) {
             rh_tls_sample_left = (int64_t)(l - n);
             return 1;
         }
-    } else if (rh_sample_rkey == key && rh_likely(!rh_guard)) {
+    } else if (rh_sample_rkey == rh_tls_sample_key && rh_likely(!rh_guard)) {
         /* one step of the thread's stream; a take steps back, so that the
          * recording path (rh_sample_alloc_slow) draws this same value */
         uint64_t x = rh_tls_rng + RH_SS_K;
