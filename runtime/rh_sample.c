@@ -24,11 +24,13 @@
  * rh_sample_rkey (the generation in the matching mode, else RH_SAMPLE_NOKEY),
  * where they used to compare the mode, so a thread whose state was drawn for
  * another recording (another mode, N or seed) takes the slow path and redraws
- * it, with no extra instruction on the fast path.
+ * it, with no extra instruction on the fast path (the key sits beside the
+ * countdown in struct rh_tls_sampler: one TLS address for both).
  * Randomness: a splitmix64 stream per thread, seeded from RHEAPER_SAMPLE_SEED
  * (or the clock) and the thread's sampling ordinal (the order in which threads
  * first reach the sampler in this recording), so a single-threaded run with a
- * seed is deterministic, and so is each recording of one. No libc rand, no libm, no allocation.
+ * seed is deterministic, and so is each recording of one. No libc rand, no
+ * libm, no allocation.
  *
  * The frees of recorded blocks are recorded; the frees of the others cost no
  * event and are not unknown frees: rh_live.c's map holds the live recorded
