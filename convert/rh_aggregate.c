@@ -51,8 +51,8 @@ double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr)
     double w;
     if (r->sample_mode == RIP_SAMPLE_RATE)
         w = 1.0 / r->sample_rate;
-    else if (!size)
-        return 1.0;
+    else if (!size || (r->sample_big && size >= r->sample_bytes))
+        return 1.0; /* a big block under heapprofd's rule: always recorded */
     else /* the same operations as the view's SQL, so both round alike */
         w = 1.0 / (1.0 - exp(-(double)size / (double)r->sample_bytes));
     return w < RH_MAX_WEIGHT ? w : RH_MAX_WEIGHT;
@@ -63,6 +63,12 @@ void rh_sample_weight_sql(const struct rh_rip *r, char *buf, size_t len)
     if (r->sample_mode == RIP_SAMPLE_RATE)
         snprintf(buf, len, "(CASE WHEN a.addr < 0 THEN 1.0 ELSE %.17g END)",
                  rh_sample_weight(r, 1, 0));
+    else if (r->sample_mode == RIP_SAMPLE_BYTES && r->sample_big)
+        snprintf(buf, len,
+                 "(CASE WHEN a.addr < 0 OR a.size = 0 OR a.size >= %llu THEN 1.0"
+                 " ELSE min(1.0 / (1.0 - exp(-a.size / %llu.0)), %.1f) END)",
+                 (unsigned long long)r->sample_bytes, (unsigned long long)r->sample_bytes,
+                 RH_MAX_WEIGHT);
     else if (r->sample_mode == RIP_SAMPLE_BYTES)
         snprintf(buf, len,
                  "(CASE WHEN a.addr < 0 OR a.size = 0 THEN 1.0"

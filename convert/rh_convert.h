@@ -229,6 +229,8 @@ struct rh_rip {
     uint64_t cpu_samples;        /* CPUSAMPLE records decoded */
     /* v3, issue 9: sampling (header flag RIP_HDR_F_SAMPLED; trailer 64..79) */
     uint32_t sample_mode;       /* 0 full, RIP_SAMPLE_RATE or RIP_SAMPLE_BYTES */
+    uint32_t sample_big;        /* bytes mode: blocks >= N always recorded, weight 1
+                                   (header mode RIP_SAMPLE_BYTES_BIG) */
     uint32_t sample_seeded;     /* RHEAPER_SAMPLE_SEED was given */
     double sample_rate;         /* rate mode: the probability r */
     uint64_t sample_bytes;      /* bytes mode: the mean N */
@@ -507,7 +509,8 @@ RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t si
 /* Sampling (issue 9): the weight of a recorded block of `size` bytes at addr
  * in profile r, the inverse of the probability it had of being recorded: 1 on
  * a full profile and for pool requests (tagged addresses, never sampled), 1/r
- * by rate, 1/(1 - exp(-size/N)) by bytes. The allocations view's `weight`
+ * by rate, 1/(1 - exp(-size/N)) by bytes (1 when size >= N and r->sample_big:
+ * heapprofd's rule). The allocations view's `weight`
  * computes the same (rh_sample_weight_sql). */
 RH_HIDDEN double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr);
 /* The SQL expression of the same weight over alloc_rows a, into buf. */

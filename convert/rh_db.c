@@ -880,6 +880,8 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     } else if (r->sample_mode == RIP_SAMPLE_BYTES) {
         rh_meta_text(&m, "sample_mode", "bytes");
         rh_meta_int(&m, "sample_bytes", (int64_t)r->sample_bytes);
+        /* 1: blocks >= sample_bytes were always recorded, weight 1 */
+        rh_meta_int(&m, "sample_big_always", r->sample_big);
     }
     if (r->sample_mode) {
         rh_meta_int(&m, "sample_seeded", r->sample_seeded);

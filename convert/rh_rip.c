@@ -245,23 +245,6 @@ int rh_rip_header(struct rh_rip *r)
         memcpy(&r->cpu_hz, r->base + RIP_HDR_CPU_HZ_OFF, 4);
         memcpy(&r->cpu_signal, r->base + RIP_HDR_CPU_SIG_OFF, 4);
     }
-    if (r->hdr.version >= 3 && (r->hdr.flags & RIP_HDR_F_SAMPLED)) {
-        /* v3, issue 9 (FORMAT.md "Version 3: sampling (issue 9)") */
-        uint64_t param;
-        memcpy(&r->sample_mode, r->base + RIP_HDR_SAMPLE_MODE_OFF, 4);
-        memcpy(&r->sample_seeded, r->base + RIP_HDR_SAMPLE_MODE_OFF + 4, 4);
-        memcpy(&param, r->base + RIP_HDR_SAMPLE_PARAM_OFF, 8);
-        if (r->sample_mode == RIP_SAMPLE_RATE && param) {
-            r->sample_rate = (double)param / 18446744073709551616.0;
-        } else if (r->sample_mode == RIP_SAMPLE_BYTES && param && param <= (1ull << 40)) {
-            r->sample_bytes = param;
-        } else {
-            rh_rip_warn(r, "unknown sampling mode %u (parameter %llu) at offset 88; "
-                           "estimates use weight 1",
-                        r->sample_mode, (unsigned long long)param);
-            r->sample_mode = 0;
-        }
-    }
 
     uint8_t copy[RIP_HEADER_SIZE];
     memcpy(copy, r->base, RIP_HEADER_SIZE);
@@ -269,6 +252,33 @@ int rh_rip_header(struct rh_rip *r)
     if (rip_crc32c(0, copy, RIP_HEADER_SIZE) != r->hdr.crc) {
         rh_rip_warn(r, "file header checksum mismatch at offset 72; header fields may be wrong");
         r->damaged = 1;
+    }
+    if (r->hdr.version >= 3 && (r->hdr.flags & RIP_HDR_F_SAMPLED)) {
+        /* v3, issue 9 (FORMAT.md "Version 3: sampling (issue 9)") */
+        uint64_t param;
+        uint32_t mode;
+        memcpy(&mode, r->base + RIP_HDR_SAMPLE_MODE_OFF, 4);
+        memcpy(&r->sample_seeded, r->base + RIP_HDR_SAMPLE_MODE_OFF + 4, 4);
+        memcpy(&param, r->base + RIP_HDR_SAMPLE_PARAM_OFF, 8);
+        if (mode == RIP_SAMPLE_RATE && param) {
+            r->sample_mode = mode;
+            r->sample_rate = (double)param / 18446744073709551616.0;
+        } else if ((mode == RIP_SAMPLE_BYTES || mode == RIP_SAMPLE_BYTES_BIG) && param &&
+                   param <= (1ull << 40)) {
+            r->sample_mode = RIP_SAMPLE_BYTES;
+            r->sample_big = mode == RIP_SAMPLE_BYTES_BIG;
+            r->sample_bytes = param;
+        } else if (!r->damaged) {
+            /* an intact header with a rule this reader does not know (a newer
+             * rheaper's): its weights cannot be computed, so no figures */
+            return rh_rip_fail(r, "sampling mode %u (parameter %llu) at offset 88 is not known "
+                                  "to this reader: convert it with the rheaper that wrote it",
+                               mode, (unsigned long long)param);
+        } else {
+            rh_rip_warn(r, "unknown sampling mode %u (parameter %llu) at offset 88 of a damaged "
+                           "header; estimates use weight 1",
+                        mode, (unsigned long long)param);
+        }
     }
     if (r->hdr.tick_shift > 63)
         return rh_rip_fail(r, "bad tick shift %u at offset 52", r->hdr.tick_shift);

@@ -578,11 +578,26 @@ enum { RH_SAMPLE_NONE = 0, RH_SAMPLE_RATE = 1, RH_SAMPLE_BYTES = 2 };
  * on; read on every event). */
 extern RH_HIDDEN _Atomic int rh_sample_mode;
 /* Rate mode: the calling thread's splitmix64 state (one step: add RH_SS_K,
- * then rh_mix64), set once rh_tls_rng_ok; a block is taken when the step's
- * value is below rh_sample_threshold. */
+ * then rh_mix64), valid when rh_tls_sample_key == rh_sample_rkey; a block is
+ * taken when the step's value is below rh_sample_threshold. */
 extern RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
-extern RH_HIDDEN __thread int rh_tls_rng_ok __attribute__((tls_model("initial-exec")));
 extern RH_HIDDEN _Atomic uint64_t rh_sample_threshold;
+/* Generations (rh_sample.c): the recording's generation in bytes mode
+ * (rh_sample_bkey) or rate mode (rh_sample_rkey), RH_SAMPLE_NOKEY in the
+ * others; the generation the calling thread's stream and countdown were drawn
+ * for (rh_tls_sample_key, 0: never). A fast path may use them only when its
+ * mode's key equals the thread's; else the slow path redraws them. */
+#define RH_SAMPLE_NOKEY UINT64_MAX
+extern RH_HIDDEN _Atomic uint64_t rh_sample_bkey, rh_sample_rkey;
+/* The thread's countdown and key side by side, so that the fast paths reach
+ * both from one TLS address (one instruction fewer per call than two
+ * variables: the key's compare takes the TLS slot as its operand). */
+struct rh_tls_sampler {
+    int64_t left;
+    uint64_t key;
+};
+extern RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("initial-exec")));
+#define rh_tls_sample_key (rh_tls_samp.key)
 #define RH_SS_K 0x9e3779b97f4a7c15ull
 RH_ALWAYS_INLINE uint64_t rh_mix64(uint64_t z)
 {
@@ -590,10 +605,13 @@ RH_ALWAYS_INLINE uint64_t rh_mix64(uint64_t z)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
-/* Bytes mode: bytes left until the calling thread's next sample. */
-extern RH_HIDDEN __thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
-/* Copies rh_cfg's sampling settings into the sampler and sets rh_live_on.
- * Before RH_ON only. */
+/* Bytes mode: bytes left until the calling thread's next sample, at most N
+ * (the rest is kept aside in rh_sample.c): a block with size < this is below
+ * N too, so it is not taken and the countdown drops by size. */
+#define rh_tls_sample_left (rh_tls_samp.left)
+/* Copies rh_cfg's sampling settings into the sampler and sets rh_live_on,
+ * and starts a new generation (every thread redraws its state). Before RH_ON
+ * only. */
 RH_HIDDEN void rh_sample_configure(void);
 /* Writes the sampling fields and flag into a file header being filled. */
 RH_HIDDEN void rh_sample_header(uint8_t *hdr);
@@ -606,11 +624,12 @@ RH_HIDDEN void rh_sample_realloc_rec(unsigned kind, void *old, void *p, size_t s
                                      int now, uint64_t t_before, uint64_t t_after, void *fp) RH_COLD;
 
 /* The sampler's decision for a new block; bytes mode's common case (the
- * countdown not crossed) inline: one TLS subtraction. */
+ * countdown not crossed, so the block is below N) inline: one TLS
+ * subtraction. */
 RH_ALWAYS_INLINE int rh_sample_alloc(void *p, size_t size)
 {
     int64_t left = (int64_t)((uint64_t)rh_tls_sample_left - (uint64_t)size);
-    if (rh_likely(rh_sample_mode == RH_SAMPLE_BYTES && left > 0 && (intptr_t)p > 0 &&
+    if (rh_likely(rh_sample_bkey == rh_tls_sample_key && left > 0 && (intptr_t)p > 0 &&
                   size < ((size_t)1 << 62))) {
         rh_tls_sample_left = left;
         return 0;

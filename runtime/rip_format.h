@@ -43,6 +43,9 @@
 #define RIP_HDR_SAMPLE_PARAM_OFF 96u
 #define RIP_SAMPLE_RATE 1u
 #define RIP_SAMPLE_BYTES 2u
+/* bytes mode with heapprofd's rule: blocks of N bytes or more always
+ * recorded, weight 1 (FORMAT.md, same subsection) */
+#define RIP_SAMPLE_BYTES_BIG 3u
 
 struct rip_file_header {
     char magic[8];

@@ -68,9 +68,12 @@ extern RH_HIDDEN void (*rh_pass_free)(void *);
  * on, most calls record nothing, so the hot shims decide that first, before
  * the guard is set, the clock read or the runtime entered:
  *   - rh_fast_unsampled_alloc(n): bytes mode, the thread's countdown
- *     (rh_tls_sample_left, never negative) is larger than n: the block is not
- *     taken, the countdown drops by n, and the shim tail-calls the real
- *     allocator. It is exactly the decision rh_sample_alloc makes for a block
+ *     (rh_tls_sample_left, never negative, at most N) is larger than n: the
+ *     block is below N and not taken, the countdown drops by n, and the shim
+ *     tail-calls the real allocator. A block of N bytes or more never passes
+ *     here (it is always recorded). The thread's countdown must belong to
+ *     this recording (its key equals rh_sample_bkey), else the slow path
+ *     redraws it. It is exactly the decision rh_sample_alloc makes for a block
  *     of n bytes, made before the real call instead of after it, so the same
  *     seed gives the same profile. One difference: an unsampled call whose
  *     real allocation fails is not counted as a failure (rh_record_fail).
@@ -89,14 +92,13 @@ RH_INLINE int rh_fast_unsampled_alloc(int s, size_t n)
 {
     if (s != RH_ON)
         return 0;
-    int mode = rh_sample_mode;
-    if (rh_likely(mode == RH_SAMPLE_BYTES)) {
+    if (rh_likely(rh_sample_bkey == rh_tls_sample_key)) {
         uint64_t l = (uint64_t)rh_tls_sample_left;
         if (rh_likely(l > n) && rh_likely(!rh_guard)) {
             rh_tls_sample_left = (int64_t)(l - n);
             return 1;
         }
-    } else if (mode == RH_SAMPLE_RATE && rh_likely(rh_tls_rng_ok) && rh_likely(!rh_guard)) {
+    } else if (rh_sample_rkey == rh_tls_sample_key && rh_likely(!rh_guard)) {
         /* one step of the thread's stream; a take steps back, so that the
          * recording path (rh_sample_alloc_slow) draws this same value */
         uint64_t x = rh_tls_rng + RH_SS_K;

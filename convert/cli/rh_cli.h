@@ -221,7 +221,9 @@ int rh_pass_stack_sizes(sqlite3 *db, int64_t bt, int64_t *mn, int64_t *mx);
  * prints once per process "rheaper: sampled profile (...): blocks and bytes
  * are estimates ..." on stderr (unless RHEAPER_QUIET_NOTICES is set). */
 /* The sampling of a profile from meta: RIP_SAMPLE_RATE (with *rate),
- * RIP_SAMPLE_BYTES (with *bytes), or 0 for a full profile. */
+ * RIP_SAMPLE_BYTES (with *bytes), RIP_SAMPLE_BYTES_BIG (with *bytes: blocks of
+ * *bytes or more were always recorded, meta sample_big_always = 1), or 0 for
+ * a full profile. */
 int rh_sample_params(sqlite3 *db, double *rate, int64_t *bytes);
 int rh_sample_notice(sqlite3 *db);
 

@@ -834,7 +834,8 @@ int rh_sample_params(sqlite3 *db, double *rate, int64_t *bytes)
     if (sqlite3_prepare_v2(db,
                            "SELECT (SELECT value FROM meta WHERE key = 'sample_mode'),"
                            " (SELECT value FROM meta WHERE key = 'sample_rate'),"
-                           " (SELECT value FROM meta WHERE key = 'sample_bytes')",
+                           " (SELECT value FROM meta WHERE key = 'sample_bytes'),"
+                           " (SELECT value FROM meta WHERE key = 'sample_big_always')",
                            -1, &st, NULL) != SQLITE_OK)
         return 0; /* no meta: a full profile */
     if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
@@ -844,7 +845,7 @@ int rh_sample_params(sqlite3 *db, double *rate, int64_t *bytes)
         if (!strcmp(m, "rate") && *rate > 0)
             mode = RIP_SAMPLE_RATE;
         else if (!strcmp(m, "bytes") && *bytes > 0)
-            mode = RIP_SAMPLE_BYTES;
+            mode = sqlite3_column_int(st, 3) == 1 ? RIP_SAMPLE_BYTES_BIG : RIP_SAMPLE_BYTES;
     }
     sqlite3_finalize(st);
     return mode;
@@ -862,6 +863,11 @@ int rh_sample_notice(sqlite3 *db)
         char line[160];
         if (mode == RIP_SAMPLE_RATE)
             snprintf(line, sizeof line, "each allocation recorded with probability %g", rate);
+        else if (mode == RIP_SAMPLE_BYTES_BIG)
+            snprintf(line, sizeof line,
+                     "one sample per %lld allocated bytes on average, blocks of that size"
+                     " or more all",
+                     (long long)bytes);
         else
             snprintf(line, sizeof line, "one sample per %lld allocated bytes on average",
                      (long long)bytes);

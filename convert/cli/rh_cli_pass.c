@@ -504,8 +504,9 @@ static void *rh_pass_reader(void *arg)
 /* ---- the pass -------------------------------------------------------------- */
 
 /* A sampled profile's parameters (meta sample_mode, sample_rate,
- * sample_bytes, issue 9) in a zeroed rh_rip for the aggregates' weights:
- * *out stays NULL on a full profile. Returns 0, or -1 when out of memory. */
+ * sample_bytes, sample_big_always, issue 9) in a zeroed rh_rip for the
+ * aggregates' weights: *out stays NULL on a full profile. Returns 0, or -1
+ * when out of memory. */
 static int rh_pass_sampling(sqlite3 *db, struct rh_rip **out)
 {
     double rate;
@@ -516,7 +517,8 @@ static int rh_pass_sampling(sqlite3 *db, struct rh_rip **out)
         return 0;
     if (!(*out = calloc(1, sizeof **out)))
         return -1;
-    (*out)->sample_mode = (uint32_t)mode;
+    (*out)->sample_mode = mode == RIP_SAMPLE_BYTES_BIG ? RIP_SAMPLE_BYTES : (uint32_t)mode;
+    (*out)->sample_big = mode == RIP_SAMPLE_BYTES_BIG;
     (*out)->sample_rate = rate;
     (*out)->sample_bytes = (uint64_t)bytes;
     return 0;

@@ -501,7 +501,7 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         int64_t bytes;
         int mode = rh_sample_params(db, &rate, &bytes);
         sampled = mode != 0;
-        if (mode == RIP_SAMPLE_BYTES)
+        if (mode == RIP_SAMPLE_BYTES || mode == RIP_SAMPLE_BYTES_BIG)
             mean = (double)bytes;
         else if (mode == RIP_SAMPLE_RATE)
             mean = 1.0 / rate;

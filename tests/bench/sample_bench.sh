@@ -211,14 +211,16 @@ if [ "$scale" -gt 0 ]; then
     record full
     for n in $bytes $accn; do record "n$n" RHEAPER_SAMPLE_BYTES="$n" RHEAPER_SAMPLE_SEED=1; done
     # Each site's sampling statistics at each N, from the full profile's blocks
-    # (one pass): a block of s bytes is sampled with p = 1 - exp(-s/N) and
-    # weighed 1/p, so the site's expected number of samples is sum(p) and its
+    # (one pass): a block of s bytes is sampled with p = 1 - exp(-s/N), or
+    # p = 1 when s >= N (always recorded: heapprofd's rule, FORMAT.md mode 3),
+    # and weighed 1/p, so the site's expected number of samples is sum(p) and its
     # estimate's variance sum(s^2 (1 - p) / p); printed as the relative
     # standard error sqrt(var) / bytes. sd.csv lines: N,sym,line,samples,sd
     sep= sel=
     for n in $bytes $accn; do
-        sel="$sel$sep sum(1.0 - exp(-a.size / $n.0)),
-             sqrt(sum(a.size * a.size * (1.0 / (1.0 - exp(-a.size / $n.0)) - 1.0))) / sum(a.size)"
+        sel="$sel$sep sum(CASE WHEN a.size >= $n THEN 1.0 ELSE 1.0 - exp(-a.size / $n.0) END),
+             sqrt(sum(CASE WHEN a.size >= $n THEN 0.0
+                      ELSE a.size * a.size * (1.0 / (1.0 - exp(-a.size / $n.0)) - 1.0) END)) / sum(a.size)"
         sep=,
     done
     sqlite3 -separator , "$out/scale-full/p.db" "

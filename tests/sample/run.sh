@@ -63,30 +63,45 @@ bytes)
     record RHEAPER_SAMPLE_BYTES=4096 RHEAPER_SAMPLE_SEED=42
     [ "$(meta sample_mode)" = bytes ] || fail "meta sample_mode is '$(meta sample_mode)'"
     [ "$(meta sample_bytes)" = 4096 ] || fail "meta sample_bytes is '$(meta sample_bytes)'"
+    [ "$(meta sample_big_always)" = 1 ] || fail "meta sample_big_always is '$(meta sample_big_always)'"
     [ "$(meta sample_dropped)" = 0 ] || fail "sample_dropped $(meta sample_dropped)"
     # site_small: 9.6 MB in 48-byte blocks, ~2300 samples; live 0.96 MB, ~230
     within "$(site site_small bytes)" "$(truth site_small 4)" 10 "site_small bytes"
     within "$(site site_small count)" "$(truth site_small 3)" 10 "site_small blocks"
     within "$(site site_small leaked_bytes)" "$(truth site_small 6)" 25 "site_small live bytes"
-    # site_medium: 16 MB in 4 KiB blocks, ~4000 samples (weight 1.58)
-    within "$(site site_medium bytes)" "$(truth site_medium 4)" 10 "site_medium bytes"
-    within "$(site site_medium leaked_bytes)" "$(truth site_medium 6)" 10 "site_medium live bytes"
-    # the second thread freed half of them: thread_stats, estimated
-    within "$(q 'select freed_bytes from thread_stats where thread = 2')" \
-        $(( $(truth site_medium 4) / 2 )) 10 "bytes freed by thread 2"
-    # site_big: 1 MiB blocks are always sampled (weight 1 + 1e-111): exact
-    [ "$(site site_big count)" = "$(truth site_big 3)" ] || fail "site_big count $(site site_big count)"
-    [ "$(site site_big leaked_bytes)" = "$(truth site_big 6)" ] ||
-        fail "site_big live bytes $(site site_big leaked_bytes)"
-    echo "ok: site_big exact"
+    # blocks of N = 4096 bytes or more are always recorded, weight 1 (heapprofd's
+    # rule): site_medium's 4 KiB blocks and site_big's 1 MiB ones are exact
+    for f in 3 4 5 6; do
+        col=$(echo x x count bytes leaked_blocks leaked_bytes | cut -d' ' -f$f)
+        for s in site_medium site_big; do
+            [ "$(site $s $col)" = "$(truth $s $f)" ] || fail "$s $col $(site $s $col), true $(truth $s $f)"
+        done
+    done
+    echo "ok: site_medium and site_big exact (count, bytes, live blocks, live bytes)"
+    # every block of the two sites is a row of its own with weight 1
+    n=$(q "select count(*) || ' ' || sum(a.size) from allocations a join backtraces b on b.id = a.bt
+           and b.frame_no = 0 where b.sym in ('site_medium', 'site_big') and a.weight = 1.0")
+    [ "$n" = "$(( $(truth site_medium 3) + $(truth site_big 3) )) $(( $(truth site_medium 4) + $(truth site_big 4) ))" ] ||
+        fail "rows of weight 1 under site_medium and site_big: $n"
+    [ "$(q 'select count(*) from allocations where size >= 4096 and weight <> 1.0')" = 0 ] ||
+        fail "a block of N bytes or more has a weight other than 1"
+    echo "ok: all $n blocks of N bytes or more present, weight 1"
+    # the second thread freed half of site_medium's blocks, all recorded
+    # (thread 2 allocates nothing itself; its frees of small blocks are none)
+    [ "$(q 'select freed_bytes from thread_stats where thread = 2')" = $(( $(truth site_medium 4) / 2 )) ] ||
+        fail "bytes freed by thread 2: $(q 'select freed_bytes from thread_stats where thread = 2')"
+    echo "ok: bytes freed by thread 2 exact"
     # realloc: the grown blocks are live rows of kind realloc (9 MB, ~2200 samples)
     within "$(q "select cast(round(sum(size * weight)) as integer) from allocations
                  where kind = 'realloc' and dealloc_after is null")" \
         "$(truth site_grow_live 4)" 10 "realloc'd live bytes (view weight)"
-    # the view's weight and the aggregates agree
-    v=$(q "select cast(round(sum(size * weight)) as integer) from allocations")
+    # the view's weight and the aggregates agree, row by row: stack_stats
+    # sums round(size * weight) per block (the rounding of the sum would
+    # differ by the rows' common fraction, ~2300 times for site_small)
+    v=$(q "select sum(cast(round(size * weight) as integer)) from allocations")
     a=$(q "select sum(bytes) from stack_stats")
-    within "$v" "$a" 0.001 "allocations.weight vs stack_stats"
+    [ "$v" = "$a" ] || fail "allocations.weight vs stack_stats: $v and $a bytes"
+    echo "ok: allocations.weight and stack_stats agree: $v bytes"
     check_no_unsampled_frees 40000
     # the rheaper command says the figures are estimates, in one line
     "$BIN/rheaper" summary p.db >cli.out 2>cli.err || fail "rheaper summary failed"
@@ -131,9 +146,13 @@ cxx-static | cxx-shared)
     within "$(site new_small bytes)" "$(truth new_small 4)" 10 "new_small bytes"
     within "$(site new_small count)" "$(truth new_small 3)" 10 "new_small objects"
     within "$(site new_small leaked_bytes)" "$(truth new_small 6)" 25 "new_small live bytes"
-    # new_array: 16 MB in 4 KiB arrays, ~4000 samples, all deleted
-    within "$(site new_array bytes)" "$(truth new_array 4)" 10 "new_array bytes"
+    # new_array: 16 MB in 4 KiB arrays (= N: always recorded), all deleted: exact
+    [ "$(site new_array bytes)" = "$(truth new_array 4)" ] || fail "new_array bytes $(site new_array bytes)"
+    [ "$(site new_array count)" = "$(truth new_array 3)" ] || fail "new_array count $(site new_array count)"
     [ "$(site new_array leaked_bytes)" = 0 ] || fail "new_array live bytes $(site new_array leaked_bytes)"
+    [ "$(q 'select count(*) from allocations where size >= 4096 and weight <> 1.0')" = 0 ] ||
+        fail "a block of N bytes or more has a weight other than 1"
+    echo "ok: new_array exact"
     # new_big: 1 MiB arrays are always sampled: exact
     [ "$(site new_big count)" = "$(truth new_big 3)" ] || fail "new_big count $(site new_big count)"
     [ "$(site new_big leaked_bytes)" = "$(truth new_big 6)" ] ||
@@ -147,6 +166,57 @@ cxx-static | cxx-shared)
     case ",$k," in *,malloc,*) fail "rows of kind malloc under the new sites: $k" ;; esac
     echo "ok: kinds $k"
     check_no_unsampled_frees 40000
+    ;;
+generation)
+    # two recordings from the C API with one seed; the worker thread's
+    # sampling state must be redrawn for the second (rh_sample.c), so both
+    # take the same blocks of the same work
+    PROG=smp_gen
+    env RHEAPER_SAMPLE_BYTES=4096 RHEAPER_SAMPLE_SEED=11 RHEAPER_PROFILE_DIR="$WORK" \
+        RHEAPER_PROFILE_NAME=gen-%n "$H/$PROG" >out 2>err || fail "$PROG failed"
+    set -- gen-*
+    [ $# = 2 ] || fail "expected 2 profiles, found: $*"
+    i=0
+    for f in "$@"; do
+        i=$((i + 1))
+        "$BIN/rheaper-convert" "$f" p$i.db 2>conv.err || fail "conversion of $f failed"
+    done
+    for i in 1 2; do
+        sqlite3 p$i.db "select size from allocations a join backtraces b on b.id = a.bt
+                        and b.frame_no = 0 where b.sym = 'gen_block' order by a.alloc_after, a.id" >s$i ||
+            fail "query of p$i.db failed"
+        n=$(wc -l <s$i)
+        # 20 MB in blocks below N: ~5000 samples of 20000, plus the 20 big ones
+        [ "$n" -gt 1000 ] && [ "$n" -lt 19000 ] || fail "recording $i took $n of 20000 blocks"
+        big=$(sqlite3 p$i.db "select count(*) || ' ' || sum(size) from allocations where size = 5000 and weight = 1.0")
+        [ "$big" = "$(truth round 4) $(truth round 5)" ] || fail "recording $i: big blocks $big"
+    done
+    cmp -s s1 s2 || fail "the second recording took other blocks than the first ($(wc -l <s1) and $(wc -l <s2))"
+    echo "ok: both recordings took the same $(wc -l <s1) blocks, all $(truth round 4) big ones"
+    ;;
+modes)
+    # the header's mode says which rule a profile used: 3 (blocks of N or
+    # more always, weight 1), 2 (the older runtime's: every block by the
+    # countdown, weight 1/(1 - exp(-s/N))), anything else refused
+    record RHEAPER_SAMPLE_BYTES=4096 RHEAPER_SAMPLE_SEED=42
+    set -- rip-*
+    # site_medium's 4000 blocks of 4 KiB
+    w4k() { sqlite3 "$1" "select count(*) || '|' || min(a.weight) || '|' || max(a.weight) from allocations a
+                          join backtraces b on b.id = a.bt and b.frame_no = 0 where b.sym = 'site_medium'"; }
+    [ "$(w4k p.db)" = "4000|1.0|1.0" ] || fail "mode 3: site_medium rows $(w4k p.db)"
+    "$H/smp_setmode" "$1" m2.rip 2 || fail "smp_setmode failed"
+    "$BIN/rheaper-convert" m2.rip m2.db 2>conv.err || fail "conversion of mode 2 failed"
+    [ "$(sqlite3 m2.db "select value from meta where key = 'sample_big_always'")" = 0 ] ||
+        fail "mode 2: meta sample_big_always is not 0"
+    # 1 / (1 - exp(-1)) = 1.58197670686933
+    w4k m2.db | awk -F'|' '{ exit !($1 == 4000 && $2 > 1.5819767068 && $3 < 1.5819767069) }' ||
+        fail "mode 2: site_medium rows $(w4k m2.db), expected 4000 of weight 1.58197670686933"
+    echo "ok: mode 2 converts with the older weights (4 KiB blocks: 1.58198), mode 3 with weight 1"
+    "$H/smp_setmode" "$1" m9.rip 9 || fail "smp_setmode failed"
+    if "$BIN/rheaper-convert" m9.rip m9.db 2>m9.err; then fail "mode 9 converted"; fi
+    grep -q 'sampling mode 9 .*not known to this reader' m9.err || { cat m9.err; fail "mode 9: no clear error"; }
+    [ ! -e m9.db ] || fail "mode 9 left a database"
+    echo "ok: mode 9 refused: $(cat m9.err)"
     ;;
 *)
     fail "unknown case"

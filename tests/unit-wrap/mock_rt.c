@@ -215,11 +215,12 @@ void rh_stack_bounds_compute(void)
 }
 
 /* Sampling and reports (issue 9) are off in the mock: rh_sample_mode and
- * rh_live_on stay 0, so their entry points are never reached. */
+ * rh_live_on stay 0 and the keys RH_SAMPLE_NOKEY, so their entry points are
+ * never reached. */
 _Atomic int rh_sample_mode;
-__thread int64_t rh_tls_sample_left __attribute__((tls_model("initial-exec")));
+__thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("initial-exec")));
 __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
-__thread int rh_tls_rng_ok __attribute__((tls_model("initial-exec")));
+_Atomic uint64_t rh_sample_bkey = RH_SAMPLE_NOKEY, rh_sample_rkey = RH_SAMPLE_NOKEY;
 _Atomic uint64_t rh_sample_threshold;
 int rh_sample_alloc_slow(void *p, size_t size)
 {
