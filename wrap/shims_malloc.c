@@ -27,9 +27,11 @@
  * through before the guard, like tracking off, to the allocator itself
  * (rh_pass_*, skipping the interposed layer of a dynamic link). So does every
  * call of a CPU-only recording (RH_CPUONLY, RHEAPER_HEAP=0: no heap event is
- * recorded at all), tested right after RH_OFF: through rh_hook_begin and the
- * interposed layer it cost Lua's alloc.lua 11 % more instructions, more than
- * the samples themselves (tests/bench/cpu_bench.sh --callgrind).
+ * recorded at all). That test comes after the fast paths, which give up at
+ * once when the state is not RH_ON, so issue 9's unsampled path pays nothing
+ * for it. Through rh_hook_begin and the interposed layer a CPU-only recording
+ * cost Lua's alloc.lua 11 % more instructions, more than the samples
+ * themselves (tests/bench/cpu_bench.sh --callgrind).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -67,7 +69,7 @@ RH_HOOKED_WALK void *rh_malloc_hooked(size_t n, void *fp)
 RH_HOT_SHIM void *__wrap_malloc(size_t n)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_OFF) || s == RH_CPUONLY || rh_fast_unsampled_alloc(s, n))
+    if (rh_likely(s == RH_OFF) || rh_fast_unsampled_alloc(s, n) || s == RH_CPUONLY)
         return RH_PASS(malloc)(n);
     if (!rh_hook_begin_leaf())
         return __real_malloc(n);
@@ -140,8 +142,9 @@ RH_HOOKED RH_SIBCALLS void *rh_realloc_hooked(void *p, size_t n, void *fp)
 RH_HOT_SHIM void *__wrap_realloc(void *p, size_t n)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_OFF) || s == RH_CPUONLY ||
-        ((p == NULL || rh_fast_unsampled_free(s, p)) && rh_fast_unsampled_alloc(s, n)))
+    if (rh_likely(s == RH_OFF) ||
+        ((p == NULL || rh_fast_unsampled_free(s, p)) && rh_fast_unsampled_alloc(s, n)) ||
+        s == RH_CPUONLY)
         return RH_PASS(realloc)(p, n);
     if (!rh_hook_begin_leaf())
         return __real_realloc(p, n);
@@ -181,7 +184,7 @@ RH_HOOKED void rh_free_hooked(void *p)
 RH_HOT_SHIM void __wrap_free(void *p)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_OFF) || s == RH_CPUONLY || rh_fast_unsampled_free(s, p)) {
+    if (rh_likely(s == RH_OFF) || rh_fast_unsampled_free(s, p) || s == RH_CPUONLY) {
         RH_PASS(free)(p);
         return;
     }
