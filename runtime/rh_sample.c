@@ -55,7 +55,7 @@ RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec"))
 RH_HIDDEN _Atomic uint64_t rh_sample_threshold; /* rate mode: take when next() < this */
 RH_HIDDEN _Atomic uint64_t rh_sample_bkey = RH_SAMPLE_NOKEY;
 RH_HIDDEN _Atomic uint64_t rh_sample_rkey = RH_SAMPLE_NOKEY;
-static _Atomic uint64_t rh_sample_gen;       /* bumped by each rh_sample_configure */
+static uint64_t rh_sample_gen; /* atomic (__atomic builtins): bumped by each rh_sample_configure */
 static _Atomic uint64_t rh_sample_mean;      /* bytes mode: N */
 static _Atomic uint64_t rh_sample_seed;
 static uint32_t rh_sample_threads;   /* atomic: this generation's sampling ordinals handed out */
