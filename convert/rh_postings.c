@@ -59,17 +59,6 @@ struct rh_post {
     int err_no;
 };
 
-static size_t rh_post_varint(uint8_t *p, uint64_t v)
-{
-    size_t k = 0;
-    while (v >= 0x80) {
-        p[k++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    p[k++] = (uint8_t)v;
-    return k;
-}
-
 struct rh_post *rh_post_new(const char *db_path)
 {
     struct rh_post *p = calloc(1, sizeof *p);
@@ -96,10 +85,11 @@ struct rh_post *rh_post_new(const char *db_path)
 static void rh_post_spill(struct rh_post *p, struct rh_post_stack *s)
 {
     uint8_t h[40];
-    size_t k = rh_post_varint(h, s->bt);
-    k += rh_post_varint(h + k, s->first);
-    k += rh_post_varint(h + k, s->n);
-    k += rh_post_varint(h + k, s->len);
+    uint8_t *e = rip_put_varint(h, s->bt);
+    e = rip_put_varint(e, s->first);
+    e = rip_put_varint(e, s->n);
+    e = rip_put_varint(e, s->len);
+    size_t k = (size_t)(e - h);
     if (!p->failed && (fwrite(h, 1, k, p->f) != k || fwrite(s->buf, 1, s->len, p->f) != s->len)) {
         p->failed = 1;
         p->err_no = errno;
@@ -141,7 +131,7 @@ int rh_post_add(struct rh_post *p, uint32_t si, uint64_t bt, uint64_t id, uint64
         s->buf = nb;
         s->cap = nc;
     }
-    s->len += (uint32_t)rh_post_varint(s->buf + s->len, id - s->last);
+    s->len = (uint32_t)(rip_put_varint(s->buf + s->len, id - s->last) - s->buf);
     s->last = id;
     s->n++;
     if (s->len >= RH_POST_CHUNK)

@@ -211,12 +211,6 @@ struct rh_pass_result {
  * and the figures in *res. Returns 0, or -1 after one line on stderr. */
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res);
 
-/* The smallest and largest size of stack bt's rows (-1, -1: it has none),
- * read by id through stack_rows. Returns 1, or 0 when that would not beat a
- * scan (no stack_rows, or too many rows; RHEAPER_PASS_INDEX as for the pass)
- * and the caller should ask SQL. */
-int rh_pass_stack_sizes(sqlite3 *db, int64_t bt, int64_t *mn, int64_t *mx);
-
 /* Sampling (issue 9): 1 when the profile is sampled (meta sample_mode); then
  * prints once per process "rheaper: sampled profile (...): blocks and bytes
  * are estimates ..." on stderr (unless RHEAPER_QUIET_NOTICES is set). */

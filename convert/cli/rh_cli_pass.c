@@ -323,16 +323,11 @@ static int rh_ix_next(struct rh_pass_ix *ix, struct rh_ixcur *c)
     for (;;) {
         if (c->left) {
             uint64_t d = 0;
-            int shift = 0;
-            while (c->pos < c->len && shift < 64) {
-                uint8_t b = c->buf[c->pos++];
-                d |= (uint64_t)(b & 0x7f) << shift;
-                shift += 7;
-                if (!(b & 0x80))
-                    break;
-            }
+            const uint8_t *q = c->buf + c->pos;
+            if (rip_get_varint(&q, c->buf + c->len, &d) == 0)
+                c->pos = (uint32_t)(q - c->buf);
             c->left--;
-            if (!d) { /* a damaged chunk: skip the rest of it */
+            if (!d) { /* a damaged chunk (cut, or a zero step): skip the rest of it */
                 c->left = 0;
                 continue;
             }
@@ -590,57 +585,6 @@ static int rh_pass_use_index(sqlite3 *db, const struct rh_pass *p, const int64_t
     ix->lo = lo;
     ix->hi = hi;
     return 0;
-}
-
-int rh_pass_stack_sizes(sqlite3 *db, int64_t bt, int64_t *mn, int64_t *mx)
-{
-    int64_t one = bt;
-    uint8_t yes = 1;
-    struct rh_pass_ix ix = {0};
-    struct rh_pass all = {.id_lo = 0, .id_hi = INT64_MAX, .ordered = 1};
-    struct rh_map set = {0};
-    sqlite3_stmt *st = NULL;
-    int rc = 0, began = 0;
-    *mn = *mx = -1;
-    if (rh_map_put(&set, (uint64_t)bt, 1))
-        return 0;
-    all.stacks = &set;
-    if (rh_pass_use_index(db, &all, &one, &yes, 1, &ix) || !ix.c)
-        goto out;
-    if (sqlite3_get_autocommit(db)) {
-        if (sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
-            goto out;
-        began = 1;
-    }
-    if (sqlite3_prepare_v2(db, "SELECT size FROM main.allocations WHERE id = ?1", -1, &st, NULL) !=
-            SQLITE_OK ||
-        rh_ix_start(db, &ix))
-        goto out;
-    int64_t id;
-    int r;
-    while ((r = rh_ix_pop(&ix, &id)) == 1) {
-        sqlite3_bind_int64(st, 1, id);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            int64_t z = sqlite3_column_int64(st, 0);
-            if (*mn < 0 || z < *mn)
-                *mn = z;
-            if (z > *mx)
-                *mx = z;
-        }
-        sqlite3_reset(st);
-    }
-    rc = r == 0;
-out:
-    sqlite3_finalize(st);
-    sqlite3_finalize(ix.chunk);
-    if (began)
-        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-    free(ix.c);
-    free(ix.heap);
-    rh_map_free(&set);
-    if (!rc)
-        *mn = *mx = -1;
-    return rc;
 }
 
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)

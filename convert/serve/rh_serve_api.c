@@ -372,10 +372,9 @@ static void rh_group_data(struct rh_req *q, sqlite3_stmt *st, int c)
 
 /* The smallest and largest size of stack bt's allocations (bytehound's
  * all.min_size / max_size) into *mn, *mx (-1: not known): from the
- * converter's stack_sizes; on an older profile without it, when rows is set
- * (a filtered scope), from its rows by id through stack_rows
- * (rh_pass_stack_sizes) when that beats a scan, else SQL. Returns 0 or -1 (a
- * failed query). */
+ * converter's stack_sizes; on an older profile without it (and so without
+ * stack_rows, written beside it), when rows is set (a filtered scope), from
+ * SQL over its rows. Returns 0 or -1 (a failed query). */
 static int rh_group_sizes(struct rh_req *q, int64_t bt, int64_t *mn, int64_t *mx, int rows)
 {
     sqlite3_stmt *st = NULL;
@@ -395,7 +394,7 @@ static int rh_group_sizes(struct rh_req *q, int64_t bt, int64_t *mn, int64_t *mx
     sqlite3_finalize(st);
     st = NULL;
     /* an older profile: from the rows, when a filter reads them anyway */
-    if (!rows || rh_pass_stack_sizes(q->db, bt, mn, mx))
+    if (!rows)
         return 0;
     if (sqlite3_prepare_v2(q->db, "SELECT min(size), max(size) FROM main.allocations WHERE bt = ?1",
                            -1, &st, NULL) != SQLITE_OK)
