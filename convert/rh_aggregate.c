@@ -15,6 +15,11 @@
  *     highest live bytes reached in it (so the chart's top is the exact peak)
  *     and, per stack, its live bytes at that moment;
  *   - the leak curve: per stack and leak bucket, the never-freed blocks.
+ * The timeline's per-stack figures grow with columns times stacks (2.1 M
+ * points at 10 M allocations of 3500 stacks; gigabytes for a server with
+ * 100 k stacks), so each column's go to an unlinked temp file when the column
+ * closes (rh_spill.c) and are read back one column at a time at the end
+ * (rh_agg_tl_next): memory holds one column's, at most one per stack.
  * rh_db_agg.c stores them (README, "Aggregate tables").
  *
  * Ties: the rows order the events of one time frees first (heap_timeline), the
@@ -27,6 +32,7 @@
  * not changed since the peak). The timeline's per-column values work the same
  * way with a column epoch.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +130,9 @@ void rh_agg_free(struct rh_agg *a)
     free(a->st);
     free(a->th);
     free(a->touched);
+    if (a->tlf)
+        fclose(a->tlf);
+    free(a->tlbuf);
     free(a->pts);
     free(a->lk);
     free(a->cpu_st);
@@ -228,27 +237,104 @@ static uint32_t rh_agg_colof(const struct rh_agg *a, int64_t t)
     return (uint32_t)c;
 }
 
-/* Stores the per-stack values of the column being left. */
+int rh_agg_tl_open(struct rh_agg *a, const char *near)
+{
+    a->tlf = rh_spill_open(near, "tl");
+    return a->tlf ? 0 : -1;
+}
+
+/* Appends one column's n points, encoded in buf[0, len), to the temp file. A
+ * failed write is remembered (rh_agg_tl_rewind reports it); nothing more is
+ * written after it. */
+static void rh_agg_tl_put(struct rh_agg *a, uint32_t n, const uint8_t *buf, size_t len)
+{
+    if (a->tl_errno)
+        return;
+    if (!a->tlf) { /* cannot happen: both callers open it */
+        a->tl_errno = EBADF;
+        return;
+    }
+    uint8_t h[20];
+    size_t k = (size_t)(rip_put_varint(rip_put_varint(h, a->cur_col), n) - h);
+    errno = 0;
+    if (fwrite(h, 1, k, a->tlf) != k || fwrite(buf, 1, len, a->tlf) != len)
+        a->tl_errno = errno ? errno : EIO;
+    a->tl_ncols++;
+}
+
+/* Stores the per-stack values of the column being left: the stacks it
+ * touched whose value at the column's maximum or at its end differs from the
+ * last one stored, encoded in tlbuf (at most 30 bytes per touched stack),
+ * then appended to the temp file in one go. */
 static void rh_agg_close_col(struct rh_agg *a)
 {
     if (!a->cur_col)
         return;
     a->col[a->cur_col].end_bytes = a->total;
+    if (rh_grow(&a->tlbuf, &a->captlbuf, a->ntouched * 30 + 1, 1)) {
+        a->oom = 1;
+        a->tl_ok = 0;
+        return;
+    }
+    uint8_t *e = a->tlbuf;
+    uint32_t n = 0;
     for (size_t i = 0; i < a->ntouched; i++) {
         struct rh_agg_stack *s = &a->st[a->touched[i]];
         int64_t at_max = s->col_epoch == a->col_epoch ? s->col_bytes : s->live_bytes;
         s->touched_col = 0;
         if (at_max == s->last_end && s->live_bytes == s->last_end)
             continue;
-        if (rh_grow(&a->pts, &a->cappts, a->npts + 1, sizeof *a->pts)) {
-            a->oom = 1;
-            a->tl_ok = 0;
-            return;
-        }
-        a->pts[a->npts++] = (struct rh_agg_point){a->cur_col, a->touched[i], at_max, s->live_bytes};
+        /* live bytes of a stack are not negative, but zigzag costs nothing
+         * and keeps any int64 exact */
+        e = rip_put_varint(e, a->touched[i]);
+        e = rip_put_varint(e, rip_zigzag(at_max));
+        e = rip_put_varint(e, rip_zigzag(s->live_bytes));
         s->last_end = s->live_bytes;
+        n++;
     }
     a->ntouched = 0;
+    if (n)
+        rh_agg_tl_put(a, n, a->tlbuf, (size_t)(e - a->tlbuf));
+}
+
+int rh_agg_tl_rewind(struct rh_agg *a)
+{
+    a->tl_nread = a->tl_last_col = 0;
+    if (a->tl_errno) {
+        errno = a->tl_errno;
+        return -1;
+    }
+    if (!a->tlf) /* nothing was written */
+        return 0;
+    return fflush(a->tlf) || fseek(a->tlf, 0, SEEK_SET) ? -1 : 0;
+}
+
+long rh_agg_tl_next(struct rh_agg *a, const struct rh_agg_point **pts)
+{
+    if (a->tl_nread >= a->tl_ncols || !a->tlf)
+        return 0;
+    uint64_t col, n, si, m, e;
+    if (rh_spill_get(a->tlf, &col) || rh_spill_get(a->tlf, &n) || col <= a->tl_last_col ||
+        col > RH_AGG_COLUMNS || !n || n > a->nst)
+        goto bad;
+    if (rh_grow(&a->pts, &a->cappts, (size_t)n, sizeof *a->pts)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    for (uint64_t k = 0; k < n; k++) {
+        if (rh_spill_get(a->tlf, &si) || rh_spill_get(a->tlf, &m) || rh_spill_get(a->tlf, &e) ||
+            si >= a->nst)
+            goto bad;
+        a->pts[k] = (struct rh_agg_point){(uint32_t)col, (uint32_t)si, rip_unzigzag(m),
+                                          rip_unzigzag(e)};
+    }
+    a->tl_nread++;
+    a->tl_last_col = (uint32_t)col;
+    *pts = a->pts;
+    return (long)n;
+bad: /* cannot happen: the file is cut or damaged, or cannot be read */
+    errno = ferror(a->tlf) && errno ? errno : EIO;
+    return -1;
 }
 
 /* The events of time cur_t are all in: checks the peak and the column. */

@@ -439,7 +439,9 @@ struct rh_agg_col {
 };
 
 /* A stack's live bytes at a column's maximum and at its end, stored when
- * either differs from what the stack held before (sparse). */
+ * either differs from what the stack held before (sparse). The points go to
+ * a temp file column by column and are read back one column at a time
+ * (rh_agg_tl_next), so memory holds at most one column's: one per stack. */
 struct rh_agg_point {
     uint32_t col, si;
     int64_t at_max, at_end;
@@ -476,8 +478,18 @@ struct rh_agg {
     struct rh_agg_col col[RH_AGG_COLUMNS + 1];
     uint32_t *touched;
     size_t ntouched, captouched;
-    struct rh_agg_point *pts;
-    size_t npts, cappts;
+    /* the per-column stack figures: an unlinked temp file (rh_agg_tl_open),
+     * per column with points the varints col, n, then n times si,
+     * zigzag at_max, zigzag at_end; columns strictly increasing */
+    FILE *tlf;
+    int tl_errno;         /* the first failed write's errno (0: none) */
+    uint32_t tl_ncols;    /* columns written */
+    uint32_t tl_nread;    /* columns read back, and the last one read */
+    uint32_t tl_last_col;
+    uint8_t *tlbuf;       /* one column's encoding, <= 30 bytes per stack */
+    size_t captlbuf;
+    struct rh_agg_point *pts; /* one column read back, <= one per stack */
+    size_t cappts;
     /* leaks */
     struct rh_agg_leak *lk;
     size_t nlk, caplk;
@@ -501,6 +513,22 @@ struct rh_agg {
  * kept only when it is known and no event lies past it. NULL on out of
  * memory. */
 RH_HIDDEN struct rh_agg *rh_agg_new(struct rh_rip *r, int64_t span_ns);
+/* Opens the temp file that holds the timeline's per-column stack figures
+ * (rh_spill_open(near, "tl"): beside the output database near, or in
+ * $TMPDIR when near is NULL). Call it once after rh_agg_new(); without it a
+ * timeline with points fails at the end (EBADF). Returns 0, or -1 with errno
+ * set. */
+RH_HIDDEN int rh_agg_tl_open(struct rh_agg *a, const char *near);
+/* After rh_agg_end(), with a->tl_ok: starts reading the points back. Returns
+ * 0, or -1 with errno set when a write to the temp file failed (ENOSPC on a
+ * full disk) or it cannot be rewound. */
+RH_HIDDEN int rh_agg_tl_rewind(struct rh_agg *a);
+/* The next column's points, in the order they were stored (not by stack id),
+ * into a buffer owned by a, valid until the next call: sets *pts and returns
+ * their number (at least 1; every point has the same col), 0 after the last
+ * column, or -1 with errno set (ENOMEM, EIO when the file is cut or damaged,
+ * or the read's error). Columns come in strictly increasing order. */
+RH_HIDDEN long rh_agg_tl_next(struct rh_agg *a, const struct rh_agg_point **pts);
 RH_HIDDEN void rh_agg_free(struct rh_agg *a);
 /* An allocation (is_alloc) or the free of a known block, of stack index si
  * and `size` bytes, at time t in merged order. Returns 0 or -1 (out of memory). */
@@ -532,6 +560,17 @@ RH_HIDDEN int rh_agg_time_ordered(const struct rh_agg *a);
 /* Leak-curve bucket of an allocation at t: as `rheaper leaks` computes it
  * in SQL, min(nb - 1, CAST(t * 1.0 * nb / duration AS INTEGER)). */
 RH_HIDDEN int rh_leak_bucket(int64_t t, int nb, int64_t duration);
+
+/* ---- rh_spill.c: unlinked temp files written once, read back once ------- */
+
+/* A new temp file, open for writing and reading, already unlinked:
+ * "<near>.<tag>.XXXXXX" beside near (the output database), or
+ * "$TMPDIR/rheaper-<tag>.XXXXXX" (else /tmp) when near is NULL. NULL with
+ * errno set when it cannot be made. */
+RH_HIDDEN FILE *rh_spill_open(const char *near, const char *tag);
+/* Reads one LEB128 varint from f (one reader thread: unlocked stdio).
+ * Returns 0, or -1 at the end, when cut, or on a varint longer than 10 bytes. */
+RH_HIDDEN int rh_spill_get(FILE *f, uint64_t *v);
 
 /* ---- rh_postings.c: the per-stack row index (table stack_rows) ---------- */
 

@@ -219,6 +219,16 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         rh_rip_close(&r);
         return 1;
     }
+    /* the timeline's per-column stack figures go to a temp file beside the
+     * database (rh_aggregate.c), like the row index's chunks */
+    if (rh_agg_tl_open(agg, db_path)) {
+        fprintf(stderr, "%s: %s.tl.*: cannot make a temp file (%s)\n", prog, db_path,
+                strerror(errno));
+        rh_db_abort(sc.db);
+        rh_agg_free(agg);
+        rh_rip_close(&r);
+        return 1;
+    }
     rh_db_set_agg(sc.db, agg, o->min_lifetime_ns);
     sc.post = rh_post_new(db_path);
     if (!sc.post) {

@@ -14,6 +14,7 @@
  * and the meta keys peak_bytes, peak_blocks, peak_time_ns, timeline_columns,
  * leak_buckets, ids_time_ordered and aggregates.
  */
+#include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,17 +114,8 @@ static int rh_aw_threads(struct rh_aw *w, struct rh_agg *a)
     return rc;
 }
 
-/* Orders timeline points by column, then stack id (the table's key). */
+/* Orders stack indexes by stack id. */
 static const struct rh_agg *rh_pt_agg;
-static int rh_pt_cmp(const void *x, const void *y)
-{
-    const struct rh_agg_point *p = x, *q = y;
-    if (p->col != q->col)
-        return p->col < q->col ? -1 : 1;
-    uint64_t a = rh_pt_agg->r->stacks[p->si].id, b = rh_pt_agg->r->stacks[q->si].id;
-    return a < b ? -1 : a > b;
-}
-
 static int rh_si_cmp(const void *x, const void *y)
 {
     uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
@@ -139,22 +131,26 @@ static int rh_u64_cmp(const void *x, const void *y)
 
 /* Writes timeline_stacks in key order (col, stack id), so the WITHOUT ROWID
  * table's pages fill up, a batch of rows per statement (rh_feed). The
- * points come column by column (rh_agg_close_col); each column's points are
- * sorted by the rank of their stack's id among all stacks, a plain integer,
- * so the sort does not look stacks up. Returns 0 or -1. */
+ * points come back from rh_aggregate.c's temp file a column at a time, in
+ * increasing column order (rh_agg_tl_next checks it: a timeline is dropped
+ * when time goes back, so no column is closed twice); each column's points
+ * are sorted by the rank of their stack's id among all stacks, a plain
+ * integer, so the sort does not look stacks up. Memory: a few arrays of one
+ * entry per stack. Returns 0 or -1. */
 static int rh_aw_timeline_stacks(struct rh_aw *w, struct rh_agg *a)
 {
     enum { BATCH = 4096 };
+    size_t nst = a->nst ? a->nst : 1;
     sqlite3_stmt *sp =
         rh_aw_prep(w, "INSERT INTO timeline_stacks SELECT c0, c1, c2, c3 FROM rh_feed(?1)");
-    uint32_t *order = malloc((a->nst ? a->nst : 1) * sizeof *order);
-    uint32_t *rank = malloc((a->nst ? a->nst : 1) * sizeof *rank);
-    uint64_t *keys = NULL;
+    uint32_t *order = malloc(nst * sizeof *order);
+    uint32_t *rank = malloc(nst * sizeof *rank);
+    uint64_t *keys = malloc(nst * sizeof *keys);
     int64_t *vals = malloc(BATCH * 4 * sizeof *vals);
     int rc = -1;
     if (!sp)
         goto out;
-    if (!order || !rank || !vals) {
+    if (!order || !rank || !keys || !vals) {
         snprintf(w->err, w->errlen, "aggregates: out of memory");
         goto out;
     }
@@ -164,34 +160,20 @@ static int rh_aw_timeline_stacks(struct rh_aw *w, struct rh_agg *a)
     qsort(order, a->nst, sizeof *order, rh_si_cmp);
     for (size_t i = 0; i < a->nst; i++)
         rank[order[i]] = (uint32_t)i;
-    /* the columns come in order; if they did not (cannot happen: the
-     * timeline is dropped when time goes back), sort them all */
-    size_t maxrun = 0;
-    for (size_t i = 0, start = 0; i < a->npts; i++) {
-        if (i + 1 == a->npts || a->pts[i + 1].col != a->pts[i].col) {
-            maxrun = i + 1 - start > maxrun ? i + 1 - start : maxrun;
-            if (i + 1 < a->npts && a->pts[i + 1].col < a->pts[i].col) {
-                qsort(a->pts, a->npts, sizeof *a->pts, rh_pt_cmp);
-                maxrun = a->npts;
-                break;
-            }
-            start = i + 1;
-        }
-    }
-    if (a->npts && !(keys = malloc(maxrun * sizeof *keys))) {
-        snprintf(w->err, w->errlen, "aggregates: out of memory");
+    if (rh_agg_tl_rewind(a)) {
+        snprintf(w->err, w->errlen, "timeline_stacks: cannot write its temp file (%s)",
+                 strerror(errno));
         goto out;
     }
     struct rh_feed f = {vals, NULL, 0, 4};
-    for (size_t start = 0; start < a->npts;) {
-        size_t end = start + 1;
-        while (end < a->npts && a->pts[end].col == a->pts[start].col)
-            end++;
-        for (size_t i = start; i < end; i++)
-            keys[i - start] = (uint64_t)rank[a->pts[i].si] << 32 | (uint64_t)(i - start);
-        qsort(keys, end - start, sizeof *keys, rh_u64_cmp);
-        for (size_t i = 0; i < end - start; i++) {
-            const struct rh_agg_point *p = &a->pts[start + (keys[i] & 0xffffffffu)];
+    const struct rh_agg_point *pts;
+    long n;
+    while ((n = rh_agg_tl_next(a, &pts)) > 0) {
+        for (long i = 0; i < n; i++)
+            keys[i] = (uint64_t)rank[pts[i].si] << 32 | (uint64_t)i;
+        qsort(keys, (size_t)n, sizeof *keys, rh_u64_cmp);
+        for (long i = 0; i < n; i++) {
+            const struct rh_agg_point *p = &pts[keys[i] & 0xffffffffu];
             int64_t *v = vals + f.nrows * 4;
             v[0] = p->col;
             v[1] = (int64_t)a->r->stacks[p->si].id;
@@ -205,7 +187,11 @@ static int rh_aw_timeline_stacks(struct rh_aw *w, struct rh_agg *a)
                 f.nrows = 0;
             }
         }
-        start = end;
+    }
+    if (n < 0) {
+        snprintf(w->err, w->errlen, "timeline_stacks: cannot read its temp file back (%s)",
+                 strerror(errno));
+        goto out;
     }
     if (rh_feed_insert(sp, &f)) {
         rh_aw_fail(w, "aggregates");

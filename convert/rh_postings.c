@@ -64,17 +64,8 @@ struct rh_post *rh_post_new(const char *db_path)
     struct rh_post *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    char path[4200];
-    snprintf(path, sizeof path, "%s.rows.XXXXXX", db_path);
-    int fd = mkstemp(path);
-    if (fd < 0) {
-        free(p);
-        return NULL;
-    }
-    unlink(path); /* nothing to clean up, whatever happens */
-    p->f = fdopen(fd, "w+");
+    p->f = rh_spill_open(db_path, "rows"); /* "<db>.rows.XXXXXX", unlinked */
     if (!p->f) {
-        close(fd);
         free(p);
         return NULL;
     }
@@ -139,23 +130,6 @@ int rh_post_add(struct rh_post *p, uint32_t si, uint64_t bt, uint64_t id, uint64
     return p->failed ? -1 : 0;
 }
 
-/* Reads one varint from f into *v. Returns 0, or -1 at the end or when cut. */
-static int rh_post_read_varint(FILE *f, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        int c = getc(f);
-        if (c == EOF)
-            return -1;
-        x |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *v = x;
-            return 0;
-        }
-    }
-    return -1;
-}
-
 static int rh_post_exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
 {
     if (sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK)
@@ -189,8 +163,8 @@ int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
     uint8_t buf[RH_POST_CHUNK + 16];
     for (uint64_t c = 0; c < p->chunks; c++) {
         uint64_t bt, first, n, len;
-        if (rh_post_read_varint(p->f, &bt) || rh_post_read_varint(p->f, &first) ||
-            rh_post_read_varint(p->f, &n) || rh_post_read_varint(p->f, &len) || len > sizeof buf ||
+        if (rh_spill_get(p->f, &bt) || rh_spill_get(p->f, &first) ||
+            rh_spill_get(p->f, &n) || rh_spill_get(p->f, &len) || len > sizeof buf ||
             fread(buf, 1, len, p->f) != len) {
             snprintf(err, errlen, "stack_rows: its temp file was cut short");
             goto out;

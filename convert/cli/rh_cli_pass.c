@@ -22,7 +22,9 @@
  * tstat, stl, stls, slc, and the caller's scope row.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,11 +174,26 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
         if (rh_pass_ins(tl, v, 6))
             goto out;
     }
-    for (size_t i = 0; a->tl_ok && i < a->npts; i++) {
-        const struct rh_agg_point *p = &a->pts[i];
-        int64_t v[4] = {p->col, ids[p->si], p->at_max, p->at_end};
-        if (rh_pass_ins(tp, v, 4))
+    /* the per-column stack figures, read back from the aggregates' temp
+     * file a column at a time */
+    if (a->tl_ok && rh_agg_tl_rewind(a)) {
+        fprintf(stderr, "rheaper: filter: cannot write a temp file (%s)\n", strerror(errno));
+        rc = -2;
+        goto out;
+    }
+    const struct rh_agg_point *pts;
+    for (long n; a->tl_ok && (n = rh_agg_tl_next(a, &pts)) != 0;) {
+        if (n < 0) {
+            fprintf(stderr, "rheaper: filter: cannot read a temp file back (%s)\n",
+                    strerror(errno));
+            rc = -2;
             goto out;
+        }
+        for (long i = 0; i < n; i++) {
+            int64_t v[4] = {pts[i].col, ids[pts[i].si], pts[i].at_max, pts[i].at_end};
+            if (rh_pass_ins(tp, v, 4))
+                goto out;
+        }
     }
     /* the leak curve, as rh_db_agg.c stores it */
     const int nb = RH_AGG_LEAK_BUCKETS;
@@ -199,8 +216,9 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
     rc = 0;
 out:
     sqlite3_exec(db, "RELEASE rh_pass", NULL, NULL, NULL);
-    if (rc)
+    if (rc == -1)
         fprintf(stderr, "rheaper: filter: SQLite error (%s)\n", sqlite3_errmsg(db));
+    rc = rc ? -1 : 0; /* -2: the message is out */
     sqlite3_finalize(ss);
     sqlite3_finalize(ts);
     sqlite3_finalize(tl);
@@ -658,6 +676,14 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     a = rh_agg_new(samp, p->span);
     if (!a)
         goto oom;
+    /* the timeline's per-column stack figures go to a temp file; in $TMPDIR,
+     * as the database's directory may not be writable */
+    if (a->tl_ok && rh_agg_tl_open(a, NULL)) {
+        const char *tmp = getenv("TMPDIR");
+        fprintf(stderr, "rheaper: filter: cannot make a temp file in %s (%s)\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        goto out;
+    }
     /* The rows of the id range in allocation order: by id when ids follow
      * time, else sorted by SQLite (a damaged profile). A profile with the
      * compact layout (meta row_time_step) is read from alloc_rows and
