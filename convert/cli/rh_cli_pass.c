@@ -112,6 +112,16 @@ static int rh_leak_order(const void *x, const void *y)
     return a->t < b->t ? -1 : a->t > b->t;
 }
 
+/* The filtered timeline's temp file failed (errno set): one line, and the
+ * scope goes on without a stored timeline. */
+static void rh_pass_tl_lost(struct rh_agg *a, const char *what)
+{
+    const char *tmp = getenv("TMPDIR");
+    fprintf(stderr, "rheaper: filter: cannot %s a temp file in %s (%s); the timeline is replayed"
+            " from the rows\n", what, tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    a->tl_ok = 0;
+}
+
 /* Writes the aggregates a (stack index i is stack id ids[i]) into the TEMP
  * tables sstat, tstat, stl, stls and slc, created empty by the caller.
  * Returns 0 or -1 after a message. */
@@ -175,25 +185,22 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
             goto out;
     }
     /* the per-column stack figures, read back from the aggregates' temp
-     * file a column at a time */
-    if (a->tl_ok && rh_agg_tl_rewind(a)) {
-        fprintf(stderr, "rheaper: filter: cannot write a temp file (%s)\n", strerror(errno));
-        rc = -2;
-        goto out;
-    }
+     * file a column at a time; if it failed, the scope has no stored
+     * timeline (the caller reads a->tl_ok) and the chart replays the rows */
     const struct rh_agg_point *pts;
-    for (long n; a->tl_ok && (n = rh_agg_tl_next(a, &pts)) != 0;) {
-        if (n < 0) {
-            fprintf(stderr, "rheaper: filter: cannot read a temp file back (%s)\n",
-                    strerror(errno));
-            rc = -2;
-            goto out;
+    long n = 0;
+    if (a->tl_ok && rh_agg_tl_rewind(a)) {
+        rh_pass_tl_lost(a, "write");
+    } else {
+        while (a->tl_ok && (n = rh_agg_tl_next(a, &pts)) > 0) {
+            for (long i = 0; i < n; i++) {
+                int64_t v[4] = {pts[i].col, ids[pts[i].si], pts[i].at_max, pts[i].at_end};
+                if (rh_pass_ins(tp, v, 4))
+                    goto out;
+            }
         }
-        for (long i = 0; i < n; i++) {
-            int64_t v[4] = {pts[i].col, ids[pts[i].si], pts[i].at_max, pts[i].at_end};
-            if (rh_pass_ins(tp, v, 4))
-                goto out;
-        }
+        if (n < 0)
+            rh_pass_tl_lost(a, "read back");
     }
     /* the leak curve, as rh_db_agg.c stores it */
     const int nb = RH_AGG_LEAK_BUCKETS;
@@ -216,9 +223,8 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
     rc = 0;
 out:
     sqlite3_exec(db, "RELEASE rh_pass", NULL, NULL, NULL);
-    if (rc == -1)
+    if (rc)
         fprintf(stderr, "rheaper: filter: SQLite error (%s)\n", sqlite3_errmsg(db));
-    rc = rc ? -1 : 0; /* -2: the message is out */
     sqlite3_finalize(ss);
     sqlite3_finalize(ts);
     sqlite3_finalize(tl);
@@ -678,12 +684,8 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
         goto oom;
     /* the timeline's per-column stack figures go to a temp file; in $TMPDIR,
      * as the database's directory may not be writable */
-    if (a->tl_ok && rh_agg_tl_open(a, NULL)) {
-        const char *tmp = getenv("TMPDIR");
-        fprintf(stderr, "rheaper: filter: cannot make a temp file in %s (%s)\n",
-                tmp && *tmp ? tmp : "/tmp", strerror(errno));
-        goto out;
-    }
+    if (a->tl_ok && rh_agg_tl_open(a, NULL))
+        rh_pass_tl_lost(a, "make");
     /* The rows of the id range in allocation order: by id when ids follow
      * time, else sorted by SQLite (a damaged profile). A profile with the
      * compact layout (meta row_time_step) is read from alloc_rows and
@@ -842,7 +844,6 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     res->peak_blocks = rh_agg_blocks(a, a->peak_blocks);
     res->peak_time = a->peak_t;
     res->last_event = last_t;
-    res->timeline = a->tl_ok;
     if (2 * nids > nmm) { /* every stack gets a pair, even without rows */
         if (rh_grow(&mm, &capmm, 2 * nids, sizeof *mm))
             goto oom;
@@ -850,6 +851,7 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
             mm[nmm] = -1;
     }
     rc = rh_pass_store(db, a, ids, mm);
+    res->timeline = a->tl_ok; /* after the store: its temp file may fail */
     goto out;
 oom:
     fprintf(stderr, "rheaper: filter: out of memory\n");
