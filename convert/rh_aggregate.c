@@ -325,8 +325,8 @@ long rh_agg_tl_next(struct rh_agg *a, const struct rh_agg_point **pts)
         if (rh_spill_get(a->tlf, &si) || rh_spill_get(a->tlf, &m) || rh_spill_get(a->tlf, &e) ||
             si >= a->nst)
             goto bad;
-        a->pts[k] = (struct rh_agg_point){(uint32_t)col, (uint32_t)si, rip_unzigzag(m),
-                                          rip_unzigzag(e)};
+        a->pts[k] =
+            (struct rh_agg_point){(uint32_t)col, (uint32_t)si, rip_unzigzag(m), rip_unzigzag(e)};
     }
     a->tl_nread++;
     a->tl_last_col = (uint32_t)col;

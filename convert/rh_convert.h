@@ -484,8 +484,8 @@ struct rh_agg {
     FILE *tlf;
     int tl_errno;         /* the first failed write's errno (0: none) */
     uint32_t tl_ncols;    /* columns written */
-    uint32_t tl_nread;    /* columns read back, and the last one read */
-    uint32_t tl_last_col;
+    uint32_t tl_nread;    /* columns read back */
+    uint32_t tl_last_col; /* the last column read back */
     uint8_t *tlbuf;       /* one column's encoding, <= 30 bytes per stack */
     size_t captlbuf;
     struct rh_agg_point *pts; /* one column read back, <= one per stack */

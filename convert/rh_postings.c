@@ -163,9 +163,8 @@ int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
     uint8_t buf[RH_POST_CHUNK + 16];
     for (uint64_t c = 0; c < p->chunks; c++) {
         uint64_t bt, first, n, len;
-        if (rh_spill_get(p->f, &bt) || rh_spill_get(p->f, &first) ||
-            rh_spill_get(p->f, &n) || rh_spill_get(p->f, &len) || len > sizeof buf ||
-            fread(buf, 1, len, p->f) != len) {
+        if (rh_spill_get(p->f, &bt) || rh_spill_get(p->f, &first) || rh_spill_get(p->f, &n) ||
+            rh_spill_get(p->f, &len) || len > sizeof buf || fread(buf, 1, len, p->f) != len) {
             snprintf(err, errlen, "stack_rows: its temp file was cut short");
             goto out;
         }

@@ -117,8 +117,10 @@ static int rh_leak_order(const void *x, const void *y)
 static void rh_pass_tl_lost(struct rh_agg *a, const char *what)
 {
     const char *tmp = getenv("TMPDIR");
-    fprintf(stderr, "rheaper: filter: cannot %s a temp file in %s (%s); the timeline is replayed"
-            " from the rows\n", what, tmp && *tmp ? tmp : "/tmp", strerror(errno));
+    fprintf(stderr,
+            "rheaper: filter: cannot %s a temp file in %s (%s); the timeline is replayed"
+            " from the rows\n",
+            what, tmp && *tmp ? tmp : "/tmp", strerror(errno));
     a->tl_ok = 0;
 }
 
