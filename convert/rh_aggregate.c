@@ -15,11 +15,12 @@
  *     highest live bytes reached in it (so the chart's top is the exact peak)
  *     and, per stack, its live bytes at that moment;
  *   - the leak curve: per stack and leak bucket, the never-freed blocks.
- * The timeline's per-stack figures grow with columns times stacks (2.1 M
- * points at 10 M allocations of 3500 stacks; gigabytes for a server with
- * 100 k stacks), so each column's go to an unlinked temp file when the column
- * closes (rh_spill.c) and are read back one column at a time at the end
- * (rh_agg_tl_next): memory holds one column's, at most one per stack.
+ * The timeline's per-stack figures grow with columns times stacks (2 M
+ * points, 50 MB as an array, for the scale benchmark's 4096 stacks; gigabytes
+ * for a server with 100 k stacks), so each column's go to an unlinked temp
+ * file when the column closes (rh_spill.c) and are read back one column at a
+ * time at the end (rh_agg_tl_next): memory holds one column's, at most one
+ * per stack.
  * rh_db_agg.c stores them (README, "Aggregate tables").
  *
  * Ties: the rows order the events of one time frees first (heap_timeline), the
