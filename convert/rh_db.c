@@ -580,6 +580,27 @@ int rh_db_row(void *ctx, const struct rh_row *row)
     return rh_db_row_now(d, row); /* no writer thread: rh_db_hand_over() inserts */
 }
 
+/* Frees what carries rows to the writer thread: the ordering ring (about
+ * 38 MB), the batches and the side queue. rh_db_finish() calls it as soon as
+ * the last row is in, so that the finishing steps (stacks, aggregates,
+ * stack_rows' sort) do not stack their memory on top of it. Safe to call
+ * twice, and with the writer thread stopped only. */
+static void rh_db_free_rows(struct rh_db *d)
+{
+    for (int k = 0; k < RH_DB_NBATCH; k++) {
+        free(d->bvals[k]);
+        free(d->bnulls[k]);
+        d->bvals[k] = NULL;
+        d->bnulls[k] = NULL;
+    }
+    free(d->side);
+    free(d->ring);
+    free(d->ring_full);
+    d->side = NULL;
+    d->ring = NULL;
+    d->ring_full = NULL;
+}
+
 void rh_db_abort(struct rh_db *d)
 {
     if (!d)
@@ -589,16 +610,10 @@ void rh_db_abort(struct rh_db *d)
         d->cur_n = 0;
         rh_db_writer_stop(d);
     }
-    for (int k = 0; k < RH_DB_NBATCH; k++) {
-        free(d->bvals[k]);
-        free(d->bnulls[k]);
-    }
-    free(d->side);
+    rh_db_free_rows(d);
     sqlite3_finalize(d->ins);
     rh_mmaps_close(&d->mm);
     sqlite3_close(d->db);
-    free(d->ring);
-    free(d->ring_full);
     if (rh_db_tmp[0])
         unlink(rh_db_tmp);
     rh_db_tmp[0] = 0;
@@ -988,6 +1003,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         snprintf(err, errlen, "%s", d->err);
         goto fail;
     }
+    rh_db_free_rows(d);
     sqlite3_finalize(d->ins);
     d->ins = NULL;
     rh_mmaps_close(&d->mm);
@@ -1014,13 +1030,6 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     if (rh_db_place(d, force, err, errlen))
         goto fail;
     rh_db_tmp[0] = 0;
-    free(d->ring);
-    free(d->ring_full);
-    for (int k = 0; k < RH_DB_NBATCH; k++) {
-        free(d->bvals[k]);
-        free(d->bnulls[k]);
-    }
-    free(d->side);
     free(d);
     return 0;
 fail:

@@ -38,6 +38,7 @@
 #include "rh_convert.h"
 
 #define RH_POST_CHUNK 256 /* bytes of varints per chunk before it is flushed */
+#define RH_POST_SORT_KIB "4096" /* the sort's memory (KiB): rh_post_write() */
 
 struct rh_post_stack {
     uint64_t bt;       /* the stack's id (stacks.id) */
@@ -181,9 +182,31 @@ int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
     }
     sqlite3_finalize(ins);
     ins = NULL;
-    if (rh_post_exec(db,
+    /* SQLite's sorter keeps up to the main cache_size in memory before it
+     * spills sorted runs to temp files (64 MB in rh_db.c): that would be
+     * about 34 MB at 10 M allocations and 64 MB from 30 M on, memory that
+     * grows with the run. With a small cache the sort is external and its
+     * memory fixed (and no slower: measured 0.37 s against 0.38 s at 10 M);
+     * the rows are all written by now, so the page cache is not missed. The
+     * setting is restored afterwards. */
+    sqlite3_int64 cache = 0;
+    if (sqlite3_prepare_v2(db, "PRAGMA main.cache_size", -1, &ins, NULL) != SQLITE_OK ||
+        sqlite3_step(ins) != SQLITE_ROW) {
+        snprintf(err, errlen, "stack_rows: %s", sqlite3_errmsg(db));
+        goto out;
+    }
+    cache = sqlite3_column_int64(ins, 0);
+    sqlite3_finalize(ins);
+    ins = NULL;
+    char restore[64];
+    snprintf(restore, sizeof restore, "PRAGMA main.cache_size=%lld;", (long long)cache);
+    if (rh_post_exec(db, "PRAGMA main.cache_size=-" RH_POST_SORT_KIB ";", err, errlen) ||
+        rh_post_exec(db,
                      "INSERT INTO main.stack_rows SELECT * FROM temp.rh_post_load"
-                     " ORDER BY bt, first_id;"
+                     " ORDER BY bt, first_id;",
+                     err, errlen) ||
+        rh_post_exec(db, restore, err, errlen) ||
+        rh_post_exec(db,
                      "DROP TABLE temp.rh_post_load;"
                      "CREATE TABLE stack_sizes(bt INTEGER PRIMARY KEY, min_size INTEGER,"
                      " max_size INTEGER);",
