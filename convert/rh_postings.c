@@ -15,12 +15,15 @@
  * each (stack, id) to rh_post_add() through the sink: per stack, one small
  * buffer, grown to RH_POST_CHUNK bytes and then appended to an unlinked temp
  * file beside the database, so memory grows with distinct stacks only, never
- * with events. The merge thread does not own the SQLite connection (rh_db.c's
+ * with events. Each chunk in the file names the file offset of its stack's
+ * chunk before it, so a stack's chunks form a chain that ends at the stack's
+ * last one. The merge thread does not own the SQLite connection (rh_db.c's
  * writer thread does); rh_post_write(), called inside the conversion's
- * transaction by rh_db_finish(), loads the temp file and the last partial
- * chunks into the table, sorted by key through a TEMP table so the table's
- * pages are full. An id may name a row that culling (--min-lifetime) did not
- * write: readers skip ids without a row.
+ * transaction by rh_db_finish(), writes the table in key order (stacks by
+ * id, each stack's chunks by first id, read back along its chain), so the
+ * table's pages are full and nothing is sorted: no TEMP table, no SQLite
+ * sorter, whose memory grew with the index. An id may name a row that
+ * culling (--min-lifetime) did not write: readers skip ids without a row.
  *
  * Beside it, stack_sizes(bt, min_size, max_size): the smallest and largest
  * allocation of each stack, over every allocation like stack_stats (culled
@@ -38,7 +41,10 @@
 #include "rh_convert.h"
 
 #define RH_POST_CHUNK 256 /* bytes of varints per chunk before it is flushed */
-#define RH_POST_SORT_KIB "4096" /* the sort's memory (KiB): rh_post_write() */
+/* A chunk's record in the temp file: varints prev, first, n, len, then len
+ * bytes of id differences. prev is 1 + the offset of the stack's chunk
+ * before (0: none). len stays below RH_POST_CHUNK + 10. */
+#define RH_POST_REC (4 * 10 + RH_POST_CHUNK + 10)
 
 struct rh_post_stack {
     uint64_t bt;       /* the stack's id (stacks.id) */
@@ -49,13 +55,14 @@ struct rh_post_stack {
     uint8_t *buf;
     uint64_t min_size, max_size; /* over every id added (max 0: none yet) */
     int sized;
+    uint64_t tail; /* 1 + the temp file offset of the last full chunk; 0: none */
 };
 
 struct rh_post {
     struct rh_post_stack *st; /* by stack index (rip->stacks) */
     size_t nst, capst;
-    FILE *f;         /* full chunks: varint bt, first, n, len, then len bytes */
-    uint64_t chunks; /* in f */
+    FILE *f;         /* full chunks: records of RH_POST_REC bytes at most */
+    uint64_t off;    /* bytes written to f */
     int failed;      /* a write to f failed (errno in err_no) */
     int err_no;
 };
@@ -77,7 +84,7 @@ struct rh_post *rh_post_new(const char *db_path)
 static void rh_post_spill(struct rh_post *p, struct rh_post_stack *s)
 {
     uint8_t h[40];
-    uint8_t *e = rip_put_varint(h, s->bt);
+    uint8_t *e = rip_put_varint(h, s->tail);
     e = rip_put_varint(e, s->first);
     e = rip_put_varint(e, s->n);
     e = rip_put_varint(e, s->len);
@@ -86,7 +93,8 @@ static void rh_post_spill(struct rh_post *p, struct rh_post_stack *s)
         p->failed = 1;
         p->err_no = errno;
     }
-    p->chunks++;
+    s->tail = p->off + 1;
+    p->off += k + s->len;
     s->first = 0;
     s->n = s->len = 0;
 }
@@ -139,79 +147,127 @@ static int rh_post_exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
     return -1;
 }
 
-int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
+/* One chunk's record of the temp file at offset off, into rec (at least
+ * RH_POST_REC bytes): its fields, and *ids pointing at its id differences
+ * inside rec. Reads only the header when want_ids is 0. Returns 0, or -1 when
+ * the file is short or the record does not parse. */
+static int rh_post_rec(struct rh_post *p, uint64_t off, uint8_t *rec, int want_ids, uint64_t *prev,
+                       uint64_t *first, uint64_t *n, uint64_t *len, const uint8_t **ids)
 {
-    sqlite3 *db = dbv;
-    sqlite3_stmt *ins = NULL;
-    int rc = -1;
-    for (size_t i = 0; i < p->nst; i++)
-        if (p->st[i].first)
-            rh_post_spill(p, &p->st[i]);
-    if (p->failed || fflush(p->f) != 0 || fseek(p->f, 0, SEEK_SET) != 0) {
-        snprintf(err, errlen, "stack_rows: cannot write its temp file (%s)",
-                 strerror(p->failed ? p->err_no : errno));
+    ssize_t got = pread(fileno(p->f), rec, want_ids ? RH_POST_REC : 40, (off_t)off);
+    if (got <= 0)
         return -1;
-    }
-    /* chunks arrive in no key order: a TEMP table, then sorted into place */
-    if (rh_post_exec(db,
-                     "CREATE TABLE stack_rows(bt INTEGER NOT NULL, first_id INTEGER NOT NULL,"
-                     " n INTEGER NOT NULL, ids BLOB NOT NULL, PRIMARY KEY(bt, first_id))"
-                     " WITHOUT ROWID;"
-                     "CREATE TEMP TABLE rh_post_load(bt, first_id, n, ids);",
-                     err, errlen) ||
-        sqlite3_prepare_v2(db, "INSERT INTO temp.rh_post_load VALUES(?,?,?,?)", -1, &ins, NULL))
-        goto out;
-    uint8_t buf[RH_POST_CHUNK + 16];
-    for (uint64_t c = 0; c < p->chunks; c++) {
-        uint64_t bt, first, n, len;
-        if (rh_spill_get(p->f, &bt) || rh_spill_get(p->f, &first) || rh_spill_get(p->f, &n) ||
-            rh_spill_get(p->f, &len) || len > sizeof buf || fread(buf, 1, len, p->f) != len) {
-            snprintf(err, errlen, "stack_rows: its temp file was cut short");
-            goto out;
+    const uint8_t *q = rec, *end = rec + got;
+    if (rip_get_varint(&q, end, prev) || rip_get_varint(&q, end, first) ||
+        rip_get_varint(&q, end, n) || rip_get_varint(&q, end, len) || *prev > off ||
+        *len >= RH_POST_CHUNK + 10 || (want_ids && *len > (uint64_t)(end - q)))
+        return -1;
+    *ids = q;
+    return 0;
+}
+
+/* Prepares sql into *st. Returns 0, or -1 with err set. */
+static int rh_post_prep(sqlite3 *db, const char *sql, sqlite3_stmt **st, char *err, size_t errlen)
+{
+    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK)
+        return 0;
+    snprintf(err, errlen, "stack_rows: %s", sqlite3_errmsg(db));
+    return -1;
+}
+
+static const struct rh_post_stack *rh_post_sort_st;
+
+static int rh_post_bt_cmp(const void *a, const void *b)
+{
+    uint64_t x = rh_post_sort_st[*(const uint32_t *)a].bt;
+    uint64_t y = rh_post_sort_st[*(const uint32_t *)b].bt;
+    return x < y ? -1 : x > y;
+}
+
+/* Inserts stack s's chunks into stack_rows by increasing first id: its chain
+ * read backwards for the offsets (into *offs, grown as needed: 8 bytes per
+ * chunk of this one stack, freed by the caller), then each record again.
+ * Returns 0 or -1 with err set. */
+static int rh_post_stack_rows(struct rh_post *p, sqlite3 *db, sqlite3_stmt *ins,
+                              const struct rh_post_stack *s, uint64_t **offs, size_t *cap,
+                              char *err, size_t errlen)
+{
+    uint8_t rec[RH_POST_REC];
+    uint64_t prev, first, n, len;
+    const uint8_t *ids;
+    size_t k = 0;
+    for (uint64_t at = s->tail; at; at = prev) {
+        if (rh_grow(offs, cap, k + 1, sizeof **offs)) {
+            snprintf(err, errlen, "stack_rows: out of memory");
+            return -1;
         }
-        sqlite3_bind_int64(ins, 1, (sqlite3_int64)bt);
+        (*offs)[k++] = at - 1;
+        if (rh_post_rec(p, at - 1, rec, 0, &prev, &first, &n, &len, &ids) || prev >= at)
+            goto cut;
+    }
+    while (k--) {
+        if (rh_post_rec(p, (*offs)[k], rec, 1, &prev, &first, &n, &len, &ids))
+            goto cut;
+        sqlite3_bind_int64(ins, 1, (sqlite3_int64)s->bt);
         sqlite3_bind_int64(ins, 2, (sqlite3_int64)first);
         sqlite3_bind_int64(ins, 3, (sqlite3_int64)n);
-        sqlite3_bind_blob(ins, 4, buf, (int)len, SQLITE_STATIC);
+        sqlite3_bind_blob(ins, 4, ids, (int)len, SQLITE_STATIC);
         int r = sqlite3_step(ins);
         sqlite3_reset(ins);
         if (r != SQLITE_DONE) {
             snprintf(err, errlen, "stack_rows: %s", sqlite3_errmsg(db));
-            goto out;
+            return -1;
         }
     }
-    sqlite3_finalize(ins);
-    ins = NULL;
-    /* SQLite's sorter keeps up to the main cache_size in memory before it
-     * spills sorted runs to temp files (64 MB in rh_db.c): that would be
-     * about 34 MB at 10 M allocations and 64 MB from 30 M on, memory that
-     * grows with the run. With a small cache the sort is external and its
-     * memory fixed (and no slower: measured 0.37 s against 0.38 s at 10 M);
-     * the rows are all written by now, so the page cache is not missed. The
-     * setting is restored afterwards. */
-    sqlite3_int64 cache = 0;
-    if (sqlite3_prepare_v2(db, "PRAGMA main.cache_size", -1, &ins, NULL) != SQLITE_OK ||
-        sqlite3_step(ins) != SQLITE_ROW) {
-        snprintf(err, errlen, "stack_rows: %s", sqlite3_errmsg(db));
-        goto out;
+    return 0;
+cut:
+    snprintf(err, errlen, "stack_rows: its temp file was cut short");
+    return -1;
+}
+
+int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
+{
+    sqlite3 *db = dbv;
+    sqlite3_stmt *ins = NULL;
+    uint32_t *order = NULL;
+    uint64_t *offs = NULL;
+    size_t capoffs = 0;
+    int rc = -1;
+    for (size_t i = 0; i < p->nst; i++)
+        if (p->st[i].first)
+            rh_post_spill(p, &p->st[i]);
+    if (p->failed || fflush(p->f) != 0) {
+        snprintf(err, errlen, "stack_rows: cannot write its temp file (%s)",
+                 strerror(p->failed ? p->err_no : errno));
+        return -1;
     }
-    cache = sqlite3_column_int64(ins, 0);
+    if (!(order = malloc((p->nst ? p->nst : 1) * sizeof *order))) {
+        snprintf(err, errlen, "stack_rows: out of memory");
+        return -1;
+    }
+    size_t norder = 0;
+    for (size_t i = 0; i < p->nst; i++)
+        if (p->st[i].tail)
+            order[norder++] = (uint32_t)i;
+    rh_post_sort_st = p->st;
+    qsort(order, norder, sizeof *order, rh_post_bt_cmp);
+    if (rh_post_exec(db,
+                     "CREATE TABLE stack_rows(bt INTEGER NOT NULL, first_id INTEGER NOT NULL,"
+                     " n INTEGER NOT NULL, ids BLOB NOT NULL, PRIMARY KEY(bt, first_id))"
+                     " WITHOUT ROWID;",
+                     err, errlen) ||
+        rh_post_prep(db, "INSERT INTO main.stack_rows VALUES(?,?,?,?)", &ins, err, errlen))
+        goto out;
+    for (size_t i = 0; i < norder; i++)
+        if (rh_post_stack_rows(p, db, ins, &p->st[order[i]], &offs, &capoffs, err, errlen))
+            goto out;
     sqlite3_finalize(ins);
     ins = NULL;
-    char restore[64];
-    snprintf(restore, sizeof restore, "PRAGMA main.cache_size=%lld;", (long long)cache);
-    if (rh_post_exec(db, "PRAGMA main.cache_size=-" RH_POST_SORT_KIB ";", err, errlen) ||
-        rh_post_exec(db,
-                     "INSERT INTO main.stack_rows SELECT * FROM temp.rh_post_load"
-                     " ORDER BY bt, first_id;",
-                     err, errlen) ||
-        rh_post_exec(db, restore, err, errlen) ||
-        rh_post_exec(db,
-                     "DROP TABLE temp.rh_post_load;"
+    if (rh_post_exec(db,
                      "CREATE TABLE stack_sizes(bt INTEGER PRIMARY KEY, min_size INTEGER,"
                      " max_size INTEGER);",
                      err, errlen) ||
-        sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO stack_sizes VALUES(?,?,?)", -1, &ins, NULL))
+        rh_post_prep(db, "INSERT OR REPLACE INTO stack_sizes VALUES(?,?,?)", &ins, err, errlen))
         goto out;
     for (size_t i = 0; i < p->nst; i++) {
         const struct rh_post_stack *s = &p->st[i];
@@ -230,6 +286,8 @@ int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
     rc = 0;
 out:
     sqlite3_finalize(ins);
+    free(order);
+    free(offs);
     return rc;
 }
 
