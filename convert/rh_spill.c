@@ -6,7 +6,9 @@
  * rh_aggregate.c's per-column stack figures of the heap timeline. Kept in
  * memory they would make the converter's peak grow with events (or with
  * columns times stacks); they go to a temp file instead, as LEB128 varints
- * (rip_put_varint) written by their owner through stdio and read back here.
+ * (rip_put_varint) written by their owner through stdio. The timeline reads
+ * its file back in order (rh_spill_get); stack_rows reads its records by
+ * offset (pread, rh_postings.c).
  *
  * The file is made beside the output database ("<db>.<tag>.XXXXXX": the
  * database's file system, whose room the conversion needs anyway, where /tmp
