@@ -583,7 +583,7 @@ int rh_db_row(void *ctx, const struct rh_row *row)
 /* Frees what carries rows to the writer thread: the ordering ring (about
  * 38 MB), the batches and the side queue. rh_db_finish() calls it as soon as
  * the last row is in, so that the finishing steps (stacks, aggregates,
- * stack_rows' sort) do not stack their memory on top of it. Safe to call
+ * stack_rows) do not stack their memory on top of it. Safe to call
  * twice, and with the writer thread stopped only. */
 static void rh_db_free_rows(struct rh_db *d)
 {
