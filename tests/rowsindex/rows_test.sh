@@ -53,4 +53,38 @@ want=$(sqlite3 "$W/full.db" "SELECT count(*) FROM allocations WHERE bt IN (SELEC
 got=$(RHEAPER_PASS_INDEX=1 "$BIN/rheaper" top "$W/full.db" --function remember_session --csv 2>/dev/null |
     awk -F, 'NR == 1 {for (i = 1; i <= NF; i++) if ($i == "count") c = i} NR > 1 {s += $c} END {print s + 0}')
 [ "$want" -gt 0 ] && [ "$got" = "$want" ] || echo "FAIL: top --function remember_session counts $got, SQL $want"
-echo "rows_test: $n commands compared, remember_session $got rows"
+
+# Few stacks, many rows each: each stack's ids span hundreds of chunks,
+# interleaved with the other stacks' in the converter's temp file, and are
+# written into stack_rows by walking each stack's chain of chunks
+# (rh_postings.c). rows_check decodes them all against the rows; the
+# program knows its counts: 5 call stacks (site_a and site_c each from two
+# lines of main) of 60 000, 60 000, 40 000, 20 000 and 20 000 allocations.
+cat > "$W/chains.c" <<'EOC'
+#include <stdlib.h>
+__attribute__((noinline)) static void *site_a(size_t n) { return malloc(n); }
+__attribute__((noinline)) static void *site_b(size_t n) { return malloc(n); }
+__attribute__((noinline)) static void *site_c(size_t n) { return malloc(n); }
+int main(void)
+{
+    for (int i = 0; i < 60000; i++) {
+        free(site_a(16 + i % 7));
+        free(site_b(32));
+        if (i % 3) free(site_c(48)); else site_a(8), free(site_c(48));
+    }
+    return 0;
+}
+EOC
+mkdir -p "$W/chains"
+"$BIN/rheaper-cc" -O1 -o "$W/chains/prog" "$W/chains.c"
+(cd "$W/chains" && RHEAPER_ENABLE=1 RHEAPER_SCOPE=program RHEAPER_PROFILE_DIR="$W/chains" \
+    ./prog 2>"$W/chains.err") || { echo "FAIL: recording chains"; cat "$W/chains.err"; }
+"$BIN/rheaper-convert" --quiet "$W"/chains/rip-* "$W/chains.db"
+"$CHECK" "$W/chains.db" || echo "FAIL: rows_check chains.db"
+stacks=$(sqlite3 "$W/chains.db" "SELECT count(DISTINCT bt) FROM stack_rows")
+ids=$(sqlite3 "$W/chains.db" "SELECT group_concat(c, ' ') FROM (SELECT sum(n) c FROM stack_rows GROUP BY bt ORDER BY c)")
+[ "$ids" = "20000 20000 40000 60000 60000" ] ||
+    echo "FAIL: chains.db: ids per stack in stack_rows '$ids', expected '20000 20000 40000 60000 60000'"
+most=$(sqlite3 "$W/chains.db" "SELECT max(c) FROM (SELECT count(*) c FROM stack_rows GROUP BY bt)")
+[ "$most" -ge 100 ] || echo "FAIL: chains.db: at most $most chunks a stack, expected 100 or more"
+echo "rows_test: $n commands compared, remember_session $got rows, chains: $stacks stacks of $ids ids, up to $most chunks a stack"
