@@ -286,6 +286,20 @@ static int rh_disable_ctl(void)
     return rc;
 }
 
+void rh_stop_clean(uint32_t reason)
+{
+    rh_spin_lock(&rh_ctl_lock);
+    if (rh_recording(RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))) {
+        rh_spin_lock(&rh_prof_lock);
+        if (rh_prof.pending && !rh_prof.open && rh_file_create_locked() != RHEAPER_OK)
+            rh_prof.pending = 0;
+        rh_prof.end_reason = reason;
+        rh_spin_unlock(&rh_prof_lock);
+        rh_disable_ctl();
+    }
+    rh_spin_unlock(&rh_ctl_lock);
+}
+
 int rheaper_disable(void)
 {
     int g = rh_guard_enter();

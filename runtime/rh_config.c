@@ -247,6 +247,12 @@ static void rh_env_uint(const char *name, unsigned min, unsigned max, unsigned *
 
 void rh_config_load_env(void)
 {
+    /* first: where the other settings' warnings go */
+    const char *lg = secure_getenv("RHEAPER_LOG");
+    if (lg && rh_log_configure(lg) != 0)
+        rh_warn("ignoring RHEAPER_LOG=%s: expected stderr, off, or a file name using only %%p "
+                "%%t %%e %%%% (shorter than %u bytes)",
+                lg, (unsigned)(RH_PATH_MAX - 320));
     const char *e = secure_getenv("RHEAPER_ENABLE");
     if (e && *e) {
         if (!strcmp(e, "1"))

@@ -131,6 +131,20 @@ static void rh_ctl_absolute_dir(void)
     memcpy(rh_cfg.profile_dir, out, n + 1);
 }
 
+/* Rewrites the existing marker in place: after a privilege drop the process
+ * may no longer create files in the directory (a root-owned 0755 one), but
+ * it owns its marker (rh_priv.c handed it over). A reader may see a torn
+ * marker for a moment; `rheaper record` reads it again. */
+static void rh_ctl_marker_in_place(const char *text, size_t n)
+{
+    int fd = rh_sys_open(rh_ctl_marker, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
+    if (fd < 0)
+        return;
+    if ((ssize_t)syscall(SYS_pwrite64, fd, text, n, (off_t)0) == (ssize_t)n)
+        (void)syscall(SYS_ftruncate, fd, (off_t)n);
+    rh_sys_close(fd);
+}
+
 void rh_ctl_marker_update(void)
 {
     int pid = (int)getpid();
@@ -158,19 +172,32 @@ void rh_ctl_marker_update(void)
     (void)syscall(SYS_unlink, tmp);
     int fd = rh_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
                          0600);
-    if (fd < 0)
+    if (fd < 0) {
+        rh_ctl_marker_in_place(text, n);
         return;
+    }
     ssize_t w = (ssize_t)syscall(SYS_write, fd, text, n);
     rh_sys_close(fd);
-    if (w != (ssize_t)n || syscall(SYS_rename, tmp, rh_ctl_marker) != 0)
+    if (w != (ssize_t)n || syscall(SYS_rename, tmp, rh_ctl_marker) != 0) {
         (void)syscall(SYS_unlink, tmp);
+        rh_ctl_marker_in_place(text, n);
+    }
+}
+
+const char *rh_ctl_marker_path(void)
+{
+    return rh_ctl_marker_pid == (int)getpid() ? rh_ctl_marker : "";
 }
 
 void rh_ctl_marker_remove(void)
 {
     if (rh_ctl_marker_pid == (int)getpid() && rh_ctl_marker[0]) {
         rh_ctl_gone_pid = rh_ctl_marker_pid;
-        (void)syscall(SYS_unlink, rh_ctl_marker);
+        if (syscall(SYS_unlink, rh_ctl_marker) != 0) {
+            /* a directory the process may no longer write: say it is gone */
+            static const char gone[] = "rheaper-control 1\npid 0\nstate exited\n";
+            rh_ctl_marker_in_place(gone, sizeof gone - 1);
+        }
     }
 }
 

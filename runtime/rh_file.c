@@ -243,48 +243,11 @@ static size_t rh_dir_prefix(char *buf, size_t size)
 }
 
 /* Expands RHEAPER_PROFILE_NAME (rh_cfg.profile_name; "" means rip-%p) into buf
- * for recording number seq: %p pid, %t start time (seconds since the epoch), %e
- * the executable's file name, %n seq, %% a '%'. Returns the length. */
+ * for recording number seq (rh_expand_template, rh_log.c). Returns the length. */
 static size_t rh_expand_name(char *buf, size_t size, uint32_t seq)
 {
     const char *t = rh_cfg.profile_name[0] ? rh_cfg.profile_name : "rip-%p";
-    size_t n = 0;
-    for (const char *p = t; *p && n + 1 < size; p++) {
-        if (*p != '%') {
-            buf[n++] = *p;
-            continue;
-        }
-        p++;
-        switch (*p) {
-        case 'p':
-            n += rh_fmt(buf + n, size - n, "%d", (int)getpid());
-            break;
-        case 't':
-            n += rh_fmt(buf + n, size - n, "%llu",
-                        (unsigned long long)(rh_real_ns() / 1000000000ull));
-            break;
-        case 'n':
-            n += rh_fmt(buf + n, size - n, "%u", seq);
-            break;
-        case 'e': {
-            char exe[RIP_HDR_EXE_MAX];
-            ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-            exe[k > 0 ? k : 0] = '\0';
-            const char *b = strrchr(exe, '/');
-            b = b ? b + 1 : exe;
-            n += rh_fmt(buf + n, size - n, "%s", *b ? b : "unknown");
-            break;
-        }
-        case '%':
-            buf[n++] = '%';
-            break;
-        default: /* rh_config.c rejects other conversions */
-            p--;
-            break;
-        }
-    }
-    buf[n] = '\0';
-    return n;
+    return rh_expand_template(buf, size, t, seq);
 }
 
 /* Fills the 4096-byte header: times, clock, config, exe and cmdline. */
@@ -787,7 +750,7 @@ void rh_file_close_locked(int close_fd)
         rh_stream_end_locked(rh_epoch);
         rh_stream_closed_locked(events);
     } else {
-        rh_warn("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);
+        rh_notice("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);
     }
     if (close_fd) {
         __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);

@@ -1,13 +1,29 @@
-/* rh_log.c: one-line messages and assertion failures, without stdio.
+/* rh_log.c: one-line messages and assertion failures, without stdio, and
+ * where they go (RHEAPER_LOG).
  *
  * The runtime runs inside malloc, before main and after exit, so it cannot use
  * printf: it may allocate, take stdio locks the interrupted code holds, or be the
  * very function being wrapped. This file formats a small printf subset into a
- * stack buffer and emits each message as one write(2) to fd 2, so lines from
- * several threads never interleave.
+ * stack buffer and emits each message as one write(2), so lines from several
+ * threads never interleave.
+ *
+ * A daemon's stderr is its log file (nginx points fd 2 at error.log), so by
+ * default (RHEAPER_LOG unset) a notice such as "wrote rip-N" is written only
+ * when fd 2 is a terminal, and a warning reaches fd 2 once per cause (its
+ * text, digits aside: the same failure at another offset is the same cause)
+ * and process. RHEAPER_LOG=stderr writes every line to fd 2
+ * (warnings still once per cause), RHEAPER_LOG=off none, and any other value
+ * is a file name template (%p pid, %t seconds since the epoch, %e the
+ * executable's name, %% a '%') appended to, one open-write-close per line
+ * (the runtime holds no fd), mode 0600; made absolute when read, so a daemon
+ * that changes directory keeps writing there. If that file cannot be opened,
+ * a warning goes to fd 2 instead.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -136,19 +152,207 @@ static void rh_write_all(int fd, const char *buf, size_t len)
     }
 }
 
-void rh_warn(const char *fmt, ...)
+enum { RH_LOG_AUTO = 0, RH_LOG_STDERR, RH_LOG_OFF, RH_LOG_FILE };
+static int rh_log_mode;                   /* set once, before any thread */
+static char rh_log_tmpl[RH_PATH_MAX];     /* RH_LOG_FILE: the absolute template */
+static char rh_log_file[RH_PATH_MAX];     /* its expansion for rh_log_file_pid */
+static int rh_log_file_pid;               /* atomic */
+static int rh_log_file_lock;              /* guards the expansion */
+#define RH_LOG_CAUSES 64
+static uint64_t rh_log_seen[RH_LOG_CAUSES]; /* atomic: causes already written */
+static int rh_log_seen_pid;                    /* atomic: the process they were for */
+static unsigned long long rh_log_repeats;      /* atomic: lines left out as repeats */
+
+size_t rh_expand_template(char *buf, size_t size, const char *t, unsigned seq)
 {
-    int saved_errno = errno;
+    size_t n = 0;
+    for (const char *p = t; *p && n + 1 < size; p++) {
+        if (*p != '%') {
+            buf[n++] = *p;
+            continue;
+        }
+        p++;
+        switch (*p) {
+        case 'p':
+            n += rh_fmt(buf + n, size - n, "%d", (int)syscall(SYS_getpid));
+            break;
+        case 't': {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts); /* vDSO: no cancellation point */
+            n += rh_fmt(buf + n, size - n, "%llu", (unsigned long long)ts.tv_sec);
+            break;
+        }
+        case 'n':
+            n += rh_fmt(buf + n, size - n, "%u", seq);
+            break;
+        case 'e': {
+            char exe[1024];
+            ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+            exe[k > 0 ? k : 0] = '\0';
+            const char *b = strrchr(exe, '/');
+            b = b ? b + 1 : exe;
+            n += rh_fmt(buf + n, size - n, "%s", *b ? b : "unknown");
+            break;
+        }
+        case '%':
+            buf[n++] = '%';
+            break;
+        default: /* the templates are checked when read; keep the rest */
+            p--;
+            break;
+        }
+    }
+    buf[n < size ? n : size - 1] = '\0';
+    return n < size ? n : size - 1;
+}
+
+int rh_log_configure(const char *v)
+{
+    if (!v || !*v)
+        return 0;
+    if (!strcmp(v, "stderr")) {
+        rh_log_mode = RH_LOG_STDERR;
+        return 0;
+    }
+    if (!strcmp(v, "off")) {
+        rh_log_mode = RH_LOG_OFF;
+        return 0;
+    }
+    for (const char *p = v; *p; p++)
+        if (*p == '%' && (++p, *p != 'p' && *p != 't' && *p != 'e' && *p != '%'))
+            return -1;
+    size_t n = 0;
+    if (v[0] != '/') {
+        if (!getcwd(rh_log_tmpl, sizeof rh_log_tmpl - 256))
+            return -1;
+        n = strlen(rh_log_tmpl);
+        if (n > 1)
+            rh_log_tmpl[n++] = '/';
+    }
+    size_t k = strlen(v);
+    if (n + k >= sizeof rh_log_tmpl - 64)
+        return -1;
+    memcpy(rh_log_tmpl + n, v, k + 1);
+    rh_log_mode = RH_LOG_FILE;
+    return 0;
+}
+
+const char *rh_log_path(void)
+{
+    if (rh_log_mode != RH_LOG_FILE)
+        return "";
+    int pid = (int)syscall(SYS_getpid);
+    if (__atomic_load_n(&rh_log_file_pid, __ATOMIC_ACQUIRE) != pid) {
+        while (__atomic_exchange_n(&rh_log_file_lock, 1, __ATOMIC_ACQUIRE))
+            ; /* a few system calls' worth; the log is the bottom layer: no rh_spin_lock */
+        if (rh_log_file_pid != pid) {
+            rh_expand_template(rh_log_file, sizeof rh_log_file, rh_log_tmpl, 0);
+            __atomic_store_n(&rh_log_file_pid, pid, __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&rh_log_file_lock, 0, __ATOMIC_RELEASE);
+    }
+    return rh_log_file;
+}
+
+/* The cause of a message: a hash of its text without its digits, so the
+ * same failure at another offset, pid or count is the same cause, and the
+ * same format with another name (two bad variables) is another. Never 0. */
+static uint64_t rh_log_cause(const char *msg)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = msg; *p; p++) {
+        if (*p >= '0' && *p <= '9')
+            continue;
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    }
+    return h ? h : 1;
+}
+
+/* 1 when a line of this cause was already written by this process;
+ * otherwise notes it and returns 0. A fork child starts with none noted. */
+static int rh_log_repeat(uint64_t cause)
+{
+    int pid = (int)syscall(SYS_getpid);
+    int old = __atomic_load_n(&rh_log_seen_pid, __ATOMIC_ACQUIRE);
+    if (old != pid && __atomic_compare_exchange_n(&rh_log_seen_pid, &old, pid, 0,
+                                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        for (unsigned i = 0; i < RH_LOG_CAUSES; i++)
+            __atomic_store_n(&rh_log_seen[i], 0, __ATOMIC_RELEASE);
+    }
+    for (unsigned i = 0; i < RH_LOG_CAUSES; i++) {
+        uint64_t cur = __atomic_load_n(&rh_log_seen[i], __ATOMIC_ACQUIRE);
+        if (!cur && __atomic_compare_exchange_n(&rh_log_seen[i], &cur, cause, 0,
+                                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return 0;
+        if (cur == cause) {
+            __atomic_fetch_add(&rh_log_repeats, 1, __ATOMIC_RELAXED);
+            return 1;
+        }
+    }
+    return 0; /* more causes than slots: written every time */
+}
+
+unsigned long long rh_log_repeated(void)
+{
+    return __atomic_load_n(&rh_log_repeats, __ATOMIC_RELAXED);
+}
+
+/* 1 when fd 2 is a terminal (TCGETS succeeds). */
+static int rh_stderr_is_tty(void)
+{
+    char t[256]; /* larger than the kernel's struct termios */
+    return syscall(SYS_ioctl, 2, 0x5401 /* TCGETS */, t) == 0;
+}
+
+/* Formats one line and sends it where RHEAPER_LOG says. notice: a notice
+ * (never deduplicated; by default only on a terminal), else a warning. */
+static void rh_log_emit(int notice, const char *fmt, va_list ap)
+{
+    int mode = rh_log_mode;
+    if (mode == RH_LOG_OFF)
+        return;
+    if (mode == RH_LOG_AUTO && notice && !rh_stderr_is_tty())
+        return;
     char buf[1024];
     static const char prefix[] = "rheaper: ";
     memcpy(buf, prefix, sizeof prefix - 1);
-    va_list ap;
-    va_start(ap, fmt);
     size_t n = sizeof prefix - 1;
     n += rh_vfmt(buf + n, sizeof buf - n - 1, fmt, ap);
-    va_end(ap);
+    if (!notice && rh_log_repeat(rh_log_cause(buf)))
+        return;
     buf[n++] = '\n';
+    if (mode == RH_LOG_FILE) {
+        int fd = rh_sys_open(rh_log_path(),
+                             O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+                             0600);
+        if (fd >= 0) {
+            rh_write_all(fd, buf, n);
+            rh_sys_close(fd);
+            return;
+        }
+        if (notice)
+            return;
+    }
     rh_write_all(2, buf, n);
+}
+
+void rh_warn(const char *fmt, ...)
+{
+    int saved_errno = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    rh_log_emit(0, fmt, ap);
+    va_end(ap);
+    errno = saved_errno;
+}
+
+void rh_notice(const char *fmt, ...)
+{
+    int saved_errno = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    rh_log_emit(1, fmt, ap);
+    va_end(ap);
     errno = saved_errno;
 }
 

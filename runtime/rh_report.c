@@ -578,5 +578,5 @@ void rh_report_ctl(void)
     rheaper_thread_report(fd, RHEAPER_REPORT_TEXT);
     rheaper_callsite_report(fd, RHEAPER_REPORT_TEXT, NULL);
     rh_sys_close(fd);
-    rh_warn("wrote report %s", path);
+    rh_notice("wrote report %s", path);
 }

@@ -73,8 +73,22 @@ RH_HIDDEN void rh_assert_fail(const char *expr, const char *file, int line)
 RH_HIDDEN size_t rh_vfmt(char *buf, size_t size, const char *fmt, va_list ap);
 RH_HIDDEN size_t rh_fmt(char *buf, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Writes ONE line "rheaper: <message>\n" to fd 2 with a single write(2). */
+/* A warning or error: ONE line "rheaper: <message>\n" with a single write,
+ * where RHEAPER_LOG says (fd 2 by default), once per cause (fmt) and process. */
 RH_HIDDEN void rh_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
+/* A notice ("wrote ..."): every time, but by default only when fd 2 is a
+ * terminal (a daemon's fd 2 is its log). */
+RH_HIDDEN void rh_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold));
+/* Reads RHEAPER_LOG's value: stderr, off, or a file name template with %p %t
+ * %e %%. Returns 0, or -1 when it is not one (the default stays). */
+RH_HIDDEN int rh_log_configure(const char *value);
+/* The log file of this process under RHEAPER_LOG=FILE, else "". */
+RH_HIDDEN const char *rh_log_path(void);
+/* Warnings left out because their cause was already written. */
+RH_HIDDEN unsigned long long rh_log_repeated(void);
+/* Expands a file name template into buf: %p pid, %t seconds since the epoch,
+ * %e the executable's file name, %n seq, %% a '%'. Returns the length. */
+RH_HIDDEN size_t rh_expand_template(char *buf, size_t size, const char *t, unsigned seq);
 
 /* ---- rh_config.c -------------------------------------------------------- */
 
@@ -973,6 +987,28 @@ RH_HIDDEN void rh_ctl_marker_remove(void);
 /* Fork child: the child is armed too but has no marker until its next hooked
  * call writes one. */
 RH_HIDDEN void rh_ctl_fork_child(void);
+
+/* The marker's path ("" before the process armed or wrote one). */
+RH_HIDDEN const char *rh_ctl_marker_path(void);
+
+/* ---- rh_priv.c: privilege changes and chroot (docs/servers.md) ----------- */
+
+/* "Leave this id unchanged" for rh_priv_change (the set*id functions' -1). */
+#define RH_ID_KEEP 0xffffffffu
+/* Before the program changes its credentials to file-system user uid and
+ * group gid (RH_ID_KEEP: unchanged): creates a pending profile now and hands
+ * the profile, the marker and the log file to the new ids. If the profile
+ * cannot be handed over, closes the recording cleanly with one line. Takes
+ * the runtime's locks itself; keeps errno. Returns 0, or -1 when the
+ * recording was closed. */
+RH_HIDDEN int rh_priv_change(unsigned uid, unsigned gid);
+/* Before chroot(dir): closes a recording cleanly with one line (the profile
+ * path means nothing inside the new root). Keeps errno. */
+RH_HIDDEN void rh_priv_chroot(const char *dir);
+/* Closes the current recording as rheaper_disable does, with end reason
+ * `reason` (RIP_END_*) in its trailer. Caller has the guard set and holds no
+ * runtime lock. (rh_api.c) */
+RH_HIDDEN void rh_stop_clean(uint32_t reason);
 
 /* The calling thread's guard, saved and set around API work. */
 RH_HIDDEN int rh_guard_enter(void);

@@ -648,7 +648,7 @@ void rh_stream_exit(void)
         int ok = rh_sq.ended == epoch && !(rh_sq.epoch == epoch && rh_sq.failed);
         rh_spin_unlock(&rh_sq.lock);
         if (ok)
-            rh_warn("streamed %llu events to collector %s", (unsigned long long)rh_sq.close_events,
+            rh_notice("streamed %llu events to collector %s", (unsigned long long)rh_sq.close_events,
                     rh_cfg.stream);
     }
     rh_stream_ctl();

@@ -88,6 +88,10 @@ enum rip_chunk_type {
 #define RIP_TRAILER_END_REASON_OFF 56u
 #define RIP_END_NORMAL 0u     /* disable, exit, or the toggle signal */
 #define RIP_END_SIZE_LIMIT 1u /* RHEAPER_MAX_PROFILE_SIZE reached */
+/* FORMAT.md "Version 3: servers": the recording was closed before a change
+ * the runtime cannot follow. */
+#define RIP_END_CHROOT 2u      /* the program called chroot */
+#define RIP_END_CREDENTIALS 3u /* a privilege change the file could not follow */
 /* Trailer (v3, issue 16): u64 CPU samples written at payload offset 80, u64
  * samples dropped (the thread was inside the runtime, or had no room) at 88. */
 #define RIP_TRAILER_CPU_OFF 80u

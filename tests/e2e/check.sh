@@ -8,6 +8,8 @@
 # LINKMODE dynamic or static; LINKER bfd, gold or lld. Prints "N passed, N failed"
 # and exits non-zero when any expectation fails or a step breaks.
 set -eu
+# The runtime's "wrote" notice is checked: on stderr although it is no terminal.
+export RHEAPER_LOG=stderr
 bin=$1 src=$2 work=$3 name=$4 lang=$5 cc=$6 mode=$7 linker=$8
 shift 8
 

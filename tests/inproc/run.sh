@@ -6,6 +6,8 @@
 #   signal:  RHEAPER_REPORT_SIGNAL writes both reports to a file;
 #   off:     without RHEAPER_REPORTS the calls say so (RHEAPER_ERR_NO_REPORTS);
 #   http:    rep_http serves the reports; curl fetches them over 127.0.0.1.
+# The runtime's "wrote" notice is checked: on stderr although it is no terminal.
+export RHEAPER_LOG=stderr
 set -u
 BIN=$1 H=$2 WORK=$3 CASE=$4
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1

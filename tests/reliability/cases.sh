@@ -201,7 +201,7 @@ case_files_planted() {
 }
 
 # No RHEAPER_* value (nor TMPDIR or HOME) makes the runtime write anywhere but
-# the profile directory.
+# the profile directory (RHEAPER_LOG, a log file by request, is tests/servers').
 case_files_env_outside() {
     sb=$w/sandbox
     mkdir -p "$sb/cwd" "$sb/prof" "$sb/elsewhere"
@@ -209,7 +209,7 @@ case_files_env_outside() {
     sleep 1 # file times have a 1 s resolution on some file systems
     (cd "$sb/cwd" && env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$sb/prof" \
         RHEAPER_MAX_STACK_DEPTH="../elsewhere/depth" RHEAPER_MAX_TRACKERS="$sb/elsewhere/trackers" \
-        RHEAPER_BUFFER_SIZE="%s%n%s" RHEAPER_OUTPUT="$sb/elsewhere/out" RHEAPER_LOG="$sb/elsewhere/log" \
+        RHEAPER_BUFFER_SIZE="%s%n%s" RHEAPER_OUTPUT="$sb/elsewhere/out" RHEAPER_LOGFILE="$sb/elsewhere/log" \
         RHEAPER_PROFILE="$sb/elsewhere/p" RHEAPER_FILE="../elsewhere/f" TMPDIR="$sb/elsewhere" \
         HOME="$sb/elsewhere" "$helpers/rel_faults" workload > "$w/out" 2> "$w/err") && rc=0 || rc=$?
     eq "exit status" "$rc" 0

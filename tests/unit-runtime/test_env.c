@@ -18,6 +18,7 @@ static pid_t run_child(const char *mode, const char *dir, const char *depth, con
         int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 2);
         setenv("RHEAPER_ENABLE", "1", 1);
+        setenv("RHEAPER_LOG", "stderr", 1); /* the "wrote" notice on a file too */
         setenv("RHEAPER_PROFILE_DIR", dir, 1);
         setenv("RHEAPER_MAX_STACK_DEPTH", depth, 1);
         execl("/proc/self/exe", "unit-runtime-env", mode, (char *)NULL);

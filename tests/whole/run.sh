@@ -14,6 +14,8 @@
 # valgrind's "total heap usage" allocs of an untracked run of the same program:
 # every allocation in the process, in any library, is a row.
 set -eu
+# The runtime's "wrote" notice is checked: on stderr although it is no terminal.
+export RHEAPER_LOG=stderr
 bin=$1 src=$2 work=$3 name=$4 mode=$5
 shift 5
 envs=""
