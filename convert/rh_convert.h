@@ -238,6 +238,17 @@ struct rh_rip {
     uint64_t tr_sample_dropped; /* sampled blocks not recorded (the set was full) */
     uint64_t tr_sample_peak;    /* most sampled blocks live at once */
 
+    /* v3, servers (FORMAT.md "Version 3: servers"): the fork origin (header
+     * flag RIP_HDR_F_ORIGIN) and the title block of the trailer */
+    int has_origin;
+    uint32_t origin_ppid;
+    uint64_t origin_mono_ns, origin_tick;
+    char origin_path[RIP_HDR_ORIGIN_PATH_MAX + 1];
+    int tr_has_title;
+    uint32_t tr_flags;        /* RIP_TR_F_* */
+    char title[RIP_TRAILER_TITLE_MAX + 1]; /* joined by spaces */
+    char comm[17];
+
     struct rh_stack *stacks;
     size_t nstacks, capstacks;
     struct rh_map stack_map;

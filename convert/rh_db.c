@@ -864,6 +864,23 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* v2 trailers only: a v1 profile did not count it */
     if (r->has_trailer && r->tr_has_reentered)
         rh_meta_int(&m, "reentered_unrecorded", (int64_t)r->tr_reentered);
+    /* servers: who the process was (FORMAT.md "Version 3: servers") */
+    if (r->has_trailer && r->tr_has_title) {
+        rh_meta_text(&m, "title", r->title);
+        rh_meta_text(&m, "process_name", r->comm);
+        rh_meta_int(&m, "credentials_changed", (r->tr_flags & RIP_TR_F_CREDENTIALS) != 0);
+    }
+    if (r->has_trailer && r->tr_has_end_reason && r->tr_end_reason >= RIP_END_CHROOT)
+        rh_meta_text(&m, "end_reason",
+                     r->tr_end_reason == RIP_END_CHROOT        ? "chroot"
+                     : r->tr_end_reason == RIP_END_CREDENTIALS ? "credentials"
+                                                               : "unknown");
+    if (r->has_origin) {
+        rh_meta_int(&m, "fork_parent_pid", r->origin_ppid);
+        rh_meta_text(&m, "fork_parent_profile", r->origin_path);
+        /* the fork's time on this profile's clock: ns before its start */
+        rh_meta_int(&m, "fork_ns", (int64_t)r->origin_mono_ns - (int64_t)r->hdr.start_mono_ns);
+    }
     /* issue 9: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
     if (r->has_trailer && r->tr_has_end_reason)
         rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);

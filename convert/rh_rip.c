@@ -286,7 +286,29 @@ int rh_rip_header(struct rh_rip *r)
     size_t exe_len = r->hdr.exe_len < RIP_HDR_EXE_MAX ? r->hdr.exe_len : RIP_HDR_EXE_MAX;
     memcpy(r->exe, r->base + RIP_HDR_EXE_OFF, exe_len);
     r->exe[exe_len] = 0;
-    size_t cmd_len = r->hdr.cmd_len < RIP_HDR_CMD_MAX ? r->hdr.cmd_len : RIP_HDR_CMD_MAX;
+    size_t cmd_max = RIP_HDR_CMD_MAX;
+    if (r->hdr.flags & RIP_HDR_F_ORIGIN) { /* servers: a fork child's first profile */
+        const uint8_t *o = r->base + RIP_HDR_ORIGIN_OFF;
+        uint32_t plen;
+        memcpy(&r->origin_ppid, o, 4);
+        memcpy(&plen, o + 4, 4);
+        memcpy(&r->origin_mono_ns, o + 8, 8);
+        memcpy(&r->origin_tick, o + 16, 8);
+        if (plen > RIP_HDR_ORIGIN_PATH_MAX) {
+            rh_rip_warn(r, "the fork origin's path length %u at offset %u is more than %u; "
+                           "the parent's profile is not named",
+                        plen, RIP_HDR_ORIGIN_OFF + 4, RIP_HDR_ORIGIN_PATH_MAX);
+            plen = 0;
+        }
+        memcpy(r->origin_path, o + 24, plen);
+        r->origin_path[plen] = 0;
+        for (uint32_t i = 0; i < plen; i++)
+            if (!r->origin_path[i]) /* a NUL inside: keep what precedes it */
+                break;
+        r->has_origin = 1;
+        cmd_max = RIP_HDR_CMD_MAX_ORIGIN;
+    }
+    size_t cmd_len = r->hdr.cmd_len < cmd_max ? r->hdr.cmd_len : cmd_max;
     const char *cmd = (const char *)r->base + RIP_HDR_CMD_OFF;
     rh_rip_quote_cmdline(r, cmd, cmd_len);
     for (size_t i = 0; i < cmd_len; i++)
@@ -438,6 +460,32 @@ int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
         rh_cur_u(&c, 4); /* reserved */
         r->tr_sample_dropped = rh_cur_u(&c, 8);
         r->tr_sample_peak = rh_cur_u(&c, 8);
+    }
+    /* v3, servers: the title and name at the end (bytes 112..) */
+    r->tr_has_title = ch->used >= RIP_TRAILER_TITLE_OFF + 24;
+    if (r->tr_has_title) {
+        const uint8_t *q = ch->payload + RIP_TRAILER_TITLE_OFF;
+        uint32_t tl;
+        memcpy(&tl, q, 4);
+        memcpy(&r->tr_flags, q + 4, 4);
+        memcpy(r->comm, q + 8, 16);
+        r->comm[16] = 0;
+        uint32_t room = ch->used - (RIP_TRAILER_TITLE_OFF + 24);
+        if (tl > room || tl > RIP_TRAILER_TITLE_MAX) {
+            rh_rip_warn(r, "trailer at offset %llu: title length %u is more than its %u bytes",
+                        (unsigned long long)ch->off, tl, room);
+            tl = room < RIP_TRAILER_TITLE_MAX ? room : RIP_TRAILER_TITLE_MAX;
+        }
+        for (uint32_t i = 0; i < tl; i++) {
+            uint8_t b = q[24 + i];
+            r->title[i] = b == 0 ? ' ' : (b < 32 || b == 127) ? '?' : (char)b;
+        }
+        while (tl && r->title[tl - 1] == ' ')
+            tl--; /* setproctitle pads with NULs or spaces */
+        r->title[tl] = 0;
+        for (char *p = r->comm; *p; p++)
+            if ((unsigned char)*p < 32 || *p == 127)
+                *p = '?';
     }
     rh_calib_add(r, end_tick, end_ns);
     return 1;

@@ -82,6 +82,7 @@ int rh_init_lazy(void)
     if (__atomic_compare_exchange_n(&rh_init_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
         rh_config_load_env();
+        rh_origin_init();
         rh_report_init();
         rh_sample_configure();
         rh_cfg_env = rh_cfg;

@@ -283,29 +283,7 @@ static void rh_fill_header(uint8_t *hdr)
     exe[n] = '\0';
     h->exe_len = (uint32_t)n;
 
-    uint8_t *cmd = hdr + RIP_HDR_CMD_OFF;
-    size_t got = 0;
-    int fd = rh_sys_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
-    if (fd >= 0) {
-        for (;;) {
-            ssize_t r = rh_sys_read(fd, cmd + got, RIP_HDR_CMD_MAX - got);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                break;
-            got += (size_t)r;
-            if (got == RIP_HDR_CMD_MAX) {
-                char extra;
-                if (rh_sys_read(fd, &extra, 1) == 1)
-                    h->flags |= RIP_HDR_F_CMD_TRUNCATED;
-                break;
-            }
-        }
-        rh_sys_close(fd);
-    }
-    if (!(h->flags & RIP_HDR_F_CMD_TRUNCATED) && got && cmd[got - 1] == '\0')
-        got--; /* arguments are separated, not terminated, by NUL */
-    h->cmd_len = (uint32_t)got;
+    h->cmd_len = rh_origin_header(hdr, &h->flags); /* the start command line, the fork */
     h->crc = rip_crc32c(0, hdr, RIP_HEADER_SIZE);
 }
 
@@ -744,7 +722,8 @@ void rh_file_close_locked(int close_fd)
     uint64_t peak = rh_live_peak();
     memcpy(t + RIP_TRAILER_SAMPLE_OFF, &dropped, 8); /* v3, issue 9 */
     memcpy(t + RIP_TRAILER_SAMPLE_OFF + 8, &peak, 8);
-    if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, sizeof t) != 0)
+    uint32_t tlen = rh_origin_trailer(t); /* title and name at the end */
+    if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, tlen) != 0)
         return;
     if (rh_stream_on()) {
         rh_stream_end_locked(rh_epoch);

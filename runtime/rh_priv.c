@@ -108,6 +108,8 @@ int rh_priv_change(unsigned uid, unsigned gid)
 {
     int e = errno;
     int g = rh_guard_enter();
+    if (uid != RH_ID_KEEP || gid != RH_ID_KEEP)
+        rh_origin_credentials();
     if (RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) == RH_UNINIT)
         rh_init_lazy(); /* a program that changes user before its first allocation */
     if (rh_recording(RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE))))

@@ -991,6 +991,27 @@ RH_HIDDEN void rh_ctl_fork_child(void);
 /* The marker's path ("" before the process armed or wrote one). */
 RH_HIDDEN const char *rh_ctl_marker_path(void);
 
+/* ---- rh_origin.c: the start command line, the fork origin, the title ------ */
+
+/* Reads the command line at start (once; from rh_init_lazy). */
+RH_HIDDEN void rh_origin_init(void);
+/* Fork handlers (rh_thread.c): prepare saves the forking pid; the child,
+ * before its profile state is reset, notes the parent's profile and the
+ * fork's time when parent_recorded; _done drops it if the child will not
+ * record from its start. */
+RH_HIDDEN void rh_origin_fork_prepare(void);
+RH_HIDDEN void rh_origin_fork_child(int parent_recorded);
+RH_HIDDEN void rh_origin_fork_child_done(void);
+/* The process changed its credentials (rh_priv.c): said in the trailer. */
+RH_HIDDEN void rh_origin_credentials(void);
+/* Writes the command line at start and, for a fork child's first profile,
+ * the origin block into the 4096-byte header; ors RIP_HDR_F_* into *flags.
+ * Returns the command line's length. */
+RH_HIDDEN uint32_t rh_origin_header(uint8_t *hdr, uint32_t *flags);
+/* Writes the title block (trailer bytes 112..) into t, which has
+ * RIP_TRAILER_SIZE bytes. Returns the trailer's length. */
+RH_HIDDEN uint32_t rh_origin_trailer(uint8_t *t);
+
 /* ---- rh_priv.c: privilege changes and chroot (docs/servers.md) ----------- */
 
 /* "Leave this id unchanged" for rh_priv_change (the set*id functions' -1). */

@@ -334,6 +334,7 @@ static void rh_fork_prepare(void)
     rh_tls_fork_guard = rh_guard_enter();
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
+    rh_origin_fork_prepare();
     rh_kinds_fork(0);
     rh_live_fork(0);
     rh_stream_fork(0);
@@ -373,7 +374,9 @@ static void rh_fork_child(void)
     rh_tls_slot = NULL;
     rh_tls_mode = RH_TM_NONE;
     rh_tls_tid = 0;
+    rh_origin_fork_child(rh_prof.open && rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)));
     rh_file_forget_in_child();
+    rh_origin_fork_child_done();
     rh_prof_lock = 0;
     rh_shared_lock = 0;
     rh_kinds_fork(2);

@@ -99,9 +99,29 @@ enum rip_chunk_type {
 /* Trailer (v3, issue 9): u64 sample_dropped at 64, u64 sample_peak_live at 72. */
 #define RIP_TRAILER_SAMPLE_OFF 64u
 #define RIP_SLOT_SHARED 0xffffffffu
-/* Trailer payload bytes written by this runtime (v3: every issue's fields
- * up to 112; a field not set is zero). */
-#define RIP_TRAILER_SIZE 112u
+/* Trailer payload bytes this runtime writes at most (v3: every issue's fields
+ * up to 112, a field not set is zero; then the servers' title block, whose
+ * length varies: see RIP_TRAILER_TITLE_OFF). */
+#define RIP_TRAILER_SIZE (136u + RIP_TRAILER_TITLE_MAX) /* the most: title at 136.. */
+
+/* ---- servers (v3; FORMAT.md "Version 3: servers") ---- */
+/* Header flag bit 5: the profile is a fork child's first, started with its
+ * parent's heap. Header bytes 3584..4095 then hold the origin block (and the
+ * command line is at most 2432 bytes): u32 parent pid, u32 length of the
+ * parent's profile path, u64 CLOCK_MONOTONIC ns of the fork, u64 the fork's
+ * tick, then the path (at most 488 bytes). */
+#define RIP_HDR_F_ORIGIN (1u << 5)
+#define RIP_HDR_ORIGIN_OFF 3584u
+#define RIP_HDR_ORIGIN_PATH_MAX 488u
+#define RIP_HDR_CMD_MAX_ORIGIN (RIP_HDR_ORIGIN_OFF - RIP_HDR_CMD_OFF)
+/* Trailer bytes 112..: u32 title length, u32 flags (RIP_TR_F_*), the
+ * process name (/proc/self/comm, 16 bytes, NUL-padded), then the process
+ * title (/proc/self/cmdline at the end: what ps shows, NUL-separated) of the
+ * given length, at most RIP_TRAILER_TITLE_MAX. A reader takes them when the
+ * trailer's used is at least 136. */
+#define RIP_TRAILER_TITLE_OFF 112u
+#define RIP_TRAILER_TITLE_MAX 1024u
+#define RIP_TR_F_CREDENTIALS 1u /* the process changed its user or group */
 
 /* ---- streaming (v3, issue 11; FORMAT.md "Version 3: streaming") ---- */
 #define RIP_HDR_F_STREAMED (1u << 4) /* written by rheaper collect from a stream */

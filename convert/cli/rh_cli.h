@@ -47,7 +47,10 @@ sqlite3 *rh_cli_open(const char *path);
 /* Whole-profile figures, computed over `sel` (the filtered allocations). */
 struct rh_summary {
     char program[1024];
+    char title[1025]; /* the process title at the end ("" when not recorded) */
     int64_t pid;
+    int64_t ppid, fork_parent_pid; /* fork_parent_pid: 0 unless a fork child's first profile */
+    int64_t inherited_rows;        /* blocks imported from the parent's profile */
     int64_t duration_ns;
     int64_t events;
     int64_t alloc_blocks, alloc_bytes;

@@ -582,6 +582,11 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         printf("key,value\nprogram,");
         rh_csv_field(stdout, s->program); /* the command line may hold commas or quotes */
         putchar('\n');
+        if (s->title[0]) {
+            printf("title,");
+            rh_csv_field(stdout, s->title);
+            putchar('\n');
+        }
         for (size_t i = 0; i < nfig; i++)
             printf("%s,%lld\n", figs[i].k, (long long)figs[i].v);
         rc = 0;
@@ -590,6 +595,8 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
     if (a->fmt == RH_FMT_JSON) {
         putchar('{');
         rh_json_kv_str(stdout, "program", s->program);
+        if (s->title[0])
+            rh_json_kv_str(stdout, "title", s->title);
         for (size_t i = 0; i < nfig; i++)
             printf("\"%s\":%lld,", figs[i].k, (long long)figs[i].v);
         printf("\"top\":");
@@ -607,7 +614,12 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
     }
     char h[32];
     printf("program        %s\n", s->program);
+    if (s->title[0] && strcmp(s->title, s->program) != 0)
+        printf("title          %s\n", s->title); /* what ps showed at the end */
     printf("pid            %lld\n", (long long)s->pid);
+    if (s->fork_parent_pid)
+        printf("parent         %lld (forked from its recording; %lld blocks inherited)\n",
+               (long long)s->fork_parent_pid, (long long)s->inherited_rows);
     printf("duration       %.3f s%s\n", s->duration_ns / 1e9,
            s->clean ? "" : " (profile not clean: cut short or damaged)");
     printf("events         %lld\n", (long long)s->events);

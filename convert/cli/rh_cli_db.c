@@ -187,6 +187,14 @@ int rh_summary_compute(sqlite3 *db, struct rh_summary *s)
             snprintf(args, sizeof args, "%s", sqlite3_column_text(st, 1));
         else if (!strcmp(k, "pid"))
             s->pid = sqlite3_column_int64(st, 1);
+        else if (!strcmp(k, "title") && sqlite3_column_text(st, 1))
+            snprintf(s->title, sizeof s->title, "%s", sqlite3_column_text(st, 1));
+        else if (!strcmp(k, "ppid"))
+            s->ppid = sqlite3_column_int64(st, 1);
+        else if (!strcmp(k, "fork_parent_pid"))
+            s->fork_parent_pid = sqlite3_column_int64(st, 1);
+        else if (!strcmp(k, "inherited_rows"))
+            s->inherited_rows = sqlite3_column_int64(st, 1);
         else if (!strcmp(k, "duration_ns"))
             s->duration_ns = sqlite3_column_int64(st, 1);
         else if (!strcmp(k, "events"))

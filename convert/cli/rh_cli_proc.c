@@ -3,7 +3,10 @@
  *
  * A process matches when its /proc/PID/comm (the kernel's 15-character name)
  * or the base name of its executable (/proc/PID/exe, readable for one's own
- * processes) equals NAME; this rheaper process never matches. One match is
+ * processes) equals NAME, or when its title (/proc/PID/cmdline, arguments
+ * joined by spaces: what ps shows, which servers such as nginx rewrite to
+ * "nginx: worker process") starts with NAME; this rheaper process never
+ * matches. One match is
  * the answer; none, or several (listed with their command lines), is a
  * one-line error and the command stops, so nothing is ever sent to a process
  * the user did not single out.
@@ -43,6 +46,13 @@ static int rh_proc_matches(int pid, const char *name)
         if (!strcmp(buf, name))
             return 1;
     }
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    ssize_t t = rh_proc_read(path, buf, sizeof buf);
+    for (ssize_t j = 0; j < t; j++)
+        if (!buf[j])
+            buf[j] = ' ';
+    if (t > 0 && !strncmp(buf, name, strlen(name)))
+        return 1;
     snprintf(path, sizeof path, "/proc/%d/exe", pid);
     ssize_t k = readlink(path, buf, sizeof buf - 1);
     if (k > 0) {
@@ -83,8 +93,9 @@ int rh_proc_by_name(const char *cmd, const char *name)
         fprintf(stderr, "rheaper: %s: no running process is named %s\n", cmd, name);
         return 0;
     }
-    fprintf(stderr, "rheaper: %s: %d processes are named %s; give one PID instead:\n", cmd, total,
-            name);
+    fprintf(stderr, "rheaper: %s: %d processes are named %s (or their title starts so); give "
+                    "one PID instead:\n",
+            cmd, total, name);
     for (int i = 0; i < n; i++) {
         char path[64], buf[512];
         snprintf(path, sizeof path, "/proc/%d/cmdline", found[i]);

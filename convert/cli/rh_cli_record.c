@@ -3,12 +3,15 @@
  * Records a running process that was built with rheaper-cc and started with
  * RHEAPER_ENABLE=signal (README "Recording a running process"), without root:
  *
- *   1. /proc/PID/environ (readable for one's own processes) must hold
- *      RHEAPER_ENABLE=signal; it also gives RHEAPER_PROFILE_DIR, made absolute
- *      with /proc/PID/cwd as the runtime did when it armed.
- *   2. The marker DIR/rheaper-PID.ctl (runtime/rh_control.c) must exist, name
+ *   1. The marker DIR/rheaper-PID.ctl (runtime/rh_control.c) must exist, name
  *      this process (pid and start time from /proc/PID/stat) and say "armed".
- *      It gives the signal, the recording count and the current profile.
+ *      It gives the signal, the recording count and the current profile. DIR
+ *      is --dir, else searched (rh_rec_marker_dirs): the RHEAPER_PROFILE_DIR
+ *      of /proc/PID/environ when readable and intact (servers overwrite it
+ *      with their title), the process's working directory, then this
+ *      command's RHEAPER_PROFILE_DIR and working directory. Without a marker
+ *      the process is "not armed", whatever its environment says.
+ *   2. The marker's state must be "armed" (not recording, not aside).
  *   3. Signal; wait until the marker shows a new recording (the toggle happens
  *      at the process's next allocation); wait DURATION or until Ctrl-C;
  *      signal again unless the recording already ended (size limit, exit);
@@ -179,12 +182,79 @@ static const char *rh_rec_env(const char *env, size_t n, const char *name)
     return NULL;
 }
 
+/* Makes rel absolute against the process's working directory into out.
+ * Returns 0, or -1 when /proc/PID/cwd cannot be read. */
+static int rh_rec_abs(int pid, const char *rel, char *out, size_t size)
+{
+    if (rel[0] == '/') {
+        snprintf(out, size, "%s", rel);
+        return 0;
+    }
+    char path[64], cwd[PATH_MAX];
+    snprintf(path, sizeof path, "/proc/%d/cwd", pid);
+    ssize_t k = readlink(path, cwd, sizeof cwd - 1);
+    if (k < 0)
+        return -1;
+    cwd[k] = '\0';
+    if (!strcmp(rel, "."))
+        snprintf(out, size, "%s", cwd);
+    else
+        snprintf(out, size, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel);
+    return 0;
+}
+
+/* The directories where process pid's marker may be, in the order searched:
+ * --dir DIR; RHEAPER_PROFILE_DIR from /proc/PID/environ when it is readable
+ * and still holds it (a server's title may have overwritten it); the
+ * process's working directory; this command's RHEAPER_PROFILE_DIR; this
+ * command's working directory. Returns how many (duplicates dropped). */
+static int rh_rec_marker_dirs(int pid, const char *opt, char dirs[5][PATH_MAX + 64])
+{
+    int n = 0;
+    char cand[PATH_MAX + 64];
+    static char env[1 << 20];
+    char path[64];
+    for (int step = 0; step < 5; step++) {
+        cand[0] = '\0';
+        if (step == 0 && opt) {
+            snprintf(cand, sizeof cand, "%s", opt);
+        } else if (step == 1) {
+            snprintf(path, sizeof path, "/proc/%d/environ", pid);
+            ssize_t en = rh_rec_slurp(path, env, sizeof env);
+            const char *d = en > 0 ? rh_rec_env(env, (size_t)en, "RHEAPER_PROFILE_DIR") : NULL;
+            if (en > 0 && rh_rec_abs(pid, d && *d ? d : ".", cand, sizeof cand) != 0)
+                cand[0] = '\0';
+        } else if (step == 2) {
+            if (rh_rec_abs(pid, ".", cand, sizeof cand) != 0)
+                cand[0] = '\0';
+        } else if (step == 3) {
+            const char *d = getenv("RHEAPER_PROFILE_DIR");
+            if (d && *d)
+                snprintf(cand, sizeof cand, "%s", d);
+        } else if (step == 4) {
+            if (!getcwd(cand, sizeof cand))
+                cand[0] = '\0';
+        }
+        if (!cand[0])
+            continue;
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= !strcmp(dirs[i], cand);
+        if (!dup)
+            memcpy(dirs[n++], cand, sizeof cand);
+    }
+    return n;
+}
+
 static int rh_rec_usage(const char *msg)
 {
     if (msg)
         fprintf(stderr, "rheaper: record: %s\n", msg);
-    fprintf(stderr, "usage: rheaper record -p PID|-P NAME [-d DURATION] [-o DB] [--force] [--cpu-hz N]\n"
+    fprintf(stderr, "usage: rheaper record -p PID|-P NAME [-d DURATION] [-o DB] [--force] [--cpu-hz N]"
+                    " [--dir DIR]\n"
                     "  DURATION: 2s, 500ms, 1m, 1h; without -d, until Ctrl-C\n"
+                    "  -P NAME: the process's name, executable or title (ps) prefix\n"
+                    "  --dir DIR: where its marker is (its RHEAPER_PROFILE_DIR); else searched\n"
                     "  --cpu-hz N: also sample CPU N times per second of each thread's CPU"
                     " time\n");
     return 2;
@@ -211,7 +281,7 @@ static int rh_rec_cpu_request(const char *dir, int pid, long hz)
 int rh_cmd_record(int argc, char **argv)
 {
     int pid = 0, force = 0;
-    const char *name = NULL;
+    const char *name = NULL, *dir_opt = NULL;
     long cpu_hz = -1; /* --cpu-hz (issue 16); -1: the process's own RHEAPER_CPU_HZ */
     double duration = -1;
     const char *out = "profile.db";
@@ -223,6 +293,8 @@ int rh_cmd_record(int argc, char **argv)
             if (*end || v <= 0 || v > INT_MAX)
                 return rh_rec_usage("-p expects a process id");
             pid = (int)v;
+        } else if (!strcmp(a, "--dir") && i + 1 < argc) {
+            dir_opt = argv[++i]; /* where the marker is: the process's RHEAPER_PROFILE_DIR */
         } else if (!strcmp(a, "-P") && i + 1 < argc) {
             name = argv[++i]; /* issue 16: the process by name (rh_cli_proc.c) */
         } else if ((!strcmp(a, "-d") || !strcmp(a, "--duration")) && i + 1 < argc) {
@@ -264,63 +336,36 @@ int rh_cmd_record(int argc, char **argv)
         return 1;
     }
 
-    /* 1. The environment says whether it was started armed, and where. */
-    char path[PATH_MAX + 64];
-    static char env[1 << 20];
-    snprintf(path, sizeof path, "/proc/%d/environ", pid);
-    ssize_t en = rh_rec_slurp(path, env, sizeof env);
-    if (en < 0) {
-        fprintf(stderr, "rheaper: record: cannot read %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    const char *enable = rh_rec_env(env, (size_t)en, "RHEAPER_ENABLE");
-    if (!enable || strcmp(enable, "signal") != 0) {
-        fprintf(stderr,
-                "rheaper: record: process %d is not armed: it was not started with "
-                "RHEAPER_ENABLE=signal (and built with rheaper-cc); nothing was sent\n",
-                pid);
-        return 1;
-    }
-    const char *dir = rh_rec_env(env, (size_t)en, "RHEAPER_PROFILE_DIR");
-    char absdir[PATH_MAX + 64];
-    if (!dir || !*dir)
-        dir = ".";
-    if (dir[0] != '/') {
-        char cwd[PATH_MAX];
-        snprintf(path, sizeof path, "/proc/%d/cwd", pid);
-        ssize_t k = readlink(path, cwd, sizeof cwd - 1);
-        if (k < 0) {
-            fprintf(stderr, "rheaper: record: cannot read %s: %s\n", path, strerror(errno));
-            return 1;
-        }
-        cwd[k] = '\0';
-        if (!strcmp(dir, "."))
-            snprintf(absdir, sizeof absdir, "%s", cwd);
-        else
-            snprintf(absdir, sizeof absdir, "%s/%s", strcmp(cwd, "/") ? cwd : "", dir);
-        dir = absdir;
-    }
-
-    /* 2. The marker: the handler is rheaper's, and it is idle. */
-    char mpath[PATH_MAX + 128];
-    snprintf(mpath, sizeof mpath, "%s/rheaper-%d.ctl", dir, pid);
+    /* 1. Where its marker is (the marker, which the runtime writes, is the
+     * source of truth: a server may have overwritten its environment with
+     * its title, and a worker that dropped privileges cannot be read). */
+    char dirs[5][PATH_MAX + 64];
+    int ndirs = rh_rec_marker_dirs(pid, dir_opt, dirs);
+    char mpath[PATH_MAX + 128] = "";
     struct rh_marker m;
     int bad = 1;
     /* The runtime arms at the process's first allocation: allow it a second. */
     for (int tries = 0; tries < 50 && bad; tries++) {
-        bad = rh_rec_marker(mpath, &m) != 0 || m.pid != pid ||
-              (m.start && m.start != rh_rec_start(pid));
+        for (int i = 0; i < ndirs && bad; i++) {
+            snprintf(mpath, sizeof mpath, "%s/rheaper-%d.ctl", dirs[i], pid);
+            bad = rh_rec_marker(mpath, &m) != 0 || m.pid != pid ||
+                  (m.start && m.start != rh_rec_start(pid));
+        }
         if (bad)
             rh_rec_nap();
     }
     if (bad) {
-        fprintf(stderr,
-                "rheaper: record: process %d has RHEAPER_ENABLE=signal but is not armed: no "
-                "marker %s (was it built with rheaper-cc? has it allocated yet?); nothing was "
-                "sent\n",
-                pid, mpath);
+        fprintf(stderr, "rheaper: record: process %d is not armed: no marker rheaper-%d.ctl in",
+                pid, pid);
+        for (int i = 0; i < ndirs; i++)
+            fprintf(stderr, "%s %s", i ? "," : "", dirs[i]);
+        fprintf(stderr, " (start it with RHEAPER_ENABLE=signal, built with rheaper-cc; give its "
+                        "RHEAPER_PROFILE_DIR with --dir DIR); nothing was sent\n");
         return 1;
     }
+    char dir[PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s", mpath);
+    *strrchr(dir, '/') = 0;
     if (!strcmp(m.state, "aside")) {
         fprintf(stderr,
                 "rheaper: record: process %d handles signal %d itself, so rheaper stood aside; "

@@ -1,8 +1,9 @@
 /* rh_live_list.c: `rheaper list [DIR...]`, the profiles in a directory.
  *
  * Every regular file whose first bytes are the rip magic is a profile. Each
- * gets one row: pid, executable, start time, duration, events, size and
- * state, read from the file header, the chunk headers and the trailer
+ * gets one row: pid, parent pid, executable, start time, duration, events,
+ * size, state, and the role (the process title: the trailer's, the running
+ * process's, else the command line at start), read from the file header, the chunk headers and the trailer
  * (runtime/FORMAT.md) without decoding any record, so listing is quick
  * however large the files are:
  *   recording   no trailer yet, and the process that writes it is running
@@ -34,7 +35,8 @@
 struct rh_prof_row {
     char path[PATH_MAX];
     char exe[256];
-    uint32_t pid;
+    char role[256]; /* the process title: at the end, while running, or at start */
+    uint32_t pid, ppid;
     uint64_t start_real;
     int64_t duration_ns;
     uint64_t events;
@@ -80,6 +82,33 @@ static int rh_list_writing(uint32_t pid, ino_t ino, const char *dir)
     return yes;
 }
 
+/* Sets row->role from a NUL-separated title of n bytes (padding dropped). */
+static void rh_list_role(struct rh_prof_row *row, const uint8_t *t, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < sizeof row->role; i++)
+        row->role[k++] = t[i] == 0 ? ' ' : (t[i] < 32 || t[i] == 127) ? '?' : (char)t[i];
+    while (k && row->role[k - 1] == ' ')
+        k--;
+    row->role[k] = 0;
+}
+
+/* The running process's title (/proc/PID/cmdline) into row->role, when it
+ * is the process that wrote the profile. */
+static void rh_list_live_role(struct rh_prof_row *row)
+{
+    char path[64];
+    uint8_t buf[256];
+    snprintf(path, sizeof path, "/proc/%u/cmdline", row->pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    if (n > 0)
+        rh_list_role(row, buf, (size_t)n);
+}
+
 /* Reads one profile's row. Returns 1 for a rip file, 0 for anything else. */
 static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *row)
 {
@@ -105,6 +134,13 @@ static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *ro
     const char *b = strrchr(exe, '/');
     snprintf(row->exe, sizeof row->exe, "%s", b ? b + 1 : exe[0] ? exe : "?");
     row->pid = h.pid;
+    row->ppid = h.ppid;
+    { /* the role until the trailer says better: the command line at start */
+        size_t cl = h.cmd_len < RIP_HDR_CMD_MAX ? h.cmd_len : RIP_HDR_CMD_MAX;
+        if (h.flags & RIP_HDR_F_ORIGIN && cl > RIP_HDR_CMD_MAX_ORIGIN)
+            cl = RIP_HDR_CMD_MAX_ORIGIN;
+        rh_list_role(row, hb + RIP_HDR_CMD_OFF, cl);
+    }
     row->start_real = h.start_realtime_ns;
     row->size = (uint64_t)sb.st_size;
     int damaged =
@@ -130,14 +166,21 @@ static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *ro
         if (c.calib_ns > last_ns)
             last_ns = c.calib_ns;
         if (c.type == RIP_CHUNK_TRAILER && c.used >= 48) {
-            uint8_t t[64] = {0};
-            ssize_t k = pread(fd, t, c.used < 64 ? c.used : 64, (off_t)(off + RIP_CHUNK_HDR_SIZE));
+            uint8_t t[RIP_TRAILER_SIZE] = {0};
+            size_t want = c.used < sizeof t ? c.used : sizeof t;
+            ssize_t k = pread(fd, t, want, (off_t)(off + RIP_CHUNK_HDR_SIZE));
             if (k >= 48) {
                 trailer = 1;
                 memcpy(&tr_events, t, 8);
                 memcpy(&tr_end_ns, t + 16, 8);
                 if (c.used >= 64 && k >= 60)
                     memcpy(&end_reason, t + 56, 4);
+                if ((size_t)k >= RIP_TRAILER_TITLE_OFF + 24) { /* servers: the title */
+                    uint32_t tl;
+                    memcpy(&tl, t + RIP_TRAILER_TITLE_OFF, 4);
+                    size_t room = (size_t)k - (RIP_TRAILER_TITLE_OFF + 24);
+                    rh_list_role(row, t + RIP_TRAILER_TITLE_OFF + 24, tl < room ? tl : room);
+                }
             }
         } else if (c.type == RIP_CHUNK_EVENTS || c.type == RIP_CHUNK_SHARED) {
             events += c.events;
@@ -148,6 +191,7 @@ static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *ro
     close(fd);
     int writing = !trailer && rh_list_writing(h.pid, sb.st_ino, dir);
     if (writing) {
+        rh_list_live_role(row);
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         last_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -234,8 +278,8 @@ int rh_cmd_list(int argc, char **argv)
     if (json)
         printf("[");
     else if (n)
-        printf("%8s  %-16s  %-19s  %10s  %12s  %10s  %-21s  %s\n", "PID", "EXECUTABLE", "STARTED",
-               "DURATION", "EVENTS", "SIZE", "STATE", "FILE");
+        printf("%8s  %8s  %-16s  %-19s  %10s  %12s  %10s  %-21s  %s  %s\n", "PID", "PARENT",
+               "EXECUTABLE", "STARTED", "DURATION", "EVENTS", "SIZE", "STATE", "FILE", "ROLE");
     for (size_t i = 0; i < n; i++) {
         const struct rh_prof_row *r = &rows[i];
         char when[32] = "?", size[32];
@@ -247,6 +291,9 @@ int rh_cmd_list(int argc, char **argv)
             printf("%s\n {\"pid\": %u, \"executable\": \"", i ? "," : "", r->pid);
             for (const char *p = r->exe; *p; p++)
                 printf(*p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 32 ? "?" : "%c", *p);
+            printf("\", \"ppid\": %u, \"role\": \"", r->ppid);
+            for (const char *p = r->role; *p; p++)
+                printf(*p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 32 ? "?" : "%c", *p);
             printf("\", \"start_time_ns\": %llu, \"duration_ns\": %lld, \"events\": %llu,"
                    " \"size\": %llu, \"state\": \"%s\", \"file\": \"",
                    (unsigned long long)r->start_real, (long long)r->duration_ns,
@@ -255,9 +302,11 @@ int rh_cmd_list(int argc, char **argv)
                 printf(*p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 32 ? "?" : "%c", *p);
             printf("\"}");
         } else {
-            printf("%8u  %-16s  %-19s  %9.1fs  %12llu  %10s  %-21s  %s\n", r->pid, r->exe, when,
-                   (double)r->duration_ns / 1e9, (unsigned long long)r->events,
-                   rh_human_bytes((int64_t)r->size, size, sizeof size), r->state, r->path);
+            printf("%8u  %8u  %-16s  %-19s  %9.1fs  %12llu  %10s  %-21s  %s  %s\n", r->pid,
+                   r->ppid, r->exe, when, (double)r->duration_ns / 1e9,
+                   (unsigned long long)r->events,
+                   rh_human_bytes((int64_t)r->size, size, sizeof size), r->state, r->path,
+                   r->role);
         }
     }
     if (json)

@@ -1,6 +1,8 @@
 #!/bin/sh
 # tests/stream/run.sh BIN HELPERS WORK CASE: one case of issue 11's streaming
 # tests (see CMakeLists.txt). Prints "FAIL: ..." and exits 1 on a failure.
+# The runtime's "streamed" notice is checked: on stderr although it is no terminal.
+export RHEAPER_LOG=stderr
 set -u
 BIN=$1 H=$2 WORK=$3 CASE=$4
 RH=$BIN/rheaper
