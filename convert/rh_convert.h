@@ -249,6 +249,10 @@ struct rh_rip {
     char title[RIP_TRAILER_TITLE_MAX + 1]; /* joined by spaces */
     char comm[17];
 
+    /* servers: blocks inherited at the fork, live from time 0 (rh_inherit.c);
+     * NULL: none */
+    struct rh_inherit *inherit;
+
     struct rh_stack *stacks;
     size_t nstacks, capstacks;
     struct rh_map stack_map;
@@ -323,6 +327,46 @@ RH_HIDDEN uint32_t rh_rip_stack(struct rh_rip *r, uint64_t id);
  * Returns 0 on out-of-memory. */
 RH_HIDDEN uint32_t rh_rip_thread(struct rh_rip *r, uint32_t tid);
 
+/* ---- rh_inherit.c: the blocks a fork child starts with ------------------- */
+
+/* Stacks imported from a parent's profile have ids from here up. */
+#define RH_INHERIT_STACK_BASE (1ull << 40)
+
+struct rh_inh_block {
+    uint64_t addr, size;
+    uint64_t key;     /* the parent's stack id */
+    size_t frames;    /* index of frame 0 in rh_inherit.frames */
+    uint32_t nframes;
+    uint32_t kind;
+    uint8_t cut;
+};
+
+struct rh_inherit {
+    struct rh_inh_block *blocks;
+    size_t nblocks, capblocks;
+    uint64_t *frames;
+    size_t nframes, capframes;
+    uint64_t bytes;    /* of all blocks */
+    uint32_t *si;      /* each block's stack index in the child (rh_inherit_apply) */
+    uint32_t thread;   /* the child's thread id "inherited" */
+    uint32_t ppid;
+    int64_t fork_ns;   /* the fork in ns since the child's start (negative) */
+    unsigned profiles; /* parent profiles read (more than 1 for a chain) */
+    char path[4096];   /* the parent's profile */
+};
+
+/* Reads the blocks live in the parent of child r (child_path) at the fork,
+ * from the parent's profile (opt, else found as FORMAT.md says). Returns 0,
+ * 1 when r is no fork child's first profile, or -1 with one line in msg (the
+ * caller converts without them). out is freed with rh_inherit_free. */
+RH_HIDDEN int rh_inherit_load(const struct rh_rip *r, const char *child_path, const char *opt,
+                              struct rh_inherit *out, char *msg, size_t msglen);
+/* Imports inh's blocks into r: stacks, the thread "inherited", r->inherit
+ * (rh_merge_run starts with them live). inh must outlive the merge. Returns 0
+ * or -1 (out of memory). */
+RH_HIDDEN int rh_inherit_apply(struct rh_rip *r, struct rh_inherit *inh);
+RH_HIDDEN void rh_inherit_free(struct rh_inherit *inh);
+
 /* ---- rh_merge.c: time-ordered merge and block pairing -------------------- */
 
 /* One allocations row. dealloc_ns < 0 means NULL (never freed). */
@@ -345,6 +389,7 @@ struct rh_merge_stats {
     uint64_t failed_allocs;
     uint64_t live_at_end;
     int64_t last_ns; /* latest event time seen */
+    uint64_t inherited; /* rows 1..inherited are blocks inherited at the fork */
 };
 
 struct rh_agg;
@@ -790,6 +835,7 @@ struct rh_convert_opts {
     int force, quiet;
     const char *const *search;
     int64_t min_lifetime_ns; /* --min-lifetime: cull rows of shorter-lived blocks; 0: none */
+    const char *parent;      /* --parent: the parent's profile of a fork child; NULL: found */
 };
 int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_path,
                          const struct rh_convert_opts *o);

@@ -172,7 +172,7 @@ static void rh_report_damage(const char *prog, const struct rh_rip *r,
 int rh_convert_file(const char *prog, const char *rip_path, const char *db_path, int force,
                     int quiet, const char *const *search)
 {
-    struct rh_convert_opts o = {force, quiet, search, 0};
+    struct rh_convert_opts o = {force, quiet, search, 0, NULL};
     return rh_convert_file_opts(prog, rip_path, db_path, &o);
 }
 
@@ -195,6 +195,20 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         return 1;
     }
 
+    /* A fork child's first profile: the blocks it inherited, from the
+     * parent's profile (rh_inherit.c); without it, one line and as before. */
+    static struct rh_inherit inh;
+    char imsg[1200];
+    int ik = rh_inherit_load(&r, rip_path, o->parent, &inh, imsg, sizeof imsg);
+    if (ik < 0 && !quiet)
+        fprintf(stderr, "%s: %s: %s\n", prog, rip_path, imsg);
+    if (ik == 0 && rh_inherit_apply(&r, &inh) != 0) {
+        fprintf(stderr, "%s: %s: out of memory\n", prog, rip_path);
+        rh_inherit_free(&inh);
+        rh_rip_close(&r);
+        return 1;
+    }
+
     char err[1024];
     struct rh_sink_ctx sc = {0};
     sc.prog.prog = prog;
@@ -207,6 +221,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
     if (!sc.db) {
         fprintf(stderr, "%s: %s\n", prog, err);
         rh_rip_close(&r);
+        rh_inherit_free(&inh);
         return 1;
     }
 
@@ -217,6 +232,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         fprintf(stderr, "%s: %s: out of memory\n", prog, rip_path);
         rh_db_abort(sc.db);
         rh_rip_close(&r);
+        rh_inherit_free(&inh);
         return 1;
     }
     /* the timeline's per-column stack figures go to a temp file beside the
@@ -227,6 +243,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         rh_db_abort(sc.db);
         rh_agg_free(agg);
         rh_rip_close(&r);
+        rh_inherit_free(&inh);
         return 1;
     }
     rh_db_set_agg(sc.db, agg, o->min_lifetime_ns);
@@ -238,6 +255,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         rh_agg_free(agg);
         rh_post_free(sc.post);
         rh_rip_close(&r);
+        rh_inherit_free(&inh);
         return 1;
     }
     rh_db_set_post(sc.db, sc.post);
@@ -260,6 +278,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         rh_agg_free(agg);
         rh_post_free(sc.post);
         rh_rip_close(&r);
+        rh_inherit_free(&inh);
         return 1;
     }
 
@@ -271,6 +290,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
     if (rc) {
         fprintf(stderr, "%s: %s\n", prog, err);
         rh_rip_close(&r);
+        rh_inherit_free(&inh);
         return 1;
     }
     if (!quiet)
@@ -281,6 +301,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
                 "never freed (aggregates count every event)\n",
                 prog, db_path, o->min_lifetime_ns / 1e9);
     rh_rip_close(&r);
+        rh_inherit_free(&inh);
     return 0;
 }
 

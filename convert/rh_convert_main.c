@@ -23,7 +23,8 @@
 #endif
 
 static const char rh_usage[] =
-    "usage: rheaper-convert [--force] [--quiet] [--search DIR]... [--min-lifetime T] RIP DB\n"
+    "usage: rheaper-convert [--force] [--quiet] [--search DIR]... [--min-lifetime T]\n"
+    "                       [--parent RIP] RIP DB\n"
     "Converts the rheaper profile RIP (rip-<pid>) into the SQLite database DB.\n"
     "  --force    overwrite DB if it exists\n"
     "  --quiet    no warnings or progress, errors only\n"
@@ -32,6 +33,9 @@ static const char rh_usage[] =
     "  --min-lifetime T  write rows only for blocks that lived at least T (ns, us,\n"
     "             ms, s, e.g. 10ms) or were never freed; aggregates still count\n"
     "             every event\n"
+    "  --parent RIP  the parent's profile of a fork child (found next to RIP\n"
+    "             otherwise): its blocks live at the fork are imported as rows\n"
+    "             1..meta inherited_rows\n"
     "  --help     this text\n"
     "  --version  print the version\n";
 
@@ -39,6 +43,7 @@ int main(int argc, char **argv)
 {
     int force = 0, quiet = 0, dashdash = 0, nsearch = 0;
     int64_t min_life = 0;
+    const char *parent = NULL;
     const char *search[17] = {0};
     const char *paths[2];
     int npaths = 0;
@@ -62,6 +67,12 @@ int main(int argc, char **argv)
                     return 2;
                 }
                 i++;
+            } else if (!strcmp(a, "--parent")) {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "rheaper-convert: --parent needs the parent's profile\n");
+                    return 2;
+                }
+                parent = argv[++i];
             } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
                 fputs(rh_usage, stdout);
                 return 0;
@@ -86,6 +97,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "rheaper-convert: expected RIP and DB\n%s", rh_usage);
         return 2;
     }
-    struct rh_convert_opts o = {force, quiet, search, min_life};
+    struct rh_convert_opts o = {force, quiet, search, min_life, parent};
     return rh_convert_file_opts("rheaper-convert", paths[0], paths[1], &o);
 }

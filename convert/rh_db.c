@@ -875,6 +875,13 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
                      r->tr_end_reason == RIP_END_CHROOT        ? "chroot"
                      : r->tr_end_reason == RIP_END_CREDENTIALS ? "credentials"
                                                                : "unknown");
+    if (r->inherit) { /* rows 1..inherited_rows: blocks inherited at the fork */
+        rh_meta_int(&m, "inherited_rows", (int64_t)st->inherited);
+        rh_meta_int(&m, "inherited_bytes", (int64_t)r->inherit->bytes);
+        rh_meta_text(&m, "inherited_from", r->inherit->path);
+        rh_meta_int(&m, "inherited_profiles", (int64_t)r->inherit->profiles);
+        rh_meta_int(&m, "inherited_stack_base", (int64_t)RH_INHERIT_STACK_BASE);
+    }
     if (r->has_origin) {
         rh_meta_int(&m, "fork_parent_pid", r->origin_ppid);
         rh_meta_text(&m, "fork_parent_profile", r->origin_path);

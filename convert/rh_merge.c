@@ -319,6 +319,38 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
     return 0;
 }
 
+/* The blocks a fork child inherited (r->inherit, rh_inherit.c): live from
+ * time 0 in the thread "inherited", rows 1..N, announced to the aggregates
+ * and the row index like allocations. Returns 0, -1 or the sink's rc. */
+static int rh_merge_seed(struct rh_merge *m)
+{
+    const struct rh_inherit *inh = m->r->inherit;
+    if (!inh || !inh->nblocks)
+        return 0;
+    for (size_t i = 0; i < inh->nblocks; i++) {
+        const struct rh_inh_block *ib = &inh->blocks[i];
+        uint32_t si = inh->si[i];
+        m->r->stacks[si].used = 1;
+        if (rh_live_find(&m->live, ib->addr)) {
+            m->st->overlapping_allocs++; /* two inherited blocks at one address: damage */
+            continue;
+        }
+        struct rh_live b = {ib->addr, ++m->nalloc, 0, ib->size, si, inh->thread};
+        if (m->sink->alloc &&
+            m->sink->alloc(m->sink->ctx, si, m->r->stacks[si].id, b.id, ib->size))
+            return -1;
+        if (m->sink->agg && rh_agg_event(m->sink->agg, si, 0, ib->size, ib->addr, 1))
+            return -1;
+        if (RIP_IS_POOL_ADDR(ib->addr))
+            m->pool_live++;
+        if (rh_live_add(&m->live, &b))
+            return -1;
+    }
+    m->st->inherited = m->nalloc;
+    m->prev_ns = 0; /* recorded events come after them */
+    return 0;
+}
+
 static int rh_live_cmp(const void *a, const void *b)
 {
     const struct rh_live *x = a, *y = b;
@@ -349,6 +381,9 @@ int rh_merge_run(struct rh_rip *r, const struct rh_merge_sink *sink, struct rh_m
     }
     for (size_t i = n / 2; i-- > 0;)
         rh_heap_down(heap, n, i);
+    rc = rh_merge_seed(&m);
+    if (rc)
+        goto out;
 
     uint64_t count = 0;
     while (n) {

@@ -142,6 +142,24 @@ int rh_file_ensure(void)
     return open;
 }
 
+int rh_file_create_for_fork_locked(void)
+{
+    if (!rh_prof.pending || rh_prof.open || rh_stream_on() ||
+        !rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)))
+        return 0;
+    int created = rh_file_create_locked() == RHEAPER_OK;
+    if (!created)
+        rh_state_set(RH_OFF);
+    rh_prof.pending = 0;
+    return created;
+}
+
+void rh_file_created_after_fork(void)
+{
+    rh_prof.mod_early = !rh_ctor_ran;
+    rh_modules_snapshot(1);
+}
+
 /* Checks that dir is a directory we may create files in. Returns 0 or errno. */
 static int rh_check_dir(const char *dir)
 {

@@ -1034,6 +1034,13 @@ RH_HIDDEN void rh_stop_clean(uint32_t reason);
 /* The calling thread's guard, saved and set around API work. */
 RH_HIDDEN int rh_guard_enter(void);
 RH_HIDDEN void rh_guard_leave(int saved);
+/* Fork prepare (rh_thread.c): a recording whose file is still pending (the
+ * lazy start: a daemon's master that has not allocated since its own fork)
+ * creates it now, so the child can name its parent's profile. Caller holds
+ * rh_prof_lock. Returns 1 when it created one; then the parent calls
+ * rh_file_created_after_fork with no lock held. */
+RH_HIDDEN int rh_file_create_for_fork_locked(void);
+RH_HIDDEN void rh_file_created_after_fork(void);
 /* Creates the file if it is pending (lazy start). Takes rh_prof_lock. Returns 1
  * when a file is open. */
 RH_HIDDEN int rh_file_ensure(void) RH_COLD;

@@ -328,6 +328,8 @@ void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks)
 /* The forking thread's guard, set across fork so that a sampling signal
  * between prepare and parent/child (locks held) is dropped, not deadlocked. */
 static __thread int rh_tls_fork_guard __attribute__((tls_model("initial-exec")));
+/* The prepare handler created the pending profile (rh_file_create_for_fork_locked). */
+static __thread int rh_tls_fork_created __attribute__((tls_model("initial-exec")));
 
 static void rh_fork_prepare(void)
 {
@@ -335,6 +337,7 @@ static void rh_fork_prepare(void)
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     rh_origin_fork_prepare();
+    rh_tls_fork_created = rh_file_create_for_fork_locked();
     rh_kinds_fork(0);
     rh_live_fork(0);
     rh_stream_fork(0);
@@ -349,6 +352,8 @@ static void rh_fork_parent(void)
     rh_kinds_fork(1);
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_unlock(&rh_shared_lock);
+    if (rh_tls_fork_created)
+        rh_file_created_after_fork(); /* its module map, now that no lock is held */
     rh_guard_leave(rh_tls_fork_guard);
 }
 

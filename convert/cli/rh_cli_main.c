@@ -94,6 +94,8 @@ int rh_cmd_convert(int argc, char **argv)
                 o.force = 1;
             } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
                 o.quiet = 1;
+            } else if (!strcmp(a, "--parent") && i + 1 < argc) {
+                o.parent = argv[++i]; /* a fork child's parent profile (inherited blocks) */
             } else if (!strcmp(a, "--min-lifetime")) {
                 if (i + 1 >= argc || rh_parse_lifetime_arg(argv[i + 1], &o.min_lifetime_ns)) {
                     fprintf(stderr, "rheaper: convert: --min-lifetime needs a duration with a unit"
