@@ -20,6 +20,8 @@
 # Armed run (RHEAPER_ENABLE=signal): `rheaper record -P 'nginx: worker'`
 # lists both workers and sends nothing; `rheaper record -p WORKER -d 1s`
 # records a window of a worker that switched to nobody while ab runs.
+# A server that does not fork: `rheaper run -- nginx -g 'daemon off;
+# master_process off;'` converts its one profile; 500 requests, 10 leaks.
 # Must run as root; under CI a missing tool or source fails the test.
 set -eu
 bin=$1 src=$2 work=$3
@@ -235,4 +237,24 @@ kill -0 "$w" || fail "worker $w died"
 stop "$run2"
 grep -i rheaper "$run2/logs/error.log" && fail "rheaper lines in the armed nginx's error.log"
 echo "ok: record -p $w (a worker running as nobody) recorded a window of $rows rows"
+
+# ---- a server that does not fork: rheaper run (docs/servers.md recipe) ---------
+run3="$work/run3"
+port=$((port + 1))
+conf "$run3"
+rm -f "$run3/logs/nginx.pid"
+"$bin/rheaper" run -o "$work/single.db" --force -- "$ngx" -p "$run3/" -c conf/nginx.conf \
+    -g 'daemon off; master_process off;' > run3.out 2> run3.err &
+runpid=$!
+for i in $(seq 100); do [ -s "$run3/logs/nginx.pid" ] && break; sleep 0.05; done
+[ -s "$run3/logs/nginx.pid" ] || { cat run3.err; fail "single-process nginx did not start"; }
+master=$(cat "$run3/logs/nginx.pid")
+load 500
+"$ngx" -p "$run3/" -c conf/nginx.conf -s quit
+wait "$runpid" || { cat run3.err; fail "rheaper run nginx"; }
+grep -q '^events ' run3.out || { cat run3.out; fail "rheaper run printed no summary"; }
+got=$(sqlite3 single.db "SELECT count(*) FROM allocations WHERE size = 48 AND dealloc_after IS NULL")
+[ "$got" = 10 ] || fail "rheaper run: $got planted leaks for 500 requests, expected 10"
+[ "$(sqlite3 single.db "SELECT value FROM meta WHERE key = 'clean'")" = 1 ] || fail "run: not clean"
+echo "ok: rheaper run -- nginx -g 'daemon off; master_process off;': 500 requests, 10 leaks, clean"
 echo PASS
