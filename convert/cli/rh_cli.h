@@ -236,6 +236,7 @@ int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out);
 /* Writes s as one RFC 4180 CSV field, quoted when it holds a comma, quote or
  * line end. */
 void rh_csv_field(FILE *out, const char *s);
+char *rh_sym_display(const char *s);
 
 /* Formats a byte count for people: "812 B", "1.50 KiB", "3.25 MiB". */
 const char *rh_human_bytes(int64_t b, char *buf, size_t n);
