@@ -1,17 +1,29 @@
-/* rh_cpu.c: CPU sampling (issue 16): per-thread CPU-time timers and the
- * sampling signal's handler.
+/* rh_cpu.c: CPU sampling: per-thread CPU-time timers and the sampling
+ * signal's handler.
  *
- * With cpu_hz > 0 (RHEAPER_CPU_HZ, struct rheaper_config) every known thread
- * has a POSIX timer on its own CPU-time clock that sends cpu_signal (SIGPROF
- * by default) to that thread (SIGEV_THREAD_ID) every 1/cpu_hz s of the
- * thread's CPU time, so each thread is sampled in proportion to its own CPU
- * use. A thread is known from its start when it was created through the
- * pthread_create shim (wrap/shims_signal.c), else from its first hooked call,
- * and the main thread from init. A pthread key destructor deletes the timer
- * when the thread exits. The timers run only while a recording is on:
- * rh_cpu_start and rh_cpu_stop are called where recording starts and stops
- * (rh_api.c: the environment, the API, the toggle signal of `rheaper record
- * -p`), so they follow the heap recording.
+ * With cpu_hz > 0 (RHEAPER_CPU_HZ, struct rheaper_config) every thread of the
+ * process has a POSIX timer on its own CPU-time clock that sends cpu_signal
+ * (SIGPROF by default) to that thread (SIGEV_THREAD_ID) every 1/cpu_hz s of
+ * the thread's CPU time, so each thread is sampled in proportion to its own
+ * CPU use. The threads are found by listing /proc/self/task (rh_cpu_scan),
+ * whoever made them and whenever they started:
+ *   - when sampling starts (rh_cpu_start): every thread then running, those
+ *     started before tracking was enabled included, from that moment;
+ *   - when the program starts a thread through its pthread_create (the shim,
+ *     wrap/shims_signal.c): the new thread, from the moment pthread_create
+ *     returns, and any thread a library started with its own pthread_create
+ *     since the last listing;
+ *   - a thread's first hooked call (its first allocation) registers it if no
+ *     listing has yet.
+ * A thread a shared library starts on its own after sampling began, and that
+ * never allocates, is sampled from the next of those events. Timers of
+ * threads that have exited are deleted at the next listing, and by a pthread
+ * key destructor for threads that registered themselves. The timers run only
+ * while a recording is on: rh_cpu_start and rh_cpu_stop are called where
+ * recording starts and stops (rh_api.c: the environment, the API, the toggle
+ * signal of `rheaper record -p`), so they follow the heap recording. No
+ * function of the runtime runs between a thread's start and the program's
+ * start routine, so no frame of the runtime is in the thread's stacks.
  *
  * The registry of known threads is a fixed array under a spin lock that only
  * normal contexts take (with the guard set); the handler never takes it.
@@ -29,7 +41,9 @@
  *     locks held only by other threads, raw system calls, no allocation), but
  *     only when the file is open (creating it would take the loader's lock);
  *   - a thread whose stack bounds are unknown (computing them allocates) is
- *     dropped, except the main thread, whose bounds cost no allocation.
+ *     walked within [sp, its thread descriptor): glibc keeps the descriptor
+ *     (pthread_self()) at the top of the thread's stack block, above every
+ *     frame, in the same mapping. The main thread's bounds cost nothing.
  * The sample is one EXT CPUSAMPLE record (FORMAT.md "Version 3: CPU
  * samples"), after the STACK record of a new stack, in the thread's own chunk.
  *
@@ -58,8 +72,9 @@
 #define RH_THREAD_CPUCLOCK(tid) ((clockid_t)((~(unsigned)(tid)) << 3) | 6)
 
 struct rh_cpu_thr {
-    int tid;   /* 0: free entry */
-    int timer; /* kernel timer id, -1 when none */
+    int tid;       /* 0: free entry */
+    int timer;     /* kernel timer id, -1 when none */
+    unsigned seen; /* the listing (rh_cpu_gen) that last found the thread */
 };
 
 static struct rh_cpu_thr rh_cpu_thr[RH_CPU_MAX_THREADS];
@@ -71,9 +86,13 @@ static int rh_cpu_ready; /* atomic: our handler is installed */
 static int rh_cpu_tried; /* the handler's installation was attempted */
 static int rh_cpu_aside; /* atomic: the program owns the signal */
 static int rh_cpu_full_warned;
+static unsigned rh_cpu_gen; /* listings of /proc/self/task made; registry lock */
 static uint64_t rh_cpu_samples, rh_cpu_dropped; /* atomic, per file */
 static pthread_key_t rh_cpu_key;
 static int rh_cpu_key_ok;
+/* Periods whose signal came while the thread was inside the runtime: the
+ * thread's next sample carries them (the handler's own thread only). */
+static __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("initial-exec")));
 /* The calling thread's registry entry + 1; 0 when unknown. */
 static __thread int rh_tls_cpu __attribute__((tls_model("initial-exec")));
 
@@ -96,9 +115,10 @@ void rh_cpu_counts_reset(void)
     __atomic_store_n(&rh_cpu_dropped, 0, __ATOMIC_RELAXED);
 }
 
-static inline void rh_cpu_drop(void)
+/* Counts n periods that no sample holds. */
+static inline void rh_cpu_drop_n(unsigned n)
 {
-    __atomic_fetch_add(&rh_cpu_dropped, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&rh_cpu_dropped, n, __ATOMIC_RELAXED);
 }
 
 /* ---- the handler ---------------------------------------------------------- */
@@ -116,28 +136,56 @@ static inline void rh_cpu_drop(void)
 
 /* Writes one sample of the interrupted state (ip, sp, bp) into the calling
  * thread's chunk. The guard is set, the thread was outside the runtime. */
+static int rh_cpu_sample_on(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned overrun);
+
+/* Writes one sample of the interrupted state (ip, sp, bp), worth 1 + overrun
+ * periods (the kernel's overrun and the periods carried over from signals
+ * that came inside the runtime), into the calling thread's chunk; the periods
+ * of a sample that cannot be written count as dropped. The guard is set, the
+ * thread was outside the runtime. */
 static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned overrun)
 {
     if (!__atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE)) {
-        rh_cpu_drop();
+        rh_cpu_drop_n(1 + overrun);
         return;
     }
+    int borrowed = 0;
     if (rh_unlikely(!rh_tls_stack_hi)) {
-        if (rh_gettid() != (uint32_t)getpid()) {
-            rh_cpu_drop(); /* pthread_getattr_np allocates: not in a handler */
-            return;
+        if (rh_gettid() == (uint32_t)getpid()) {
+            rh_stack_bounds_compute(); /* the main thread's: no allocation */
+        } else {
+            /* pthread_getattr_np allocates: not in a handler. The frames lie
+             * between sp and the thread's descriptor, at the top of its
+             * stack block; the bounds hold for this walk only. */
+            uintptr_t top = (uintptr_t)pthread_self();
+            if (sp == 0 || top <= sp || top - sp > ((uintptr_t)1 << 30)) {
+                rh_cpu_drop_n(1 + overrun);
+                return;
+            }
+            rh_tls_stack_lo = sp;
+            rh_tls_stack_hi = top;
+            borrowed = 1;
         }
-        rh_stack_bounds_compute();
     }
+    if (rh_cpu_sample_on(ip, sp, bp, overrun) != 0)
+        rh_cpu_drop_n(1 + overrun);
+    if (borrowed) {
+        rh_tls_stack_lo = 0;
+        rh_tls_stack_hi = 0;
+    }
+}
+
+/* rh_cpu_sample with the thread's stack bounds known. Returns 0, or -1 when
+ * nothing was written. */
+static int rh_cpu_sample_on(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned overrun)
+{
     uint64_t t = rh_now() >> rh_clock_shift;
     struct rh_slot *s = rh_tls_slot;
     if (!s || !s->w.chunk || s->w.epoch != __atomic_load_n(&rh_epoch, __ATOMIC_ACQUIRE)) {
         int drop;
         s = rh_thread_prepare(t, &drop);
-        if (!s) {
-            rh_cpu_drop();
-            return;
-        }
+        if (!s)
+            return -1;
     }
     struct rh_writer *w = &s->w;
     struct rh_walk wk;
@@ -148,15 +196,11 @@ static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned ove
     if (!id) {
         int is_new;
         id = rh_stack_lookup(w->stacks, wk.hash, &is_new);
-        if (!id) {
-            rh_cpu_drop();
-            return;
-        }
+        if (!id)
+            return -1;
         if (is_new) {
-            if (rh_writer_reserve(w, RH_CPU_STACK_FIXED + (size_t)wk.nframes * 10, t) != 0) {
-                rh_cpu_drop();
-                return;
-            }
+            if (rh_writer_reserve(w, RH_CPU_STACK_FIXED + (size_t)wk.nframes * 10, t) != 0)
+                return -1;
             uint8_t *q = w->pos;
             *q++ = RIP_OP_STACK;
             q = rip_put_varint(q, id);
@@ -170,10 +214,8 @@ static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned ove
             rh_writer_commit(w);
         }
     }
-    if (rh_writer_reserve(w, RH_CPU_RECORD, t) != 0) {
-        rh_cpu_drop();
-        return;
-    }
+    if (rh_writer_reserve(w, RH_CPU_RECORD, t) != 0)
+        return -1;
     uint8_t body[10];
     uint8_t *e = rip_put_varint(body, id);
     if (overrun) /* periods the kernel delivered late (above its tick rate) */
@@ -185,6 +227,7 @@ static void rh_cpu_sample(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned ove
     memcpy(q, body, n);
     rh_event_done(w, q + n);
     __atomic_fetch_add(&rh_cpu_samples, 1, __ATOMIC_RELAXED);
+    return 0;
 }
 
 static void rh_cpu_handler(int sig, siginfo_t *si, void *ucv)
@@ -194,7 +237,9 @@ static void rh_cpu_handler(int sig, siginfo_t *si, void *ucv)
     if (si->si_code != SI_TIMER || !__atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE))
         goto out;
     if (rh_guard) {
-        rh_cpu_drop(); /* inside the runtime: its chunk may be mid-record */
+        /* inside the runtime: its chunk may be mid-record. The periods carry
+         * over to the thread's next sample, so its CPU time stays whole. */
+        rh_tls_cpu_carry += 1u + (si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u);
         goto out;
     }
     rh_guard = RH_GUARD_CALL;
@@ -202,14 +247,16 @@ static void rh_cpu_handler(int sig, siginfo_t *si, void *ucv)
 #if defined(__x86_64__)
     {
         const ucontext_t *uc = ucv;
+        unsigned carry = rh_tls_cpu_carry;
+        rh_tls_cpu_carry = 0;
         rh_cpu_sample((uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
                       (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
                       (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
-                      si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u);
+                      (si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u) + carry);
     }
 #else
     (void)ucv;
-    rh_cpu_drop(); /* x86_64 only for now */
+    rh_cpu_drop_n(1); /* x86_64 only for now */
 #endif
     rh_barrier();
     rh_guard = 0;
@@ -253,6 +300,92 @@ static void rh_cpu_timer_stop(struct rh_cpu_thr *e)
     }
 }
 
+/* The entry of thread tid, added when it has none. Returns its index, or -1
+ * when the registry is full. Registry lock held. */
+static int rh_cpu_add(int tid)
+{
+    int k = -1;
+    for (int i = 0; i < rh_cpu_nthr; i++) {
+        if (rh_cpu_thr[i].tid == tid)
+            return i;
+        if (k < 0 && !rh_cpu_thr[i].tid)
+            k = i;
+    }
+    if (k < 0 && rh_cpu_nthr < RH_CPU_MAX_THREADS)
+        k = rh_cpu_nthr++;
+    if (k >= 0) {
+        rh_cpu_thr[k].tid = tid;
+        rh_cpu_thr[k].timer = -1;
+        rh_cpu_thr[k].seen = 0;
+    }
+    return k;
+}
+
+struct rh_dirent64 {
+    uint64_t ino;
+    int64_t off;
+    unsigned short reclen;
+    unsigned char type;
+    char name[];
+};
+
+/* Lists /proc/self/task: every thread of the process gets an entry (and its
+ * timer when sampling is on), entries of threads that are gone are freed and
+ * their timers deleted, and a timer the kernel disarmed (its thread exited,
+ * and the id came back for a new one) is made again. Raw system calls only,
+ * no allocation. Registry lock held, guard set. Returns 0, or -1 when the
+ * listing could not be read (nothing changes then). */
+static int rh_cpu_scan(void)
+{
+    int fd = rh_sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    unsigned gen = ++rh_cpu_gen;
+    int on = __atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE), full = 0;
+    char buf[2048] __attribute__((aligned(8)));
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n < 0) {
+            rh_sys_close(fd);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        for (long off = 0; off < n;) {
+            const struct rh_dirent64 *d = (const struct rh_dirent64 *)(buf + off);
+            off += d->reclen;
+            unsigned tid = 0;
+            if (rh_parse_uint(d->name, 1, 0x3fffffff, &tid) != 0)
+                continue; /* "." and ".." */
+            int k = rh_cpu_add((int)tid);
+            if (k < 0) {
+                full = 1;
+                continue;
+            }
+            struct rh_cpu_thr *e = &rh_cpu_thr[k];
+            e->seen = gen;
+            if (on && e->timer >= 0) {
+                struct itimerspec cur;
+                if (syscall(SYS_timer_gettime, e->timer, &cur) != 0 ||
+                    (cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0))
+                    rh_cpu_timer_stop(e); /* its thread exited: the id is new */
+            }
+            if (on)
+                rh_cpu_timer_start(e);
+        }
+    }
+    rh_sys_close(fd);
+    for (int i = 0; i < rh_cpu_nthr; i++)
+        if (rh_cpu_thr[i].tid && rh_cpu_thr[i].seen != gen) {
+            rh_cpu_timer_stop(&rh_cpu_thr[i]);
+            rh_cpu_thr[i].tid = 0;
+        }
+    if (full && !__atomic_exchange_n(&rh_cpu_full_warned, 1, __ATOMIC_RELAXED))
+        rh_warn("CPU sampling: more than %d threads; later ones are not sampled",
+                RH_CPU_MAX_THREADS);
+    return 0;
+}
+
 /* The thread exits (its key destructor): delete its timer, free its entry. */
 static void rh_cpu_thread_gone(void *v)
 {
@@ -280,17 +413,8 @@ void rh_cpu_thread_known(void)
     if (!rh_tls_stack_hi)
         rh_stack_bounds_compute();
     rh_spin_lock(&rh_cpu_lock);
-    int k = -1;
-    for (int i = 0; i < rh_cpu_nthr; i++)
-        if (!rh_cpu_thr[i].tid) {
-            k = i;
-            break;
-        }
-    if (k < 0 && rh_cpu_nthr < RH_CPU_MAX_THREADS)
-        k = rh_cpu_nthr++;
+    int k = rh_cpu_add(tid); /* a listing may have found it already */
     if (k >= 0) {
-        rh_cpu_thr[k].tid = tid;
-        rh_cpu_thr[k].timer = -1;
         rh_tls_cpu = k + 1;
         if (__atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE))
             rh_cpu_timer_start(&rh_cpu_thr[k]);
@@ -314,11 +438,15 @@ void rh_cpu_start(void)
         rh_cpu_install();
     if (!rh_cpu_ready || __atomic_load_n(&rh_cpu_aside, __ATOMIC_ACQUIRE))
         return;
+    int g = rh_guard_enter();
     rh_spin_lock(&rh_cpu_lock);
     __atomic_store_n(&rh_cpu_on, 1, __ATOMIC_RELEASE);
+    /* every thread running now, whoever started it and when */
+    rh_cpu_scan();
     for (int i = 0; i < rh_cpu_nthr; i++)
         rh_cpu_timer_start(&rh_cpu_thr[i]);
     rh_spin_unlock(&rh_cpu_lock);
+    rh_guard_leave(g);
 }
 
 void rh_cpu_stop(void)
@@ -443,48 +571,24 @@ void rh_cpu_fork(int phase)
 
 /* ---- the pthread_create shim's side --------------------------------------- */
 
-struct rh_cpu_boot {
-    void *(*fn)(void *);
-    void *arg;
-    int used; /* atomic: 0 free */
-};
-#define RH_CPU_BOOTS 256
-static struct rh_cpu_boot rh_cpu_boots[RH_CPU_BOOTS];
-
-/* The start routine of a thread created through the shim: registers the
- * thread, then runs the program's routine. */
-static void *rh_cpu_trampoline(void *v)
-{
-    struct rh_cpu_boot *b = v;
-    void *(*fn)(void *) = b->fn;
-    void *arg = b->arg;
-    __atomic_store_n(&b->used, 0, __ATOMIC_RELEASE);
-    rh_cpu_thread_known();
-    return fn(arg);
-}
-
-/* pthread_create for wrap/shims_signal.c: real is __real_pthread_create.
- * While CPU sampling is configured, the thread starts through the trampoline
- * (a fixed pool of boot records; when none is free, it starts directly and is
- * known from its first hooked call). */
+/* pthread_create for wrap/shims_signal.c: real is __real_pthread_create. The
+ * thread starts the program's routine directly; once it exists, a listing of
+ * /proc/self/task gives it (and any thread a library started on its own
+ * since) its timer, from the moment pthread_create returns. */
 RH_HIDDEN int rh_cpu_pthread_create(int (*real)(void *, const void *, void *, void *), void *thr,
                                     const void *attr, void *fn, void *arg)
 {
-    if (!__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE) ||
+    int rc = real(thr, attr, fn, arg);
+    if (rc != 0 || !__atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE) ||
         __atomic_load_n(&rh_cpu_aside, __ATOMIC_ACQUIRE))
-        return real(thr, attr, fn, arg);
-    for (int i = 0; i < RH_CPU_BOOTS; i++) {
-        struct rh_cpu_boot *b = &rh_cpu_boots[i];
-        int expected = 0;
-        if (!__atomic_compare_exchange_n(&b->used, &expected, 1, 0, __ATOMIC_ACQ_REL,
-                                         __ATOMIC_RELAXED))
-            continue;
-        b->fn = (void *(*)(void *))fn;
-        b->arg = arg;
-        int rc = real(thr, attr, (void *)rh_cpu_trampoline, b);
-        if (rc != 0)
-            __atomic_store_n(&b->used, 0, __ATOMIC_RELEASE);
         return rc;
-    }
-    return real(thr, attr, fn, arg);
+    int e = errno;
+    int g = rh_guard_enter();
+    rh_spin_lock(&rh_cpu_lock);
+    if (__atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE))
+        rh_cpu_scan();
+    rh_spin_unlock(&rh_cpu_lock);
+    rh_guard_leave(g);
+    errno = e;
+    return rc;
 }
