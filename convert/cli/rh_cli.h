@@ -313,6 +313,9 @@ int rh_cpu_scope(sqlite3 *db, const struct rh_filter *f);
 int rh_cpu_filter_blocks_only(const struct rh_filter *f);
 /* Samples in cpustat; the profile's sampling rate (meta cpu_hz, 0: none). */
 int64_t rh_cpu_total(sqlite3 *db);
+/* Sampling periods the runtime could not write (meta cpu_samples_dropped):
+ * every CPU figure counts without them. */
+int64_t rh_cpu_dropped(sqlite3 *db);
 int64_t rh_cpu_hz(sqlite3 *db);
 /* The `top cpu` statement over cpustat and TEMP TABLE site (rh_cli_cmds.c):
  * function, location, samples, percent (of the samples in scope), seconds
