@@ -86,7 +86,8 @@ static int rh_cpu_ready; /* atomic: our handler is installed */
 static int rh_cpu_tried; /* the handler's installation was attempted */
 static int rh_cpu_aside; /* atomic: the program owns the signal */
 static int rh_cpu_full_warned;
-static unsigned rh_cpu_gen; /* listings of /proc/self/task made; registry lock */
+static unsigned rh_cpu_gen; /* listings of /proc/self/task made; rh_cpu_scan_lock */
+static int rh_cpu_scan_lock; /* one listing at a time; taken before rh_cpu_lock */
 static uint64_t rh_cpu_samples, rh_cpu_dropped; /* atomic, per file */
 static pthread_key_t rh_cpu_key;
 static int rh_cpu_key_ok;
@@ -329,61 +330,86 @@ struct rh_dirent64 {
     char name[];
 };
 
+/* Registers the threads tids[0, n) of the listing gen: each gets an entry
+ * (and its timer when sampling is on); a timer the kernel disarmed (its
+ * thread exited and the id came back for a new one) is made again. Registry
+ * lock held. */
+static void rh_cpu_apply(const int *tids, int n, unsigned gen, int *full)
+{
+    int on = __atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        int k = rh_cpu_add(tids[i]);
+        if (k < 0) {
+            *full = 1;
+            continue;
+        }
+        struct rh_cpu_thr *e = &rh_cpu_thr[k];
+        e->seen = gen;
+        if (on && e->timer >= 0) {
+            struct itimerspec cur;
+            if (syscall(SYS_timer_gettime, e->timer, &cur) != 0 ||
+                (cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0))
+                rh_cpu_timer_stop(e);
+        }
+        if (on)
+            rh_cpu_timer_start(e);
+    }
+}
+
 /* Lists /proc/self/task: every thread of the process gets an entry (and its
- * timer when sampling is on), entries of threads that are gone are freed and
- * their timers deleted, and a timer the kernel disarmed (its thread exited,
- * and the id came back for a new one) is made again. Raw system calls only,
- * no allocation. Registry lock held, guard set. Returns 0, or -1 when the
- * listing could not be read (nothing changes then). */
+ * timer when sampling is on), and entries of threads that are gone are freed
+ * with their timers. The directory is read outside the registry lock (which
+ * a new thread's first hooked call takes), in batches applied under it; one
+ * listing at a time (rh_cpu_scan_lock). Raw system calls only, no
+ * allocation; about 3 KiB of stack. Guard set, no lock held. Returns 0, or -1
+ * when the listing could not be read (entries of gone threads stay then). */
+#define RH_CPU_SCAN_BATCH 256
 static int rh_cpu_scan(void)
 {
+    rh_spin_lock(&rh_cpu_scan_lock);
     int fd = rh_sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-    if (fd < 0)
+    if (fd < 0) {
+        rh_spin_unlock(&rh_cpu_scan_lock);
         return -1;
+    }
     unsigned gen = ++rh_cpu_gen;
-    int on = __atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE), full = 0;
-    char buf[2048] __attribute__((aligned(8)));
+    int full = 0, ok = 1, tids[RH_CPU_SCAN_BATCH], nt = 0;
+    char buf[1024] __attribute__((aligned(8)));
     for (;;) {
         long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-        if (n < 0) {
-            rh_sys_close(fd);
-            return -1;
-        }
-        if (n == 0)
+        if (n <= 0) {
+            ok = n == 0;
             break;
+        }
         for (long off = 0; off < n;) {
             const struct rh_dirent64 *d = (const struct rh_dirent64 *)(buf + off);
             off += d->reclen;
             unsigned tid = 0;
             if (rh_parse_uint(d->name, 1, 0x3fffffff, &tid) != 0)
                 continue; /* "." and ".." */
-            int k = rh_cpu_add((int)tid);
-            if (k < 0) {
-                full = 1;
-                continue;
+            tids[nt++] = (int)tid;
+            if (nt == RH_CPU_SCAN_BATCH) {
+                rh_spin_lock(&rh_cpu_lock);
+                rh_cpu_apply(tids, nt, gen, &full);
+                rh_spin_unlock(&rh_cpu_lock);
+                nt = 0;
             }
-            struct rh_cpu_thr *e = &rh_cpu_thr[k];
-            e->seen = gen;
-            if (on && e->timer >= 0) {
-                struct itimerspec cur;
-                if (syscall(SYS_timer_gettime, e->timer, &cur) != 0 ||
-                    (cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0))
-                    rh_cpu_timer_stop(e); /* its thread exited: the id is new */
-            }
-            if (on)
-                rh_cpu_timer_start(e);
         }
     }
     rh_sys_close(fd);
-    for (int i = 0; i < rh_cpu_nthr; i++)
+    rh_spin_lock(&rh_cpu_lock);
+    rh_cpu_apply(tids, nt, gen, &full);
+    for (int i = 0; ok && i < rh_cpu_nthr; i++)
         if (rh_cpu_thr[i].tid && rh_cpu_thr[i].seen != gen) {
             rh_cpu_timer_stop(&rh_cpu_thr[i]);
             rh_cpu_thr[i].tid = 0;
         }
+    rh_spin_unlock(&rh_cpu_lock);
+    rh_spin_unlock(&rh_cpu_scan_lock);
     if (full && !__atomic_exchange_n(&rh_cpu_full_warned, 1, __ATOMIC_RELAXED))
         rh_warn("CPU sampling: more than %d threads; later ones are not sampled",
                 RH_CPU_MAX_THREADS);
-    return 0;
+    return ok ? 0 : -1;
 }
 
 /* The thread exits (its key destructor): delete its timer, free its entry. */
@@ -441,11 +467,10 @@ void rh_cpu_start(void)
     int g = rh_guard_enter();
     rh_spin_lock(&rh_cpu_lock);
     __atomic_store_n(&rh_cpu_on, 1, __ATOMIC_RELEASE);
-    /* every thread running now, whoever started it and when */
-    rh_cpu_scan();
     for (int i = 0; i < rh_cpu_nthr; i++)
         rh_cpu_timer_start(&rh_cpu_thr[i]);
     rh_spin_unlock(&rh_cpu_lock);
+    rh_cpu_scan(); /* every thread running now, whoever started it and when */
     rh_guard_leave(g);
 }
 
@@ -552,9 +577,11 @@ void rh_cpu_fork(int phase)
     if (!__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
         return;
     if (phase == 0) {
+        rh_spin_lock(&rh_cpu_scan_lock);
         rh_spin_lock(&rh_cpu_lock);
     } else if (phase == 1) {
         rh_spin_unlock(&rh_cpu_lock);
+        rh_spin_unlock(&rh_cpu_scan_lock);
     } else {
         /* POSIX timers are not inherited: the child has none, and only the
          * forking thread. Its timer is made again if the child records. */
@@ -565,6 +592,7 @@ void rh_cpu_fork(int phase)
         rh_tls_cpu = 0;
         __atomic_store_n(&rh_cpu_on, 0, __ATOMIC_RELEASE);
         rh_cpu_lock = 0;
+        rh_cpu_scan_lock = 0;
         (void)k;
     }
 }
@@ -584,10 +612,7 @@ RH_HIDDEN int rh_cpu_pthread_create(int (*real)(void *, const void *, void *, vo
         return rc;
     int e = errno;
     int g = rh_guard_enter();
-    rh_spin_lock(&rh_cpu_lock);
-    if (__atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE))
-        rh_cpu_scan();
-    rh_spin_unlock(&rh_cpu_lock);
+    rh_cpu_scan();
     rh_guard_leave(g);
     errno = e;
     return rc;

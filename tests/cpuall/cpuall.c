@@ -4,12 +4,12 @@
  *   - "after", started after, through the program's pthread_create;
  *   - "libthread", started by libspinlib.so with libc's own pthread_create;
  *   - main, which computes in main_spin.
- * Tracking runs from rheaper_enable (cpu_hz 499) to rheaper_disable, about
- * SECONDS s. Around that window the program reads each thread's CPU time
+ * Tracking runs from rheaper_enable (cpu_hz 499) to rheaper_disable, until
+ * the threads used 6 s of CPU together (at most SECONDS s). Around that window the program reads each thread's CPU time
  * (utime + stime) from /proc/self/task/TID/stat and prints
  * "SHARE name percent" of the window's CPU time, and "TID name tid".
  *
- * usage: cpuall SECONDS
+ * usage: cpuall MAX_SECONDS
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -24,6 +24,9 @@
 
 int spinlib_start(void);
 void spinlib_stop(void);
+
+/* CPU time the window lasts, in clock ticks of /proc stat (1/100 s) */
+#define CPU_TICKS 600
 
 static volatile int stop;
 static volatile unsigned long sink;
@@ -122,15 +125,23 @@ int main(int argc, char **argv)
             return 3;
     for (int k = 0; k < 4; k++)
         t0[k] = thread_ticks(tids[k]);
+    /* until the four threads used CPU_TICKS ticks together (so that one
+     * tick is a small part of each share, however loaded the machine), or
+     * at most secs s */
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
+    long used = 0;
     do {
         for (int i = 0; i < 50; i++)
             main_spin();
         clock_gettime(CLOCK_MONOTONIC, &now);
-    } while ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < secs);
-    for (int k = 0; k < 4; k++)
-        t1[k] = thread_ticks(tids[k]);
+        used = 0;
+        for (int k = 0; k < 4; k++) {
+            t1[k] = thread_ticks(tids[k]);
+            used += t1[k] - t0[k];
+        }
+    } while (used < CPU_TICKS &&
+             (double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 < secs);
     rheaper_disable();
     stop = 1;
     spinlib_stop();

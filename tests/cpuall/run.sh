@@ -19,7 +19,7 @@ bad() { fail=$((fail + 1)); echo "FAIL: cpuall: $*"; }
 cc -O2 -g -fPIC -shared -pthread "$src/spinlib.c" -o libspinlib.so || { echo "FAIL: cpuall: cc spinlib.c"; exit 1; }
 "$bin/rheaper-cc" -O2 -g -pthread -I"$src/../../runtime" "$src/cpuall.c" -o cpuall -L. -lspinlib \
     -Wl,-rpath,"$work" || { echo "FAIL: cpuall: rheaper-cc cpuall.c"; exit 1; }
-RHEAPER_PROFILE_DIR="$work" ./cpuall 3 > out.txt 2> err.txt || { echo "FAIL: cpuall: the program failed"; cat err.txt; exit 1; }
+RHEAPER_PROFILE_DIR="$work" ./cpuall 120 > out.txt 2> err.txt || { echo "FAIL: cpuall: the program failed"; cat err.txt; exit 1; }
 "$bin/rheaper-convert" --quiet rip-* p.db || { echo "FAIL: cpuall: conversion failed"; exit 1; }
 total=$(sqlite3 p.db "SELECT sum(samples) FROM cpu_thread_stats")
 [ "${total:-0}" -gt 300 ] || bad "only ${total:-0} samples"
