@@ -25,9 +25,10 @@
  *        function is the work, not a wrapper);
  *     2. F allocates from one place per allocation function: all those
  *        stacks of one kind leave F at the same file and line. A layer
- *        function (below) may instead branch to different functions
- *        (nginx's ngx_palloc: the small path or the large one); two calls
- *        of one function at two lines are two allocations, a call site;
+ *        function (below) of the upper level (never in frame 0's file) may
+ *        instead branch to different functions (nginx's ngx_palloc: the
+ *        small path or the large one); two calls of one function at two
+ *        lines are two allocations, a call site;
  *     3. F is called from at least RH_WRAP_MIN_CALLERS (3) distinct
  *        functions, or only from functions that are themselves wrappers
  *        (a pool's refill under its pool_alloc; zmalloc's internal realloc
@@ -49,7 +50,10 @@
  *   not a wrapper and that has a symbol: a library frame without one (a
  *   stripped library's static function) is passed over to the first named
  *   frame, usually the library's exported entry; skipped_functions gets one
- *   row per module for them, "MODULE (no symbol)".
+ *   row per module for them, "MODULE (no symbol)". The walk never steps from
+ *   the program's code into system code: when every frame of the program
+ *   wraps (a thread's routine over its helpers), its outermost one is the
+ *   site, not start_thread.
  *
  * So Lua's l_alloc (one realloc call, reached from luaM_malloc_, luaM_realloc_
  * and lua_newstate), the luaM_ functions and luaC_newobj above it are
@@ -102,6 +106,7 @@ struct rh_cs_fn {
     int32_t kplaces[4];
     int32_t kcallee[4];  /* the function called at that place (-1: the allocator) */
     int multi_same;      /* two places of one kind call the same function */
+    int in_f0file;       /* some stack has it in frame 0's file (the lower level) */
     int below_nonlayer;  /* some frame below it is outside the layer files (pass 2) */
     int nkinds;
     int32_t caller_fn;   /* the function of the first caller place */
@@ -206,11 +211,14 @@ static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
      * below it in its own file or in frame 0's, a layer file (pass 2) */
     int deep = c->pass == 2 && F->file >= 0 && c->layer[F->file] && !F->frame0 &&
                !F->below_nonlayer;
-    /* rule 2: one place per kind; a layer function may branch to different
-     * layer functions (ngx_palloc: the small or the large path), but two
-     * calls of one function stay two allocations */
+    /* rule 2: one place per kind; a layer function of the upper level (a
+     * file above frame 0's: ngx_palloc.c over ngx_alloc.c) may branch to
+     * different functions (ngx_palloc: the small or the large path), but two
+     * calls of one function stay two allocations, and in a one-file program
+     * (a thread's routine over its helpers and xmalloc) nothing branches */
     int w = !F->root && !F->recursive && strcmp(F->name, "main") != 0 &&
-            (F->place >= 0 || (F->place == -2 && deep && !F->multi_same));
+            (F->place >= 0 ||
+             (F->place == -2 && deep && !F->multi_same && !F->in_f0file));
     /* rule 4: an entry point of an allocator layer, reached from outside its
      * file (ngx_create_pool under ngx_event_accept; xcalloc over xmalloc in
      * their own file, with one caller) */
@@ -432,6 +440,8 @@ static int rh_cs_observe(struct rh_cs *c)
             struct rh_cs_fn *F = &c->fn[f];
             if (!p)
                 F->frame0 = 1;
+            if (fr[p].file >= 0 && fr[p].file == fr[0].file)
+                F->in_f0file = 1;
             if (p + 1 < n && fr[p].file >= 0 && fr[p + 1].file == fr[p].file)
                 F->caller_same_file = 1;
             /* one place per kind: a realloc wrapper's malloc for NULL and its
@@ -562,7 +572,9 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
         /* a library frame without a symbol is never the call site: the walk
          * goes on to the first named frame (a stripped library's exported
          * entry, sqlite3_step) */
-        while (p + 1 < c.st[s].n && fr[p].fn >= 0 &&
+        /* ... and never steps from the program's code into system code: a
+         * thread's routine that only wraps stays above start_thread */
+        while (p + 1 < c.st[s].n && fr[p].fn >= 0 && fr[p + 1].sys < 0 &&
                (fr[p].anon || rh_cs_is_wrapper(&c, fr[p].fn, 0))) {
             c.fn[fr[p].fn].nstacks++;
             p++;

@@ -33,8 +33,12 @@
  * its own thread:
  *   - when the guard is set, the thread is inside the runtime and may be in
  *     the middle of writing a record into the very chunk the sample would go
- *     to: the sample is dropped and counted. This is also what makes the rest
- *     safe: the thread holds no runtime lock, no chunk is half-written;
+ *     to: the handler only adds the periods to the thread's carry, which the
+ *     end of the hooked call writes as a sample of that call's stack
+ *     (rh_cpu_carry_flush, a normal context) or the thread's next sample
+ *     adds to its own. Periods still carried when the file closes count as
+ *     dropped. Returning at once is also what makes the rest safe: the
+ *     thread holds no runtime lock, no chunk is half-written;
  *   - the walk is the non-faulting one (rh_stack.c), from the interrupted
  *     registers; the CFI lookup uses _dl_find_object, which takes no lock;
  *   - a thread without a slot or chunk gets one as on its first event (spin
@@ -89,11 +93,20 @@ static int rh_cpu_full_warned;
 static unsigned rh_cpu_gen; /* listings of /proc/self/task made; rh_cpu_scan_lock */
 static int rh_cpu_scan_lock; /* one listing at a time; taken before rh_cpu_lock */
 static uint64_t rh_cpu_samples, rh_cpu_dropped; /* atomic, per file */
+/* Periods carried by threads (rh_tls_cpu_carry) and not yet written: lost if
+ * the file closes first, so they count as dropped in its trailer. Atomic. */
+static uint64_t rh_cpu_carried;
 static pthread_key_t rh_cpu_key;
 static int rh_cpu_key_ok;
-/* Periods whose signal came while the thread was inside the runtime: the
- * thread's next sample carries them (the handler's own thread only). */
-static __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("initial-exec")));
+/* Periods whose signal came while the thread was inside the runtime: the end
+ * of the hooked call (rh_cpu_carry_flush) or the thread's next sample writes
+ * them (the handler's own thread only). */
+RH_HIDDEN __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("initial-exec")));
+/* The file (rh_epoch) the carried periods belong to: a carry from an earlier
+ * file was counted as dropped there and is not written into the next. */
+static __thread uint32_t rh_tls_carry_epoch __attribute__((tls_model("initial-exec")));
+/* Set while the handler samples its own thread. */
+static __thread int rh_tls_in_handler __attribute__((tls_model("initial-exec")));
 /* The calling thread's registry entry + 1; 0 when unknown. */
 static __thread int rh_tls_cpu __attribute__((tls_model("initial-exec")));
 
@@ -107,13 +120,15 @@ int rh_cpu_active(void)
 void rh_cpu_counts(uint64_t *samples, uint64_t *dropped)
 {
     *samples = __atomic_load_n(&rh_cpu_samples, __ATOMIC_RELAXED);
-    *dropped = __atomic_load_n(&rh_cpu_dropped, __ATOMIC_RELAXED);
+    *dropped = __atomic_load_n(&rh_cpu_dropped, __ATOMIC_RELAXED) +
+               __atomic_load_n(&rh_cpu_carried, __ATOMIC_RELAXED);
 }
 
 void rh_cpu_counts_reset(void)
 {
     __atomic_store_n(&rh_cpu_samples, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_cpu_dropped, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&rh_cpu_carried, 0, __ATOMIC_RELAXED);
 }
 
 /* Counts n periods that no sample holds. */
@@ -231,16 +246,53 @@ static int rh_cpu_sample_on(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned o
     return 0;
 }
 
+/* Writes the calling thread's carried periods (rh_hooks.h, rh_hook_end) as
+ * one sample of the current stack, walked from the hooked call's frames: the
+ * converter drops the runtime's frames, so the sample is charged to the
+ * program's call of the allocation function, where the time was spent.
+ * Called with the guard clear, after the call's record is complete; a signal
+ * that comes meanwhile carries again. */
+void rh_cpu_carry_flush(void)
+{
+    rh_guard = RH_GUARD_CALL;
+    rh_barrier();
+    unsigned carry = rh_tls_cpu_carry;
+    rh_tls_cpu_carry = 0;
+    uint32_t ep = (uint32_t)__atomic_load_n(&rh_epoch, __ATOMIC_ACQUIRE);
+    if (carry && rh_tls_carry_epoch == ep) {
+        __atomic_fetch_sub(&rh_cpu_carried, carry, __ATOMIC_RELAXED);
+        if (!__atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE) ||
+            !__atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE)) {
+            rh_cpu_drop_n(carry);
+        } else {
+            if (!rh_tls_stack_hi)
+                rh_stack_bounds_compute();
+            const uintptr_t *fp = __builtin_frame_address(0);
+            uintptr_t ret = (uintptr_t)__builtin_return_address(0);
+            if (rh_cpu_sample_on(ret - 1, (uintptr_t)fp + 16, fp[0], carry - 1) != 0)
+                rh_cpu_drop_n(carry);
+        }
+    }
+    rh_barrier();
+    rh_guard = 0;
+}
+
 static void rh_cpu_handler(int sig, siginfo_t *si, void *ucv)
 {
     (void)sig;
     int e = errno;
     if (si->si_code != SI_TIMER || !__atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE))
         goto out;
+    uint32_t ep = (uint32_t)__atomic_load_n(&rh_epoch, __ATOMIC_ACQUIRE);
+    if (rh_tls_cpu_carry && rh_tls_carry_epoch != ep)
+        rh_tls_cpu_carry = 0; /* an earlier file's, counted there */
     if (rh_guard) {
         /* inside the runtime: its chunk may be mid-record. The periods carry
          * over to the thread's next sample, so its CPU time stays whole. */
-        rh_tls_cpu_carry += 1u + (si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u);
+        unsigned k = 1u + (si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u);
+        rh_tls_cpu_carry += k;
+        rh_tls_carry_epoch = ep;
+        __atomic_fetch_add(&rh_cpu_carried, k, __ATOMIC_RELAXED);
         goto out;
     }
     rh_guard = RH_GUARD_CALL;
@@ -250,10 +302,14 @@ static void rh_cpu_handler(int sig, siginfo_t *si, void *ucv)
         const ucontext_t *uc = ucv;
         unsigned carry = rh_tls_cpu_carry;
         rh_tls_cpu_carry = 0;
+        if (carry)
+            __atomic_fetch_sub(&rh_cpu_carried, carry, __ATOMIC_RELAXED);
+        rh_tls_in_handler = 1;
         rh_cpu_sample((uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
                       (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
                       (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
                       (si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u) + carry);
+        rh_tls_in_handler = 0;
     }
 #else
     (void)ucv;
@@ -431,7 +487,9 @@ static void rh_cpu_thread_gone(void *v)
 
 void rh_cpu_thread_known(void)
 {
-    if (rh_tls_cpu || !__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
+    /* not from the handler (a listed thread's first slot is taken there):
+     * registering takes the registry lock and arms a key */
+    if (rh_tls_cpu || rh_tls_in_handler || !__atomic_load_n(&rh_cpu_reg, __ATOMIC_ACQUIRE))
         return;
     int g = rh_guard_enter();
     int tid = (int)rh_gettid();

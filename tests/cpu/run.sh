@@ -282,8 +282,9 @@ pprof-sampled)
     ;;
 churn)
     # Samples that land inside the runtime are never written into a
-    # half-written record: their periods carry over to the thread's next
-    # sample, so none is dropped, the heap stays exact and the profile clean.
+    # half-written record: their periods are written when the hooked call's
+    # record is complete (or by the thread's next sample), so none is
+    # dropped, the heap stays exact and the profile clean.
     env RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=999 RHEAPER_SCOPE=program "$H/cpu_churn" 150000 >out 2>err ||
         fail "cpu_churn failed"
     read -r _ rows <out || fail "no output"
