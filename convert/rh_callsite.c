@@ -1,8 +1,21 @@
-/* rh_callsite.c: call sites past allocator wrappers.
+/* rh_callsite.c: call sites past system code and allocator layers.
  *
- * A stack's call site is its first frame (from frame 0 outward) that is not an
- * allocator wrapper. The rule (README, "Call sites past allocator wrappers")
- * looks only at the shape of the distinct stacks, never at names:
+ * A stack's call site is its first frame (from frame 0 outward) that is
+ * neither system code nor an allocator wrapper (docs/call-sites.md).
+ *
+ * System code (rh_cs_system) is decided by where a frame's code comes from,
+ * never by its name: source under /usr/include (the C++ standard library's
+ * headers, /usr/include/c++/N, inlined into the program) or the compiler's
+ * /usr/lib/gcc; the C and C++ runtime's shared modules (libc, libstdc++,
+ * libgcc_s, libm, the loader); and code without a source line in a module
+ * that has source lines elsewhere (libstdc++.a and libc.a linked into a
+ * program built with debug info). A stack's system frames before its first
+ * frame of the program's own code (its base) are never its call site; a
+ * stack of system code only keeps the rule below over all its frames. Each
+ * group passed over gets one skipped_functions row
+ * ("/usr/include/c++/12 (system headers)", "libc.so.6 (system library)").
+ *
+ * From the base, the rule looks only at the shape of the distinct stacks:
  *
  *   A function F is a wrapper when, over every stack that passes through F
  *   (counting F's innermost frame in each):
@@ -11,30 +24,46 @@
  *        stack's outermost frame) and it never calls itself (a recursive
  *        function is the work, not a wrapper);
  *     2. F allocates from one place per allocation function: all those
- *        stacks of one kind leave F at the same file and line;
+ *        stacks of one kind leave F at the same file and line. A layer
+ *        function (below) of the upper level (never in frame 0's file) may
+ *        instead branch to different functions (nginx's ngx_palloc: the
+ *        small path or the large one); two calls of one function at two
+ *        lines are two allocations, a call site;
  *     3. F is called from at least RH_WRAP_MIN_CALLERS (3) distinct
  *        functions, or only from functions that are themselves wrappers
  *        (a pool's refill under its pool_alloc; zmalloc's internal realloc
  *        under zrealloc and ztryrealloc). A caller without a name counts once
  *        per address;
- *     4. or F is an allocator layer's entry point: it meets rules 1 and 2,
- *        its source file holds a wrapper by rules 1-3 (pass 1), it is never
- *        frame 0, every frame between it and the allocation is in its file,
- *        and no caller is in its file (Redis's zrealloc_usable, called from
- *        two functions, reaching realloc through zmalloc.c only).
- *   A stack's call site is its first frame whose function is not a wrapper
- *   and that has a symbol: a library frame without one (a stripped library's
- *   static function) is passed over to the first named frame, usually the
- *   library's exported entry; skipped_functions gets one row per module for
- *   them, "MODULE (no symbol)".
+ *     4. or F is an allocator layer's entry point: F is a layer function --
+ *        in a layer file (one that holds a wrapper by rules 1-3, pass 1),
+ *        never frame 0 (it calls no allocator itself), and every frame below
+ *        it in its own file or in frame 0's file, itself a layer file (two
+ *        levels: a pool over its allocation file) -- that meets rules 1 and
+ *        2 and has no caller in its own file: Redis's zrealloc_usable,
+ *        nginx's ngx_create_pool
+ *        (called from ngx_event_accept and ngx_http_alloc_request, reaching
+ *        posix_memalign through ngx_alloc.c), or xcalloc and xstrdup over
+ *        xmalloc in their own file, each with one caller. ngx_memalign
+ *        under ngx_create_pool and the block refill is then a wrapper by
+ *        rule 3: the pool is one layer.
+ *   A stack's call site is its first frame from the base whose function is
+ *   not a wrapper and that has a symbol: a library frame without one (a
+ *   stripped library's static function) is passed over to the first named
+ *   frame, usually the library's exported entry; skipped_functions gets one
+ *   row per module for them, "MODULE (no symbol)". The walk never steps from
+ *   the program's code into system code: when every frame of the program
+ *   wraps (a thread's routine over its helpers), its outermost one is the
+ *   site, not start_thread.
  *
  * So Lua's l_alloc (one realloc call, reached from luaM_malloc_, luaM_realloc_
  * and lua_newstate), the luaM_ functions and luaC_newobj above it are
  * skipped, an xmalloc called from many functions is skipped, and a function
  * that allocates at two lines (example.c's parse_line) or is called from one
- * or two functions stays a call site. The result is stored as stacks.callsite (a frame_no of backtraces),
- * and the skipped functions in skipped_functions, so SQL sees the same call
- * sites as the rheaper command.
+ * or two functions of its own file stays a call site (a one-file program's
+ * helpers never become a layer). An inlined copy of a function is the same
+ * function (by name), so it is skipped with it. The result is stored as
+ * stacks.callsite (a frame_no of backtraces), and the skipped functions in
+ * skipped_functions, so SQL sees the same call sites as the rheaper command.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -51,6 +80,7 @@ struct rh_cs_frame {
     int32_t file;  /* interned source file, -1: none (no debug info) */
     int32_t anon;  /* a library frame without a symbol (named module+address) */
     int32_t no;    /* its backtraces.frame_no */
+    int32_t sys;   /* system code (rh_cs_system): its group in sysnames, -1: not */
     uint64_t addr; /* its address (an inline chain shares one) */
     int inlined;
 };
@@ -59,7 +89,8 @@ struct rh_cs_stack {
     int64_t id;
     size_t first; /* index into frames */
     uint32_t n;
-    int32_t kind; /* interned allocation function (stacks.kind) */
+    uint32_t base; /* its first frame that is not system code (0 when all are) */
+    int32_t kind;  /* interned allocation function (stacks.kind) */
 };
 
 /* Per function: its one place per allocation kind (or -2 for several), its
@@ -69,11 +100,14 @@ struct rh_cs_fn {
     int32_t place;       /* -1: not seen yet, -2: several for one kind */
     int32_t file;        /* its source file: -1 none or not seen, -2 several */
     int frame0;          /* some stack's frame 0: it calls the allocation itself */
-    int below_foreign;   /* some frame between it and the allocation is in another file */
     int caller_same_file; /* some caller is in its own file */
     int anon;            /* a library frame without a symbol, named module+address */
     int32_t kinds[4];    /* the kinds seen, and the one place of each */
     int32_t kplaces[4];
+    int32_t kcallee[4];  /* the function called at that place (-1: the allocator) */
+    int multi_same;      /* two places of one kind call the same function */
+    int in_f0file;       /* some stack has it in frame 0's file (the lower level) */
+    int below_nonlayer;  /* some frame below it is outside the layer files (pass 2) */
     int nkinds;
     int32_t caller_fn;   /* the function of the first caller place */
     int32_t caller[4];   /* distinct callers (interned function, or place if unnamed) */
@@ -151,7 +185,8 @@ static void rh_cs_names_free(struct rh_cs_names *t)
 }
 
 struct rh_cs {
-    struct rh_cs_names fnames, places, callers, kinds, files;
+    struct rh_cs_names fnames, places, callers, kinds, files, sysnames, sysmods;
+    int64_t *sysstacks;   /* per system group: stacks whose frames it held before the site */
     unsigned char *layer; /* per file: holds a wrapper by rules 1-3 (pass 2) */
     int pass;             /* 1: rules 1-3; 2: rule 4 as well */
     struct rh_cs_fn *fn; /* indexed like fnames */
@@ -171,12 +206,23 @@ static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
     if (F->state == 3 || depth > 64)
         return 0; /* recursion: not a wrapper */
     F->state = 3;
-    int w = !F->root && !F->recursive && F->place >= 0 && strcmp(F->name, "main") != 0;
-    /* rule 4: an entry point of an allocator layer (a file that holds a
-     * wrapper by rules 1-3), reached from outside that file, which allocates
-     * only through functions of the same file */
-    int layer = w && c->pass == 2 && F->file >= 0 && c->layer[F->file] && !F->frame0 &&
-                !F->below_foreign && !F->caller_same_file;
+    /* a function of the allocator layer: in a layer file (one that holds a
+     * wrapper by rules 1-3), calling no allocator itself, and every frame
+     * below it in its own file or in frame 0's, a layer file (pass 2) */
+    int deep = c->pass == 2 && F->file >= 0 && c->layer[F->file] && !F->frame0 &&
+               !F->below_nonlayer;
+    /* rule 2: one place per kind; a layer function of the upper level (a
+     * file above frame 0's: ngx_palloc.c over ngx_alloc.c) may branch to
+     * different functions (ngx_palloc: the small or the large path), but two
+     * calls of one function stay two allocations, and in a one-file program
+     * (a thread's routine over its helpers and xmalloc) nothing branches */
+    int w = !F->root && !F->recursive && strcmp(F->name, "main") != 0 &&
+            (F->place >= 0 ||
+             (F->place == -2 && deep && !F->multi_same && !F->in_f0file));
+    /* rule 4: an entry point of an allocator layer, reached from outside its
+     * file (ngx_create_pool under ngx_event_accept; xcalloc over xmalloc in
+     * their own file, with one caller) */
+    int layer = w && deep && !F->caller_same_file;
     if (w && !layer && F->ncallers < RH_WRAP_MIN_CALLERS) {
         /* fewer callers: a wrapper only when every one of them is a wrapper */
         for (int k = 0; k < F->ncallers && w; k++)
@@ -187,10 +233,80 @@ static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
     return w;
 }
 
+/* Looks s up without interning it. Returns its index or -1. */
+static int32_t rh_cs_find(const struct rh_cs_names *t, const char *s)
+{
+    if (!t->nslot)
+        return -1;
+    uint32_t k = (uint32_t)rh_cs_hash(s) & (t->nslot - 1);
+    while (t->slot[k] >= 0) {
+        if (!strcmp(t->s[t->slot[k]], s))
+            return t->slot[k];
+        k = (k + 1) & (t->nslot - 1);
+    }
+    return -1;
+}
+
+static int rh_cs_prefix(const char *s, const char *p)
+{
+    return s && !strncmp(s, p, strlen(p));
+}
+
+/* System code: a frame of the C and C++ runtime rather than of the program,
+ * decided by where the frame's code comes from, never by its name:
+ *   - source in the system's include directories (/usr/include, with the C++
+ *     standard library's headers under /usr/include/c++/N, and the compiler's
+ *     own headers under /usr/lib/gcc): templates and inline functions of the
+ *     standard library compiled into the program;
+ *   - the C and C++ runtime's shared modules: libc, libstdc++, libgcc_s, libm
+ *     and the loader;
+ *   - no source line in a module that has source lines elsewhere: code linked
+ *     in from a static archive without debug info (libstdc++.a's
+ *     basic_string::_M_create, libc.a's stdio) into a program built with them.
+ * Returns the frame's group (interned in c->sysnames, the name that
+ * skipped_functions shows), -1 for the program's own code, -2 on out of
+ * memory. */
+static int32_t rh_cs_system(struct rh_cs *c, const char *file, const char *module)
+{
+    char g[400];
+    const char *base = module ? strrchr(module, '/') : NULL;
+    base = base ? base + 1 : module;
+    if (rh_cs_prefix(file, "/usr/include/") || rh_cs_prefix(file, "/usr/lib/gcc/")) {
+        size_t n = 12; /* "/usr/include", "/usr/lib/gcc" */
+        if (rh_cs_prefix(file, "/usr/include/c++/")) {
+            const char *e = strchr(file + 17, '/');
+            n = e ? (size_t)(e - file) : strlen(file);
+        }
+        snprintf(g, sizeof g, "%.*s (system headers)", (int)n, file);
+    } else if (rh_cs_prefix(base, "libc.so.") || rh_cs_prefix(base, "libstdc++.so.") ||
+               rh_cs_prefix(base, "libgcc_s.so.") || rh_cs_prefix(base, "libm.so.") ||
+               rh_cs_prefix(base, "ld-linux")) {
+        snprintf(g, sizeof g, "%s (system library)", base);
+    } else if (!file && module && rh_cs_find(&c->sysmods, module) >= 0) {
+        snprintf(g, sizeof g, "%s (code without debug info)", base);
+    } else {
+        return -1;
+    }
+    int32_t i = rh_cs_intern(&c->sysnames, g);
+    return i < 0 ? -2 : i;
+}
+
 /* Reads every stack's frames from backtraces. Returns 0 or -1. */
 static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
 {
     sqlite3_stmt *st = NULL;
+    /* the modules that have source lines (rh_cs_system) */
+    if (sqlite3_prepare_v2(db, "SELECT DISTINCT module FROM backtraces WHERE file IS NOT NULL"
+                               " AND module IS NOT NULL",
+                           -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if (rh_cs_intern(&c->sysmods, (const char *)sqlite3_column_text(st, 0)) < 0) {
+            sqlite3_finalize(st);
+            return -1;
+        }
+    sqlite3_finalize(st);
+    st = NULL;
     if (sqlite3_prepare_v2(db,
                            "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
                            " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address,"
@@ -228,7 +344,7 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
             int32_t ki = rh_cs_intern(&c->kinds, kind ? kind : "?");
             if (ki < 0)
                 goto oom;
-            c->st[c->nst++] = (struct rh_cs_stack){id, c->nfr, 0, ki};
+            c->st[c->nst++] = (struct rh_cs_stack){id, c->nfr, 0, 0, ki};
         }
         if (rh_grow(&c->fr, &c->capfr, c->nfr + 1, sizeof *c->fr))
             goto oom;
@@ -247,6 +363,9 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
         const char *file = (const char *)sqlite3_column_text(st, 7);
         int32_t fli = file ? rh_cs_intern(&c->files, file) : -1;
         if (file && fli < 0)
+            goto oom;
+        int32_t sys = rh_cs_system(c, file, (const char *)sqlite3_column_text(st, 4));
+        if (sys == -2)
             goto oom;
         if (sym) {
             fi = rh_cs_intern(&c->fnames, sym);
@@ -278,27 +397,37 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
                                                fli,
                                                is_anon,
                                                sqlite3_column_int(st, 9),
+                                               sys,
                                                (uint64_t)sqlite3_column_int64(st, 5),
                                                sqlite3_column_int(st, 8)};
         c->st[c->nst - 1].n++;
     }
     sqlite3_finalize(st);
+    /* each stack's first frame of the program's own code: the system frames
+     * before it are never its call site; a stack of system code only keeps
+     * them all */
+    for (size_t s = 0; s < c->nst; s++) {
+        const struct rh_cs_frame *fr = c->fr + c->st[s].first;
+        uint32_t b = 0;
+        while (b < c->st[s].n && fr[b].sys >= 0)
+            b++;
+        c->st[s].base = b < c->st[s].n ? b : 0;
+    }
     return rc == SQLITE_DONE ? 0 : -1;
 oom:
     sqlite3_finalize(st);
     return -1;
 }
 
-/* Collects places and callers of each function over all stacks. */
+/* Collects places and callers of each function over all stacks, from each
+ * stack's first frame of the program's own code (its base). */
 static int rh_cs_observe(struct rh_cs *c)
 {
     char buf[64];
     for (size_t s = 0; s < c->nst; s++) {
-        const struct rh_cs_frame *fr = c->fr + c->st[s].first;
-        uint32_t n = c->st[s].n;
-        uint32_t run = 1; /* frames 0..run-1 share frame 0's source file */
-        while (run < n && fr[0].file >= 0 && fr[run].file == fr[0].file)
-            run++;
+        uint32_t base = c->st[s].base;
+        const struct rh_cs_frame *fr = c->fr + c->st[s].first + base;
+        uint32_t n = c->st[s].n - base;
         for (uint32_t p = 0; p < n; p++) {
             int32_t f = fr[p].fn;
             if (f < 0)
@@ -311,24 +440,32 @@ static int rh_cs_observe(struct rh_cs *c)
             struct rh_cs_fn *F = &c->fn[f];
             if (!p)
                 F->frame0 = 1;
-            else if (p >= run)
-                F->below_foreign = 1;
+            if (fr[p].file >= 0 && fr[p].file == fr[0].file)
+                F->in_f0file = 1;
             if (p + 1 < n && fr[p].file >= 0 && fr[p + 1].file == fr[p].file)
                 F->caller_same_file = 1;
             /* one place per kind: a realloc wrapper's malloc for NULL and its
              * realloc are two kinds, each from one place */
-            if (F->place != -2) {
-                int k = 0;
-                while (k < F->nkinds && F->kinds[k] != c->st[s].kind)
-                    k++;
-                if (k == F->nkinds && k < 4) {
+            int32_t callee = p ? fr[p - 1].fn : -1;
+            int k = 0;
+            while (k < F->nkinds && F->kinds[k] != c->st[s].kind)
+                k++;
+            if (k == F->nkinds) {
+                if (k < 4) {
                     F->kinds[k] = c->st[s].kind;
                     F->kplaces[k] = fr[p].place;
+                    F->kcallee[k] = callee;
                     F->nkinds++;
-                    F->place = fr[p].place;
-                } else if (k == 4 || F->kplaces[k] != fr[p].place) {
+                    if (F->place != -2)
+                        F->place = fr[p].place;
+                } else {
                     F->place = -2;
+                    F->multi_same = 1; /* too many kinds to tell */
                 }
+            } else if (F->kplaces[k] != fr[p].place) {
+                F->place = -2;
+                if (F->kcallee[k] == callee)
+                    F->multi_same = 1;
             }
             if (p + 1 == n) {
                 F->root = 1;
@@ -357,6 +494,37 @@ static int rh_cs_observe(struct rh_cs *c)
     return 0;
 }
 
+/* Marks the functions that are not layer functions by their frames below
+ * (pass 2: c->layer is known). A layer has two levels at most: frame 0's file
+ * (the functions that call the allocator: nginx's ngx_alloc.c, the file of
+ * xmalloc) and the file of the functions above it (ngx_palloc.c). Below a
+ * layer function, every frame is in its own file or in frame 0's file, and
+ * frame 0's file is a layer file. Lua's luaH_resize (ltable.c, over lmem.c
+ * over lauxlib.c's l_alloc) is three levels of the interpreter, not a pool. */
+static void rh_cs_layer_depth(struct rh_cs *c)
+{
+    for (size_t s = 0; s < c->nst; s++) {
+        uint32_t base = c->st[s].base;
+        const struct rh_cs_frame *fr = c->fr + c->st[s].first + base;
+        uint32_t n = c->st[s].n - base, a = 0, b;
+        int32_t f0 = fr[0].file;
+        if (f0 >= 0 && c->layer[f0]) {
+            while (a < n && fr[a].file == f0)
+                a++;
+            b = a;
+            while (b < n && fr[a].file >= 0 && fr[b].file == fr[a].file)
+                b++;
+        } else {
+            b = 0;
+        }
+        /* frames 0..b-1 are the two runs; a function above them has a frame
+         * of a third file below it */
+        for (uint32_t p = b; p < n; p++)
+            if (fr[p].fn >= 0)
+                c->fn[fr[p].fn].below_nonlayer = 1;
+    }
+}
+
 int rh_callsite_write(void *dbv, char *err, size_t errlen)
 {
     sqlite3 *db = dbv;
@@ -383,16 +551,30 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
     /* pass 2: rule 4 too, and rule 3 again over callers that rule 4 made
      * wrappers; pass 1's wrappers stay */
     c.pass = 2;
+    rh_cs_layer_depth(&c);
     for (int32_t f = 0; f < c.fnames.n; f++)
         if (c.fn[f].state != 1)
             c.fn[f].state = 0;
+    c.sysstacks = calloc((size_t)c.sysnames.n + 1, sizeof *c.sysstacks);
+    if (!c.sysstacks)
+        goto out;
     for (size_t s = 0; s < c.nst; s++) {
         const struct rh_cs_frame *fr = c.fr + c.st[s].first;
-        uint32_t p = 0;
+        uint32_t p = c.st[s].base;
+        /* the system groups passed over, each once per stack */
+        for (uint32_t q = 0; q < p; q++) {
+            int dup = 0;
+            for (uint32_t r = 0; r < q && !dup; r++)
+                dup = fr[r].sys == fr[q].sys;
+            if (!dup)
+                c.sysstacks[fr[q].sys]++;
+        }
         /* a library frame without a symbol is never the call site: the walk
          * goes on to the first named frame (a stripped library's exported
          * entry, sqlite3_step) */
-        while (p + 1 < c.st[s].n && fr[p].fn >= 0 &&
+        /* ... and never steps from the program's code into system code: a
+         * thread's routine that only wraps stays above start_thread */
+        while (p + 1 < c.st[s].n && fr[p].fn >= 0 && fr[p + 1].sys < 0 &&
                (fr[p].anon || rh_cs_is_wrapper(&c, fr[p].fn, 0))) {
             c.fn[fr[p].fn].nstacks++;
             p++;
@@ -426,6 +608,18 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
         if (r != SQLITE_DONE)
             goto out;
     }
+    /* system code: one row per group ("/usr/include/c++/12 (system headers)") */
+    for (int32_t g = 0; g < c.sysnames.n; g++) {
+        if (!c.sysstacks[g])
+            continue;
+        sqlite3_bind_text(sk, 1, c.sysnames.s[g], -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(sk, 2, 0);
+        sqlite3_bind_int64(sk, 3, c.sysstacks[g]);
+        int r = sqlite3_step(sk);
+        sqlite3_reset(sk);
+        if (r != SQLITE_DONE)
+            goto out;
+    }
     rc = 0;
 out:
     if (rc)
@@ -437,6 +631,9 @@ out:
     rh_cs_names_free(&c.kinds);
     rh_cs_names_free(&c.callers);
     rh_cs_names_free(&c.files);
+    rh_cs_names_free(&c.sysnames);
+    rh_cs_names_free(&c.sysmods);
+    free(c.sysstacks);
     free(c.layer);
     free(c.fn);
     free(c.st);

@@ -746,7 +746,8 @@ struct sqlite3_stmt;
 /* Inserts stack st's frames with bs, an INSERT INTO backtraces(id, frame_no,
  * file, line, sym, module, address, inlined): each return address expanded
  * into its inline chain (sym NULL: unresolved), innermost first, without an
- * inlined frame named like the allocation function itself at frame 0. The
+ * inlined frame named like the allocation function itself at frame 0, and
+ * without frames of rheaper's own runtime (rh_db_runtime_frame). The
  * converter and the live view (convert/live/) write stacks this one way.
  * Returns 1 when an inline chain passed the symbolizer's cap (the stack ends
  * there: truncated), 0, or -1 when a step failed (sqlite3_errmsg says why). */

@@ -622,6 +622,32 @@ void rh_db_abort(struct rh_db *d)
 
 /* ---- finishing: stacks, backtraces, threads, modules, meta ---------------- */
 
+static int rh_db_prefix(const char *s, const char *p)
+{
+    return s && !strncmp(s, p, strlen(p));
+}
+
+/* A frame of rheaper's own runtime, linked into the program: a function with
+ * one of the runtime's reserved prefixes (rh_ inside, __wrap_ for the wrap
+ * layer, rheaper_ for the API) whose source, when known, is one of the
+ * runtime's files (rh_*.c, shims_*.c, interpose_*.c). They sit between the
+ * program's frames where a wrapped call runs the program's code or libc's
+ * allocating code (pthread_create's thread setup under
+ * __wrap_pthread_create), and are never written: no stack shows the
+ * runtime. */
+static int rh_db_runtime_frame(const struct rh_sym_frame *f)
+{
+    if (!rh_db_prefix(f->sym, "rh_") && !rh_db_prefix(f->sym, "__wrap_") &&
+        !rh_db_prefix(f->sym, "rheaper_"))
+        return 0;
+    if (!f->file)
+        return 1;
+    const char *base = strrchr(f->file, '/');
+    base = base ? base + 1 : f->file;
+    return rh_db_prefix(base, "rh_") || rh_db_prefix(base, "shims_") ||
+           rh_db_prefix(base, "interpose_");
+}
+
 /* Contract in rh_convert.h. */
 int rh_db_stack_frames(sqlite3_stmt *bs, struct rh_symbolizer *sym, const struct rh_rip *r,
                        const struct rh_stack *st)
@@ -647,6 +673,8 @@ int rh_db_stack_frames(sqlite3_stmt *bs, struct rh_symbolizer *sym, const struct
                strcmp(fr[k0].sym, kname) == 0)
             k0++;
         for (int k = k0; k < n; k++) {
+            if (rh_db_runtime_frame(&fr[k]))
+                continue;
             sqlite3_bind_int64(bs, 1, (sqlite3_int64)st->id);
             sqlite3_bind_int64(bs, 2, frame_no++);
             sqlite3_bind_text(bs, 3, fr[k].file, -1, SQLITE_STATIC); /* NULL binds NULL */

@@ -138,10 +138,18 @@ static inline int rh_hook_begin_leaf(void)
     return rh_hook_begin_as(RH_GUARD_LEAF);
 }
 
+/* CPU sampling: periods whose signal came while this thread was inside the
+ * runtime, not yet written (rh_cpu.c); rh_hook_end writes them as a sample of
+ * the hooked call's stack once the call's record is complete. */
+extern RH_HIDDEN __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("initial-exec")));
+RH_HIDDEN void rh_cpu_carry_flush(void) __attribute__((noinline, cold));
+
 static inline void rh_hook_end(void)
 {
     rh_barrier();
     rh_guard = 0;
+    if (rh_unlikely(rh_tls_cpu_carry))
+        rh_cpu_carry_flush();
 }
 
 /* Event time in raw ticks (runtime/rh_clock.c decides the source; see

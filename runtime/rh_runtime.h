@@ -1100,12 +1100,13 @@ RH_HIDDEN int rh_cpu_active(void);
  * rh_cpu_start (unless the program owns the signal: one warning, stand
  * aside). Called from rh_init_lazy and rheaper_enable. */
 RH_HIDDEN void rh_cpu_init(void);
-/* The calling thread is known to the runtime (its first hooked call, or its
- * start through the pthread_create shim): registers it, and starts its timer
+/* The calling thread is known to the runtime (its first hooked call):
+ * registers it unless a listing of /proc/self/task did, and starts its timer
  * when sampling is on. Idempotent; cold. */
 RH_HIDDEN void rh_cpu_thread_known(void) RH_COLD;
-/* Starts the timers of every known thread (a recording begins, cpu_hz > 0),
- * or stops and deletes them all (it ends). Take the registry lock, which comes
+/* Starts the timers of every thread of the process, listed from
+ * /proc/self/task (a recording begins, cpu_hz > 0), or stops and deletes them
+ * all (it ends). Take the registry lock, which comes
  * after rh_shared_lock and rh_prof_lock in the lock order (a close stops the
  * timers holding both); the caller holds rh_ctl_lock or is initialising. */
 RH_HIDDEN void rh_cpu_start(void);

@@ -239,6 +239,7 @@ int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out);
 /* Writes s as one RFC 4180 CSV field, quoted when it holds a comma, quote or
  * line end. */
 void rh_csv_field(FILE *out, const char *s);
+char *rh_sym_display(const char *s);
 
 /* Formats a byte count for people: "812 B", "1.50 KiB", "3.25 MiB". */
 const char *rh_human_bytes(int64_t b, char *buf, size_t n);
@@ -315,6 +316,9 @@ int rh_cpu_scope(sqlite3 *db, const struct rh_filter *f);
 int rh_cpu_filter_blocks_only(const struct rh_filter *f);
 /* Samples in cpustat; the profile's sampling rate (meta cpu_hz, 0: none). */
 int64_t rh_cpu_total(sqlite3 *db);
+/* Sampling periods the runtime could not write (meta cpu_samples_dropped):
+ * every CPU figure counts without them. */
+int64_t rh_cpu_dropped(sqlite3 *db);
 int64_t rh_cpu_hz(sqlite3 *db);
 /* The `top cpu` statement over cpustat and TEMP TABLE site (rh_cli_cmds.c):
  * function, location, samples, percent (of the samples in scope), seconds

@@ -290,6 +290,11 @@ static int rh_top_cpu_list(sqlite3 *db, const struct rh_args *a, const struct rh
                 a->db);
         return -1;
     }
+    int64_t dropped = rh_cpu_dropped(db);
+    if (dropped > 0)
+        fprintf(stderr, "rheaper: top cpu: %lld sampling periods were dropped by the runtime and"
+                        " are in no figure (%lld samples kept)\n",
+                (long long)dropped, (long long)rh_cpu_total(db));
     sqlite3_stmt *st = rh_cpu_top_stmt(db, a->n, a->stacks ? RH_STACK_OF("bt") " AS stack" : NULL);
     return st ? rh_print(st, a, NULL) : -1;
 }
@@ -643,8 +648,8 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
     sqlite3_finalize(re);
     if (cpu_hz) { /* issue 16: one CPU line, its top site as `top cpu` ranks it */
         int64_t n = rh_cpu_total(db);
-        printf("cpu            %lld samples at %lld Hz (%.3f s of CPU)", (long long)n,
-               (long long)cpu_hz, (double)n / (double)cpu_hz);
+        printf("cpu            %lld samples at %lld Hz (%.3f s of CPU), %lld dropped", (long long)n,
+               (long long)cpu_hz, (double)n / (double)cpu_hz, (long long)rh_cpu_dropped(db));
         sqlite3_stmt *c = rh_cpu_top_stmt(db, 1, NULL);
         if (c && sqlite3_step(c) == SQLITE_ROW)
             printf(", top %s (%s) %.1f%%", (const char *)sqlite3_column_text(c, 0),

@@ -56,6 +56,11 @@ int64_t rh_cpu_hz(sqlite3 *db)
     return rh_cpu_meta(db, "cpu_hz", 0);
 }
 
+int64_t rh_cpu_dropped(sqlite3 *db)
+{
+    return rh_cpu_meta(db, "cpu_samples_dropped", 0);
+}
+
 int rh_cpu_filter_blocks_only(const struct rh_filter *f)
 {
     return f->min_size >= 0 || f->max_size >= 0 || f->lifetime || f->nkind || f->nnot_kind ||

@@ -455,8 +455,8 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
     if (cpuflame) {
         fprintf(out,
                 "<section id=\"cpu\"><h2>CPU</h2><p>%" PRId64 " samples at %" PRId64
-                " Hz of each thread's CPU time (%.3f s of CPU)</p>\n",
-                cpu_n, cpu_hz, (double)cpu_n / (double)cpu_hz);
+                " Hz of each thread's CPU time (%.3f s of CPU), %" PRId64 " dropped</p>\n",
+                cpu_n, cpu_hz, (double)cpu_n / (double)cpu_hz, rh_cpu_dropped(db));
         fputs(cpuflame, out);
         fputs("</section>\n", out);
         free(cpuflame);

@@ -108,6 +108,51 @@ static char *rh_cell(sqlite3_stmt *st, int i)
     }
 }
 
+/* The display form of a function name (text output only; the database and
+ * CSV/JSON keep the full name): a C++ name longer than RH_SYM_FOLD characters
+ * gets its template arguments folded, as heaptrack does:
+ * "std::vector<int, std::allocator<int> >::_M_realloc_insert<int>(...)"
+ * shows as "std::vector<…>::_M_realloc_insert<…>(...)". "operator<" and
+ * "operator<<", and lambdas ("<lambda()>"), are kept. Returns a new string
+ * (caller frees), or NULL on out of memory. */
+#define RH_SYM_FOLD 48
+char *rh_sym_display(const char *s)
+{
+    size_t n = strlen(s);
+    char *o = malloc(n + 1);
+    if (!o || n <= RH_SYM_FOLD || !strchr(s, '<')) {
+        if (o)
+            memcpy(o, s, n + 1);
+        return o;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        int op = i >= 8 && !strncmp(s + i - 8, "operator", 8);
+        if (s[i] != '<' || op || !strncmp(s + i + 1, "lambda", 6)) {
+            o[k++] = s[i++];
+            continue;
+        }
+        int depth = 0;
+        size_t j = i;
+        for (; j < n; j++) {
+            if (s[j] == '<')
+                depth++;
+            else if (s[j] == '>' && --depth == 0)
+                break;
+        }
+        if (j >= n) { /* unbalanced: keep the rest as it is */
+            memcpy(o + k, s + i, n - i);
+            k += n - i;
+            break;
+        }
+        memcpy(o + k, "<\xe2\x80\xa6>", 5); /* "<…>" */
+        k += 5;
+        i = j + 1;
+    }
+    o[k] = 0;
+    return o;
+}
+
 /* Display width of a UTF-8 string (code points; good enough for names). */
 static size_t rh_width(const char *s)
 {
@@ -158,6 +203,10 @@ static int rh_print_text(sqlite3_stmt *st, FILE *out)
         goto oom;
     for (int i = 0; i < nc; i++)
         w[i] = rh_width(sqlite3_column_name(st, i));
+    int fold = -1; /* the function column: long C++ names folded for display */
+    for (int i = 0; i < nc && fold < 0; i++)
+        if (!strcmp(sqlite3_column_name(st, i), "function"))
+            fold = i;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (ncells + (size_t)nc > cap) {
             size_t nc2 = cap ? cap * 2 : (size_t)nc * 64;
@@ -172,6 +221,11 @@ static int rh_print_text(sqlite3_stmt *st, FILE *out)
             if (t == SQLITE_INTEGER || t == SQLITE_FLOAT)
                 num[i] = 1;
             char *c = rh_cell(st, i);
+            if (c && i == fold) {
+                char *d = rh_sym_display(c);
+                free(c);
+                c = d;
+            }
             if (!c)
                 goto oom;
             cells[ncells++] = c;

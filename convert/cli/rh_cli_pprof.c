@@ -19,8 +19,9 @@
  *                 when the file holds the CPU only;
  * one Sample per stack of the scope (the shared filters; the stack starts at
  * its call site, as every rheaper command shows it), both kinds in one file
- * unless --heap or --cpu picks one. Mappings carry each module's file, build
- * id and executable range; Functions their names and files; Locations one
+ * unless --heap or --cpu picks one; with CPU samples, a comment says how many
+ * sampling periods the runtime dropped. Mappings carry each module's file,
+ * build id and executable range, the program's first (pprof's main binary); Functions their names and files; Locations one
  * address each, with one Line per inlined function (the callee first, the
  * caller last) and line numbers, so pprof shows source lines without the
  * binary. Mapping, Function and Location ids run 1..N in order of first use.
@@ -482,6 +483,19 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         vt[k].unit = rh_pp_str(&pp, names[i][1]);
         vtp[k] = &vt[k];
     }
+    /* Mapping 1 is the program: pprof takes the first mapping as the main
+     * binary (its file name and build id head every report) */
+    {
+        sqlite3_stmt *pm = NULL;
+        if (sqlite3_prepare_v2(db,
+                               "SELECT path FROM modules WHERE path = (SELECT value FROM meta"
+                               " WHERE key = 'program') UNION ALL SELECT path FROM"
+                               " (SELECT path FROM modules ORDER BY id LIMIT 1)",
+                               -1, &pm, NULL) == SQLITE_OK &&
+            sqlite3_step(pm) == SQLITE_ROW)
+            rh_pp_mapping(&pp, (const char *)sqlite3_column_text(pm, 0));
+        sqlite3_finalize(pm);
+    }
     sqlite3_stmt *fr = NULL, *st = NULL;
     if (sqlite3_prepare_v2(db,
                            "SELECT sym, file, module, coalesce(line, 0), coalesce(address, 0),"
@@ -594,6 +608,17 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         p.default_sample_type = rh_pp_str(&pp, "cpu");
     }
     p.period_type = &pt;
+    /* CPU samples the runtime could not write are in no value: say so */
+    int64_t comments[1];
+    char note[160];
+    if (cpu) {
+        snprintf(note, sizeof note,
+                 "rheaper: %lld CPU samples at %lld Hz, %lld sampling periods dropped",
+                 (long long)rh_cpu_total(db), (long long)hz, (long long)rh_cpu_dropped(db));
+        comments[0] = rh_pp_str(&pp, note);
+        p.comment = comments;
+        p.n_comment = 1;
+    }
     sqlite3_stmt *m = NULL;
     if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'duration_ns')", -1, &m,
                            NULL) == SQLITE_OK &&

@@ -238,7 +238,11 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
         rh_tv(o, 0);
         fputs(",\"path\":", o);
         rh_json_string(o, s->p[i].path);
-        fprintf(o, ",\"allocations\":%" PRId64 ",\"sample_mode\":", n);
+        fprintf(o, ",\"allocations\":%" PRId64 ",\"cpu_hz\":%" PRId64 ",\"cpu_samples\":%" PRId64
+                   ",\"cpu_samples_dropped\":%" PRId64 ",\"sample_mode\":",
+                n, rh_q_int(db, "SELECT value FROM meta WHERE key = 'cpu_hz'", 0),
+                rh_q_int(db, "SELECT coalesce(sum(samples), 0) FROM cpu_stack_stats", 0),
+                rh_q_int(db, "SELECT value FROM meta WHERE key = 'cpu_samples_dropped'", 0));
         sqlite3_stmt *st = NULL;
         if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'sample_mode'", -1, &st,
                                NULL) == SQLITE_OK &&

@@ -3,10 +3,10 @@
  *
  * Two threads each make ROUNDS rounds of 8 mallocs and 8 frees (sizes
  * 16..128), so much of their CPU time is spent inside the runtime, where a
- * sample must be dropped: the thread's chunk may be half-way through a record.
- * Every block is freed but the one kept per thread (size 4242). The test
- * checks the exact rows, a clean profile, and that samples were both written
- * and dropped.
+ * sample cannot be written at once: the thread's chunk may be half-way
+ * through a record. Every block is freed but the one kept per thread (size
+ * 4242). The test checks the exact rows, a clean profile, that samples were
+ * written and that no period was dropped.
  *
  * usage: cpu_churn ROUNDS
  */

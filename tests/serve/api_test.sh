@@ -30,6 +30,11 @@ eq "/list final_allocated_count" "$(jq '.[0].final_allocated_count' "$W/body")" 
 eq "/list unique_backtrace_count" "$(jq '.[0].unique_backtrace_count' "$W/body")" \
     "$(sq "SELECT count(*) FROM stacks")"
 eq "/list runtime" "$(jq '.[0].runtime.secs * 1000000000 + .[0].runtime.fract_nsecs' "$W/body")" "$D"
+# CPU figures beside the heap: samples, rate and the periods the runtime dropped
+eq "/list cpu_samples_dropped" "$(jq '.[0].cpu_samples_dropped' "$W/body")" \
+    "$(sq "SELECT coalesce((SELECT value FROM meta WHERE key = 'cpu_samples_dropped'), 0)")"
+eq "/list cpu_samples" "$(jq '.[0].cpu_samples' "$W/body")" \
+    "$(sq "SELECT coalesce(sum(samples), 0) FROM cpu_stack_stats")"
 
 # Each filter: URL parameters | the WHERE clause over `allocations a` that
 # bytehound's definition gives.

@@ -40,6 +40,13 @@ void rh_note_reentry(void)
     mock_reentries++;
 }
 
+/* CPU sampling's carried periods (rh_hooks.h): never any without a sampler */
+__thread unsigned rh_tls_cpu_carry __attribute__((tls_model("initial-exec")));
+void rh_cpu_carry_flush(void)
+{
+    rh_tls_cpu_carry = 0;
+}
+
 int rh_init_lazy(void)
 {
     rh_state = RH_ON;

@@ -1,0 +1,73 @@
+#!/bin/sh
+# run.sh: the call-site rule past library layers, on programs that know their
+# answers (one ctest entry per case):
+#   cxx   cxx.cpp (rheaper-c++): allocations through std::string, std::vector,
+#         std::map, std::make_shared and std::function from five functions;
+#         `rheaper top` names those five with the counts the program prints,
+#         no standard-library frame is a call site, the notice names the
+#         system headers, --no-skip shows frame 0 (the library's), text
+#         output folds template arguments and the database keeps full names.
+#   pool  app.c, pool.c, memory.c, xmalloc.c (rheaper-cc): an nginx-shaped
+#         two-level pool and single-caller xcalloc/xstrdup over xmalloc; the
+#         callers are the call sites with the program's counts, no layer
+#         function is one, and two_lines (two allocating lines) stays one.
+#
+#   run.sh BIN_DIR SRC_DIR WORK_DIR CASE
+set -u
+bin=$1 src=$2 work=$3 case=$4
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $case: $*"; }
+
+# sums `rheaper top --csv` counts per function; compares with SITE lines
+check_sites() {
+    "$bin/rheaper" top -n 1000 --csv p.db > top.csv 2> top.err || { bad "rheaper top failed: $(cat top.err)"; return; }
+    awk -F, 'NR > 1 { n[$1] += $3 } END { for (f in n) print f, n[f] }' top.csv > got.txt
+    while read -r tag fn want; do
+        [ "$tag" = SITE ] || continue
+        got=$(awk -v f="$fn" '$1 == f { print $2 }' got.txt)
+        if [ "${got:-0}" = "$want" ]; then ok; else bad "$fn: top counts ${got:-0}, the program made $want"; fi
+    done < out.txt
+}
+
+case $case in
+cxx)
+    "$bin/rheaper-c++" -O2 -o prog "$src/cxx.cpp" || { echo "FAIL: cxx: rheaper-c++ failed"; exit 1; }
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" ./prog > out.txt 2> prog.err || { echo "FAIL: cxx: the program failed"; exit 1; }
+    "$bin/rheaper-convert" --quiet rip-* p.db || { echo "FAIL: cxx: conversion failed"; exit 1; }
+    check_sites
+    # no call site is a frame of the standard library
+    if awk -F, 'NR > 1 && ($1 ~ /^std::/ || $2 ~ /\.h:/)' top.csv | grep -q .; then
+        bad "standard-library call sites: $(awk -F, 'NR > 1 && $1 ~ /^std::/' top.csv | head -3)"
+    else ok; fi
+    grep -q '/usr/include/c++/[0-9]* (system headers)' top.err && ok || bad "the notice does not name the system headers: $(cat top.err)"
+    # --no-skip: frame 0 is the library's own frame again
+    "$bin/rheaper" top -n 100 --no-skip --csv p.db > noskip.csv 2>/dev/null
+    grep -q '^"\{0,1\}std::__new_allocator<' noskip.csv && ok || bad "--no-skip does not show std::__new_allocator"
+    # text output folds template arguments; the database keeps the full name
+    "$bin/rheaper" top -n 100 --no-skip p.db > noskip.txt 2>/dev/null
+    grep -q 'std::__new_allocator<…>::allocate' noskip.txt && ok || bad "text output does not fold template arguments"
+    n=$(sqlite3 p.db "SELECT count(*) FROM backtraces WHERE sym LIKE 'std::__new_allocator<int>::allocate%'")
+    [ "$n" -gt 0 ] && ok || bad "the database lost the full name of std::__new_allocator<int>::allocate"
+    ;;
+pool)
+    for f in app pool memory xmalloc; do
+        "$bin/rheaper-cc" -O2 -c "$src/$f.c" -o "$f.o" || { echo "FAIL: pool: rheaper-cc $f.c failed"; exit 1; }
+    done
+    "$bin/rheaper-cc" app.o pool.o memory.o xmalloc.o -o prog || { echo "FAIL: pool: link failed"; exit 1; }
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" ./prog > out.txt 2> prog.err || { echo "FAIL: pool: the program failed"; exit 1; }
+    "$bin/rheaper-convert" --quiet rip-* p.db || { echo "FAIL: pool: conversion failed"; exit 1; }
+    check_sites
+    for f in pool_create pool_alloc pool_calloc pool_block pool_alloc_small pool_alloc_large mem_align mem_alloc xmalloc xcalloc xstrdup; do
+        if grep -q "^$f," top.csv; then bad "the layer function $f is a call site"; else ok; fi
+        grep -q "[ ,]$f[ ,]" top.err && ok || bad "the notice does not name $f: $(cat top.err)"
+    done
+    n=$(awk -F, '$1 == "two_lines"' top.csv | wc -l)
+    [ "$n" = 2 ] && ok || bad "two_lines has $n call sites, expected its two lines"
+    ;;
+*)
+    echo "FAIL: unknown case $case"; exit 1 ;;
+esac
+echo "$case: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
