@@ -181,6 +181,19 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.ext = b;
         s->ext_event.ext_len = (uint32_t)len;
         return RH_DEC_EVENT;
+    } else if (sub == RIP_EXT_MEMSAMPLE) {
+        /* timed: a memory sample (FORMAT.md "Version 3: memory samples");
+         * its body is decoded by rh_memory.c */
+        s->ext_event.op = RH_EV_EXT;
+        s->ext_event.cls = 1;
+        s->ext_event.addr = 0;
+        s->ext_event.size = 0;
+        s->ext_event.stack = 0;
+        s->ext_event.ext_sub = (uint8_t)sub;
+        s->ext_event.ext = b;
+        s->ext_event.ext_len = (uint32_t)len;
+        r->mem_samples++;
+        return RH_DEC_EVENT;
     } else if (sub == RIP_EXT_SETTHREAD && s->shared) {
         const uint8_t *q = b;
         uint64_t tid;
