@@ -424,6 +424,10 @@ int rh_memory_figures(sqlite3 *db, struct rh_memfig *f);
  * their short-lived (temporary) blocks; over TEMP tables sstat and site.
  * stack_col: an extra last column's SQL, or NULL. NULL after one line. */
 sqlite3_stmt *rh_churn_stmt(sqlite3 *db, int n, int64_t duration_ns, const char *stack_col);
+/* The timeline's RSS: for each of the ncols + 1 columns of [0, span] ns, the
+ * highest RSS sampled in it and the heap at that sample, -1 where no sample
+ * fell. Returns the columns filled (0 without memory rows) or -1. */
+int rh_memory_columns(sqlite3 *db, int64_t span, int ncols, int64_t *rss, int64_t *heap);
 /* "RSS X, live heap Y: the heap explains Z%, W not explained" into buf. */
 const char *rh_memory_line(const struct rh_memfig *f, const struct rh_mem_point *p, char *buf,
                            size_t n);

@@ -168,3 +168,34 @@ const char *rh_memory_line(const struct rh_memfig *f, const struct rh_mem_point 
     (void)f;
     return buf;
 }
+
+int rh_memory_columns(sqlite3 *db, int64_t span, int ncols, int64_t *rss, int64_t *heap)
+{
+    for (int c = 0; c <= ncols; c++)
+        rss[c] = heap[c] = -1;
+    if (!rh_mem_has_table(db) || span <= 0 || ncols <= 0)
+        return 0;
+    /* the sample with the highest RSS of each column, and the heap then */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT c, max(rss), heap FROM (SELECT CAST(time * ?1 / ?2 AS INTEGER)"
+                           " AS c, rss, heap FROM memory WHERE rss IS NOT NULL AND time >= 0"
+                           " AND time <= ?2) GROUP BY c ORDER BY c",
+                           -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "rheaper: memory table: SQLite error (%s)\n", sqlite3_errmsg(db));
+        return -1;
+    }
+    sqlite3_bind_int64(st, 1, ncols);
+    sqlite3_bind_int64(st, 2, span);
+    int n = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t c = sqlite3_column_int64(st, 0);
+        if (c < 0 || c > ncols)
+            continue;
+        rss[c] = sqlite3_column_int64(st, 1);
+        heap[c] = sqlite3_column_int64(st, 2);
+        n++;
+    }
+    sqlite3_finalize(st);
+    return n;
+}
