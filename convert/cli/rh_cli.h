@@ -424,10 +424,17 @@ int rh_memory_figures(sqlite3 *db, struct rh_memfig *f);
  * their short-lived (temporary) blocks; over TEMP tables sstat and site.
  * stack_col: an extra last column's SQL, or NULL. NULL after one line. */
 sqlite3_stmt *rh_churn_stmt(sqlite3 *db, int n, int64_t duration_ns, const char *stack_col);
-/* The timeline's RSS: for each of the ncols + 1 columns of [0, span] ns, the
- * highest RSS sampled in it and the heap at that sample, -1 where no sample
- * fell. Returns the columns filled (0 without memory rows) or -1. */
-int rh_memory_columns(sqlite3 *db, int64_t span, int ncols, int64_t *rss, int64_t *heap);
+/* The RSS beside a timeline: for each of the n columns ending at xs[c] ns
+ * (increasing), the highest RSS sampled in (xs[c-1], xs[c]] (column 0: up to
+ * xs[0]), -1 where no sample fell. Returns the columns filled (0 without
+ * memory rows) or -1 after one line. */
+int rh_memory_series(sqlite3 *db, const int64_t *xs, int n, int64_t *rss);
+/* The same over ncols + 1 even columns ending at span * c / ncols. */
+int rh_memory_columns(sqlite3 *db, int64_t span, int ncols, int64_t *rss);
+/* f as one JSON object: samples, interval_ms, allocator, and when there are
+ * samples, peak and end (time_ns, rss, rss_anon, rss_file, heap, heap_share,
+ * unexplained, and alloc_system, alloc_in_use, alloc_free when known). */
+void rh_memory_json(FILE *o, const struct rh_memfig *f);
 /* "RSS X, live heap Y: the heap explains Z%, W not explained" into buf. */
 const char *rh_memory_line(const struct rh_memfig *f, const struct rh_mem_point *p, char *buf,
                            size_t n);

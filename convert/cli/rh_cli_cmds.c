@@ -574,29 +574,6 @@ static const char *rh_kinds_sql(sqlite3 *db)
 
 /* Prints the whole-profile figures, the top 5 sites and the threads, as text,
  * CSV (figures only) or one JSON object. */
-/* The memory figures of a summary (rh_cli_memory.c) as one JSON object. */
-static void rh_mem_json_point(const char *name, const struct rh_mem_point *p)
-{
-    printf("\"%s\":{\"time_ns\":%lld,\"rss\":%lld,\"rss_anon\":%lld,\"rss_file\":%lld,"
-           "\"heap\":%lld,\"heap_share\":%.6f,\"unexplained\":%lld",
-           name, (long long)p->t, (long long)p->rss, (long long)p->anon, (long long)p->file,
-           (long long)p->heap, p->share, (long long)p->unexplained);
-    if (p->has_alloc)
-        printf(",\"alloc_system\":%lld,\"alloc_in_use\":%lld,\"alloc_free\":%lld",
-               (long long)p->a_system, (long long)p->a_in_use, (long long)p->a_free);
-    putchar('}');
-}
-
-static void rh_mem_json(const struct rh_memfig *m)
-{
-    printf("\"memory\":{\"samples\":%lld,\"interval_ms\":%lld,\"allocator\":\"%s\",",
-           (long long)m->samples, (long long)m->interval_ms, m->allocator);
-    rh_mem_json_point("peak", &m->peak);
-    putchar(',');
-    rh_mem_json_point("end", &m->end);
-    putchar('}');
-}
-
 /* The summary's memory lines (text), and the top churn site beside the
  * memory the heap does not explain. */
 static void rh_mem_text(sqlite3 *db, const struct rh_memfig *m, int64_t duration_ns)
@@ -690,8 +667,8 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         if (rh_print_stmt(kinds, RH_FMT_JSON, stdout))
             goto out;
         if (mem.samples) {
-            putchar(',');
-            rh_mem_json(&mem);
+            printf(",\"memory\":");
+            rh_memory_json(stdout, &mem);
         }
         printf("}\n");
         rc = 0;

@@ -169,33 +169,67 @@ const char *rh_memory_line(const struct rh_memfig *f, const struct rh_mem_point 
     return buf;
 }
 
-int rh_memory_columns(sqlite3 *db, int64_t span, int ncols, int64_t *rss, int64_t *heap)
+int rh_memory_series(sqlite3 *db, const int64_t *xs, int n, int64_t *rss)
 {
-    for (int c = 0; c <= ncols; c++)
-        rss[c] = heap[c] = -1;
-    if (!rh_mem_has_table(db) || span <= 0 || ncols <= 0)
+    for (int c = 0; c < n; c++)
+        rss[c] = -1;
+    if (!rh_mem_has_table(db) || n <= 0)
         return 0;
-    /* the sample with the highest RSS of each column, and the heap then */
+    /* one ordered scan: each sample counts for the first column whose end
+     * time is at or after it (column 0 takes everything up to xs[0]) */
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db,
-                           "SELECT c, max(rss), heap FROM (SELECT CAST(time * ?1 / ?2 AS INTEGER)"
-                           " AS c, rss, heap FROM memory WHERE rss IS NOT NULL AND time >= 0"
-                           " AND time <= ?2) GROUP BY c ORDER BY c",
+                           "SELECT time, rss FROM memory WHERE rss IS NOT NULL AND time <= ?1"
+                           " ORDER BY time",
                            -1, &st, NULL) != SQLITE_OK) {
         fprintf(stderr, "rheaper: memory table: SQLite error (%s)\n", sqlite3_errmsg(db));
         return -1;
     }
-    sqlite3_bind_int64(st, 1, ncols);
-    sqlite3_bind_int64(st, 2, span);
-    int n = 0;
+    sqlite3_bind_int64(st, 1, xs[n - 1]);
+    int c = 0, filled = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t c = sqlite3_column_int64(st, 0);
-        if (c < 0 || c > ncols)
-            continue;
-        rss[c] = sqlite3_column_int64(st, 1);
-        heap[c] = sqlite3_column_int64(st, 2);
-        n++;
+        int64_t t = sqlite3_column_int64(st, 0), v = sqlite3_column_int64(st, 1);
+        while (c < n - 1 && t > xs[c])
+            c++;
+        if (rss[c] < 0)
+            filled++;
+        if (v > rss[c])
+            rss[c] = v;
     }
     sqlite3_finalize(st);
-    return n;
+    return filled;
+}
+
+int rh_memory_columns(sqlite3 *db, int64_t span, int ncols, int64_t *rss)
+{
+    int64_t xs[ncols + 1];
+    for (int c = 0; c <= ncols; c++)
+        xs[c] = (int64_t)((__int128)(span > 0 ? span : 1) * c / ncols);
+    return rh_memory_series(db, xs, ncols + 1, rss);
+}
+
+static void rh_mem_json_point(FILE *o, const char *name, const struct rh_mem_point *p)
+{
+    fprintf(o,
+            "\"%s\":{\"time_ns\":%lld,\"rss\":%lld,\"rss_anon\":%lld,\"rss_file\":%lld,"
+            "\"heap\":%lld,\"heap_share\":%.6f,\"unexplained\":%lld",
+            name, (long long)p->t, (long long)p->rss, (long long)p->anon, (long long)p->file,
+            (long long)p->heap, p->share, (long long)p->unexplained);
+    if (p->has_alloc)
+        fprintf(o, ",\"alloc_system\":%lld,\"alloc_in_use\":%lld,\"alloc_free\":%lld",
+                (long long)p->a_system, (long long)p->a_in_use, (long long)p->a_free);
+    fputc('}', o);
+}
+
+void rh_memory_json(FILE *o, const struct rh_memfig *m)
+{
+    fprintf(o, "{\"samples\":%lld,\"interval_ms\":%lld,\"allocator\":\"%s\"",
+            (long long)m->samples, (long long)m->interval_ms, m->allocator);
+    if (m->samples) {
+        fputc(',', o);
+        rh_mem_json_point(o, "peak", &m->peak);
+        fputc(',', o);
+        rh_mem_json_point(o, "end", &m->end);
+    }
+    fputc('}', o);
 }

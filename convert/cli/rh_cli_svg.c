@@ -917,8 +917,8 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
     }
 
     /* the process's RSS beside the heap, when the recording sampled it */
-    int64_t rss[RH_TL_COLUMNS + 1], rss_heap[RH_TL_COLUMNS + 1], rss_max = 0;
-    int nrss = rh_memory_columns(db, span, RH_TL_COLUMNS, rss, rss_heap);
+    int64_t rss[RH_TL_COLUMNS + 1], rss_max = 0;
+    int nrss = rh_memory_columns(db, span, RH_TL_COLUMNS, rss);
     if (nrss < 0) {
         free(d);
         return -1;

@@ -140,6 +140,55 @@ sampled)
     within "$(fig heap_end)" "$(own live)" 15 || fail "estimated heap $(fig heap_end), the program holds $(own live)"
     check_glibc
     ;;
+serve)
+    # the server's /memory and /timeline say what summary says
+    command -v jq >/dev/null || fail "jq is missing (cmake/quickstart.sh TEST_PKGS)"
+    command -v curl >/dev/null || fail "curl is missing"
+    run mem_prog frag
+    "$RH" serve p.db --listen 127.0.0.1:0 >serve.out 2>serve.err &
+    SPID=$!
+    i=0 B=
+    while [ $i -lt 100 ] && [ -z "$B" ]; do
+        port=$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' serve.out)
+        [ -n "$port" ] && B=http://127.0.0.1:$port
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ -n "$B" ] || { kill $SPID; fail "the server did not start: $(cat serve.err)"; }
+    curl -s -g --max-time 60 -o mem.json "$B/data/last/memory?count=3"
+    curl -s -g --max-time 60 -o tl.json "$B/data/last/timeline"
+    kill -TERM $SPID
+    wait $SPID
+    [ "$(jq .memory.end.rss mem.json)" = "$(fig rss_end)" ] || fail "/memory end.rss $(jq .memory.end.rss mem.json), summary $(fig rss_end)"
+    [ "$(jq .memory.peak.heap mem.json)" = "$(fig heap_at_rss_peak)" ] || fail "/memory peak.heap differs from summary"
+    [ "$(jq .memory.end.alloc_free mem.json)" = "$(fig alloc_free_end)" ] || fail "/memory end.alloc_free differs from summary"
+    [ "$(jq -r '.churn[0].function' mem.json)" = small_site ] || fail "/memory churn[0] is not small_site"
+    [ "$(jq '.churn | length' mem.json)" -le 3 ] || fail "/memory ignores count"
+    [ "$(jq '.rss | length' tl.json)" = "$(jq '.xs | length' tl.json)" ] || fail "/timeline rss is not beside xs"
+    [ "$(jq '[.rss[] | select(. != null)] | max' tl.json)" = "$(fig rss_peak)" ] ||
+        fail "/timeline's highest rss $(jq '[.rss[] | select(. != null)] | max' tl.json), summary's peak $(fig rss_peak)"
+    ;;
+pprof)
+    # go tool pprof -comments prints the same figures
+    command -v go >/dev/null || fail "go is missing (golang-go, cmake/quickstart.sh TEST_PKGS)"
+    run mem_prog churn
+    "$RH" export --pprof p.pb.gz p.db 2>>err || fail "export --pprof failed"
+    go tool pprof -comments p.pb.gz >comments.txt 2>>err || fail "go tool pprof failed"
+    grep -q "^rheaper memory at the end: .* rss=$(fig rss_end) heap=$(fig heap_end) " comments.txt ||
+        fail "no end figures in the pprof comments: $(cat comments.txt)"
+    grep -q "^rheaper top churn: churn_site " comments.txt || fail "no top churn comment: $(cat comments.txt)"
+    ;;
+timeline)
+    # the SVG draws RSS as a line whose highest point is the summary's peak
+    run mem_prog frag
+    "$RH" timeline p.db -o t.svg 2>>err || fail "rheaper timeline failed"
+    top=$(sed -n 's/.*<g class="tl-rss"><polyline[^>]* data-v="\([^"]*\)".*/\1/p' t.svg | tr ' ' '\n' | sort -n | tail -1)
+    [ "$top" = "$(fig rss_peak)" ] || fail "the SVG's RSS line peaks at '$top', summary says $(fig rss_peak)"
+    grep -q "RSS (at its peak: RSS" t.svg || fail "no RSS legend"
+    "$RH" report p.db -o r.html 2>>err || fail "rheaper report failed"
+    grep -q '<section id="memory"><h2>Memory not explained by the heap</h2>' r.html || fail "no memory section in the report"
+    grep -q '<tr><td><code>small_site</code></td>' r.html || fail "no churn site in the report"
+    ;;
 *)
     fail "unknown case"
     ;;
