@@ -616,6 +616,14 @@ struct rh_memory {
     unsigned interval_ms; /* the last sample's RHEAPER_RSS_MS */
     int source;         /* RIP_MEM_SRC_* of the allocator's figures seen, 0 none */
 };
+/* One MEMSAMPLE body, decoded (FORMAT.md "Version 3: memory samples"). */
+struct rh_memsample {
+    int has_rss, final, source; /* source: RIP_MEM_SRC_* (0: no allocator figures) */
+    uint64_t interval_ms, rss, anon, file;
+    uint64_t alloc[5]; /* system, in use, free, mmapped, releasable */
+};
+/* Decodes body[0, len) into ms. Returns 0, or -1 when it is damaged. */
+RH_HIDDEN int rh_memory_decode(const uint8_t *body, uint32_t len, struct rh_memsample *ms);
 /* Creates the memory table in db (a sqlite3 *). 0, or -1 with err set. */
 RH_HIDDEN int rh_memory_open(struct rh_memory *m, void *db, char *err, size_t errlen);
 /* One MEMSAMPLE event at t ns; ev->size holds the live heap's bytes and

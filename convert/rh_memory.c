@@ -62,24 +62,39 @@ static void rh_mem_bind(sqlite3_stmt *s, int i, uint64_t v)
         sqlite3_bind_int64(s, i, (sqlite3_int64)v);
 }
 
-int rh_memory_event(struct rh_memory *m, const struct rh_event *ev, int64_t t)
+int rh_memory_decode(const uint8_t *body, uint32_t len, struct rh_memsample *ms)
 {
-    const uint8_t *p = ev->ext, *end = ev->ext + ev->ext_len;
+    const uint8_t *p = body, *end = body + len;
     uint64_t v[10];
-    unsigned n = 0;
+    memset(ms, 0, sizeof *ms);
     /* flags, interval, rss, anon, file; then five when flags name a source */
-    for (; n < 5; n++)
-        if (!p || rip_get_varint(&p, end, &v[n])) {
-            m->damaged++;
-            return 0;
-        }
+    for (int n = 0; n < 5; n++)
+        if (!p || rip_get_varint(&p, end, &v[n]))
+            return -1;
     unsigned src = (unsigned)(v[0] >> RIP_MEM_SRC_SHIFT) & RIP_MEM_SRC_MASK;
     if (src != RIP_MEM_SRC_NONE)
-        for (; n < 10; n++)
-            if (rip_get_varint(&p, end, &v[n])) {
-                m->damaged++;
-                return 0;
-            }
+        for (int n = 5; n < 10; n++)
+            if (rip_get_varint(&p, end, &v[n]))
+                return -1;
+    ms->has_rss = !(v[0] & RIP_MEM_F_NO_RSS);
+    ms->final = (v[0] & RIP_MEM_F_FINAL) != 0;
+    ms->source = (int)src;
+    ms->interval_ms = v[1];
+    ms->rss = v[2];
+    ms->anon = v[3];
+    ms->file = v[4];
+    if (src != RIP_MEM_SRC_NONE)
+        memcpy(ms->alloc, v + 5, sizeof ms->alloc);
+    return 0;
+}
+
+int rh_memory_event(struct rh_memory *m, const struct rh_event *ev, int64_t t)
+{
+    struct rh_memsample ms;
+    if (rh_memory_decode(ev->ext, ev->ext_len, &ms)) {
+        m->damaged++;
+        return 0;
+    }
     sqlite3_stmt *s = m->ins;
     if (!s)
         return 0;
@@ -87,21 +102,21 @@ int rh_memory_event(struct rh_memory *m, const struct rh_event *ev, int64_t t)
     sqlite3_clear_bindings(s);
     sqlite3_bind_int64(s, 1, t);
     sqlite3_bind_int64(s, 2, ev->thread);
-    if (!(v[0] & RIP_MEM_F_NO_RSS)) {
-        rh_mem_bind(s, 3, v[2]);
-        rh_mem_bind(s, 4, v[3]);
-        rh_mem_bind(s, 5, v[4]);
+    if (ms.has_rss) {
+        rh_mem_bind(s, 3, ms.rss);
+        rh_mem_bind(s, 4, ms.anon);
+        rh_mem_bind(s, 5, ms.file);
     }
     rh_mem_bind(s, 6, ev->size);
     rh_mem_bind(s, 7, ev->addr);
-    if (src != RIP_MEM_SRC_NONE) {
+    if (ms.source != RIP_MEM_SRC_NONE) {
         for (int i = 0; i < 5; i++)
-            rh_mem_bind(s, 8 + i, v[5 + i]);
-        m->source = (int)src;
+            rh_mem_bind(s, 8 + i, ms.alloc[i]);
+        m->source = ms.source;
     }
-    sqlite3_bind_int64(s, 13, (v[0] & RIP_MEM_F_FINAL) ? 1 : 0);
-    if (v[1] <= 0xffffffffu)
-        m->interval_ms = (unsigned)v[1];
+    sqlite3_bind_int64(s, 13, ms.final);
+    if (ms.interval_ms <= 0xffffffffu)
+        m->interval_ms = (unsigned)ms.interval_ms;
     int rc = sqlite3_step(s);
     sqlite3_reset(s);
     if (rc != SQLITE_DONE)

@@ -189,6 +189,18 @@ timeline)
     grep -q '<section id="memory"><h2>Memory not explained by the heap</h2>' r.html || fail "no memory section in the report"
     grep -q '<tr><td><code>small_site</code></td>' r.html || fail "no churn site in the report"
     ;;
+live)
+    # live --once --json on the rip and view's source (the database) carry
+    # the same RSS samples as the memory table
+    command -v jq >/dev/null || fail "jq is missing (cmake/quickstart.sh TEST_PKGS)"
+    run mem_prog frag
+    set -- rip-*
+    "$RH" live "$1" --once --json >live.json 2>>err || fail "rheaper live --once --json failed"
+    n=$(jq '.rss | length' live.json)
+    [ "$n" = "$(q "select count(*) from memory")" ] || fail "live has $n RSS samples, the table $(q "select count(*) from memory")"
+    [ "$(jq '.rss[-1][1]' live.json)" = "$(fig rss_end)" ] || fail "live's last RSS $(jq '.rss[-1][1]' live.json), summary $(fig rss_end)"
+    [ "$(jq '[.rss[][1]] | max' live.json)" = "$(fig rss_peak)" ] || fail "live's highest RSS differs from summary's peak"
+    ;;
 *)
     fail "unknown case"
     ;;
