@@ -611,10 +611,10 @@ RH_HIDDEN int rh_callsite_write(void *db, char *err, size_t errlen);
 /* ---- rh_memory.c: the memory table (memory samples beside the heap) ------ */
 
 struct rh_memory {
-    void *ins;          /* sqlite3_stmt: INSERT INTO memory */
+    void *ins; /* sqlite3_stmt: INSERT INTO memory */
     uint64_t rows, damaged;
     unsigned interval_ms; /* the last sample's RHEAPER_RSS_MS */
-    int source;         /* RIP_MEM_SRC_* of the allocator's figures seen, 0 none */
+    int source;           /* RIP_MEM_SRC_* of the allocator's figures seen, 0 none */
 };
 /* One MEMSAMPLE body, decoded (FORMAT.md "Version 3: memory samples"). */
 struct rh_memsample {

@@ -301,8 +301,7 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
                       "INSERT INTO alloc_rows(id, t, life, bt, size, addr, th)"
                       " SELECT c0, c1, c2, c3, c4, c5, c6 FROM rh_feed(?1)",
                       &d->ins, err, errlen) ||
-        rh_mmaps_open(&d->mm, d->db, err, errlen) ||
-        rh_memory_open(&d->mem, d->db, err, errlen)) {
+        rh_mmaps_open(&d->mm, d->db, err, errlen) || rh_memory_open(&d->mem, d->db, err, errlen)) {
         rh_db_abort(d);
         return NULL;
     }

@@ -56,8 +56,8 @@ extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, si
     __attribute__((weak));
 
 RH_HIDDEN uint64_t rh_mem_next = UINT64_MAX; /* event-time deadline; MAX: off */
-static uint64_t rh_mem_period;                /* event-time units between samples */
-static uint64_t rh_mem_alloc_next;            /* the allocator's figures' own deadline */
+static uint64_t rh_mem_period;               /* event-time units between samples */
+static uint64_t rh_mem_alloc_next;           /* the allocator's figures' own deadline */
 static uint64_t rh_mem_page = 4096;
 static int rh_mem_source = -1; /* RH_MEM_SRC_*, -1 until the first sample decides */
 

@@ -756,10 +756,10 @@ RH_HIDDEN void rh_mem_stop(void);
 RH_HIDDEN void rh_mem_final(void);
 RH_HIDDEN int rh_mem_enabled(void);
 /* One compare per recorded event; the sample itself is cold. */
-#define RH_MEM_CHECK(w, t)                                                                 \
-    do {                                                                                   \
-        if (rh_unlikely((t) >= __atomic_load_n(&rh_mem_next, __ATOMIC_RELAXED)))           \
-            rh_mem_due((w), (t));                                                          \
+#define RH_MEM_CHECK(w, t)                                                                         \
+    do {                                                                                           \
+        if (rh_unlikely((t) >= __atomic_load_n(&rh_mem_next, __ATOMIC_RELAXED)))                   \
+            rh_mem_due((w), (t));                                                                  \
     } while (0)
 
 /* rh_record.c: a timed EXT record without a stack, body[0, len), into w at

@@ -406,15 +406,15 @@ int rh_cmd_serve(int argc, char **argv);
 /* One memory sample as the readers show it (bytes; time in ns). */
 struct rh_mem_point {
     int64_t t, rss, anon, file, heap;
-    int has_alloc;                 /* the allocator's figures are known */
+    int has_alloc;                      /* the allocator's figures are known */
     int64_t a_system, a_in_use, a_free; /* alloc_free: the arena's bytes not in use */
-    double share;                  /* heap / rss */
-    int64_t unexplained;           /* rss - heap, at least 0 */
+    double share;                       /* heap / rss */
+    int64_t unexplained;                /* rss - heap, at least 0 */
 };
 struct rh_memfig {
-    int64_t samples;     /* memory rows with RSS; 0: the profile has none */
+    int64_t samples; /* memory rows with RSS; 0: the profile has none */
     int64_t interval_ms;
-    char allocator[16];  /* glibc, jemalloc or none */
+    char allocator[16];            /* glibc, jemalloc or none */
     struct rh_mem_point peak, end; /* the highest RSS (first of equals), the last sample */
 };
 /* Fills f from the memory table. Returns 0 (f->samples 0 when there is

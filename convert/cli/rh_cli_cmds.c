@@ -314,8 +314,8 @@ int rh_cmd_top(int argc, char **argv)
  * explain when the profile has memory samples. */
 static int rh_churn_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
-    sqlite3_stmt *st = rh_churn_stmt(db, a->n, s->duration_ns,
-                                     a->stacks ? RH_STACK_OF("bt") " AS stack" : NULL);
+    sqlite3_stmt *st =
+        rh_churn_stmt(db, a->n, s->duration_ns, a->stacks ? RH_STACK_OF("bt") " AS stack" : NULL);
     if (!st)
         return -1;
     char head[512] = "";

@@ -244,8 +244,9 @@ static int rh_html_memory(sqlite3 *db, FILE *out, const struct rh_summary *s)
     if (!m.samples)
         return 0;
     char line[256], a[32], b[32];
-    fputs("<section id=\"memory\"><h2>Memory not explained by the heap</h2>\n<table class=\"kv\">\n",
-          out);
+    fputs(
+        "<section id=\"memory\"><h2>Memory not explained by the heap</h2>\n<table class=\"kv\">\n",
+        out);
     snprintf(line, sizeof line, "%.4f s", m.peak.t / 1e9);
     rh_kv(out, "RSS peak at", line);
     rh_kv(out, "at the RSS peak", rh_memory_line(&m, &m.peak, line, sizeof line));
@@ -270,9 +271,11 @@ static int rh_html_memory(sqlite3 *db, FILE *out, const struct rh_summary *s)
         rh_markup_put(out, (const char *)sqlite3_column_text(c, 0));
         fputs("</code></td><td>", out);
         rh_markup_put(out, (const char *)sqlite3_column_text(c, 1));
-        fprintf(out, "</td><td class=\"n\">%s</td><td class=\"n\">%.1f</td><td class=\"n\">%lld</td></tr>\n",
-                rh_human_bytes(sqlite3_column_int64(c, 2), a, sizeof a),
-                sqlite3_column_double(c, 3), (long long)sqlite3_column_int64(c, 6));
+        fprintf(
+            out,
+            "</td><td class=\"n\">%s</td><td class=\"n\">%.1f</td><td class=\"n\">%lld</td></tr>\n",
+            rh_human_bytes(sqlite3_column_int64(c, 2), a, sizeof a), sqlite3_column_double(c, 3),
+            (long long)sqlite3_column_int64(c, 6));
     }
     sqlite3_finalize(c);
     fputs("</table></section>\n", out);

@@ -313,7 +313,8 @@ static const struct {
     int (*fn)(int, char **);
 } rh_cmds[] = {
     {"run", rh_cmd_run},       {"convert", rh_cmd_convert},       {"summary", rh_cmd_summary},
-    {"top", rh_cmd_top},       {"churn", rh_cmd_churn},       {"leaks", rh_cmd_leaks},           {"peak", rh_cmd_peak},
+    {"top", rh_cmd_top},       {"leaks", rh_cmd_leaks},           {"peak", rh_cmd_peak},
+    {"churn", rh_cmd_churn},
     {"query", rh_cmd_query},   {"flamegraph", rh_cmd_flamegraph}, {"timeline", rh_cmd_timeline},
     {"export", rh_cmd_export}, {"report", rh_cmd_report},
     {"record", rh_cmd_record},

@@ -223,8 +223,8 @@ static void rh_mem_json_point(FILE *o, const char *name, const struct rh_mem_poi
 
 void rh_memory_json(FILE *o, const struct rh_memfig *m)
 {
-    fprintf(o, "{\"samples\":%lld,\"interval_ms\":%lld,\"allocator\":\"%s\"",
-            (long long)m->samples, (long long)m->interval_ms, m->allocator);
+    fprintf(o, "{\"samples\":%lld,\"interval_ms\":%lld,\"allocator\":\"%s\"", (long long)m->samples,
+            (long long)m->interval_ms, m->allocator);
     if (m->samples) {
         fputc(',', o);
         rh_mem_json_point(o, "peak", &m->peak);

@@ -619,13 +619,14 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
                      (long long)pts[i]->unexplained, af);
             cm[ncm++] = rh_pp_str(&pp, c);
         }
-        sqlite3_stmt *ch = rh_make_sites(db, 0) ? NULL : rh_churn_stmt(db, 1, p.duration_nanos, NULL);
+        sqlite3_stmt *ch =
+            rh_make_sites(db, 0) ? NULL : rh_churn_stmt(db, 1, p.duration_nanos, NULL);
         if (ch && sqlite3_step(ch) == SQLITE_ROW) {
             char c[512];
-            snprintf(c, sizeof c, "rheaper top churn: %s (%s) bytes_per_s=%lld short_lived=%lld",
-                     (const char *)sqlite3_column_text(ch, 0),
-                     (const char *)sqlite3_column_text(ch, 1),
-                     (long long)sqlite3_column_int64(ch, 2), (long long)sqlite3_column_int64(ch, 6));
+            snprintf(
+                c, sizeof c, "rheaper top churn: %s (%s) bytes_per_s=%lld short_lived=%lld",
+                (const char *)sqlite3_column_text(ch, 0), (const char *)sqlite3_column_text(ch, 1),
+                (long long)sqlite3_column_int64(ch, 2), (long long)sqlite3_column_int64(ch, 6));
             cm[ncm++] = rh_pp_str(&pp, c);
         }
         sqlite3_finalize(ch);

@@ -72,7 +72,7 @@ struct rh_lv_model {
     size_t ntl, captl;
     struct rh_lv_point *rss; /* the process's RSS as the runtime sampled it */
     size_t nrss, caprss;
-    int64_t rss_heap;        /* the live heap at the last RSS sample */
+    int64_t rss_heap; /* the live heap at the last RSS sample */
     int64_t cpu_total;
     char skipped[512]; /* the allocator wrappers skipped, "" when none */
 };

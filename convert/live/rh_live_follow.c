@@ -106,7 +106,7 @@ struct rh_follow {
     size_t ntl, captl;
     struct rh_lv_point *rss; /* memory samples: RSS at t */
     size_t nrss, caprss;
-    int64_t rss_heap;        /* the live heap at the last one */
+    int64_t rss_heap; /* the live heap at the last one */
     int pid;
     int oom;
     /* the call-site filter of rh_follow_model */

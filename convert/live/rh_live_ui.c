@@ -497,7 +497,8 @@ static void rh_draw_chart(struct rh_ui *u)
     if (m->nrss) { /* the last RSS sample and the share of it the heap explained then */
         char r1[32];
         int64_t last = m->rss[m->nrss - 1].bytes;
-        snprintf(rs, sizeof rs, "   heap #, RSS - %s (heap %.0f%% of it)", rh_hb(last, r1, sizeof r1),
+        snprintf(rs, sizeof rs, "   heap #, RSS - %s (heap %.0f%% of it)",
+                 rh_hb(last, r1, sizeof r1),
                  last > 0 ? 100.0 * (double)m->rss_heap / (double)last : 0.0);
     }
     snprintf(line, sizeof line, " total live heap over time   zoom %gx   peak %s at %.2f s%s%s",
