@@ -289,7 +289,8 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
     }
     if (!s->thread && rh_stream_set_tid(r, s, s->tid))
         return RH_DEC_OOM;
-    r->events++;
+    if (!(op == RIP_OP_EXT && ev->op == RH_EV_EXT && ev->ext_sub == RIP_EXT_MEMSAMPLE))
+        r->events++; /* a memory sample is timed but not an event of the program */
     s->time += dt;
     s->p = p;
     ev->time = s->time;

@@ -152,8 +152,9 @@ static int rh_mem_allocator(struct rh_mem_fig *f)
 }
 
 /* Reads one sample and encodes its EXT MEMSAMPLE body into body (at least
- * RH_MEM_BODY bytes). t: the sample's event time; with_alloc: read the
- * allocator's figures. Returns the body's length. */
+ * RH_MEM_BODY bytes). t: the sample's event time. The allocator's figures
+ * are read when final, or when their own deadline has come (the last read
+ * took under 1 % of the time since). Returns the body's length. */
 #define RH_MEM_BODY (10 * 10)
 static size_t rh_mem_body(uint8_t *body, uint64_t t, int final)
 {
@@ -234,6 +235,12 @@ void rh_mem_final(void)
         return;
     if (__atomic_exchange_n(&rh_mem_next, UINT64_MAX, __ATOMIC_ACQ_REL) == UINT64_MAX)
         return; /* not sampling this file (off, or the final sample is taken) */
+    /* Only into a stream the calling thread already writes: a thread that
+     * recorded nothing (a main thread that only joins its workers) would
+     * otherwise open a chunk, or switch the shared stream, for it alone;
+     * then the last periodic sample is the end. */
+    if (!rh_thread_recording())
+        return;
     int e = errno;
     uint64_t now = rh_now();
     uint8_t body[RH_MEM_BODY];

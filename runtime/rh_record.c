@@ -420,17 +420,19 @@ void rh_record_pool_reset(uint32_t id, uint64_t t_before)
 
 /* ---- timed EXT records without a stack (memory samples) ----------------- */
 
+/* Timed, but not an event of the program: the chunk's and the trailer's
+ * event counts leave it out (FORMAT.md "Version 3: memory samples"). A record
+ * that finds no room is dropped without counting a loss. */
 void rh_emit_ext_raw(struct rh_writer *w, unsigned sub, const uint8_t *body, size_t len, uint64_t t)
 {
-    if (rh_unlikely(rh_writer_reserve(w, 1 + 3 * 10 + len, t) != 0)) {
-        __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
+    if (rh_unlikely(rh_writer_reserve(w, 1 + 3 * 10 + len, t) != 0))
         return;
-    }
     uint8_t *q = rh_put_head(w, w->pos, RIP_OP_EXT, 0, t);
     q = rip_put_varint(q, sub);
     q = rip_put_varint(q, len);
     memcpy(q, body, len);
-    rh_event_done(w, q + len);
+    w->pos = q + len;
+    rh_writer_commit(w);
 }
 
 void rh_record_ext_raw(unsigned sub, const uint8_t *body, size_t len, uint64_t t_after)

@@ -751,8 +751,10 @@ RH_HIDDEN void rh_mem_due(struct rh_writer *w, uint64_t t) RH_COLD;
 RH_HIDDEN void rh_mem_start(void);
 /* No more samples for this file. */
 RH_HIDDEN void rh_mem_stop(void);
-/* The last sample of a recording, flagged final, through the calling thread's
- * stream. Called before the closing path takes the runtime's locks, guard set. */
+/* The last sample of a recording, flagged final, into the calling thread's
+ * stream when it has one for the current file (else none: the last periodic
+ * sample is the end). Stops the samples. Called before the closing path
+ * takes the runtime's locks, guard set. */
 RH_HIDDEN void rh_mem_final(void);
 RH_HIDDEN int rh_mem_enabled(void);
 /* One compare per recorded event; the sample itself is cold. */

@@ -1016,7 +1016,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
     fputs("</g>\n", out);
     if (nrss > 0) { /* RSS as a line over the heap: the gap is what the heap does not explain */
         fputs("<g class=\"tl-rss\"><polyline fill=\"none\" stroke=\"#000000\""
-              " stroke-width=\"1.5\" data-v=\"",
+              " stroke-width=\"1.5\" data-rss=\"",
               out);
         for (int c = 0; c <= RH_TL_COLUMNS; c++)
             fprintf(out, c ? " %" PRId64 : "%" PRId64, rss[c]);

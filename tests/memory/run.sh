@@ -188,7 +188,7 @@ timeline)
     # the SVG draws RSS as a line whose highest point is the summary's peak
     run mem_prog frag
     "$RH" timeline p.db -o t.svg 2>>err || fail "rheaper timeline failed"
-    top=$(sed -n 's/.*<g class="tl-rss"><polyline[^>]* data-v="\([^"]*\)".*/\1/p' t.svg | tr ' ' '\n' | sort -n | tail -1)
+    top=$(sed -n 's/.*<g class="tl-rss"><polyline[^>]* data-rss="\([^"]*\)".*/\1/p' t.svg | tr ' ' '\n' | sort -n | tail -1)
     [ "$top" = "$(fig rss_peak)" ] || fail "the SVG's RSS line peaks at '$top', summary says $(fig rss_peak)"
     grep -q "RSS (at its peak: RSS" t.svg || fail "no RSS legend"
     "$RH" report p.db -o r.html 2>>err || fail "rheaper report failed"
