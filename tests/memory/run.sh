@@ -174,6 +174,33 @@ serve)
     [ "$(jq '[.rss[] | select(. != null)] | max' tl.json)" = "$(fig rss_peak)" ] ||
         fail "/timeline's highest rss $(jq '[.rss[] | select(. != null)] | max' tl.json), summary's peak $(fig rss_peak)"
     ;;
+ui)
+    # the web UI's line under the chart (headless Chromium runs its scripts)
+    CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
+    [ -n "$CHROMIUM" ] || fail "chromium is missing (cmake/quickstart.sh TEST_PKGS)"
+    run mem_prog frag
+    "$RH" serve p.db --listen 127.0.0.1:0 >serve.out 2>serve.err &
+    SPID=$!
+    i=0 B=
+    while [ $i -lt 100 ] && [ -z "$B" ]; do
+        port=$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' serve.out)
+        [ -n "$port" ] && B=http://127.0.0.1:$port
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ -n "$B" ] || { kill $SPID; fail "the server did not start: $(cat serve.err)"; }
+    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+        --user-data-dir="$WORK/chromium" --virtual-time-budget=15000 --dump-dom "$B/" \
+        >page.html 2>chromium.err
+    kill -TERM $SPID
+    wait $SPID
+    grep -q 'data-ready="1"' page.html || fail "the page did not load: $(cat chromium.err | tail -3)"
+    want=$(awk -v r="$(fig rss_peak)" -v h="$(fig heap_at_rss_peak)" 'BEGIN { print r - h }')
+    got=$(sed -n 's/.*id="memory"[^>]*data-unexplained="\([0-9]*\)".*/\1/p; s/.*data-unexplained="\([0-9]*\)"[^>]*id="memory".*/\1/p' page.html | head -1)
+    [ "$got" = "$want" ] || fail "the page's memory not explained '$got', summary's $want"
+    grep -q 'data-churn="small_site"' page.html || fail "the page's top churn is not small_site"
+    grep -q '<b>Memory not explained by the heap</b>: at the RSS peak' page.html || fail "no memory line on the page"
+    ;;
 pprof)
     # go tool pprof -comments prints the same figures
     command -v go >/dev/null || fail "go is missing (golang-go, cmake/quickstart.sh TEST_PKGS)"
