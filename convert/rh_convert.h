@@ -227,6 +227,7 @@ struct rh_rip {
     uint64_t tr_cpu_samples, tr_cpu_dropped;
     uint32_t cpu_hz, cpu_signal; /* header (v3): 0 when CPU sampling was off */
     uint64_t cpu_samples;        /* CPUSAMPLE records decoded */
+    uint64_t mem_samples;        /* MEMSAMPLE records decoded (rh_memory.c) */
     /* v3, issue 9: sampling (header flag RIP_HDR_F_SAMPLED; trailer 64..79) */
     uint32_t sample_mode;       /* 0 full, RIP_SAMPLE_RATE or RIP_SAMPLE_BYTES */
     uint32_t sample_big;        /* bytes mode: blocks >= N always recorded, weight 1
@@ -662,6 +663,31 @@ RH_HIDDEN int64_t rh_run_duration(const struct rh_rip *r, int64_t last_ns);
  * backtraces already written to db and records the functions it skipped in
  * table skipped_functions. Returns 0, or -1 with err set. */
 RH_HIDDEN int rh_callsite_write(void *db, char *err, size_t errlen);
+
+/* ---- rh_memory.c: the memory table (memory samples beside the heap) ------ */
+
+struct rh_memory {
+    void *ins; /* sqlite3_stmt: INSERT INTO memory */
+    uint64_t rows, damaged;
+    unsigned interval_ms; /* the last sample's RHEAPER_RSS_MS */
+    int source;           /* RIP_MEM_SRC_* of the allocator's figures seen, 0 none */
+};
+/* One MEMSAMPLE body, decoded (FORMAT.md "Version 3: memory samples"). */
+struct rh_memsample {
+    int has_rss, final, source; /* source: RIP_MEM_SRC_* (0: no allocator figures) */
+    uint64_t interval_ms, rss, anon, file;
+    uint64_t alloc[5]; /* system, in use, free, mmapped, releasable */
+};
+/* Decodes body[0, len) into ms. Returns 0, or -1 when it is damaged. */
+RH_HIDDEN int rh_memory_decode(const uint8_t *body, uint32_t len, struct rh_memsample *ms);
+/* Creates the memory table in db (a sqlite3 *). 0, or -1 with err set. */
+RH_HIDDEN int rh_memory_open(struct rh_memory *m, void *db, char *err, size_t errlen);
+/* One MEMSAMPLE event at t ns; ev->size holds the live heap's bytes and
+ * ev->addr its blocks at that moment (weighted estimates on a sampled
+ * profile), set by the merge. A body that does not decode is counted and
+ * skipped. Returns 0, or -1 on an SQLite error. */
+RH_HIDDEN int rh_memory_event(struct rh_memory *m, const struct rh_event *ev, int64_t t);
+RH_HIDDEN void rh_memory_close(struct rh_memory *m);
 
 /* ---- rh_mmaps.c: the mmaps and mallopts tables (issue 15) --------------- */
 

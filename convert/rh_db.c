@@ -98,6 +98,7 @@ struct rh_db {
     uint64_t next_id; /* the smallest id not yet inserted or passed */
     uint64_t max_id; /* the largest id handed to the writer so far */
     struct rh_mmaps mm; /* issue 15: the mmaps and mallopts tables (rh_mmaps.c) */
+    struct rh_memory mem; /* the memory table (rh_memory.c) */
     /* The row layout (rh_db_view): alloc_rows.t = alloc_after - id *
      * time_step. */
     int64_t time_step;
@@ -300,7 +301,7 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
                       "INSERT INTO alloc_rows(id, t, life, bt, size, addr, th)"
                       " SELECT c0, c1, c2, c3, c4, c5, c6 FROM rh_feed(?1)",
                       &d->ins, err, errlen) ||
-        rh_mmaps_open(&d->mm, d->db, err, errlen)) {
+        rh_mmaps_open(&d->mm, d->db, err, errlen) || rh_memory_open(&d->mem, d->db, err, errlen)) {
         rh_db_abort(d);
         return NULL;
     }
@@ -435,6 +436,12 @@ static int rh_db_side_flush(struct rh_db *d)
         if (e->cpu) {
             if (rh_db_cpu_now(d, e->t, e->thread, e->stack, e->periods))
                 return -1;
+        } else if (e->ev.ext_sub == RIP_EXT_MEMSAMPLE) {
+            if (rh_memory_event(&d->mem, &e->ev, e->t) != 0) {
+                rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp,
+                             sqlite3_errmsg(d->db));
+                return -1;
+            }
         } else if (rh_mmaps_event(&d->mm, &e->ev, e->t) != 0) {
             rh_db_seterr(d->err, sizeof d->err, "%s: cannot write (%s)", rh_db_tmp,
                          sqlite3_errmsg(d->db));
@@ -613,6 +620,7 @@ void rh_db_abort(struct rh_db *d)
     rh_db_free_rows(d);
     sqlite3_finalize(d->ins);
     rh_mmaps_close(&d->mm);
+    rh_memory_close(&d->mem);
     sqlite3_close(d->db);
     if (rh_db_tmp[0])
         unlink(rh_db_tmp);
@@ -936,6 +944,17 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
         if (r->has_trailer && r->tr_has_cpu)
             rh_meta_int(&m, "cpu_samples_dropped", (int64_t)r->tr_cpu_dropped);
     }
+    /* memory samples (rh_memory.c): keys only when the recording took them */
+    if (d->mem.rows) {
+        rh_meta_int(&m, "memory_samples", (int64_t)d->mem.rows);
+        rh_meta_int(&m, "memory_interval_ms", d->mem.interval_ms);
+        rh_meta_text(&m, "memory_allocator",
+                     d->mem.source == RIP_MEM_SRC_GLIBC      ? "glibc"
+                     : d->mem.source == RIP_MEM_SRC_JEMALLOC ? "jemalloc"
+                                                             : "none");
+        if (d->mem.damaged)
+            rh_meta_int(&m, "memory_samples_damaged", (int64_t)d->mem.damaged);
+    }
     /* issue 9: sampling; every figure of the aggregates is an estimate */
     if (r->sample_mode == RIP_SAMPLE_RATE) {
         rh_meta_text(&m, "sample_mode", "rate");
@@ -1059,6 +1078,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     sqlite3_finalize(d->ins);
     d->ins = NULL;
     rh_mmaps_close(&d->mm);
+    rh_memory_close(&d->mem);
     sqlite3_finalize(d->cpu_ins);
     d->cpu_ins = NULL;
     if (rh_db_stacks(d, r, sym, &undefined, err, errlen) ||

@@ -150,6 +150,8 @@ struct rh_merge {
     uint64_t pool_live; /* live blocks with a pool tag (RIP_IS_POOL_ADDR) */
     struct rh_temp_state temp;
     uint64_t nalloc; /* allocations merged so far: the next row id - 1 */
+    double heap_bytes, heap_blocks; /* the live heap (weighted when sampled), for
+                                       the memory table's rows */
     size_t calib_hint; /* rh_rip_ns_hint()'s segment */
 };
 
@@ -203,6 +205,11 @@ static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint
     struct rh_live copy = *b;
     if (RIP_IS_POOL_ADDR(b->addr))
         m->pool_live--;
+    {
+        double w = rh_sample_weight(m->r, b->size, b->addr);
+        m->heap_bytes -= w * (double)b->size;
+        m->heap_blocks -= w;
+    }
     rh_live_del(&m->live, b);
     int temporary = 0;
     if (t >= 0) {
@@ -286,11 +293,20 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
             return -1;
         if (RIP_IS_POOL_ADDR(ev->addr))
             m->pool_live++;
+        double w = rh_sample_weight(m->r, ev->size, ev->addr);
+        m->heap_bytes += w * (double)ev->size;
+        m->heap_blocks += w;
         return rh_live_add(&m->live, &b);
     }
     case RH_EV_POOLRESET:
         return rh_merge_pool_reset(m, (uint32_t)ev->addr, t, ev->thread);
     case RH_EV_EXT: { /* issue 15: an mmap/munmap/mremap/mallopt call */
+        if (ev->ext_sub == RIP_EXT_MEMSAMPLE) { /* the heap at this moment, beside it */
+            struct rh_event e = *ev;
+            e.size = m->heap_bytes > 0 ? (uint64_t)(m->heap_bytes + 0.5) : 0;
+            e.addr = m->heap_blocks > 0 ? (uint64_t)(m->heap_blocks + 0.5) : 0;
+            return m->sink->ext ? m->sink->ext(m->sink->ctx, &e, t) : 0;
+        }
         if (ev->stack) {
             uint32_t si = rh_rip_stack(m->r, ev->stack);
             if (si == UINT32_MAX)

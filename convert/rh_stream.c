@@ -181,6 +181,19 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.ext = b;
         s->ext_event.ext_len = (uint32_t)len;
         return RH_DEC_EVENT;
+    } else if (sub == RIP_EXT_MEMSAMPLE) {
+        /* timed: a memory sample (FORMAT.md "Version 3: memory samples");
+         * its body is decoded by rh_memory.c */
+        s->ext_event.op = RH_EV_EXT;
+        s->ext_event.cls = 1;
+        s->ext_event.addr = 0;
+        s->ext_event.size = 0;
+        s->ext_event.stack = 0;
+        s->ext_event.ext_sub = (uint8_t)sub;
+        s->ext_event.ext = b;
+        s->ext_event.ext_len = (uint32_t)len;
+        r->mem_samples++;
+        return RH_DEC_EVENT;
     } else if (sub == RIP_EXT_SETTHREAD && s->shared) {
         const uint8_t *q = b;
         uint64_t tid;
@@ -276,7 +289,8 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
     }
     if (!s->thread && rh_stream_set_tid(r, s, s->tid))
         return RH_DEC_OOM;
-    r->events++;
+    if (!(op == RIP_OP_EXT && ev->op == RH_EV_EXT && ev->ext_sub == RIP_EXT_MEMSAMPLE))
+        r->events++; /* a memory sample is timed but not an event of the program */
     s->time += dt;
     s->p = p;
     ev->time = s->time;

@@ -288,6 +288,7 @@ static void rh_flush_locked(int close_fd)
 static int rh_disable_ctl(void)
 {
     rh_close_cut_locked();
+    rh_mem_final(); /* before the locks: mallinfo2 takes the allocator's */
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     int rc = RHEAPER_OK;
@@ -459,6 +460,8 @@ static void rh_runtime_dtor_flush(void)
     if (!rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))
         return;
     int g = rh_guard_enter();
+    if (rh_prof.open && !rh_prof.exit_flushed)
+        rh_mem_final(); /* before the locks: mallinfo2 takes the allocator's */
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     if (rh_prof.open && !rh_prof.exit_flushed)

@@ -32,6 +32,7 @@ RH_HIDDEN struct rh_config rh_cfg = {
     .cpu_signal = SIGPROF,
     .heap = 1,
     .populate = 0,
+    .rss_ms = RH_DEFAULT_RSS_MS,
 };
 
 int rh_default_signal(void)
@@ -340,6 +341,7 @@ void rh_config_load_env(void)
     rh_env_uint("RHEAPER_STREAM_TIMEOUT", 1, 3600, &rh_cfg.stream_timeout);
     /* issue 16: CPU sampling */
     rh_env_uint("RHEAPER_CPU_HZ", 0, RH_MAX_CPU_HZ, &rh_cfg.cpu_hz);
+    rh_env_uint("RHEAPER_RSS_MS", 0, RH_MAX_RSS_MS, &rh_cfg.rss_ms); /* rh_memsample.c */
     const char *cs = secure_getenv("RHEAPER_CPU_SIGNAL");
     if (cs) {
         int v = rh_parse_signal(cs);

@@ -268,6 +268,8 @@ static void rh_fill_header(uint8_t *hdr)
     h->chunk_size = rh_prof.max_chunk;
     h->ticks_per_sec = rh_ticks_per_sec();
     h->flags |= RIP_HDR_F_MMAPS; /* this runtime records mmap and mallopt calls */
+    if (rh_mem_enabled())
+        h->flags |= RIP_HDR_F_MEMORY; /* memory samples (rh_memsample.c) */
     if (rh_cfg.cpu_hz) { /* version 3, issue 16 */
         uint32_t hz = rh_cfg.cpu_hz, sig = (uint32_t)rh_cfg.cpu_signal;
         h->flags |= RIP_HDR_F_CPU;
@@ -400,6 +402,7 @@ tables:;
     __atomic_store_n(&rh_prof.limit_hit, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_prof.open, 1, __ATOMIC_RELEASE);
     __atomic_add_fetch(&rh_epoch, 1, __ATOMIC_RELEASE);
+    rh_mem_start();
     /* the marker says "recording" once the state is on (rh_api.c) */
     return RHEAPER_OK;
 }
@@ -689,6 +692,7 @@ void rh_file_close_locked(int close_fd)
 {
     if (!rh_prof.open)
         return;
+    rh_mem_stop();
     uint64_t events = rh_prof.events_released;
     uint32_t open_chunks = 0;
     rh_thread_totals_locked(&events, &open_chunks);

@@ -417,3 +417,38 @@ void rh_record_pool_reset(uint32_t id, uint64_t t_before)
     else if (!drop)
         rh_shared_record(RH_EV_POOLRESET, 0, NULL, NULL, id, t_before, NULL);
 }
+
+/* ---- timed EXT records without a stack (memory samples) ----------------- */
+
+/* Timed, but not an event of the program: the chunk's and the trailer's
+ * event counts leave it out (FORMAT.md "Version 3: memory samples"). A record
+ * that finds no room is dropped without counting a loss. */
+void rh_emit_ext_raw(struct rh_writer *w, unsigned sub, const uint8_t *body, size_t len, uint64_t t)
+{
+    if (rh_unlikely(rh_writer_reserve(w, 1 + 3 * 10 + len, t) != 0))
+        return;
+    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_EXT, 0, t);
+    q = rip_put_varint(q, sub);
+    q = rip_put_varint(q, len);
+    memcpy(q, body, len);
+    w->pos = q + len;
+    rh_writer_commit(w);
+}
+
+void rh_record_ext_raw(unsigned sub, const uint8_t *body, size_t len, uint64_t t_after)
+{
+    uint64_t t = t_after >> rh_clock_shift;
+    int drop;
+    struct rh_slot *s = rh_ready(t, &drop);
+    if (rh_likely(s)) {
+        rh_emit_ext_raw(&s->w, sub, body, len, t);
+    } else if (!drop) {
+        int e = errno;
+        uint64_t ts = rh_shared_begin();
+        if (ts) {
+            rh_emit_ext_raw(&rh_shared, sub, body, len, ts);
+            rh_spin_unlock(&rh_shared_lock);
+        }
+        errno = e;
+    }
+}

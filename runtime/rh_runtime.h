@@ -127,12 +127,15 @@ struct rh_config {
     uint64_t sample_seed;      /* RHEAPER_SAMPLE_SEED, when sample_seeded */
     int sample_seeded;
     int populate;              /* RHEAPER_POPULATE=1: prefault chunks (default 0) */
+    unsigned rss_ms;           /* RHEAPER_RSS_MS: memory sample interval, 0 off (rh_memsample.c) */
 };
 extern RH_HIDDEN struct rh_config rh_cfg;
 #define RH_DEFAULT_STREAM_QUEUE (64ull << 20)
 #define RH_MIN_STREAM_QUEUE (1ull << 20)
 #define RH_DEFAULT_STREAM_TIMEOUT 10u
 #define RH_MAX_CPU_HZ 10000u
+#define RH_DEFAULT_RSS_MS 10u
+#define RH_MAX_RSS_MS 3600000u
 
 /* Reads RHEAPER_* with secure_getenv into rh_cfg. A bad value gets one warning
  * line and the default. Called once, from rh_init_lazy. */
@@ -748,6 +751,40 @@ RH_HIDDEN uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, voi
  * with room for one event in its chunk (a slot without a chunk has pos == end
  * == NULL, so the room test covers it). NULL sends the event to a slow entry
  * point. */
+/* ---- rh_memsample.c: memory samples beside the heap -------------------- */
+
+/* The next memory sample's deadline in event-time units (UINT64_MAX: not
+ * sampling). The fast path compares each recorded event's time with it. */
+extern RH_HIDDEN uint64_t rh_mem_next;
+/* Takes the sample that is due at t, on the calling thread, into w (a slot's
+ * writer whose last record is complete). Holds no lock of the runtime and
+ * must be called where the thread holds no allocator lock. Keeps errno. */
+RH_HIDDEN void rh_mem_due(struct rh_writer *w, uint64_t t) RH_COLD;
+/* A new file: sampling starts (the first recorded event samples), or stays
+ * off under RHEAPER_RSS_MS=0. Called with rh_prof_lock held; no system call. */
+RH_HIDDEN void rh_mem_start(void);
+/* No more samples for this file. */
+RH_HIDDEN void rh_mem_stop(void);
+/* The last sample of a recording, flagged final, into the calling thread's
+ * stream when it has one for the current file (else none: the last periodic
+ * sample is the end). Stops the samples. Called before the closing path
+ * takes the runtime's locks, guard set. */
+RH_HIDDEN void rh_mem_final(void);
+RH_HIDDEN int rh_mem_enabled(void);
+/* One compare per recorded event; the sample itself is cold. */
+#define RH_MEM_CHECK(w, t)                                                                         \
+    do {                                                                                           \
+        if (rh_unlikely((t) >= __atomic_load_n(&rh_mem_next, __ATOMIC_RELAXED)))                   \
+            rh_mem_due((w), (t));                                                                  \
+    } while (0)
+
+/* rh_record.c: a timed EXT record without a stack, body[0, len), into w at
+ * event time t (lost and counted when no room can be made), and the same
+ * through the calling thread's slot or the shared stream (t: raw ticks). */
+RH_HIDDEN void rh_emit_ext_raw(struct rh_writer *w, unsigned sub, const uint8_t *body, size_t len,
+                               uint64_t t);
+RH_HIDDEN void rh_record_ext_raw(unsigned sub, const uint8_t *body, size_t len, uint64_t t_after);
+
 RH_ALWAYS_INLINE struct rh_writer *rh_fast_writer(void)
 {
     struct rh_slot *s = rh_tls_slot;
@@ -880,8 +917,10 @@ RH_ALWAYS_INLINE void rh_record_alloc_core(unsigned kind, void *p, size_t size, 
     }
     uint64_t t = t_after >> rh_clock_shift;
     uint32_t id = rh_stack_id_fast(w, kind, fp, t);
-    if (rh_likely(id != RH_ID_LOST))
+    if (rh_likely(id != RH_ID_LOST)) {
         rh_put_alloc(w, id, p, size, t);
+        RH_MEM_CHECK(w, t);
+    }
 }
 
 RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size, uint64_t t_after,
@@ -904,10 +943,13 @@ RH_ALWAYS_INLINE int rh_live_free_recorded(void *p)
 RH_ALWAYS_INLINE void rh_record_free_core(void *p, uint64_t t_before)
 {
     struct rh_writer *w = rh_fast_writer();
-    if (rh_likely(w))
-        rh_put_free(w, p, t_before >> rh_clock_shift);
-    else
+    if (rh_likely(w)) {
+        uint64_t t = t_before >> rh_clock_shift;
+        rh_put_free(w, p, t);
+        RH_MEM_CHECK(w, t);
+    } else {
         rh_record_free_slow(p, t_before);
+    }
 }
 
 RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
@@ -945,8 +987,10 @@ RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p
     }
     uint64_t t1 = t_before >> rh_clock_shift, t2 = t_after >> rh_clock_shift;
     uint32_t id = rh_stack_id_fast(w, kind, fp, t1);
-    if (rh_likely(id != RH_ID_LOST))
+    if (rh_likely(id != RH_ID_LOST)) {
         rh_put_realloc(w, id, old, p, size, t1, t2);
+        RH_MEM_CHECK(w, t2);
+    }
 }
 
 /* ---- rh_api.c ----------------------------------------------------------- */

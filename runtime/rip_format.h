@@ -185,7 +185,20 @@ enum rip_ext {
     RIP_EXT_MALLOPT = 13, /* zigzag param, zigzag value, zigzag result */
     /* version 3, issue 16 (14..16 reserved there) */
     RIP_EXT_CPUSAMPLE = 14, /* timed: varint stack id (kind 255) of one CPU sample */
+    /* version 3, FORMAT.md "Version 3: memory samples" (30..39 reserved there) */
+    RIP_EXT_MEMSAMPLE = 30, /* timed: flags, interval ms, rss, anon, file[, allocator's 5] */
 };
+/* Header flag bit 6: the writer samples the process's memory (EXT 30). */
+#define RIP_HDR_F_MEMORY (1u << 6)
+/* MEMSAMPLE flags: bit 0 the recording's last sample, bit 1 RSS unreadable,
+ * bits 2..4 the source of the allocator's figures (absent when NONE). */
+#define RIP_MEM_F_FINAL 1u
+#define RIP_MEM_F_NO_RSS 2u
+#define RIP_MEM_SRC_SHIFT 2
+#define RIP_MEM_SRC_MASK 7u
+#define RIP_MEM_SRC_NONE 0
+#define RIP_MEM_SRC_GLIBC 1
+#define RIP_MEM_SRC_JEMALLOC 2
 /* Header flag bit 2 (offset 76): the file may hold EXT 10..13 records. */
 #define RIP_HDR_F_MMAPS 4u
 

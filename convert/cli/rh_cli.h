@@ -25,6 +25,7 @@ int rh_cmd_run(int argc, char **argv);
 int rh_cmd_convert(int argc, char **argv);
 int rh_cmd_summary(int argc, char **argv);
 int rh_cmd_top(int argc, char **argv);
+int rh_cmd_churn(int argc, char **argv);
 int rh_cmd_leaks(int argc, char **argv);
 int rh_cmd_peak(int argc, char **argv);
 int rh_cmd_query(int argc, char **argv);
@@ -406,5 +407,43 @@ int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx);
 
 /* ---- convert/serve/: `rheaper serve` -------------------------------------- */
 int rh_cmd_serve(int argc, char **argv);
+
+/* ---- rh_cli_memory.c: the process's memory beside the heap, churn ------ */
+
+/* One memory sample as the readers show it (bytes; time in ns). */
+struct rh_mem_point {
+    int64_t t, rss, anon, file, heap;
+    int has_alloc;                      /* the allocator's figures are known */
+    int64_t a_system, a_in_use, a_free; /* alloc_free: the arena's bytes not in use */
+    double share;                       /* heap / rss */
+    int64_t unexplained;                /* rss - heap, at least 0 */
+};
+struct rh_memfig {
+    int64_t samples; /* memory rows with RSS; 0: the profile has none */
+    int64_t interval_ms;
+    char allocator[16];            /* glibc, jemalloc or none */
+    struct rh_mem_point peak, end; /* the highest RSS (first of equals), the last sample */
+};
+/* Fills f from the memory table. Returns 0 (f->samples 0 when there is
+ * none) or -1 after one line on stderr. */
+int rh_memory_figures(sqlite3 *db, struct rh_memfig *f);
+/* Call sites by bytes allocated and freed per second of duration_ns, with
+ * their short-lived (temporary) blocks; over TEMP tables sstat and site.
+ * stack_col: an extra last column's SQL, or NULL. NULL after one line. */
+sqlite3_stmt *rh_churn_stmt(sqlite3 *db, int n, int64_t duration_ns, const char *stack_col);
+/* The RSS beside a timeline: for each of the n columns ending at xs[c] ns
+ * (increasing), the highest RSS sampled in (xs[c-1], xs[c]] (column 0: up to
+ * xs[0]), -1 where no sample fell. Returns the columns filled (0 without
+ * memory rows) or -1 after one line. */
+int rh_memory_series(sqlite3 *db, const int64_t *xs, int n, int64_t *rss);
+/* The same over ncols + 1 even columns ending at span * c / ncols. */
+int rh_memory_columns(sqlite3 *db, int64_t span, int ncols, int64_t *rss);
+/* f as one JSON object: samples, interval_ms, allocator, and when there are
+ * samples, peak and end (time_ns, rss, rss_anon, rss_file, heap, heap_share,
+ * unexplained, and alloc_system, alloc_in_use, alloc_free when known). */
+void rh_memory_json(FILE *o, const struct rh_memfig *f);
+/* "RSS X, live heap Y: the heap explains Z%, W not explained" into buf. */
+const char *rh_memory_line(const struct rh_memfig *f, const struct rh_mem_point *p, char *buf,
+                           size_t n);
 
 #endif

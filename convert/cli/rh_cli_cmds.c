@@ -312,6 +312,34 @@ int rh_cmd_top(int argc, char **argv)
     return rh_listing(argc, argv, RH_OPT_BY | RH_OPT_N | RH_OPT_STACKS, rh_top_list);
 }
 
+/* ---- churn ----------------------------------------------------------------------- */
+
+/* `churn DB`: call sites by bytes allocated and freed per second, with their
+ * short-lived blocks (rh_churn_stmt), after the memory the heap does not
+ * explain when the profile has memory samples. */
+static int rh_churn_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
+{
+    sqlite3_stmt *st =
+        rh_churn_stmt(db, a->n, s->duration_ns, a->stacks ? RH_STACK_OF("bt") " AS stack" : NULL);
+    if (!st)
+        return -1;
+    char head[512] = "";
+    if (a->fmt == RH_FMT_TEXT) {
+        struct rh_memfig m;
+        if (rh_memory_figures(db, &m) == 0 && m.samples) {
+            char line[256];
+            snprintf(head, sizeof head, "memory at the RSS peak (%.3f s): %s\n\n", m.peak.t / 1e9,
+                     rh_memory_line(&m, &m.peak, line, sizeof line));
+        }
+    }
+    return rh_print(st, a, head);
+}
+
+int rh_cmd_churn(int argc, char **argv)
+{
+    return rh_listing(argc, argv, RH_OPT_N | RH_OPT_STACKS, rh_churn_list);
+}
+
 /* ---- peak ------------------------------------------------------------------------ */
 
 static int rh_peak_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
@@ -551,6 +579,31 @@ static const char *rh_kinds_sql(sqlite3 *db)
 
 /* Prints the whole-profile figures, the top 5 sites and the threads, as text,
  * CSV (figures only) or one JSON object. */
+/* The summary's memory lines (text), and the top churn site beside the
+ * memory the heap does not explain. */
+static void rh_mem_text(sqlite3 *db, const struct rh_memfig *m, int64_t duration_ns)
+{
+    char line[256], a[32], b[32];
+    printf("memory         peak RSS at %.3f s: %s\n", m->peak.t / 1e9,
+           rh_memory_line(m, &m->peak, line, sizeof line));
+    printf("               at the end (%.3f s): %s\n", m->end.t / 1e9,
+           rh_memory_line(m, &m->end, line, sizeof line));
+    if (m->peak.has_alloc || m->end.has_alloc) {
+        printf("allocator      %s: arena bytes not in use %s at the RSS peak, %s at the end"
+               " (arena %s)\n",
+               m->allocator, m->peak.has_alloc ? rh_human_bytes(m->peak.a_free, a, sizeof a) : "?",
+               m->end.has_alloc ? rh_human_bytes(m->end.a_free, b, sizeof b) : "?",
+               m->end.has_alloc ? rh_human_bytes(m->end.a_system, line, sizeof line) : "?");
+    }
+    sqlite3_stmt *c = rh_churn_stmt(db, 1, duration_ns, NULL);
+    if (c && sqlite3_step(c) == SQLITE_ROW)
+        printf("top churn      %s (%s): %s/s allocated and freed, %lld short-lived blocks\n",
+               (const char *)sqlite3_column_text(c, 0), (const char *)sqlite3_column_text(c, 1),
+               rh_human_bytes(sqlite3_column_int64(c, 2), a, sizeof a),
+               (long long)sqlite3_column_int64(c, 6));
+    sqlite3_finalize(c);
+}
+
 static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
     sqlite3_stmt *top = NULL, *thr = NULL, *kinds = NULL;
@@ -583,6 +636,9 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
     };
     int64_t cpu_hz = rh_cpu_hz(db);
     size_t nfig = sizeof figs / sizeof figs[0] - (cpu_hz ? 0 : 1);
+    struct rh_memfig mem;
+    if (rh_memory_figures(db, &mem))
+        goto out;
     if (a->fmt == RH_FMT_CSV) {
         printf("key,value\nprogram,");
         rh_csv_field(stdout, s->program); /* the command line may hold commas or quotes */
@@ -594,6 +650,15 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         }
         for (size_t i = 0; i < nfig; i++)
             printf("%s,%lld\n", figs[i].k, (long long)figs[i].v);
+        if (mem.samples) {
+            printf("rss_peak,%lld\nrss_peak_time_ns,%lld\nheap_at_rss_peak,%lld\n"
+                   "rss_end,%lld\nheap_end,%lld\n",
+                   (long long)mem.peak.rss, (long long)mem.peak.t, (long long)mem.peak.heap,
+                   (long long)mem.end.rss, (long long)mem.end.heap);
+            if (mem.peak.has_alloc && mem.end.has_alloc)
+                printf("alloc_free_at_rss_peak,%lld\nalloc_free_end,%lld\n",
+                       (long long)mem.peak.a_free, (long long)mem.end.a_free);
+        }
         rc = 0;
         goto out;
     }
@@ -613,6 +678,10 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         printf(",\"kinds\":");
         if (rh_print_stmt(kinds, RH_FMT_JSON, stdout))
             goto out;
+        if (mem.samples) {
+            printf(",\"memory\":");
+            rh_memory_json(stdout, &mem);
+        }
         printf("}\n");
         rc = 0;
         goto out;
@@ -657,6 +726,8 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         sqlite3_finalize(c);
         putchar('\n');
     }
+    if (mem.samples)
+        rh_mem_text(db, &mem, s->duration_ns);
     printf("\ntop 5 call sites by bytes\n");
     if (rh_print_stmt(top, RH_FMT_TEXT, stdout))
         goto out;

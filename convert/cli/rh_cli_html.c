@@ -233,6 +233,55 @@ static void rh_html_summary(FILE *out, const struct rh_summary *s)
     fputs("</table></section>\n", out);
 }
 
+/* The memory the heap does not explain (rh_cli_memory.c), with the top churn
+ * sites beside it; nothing when the profile has no memory samples. Returns 0
+ * or -1 after a message. */
+static int rh_html_memory(sqlite3 *db, FILE *out, const struct rh_summary *s)
+{
+    struct rh_memfig m;
+    if (rh_memory_figures(db, &m))
+        return -1;
+    if (!m.samples)
+        return 0;
+    char line[256], a[32], b[32];
+    fputs(
+        "<section id=\"memory\"><h2>Memory not explained by the heap</h2>\n<table class=\"kv\">\n",
+        out);
+    snprintf(line, sizeof line, "%.4f s", m.peak.t / 1e9);
+    rh_kv(out, "RSS peak at", line);
+    rh_kv(out, "at the RSS peak", rh_memory_line(&m, &m.peak, line, sizeof line));
+    rh_kv(out, "at the end", rh_memory_line(&m, &m.end, line, sizeof line));
+    if (m.peak.has_alloc && m.end.has_alloc) {
+        snprintf(line, sizeof line, "%s at the RSS peak, %s at the end (%s)",
+                 rh_human_bytes(m.peak.a_free, a, sizeof a),
+                 rh_human_bytes(m.end.a_free, b, sizeof b), m.allocator);
+        rh_kv(out, "allocator's bytes not in use", line);
+    }
+    fputs("</table>\n<h3>Top churn sites: bytes allocated and freed per second</h3>\n"
+          "<table class=\"sites\"><tr><th>function</th><th>location</th><th>bytes/s</th>"
+          "<th>blocks/s</th><th>short-lived blocks</th></tr>\n",
+          out);
+    if (rh_make_sites(db, 0))
+        return -1;
+    sqlite3_stmt *c = rh_churn_stmt(db, 5, s->duration_ns, NULL);
+    if (!c)
+        return -1;
+    while (sqlite3_step(c) == SQLITE_ROW) {
+        fputs("<tr><td><code>", out);
+        rh_markup_put(out, (const char *)sqlite3_column_text(c, 0));
+        fputs("</code></td><td>", out);
+        rh_markup_put(out, (const char *)sqlite3_column_text(c, 1));
+        fprintf(
+            out,
+            "</td><td class=\"n\">%s</td><td class=\"n\">%.1f</td><td class=\"n\">%lld</td></tr>\n",
+            rh_human_bytes(sqlite3_column_int64(c, 2), a, sizeof a), sqlite3_column_double(c, 3),
+            (long long)sqlite3_column_int64(c, 6));
+    }
+    sqlite3_finalize(c);
+    fputs("</table></section>\n", out);
+    return 0;
+}
+
 /* Writes one frame: its function as code, then " file:line" when the file is
  * known. */
 static void rh_html_frame(FILE *out, const char *sym, const char *file, int line)
@@ -446,8 +495,14 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
     rh_html_summary(out, &s);
     fputs("<section id=\"timeline\"><h2>Live heap over time</h2>\n", out);
     fputs(timeline, out);
-    fputs("</section>\n<section id=\"flamegraph\"><h2>Flamegraph of all allocated bytes</h2>\n",
-          out);
+    fputs("</section>\n", out);
+    if (rh_html_memory(db, out, &s)) {
+        free(timeline);
+        free(flame);
+        free(cpuflame);
+        return -1;
+    }
+    fputs("<section id=\"flamegraph\"><h2>Flamegraph of all allocated bytes</h2>\n", out);
     fputs(flame, out);
     fputs("</section>\n", out);
     free(timeline);

@@ -54,6 +54,8 @@ static const char rh_usage[] =
     "  leaks DB [-n N] [--buckets N] [--stacks]   never-freed blocks by call site,\n"
     "                                          steady growth first\n"
     "  peak DB [-n N] [--stacks]               call sites holding memory at the peak\n"
+    "  churn DB [-n N] [--stacks]              call sites by bytes allocated and freed\n"
+    "                                          per second, short-lived blocks\n"
     "  query DB \"SQL\"                          run SQL (the table sel holds the\n"
     "                                          filtered allocations)\n"
     "  flamegraph DB [--leaked|--peak|--all|--cpu] [--folded] -o OUT\n"
@@ -314,6 +316,7 @@ static const struct {
 } rh_cmds[] = {
     {"run", rh_cmd_run},       {"convert", rh_cmd_convert},       {"summary", rh_cmd_summary},
     {"top", rh_cmd_top},       {"leaks", rh_cmd_leaks},           {"peak", rh_cmd_peak},
+    {"churn", rh_cmd_churn},
     {"query", rh_cmd_query},   {"flamegraph", rh_cmd_flamegraph}, {"timeline", rh_cmd_timeline},
     {"export", rh_cmd_export}, {"report", rh_cmd_report},
     {"record", rh_cmd_record},

@@ -625,6 +625,39 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         sqlite3_step(m) == SQLITE_ROW)
         p.duration_nanos = sqlite3_column_int64(m, 0);
     sqlite3_finalize(m);
+    /* the memory beside the heap (rh_cli_memory.c), as comments that
+     * `go tool pprof -comments` prints */
+    int64_t cm[4];
+    size_t ncm = 0;
+    struct rh_memfig mf;
+    if (heap && rh_memory_figures(db, &mf) == 0 && mf.samples) {
+        const struct rh_mem_point *pts[2] = {&mf.peak, &mf.end};
+        for (int i = 0; i < 2; i++) {
+            char c[512], af[64] = "";
+            if (pts[i]->has_alloc)
+                snprintf(af, sizeof af, " alloc_free=%lld", (long long)pts[i]->a_free);
+            snprintf(c, sizeof c,
+                     "rheaper memory %s: time_ns=%lld rss=%lld heap=%lld heap_share=%.4f"
+                     " unexplained=%lld%s",
+                     i ? "at the end" : "at the RSS peak", (long long)pts[i]->t,
+                     (long long)pts[i]->rss, (long long)pts[i]->heap, pts[i]->share,
+                     (long long)pts[i]->unexplained, af);
+            cm[ncm++] = rh_pp_str(&pp, c);
+        }
+        sqlite3_stmt *ch =
+            rh_make_sites(db, 0) ? NULL : rh_churn_stmt(db, 1, p.duration_nanos, NULL);
+        if (ch && sqlite3_step(ch) == SQLITE_ROW) {
+            char c[512];
+            snprintf(
+                c, sizeof c, "rheaper top churn: %s (%s) bytes_per_s=%lld short_lived=%lld",
+                (const char *)sqlite3_column_text(ch, 0), (const char *)sqlite3_column_text(ch, 1),
+                (long long)sqlite3_column_int64(ch, 2), (long long)sqlite3_column_int64(ch, 6));
+            cm[ncm++] = rh_pp_str(&pp, c);
+        }
+        sqlite3_finalize(ch);
+        p.comment = cm;
+        p.n_comment = ncm;
+    }
     if (pp.oom) {
         fprintf(stderr, "rheaper: export --pprof: out of memory\n");
         goto out;

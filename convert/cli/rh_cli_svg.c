@@ -916,10 +916,22 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
         return -1;
     }
 
-    const int W = RH_TL_WIDTH + 20, legend_h = 20 * (nsites + 1) + 20;
+    /* the process's RSS beside the heap, when the recording sampled it */
+    int64_t rss[RH_TL_COLUMNS + 1], rss_max = 0;
+    int nrss = rh_memory_columns(db, span, RH_TL_COLUMNS, rss);
+    if (nrss < 0) {
+        free(d);
+        return -1;
+    }
+    for (int c = 0; c <= RH_TL_COLUMNS; c++)
+        if (rss[c] > rss_max)
+            rss_max = rss[c];
+    const int W = RH_TL_WIDTH + 20, legend_h = 20 * (nsites + 1 + (nrss > 0)) + 20;
     const int H = RH_TL_HEIGHT + legend_h;
     const double px0 = 90, py0 = 40, pw = W - 120, ph = RH_TL_HEIGHT - 90;
-    const double ymax = d->max_total > 0 ? (double)d->max_total * 1.05 : 1;
+    const double ymax = (d->max_total > rss_max ? d->max_total : rss_max) > 0
+                            ? (double)(d->max_total > rss_max ? d->max_total : rss_max) * 1.05
+                            : 1;
     char hb[64], hb2[64];
     rh_svg_open(out, embedded, "rh-timeline", W, H);
     fputs("<rect x=\"0\" y=\"0\" width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n", out);
@@ -1002,6 +1014,33 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
             base[c] += d->v[s][c];
     }
     fputs("</g>\n", out);
+    if (nrss > 0) { /* RSS as a line over the heap: the gap is what the heap does not explain */
+        fputs("<g class=\"tl-rss\"><polyline fill=\"none\" stroke=\"#000000\""
+              " stroke-width=\"1.5\" data-rss=\"",
+              out);
+        for (int c = 0; c <= RH_TL_COLUMNS; c++)
+            fprintf(out, c ? " %" PRId64 : "%" PRId64, rss[c]);
+        fputs("\" points=\"", out);
+        for (int c = 0; c <= RH_TL_COLUMNS; c++)
+            if (rss[c] >= 0)
+                fprintf(out, "%.1f,%.1f ", px0 + pw * c / RH_TL_COLUMNS,
+                        py0 + ph - (double)rss[c] / ymax * ph);
+        fputs("\"><title>RSS</title></polyline>", out);
+        struct rh_memfig mf;
+        char line[256] = "";
+        if (rh_memory_figures(db, &mf) == 0 && mf.samples)
+            rh_memory_line(&mf, &mf.peak, line, sizeof line);
+        int ly = RH_TL_HEIGHT + 10 + 20 * (nsites + 1);
+        fprintf(out,
+                "<line x1=\"%.0f\" y1=\"%d\" x2=\"%.0f\" y2=\"%d\" stroke=\"#000000\""
+                " stroke-width=\"2\"/><text class=\"tl-lv\" x=\"%.0f\" y=\"%d\""
+                " text-anchor=\"end\">max %s</text><text x=\"%.0f\" y=\"%d\">RSS"
+                " (at its peak: ",
+                px0, ly + 7, px0 + 14, ly + 7, px0 + 110, ly + 12,
+                rh_human_bytes(rss_max, hb2, sizeof hb2), px0 + 120, ly + 12);
+        rh_markup_put(out, line);
+        fputs(")</text></g>\n", out);
+    }
     double peak_x = px0 + (double)pt / (double)span * pw;
     fprintf(out,
             "<line class=\"tl-peak\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\""

@@ -70,6 +70,9 @@ struct rh_lv_model {
     size_t nthreads, capthreads;
     struct rh_lv_point *tl;
     size_t ntl, captl;
+    struct rh_lv_point *rss; /* the process's RSS as the runtime sampled it */
+    size_t nrss, caprss;
+    int64_t rss_heap; /* the live heap at the last RSS sample */
     int64_t cpu_total;
     char skipped[512]; /* the allocator wrappers skipped, "" when none */
 };
@@ -83,6 +86,8 @@ struct rh_lv_site *rh_lv_site_add(struct rh_lv_model *m, const char *label, cons
 /* Appends a timeline point, merging with the last one when t is not later.
  * Returns 0 or -1 on out of memory. */
 int rh_lv_point_add(struct rh_lv_model *m, int64_t t, int64_t bytes);
+/* Appends an RSS sample (bytes at t ns). Returns 0 or -1 on out of memory. */
+int rh_lv_rss_add(struct rh_lv_model *m, int64_t t, int64_t bytes);
 /* Writes m as one JSON object (`rheaper live --once --json`). */
 void rh_lv_model_json(const struct rh_lv_model *m, FILE *out);
 

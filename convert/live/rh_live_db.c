@@ -232,6 +232,19 @@ static int rh_ldb_timeline(sqlite3 *db, struct rh_lv_model *m)
     while (!rc && sqlite3_step(st) == SQLITE_ROW)
         rc = rh_lv_point_add(m, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
     sqlite3_finalize(st);
+    if (rc)
+        return rc;
+    /* the process's RSS, when the recording sampled it (the memory table) */
+    if (sqlite3_prepare_v2(db,
+                           "SELECT time, rss, heap FROM memory WHERE rss IS NOT NULL"
+                           " ORDER BY time",
+                           -1, &st, NULL) != SQLITE_OK)
+        return 0; /* a profile without the table */
+    while (!rc && sqlite3_step(st) == SQLITE_ROW) {
+        rc = rh_lv_rss_add(m, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+        m->rss_heap = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
     return rc;
 }
 

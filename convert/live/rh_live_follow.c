@@ -104,6 +104,9 @@ struct rh_follow {
     int64_t trend_sec;      /* the second of the last trend point, -1: none */
     struct rh_lv_point *tl;
     size_t ntl, captl;
+    struct rh_lv_point *rss; /* memory samples: RSS at t */
+    size_t nrss, caprss;
+    int64_t rss_heap; /* the live heap at the last one */
     int pid;
     int oom;
     /* the call-site filter of rh_follow_model */
@@ -237,6 +240,22 @@ static int rh_fl_cpu(struct rh_follow *f, const struct rh_event *ev)
     return 0;
 }
 
+/* A memory sample (EXT MEMSAMPLE, rh_memory_decode): its RSS beside the
+ * live heap. A damaged one is skipped. Returns 0 or -1. */
+static int rh_fl_mem(struct rh_follow *f, const struct rh_event *ev, int64_t t)
+{
+    struct rh_memsample ms;
+    if (rh_memory_decode(ev->ext, ev->ext_len, &ms) || !ms.has_rss)
+        return 0;
+    if (rh_grow(&f->rss, &f->caprss, f->nrss + 1, sizeof *f->rss))
+        return -1;
+    f->rss[f->nrss].t = t;
+    f->rss[f->nrss].bytes = ms.rss > INT64_MAX ? INT64_MAX : (int64_t)ms.rss;
+    f->nrss++;
+    f->rss_heap = f->live_bytes;
+    return 0;
+}
+
 /* Applies one merged event. Returns 0 or -1. */
 static int rh_fl_apply(struct rh_follow *f, const struct rh_event *ev, int age, int final)
 {
@@ -257,6 +276,8 @@ static int rh_fl_apply(struct rh_follow *f, const struct rh_event *ev, int age, 
         return -1;
     if (ev->op == RH_EV_ALLOC || ev->op == RH_EV_RALLOC)
         return rh_fl_alloc(f, ev);
+    if (ev->op == RH_EV_EXT && ev->ext_sub == RIP_EXT_MEMSAMPLE)
+        return rh_fl_mem(f, ev, t);
     if (ev->op > RH_EV_POOLRESET && ev->stack)
         return rh_fl_cpu(f, ev);
     return 0;
@@ -993,6 +1014,10 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
     for (size_t i = 0; i < f->ntl; i++)
         if (rh_lv_point_add(m, f->tl[i].t, f->tl[i].bytes))
             return -1;
+    for (size_t i = 0; i < f->nrss; i++)
+        if (rh_lv_rss_add(m, f->rss[i].t, f->rss[i].bytes))
+            return -1;
+    m->rss_heap = f->rss_heap;
     return 0;
 }
 
@@ -1018,6 +1043,7 @@ void rh_follow_close(struct rh_follow *f)
     free(f->st);
     free(f->th);
     free(f->tl);
+    free(f->rss);
     free(f->held);
     if (f->have_re)
         regfree(&f->re);

@@ -20,10 +20,14 @@ void rh_lv_model_clear(struct rh_lv_model *m)
     free(m->sites);
     free(m->threads);
     free(m->tl);
+    free(m->rss);
     m->sites = NULL;
     m->threads = NULL;
     m->tl = NULL;
+    m->rss = NULL;
     m->nsites = m->capsites = m->nthreads = m->capthreads = m->ntl = m->captl = 0;
+    m->nrss = m->caprss = 0;
+    m->rss_heap = 0;
 }
 
 struct rh_lv_site *rh_lv_site_add(struct rh_lv_model *m, const char *label, const char *func)
@@ -55,6 +59,16 @@ int rh_lv_point_add(struct rh_lv_model *m, int64_t t, int64_t bytes)
     m->tl[m->ntl].t = t;
     m->tl[m->ntl].bytes = bytes;
     m->ntl++;
+    return 0;
+}
+
+int rh_lv_rss_add(struct rh_lv_model *m, int64_t t, int64_t bytes)
+{
+    if (rh_grow(&m->rss, &m->caprss, m->nrss + 1, sizeof *m->rss))
+        return -1;
+    m->rss[m->nrss].t = t;
+    m->rss[m->nrss].bytes = bytes;
+    m->nrss++;
     return 0;
 }
 
@@ -143,5 +157,9 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
     for (size_t i = 0; i < m->ntl; i++)
         fprintf(out, "%s[%lld, %lld]", i ? ", " : "", (long long)m->tl[i].t,
                 (long long)m->tl[i].bytes);
+    fprintf(out, "],\n \"rss\": [");
+    for (size_t i = 0; i < m->nrss; i++)
+        fprintf(out, "%s[%lld, %lld]", i ? ", " : "", (long long)m->rss[i].t,
+                (long long)m->rss[i].bytes);
     fprintf(out, "]}\n");
 }

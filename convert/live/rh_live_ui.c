@@ -451,6 +451,26 @@ static void rh_draw_chart(struct rh_ui *u)
         if (col[c] > mx)
             mx = col[c];
     }
+    /* the process's RSS (memory samples), each column's highest, carried
+     * between samples like the heap; -1 before the first */
+    int64_t *rcol = m->nrss ? calloc((size_t)w, sizeof *rcol) : NULL;
+    if (rcol) {
+        size_t j = 0;
+        int64_t rc = -1;
+        while (j < m->nrss && m->rss[j].t < a)
+            rc = m->rss[j++].bytes;
+        for (int c = 0; c < w; c++) {
+            int64_t ce = a + (int64_t)((double)(b - a) * (c + 1) / w), v = -1;
+            while (j < m->nrss && m->rss[j].t <= ce) {
+                if (m->rss[j].bytes > v)
+                    v = m->rss[j].bytes;
+                rc = m->rss[j++].bytes;
+            }
+            rcol[c] = v >= 0 ? v : rc;
+            if (rcol[c] > mx)
+                mx = rcol[c];
+        }
+    }
     char s[64], t[64];
     snprintf(s, sizeof s, "%s", rh_hb(mx, t, sizeof t));
     rh_put(y0, 0, lx - 1, s);
@@ -461,6 +481,11 @@ static void rh_draw_chart(struct rh_ui *u)
         int bar = mx > 0 ? (int)((col[c] * h + mx - 1) / mx) : 0;
         for (int r = 0; r < bar && r < h; r++)
             mvaddch(y0 + h - 1 - r, lx + c, '#');
+        if (rcol && rcol[c] >= 0 && mx > 0) { /* RSS: a '-' at its level */
+            int r = (int)((rcol[c] * h + mx - 1) / mx);
+            if (r >= 1 && r <= h)
+                mvaddch(y0 + h - r, lx + c, r > bar ? '-' : '=');
+        }
     }
     mvhline(y0 + h, lx - 1, '-', w + 1);
     char l[64], rr[64], line[256];
@@ -468,11 +493,20 @@ static void rh_draw_chart(struct rh_ui *u)
     rh_fmt_time(rr, sizeof rr, b, b - a);
     rh_put(y0 + h + 1, lx - 1, COLS - lx, l);
     rh_put(y0 + h + 1, COLS - (int)strlen(rr) - 1, (int)strlen(rr), rr);
-    snprintf(line, sizeof line, " total live heap over time   zoom %gx   peak %s at %.2f s%s",
-             u->zoom, rh_hb(m->peak_bytes, t, sizeof t), (double)m->peak_t / 1e9,
+    char rs[96] = "";
+    if (m->nrss) { /* the last RSS sample and the share of it the heap explained then */
+        char r1[32];
+        int64_t last = m->rss[m->nrss - 1].bytes;
+        snprintf(rs, sizeof rs, "   heap #, RSS - %s (heap %.0f%% of it)",
+                 rh_hb(last, r1, sizeof r1),
+                 last > 0 ? 100.0 * (double)m->rss_heap / (double)last : 0.0);
+    }
+    snprintf(line, sizeof line, " total live heap over time   zoom %gx   peak %s at %.2f s%s%s",
+             u->zoom, rh_hb(m->peak_bytes, t, sizeof t), (double)m->peak_t / 1e9, rs,
              u->win_end < 0 && m->following ? "   (following the end)" : "");
     rh_put(3, 0, COLS, line);
     free(col);
+    free(rcol);
 }
 
 static void rh_draw(struct rh_ui *u)

@@ -10,6 +10,8 @@
  *   /data/ID/export/heaptrack?F             heaptrack's format (rh_heaptrack_write)
  *   /data/ID/mmaps, /data/ID/mallopts       the mmaps and mallopts tables
  *   /data/ID/timeline?F, /threads?F, /leaks?F&count, /diff/OTHER?F&count
+ *   /data/ID/memory?F&count                 RSS and the allocator beside the heap,
+ *                                           the top churn sites (rh_cli_memory.c)
  * ID is an id from /list or `last`. F are the filters (rh_cli_qfilter.c). The
  * JSON keeps bytehound's field names and shapes (its server-core protocol);
  * what rheaper does not know is null (README, "rheaper serve"). Every answer
@@ -885,6 +887,8 @@ static int rh_ep_mallopts(struct rh_req *q)
 /* Without row filters the converter's timeline table answers (its columns'
  * end times, highest and ending live bytes); it keeps no block counts, so
  * end_count is null there. Returns 1 when it answered, 0 when not, -1. */
+static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n);
+static int64_t *rh_timeline_xs(sqlite3 *db, int *n);
 static int rh_timeline_stored(struct rh_req *q)
 {
     struct rh_scope sc;
@@ -912,8 +916,66 @@ static int rh_timeline_stored(struct rh_req *q)
             return -1;
         fputc(']', o);
     }
+    int n;
+    int64_t *xs = rh_timeline_xs(q->db, &n);
+    if (!xs)
+        return -1;
+    int rc = rh_timeline_rss(q, xs, n);
+    free(xs);
+    if (rc)
+        return -1;
     fputs(",\"stored\":true}\n", o);
     return 1;
+}
+
+/* ,"rss":[...] beside the timeline's n columns ending at xs: the highest RSS
+ * sampled in each (rh_memory_series), null where none; nothing without
+ * memory samples. Returns 0 or -1. */
+static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n)
+{
+    int64_t *rss = malloc((size_t)(n > 0 ? n : 1) * sizeof *rss);
+    if (!rss)
+        return -1;
+    int got = rh_memory_series(q->db, xs, n, rss);
+    if (got > 0) {
+        fputs(",\"rss\":[", q->out);
+        for (int c = 0; c < n; c++) {
+            if (rss[c] >= 0)
+                fprintf(q->out, "%s%" PRId64, c ? "," : "", rss[c]);
+            else
+                fputs(c ? ",null" : "null", q->out);
+        }
+        fputc(']', q->out);
+    }
+    free(rss);
+    return got < 0 ? -1 : 0;
+}
+
+/* The stored timeline's column end times, for its RSS. NULL on error. */
+static int64_t *rh_timeline_xs(sqlite3 *db, int *n)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t *xs = NULL;
+    size_t cap = 0;
+    *n = 0;
+    if (sqlite3_prepare_v2(db, "SELECT t FROM timeline ORDER BY col", -1, &st, NULL) != SQLITE_OK)
+        return NULL;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        if ((size_t)*n == cap) {
+            size_t nc = cap ? cap * 2 : 1024;
+            int64_t *x = realloc(xs, nc * sizeof *x);
+            if (!x) {
+                free(xs);
+                sqlite3_finalize(st);
+                return NULL;
+            }
+            xs = x;
+            cap = nc;
+        }
+        xs[(*n)++] = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return xs ? xs : calloc(1, sizeof *xs);
 }
 
 static int rh_ep_timeline(struct rh_req *q)
@@ -978,6 +1040,13 @@ static int rh_ep_timeline(struct rh_req *q)
         }
         fputc(']', o);
     }
+    {
+        int64_t xs[RH_TL_COLS + 1];
+        for (int c = 0; c <= RH_TL_COLS; c++)
+            xs[c] = (int64_t)((__int128)span * c / RH_TL_COLS);
+        if (rh_timeline_rss(q, xs, RH_TL_COLS + 1))
+            goto out;
+    }
     fputs(",\"stored\":false}\n", o);
     rc = 0;
 out:
@@ -987,6 +1056,31 @@ out:
     free(en);
     free(act);
     return rc ? rh_q_fail(q) : 0;
+}
+
+/* /data/ID/memory?F&count: the process's memory beside the heap (the
+ * figures of `rheaper summary`, rh_memory_json) and the top `count` (default
+ * 10) churn sites of the scope, as `rheaper churn --json` lists them. */
+static int rh_ep_memory(struct rh_req *q)
+{
+    static const char *const own[] = {"count", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    struct rh_memfig m;
+    if (rh_memory_figures(q->db, &m) || rh_make_sites(q->db, 0))
+        return rh_q_fail(q);
+    sqlite3_stmt *c = rh_churn_stmt(q->db, q->count >= 0 ? (int)q->count : 10, q->duration, NULL);
+    if (!c)
+        return rh_q_fail(q);
+    fputs("{\"memory\":", q->out);
+    rh_memory_json(q->out, &m);
+    fputs(",\"churn\":", q->out);
+    int rc = rh_print_stmt(c, RH_FMT_JSON, q->out);
+    sqlite3_finalize(c);
+    if (rc)
+        return rh_q_fail(q);
+    fputs("}\n", q->out);
+    return 0;
 }
 
 static int rh_ep_threads(struct rh_req *q)
@@ -1195,6 +1289,8 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
         rc = rh_ep_timeline(&q);
     else if (!strcmp(ep, "threads"))
         rc = rh_ep_threads(&q);
+    else if (!strcmp(ep, "memory"))
+        rc = rh_ep_memory(&q);
     else if (!strcmp(ep, "leaks"))
         rc = rh_ep_leaks(&q);
     else if (!strncmp(ep, "diff/", 5) && ep[5])

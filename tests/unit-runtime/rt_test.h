@@ -156,7 +156,9 @@ static void tr_decode(struct tr_file *f, int ci, const uint8_t *pl)
         unsigned unit = (b0 & RIP_B0_RAWADDR) ? 1 : 16;
         unsigned dtn = b0 >> RIP_B0_DT_SHIFT;
         struct tr_event e = {.op = op, .tid = tid, .slot = c->h.slot, .chunk = ci};
-        if (op >= RIP_OP_ALLOC && op <= RIP_OP_FAIL) {
+        /* byte 0's time delta counts for EXT too (timed EXT records; an
+         * untimed one carries 0) */
+        if ((op >= RIP_OP_ALLOC && op <= RIP_OP_FAIL) || op == RIP_OP_EXT) {
             uint64_t dt = dtn;
             if (dtn == RIP_B0_DT_VARINT && tr_vget(&p, end, &dt, f, o))
                 return;

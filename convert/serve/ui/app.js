@@ -65,6 +65,10 @@ async function loadTimeline(q) {
             { label: "live blocks", data: t.end_count, borderColor: "#36c", pointRadius: 0,
               yAxisID: "y1" }],
     };
+    /* the process's RSS, when the recording sampled it: the gap above the
+     * heap is memory the heap does not explain */
+    if (t.rss) data.datasets.push({ label: "RSS (max per column)", data: t.rss, borderColor: "#000",
+        pointRadius: 0, spanGaps: true, yAxisID: "y" });
     if (timelineChart) { timelineChart.data = data; timelineChart.update("none"); return; }
     timelineChart = new Chart($("timeline"), {
         type: "line", data,
@@ -88,6 +92,36 @@ async function loadTimeline(q) {
         $("filters").elements.to.value = to.toFixed(6);
         apply();
     });
+}
+
+/* ---- memory not explained by the heap ------------------------------------------ */
+
+const hbytes = (b) => {
+    const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0, v = b;
+    while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+    return `${i ? v.toFixed(2) : v} ${u[i]}`;
+};
+
+/* The line under the chart: RSS, the heap and the gap at the RSS peak, and
+ * the top churn sites of the filtered scope (/data/ID/memory). Hidden when
+ * the profile has no memory samples. */
+async function loadMemory(q) {
+    q.set("count", "3");
+    const r = await api(`/data/${state.p}/memory?${q}`);
+    const box = $("memory"), m = r.memory;
+    if (!m.samples) { box.hidden = true; box.dataset.unexplained = ""; return; }
+    const p = m.peak;
+    const churn = r.churn.map((c) => `<code>${esc(c.function)}</code> (${esc(c.location)}) ` +
+        `${hbytes(c.churn_bytes_per_s)}/s, ${c.short_lived} short-lived`).join("; ");
+    box.innerHTML = `<b>Memory not explained by the heap</b>: at the RSS peak ` +
+        `(${(p.time_ns / 1e9).toFixed(3)} s) RSS ${hbytes(p.rss)}, live heap ${hbytes(p.heap)}: ` +
+        `the heap explains ${(100 * p.heap_share).toFixed(1)}%, ${hbytes(p.unexplained)} not explained` +
+        (p.alloc_free !== undefined ? `; ${m.allocator}: ${hbytes(p.alloc_free)} of the arena not in use` : "") +
+        (churn ? `. Top churn: ${churn}` : "");
+    box.dataset.unexplained = String(p.unexplained);
+    box.dataset.churn = r.churn.length ? r.churn[0].function : "";
+    box.hidden = false;
 }
 
 /* ---- call sites -------------------------------------------------------------- */
@@ -229,7 +263,7 @@ async function apply() {
         `${(p.runtime.secs + p.runtime.fract_nsecs / 1e9).toFixed(3)} s, ` +
         `${p.final_allocated} bytes never freed`;
     try {
-        const loads = [loadTimeline(filterParams())];
+        const loads = [loadTimeline(filterParams()), loadMemory(filterParams())];
         const q = filterParams();
         if (state.tab === "sites") loads.push(loadSites(q));
         if (state.tab === "flame") loadFlame(q);
