@@ -24,6 +24,7 @@
 #include "rh_cli.h"
 #include "rh_convert.h"
 #include "rh_live.h"
+#include "rh_push.h"
 
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"
@@ -67,6 +68,8 @@ static const char rh_usage[] =
     "                                          or vanished from A to B\n"
     "  serve PROFILE... [--listen ADDR:PORT] [--any]   web UI and bytehound's REST\n"
     "                                          API (default 127.0.0.1:8080)\n"
+    "  push PROFILE... --clickhouse URL [--label KEY=VALUE]...   send profiles (dbs\n"
+    "                                          or rips) to ClickHouse (docs/fleet.md)\n"
     "\n"
     "Output: --json or --csv instead of aligned columns.\n"
     "Filters (every command): --from T, --to T (seconds or N%), --function RE,\n"
@@ -319,6 +322,7 @@ static const struct {
     {"live", rh_cmd_live},     {"view", rh_cmd_view},             {"list", rh_cmd_list},
     {"mmaps", rh_cmd_mmaps},
     {"diff", rh_cmd_diff},     {"serve", rh_cmd_serve}, /* issue 15 */
+    {"push", rh_cmd_push},
 };
 
 int main(int argc, char **argv)
