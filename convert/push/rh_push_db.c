@@ -511,7 +511,7 @@ static const struct {
     {"allocations", "temporary", "UInt8"},
     {"allocations", "weight", "Float64"},
     {"backtraces", "id", "UInt64"},
-    {"backtraces", "frame_no", "UInt32"},
+    {"backtraces", "frame_no", "Int64"},
     {"backtraces", "line", "Nullable(Int64)"},
     {"backtraces", "address", "Nullable(Int64)"},
     {"backtraces", "inlined", "UInt8"},
@@ -863,10 +863,14 @@ static const char rh_profiles_ddl[] =
     " pushed_from String)"
     " ENGINE = MergeTree PARTITION BY profile ORDER BY profile";
 
-/* Seeds the views the SQLite profile has, over the pushed tables: callsites
- * (per profile and stack, frame 0's function, as the SQLite view) and leaks.
- * ClickHouse 18.16 has no correlated subquery, so the join is on the
- * aggregate. */
+/* The views, one statement a line, created in the push's database (names
+ * unqualified: ClickHouse binds them to the database current at creation,
+ * so docs/fleet.md creates the same views over the Distributed tables).
+ * callsites and leaks are the SQLite profile's (callsites per profile and
+ * stack, frame 0's function); sites groups per profile and call site past
+ * allocator wrappers (stacks.callsite), the grouping fleet questions use;
+ * profile_labels has one row per label. ClickHouse 18.16 joins one table
+ * per SELECT, on USING columns of equal types, so joins nest. */
 static const char rh_views_ddl[] =
     "CREATE VIEW IF NOT EXISTS callsites AS SELECT profile, bt, kind, count, total_size,"
     " avg_size, min_size, max_size, leaked_count, leaked_bytes, avg_lifetime, sym, file, line"
@@ -877,7 +881,21 @@ static const char rh_views_ddl[] =
     " avg(dealloc_after - alloc_after) AS avg_lifetime FROM allocations GROUP BY profile, bt)"
     " ANY LEFT JOIN (SELECT profile, id AS bt, sym, file, line FROM backtraces"
     " WHERE frame_no = 0) USING (profile, bt)\n"
-    "CREATE VIEW IF NOT EXISTS leaks AS SELECT * FROM allocations WHERE dealloc_after IS NULL";
+    "CREATE VIEW IF NOT EXISTS leaks AS SELECT * FROM allocations WHERE dealloc_after IS NULL\n"
+    "CREATE VIEW IF NOT EXISTS sites AS SELECT profile, sym, file, line, sum(count) AS count,"
+    " sum(bytes) AS bytes, sum(leaked_count) AS leaked_count,"
+    " sum(leaked_bytes) AS leaked_bytes, uniqExact(bt) AS stacks"
+    " FROM (SELECT profile, bt, count, bytes, leaked_count, leaked_bytes, callsite"
+    " FROM (SELECT profile, bt, count() AS count, sum(size) AS bytes,"
+    " sum(dealloc_after IS NULL) AS leaked_count,"
+    " sum(if(dealloc_after IS NULL, size, 0)) AS leaked_bytes"
+    " FROM allocations GROUP BY profile, bt)"
+    " ANY LEFT JOIN (SELECT profile, id AS bt, callsite FROM stacks) USING (profile, bt))"
+    " ANY LEFT JOIN (SELECT profile, id AS bt, frame_no AS callsite, sym, file, line"
+    " FROM backtraces) USING (profile, bt, callsite)"
+    " GROUP BY profile, sym, file, line\n"
+    "CREATE VIEW IF NOT EXISTS profile_labels AS SELECT profile, host, labels.key AS key,"
+    " labels.value AS value FROM profiles ARRAY JOIN labels";
 
 /* Sends the profiles row into its staging table. Returns 0 or -1. */
 struct rh_one_row {

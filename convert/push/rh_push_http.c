@@ -300,12 +300,14 @@ static int rh_ch_perform(struct rh_ch *c, struct rh_buf *body, const char *what,
 static void rh_ch_what(const char *sql, char *out, size_t outlen)
 {
     size_t n = 0;
-    int words = 0, space = 1;
+    int words = 0, space = 1, last = 3; /* "CREATE TABLE IF NOT EXISTS t": 6 */
     while (*sql && isspace((unsigned char)*sql))
         sql++;
     for (; *sql && n + 1 < outlen && n < 80; sql++) {
         int s = isspace((unsigned char)*sql) || *sql == '(';
-        if (s && !space && ++words == (strncmp(out, "CREATE TABLE IF", 15) ? 3 : 6))
+        if (s && !space && ++words == 3 && n >= 3 && !strncmp(out + n - 3, " IF", 3))
+            last = 6;
+        if (s && !space && words == last)
             break;
         if (!(s && space))
             out[n++] = s ? ' ' : *sql;
