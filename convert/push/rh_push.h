@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- rh_push_http.c: ClickHouse over HTTP ---------------------------------- */
 
@@ -26,8 +27,20 @@ struct rh_buf {
     size_t n, cap;
 };
 
-/* Appends n bytes; returns 0 or -1 (out of memory, the buffer unchanged). */
-int rh_buf_add(struct rh_buf *b, const void *p, size_t n);
+/* Makes room for n more bytes and a NUL. Returns 0 or -1 (out of memory). */
+int rh_buf_grow(struct rh_buf *b, size_t n);
+
+/* Appends n bytes, NUL-terminated; returns 0 or -1 (out of memory, the
+ * buffer unchanged). Inline: RowBinary rows call it per value. */
+static inline int rh_buf_add(struct rh_buf *b, const void *p, size_t n)
+{
+    if (b->n + n + 1 > b->cap && rh_buf_grow(b, n))
+        return -1;
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 0;
+}
 void rh_buf_free(struct rh_buf *b);
 
 /* Connects nothing yet: checks the URL (http:// or https://, no user or

@@ -115,6 +115,7 @@ struct rh_sentry {
     uint32_t n;
     uint64_t stable;
     char *kind; /* NULL: undefined stack */
+    size_t kind_len;
     int dup; /* another stack of the profile has the same stable id */
 };
 
@@ -192,6 +193,8 @@ struct rh_push {
     uint64_t profile;
     char pid[24]; /* the profile id as decimal text, for SQL */
     struct rh_smap smap;
+    struct rh_sentry **dense; /* by the converter's id, 0..ndense-1; NULL: none */
+    int64_t ndense;
     char *err;
     size_t errlen;
     /* tables moved into place so far, to drop again on failure */
@@ -249,6 +252,7 @@ static int rh_push_stacks_map(struct rh_push *p)
             snprintf(p->err, p->errlen, "out of memory");
             return -1;
         }
+        e->kind_len = kind ? strlen(kind) : 0;
         e->stable = rh_sid_final(e->frames, e->n, kind, sqlite3_column_int(st, 2));
     }
     sqlite3_finalize(st);
@@ -279,14 +283,32 @@ static int rh_push_stacks_map(struct rh_push *p)
         }
     }
     rh_smap_free(&seen);
+    /* the converter numbers stacks from 1: a direct table for the row loop */
+    int64_t max = 0;
+    for (size_t i = 0; i < p->smap.cap; i++)
+        if (p->smap.e[i].local != INT64_MIN && p->smap.e[i].local > max)
+            max = p->smap.e[i].local;
+    if (max < (1 << 24) && (p->dense = calloc((size_t)max + 1, sizeof *p->dense))) {
+        p->ndense = max + 1;
+        for (size_t i = 0; i < p->smap.cap; i++)
+            if (p->smap.e[i].local >= 0 && p->smap.e[i].local != INT64_MIN)
+                p->dense[p->smap.e[i].local] = &p->smap.e[i];
+    }
     return 0;
 }
 
 /* The stable id of the converter's stack `local`; 0 for a stack the profile
  * does not describe. */
+static const struct rh_sentry *rh_push_entry(const struct rh_push *p, int64_t local)
+{
+    if (local >= 0 && local < p->ndense)
+        return p->dense[local];
+    return rh_smap_find(&p->smap, local);
+}
+
 static uint64_t rh_push_stable(const struct rh_push *p, int64_t local)
 {
-    const struct rh_sentry *e = rh_smap_find(&p->smap, local);
+    const struct rh_sentry *e = rh_push_entry(p, local);
     return e ? e->stable : 0;
 }
 
@@ -355,26 +377,58 @@ static int rh_rb_str(struct rh_buf *b, const char *s, size_t n)
 }
 
 /* Writes an integer value as column type t (little-endian, truncated to the
- * width: x86-64 is little-endian). */
+ * width: x86-64 is little-endian). A fixed size per case, so each copy is a
+ * move, not a call: this runs per value. */
 static int rh_rb_int(struct rh_buf *b, enum rh_ctype t, int64_t v)
 {
-    static const uint8_t width[] = {[CT_I8] = 1, [CT_I16] = 2, [CT_I32] = 4, [CT_I64] = 8,
-                                    [CT_U8] = 1, [CT_U16] = 2, [CT_U32] = 4, [CT_U64] = 8,
-                                    [CT_DATETIME] = 4};
-    if (t == CT_F64) {
+    if (b->n + 9 > b->cap && rh_buf_grow(b, 9))
+        return -1;
+    char *o = b->p + b->n;
+    switch (t) {
+    case CT_I8:
+    case CT_U8:
+        *o = (char)v;
+        b->n += 1;
+        return 0;
+    case CT_I16:
+    case CT_U16: {
+        uint16_t x = (uint16_t)v;
+        memcpy(o, &x, 2);
+        b->n += 2;
+        return 0;
+    }
+    case CT_I32:
+    case CT_U32:
+    case CT_DATETIME: {
+        uint32_t x = (uint32_t)v;
+        memcpy(o, &x, 4);
+        b->n += 4;
+        return 0;
+    }
+    case CT_I64:
+    case CT_U64:
+        memcpy(o, &v, 8);
+        b->n += 8;
+        return 0;
+    case CT_F64: {
         double d = (double)v;
-        return rh_buf_add(b, &d, 8);
+        memcpy(o, &d, 8);
+        b->n += 8;
+        return 0;
     }
-    if (t == CT_F32) {
+    case CT_F32: {
         float f = (float)v;
-        return rh_buf_add(b, &f, 4);
+        memcpy(o, &f, 4);
+        b->n += 4;
+        return 0;
     }
-    if (t == CT_STR) {
+    case CT_STR:
+    default: {
         char s[24];
         int n = snprintf(s, sizeof s, "%lld", (long long)v);
         return rh_rb_str(b, s, (size_t)n);
     }
-    return rh_buf_add(b, &v, width[t]);
+    }
 }
 
 /* Encodes column c of the current row of st into b. Returns 0 or -1 (out of
@@ -385,11 +439,12 @@ static int rh_rb_col(const struct rh_push *p, struct rh_buf *b, const struct rh_
     int type = c->src >= 0 ? sqlite3_column_type(st, c->src) : SQLITE_NULL;
     if (c->kind_of) {
         const struct rh_sentry *e =
-            type == SQLITE_NULL ? NULL : rh_smap_find(&p->smap, sqlite3_column_int64(st, c->src));
+            type == SQLITE_NULL ? NULL : rh_push_entry(p, sqlite3_column_int64(st, c->src));
         const char *k = e && e->kind ? e->kind : "unknown";
+        size_t kl = e && e->kind ? e->kind_len : 7;
         if (c->nullable && rh_buf_add(b, "\0", 1))
             return -1;
-        return c->t == CT_STR ? rh_rb_str(b, k, strlen(k)) : rh_rb_int(b, c->t, 0);
+        return c->t == CT_STR ? rh_rb_str(b, k, kl) : rh_rb_int(b, c->t, 0);
     }
     if (c->nullable) {
         uint8_t isnull = type == SQLITE_NULL;
@@ -458,7 +513,7 @@ static long rh_feed_fill(void *arg, char *out, size_t cap)
             }
             if (f->dedup_src >= 0) {
                 const struct rh_sentry *e =
-                    rh_smap_find(&f->p->smap, sqlite3_column_int64(f->st, f->dedup_src));
+                    rh_push_entry(f->p, sqlite3_column_int64(f->st, f->dedup_src));
                 if (e && e->dup)
                     continue;
             }
@@ -529,7 +584,7 @@ static const struct {
 static const char *rh_push_order(const char *table)
 {
     if (!strcmp(table, "allocations"))
-        return "bt, id";
+        return "id";
     if (!strcmp(table, "backtraces"))
         return "id, frame_no";
     if (!strcmp(table, "stacks") || !strcmp(table, "stack_stats") || !strcmp(table, "threads"))
@@ -1056,7 +1111,9 @@ int rh_push_db(struct rh_ch *c, const char *db_path, const struct rh_push_labels
     int rc = -1;
     char **tables = NULL;
     int ntables = 0;
-    if (sqlite3_open_v2(db_path, &p.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    /* one thread uses the connection: no mutex per sqlite3_column_* call */
+    if (sqlite3_open_v2(db_path, &p.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK) {
         snprintf(err, errlen, "%s: cannot open (%s)", db_path,
                  p.db ? sqlite3_errmsg(p.db) : "out of memory");
         goto out;
@@ -1175,6 +1232,7 @@ out:
         free(tables[i]);
     free(tables);
     rh_smap_free(&p.smap);
+    free(p.dense);
     if (p.db)
         sqlite3_close(p.db);
     res->seconds = rh_push_now() - t0;

@@ -35,21 +35,16 @@ struct rh_ch {
     char *user, *password; /* NULL: none (ClickHouse's default user) */
 };
 
-int rh_buf_add(struct rh_buf *b, const void *p, size_t n)
+int rh_buf_grow(struct rh_buf *b, size_t n)
 {
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *q = realloc(b->p, cap);
-        if (!q)
-            return -1;
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, p, n);
-    b->n += n;
-    b->p[b->n] = 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + n + 1)
+        cap *= 2;
+    char *q = realloc(b->p, cap);
+    if (!q)
+        return -1;
+    b->p = q;
+    b->cap = cap;
     return 0;
 }
 
