@@ -8,7 +8,7 @@
 set -u
 BIN=$1 H=$2 WORK=$3 DOC=$4
 RH=$BIN/rheaper
-SPIDS= CPID=
+CPID=
 
 fail() {
     echo "FAIL: $*" >&2
@@ -18,114 +18,30 @@ fail() {
     for n in 1 2; do
         [ -s "$WORK/ch$n/log/err.log" ] && { echo "--- ch$n err.log"; tail -5 "$WORK/ch$n/log/err.log"; }
     done
-    exit 1
+    exit 1 # the EXIT trap stops the servers (a failure inside $(...) only ends that subshell)
 }
 
 # The servers and the collector are this script's children: stopped at exit.
+. "$(dirname "$0")/clickhouse.sh"
 stop_all() {
     [ -n "$CPID" ] && kill "$CPID" 2>/dev/null
-    for p in $SPIDS; do kill -TERM "$p" 2>/dev/null; done
-    for p in $SPIDS; do
-        i=0
-        while kill -0 "$p" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-        kill -KILL "$p" 2>/dev/null
-    done
-    SPIDS=
+    ch_stop_all
 }
 trap stop_all EXIT
 trap 'stop_all; exit 1' INT TERM
-
-CHS=$(command -v clickhouse-server || { [ -x /usr/sbin/clickhouse-server ] && echo /usr/sbin/clickhouse-server; })
-for tool in "$CHS" "$(command -v clickhouse-client)" "$(command -v sqlite3)" "$(command -v curl)"; do
-    if [ -z "$tool" ]; then
-        if [ "${CI:-}" = true ]; then
-            fail "clickhouse-server, clickhouse-client, sqlite3 and curl are needed (cmake/quickstart.sh TEST_PKGS installs them)"
-        fi
-        echo "SKIP: clickhouse-server, clickhouse-client, sqlite3 or curl is not installed"
-        exit 77
-    fi
-done
+ch_need
 
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
 export LC_ALL=C
 
-# ---- two servers on free loopback ports ---------------------------------------------
+# ---- two servers on free loopback ports, two shards of rheaper_fleet -------------------
 
-# A TCP port nobody listens on (from /proc/net/tcp*) and not chosen before.
-TAKEN=
-free_port() {
-    while :; do
-        p=$(( ($$ * 7919 + $(date +%N | sed 's/^0*//;s/^$/0/')) % 30000 + 20000 ))
-        hex=$(printf '%04X' "$p")
-        case " $TAKEN " in *" $p "*) continue ;; esac
-        if ! cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '{print $2}' | grep -q ":$hex\$"; then
-            TAKEN="$TAKEN $p"
-            echo "$p"
-            return
-        fi
-    done
-}
-HTTP1=$(free_port); free_port >/dev/null
-TCP1=$(echo "$TAKEN" | awk '{print $NF}')
-HTTP2=$(free_port); free_port >/dev/null
-TCP2=$(echo "$TAKEN" | awk '{print $NF}')
-
-# config N HTTP TCP: the configuration of server N, everything under chN/.
-config() {
-    d=$WORK/ch$1
-    mkdir -p "$d/log" "$d/data" "$d/tmp" "$d/user_files" "$d/format_schemas"
-    cat >"$d/config.xml" <<EOF
-<?xml version="1.0"?>
-<yandex>
-  <logger><level>warning</level><log>$d/log/server.log</log><errorlog>$d/log/err.log</errorlog><size>10M</size><count>1</count></logger>
-  <http_port>$2</http_port>
-  <tcp_port>$3</tcp_port>
-  <listen_host>127.0.0.1</listen_host>
-  <path>$d/data/</path>
-  <tmp_path>$d/tmp/</tmp_path>
-  <user_files_path>$d/user_files/</user_files_path>
-  <format_schema_path>$d/format_schemas/</format_schema_path>
-  <users_config>$d/users.xml</users_config>
-  <default_profile>default</default_profile>
-  <default_database>default</default_database>
-  <mark_cache_size>67108864</mark_cache_size>
-  <uncompressed_cache_size>67108864</uncompressed_cache_size>
-  <max_concurrent_queries>20</max_concurrent_queries>
-  <mlock_executable>false</mlock_executable>
-  <remote_servers>
-    <rheaper_fleet>
-      <shard><replica><host>127.0.0.1</host><port>$TCP1</port></replica></shard>
-      <shard><replica><host>127.0.0.1</host><port>$TCP2</port></replica></shard>
-    </rheaper_fleet>
-  </remote_servers>
-</yandex>
-EOF
-    cat >"$d/users.xml" <<EOF
-<?xml version="1.0"?>
-<yandex>
-  <profiles><default><max_memory_usage>2000000000</max_memory_usage></default></profiles>
-  <users>
-    <default><password></password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></default>
-    <pusher><password>s3cret words</password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks><profile>default</profile><quota>default</quota></pusher>
-  </users>
-  <quotas><default></default></quotas>
-</yandex>
-EOF
-}
-config 1 "$HTTP1" "$TCP1"
-config 2 "$HTTP2" "$TCP2"
-for n in 1 2; do
-    "$CHS" --config-file="$WORK/ch$n/config.xml" >"$WORK/ch$n.out" 2>&1 &
-    SPIDS="$SPIDS $!"
-done
-for port in $HTTP1 $HTTP2; do
-    i=0
-    until [ "$(curl -s "http://127.0.0.1:$port/ping")" = "Ok." ]; do
-        i=$((i + 1))
-        [ $i -gt 300 ] && fail "clickhouse-server on port $port did not answer in 30 s"
-        sleep 0.1
-    done
-done
+ch_ports 4
+HTTP1=$PORT1 TCP1=$PORT2 HTTP2=$PORT3 TCP2=$PORT4
+ch_config "$WORK/ch1" "$HTTP1" "$TCP1" "$TCP1" "$TCP2"
+ch_config "$WORK/ch2" "$HTTP2" "$TCP2" "$TCP1" "$TCP2"
+ch_start "$WORK/ch1" "$HTTP1"
+ch_start "$WORK/ch2" "$HTTP2"
 URL1=http://127.0.0.1:$HTTP1/
 URL2=http://127.0.0.1:$HTTP2/
 # ch N [clickhouse-client options] QUERY: TSV, NULL as empty (as sqlite3 prints it)
