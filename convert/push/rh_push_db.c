@@ -436,6 +436,10 @@ static int rh_rb_int(struct rh_buf *b, enum rh_ctype t, int64_t v)
 static int rh_rb_col(const struct rh_push *p, struct rh_buf *b, const struct rh_col *c,
                      sqlite3_stmt *st)
 {
+    /* the common case first: a plain integer column (NULL reads as 0) */
+    if (!c->nullable && !c->stack && !c->kind_of && c->src >= 0 && c->t != CT_STR &&
+        c->t != CT_F64 && c->t != CT_F32)
+        return rh_rb_int(b, c->t, sqlite3_column_int64(st, c->src));
     int type = c->src >= 0 ? sqlite3_column_type(st, c->src) : SQLITE_NULL;
     if (c->kind_of) {
         const struct rh_sentry *e =

@@ -104,11 +104,12 @@ ch_start() {
 }
 
 ch_stop_all() {
-    for _p in $SPIDS; do kill -TERM "$_p" 2>/dev/null; done
+    for _p in $SPIDS; do kill -TERM "$_p" 2>/dev/null || :; done
     for _p in $SPIDS; do
         _i=0
         while kill -0 "$_p" 2>/dev/null && [ $_i -lt 100 ]; do sleep 0.1; _i=$((_i + 1)); done
-        kill -KILL "$_p" 2>/dev/null
+        kill -KILL "$_p" 2>/dev/null || :
     done
     SPIDS=
+    return 0
 }

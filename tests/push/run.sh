@@ -63,14 +63,16 @@ doc() {
         inside && /^```/ { exit }
         inside { print }' "$DOC"
 }
-for name in fleet-ddl top-callsites top-callsites-per-profile long-lived fleet-leaks every-host by-build median; do
+for name in fleet-ddl top-callsites seed-bytes seed-avg seed-spread top-callsites-per-profile long-lived fleet-leaks every-host by-build median; do
     [ -n "$(doc "$name")" ] || fail "docs/fleet.md has no query $name"
 done
 
 # ---- three recordings of a program with a planted leak ---------------------------
 
 for h in a b c; do mkdir -p "$h"; done
-(cd a && RHEAPER_ENABLE=1 "$H/push_leak" 300 >/dev/null 2>../rec.err) || fail "run a"
+# a without address randomization, b and c with it: their modules load at
+# other addresses, and the stacks must still get the same ids
+(cd a && RHEAPER_ENABLE=1 setarch "$(uname -m)" -R "$H/push_leak" 300 >/dev/null 2>../rec.err) || fail "run a"
 (cd b && RHEAPER_ENABLE=1 "$H/push_leak" 200 extra >/dev/null 2>../rec.err) || fail "run b"
 (cd c && RHEAPER_ENABLE=1 "$H/push_leak" 300 >/dev/null 2>../rec.err) || fail "run c"
 for h in a b c; do
@@ -143,7 +145,8 @@ got=$(ch 1 -d fleet -q "SELECT uniqExact(id), uniqExact(profile) FROM backtraces
 [ "$got" = "1	3" ] || fail "remember_session's stack: '$got' (ids, profiles), wanted one id in 3 profiles"
 b1=$(q a.db "select min(base) from modules where path like '%push_leak'")
 b2=$(q b.db "select min(base) from modules where path like '%push_leak'")
-echo "ok: one stack id for the leak on three hosts (load addresses $b1 and $b2)"
+[ -n "$b1" ] && [ "$b1" != "$b2" ] || fail "push_leak loaded at the same address in runs a and b ($b1): the test proves nothing"
+echo "ok: one stack id for the leak on three hosts (push_leak loaded at $b1 and $b2)"
 
 # ---- the documented questions ------------------------------------------------------------
 
@@ -151,6 +154,22 @@ echo "ok: one stack id for the leak on three hosts (load addresses $b1 and $b2)"
 got=$(doc top-callsites | ch 2 -d rheaper -mn)
 want=$(q b.db "$(doc top-callsites)")
 [ -n "$want" ] && [ "$got" = "$want" ] || fail "top call sites on shard 2: '$got', SQLite '$want'"
+# the seed's other queries on shard 2: the same figures (bt is the stable id there)
+got=$(doc seed-bytes | ch 2 -d rheaper -mn | cut -f2)
+want=$(q b.db "select sum(size) from allocations group by bt order by 1 desc limit 10")
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "seed-bytes: '$got', SQLite '$want'"
+num() { awk -F'\t' -v OFS='\t' '{ for (i = 1; i <= NF; i++) $i = sprintf("%.6g", $i); print }'; }
+got=$(doc seed-avg | ch 2 -d rheaper -mn | num)
+want=$(q b.db "$(doc seed-avg)" | num)
+[ "$got" = "$want" ] && [ "$(echo "$got" | cut -f2)" = 640 ] || fail "seed-avg: '$got', SQLite '$want'"
+got=$(doc seed-spread | ch 2 -d rheaper -mn | cut -f2,3)
+want=$(q b.db "$(doc seed-spread)" | cut -f2,3)
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "seed-spread: '$got', SQLite '$want'"
+id=$(ch 2 -q "SELECT id FROM rheaper.backtraces WHERE frame_no = 0 AND sym = 'remember_session'")
+lid=$(q b.db "select id from backtraces where frame_no = 0 and sym = 'remember_session'")
+got=$(ch 2 -d rheaper -q "SELECT frame_no, sym, file, line, inlined FROM backtraces WHERE id = $id ORDER BY frame_no")
+want=$(q b.db "SELECT frame_no, sym, file, line, inlined FROM backtraces WHERE id = $lid ORDER BY frame_no")
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "the leak's stack: '$got', SQLite '$want'"
 got=$(doc top-callsites-per-profile | ch 1 -d fleet -mn | grep -c "^$PB	")
 [ "$got" = "$(q b.db "select count(*) from (select 1 from callsites limit 10)")" ] ||
     fail "top call sites per profile: $got rows of B"
