@@ -88,8 +88,7 @@ int rh_push_path(const char *prog, const char *path, const struct rh_push_opts *
         const char *tmp = getenv("TMPDIR");
         snprintf(dir, sizeof dir, "%s/rheaper-push.XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(dir)) {
-            fprintf(stderr, "%s: %s: cannot create a directory (%s)\n", prog, dir,
-                    strerror(errno));
+            fprintf(stderr, "%s: %s: cannot create a directory (%s)\n", prog, dir, strerror(errno));
             return 1;
         }
         snprintf(db, sizeof db, "%s/profile.db", dir);
@@ -111,13 +110,13 @@ int rh_push_path(const char *prog, const char *path, const struct rh_push_opts *
         } else {
             rc = 0;
             if (r.already && !o->quiet)
-                printf("%s: %s: already in %s as profile %llu; nothing sent\n", prog, path,
-                       o->url, (unsigned long long)r.profile);
+                printf("%s: %s: already in %s as profile %llu; nothing sent\n", prog, path, o->url,
+                       (unsigned long long)r.profile);
             else if (!o->quiet)
                 printf("%s: %s: pushed as profile %llu: %llu allocations, %llu rows in %.2f s"
                        " (allocations at %.0f rows/s)\n",
-                       prog, path, (unsigned long long)r.profile,
-                       (unsigned long long)r.allocations, (unsigned long long)r.rows, r.seconds,
+                       prog, path, (unsigned long long)r.profile, (unsigned long long)r.allocations,
+                       (unsigned long long)r.rows, r.seconds,
                        r.alloc_seconds > 0 ? (double)r.allocations / r.alloc_seconds : 0.0);
             fflush(stdout);
         }
@@ -168,8 +167,8 @@ int rh_cmd_push(int argc, char **argv)
         paths[n++] = a;
     }
     if (!o.url || !n) {
-        fprintf(stderr, "rheaper push: %s\n", !o.url ? "--clickhouse URL is required"
-                                                      : "expected at least one PROFILE");
+        fprintf(stderr, "rheaper push: %s\n",
+                !o.url ? "--clickhouse URL is required" : "expected at least one PROFILE");
         rc = rh_push_usage();
         goto out;
     }

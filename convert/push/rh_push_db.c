@@ -110,7 +110,7 @@ uint64_t rh_push_stack_id(const char *kind, int truncated, uint32_t n, const cha
 /* ---- the stack map: the converter's stack id -> the stable one ------------------- */
 
 struct rh_sentry {
-    int64_t local; /* INT64_MIN: empty */
+    int64_t local;   /* INT64_MIN: empty */
     uint64_t frames; /* hash of the physical frames so far */
     uint32_t n;
     uint64_t stable;
@@ -314,8 +314,20 @@ static uint64_t rh_push_stable(const struct rh_push *p, int64_t local)
 
 /* ---- RowBinary -------------------------------------------------------------------- */
 
-enum rh_ctype { CT_I8, CT_I16, CT_I32, CT_I64, CT_U8, CT_U16, CT_U32, CT_U64, CT_F32, CT_F64,
-                CT_STR, CT_DATETIME };
+enum rh_ctype {
+    CT_I8,
+    CT_I16,
+    CT_I32,
+    CT_I64,
+    CT_U8,
+    CT_U16,
+    CT_U32,
+    CT_U64,
+    CT_F32,
+    CT_F64,
+    CT_STR,
+    CT_DATETIME
+};
 
 /* How one ClickHouse column gets its value from the SQLite row. */
 struct rh_col {
@@ -345,10 +357,10 @@ static int rh_ctype_parse(const char *s, enum rh_ctype *t, int *nullable)
     static const struct {
         const char *n;
         enum rh_ctype t;
-    } names[] = {{"Int8", CT_I8},     {"Int16", CT_I16},     {"Int32", CT_I32},
-                 {"Int64", CT_I64},   {"UInt8", CT_U8},      {"UInt16", CT_U16},
-                 {"UInt32", CT_U32},  {"UInt64", CT_U64},    {"Float32", CT_F32},
-                 {"Float64", CT_F64}, {"String", CT_STR},    {"DateTime", CT_DATETIME}};
+    } names[] = {{"Int8", CT_I8},     {"Int16", CT_I16},  {"Int32", CT_I32},
+                 {"Int64", CT_I64},   {"UInt8", CT_U8},   {"UInt16", CT_U16},
+                 {"UInt32", CT_U32},  {"UInt64", CT_U64}, {"Float32", CT_F32},
+                 {"Float64", CT_F64}, {"String", CT_STR}, {"DateTime", CT_DATETIME}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(s, names[i].n)) {
             *t = names[i].t;
@@ -550,8 +562,9 @@ static long rh_feed_fill(void *arg, char *out, size_t cap)
  * (alloc_rows behind allocations), indexes of it, and aggregates a query
  * computes from the rows. */
 static const char *const rh_push_skip[] = {
-    "alloc_rows", "stack_rows", "stack_sizes", "timeline", "timeline_stacks", "leak_curve",
-    "skipped_functions", "thread_stats", "cpu_stack_stats", "cpu_thread_stats", NULL};
+    "alloc_rows", "stack_rows",        "stack_sizes",  "timeline",        "timeline_stacks",
+    "leak_curve", "skipped_functions", "thread_stats", "cpu_stack_stats", "cpu_thread_stats",
+    NULL};
 
 /* Column types of the tables this code knows; the rest follow the SQLite
  * declared type. "K" as the type: the kind of the row's bt (allocations). */
@@ -891,9 +904,9 @@ static int64_t rh_push_meta_int(struct rh_push *p, const char *key)
  * enter: the same recording pushed with other labels is the same profile. */
 static uint64_t rh_push_identity(struct rh_push *p)
 {
-    static const char *const keys[] = {"program", "command_line", "pid", "ppid", "start_time",
-                                       "duration_ns", "events", "allocs", "frees", "rows",
-                                       "streamed_from", NULL};
+    static const char *const keys[] = {"program",    "command_line", "pid",           "ppid",
+                                       "start_time", "duration_ns",  "events",        "allocs",
+                                       "frees",      "rows",         "streamed_from", NULL};
     uint64_t h = rh_fnv_str(RH_FNV_OFF, "rheaper profile v1");
     for (int i = 0; keys[i]; i++) {
         char *v = rh_push_meta(p, keys[i]);
@@ -1031,11 +1044,10 @@ static int rh_push_profile_row(struct rh_push *p, const struct rh_push_labels *l
                *sv = start ? start : "";
     uint8_t cl = clean ? 1 : 0;
     int64_t nalloc = (int64_t)allocations;
-    if (rh_rb_str(&b, pr, strlen(pr)) || rh_rb_str(&b, cm, strlen(cm)) ||
-        rh_rb_varint(&b, nb) || (ids.n && rh_buf_add(&b, ids.p, ids.n)) ||
-        rh_buf_add(&b, &pid, 8) || rh_rb_str(&b, sv, strlen(sv)) ||
-        rh_rb_int(&b, CT_DATETIME, start_s) || rh_buf_add(&b, &dur, 8) ||
-        rh_buf_add(&b, &nalloc, 8) || rh_rb_str(&b, sm, strlen(sm)) ||
+    if (rh_rb_str(&b, pr, strlen(pr)) || rh_rb_str(&b, cm, strlen(cm)) || rh_rb_varint(&b, nb) ||
+        (ids.n && rh_buf_add(&b, ids.p, ids.n)) || rh_buf_add(&b, &pid, 8) ||
+        rh_rb_str(&b, sv, strlen(sv)) || rh_rb_int(&b, CT_DATETIME, start_s) ||
+        rh_buf_add(&b, &dur, 8) || rh_buf_add(&b, &nalloc, 8) || rh_rb_str(&b, sm, strlen(sm)) ||
         rh_buf_add(&b, &srate, 8) || rh_buf_add(&b, &sbytes, 8) || rh_buf_add(&b, &cl, 1) ||
         rh_rb_str(&b, RHEAPER_VERSION_STRING, strlen(RHEAPER_VERSION_STRING)) ||
         rh_rb_int(&b, CT_DATETIME, now) || rh_rb_str(&b, here, strlen(here)))
@@ -1132,8 +1144,9 @@ int rh_push_db(struct rh_ch *c, const char *db_path, const struct rh_push_labels
         ok = sqlite3_column_int(st, 0) == 5;
     sqlite3_finalize(st);
     if (!ok) {
-        snprintf(err, errlen, "%s: not a rheaper profile (no meta, allocations, backtraces, "
-                              "stacks and modules)",
+        snprintf(err, errlen,
+                 "%s: not a rheaper profile (no meta, allocations, backtraces, "
+                 "stacks and modules)",
                  db_path);
         goto out;
     }

@@ -29,8 +29,8 @@
 
 struct rh_ch {
     CURL *curl;
-    char *url;      /* as given */
-    char *base;     /* scheme://host:port/path without query, ending in '/' */
+    char *url;  /* as given */
+    char *base; /* scheme://host:port/path without query, ending in '/' */
     char *database;
     char *user, *password; /* NULL: none (ClickHouse's default user) */
 };
@@ -135,8 +135,8 @@ struct rh_ch *rh_ch_open(const char *url, const char *database, char *err, size_
                 "rheaper: warning: %s is plain http:// to %s, not this machine: the profile and "
                 "the password travel unencrypted (use https://)\n",
                 url, host);
-    size_t bl = strlen(scheme) + strlen(host) + (port ? strlen(port) : 0) +
-                (path ? strlen(path) : 0) + 16;
+    size_t bl =
+        strlen(scheme) + strlen(host) + (port ? strlen(port) : 0) + (path ? strlen(path) : 0) + 16;
     c->base = malloc(bl);
     c->url = strdup(url);
     c->database = strdup(database);
@@ -145,8 +145,7 @@ struct rh_ch *rh_ch_open(const char *url, const char *database, char *err, size_
         goto fail;
     }
     snprintf(c->base, bl, "%s://%s%s%s%s%s", scheme, host, port ? ":" : "", port ? port : "",
-             path && *path ? path : "/",
-             path && *path && path[strlen(path) - 1] != '/' ? "/" : "");
+             path && *path ? path : "/", path && *path && path[strlen(path) - 1] != '/' ? "/" : "");
     const char *eu = getenv("RHEAPER_CLICKHOUSE_USER");
     const char *ep = getenv("RHEAPER_CLICKHOUSE_PASSWORD");
     const char *ef = getenv("RHEAPER_CLICKHOUSE_PASSWORD_FILE");

@@ -42,7 +42,8 @@ int main(void)
     CHECK(rh_push_stack_id("malloc", 1, 3, mods, offs) != a);
     CHECK(rh_push_stack_id("malloc", 0, 2, mods, offs) != a);
     const char *empty[1] = {""};
-    CHECK(rh_push_stack_id("malloc", 0, 1, nomod, o1) != rh_push_stack_id("malloc", 0, 1, empty, o1));
+    CHECK(rh_push_stack_id("malloc", 0, 1, nomod, o1) !=
+          rh_push_stack_id("malloc", 0, 1, empty, o1));
     /* module and offset do not run together: ("ab", x) is not ("a", y) */
     const char *m_ab[1] = {"ab"}, *m_a[1] = {"a"};
     int64_t x[1] = {0x62}, y[1] = {0x62};
