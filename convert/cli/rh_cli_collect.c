@@ -21,6 +21,12 @@
  * refused unless --any is given (then a warning says so); tunnel with ssh -L.
  * SIGINT and SIGTERM stop it cleanly: every connection's file is cut at its last
  * whole chunk.
+ *
+ * With --clickhouse URL, each profile whose stream ended cleanly is pushed
+ * (rh_push_path: converted into a temp database, sent, the rip kept) by a
+ * child process, so receiving goes on while it converts and sends; the
+ * collector reaps its children as they end and waits for those still
+ * pushing when it stops.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -36,9 +42,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rh_cli.h"
+#include "rh_push.h"
 #include "rip_format.h"
 
 enum { CP_HELLO, CP_HEADER, CP_CHDR, CP_PAYLOAD };
@@ -63,6 +71,49 @@ struct rh_conn {
 };
 
 static volatile sig_atomic_t rh_collect_stop;
+
+/* --clickhouse: where each complete profile is pushed (url NULL: nowhere) */
+static struct rh_push_opts rh_collect_push;
+static unsigned rh_collect_pushing; /* children still pushing */
+
+/* Pushes the profile at path in a child process. */
+static void rh_collect_push_start(const char *path)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "rheaper collect: %s: not pushed: cannot fork (%s)\n", path,
+                strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        /* the child needs none of the sockets and files of the collector */
+        close_range(3, ~0u, 0);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int rc = rh_push_path("rheaper collect", path, &rh_collect_push);
+        fflush(NULL);
+        _exit(rc);
+    }
+    rh_collect_pushing++;
+}
+
+/* Reaps the push children that ended; with block, waits for all of them. */
+static void rh_collect_reap(int block)
+{
+    int st;
+    pid_t pid;
+    while (rh_collect_pushing && (pid = waitpid(-1, &st, block ? 0 : WNOHANG)) > 0)
+        rh_collect_pushing--;
+}
+
+static void rh_collect_on_child(int sig)
+{
+    (void)sig; /* only wakes ppoll; the loop reaps */
+}
 
 static void rh_collect_on_signal(int sig)
 {
@@ -210,13 +261,20 @@ static void rh_collect_close(struct rh_conn *c, const char *why)
                    c->peer, c->pid, c->path, (unsigned long long)c->chunks,
                    (unsigned long long)c->received,
                    c->trailer ? "complete" : "no trailer: the program did not close it");
+        if (!why && rh_collect_push.url) {
+            fflush(stdout);
+            close(c->fd); /* the peer sees the end now, not when the push ends */
+            c->fd = -1;
+            rh_collect_push_start(c->path);
+        }
     } else {
         fprintf(stderr,
                 "rheaper collect: %s: %s before a profile header arrived; nothing written\n",
                 c->peer, why ? why : "connection closed");
     }
     fflush(stdout);
-    close(c->fd);
+    if (c->fd >= 0)
+        close(c->fd);
     c->fd = -1;
     c->file = -1;
 }
@@ -401,9 +459,11 @@ static void rh_collect_eof(struct rh_conn *c)
 static int rh_collect_usage(void)
 {
     fputs("usage: rheaper collect --listen ADDR:PORT --dir DIR [--any] [--max-clients N]\n"
+          "                       [--clickhouse URL [--database DB] [--label KEY=VALUE]...]\n"
           "  receives profiles streamed by programs run with RHEAPER_STREAM=HOST:PORT and\n"
           "  writes each as DIR/rip-<pid> (never overwriting). ADDR must be loopback\n"
-          "  (127.0.0.1, ::1, localhost) unless --any; port 0 picks a free one.\n",
+          "  (127.0.0.1, ::1, localhost) unless --any; port 0 picks a free one.\n"
+          "  --clickhouse pushes each profile once received (as rheaper push does).\n",
           stderr);
     return 2;
 }
@@ -420,6 +480,14 @@ int rh_cmd_collect(int argc, char **argv)
             dir = argv[++i];
         else if (!strcmp(argv[i], "--any"))
             any = 1;
+        else if (!strcmp(argv[i], "--clickhouse") && i + 1 < argc)
+            rh_collect_push.url = argv[++i];
+        else if (!strcmp(argv[i], "--database") && i + 1 < argc)
+            rh_collect_push.database = argv[++i];
+        else if (!strcmp(argv[i], "--label") && i + 1 < argc) {
+            if (rh_push_label_arg("rheaper collect", argv[++i], &rh_collect_push.labels))
+                return 2;
+        }
         else if (!strcmp(argv[i], "--max-clients") && i + 1 < argc) {
             char *end;
             unsigned long v = strtoul(argv[++i], &end, 10);
@@ -457,13 +525,19 @@ int rh_cmd_collect(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    struct sigaction sc = {0};
+    sc.sa_handler = rh_collect_on_child;
+    sigemptyset(&sc.sa_mask);
+    sigaction(SIGCHLD, &sc, NULL);
     sigset_t block, waitmask;
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGCHLD);
     sigprocmask(SIG_BLOCK, &block, &waitmask);
     sigdelset(&waitmask, SIGINT);
     sigdelset(&waitmask, SIGTERM);
+    sigdelset(&waitmask, SIGCHLD);
 
     struct rh_conn *conns = calloc(maxc, sizeof *conns);
     struct pollfd *pfd = calloc(maxc + 1, sizeof *pfd);
@@ -492,6 +566,7 @@ int rh_cmd_collect(int argc, char **argv)
                 map[n++] = i;
             }
         int r = ppoll(pfd, n, NULL, &waitmask);
+        rh_collect_reap(0);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -547,6 +622,11 @@ int rh_cmd_collect(int argc, char **argv)
     for (unsigned i = 0; i < maxc; i++)
         if (conns[i].fd >= 0)
             rh_collect_close(&conns[i], "collector stopped");
+    if (rh_collect_pushing) {
+        printf("rheaper collect: waiting for %u pushes to end\n", rh_collect_pushing);
+        fflush(stdout);
+        rh_collect_reap(1);
+    }
     printf("rheaper collect: stopped after %llu connections\n", (unsigned long long)total);
     fflush(stdout);
     close(lfd);

@@ -24,6 +24,7 @@
 #include "rh_cli.h"
 #include "rh_convert.h"
 #include "rh_live.h"
+#include "rh_push.h"
 
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"
@@ -37,8 +38,9 @@ static const char rh_usage[] =
     "                                          convert, print the summary\n"
     "  convert RIP DB [--force] [--quiet] [--min-lifetime T]\n"
     "                                          the same as rheaper-convert\n"
-    "  collect --listen ADDR:PORT --dir DIR [--any]   receive profiles streamed by\n"
-    "                                          programs run with RHEAPER_STREAM=HOST:PORT\n"
+    "  collect --listen ADDR:PORT --dir DIR [--any] [--clickhouse URL]   receive\n"
+    "                                          profiles streamed by programs run with\n"
+    "                                          RHEAPER_STREAM=HOST:PORT (and push them)\n"
     "  record -p PID|-P NAME [-d DURATION] [-o DB] [--force]   record a running\n"
     "                                          process started with\n"
     "                                          RHEAPER_ENABLE=signal\n"
@@ -69,6 +71,8 @@ static const char rh_usage[] =
     "                                          or vanished from A to B\n"
     "  serve PROFILE... [--listen ADDR:PORT] [--any]   web UI and bytehound's REST\n"
     "                                          API (default 127.0.0.1:8080)\n"
+    "  push PROFILE... --clickhouse URL [--label KEY=VALUE]...   send profiles (dbs\n"
+    "                                          or rips) to ClickHouse (docs/fleet.md)\n"
     "\n"
     "Output: --json or --csv instead of aligned columns.\n"
     "Filters (every command): --from T, --to T (seconds or N%), --function RE,\n"
@@ -324,6 +328,7 @@ static const struct {
     {"live", rh_cmd_live},     {"view", rh_cmd_view},             {"list", rh_cmd_list},
     {"mmaps", rh_cmd_mmaps},
     {"diff", rh_cmd_diff},     {"serve", rh_cmd_serve}, /* issue 15 */
+    {"push", rh_cmd_push},
 };
 
 int main(int argc, char **argv)
