@@ -490,7 +490,7 @@ static int rh_leaks_list(sqlite3 *db, const struct rh_args *a, const struct rh_s
     char h[32], head[256];
     snprintf(head, sizeof head,
              "leaked: %lld bytes (%s) in %lld blocks; score = coverage x fit "
-             "(README, \"rheaper leaks\")\n",
+             "(man rheaper: the leak score)\n",
              (long long)s->leaked_bytes, rh_human_bytes(s->leaked_bytes, h, sizeof h),
              (long long)s->leaked_blocks);
     return rh_print(st, a, head);
