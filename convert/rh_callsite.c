@@ -1,7 +1,7 @@
 /* rh_callsite.c: call sites past allocator wrappers.
  *
  * A stack's call site is its first frame (from frame 0 outward) that is not an
- * allocator wrapper. The rule (README, "Call sites past allocator wrappers")
+ * allocator wrapper. The rule (docs/call-sites.md)
  * looks only at the shape of the distinct stacks, never at names:
  *
  *   A function F is a wrapper when, over every stack that passes through F
@@ -195,8 +195,8 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
                            "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
                            " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address,"
                            " (SELECT coalesce(s.kind, '?') FROM stacks s WHERE s.id = b.id), file, inlined, frame_no"
-                           /* mmap/mallopt stacks (issue 15) and CPU samples'
-                            * stacks (issue 16) are not allocations: their call
+                           /* mmap/mallopt stacks and CPU samples'
+                            * stacks are not allocations: their call
                             * site is frame 0 */
                            " FROM backtraces b WHERE coalesce((SELECT s.kind FROM stacks s"
                            " WHERE s.id = b.id), '') NOT IN ('mmap', 'munmap', 'mremap', 'mallopt', 'cpu')"

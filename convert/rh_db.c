@@ -84,7 +84,7 @@ const char *rh_kind_name(uint32_t kind)
 struct rh_db {
     sqlite3 *db;
     sqlite3_stmt *ins;
-    sqlite3_stmt *cpu_ins; /* cpu_samples (issue 16), prepared at the first sample */
+    sqlite3_stmt *cpu_ins; /* cpu_samples, prepared at the first sample */
     struct rh_agg *agg;      /* NULL: no aggregate tables */
     struct rh_post *post;    /* NULL: no table stack_rows (rh_postings.c) */
     int64_t min_lifetime_ns; /* culling (rheaper-convert --min-lifetime); 0: none */
@@ -97,7 +97,7 @@ struct rh_db {
     uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
     uint64_t next_id; /* the smallest id not yet inserted or passed */
     uint64_t max_id; /* the largest id handed to the writer so far */
-    struct rh_mmaps mm; /* issue 15: the mmaps and mallopts tables (rh_mmaps.c) */
+    struct rh_mmaps mm; /* the mmaps and mallopts tables (rh_mmaps.c) */
     /* The row layout (rh_db_view): alloc_rows.t = alloc_after - id *
      * time_step. */
     int64_t time_step;
@@ -120,7 +120,7 @@ struct rh_db {
     size_t cur_n;                       /* rows in batch[tail % NBATCH], being filled */
     int done, failed;                   /* no more batches; the writer failed (err set) */
     int started;                        /* rh_db_row() set the above up */
-    /* CPU samples and mmap/mallopt calls (issues 15, 16) arrive on the merge
+    /* CPU samples and mmap/mallopt calls arrive on the merge
      * thread while the writer thread owns the connection (SQLite is
      * configured single-threaded): they wait here and are inserted by the
      * merge thread once the writer is idle (rh_db_side_flush), a batch at a
@@ -195,7 +195,7 @@ static const char rh_schema[] =
     "PRAGMA synchronous=OFF;"
     "PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA cache_size=-65536;"
-    /* The rows, compact (README "How the rows are stored"): the view
+    /* The rows, compact (docs/design.md): the view
      * allocations (rh_db_view) gives the seed's columns back. */
     "CREATE TABLE alloc_rows(id INTEGER PRIMARY KEY, t INTEGER NOT NULL, life INTEGER,"
     " bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL, th INTEGER NOT NULL);"
@@ -224,7 +224,7 @@ static const char rh_schema[] =
     "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT,"
     " text_start INTEGER, text_end INTEGER);"
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
-    /* CPU samples (issue 16): one row per sample, and the aggregates */
+    /* CPU samples: one row per sample, and the aggregates */
     "CREATE TABLE cpu_samples(time INTEGER, thread INTEGER, stack_id INTEGER, periods INTEGER);"
     "CREATE TABLE cpu_stack_stats(stack_id INTEGER PRIMARY KEY, samples INTEGER);"
     "CREATE TABLE cpu_thread_stats(thread INTEGER PRIMARY KEY, samples INTEGER);"
@@ -243,7 +243,7 @@ static const char rh_post[] =
     " b.sym AS sym, b.file AS file, b.line AS line"
     " FROM allocations a LEFT JOIN backtraces b ON b.id = a.bt AND b.frame_no = 0"
     " GROUP BY a.bt;"
-    /* The views of the rheaper command (README, "The rheaper command"). */
+    /* The views of the rheaper command (docs/commands.md). */
     "CREATE VIEW heap_timeline AS " RH_SQL_HEAP_TIMELINE("allocations") ";"
     "CREATE VIEW thread_summary AS " RH_SQL_THREAD_SUMMARY("allocations") ";"
     /* heaptrack's temporary allocations (rh_temporary_free in rh_convert.h). */
@@ -767,7 +767,7 @@ static int rh_db_threads_modules(struct rh_db *d, struct rh_rip *r, char *err, s
         sqlite3_bind_int64(ms, 3, (sqlite3_int64)m->base);
         if (m->build_id_len)
             sqlite3_bind_text(ms, 4, hex, -1, SQLITE_TRANSIENT);
-        /* issue 16 (pprof mappings): the span of its executable ranges */
+        /* For pprof's mappings: the span of its executable ranges */
         uint64_t lo = UINT64_MAX, hi = 0;
         for (unsigned k = 0; k < m->nranges; k++) {
             lo = m->ranges[2 * k] < lo ? m->ranges[2 * k] : lo;
@@ -864,10 +864,10 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* v2 trailers only: a v1 profile did not count it */
     if (r->has_trailer && r->tr_has_reentered)
         rh_meta_int(&m, "reentered_unrecorded", (int64_t)r->tr_reentered);
-    /* issue 9: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
+    /* The size limit: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
     if (r->has_trailer && r->tr_has_end_reason)
         rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
-    /* issue 11: a profile received by rheaper collect, and how it was sent */
+    /* Streaming: a profile received by rheaper collect, and how it was sent */
     if (r->hdr.flags & RIP_HDR_F_STREAMED) {
         char peer[64];
         rh_rip_peer(r, peer, sizeof peer);
@@ -877,14 +877,14 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
         rh_meta_int(&m, "stream_queue_full", r->tr_stream_state == RIP_STREAM_QUEUE_FULL);
         rh_meta_int(&m, "stream_queue_peak", (int64_t)r->tr_stream_peak);
     }
-    /* issue 16: CPU sampling, when it was on (no keys: it was off) */
+    /* CPU sampling, when it was on (no keys: it was off) */
     if (r->cpu_hz || r->cpu_samples) {
         rh_meta_int(&m, "cpu_hz", r->cpu_hz);
         rh_meta_int(&m, "cpu_samples", (int64_t)r->cpu_samples);
         if (r->has_trailer && r->tr_has_cpu)
             rh_meta_int(&m, "cpu_samples_dropped", (int64_t)r->tr_cpu_dropped);
     }
-    /* issue 9: sampling; every figure of the aggregates is an estimate */
+    /* Sampling: every figure of the aggregates is an estimate */
     if (r->sample_mode == RIP_SAMPLE_RATE) {
         rh_meta_text(&m, "sample_mode", "rate");
         if (!m.rc) {
@@ -957,7 +957,7 @@ static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
 }
 
 /* Creates the view allocations over alloc_rows, which stores each row in
- * fewer bytes (README "How the rows are stored"): t = alloc_after - id *
+ * fewer bytes (docs/design.md): t = alloc_after - id *
  * time_step (a run's allocations come at a steady rate, so t stays small),
  * life = dealloc_after - alloc_after (NULL: never freed), th = temporary |
  * alloc_thread << 1 | dealloc_thread << 24 (the last only when another
@@ -965,12 +965,12 @@ static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
  * it is: a join on it (address reuse) can then use an automatic index, which
  * SQLite cannot build on an expression. The step is written into the view as
  * a number (an int64 value, not input text) and into meta as row_time_step.
- * weight (issue 9) is the inverse of the row's probability of being
+ * weight is the inverse of the row's probability of being
  * recorded: 1.0 on a full profile. Returns 0 or -1. */
 static int rh_db_view(struct rh_db *d, const struct rh_rip *r, char *err, size_t errlen)
 {
     char sql[1536], w[256];
-    rh_sample_weight_sql(r, w, sizeof w); /* issue 9: 1.0 on a full profile */
+    rh_sample_weight_sql(r, w, sizeof w); /* 1.0 on a full profile */
     long long step = (long long)d->time_step;
     snprintf(sql, sizeof sql,
              "CREATE VIEW allocations AS SELECT a.id AS id, a.t + a.id * %lld AS alloc_after,"

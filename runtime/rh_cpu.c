@@ -1,4 +1,4 @@
-/* rh_cpu.c: CPU sampling (issue 16): per-thread CPU-time timers and the
+/* rh_cpu.c: CPU sampling: per-thread CPU-time timers and the
  * sampling signal's handler.
  *
  * With cpu_hz > 0 (RHEAPER_CPU_HZ, struct rheaper_config) every known thread

@@ -1,7 +1,7 @@
 /* rh_cli_record.c: `rheaper record -p PID [-d DURATION] [-o DB] [--force]`.
  *
  * Records a running process that was built with rheaper-cc and started with
- * RHEAPER_ENABLE=signal (README "Recording a running process"), without root:
+ * RHEAPER_ENABLE=signal (docs/record.md), without root:
  *
  *   1. /proc/PID/environ (readable for one's own processes) must hold
  *      RHEAPER_ENABLE=signal; it also gives RHEAPER_PROFILE_DIR, made absolute
@@ -212,7 +212,7 @@ int rh_cmd_record(int argc, char **argv)
 {
     int pid = 0, force = 0;
     const char *name = NULL;
-    long cpu_hz = -1; /* --cpu-hz (issue 16); -1: the process's own RHEAPER_CPU_HZ */
+    long cpu_hz = -1; /* --cpu-hz; -1: the process's own RHEAPER_CPU_HZ */
     double duration = -1;
     const char *out = "profile.db";
     for (int i = 1; i < argc; i++) {
@@ -224,7 +224,7 @@ int rh_cmd_record(int argc, char **argv)
                 return rh_rec_usage("-p expects a process id");
             pid = (int)v;
         } else if (!strcmp(a, "-P") && i + 1 < argc) {
-            name = argv[++i]; /* issue 16: the process by name (rh_cli_proc.c) */
+            name = argv[++i]; /* the process by name (rh_cli_proc.c) */
         } else if ((!strcmp(a, "-d") || !strcmp(a, "--duration")) && i + 1 < argc) {
             if (rh_rec_duration(argv[++i], &duration) != 0)
                 return rh_rec_usage("-d expects a duration such as 2s, 500ms or 1m");

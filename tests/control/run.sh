@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/control/run.sh BIN HELPERS WORK CASE: one case of issue 9's control
+# tests/control/run.sh BIN HELPERS WORK CASE: one case of the control
 # tests (see CMakeLists.txt). Prints "FAIL: ..." and exits 1 on a failure.
 set -u
 BIN=$1 H=$2 WORK=$3 CASE=$4

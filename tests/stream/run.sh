@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/stream/run.sh BIN HELPERS WORK CASE: one case of issue 11's streaming
+# tests/stream/run.sh BIN HELPERS WORK CASE: one case of the streaming
 # tests (see CMakeLists.txt). Prints "FAIL: ..." and exits 1 on a failure.
 set -u
 BIN=$1 H=$2 WORK=$3 CASE=$4
