@@ -184,7 +184,7 @@ static void rh_add_wrap_flags(struct rh_argv *a, int is_static)
 static const char *const rh_ip_syms[] = {
     "malloc",        "free",     "calloc", "realloc", "reallocarray",       "posix_memalign",
     "aligned_alloc", "memalign", "valloc", "pvalloc", "malloc_usable_size", "dlopen",
-    /* issue 15: wrap/interpose_mmap.c */
+    /* mmap recording: wrap/interpose_mmap.c */
     "mmap", "mmap64", "munmap", "mremap", "mallopt",
     NULL,
 };

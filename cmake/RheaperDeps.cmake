@@ -38,7 +38,7 @@ if(RH_NCURSESW_FOUND)
 else()
   list(APPEND _rh_missing libncurses-dev)
 endif()
-# rheaper serve (issue 15): GNU libmicrohttpd
+# rheaper serve: GNU libmicrohttpd
 if(PkgConfig_FOUND)
   pkg_check_modules(RH_MHD QUIET IMPORTED_TARGET libmicrohttpd)
 endif()

@@ -21,7 +21,7 @@
  * file when the column closes (rh_spill.c) and are read back one column at a
  * time at the end (rh_agg_tl_next): memory holds one column's, at most one
  * per stack.
- * rh_db_agg.c stores them (README, "Aggregate tables").
+ * rh_db_agg.c stores them (docs/sql.md).
  *
  * Ties: the rows order the events of one time frees first (heap_timeline), the
  * merge may not when two ticks give the same ns. Live totals change in the
@@ -41,7 +41,7 @@
 
 #include "rh_convert.h"
 
-/* ---- sampling weights (issue 9) -------------------------------------------
+/* ---- sampling weights -------------------------------------------
  * On a sampled profile every figure here is an estimate: an event of a block
  * counts rh_sample_weight() blocks and round(size * weight) bytes (the same
  * integer at its allocation and at its free, so live totals return to zero).

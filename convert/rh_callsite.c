@@ -311,8 +311,8 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
                            "SELECT id, sym, coalesce(file, module, '?') || ':' ||"
                            " coalesce(line, address, 0), file IS NULL AND module IS NOT NULL, module, address,"
                            " (SELECT coalesce(s.kind, '?') FROM stacks s WHERE s.id = b.id), file, inlined, frame_no"
-                           /* mmap/mallopt stacks (issue 15) and CPU samples'
-                            * stacks (issue 16) are not allocations: their call
+                           /* mmap/mallopt stacks and CPU samples'
+                            * stacks are not allocations: their call
                             * site is frame 0 */
                            " FROM backtraces b WHERE coalesce((SELECT s.kind FROM stacks s"
                            " WHERE s.id = b.id), '') NOT IN ('mmap', 'munmap', 'mremap', 'mallopt', 'cpu')"

@@ -115,9 +115,9 @@ enum rh_ev_op {
     RH_EV_RALLOC = 4, /* alloc half of a REALLOC, at t + dt2 */
     RH_EV_FAIL = 5,
     RH_EV_POOLRESET = 6, /* every live block of pool `addr` ends (EXT POOLRESET) */
-    RH_EV_EXT = 7,       /* issue 15: an mmap/munmap/mremap/mallopt call (EXT 10..13) */
+    RH_EV_EXT = 7,       /* an mmap/munmap/mremap/mallopt call (EXT 10..13) */
     RH_EV_CPU = 8,       /* one CPU sample of stack `stack` standing for `size` sampling
-                            periods (EXT CPUSAMPLE, issue 16) */
+                            periods (EXT CPUSAMPLE) */
 };
 
 struct rh_event {
@@ -218,12 +218,12 @@ struct rh_rip {
     uint32_t tr_open_chunks;
     int tr_has_reentered;   /* the trailer has the v2 field */
     uint64_t tr_reentered;  /* calls passed through unrecorded by re-entry */
-    int tr_has_end_reason;  /* the trailer has issue 9's end_reason field */
+    int tr_has_end_reason;  /* the trailer has the end_reason field */
     uint32_t tr_end_reason; /* RIP_END_*: 1 = cut at the size limit */
-    int tr_has_stream;        /* v3, issue 11: the trailer has the stream fields */
+    int tr_has_stream;        /* v3, streaming: the trailer has the stream fields */
     uint32_t tr_stream_state; /* RIP_STREAM_*: 2 = stopped when the queue was full */
     uint64_t tr_stream_peak;  /* the most bytes the stream's queue held */
-    int tr_has_cpu;           /* the trailer has issue 16's CPU counts */
+    int tr_has_cpu;           /* the trailer has the CPU sample counts */
     uint64_t tr_cpu_samples, tr_cpu_dropped;
     uint32_t cpu_hz, cpu_signal; /* header (v3): 0 when CPU sampling was off */
     uint64_t cpu_samples;        /* CPUSAMPLE records decoded */
@@ -405,7 +405,7 @@ struct rh_merge_sink {
     struct rh_agg *agg;
     /* Called once per RH_EV_EXT event with its time in ns; NULL: dropped. */
     int (*ext)(void *ctx, const struct rh_event *ev, int64_t t);
-    /* Called once per CPU sample (issue 16) with its merged time, thread,
+    /* Called once per CPU sample with its merged time, thread,
      * stack id and the sampling periods it stands for; may be NULL. A non-zero
      * return stops the merge with that rc. */
     int (*cpu)(void *ctx, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods);
@@ -508,7 +508,7 @@ struct rh_agg_point {
 struct rh_agg_leak {
     uint32_t si;
     int64_t t, size; /* size: estimated bytes on a sampled profile */
-    int64_t blocks;  /* in 1/bscale units (issue 9) */
+    int64_t blocks;  /* in 1/bscale units */
 };
 
 struct rh_agg {
@@ -553,13 +553,13 @@ struct rh_agg {
     int64_t duration;
     int ended;
     int oom;
-    /* CPU samples (issue 16): per stack index and per thread - 1 */
+    /* CPU samples: per stack index and per thread - 1 */
     int64_t *cpu_st;
     size_t ncpu_st, capcpu_st;
     int64_t *cpu_th;
     size_t ncpu_th, capcpu_th;
     int64_t cpu_total;
-    /* sampling (issue 9): the figures above are estimates, each event weighted
+    /* sampling: the figures above are estimates, each event weighted
      * by rh_agg_weight(); block counts are kept in units of 1/bscale block so
      * that fractional weights add up exactly (bscale 1 on a full profile) */
     int64_t bscale;
@@ -591,7 +591,7 @@ RH_HIDDEN void rh_agg_free(struct rh_agg *a);
  * and `size` bytes, at time t in merged order. Returns 0 or -1 (out of memory). */
 RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, uint64_t addr,
                            int is_alloc);
-/* Sampling (issue 9): the weight of a recorded block of `size` bytes at addr
+/* Sampling: the weight of a recorded block of `size` bytes at addr
  * in profile r, the inverse of the probability it had of being recorded: 1 on
  * a full profile and for pool requests (tagged addresses, never sampled), 1/r
  * by rate, 1/(1 - exp(-size/N)) by bytes (1 when size >= N and r->sample_big:
@@ -746,7 +746,7 @@ RH_HIDDEN const char *rh_kind_dyn_name(uint32_t kind);
 RH_HIDDEN struct rh_db *rh_db_create(const char *path, char *err, size_t errlen);
 /* The merge sink: inserts one allocations row. Returns 0 or -1. */
 RH_HIDDEN int rh_db_row(void *db, const struct rh_row *row);
-/* The merge's ext sink (issue 15): one mmaps or mallopts row. Returns 0 or -1. */
+/* The merge's ext sink: one mmaps or mallopts row. Returns 0 or -1. */
 RH_HIDDEN int rh_db_ext(void *db, const struct rh_event *ev, int64_t t);
 /* Writes stacks, backtraces (through sym, which may be NULL), threads,
  * modules and meta; builds indexes and views; commits; renames the temp file to
@@ -759,10 +759,10 @@ RH_HIDDEN int rh_db_finish(struct rh_db *db, struct rh_rip *r, const struct rh_m
  * blocks freed after living less than min_lifetime_ns are not written (0:
  * every row). */
 RH_HIDDEN void rh_db_set_agg(struct rh_db *db, struct rh_agg *agg, int64_t min_lifetime_ns);
-/* The merge sink's CPU sample (issue 16): inserts one cpu_samples row.
+/* The merge sink's CPU sample: inserts one cpu_samples row.
  * Returns 0 or -1. */
 RH_HIDDEN int rh_db_cpu(void *db, int64_t t, uint32_t thread, uint64_t stack, uint64_t periods);
-/* alloc_rows.th (README "How the rows are stored"): temporary in bit 0, the
+/* alloc_rows.th (docs/design.md): temporary in bit 0, the
  * allocating thread in bits 1..23, the freeing thread from bit 24 when it is
  * another thread (else those bits are 0). rh_db.c writes it, the view
  * allocations and the rheaper command's pass (rh_cli_pass.c) read it. */
@@ -779,8 +779,8 @@ struct sqlite3_stmt;
  * there: truncated), 0, or -1 when a step failed (sqlite3_errmsg says why). */
 RH_HIDDEN int rh_db_stack_frames(struct sqlite3_stmt *bs, struct rh_symbolizer *sym,
                                  const struct rh_rip *r, const struct rh_stack *st);
-/* The row layout's time step (ns per allocation id, README "How the rows
- * are stored"): any value is exact, one near the run's mean time between
+/* The row layout's time step (ns per allocation id, docs/design.md): any value
+ * is exact, one near the run's mean time between
  * allocations stores the fewest bytes. Call before the first row. */
 RH_HIDDEN void rh_db_set_time_step(struct rh_db *db, int64_t step_ns);
 /* The message of the last failed rh_db_row(). */
@@ -821,7 +821,7 @@ RH_HIDDEN const char *rh_db_temp_path(void);
     " coalesce(a.ln, 0) AS live_blocks, coalesce(a.lb, 0) AS live_bytes"                        \
     " FROM threads t LEFT JOIN a ON a.th = t.id LEFT JOIN f ON f.th = t.id ORDER BY t.id"
 
-/* RH_SQL_THREAD_SUMMARY on a sampled profile (issue 9): the same columns as
+/* RH_SQL_THREAD_SUMMARY on a sampled profile: the same columns as
  * estimates, each row weighing `weight` blocks and size * weight bytes. */
 /* Per row, exactly as the aggregates count an event (rh_aggregate.c): bytes
  * round(size * weight), blocks round(weight * RH_AGG_BSCALE) in 1/4096 units,

@@ -84,7 +84,7 @@ const char *rh_kind_name(uint32_t kind)
 struct rh_db {
     sqlite3 *db;
     sqlite3_stmt *ins;
-    sqlite3_stmt *cpu_ins; /* cpu_samples (issue 16), prepared at the first sample */
+    sqlite3_stmt *cpu_ins; /* cpu_samples, prepared at the first sample */
     struct rh_agg *agg;      /* NULL: no aggregate tables */
     struct rh_post *post;    /* NULL: no table stack_rows (rh_postings.c) */
     int64_t min_lifetime_ns; /* culling (rheaper-convert --min-lifetime); 0: none */
@@ -121,7 +121,7 @@ struct rh_db {
     size_t cur_n;                       /* rows in batch[tail % NBATCH], being filled */
     int done, failed;                   /* no more batches; the writer failed (err set) */
     int started;                        /* rh_db_row() set the above up */
-    /* CPU samples and mmap/mallopt calls (issues 15, 16) arrive on the merge
+    /* CPU samples and mmap/mallopt calls arrive on the merge
      * thread while the writer thread owns the connection (SQLite is
      * configured single-threaded): they wait here and are inserted by the
      * merge thread once the writer is idle (rh_db_side_flush), a batch at a
@@ -196,7 +196,7 @@ static const char rh_schema[] =
     "PRAGMA synchronous=OFF;"
     "PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA cache_size=-65536;"
-    /* The rows, compact (README "How the rows are stored"): the view
+    /* The rows, compact (docs/design.md): the view
      * allocations (rh_db_view) gives the seed's columns back. */
     "CREATE TABLE alloc_rows(id INTEGER PRIMARY KEY, t INTEGER NOT NULL, life INTEGER,"
     " bt INTEGER NOT NULL, size INTEGER NOT NULL, addr INTEGER NOT NULL, th INTEGER NOT NULL);"
@@ -225,7 +225,7 @@ static const char rh_schema[] =
     "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT,"
     " text_start INTEGER, text_end INTEGER);"
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value);"
-    /* CPU samples (issue 16): one row per sample, and the aggregates */
+    /* CPU samples: one row per sample, and the aggregates */
     "CREATE TABLE cpu_samples(time INTEGER, thread INTEGER, stack_id INTEGER, periods INTEGER);"
     "CREATE TABLE cpu_stack_stats(stack_id INTEGER PRIMARY KEY, samples INTEGER);"
     "CREATE TABLE cpu_thread_stats(thread INTEGER PRIMARY KEY, samples INTEGER);"
@@ -244,7 +244,7 @@ static const char rh_post[] =
     " b.sym AS sym, b.file AS file, b.line AS line"
     " FROM allocations a LEFT JOIN backtraces b ON b.id = a.bt AND b.frame_no = 0"
     " GROUP BY a.bt;"
-    /* The views of the rheaper command (README, "The rheaper command"). */
+    /* The views of the rheaper command (docs/commands.md). */
     "CREATE VIEW heap_timeline AS " RH_SQL_HEAP_TIMELINE("allocations") ";"
     "CREATE VIEW thread_summary AS " RH_SQL_THREAD_SUMMARY("allocations") ";"
     /* heaptrack's temporary allocations (rh_temporary_free in rh_convert.h). */
@@ -803,7 +803,7 @@ static int rh_db_threads_modules(struct rh_db *d, struct rh_rip *r, char *err, s
         sqlite3_bind_int64(ms, 3, (sqlite3_int64)m->base);
         if (m->build_id_len)
             sqlite3_bind_text(ms, 4, hex, -1, SQLITE_TRANSIENT);
-        /* issue 16 (pprof mappings): the span of its executable ranges */
+        /* For pprof's mappings: the span of its executable ranges */
         uint64_t lo = UINT64_MAX, hi = 0;
         for (unsigned k = 0; k < m->nranges; k++) {
             lo = m->ranges[2 * k] < lo ? m->ranges[2 * k] : lo;
@@ -927,7 +927,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* issue 9: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
     if (r->has_trailer && r->tr_has_end_reason)
         rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
-    /* issue 11: a profile received by rheaper collect, and how it was sent */
+    /* Streaming: a profile received by rheaper collect, and how it was sent */
     if (r->hdr.flags & RIP_HDR_F_STREAMED) {
         char peer[64];
         rh_rip_peer(r, peer, sizeof peer);
@@ -937,7 +937,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
         rh_meta_int(&m, "stream_queue_full", r->tr_stream_state == RIP_STREAM_QUEUE_FULL);
         rh_meta_int(&m, "stream_queue_peak", (int64_t)r->tr_stream_peak);
     }
-    /* issue 16: CPU sampling, when it was on (no keys: it was off) */
+    /* CPU sampling, when it was on (no keys: it was off) */
     if (r->cpu_hz || r->cpu_samples) {
         rh_meta_int(&m, "cpu_hz", r->cpu_hz);
         rh_meta_int(&m, "cpu_samples", (int64_t)r->cpu_samples);
@@ -1028,7 +1028,7 @@ static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
 }
 
 /* Creates the view allocations over alloc_rows, which stores each row in
- * fewer bytes (README "How the rows are stored"): t = alloc_after - id *
+ * fewer bytes (docs/design.md): t = alloc_after - id *
  * time_step (a run's allocations come at a steady rate, so t stays small),
  * life = dealloc_after - alloc_after (NULL: never freed), th = temporary |
  * alloc_thread << 1 | dealloc_thread << 24 (the last only when another
@@ -1036,12 +1036,12 @@ static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
  * it is: a join on it (address reuse) can then use an automatic index, which
  * SQLite cannot build on an expression. The step is written into the view as
  * a number (an int64 value, not input text) and into meta as row_time_step.
- * weight (issue 9) is the inverse of the row's probability of being
+ * weight is the inverse of the row's probability of being
  * recorded: 1.0 on a full profile. Returns 0 or -1. */
 static int rh_db_view(struct rh_db *d, const struct rh_rip *r, char *err, size_t errlen)
 {
     char sql[1536], w[256];
-    rh_sample_weight_sql(r, w, sizeof w); /* issue 9: 1.0 on a full profile */
+    rh_sample_weight_sql(r, w, sizeof w); /* 1.0 on a full profile */
     long long step = (long long)d->time_step;
     snprintf(sql, sizeof sql,
              "CREATE VIEW allocations AS SELECT a.id AS id, a.t + a.id * %lld AS alloc_after,"

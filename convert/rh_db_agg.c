@@ -1,6 +1,6 @@
 /* rh_db_agg.c: stores the aggregates of rh_aggregate.c in the database.
  *
- * Tables (README, "Aggregate tables"), written once at the end of a
+ * Tables (docs/sql.md), written once at the end of a
  * conversion inside its transaction, with bound values only:
  *   stack_stats(bt, count, bytes, freed_blocks, freed_bytes, leaked_blocks,
  *               leaked_bytes, peak_blocks, peak_bytes, temporary, first_alloc,
@@ -10,7 +10,7 @@
  *   timeline_stacks(col, bt, at_max, at_end)     per stack, where it changed
  *   leak_curve(bt, bucket, blocks, bytes, first, last)   never-freed blocks
  *   cpu_stack_stats(stack_id, samples), cpu_thread_stats(thread, samples)
- *                                                CPU samples (issue 16)
+ *                                                CPU samples
  * and the meta keys peak_bytes, peak_blocks, peak_time_ns, timeline_columns,
  * leak_buckets, ids_time_ordered and aggregates.
  */
@@ -252,7 +252,7 @@ static int rh_aw_leaks(struct rh_aw *w, struct rh_agg *a)
     return rc;
 }
 
-/* CPU samples (issue 16): cpu_stack_stats and cpu_thread_stats. */
+/* CPU samples: cpu_stack_stats and cpu_thread_stats. */
 static int rh_aw_cpu(struct rh_aw *w, struct rh_agg *a)
 {
     sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO cpu_stack_stats VALUES(?,?)");

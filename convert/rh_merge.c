@@ -315,7 +315,7 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         }
         return m->sink->ext ? m->sink->ext(m->sink->ctx, ev, t) : 0;
     }
-    case RH_EV_CPU: { /* issue 16: a sample, no block */
+    case RH_EV_CPU: { /* a CPU sample, no block */
         uint32_t si = rh_rip_stack(m->r, ev->stack);
         if (si == UINT32_MAX)
             return -1;

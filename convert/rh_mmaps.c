@@ -1,8 +1,8 @@
-/* rh_mmaps.c: the mmaps and mallopts tables (issue 15).
+/* rh_mmaps.c: the mmaps and mallopts tables.
  *
  * The runtime records every mmap, mmap64, munmap, mremap and mallopt call it
- * sees as one timed EXT record (FORMAT.md "Version 3: mmap and mallopt (issue
- * 15)"): a stack id of kind mmap/munmap/mremap/mallopt, then the call's
+ * sees as one timed EXT record (FORMAT.md "Version 3: mmap and mallopt"): a
+ * stack id of kind mmap/munmap/mremap/mallopt, then the call's
  * arguments and result. The stream decoder (rh_stream.c) hands them to the
  * merge as RH_EV_EXT events, in time order with the allocations, and the merge
  * passes each one here with its time in ns since start and its thread. Each

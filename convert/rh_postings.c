@@ -1,7 +1,7 @@
 /* rh_postings.c: the per-stack row index, table stack_rows.
  *
- * alloc_rows has no index on bt (it would cost about 10 bytes per row, issue
- * 8), so "the rows of these stacks" would be a scan of every row. This file
+ * alloc_rows has no index on bt (it would cost about 10 bytes per row), so
+ * "the rows of these stacks" would be a scan of every row. This file
  * writes a compact inverted index instead: per stack, its allocation ids in
  * increasing order, in chunks
  *
@@ -9,7 +9,7 @@
  *
  * where first_id is the chunk's first id, n the number of ids in it and ids
  * the other n - 1 ids as LEB128 varints of their differences to the id
- * before (README "How the rows are stored"). It costs about 2 bytes per row.
+ * before (docs/design.md). It costs about 2 bytes per row.
  *
  * The merge (rh_merge.c) numbers allocations in increasing order and hands
  * each (stack, id) to rh_post_add() through the sink: per stack, one small

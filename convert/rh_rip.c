@@ -241,7 +241,7 @@ int rh_rip_header(struct rh_rip *r)
                            r->hdr.version, RIP_VERSION);
     if (r->hdr.header_size != RIP_HEADER_SIZE)
         return rh_rip_fail(r, "bad header size %u at offset 12", r->hdr.header_size);
-    if (r->hdr.version >= 3 && (r->hdr.flags & RIP_HDR_F_CPU)) { /* issue 16 */
+    if (r->hdr.version >= 3 && (r->hdr.flags & RIP_HDR_F_CPU)) { /* CPU sampling */
         memcpy(&r->cpu_hz, r->base + RIP_HDR_CPU_HZ_OFF, 4);
         memcpy(&r->cpu_signal, r->base + RIP_HDR_CPU_SIG_OFF, 4);
     }
@@ -254,7 +254,7 @@ int rh_rip_header(struct rh_rip *r)
         r->damaged = 1;
     }
     if (r->hdr.version >= 3 && (r->hdr.flags & RIP_HDR_F_SAMPLED)) {
-        /* v3, issue 9 (FORMAT.md "Version 3: sampling (issue 9)") */
+        /* v3, sampling (FORMAT.md "Version 3: sampling") */
         uint64_t param;
         uint32_t mode;
         memcpy(&mode, r->base + RIP_HDR_SAMPLE_MODE_OFF, 4);
@@ -438,23 +438,23 @@ int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     /* v2: calls passed through unrecorded by re-entry (FORMAT.md) */
     r->tr_has_reentered = ch->used >= 56;
     r->tr_reentered = r->tr_has_reentered ? rh_cur_u(&c, 8) : 0;
-    /* v2, issue 9: why the recording ended (RIP_END_SIZE_LIMIT: a clean cut) */
+    /* v2: why the recording ended (RIP_END_SIZE_LIMIT: a clean cut) */
     r->tr_has_end_reason = ch->used >= 64;
     r->tr_end_reason = r->tr_has_end_reason ? (uint32_t)rh_cur_u(&c, 4) : 0;
-    /* v3, issue 11: how the profile was streamed (trailer bytes 96..111) */
+    /* v3, streaming: how the profile was streamed (trailer bytes 96..111) */
     r->tr_has_stream = ch->used >= RIP_TRAILER_STREAM_OFF + 16;
     if (r->tr_has_stream) {
         memcpy(&r->tr_stream_state, ch->payload + RIP_TRAILER_STREAM_OFF, 4);
         memcpy(&r->tr_stream_peak, ch->payload + RIP_TRAILER_STREAM_OFF + 8, 8);
     }
-    /* v3, issue 16: CPU samples written and dropped (bytes 80..95) */
+    /* v3: CPU samples written and dropped (bytes 80..95) */
     r->tr_has_cpu = ch->used >= RIP_TRAILER_V3_CPU_SIZE;
     if (r->tr_has_cpu) {
         const uint8_t *q = ch->payload + RIP_TRAILER_CPU_OFF;
         memcpy(&r->tr_cpu_samples, q, 8);
         memcpy(&r->tr_cpu_dropped, q + 8, 8);
     }
-    /* v3, issue 9: sampling counters */
+    /* v3: sampling counters */
     r->tr_has_sample = ch->used >= 80;
     if (r->tr_has_sample) {
         rh_cur_u(&c, 4); /* reserved */

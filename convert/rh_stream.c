@@ -153,7 +153,7 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.size = 0;
         return RH_DEC_EVENT;
     } else if (sub == RIP_EXT_CPUSAMPLE) {
-        /* timed, like POOLRESET (issue 16); later bytes, if any, are skipped */
+        /* timed, like POOLRESET; later bytes, if any, are skipped */
         const uint8_t *q = b;
         uint64_t stack, overrun = 0;
         if (rh_get(&q, b + len, &stack) || (q < b + len && rh_get(&q, b + len, &overrun)) ||
@@ -167,7 +167,7 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         r->cpu_samples++;
         return RH_DEC_EVENT;
     } else if (sub >= RIP_EXT_MMAP && sub <= RIP_EXT_MALLOPT) {
-        /* issue 15, timed: the stack id here, the rest for rh_mmaps.c */
+        /* mmap and mallopt, timed: the stack id here, the rest for rh_mmaps.c */
         const uint8_t *q = b;
         uint64_t stack;
         if (rh_get(&q, b + len, &stack))
@@ -261,7 +261,7 @@ static int rh_dec_record(struct rh_rip *r, struct rh_stream *s, struct rh_event 
         break;
     case RIP_OP_EXT:
         rc = rh_dec_ext(r, s, &p, end);
-        if (rc == RH_DEC_EVENT) { /* POOLRESET, CPUSAMPLE, or issue 15's EXT 10..13 */
+        if (rc == RH_DEC_EVENT) { /* POOLRESET, CPUSAMPLE, or the mmap/mallopt EXT 10..13 */
             ev->op = s->ext_event.op;
             ev->cls = s->ext_event.cls;
             ev->addr = s->ext_event.addr;

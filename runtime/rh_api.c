@@ -361,7 +361,7 @@ static void rh_ctl_run(void)
         return;
     __atomic_fetch_and(&rh_state, ~RH_CTL, __ATOMIC_ACQ_REL);
     rh_stream_ctl(); /* the stream sender's warning, printed from a program thread */
-    rh_report_ctl(); /* RHEAPER_REPORT_SIGNAL (issue 9) */
+    rh_report_ctl(); /* RHEAPER_REPORT_SIGNAL */
     rh_close_cut_locked();
     if (rh_ctl_marker_stale())
         rh_ctl_marker_update(); /* a fork child's own marker */
@@ -425,7 +425,7 @@ __attribute__((constructor(101))) static void rh_runtime_ctor(void)
         int g = rh_guard_enter();
         rh_prof.mod_early = 0;
         rh_modules_snapshot(1);
-        rh_stream_start(); /* a recording started before main (issue 11) */
+        rh_stream_start(); /* a recording started before main */
         rh_guard_leave(g);
     }
 }

@@ -1,11 +1,11 @@
 /* rh_config.c: the runtime's settings, from the environment.
  *
  * RHEAPER_ENABLE, RHEAPER_PROFILE_DIR, RHEAPER_MAX_STACK_DEPTH,
- * RHEAPER_MAX_TRACKERS, RHEAPER_BUFFER_SIZE, RHEAPER_SCOPE, and for issue 9
- * RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE, the
- * sampling variables (RHEAPER_SAMPLE_RATE / _BYTES / _SEED), for issue 11
+ * RHEAPER_MAX_TRACKERS, RHEAPER_BUFFER_SIZE, RHEAPER_SCOPE, the recording
+ * control RHEAPER_SIGNAL, RHEAPER_PROFILE_NAME and RHEAPER_MAX_PROFILE_SIZE, the
+ * sampling variables (RHEAPER_SAMPLE_RATE / _BYTES / _SEED), for streaming
  * RHEAPER_STREAM, RHEAPER_STREAM_QUEUE and RHEAPER_STREAM_TIMEOUT, and for
- * issue 16 RHEAPER_CPU_HZ, RHEAPER_CPU_SIGNAL and RHEAPER_HEAP are read once, on the first
+ * CPU sampling RHEAPER_CPU_HZ, RHEAPER_CPU_SIGNAL and RHEAPER_HEAP are read once, on the first
  * wrapped call, with secure_getenv so setuid and setgid programs ignore them. A
  * bad value never stops the program: it gets one warning line and the default.
  * rheaper_enable() (rh_api.c) overlays its struct rheaper_config on top.
@@ -155,8 +155,8 @@ static int rh_parse_fraction(const char *s, double *out)
     return 0;
 }
 
-/* RHEAPER_SAMPLE_RATE, RHEAPER_SAMPLE_BYTES and RHEAPER_SAMPLE_SEED (issue 9;
- * README "Sampling"). Bytes win when both are set. */
+/* RHEAPER_SAMPLE_RATE, RHEAPER_SAMPLE_BYTES and RHEAPER_SAMPLE_SEED (
+ * docs/sampling.md). Bytes win when both are set. */
 static void rh_config_sampling(void)
 {
     const char *rs = secure_getenv("RHEAPER_SAMPLE_RATE");
@@ -314,7 +314,7 @@ void rh_config_load_env(void)
         else if (strcmp(sc, "process") != 0)
             rh_warn("ignoring RHEAPER_SCOPE=%s: expected process or program; using process", sc);
     }
-    /* issue 11: streaming to a collector (rh_stream.c). A bad address keeps
+    /* Streaming to a collector (rh_stream.c). A bad address keeps
      * tracking off rather than filling a disk the user meant to spare. */
     const char *st = secure_getenv("RHEAPER_STREAM");
     if (st && *st) {
@@ -339,7 +339,7 @@ void rh_config_load_env(void)
                                  : v < RH_MIN_STREAM_QUEUE ? RH_MIN_STREAM_QUEUE : v;
     }
     rh_env_uint("RHEAPER_STREAM_TIMEOUT", 1, 3600, &rh_cfg.stream_timeout);
-    /* issue 16: CPU sampling */
+    /* CPU sampling */
     rh_env_uint("RHEAPER_CPU_HZ", 0, RH_MAX_CPU_HZ, &rh_cfg.cpu_hz);
     rh_env_uint("RHEAPER_RSS_MS", 0, RH_MAX_RSS_MS, &rh_cfg.rss_ms); /* rh_memsample.c */
     const char *cs = secure_getenv("RHEAPER_CPU_SIGNAL");

@@ -1,5 +1,5 @@
 /* rh_elfsym.c: function names for the in-process reports, from the modules'
- * ELF symbol tables (issue 9).
+ * ELF symbol tables.
  *
  * rheaper_callsite_report (rh_report.c) names the frames of the stacks it
  * prints without libdw, without the wrapped allocator and without stdio:

@@ -21,13 +21,13 @@
  * events that needed it are counted lost (one warning) and the next chunk tries
  * again: the program's own open never fails because of the runtime.
  *
- * For what comes next (issues 9 and 11): every operation goes through
- * rh_file_open_locked on rh_prof.path, so a recording toggled by a signal is
- * just rh_file_create_locked with another name (a template expanded into
+ * Every operation goes through rh_file_open_locked on rh_prof.path, so a
+ * recording toggled by a signal is just rh_file_create_locked with another
+ * name (a template expanded into
  * rh_prof.path) and rh_file_close_locked; a size limit is one check of
  * rh_prof.end against it in rh_file_map_chunk_locked, the one place the file
  * grows (then rh_file_close_locked, not rh_file_fail_locked, so the profile
- * ends clean). Streaming (issue 11, RHEAPER_STREAM): no file at all; chunks
+ * ends clean). Streaming (RHEAPER_STREAM): no file at all; chunks
  * are anonymous memory and every finished piece goes to rh_stream.c's queue,
  * whose sender keeps its socket in a descriptor table of its own.
  */
@@ -276,7 +276,7 @@ static void rh_fill_header(uint8_t *hdr)
         memcpy(hdr + RIP_HDR_CPU_HZ_OFF, &hz, 4);
         memcpy(hdr + RIP_HDR_CPU_SIG_OFF, &sig, 4);
     }
-    rh_sample_header(hdr); /* v3, issue 9 */
+    rh_sample_header(hdr); /* v3: sampling */
 
     char *exe = (char *)hdr + RIP_HDR_EXE_OFF;
     ssize_t n = readlink("/proc/self/exe", exe, RIP_HDR_EXE_MAX - 1);
@@ -372,7 +372,7 @@ tables:;
      * Their memory is not: the old stack table's entries past its first page
      * are given back (a late reader sees zeroes, i.e. empty entries), so a
      * server toggled many times keeps only address space, 32 MiB a recording
-     * (issue 9; README "Recording a running process"). */
+     * (docs/record.md). */
     if (rh_prof.stacks) {
         size_t ob = sizeof(struct rh_stack_table) +
                     (size_t)(rh_prof.stacks->mask + 1) * sizeof(struct rh_stack_entry);
@@ -382,7 +382,7 @@ tables:;
     }
     rh_prof.slots = slots;
     rh_prof.nslots = rh_cfg.max_trackers;
-    rh_report_file_start(stacks); /* issue 9: counters of this recording */
+    rh_report_file_start(stacks); /* in-process reports: counters of this recording */
     rh_prof.stacks = stacks;
     rh_prof.dev = (uint64_t)st.st_dev;
     rh_prof.ino = (uint64_t)st.st_ino;
@@ -394,7 +394,7 @@ tables:;
     /* atomic: a thread still in flight from the last file may count a loss */
     __atomic_store_n(&rh_prof.lost, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_prof.reentered, 0, __ATOMIC_RELAXED);
-    rh_cpu_counts_reset(); /* issue 16: the trailer counts this file's samples */
+    rh_cpu_counts_reset(); /* the trailer counts this file's CPU samples */
     __atomic_store_n(&rh_prof.sample_dropped, 0, __ATOMIC_RELAXED);
     rh_prof.mod_adds = rh_prof.mod_subs = ~0ull;
     rh_prof.seq = seq;
@@ -483,8 +483,8 @@ void *rh_file_map_chunk_locked(uint32_t size)
      * ~200 us per 256 KiB chunk; tests/bench/chunk_cost.c). The runtime only
      * writes the chunk, front to back: no readaround. */
     madvise(m, size, MADV_RANDOM);
-    /* Issue 9, RHEAPER_POPULATE=1 (off by default: no gain measured yet,
-     * README "Performance"): supply the chunk's pages in one system call
+    /* RHEAPER_POPULATE=1 (off by default: no gain measured yet,
+     * docs/benchmarks.md): supply the chunk's pages in one system call
      * instead of one write fault per page (the tracked Lua run takes one fault
      * per 4 KiB of profile). The pages hold the zeros fallocate gave them, so
      * nothing changes for a reader or a SIGKILL; kernels before 5.14 answer
@@ -714,17 +714,17 @@ void rh_file_close_locked(int close_fd)
     memcpy(t + 44, &zero, 4);
     uint64_t reentered = __atomic_load_n(&rh_prof.reentered, __ATOMIC_RELAXED);
     memcpy(t + 48, &reentered, 8); /* format v2 */
-    memcpy(t + RIP_TRAILER_END_REASON_OFF, &rh_prof.end_reason, 4); /* v2, issue 9 */
+    memcpy(t + RIP_TRAILER_END_REASON_OFF, &rh_prof.end_reason, 4); /* v2 */
     memcpy(t + 60, &zero, 4);
     if (rh_stream_on())
-        rh_stream_trailer_fields(t); /* v3, issue 11 */
+        rh_stream_trailer_fields(t); /* v3: streaming */
     uint64_t cpu_samples, cpu_dropped;
     rh_cpu_counts(&cpu_samples, &cpu_dropped);
-    memcpy(t + RIP_TRAILER_CPU_OFF, &cpu_samples, 8); /* v3, issue 16 */
+    memcpy(t + RIP_TRAILER_CPU_OFF, &cpu_samples, 8); /* v3: CPU sampling */
     memcpy(t + RIP_TRAILER_CPU_OFF + 8, &cpu_dropped, 8);
     uint64_t dropped = __atomic_load_n(&rh_prof.sample_dropped, __ATOMIC_RELAXED);
     uint64_t peak = rh_live_peak();
-    memcpy(t + RIP_TRAILER_SAMPLE_OFF, &dropped, 8); /* v3, issue 9 */
+    memcpy(t + RIP_TRAILER_SAMPLE_OFF, &dropped, 8); /* v3: sampling */
     memcpy(t + RIP_TRAILER_SAMPLE_OFF + 8, &peak, 8);
     uint32_t tlen = rh_origin_trailer(t); /* title and name at the end */
     if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, tlen) != 0)

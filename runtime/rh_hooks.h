@@ -40,7 +40,7 @@
  * (s != RH_OFF, s != RH_ON), so the next hooked call of any thread takes the
  * cold path, which does the work outside the handler's frame (rh_api.c): the
  * flag costs the hot path nothing. Read the state with RH_STATE(). */
-/* RH_CPUONLY (issue 16, RHEAPER_HEAP=0): a recording of CPU samples only; every
+/* RH_CPUONLY (RHEAPER_HEAP=0): a recording of CPU samples only; every
  * hooked call takes the cold path and passes through unrecorded. */
 enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2, RH_CTL = 4, RH_CPUONLY = 8 };
 #define RH_STATE(s) ((s) & ~RH_CTL)
@@ -185,8 +185,8 @@ RH_HIDDEN void rh_record_realloc(unsigned kind, void *old, void *p, size_t size,
 /* The real allocator returned NULL for `size` bytes: counted, not a block. */
 RH_HIDDEN void rh_record_fail(unsigned kind, size_t size, void *fp);
 /* A call that is not an allocation, recorded with its stack as one timed EXT
- * record (issue 15: mmap, munmap, mremap, mallopt; FORMAT.md "Version 3: mmap
- * and mallopt (issue 15)"): subtype `sub` (RIP_EXT_MMAP..), a stack of `kind`
+ * record (mmap, munmap, mremap, mallopt; FORMAT.md "Version 3: mmap
+ * and mallopt"): subtype `sub` (RIP_EXT_MMAP..), a stack of `kind`
  * (RH_KIND_MMAP..), then the n <= 8 values v as varints (signed ones
  * zigzagged by the caller). t: rh_now() after the real call. Keeps errno. */
 RH_HIDDEN void rh_record_ext(unsigned kind, unsigned sub, const uint64_t *v, unsigned n,

@@ -1,4 +1,4 @@
-/* rh_live.c: the runtime's map of live recorded blocks (issue 9).
+/* rh_live.c: the runtime's map of live recorded blocks.
  *
  * Two features need to know, at a free, whether and how a block was recorded:
  * sampling (a free is recorded only when its block was, rh_sample.c) and the

@@ -1,5 +1,5 @@
 /* rh_pool.c: named kinds, the pool client requests, and the entry points of
- * the user's allocator families (issue 14).
+ * the user's allocator families.
  *
  * Kinds below RIP_DYN_KIND_BASE are the wrap table's. A pool's blocks and the
  * functions of a family declared in the user's allocator file

@@ -93,7 +93,7 @@ static RH_COLD void rh_stack_define(struct rh_writer *w, uint32_t id, unsigned k
         uint8_t *frames = q;
         q = rh_stack_encode(fp, wk->nframes, q);
         if (rh_unlikely(__atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED)))
-            rh_report_stack(id, frames, q, wk->nframes); /* issue 9 */
+            rh_report_stack(id, frames, q, wk->nframes); /* in-process reports */
         w->pos = q;
         rh_writer_commit(w);
     } /* else the definition is lost with the file; nothing to do */
@@ -357,7 +357,7 @@ void rh_record_fail(unsigned kind, size_t size, void *fp)
         rh_shared_record(RH_EV_FAIL, kind, NULL, NULL, size, 0, fp);
 }
 
-/* ---- timed EXT records with a stack (issue 15) -------------------------- */
+/* ---- timed EXT records with a stack -------------------------- */
 
 /* Writes EXT `sub` with body {stack id, v[0..n)} into w at t. Its room is
  * reserved whole (up to 1 + 3 * 10 + 9 * 10 bytes), else it is lost. */

@@ -1,5 +1,5 @@
 /* rh_report.c: counters kept inside the process, and the reports written
- * from them (issue 9; README "Reports from inside the process").
+ * from them (docs/environment.md).
  *
  * With RHEAPER_REPORTS=1 (or RHEAPER_REPORT_SIGNAL) the runtime counts, for
  * what the current recording records:

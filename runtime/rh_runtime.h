@@ -112,14 +112,14 @@ struct rh_config {
     unsigned max_trackers;    /* slots with their own chunk stream */
     unsigned buffer_size;     /* events per thread chunk (sets the largest chunk) */
     char profile_dir[RH_PATH_MAX];
-    char stream[128];          /* RHEAPER_STREAM=HOST:PORT (issue 11); "": local file */
+    char stream[128];          /* RHEAPER_STREAM=HOST:PORT; "": local file */
     uint64_t stream_queue;     /* RHEAPER_STREAM_QUEUE: bytes of sealed chunks queued */
     unsigned stream_timeout;   /* RHEAPER_STREAM_TIMEOUT: seconds (send, exit drain) */
     unsigned cpu_hz;          /* RHEAPER_CPU_HZ: CPU samples per second of each thread's CPU
-                                 time; 0: off (issue 16, rh_cpu.c) */
+                                 time; 0: off (rh_cpu.c) */
     int cpu_signal;           /* RHEAPER_CPU_SIGNAL: the sampling signal, default SIGPROF */
     int heap;                 /* RHEAPER_HEAP: 1 (default) records the heap, 0 CPU only */
-    /* issue 9, sampling (rh_sample.c): RH_SAMPLE_* mode, and its parameter */
+    /* Sampling (rh_sample.c): RH_SAMPLE_* mode, and its parameter */
     int sample_mode;
     uint64_t sample_threshold; /* rate mode: a block is taken when a uniform
                                   64-bit draw is below it (r * 2^64) */
@@ -147,7 +147,7 @@ RH_HIDDEN uint32_t rh_config_max_chunk(void);
 /* Parses a signal: a number, a name with or without SIG (USR2, SIGPROF), or
  * RTMIN+n / RTMAX-n. Returns it, or -1. */
 RH_HIDDEN int rh_parse_signal(const char *s);
-/* The default toggle signal: SIGRTMAX-5 (README "Recording a running process"). */
+/* The default toggle signal: SIGRTMAX-5 (docs/record.md). */
 RH_HIDDEN int rh_default_signal(void);
 
 /* ---- rh_clock.c --------------------------------------------------------- */
@@ -485,7 +485,7 @@ RH_HIDDEN int rh_sys_open(const char *path, int flags, unsigned mode);
 RH_HIDDEN void rh_sys_close(int fd); /* keeps errno */
 RH_HIDDEN ssize_t rh_sys_read(int fd, void *buf, size_t len);
 /* The runtime's own mappings: raw system calls, never `mmap`/`munmap`, which
- * --wrap and the executable's definitions (issue 15) would record as the
+ * --wrap and the executable's definitions would record as the
  * program's. Return MAP_FAILED / -1 with errno set, like libc's. */
 RH_HIDDEN void *rh_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off);
 RH_HIDDEN int rh_sys_munmap(void *addr, size_t len);
@@ -585,7 +585,7 @@ RH_HIDDEN int rh_writer_reserve(struct rh_writer *w, size_t need, uint64_t t);
 /* Stores `used` after a complete record (release store into the mapping). */
 RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
 
-/* ---- rh_sample.c: sampled recording (issue 9) ----------------------------
+/* ---- rh_sample.c: sampled recording ----------------------------
  * While rh_sample_mode is not RH_SAMPLE_NONE, the record fast path asks
  * rh_sample_alloc whether a new block is recorded; a realloc goes to
  * rh_sample_realloc_rec. Whether a freed block was recorded is the live map's
@@ -654,7 +654,7 @@ RH_ALWAYS_INLINE int rh_sample_alloc(void *p, size_t size)
     return rh_sample_alloc_slow(p, size);
 }
 
-/* ---- rh_live.c: the map of live recorded blocks (issue 9) ---------------- */
+/* ---- rh_live.c: the map of live recorded blocks ---------------- */
 
 /* Adds block a (size bytes, stack id, report thread index). Returns 1, or 0
  * when the map is full (one warning line). Takes a per-stripe spin lock. */
@@ -679,7 +679,7 @@ RH_ALWAYS_INLINE int rh_live_maybe(const void *p)
     return __atomic_load_n(&rh_lv_filter[h >> (64 - RH_LV_FILTER_BITS)], __ATOMIC_RELAXED) != 0;
 }
 
-/* ---- rh_report.c: in-process counters and reports (issue 9) --------------- */
+/* ---- rh_report.c: in-process counters and reports --------------- */
 
 /* 1 while the live map is kept (sampling or reports): the record path then
  * calls rh_live_note_alloc / rh_live_note_free. */
@@ -1089,7 +1089,7 @@ RH_HIDDEN void rh_file_created_after_fork(void);
  * when a file is open. */
 RH_HIDDEN int rh_file_ensure(void) RH_COLD;
 
-/* ---- rh_stream.c: RHEAPER_STREAM, the profile sent to a collector (issue 11) */
+/* ---- rh_stream.c: RHEAPER_STREAM, the profile sent to a collector */
 
 /* Parses HOST:PORT (numeric IPv4, [IPv6] or localhost) for the sender.
  * Returns 0, or -1 when it is not one. Called from rh_config_load_env. */
@@ -1131,7 +1131,7 @@ RH_HIDDEN void rh_stream_exit(void);
  * the queue: the parent sends it; the child has no sender until it records). */
 RH_HIDDEN void rh_stream_fork(int phase);
 
-/* ---- rh_cpu.c: CPU sampling (issue 16) ----------------------------------
+/* ---- rh_cpu.c: CPU sampling ----------------------------------
  * Per-thread CPU-time timers deliver cpu_signal to their own thread; the
  * handler writes one EXT CPUSAMPLE into the thread's own chunk. Everything but
  * the handler runs in a normal context with the guard set. */

@@ -422,7 +422,7 @@ uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int *is_new)
     }
 }
 
-/* ---- CPU samples (issue 16) ----------------------------------------------
+/* ---- CPU samples ----------------------------------------------
  * The walk of a sample starts from the registers the kernel saved when the
  * timer's signal interrupted the thread: frame 0 is the interrupted
  * instruction, taken as ip + 1 (so that the rule lookup and the converter,

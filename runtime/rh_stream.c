@@ -1,5 +1,5 @@
 /* rh_stream.c: RHEAPER_STREAM=HOST:PORT, the profile sent over TCP to
- * `rheaper collect` instead of written to a local file (issue 11).
+ * `rheaper collect` instead of written to a local file.
  *
  * The allocating threads never touch the network. In stream mode rh_file.c
  * gives chunks anonymous memory instead of file space, and every finished piece
@@ -9,7 +9,7 @@
  * time a recording has something to send (never under a runtime lock, never
  * before the constructors ran), pops the queue and writes each piece to the
  * collector with raw system calls; the wire protocol is FORMAT.md "Version 3:
- * streaming (issue 11)".
+ * streaming".
  *
  * File descriptors. The runtime may hold no fd the program can close, dup2 over
  * or reuse, and a socket has to stay open for the whole run. So the sender

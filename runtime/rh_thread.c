@@ -158,7 +158,7 @@ void rh_writer_seal(struct rh_writer *w, int locked)
     h->crc = rip_chunk_crc(&copy, payload);
     __atomic_store_n(&h->flags, copy.flags, __ATOMIC_RELEASE);
     if (rh_stream_on()) {
-        /* streaming: the queue owns the chunk's memory from here (issue 11) */
+        /* streaming: the queue owns the chunk's memory from here */
         rh_stream_push(h, w->chunk_size, w->epoch, 0);
         w->chunk = NULL;
         w->pos = w->end = NULL;
@@ -251,7 +251,7 @@ struct rh_slot *rh_thread_prepare(uint64_t t, int *drop)
         }
         rh_tls_slot = s;
         rh_tls_mode = RH_TM_SLOT;
-        rh_cpu_thread_known(); /* issue 16: its CPU timer, if sampling */
+        rh_cpu_thread_known(); /* its CPU timer, if sampling */
         /* Arm the exit key unless it is armed already: a thread that moves to
          * a new file's slot inside its destructor rounds (another library's
          * key destructor records after an enable) must keep its round count,

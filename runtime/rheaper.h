@@ -99,7 +99,7 @@ int rheaper_callsite_report(int fd, int format, const struct rheaper_report_filt
  *
  * Each block is a row whose kind is the pool's name; the pool's own chunk
  * from malloc stays a row of kind malloc (filter one or the other with
- * `rheaper ... --kind`, README "Allocators"). One struct rheaper_pool per pool
+ * `rheaper ... --kind`, docs/allocators.md). One struct rheaper_pool per pool
  * instance: a reset ends the blocks of that instance only. Pools with equal
  * names share a kind. `name` must stay valid while the program runs (a string
  * literal). Zero-initialise the rh_ fields (RHEAPER_POOL_INIT does).

@@ -29,13 +29,13 @@
 #define RIP_CLOCK_TSC 1u
 
 #define RIP_HDR_F_CMD_TRUNCATED 1u
-/* Version 3, issue 16 (FORMAT.md "Version 3: CPU samples"): bit 3 of the
+/* Version 3 (FORMAT.md "Version 3: CPU samples"): bit 3 of the
  * header flags says CPU sampling was configured; header bytes 104..111 hold
  * u32 cpu_hz and u32 the sampling signal. */
 #define RIP_HDR_F_CPU 8u
 #define RIP_HDR_CPU_HZ_OFF 104u
 #define RIP_HDR_CPU_SIG_OFF 108u
-/* Version 3, issue 9 (FORMAT.md "Version 3: sampling (issue 9)"): the profile
+/* Version 3 (FORMAT.md "Version 3: sampling"): the profile
  * is sampled; u32 mode at 88 (1 rate, 2 bytes), u32 seeded at 92, u64
  * parameter at 96 (rate: the threshold r * 2^64; bytes: the mean N). */
 #define RIP_HDR_F_SAMPLED 2u
@@ -83,8 +83,8 @@ enum rip_chunk_type {
 };
 
 #define RIP_CHUNK_F_SEALED 1u
-/* Trailer (v2, issue 9): u32 end_reason at payload offset 56, u32 reserved at
- * 60, after i13's reentered count. FORMAT.md "Why the recording ended". */
+/* Trailer (v2): u32 end_reason at payload offset 56, u32 reserved at
+ * 60, after the reentered count. FORMAT.md "Why the recording ended". */
 #define RIP_TRAILER_END_REASON_OFF 56u
 #define RIP_END_NORMAL 0u     /* disable, exit, or the toggle signal */
 #define RIP_END_SIZE_LIMIT 1u /* RHEAPER_MAX_PROFILE_SIZE reached */
@@ -96,7 +96,7 @@ enum rip_chunk_type {
  * samples dropped (the thread was inside the runtime, or had no room) at 88. */
 #define RIP_TRAILER_CPU_OFF 80u
 #define RIP_TRAILER_V3_CPU_SIZE 96u
-/* Trailer (v3, issue 9): u64 sample_dropped at 64, u64 sample_peak_live at 72. */
+/* Trailer (v3): u64 sample_dropped at 64, u64 sample_peak_live at 72. */
 #define RIP_TRAILER_SAMPLE_OFF 64u
 #define RIP_SLOT_SHARED 0xffffffffu
 /* Trailer payload bytes this runtime writes at most (v3: every issue's fields
@@ -123,7 +123,7 @@ enum rip_chunk_type {
 #define RIP_TRAILER_TITLE_MAX 1024u
 #define RIP_TR_F_CREDENTIALS 1u /* the process changed its user or group */
 
-/* ---- streaming (v3, issue 11; FORMAT.md "Version 3: streaming") ---- */
+/* ---- streaming (v3; FORMAT.md "Version 3: streaming") ---- */
 #define RIP_HDR_F_STREAMED (1u << 4) /* written by rheaper collect from a stream */
 #define RIP_HDR_PEER_OFF 112u        /* 16 bytes: the sender's IPv6 (or v4-mapped) address */
 #define RIP_TRAILER_STREAM_OFF 96u   /* u32 stream state, u32 reserved, u64 queue peak */
@@ -177,13 +177,13 @@ enum rip_ext {
     /* version 2, FORMAT.md "Allocator families and pools" (3..6 reserved there) */
     RIP_EXT_KINDNAME = 3,  /* varint kind, then the kind's name */
     RIP_EXT_POOLRESET = 4, /* timed: varint pool id; frees every block of the pool */
-    /* version 3, FORMAT.md "Version 3: mmap and mallopt (issue 15)": timed,
+    /* version 3, FORMAT.md "Version 3: mmap and mallopt": timed,
      * bytes = varint stack id (kind 200..203), then the call's varints */
     RIP_EXT_MMAP = 10,    /* addr hint, length, prot, flags, zigzag fd, offset, result, errno */
     RIP_EXT_MUNMAP = 11,  /* addr, length, errno */
     RIP_EXT_MREMAP = 12,  /* old addr, old length, new length, flags, new addr, errno */
     RIP_EXT_MALLOPT = 13, /* zigzag param, zigzag value, zigzag result */
-    /* version 3, issue 16 (14..16 reserved there) */
+    /* version 3, CPU sampling (14..16 reserved there) */
     RIP_EXT_CPUSAMPLE = 14, /* timed: varint stack id (kind 255) of one CPU sample */
     /* version 3, FORMAT.md "Version 3: memory samples" (30..39 reserved there) */
     RIP_EXT_MEMSAMPLE = 30, /* timed: flags, interval ms, rss, anon, file[, allocator's 5] */
@@ -206,7 +206,7 @@ enum rip_ext {
  * (a pool's name, a function of the user's allocator file); below it they are
  * the numbers of wrap/wrap_table.txt. */
 #define RIP_DYN_KIND_BASE 256u
-/* The kind of a CPU sample's stack (issue 16). */
+/* The kind of a CPU sample's stack. */
 #define RIP_KIND_CPU 255u
 #define RIP_DYN_KIND_MAX 4096u /* dynamic kinds a process can name */
 #define RIP_MAX_KIND_NAME 256u

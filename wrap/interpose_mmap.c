@@ -1,5 +1,5 @@
 /* interpose_mmap.c: mmap, mmap64, munmap, mremap and mallopt defined by the
- * executable itself (issue 15), beside the malloc family of
+ * executable itself, beside the malloc family of
  * interpose_malloc.c and for the same reason: a dynamic executable's shared
  * libraries bind their calls to the first definition in lookup order, the
  * executable's, so their calls are recorded too (in librheaper_ip.a, dynamic
@@ -36,7 +36,7 @@ extern int __libc_mallopt(int, int);
  * library's mmap may run inside its allocator's locks (a shared jemalloc
  * mapping an extent from a call that did not pass through rheaper), and a
  * thread's first record allocates (its stack bounds); recording it could
- * re-enter that allocator. Such a call is not recorded (README). */
+ * re-enter that allocator. Such a call is not recorded (docs/commands.md). */
 static inline int rh_im_begin(void)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);

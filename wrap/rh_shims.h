@@ -43,7 +43,7 @@ RH_INLINE void rh_shim_alloc_done(unsigned kind, void *p, size_t size, void *fp)
 RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
 {
     if (rh_likely(p != NULL)) {
-        /* sampling (issue 9): an unsampled block costs no clock read */
+        /* sampling: an unsampled block costs no clock read */
         if (rh_likely(!rh_sample_mode) || rh_sample_alloc(p, size))
             rh_record_alloc_core(kind, p, size, rh_now(), fp);
     } else {
@@ -64,7 +64,7 @@ extern RH_HIDDEN void *(*rh_pass_realloc)(void *, size_t);
 extern RH_HIDDEN void (*rh_pass_free)(void *);
 #define RH_PASS(fn) __atomic_load_n(&rh_pass_##fn, __ATOMIC_RELAXED)
 
-/* The unsampled fast paths (issue 9's cost bar). While a sampled recording is
+/* The unsampled fast paths (sampling's cost bar). While a sampled recording is
  * on, most calls record nothing, so the hot shims decide that first, before
  * the guard is set, the clock read or the runtime entered:
  *   - rh_fast_unsampled_alloc(n): bytes mode, the thread's countdown
@@ -118,7 +118,7 @@ RH_INLINE int rh_fast_unsampled_free(int s, void *p)
     return s == RH_ON && rh_sample_mode != RH_SAMPLE_NONE && !rh_live_maybe(p);
 }
 
-/* shims_mmap.c (issue 15): one record per mmap, munmap, mremap or mallopt
+/* shims_mmap.c: one record per mmap, munmap, mremap or mallopt
  * call, made between rh_hook_begin and rh_hook_end; r and err are the real
  * call's result and errno. */
 RH_HIDDEN void rh_mmap_record(unsigned kind, void *addr, size_t len, int prot, int flags, int fd,

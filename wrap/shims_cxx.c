@@ -79,7 +79,7 @@ static void *__attribute__((noinline)) rh_cxx_new_fallback(size_t n, size_t alig
 #define RH_HOOKED static __attribute__((noinline))
 #define RH_UNPAREN(...) __VA_ARGS__
 
-/* The unsampled fast paths (issue 9), as the malloc family has them
+/* The unsampled fast paths, as the malloc family has them
  * (rh_fast_unsampled_alloc / _free, rh_shims.h): while a sampled recording is
  * on, a new whose bytes do not reach the thread's countdown, or a delete of a
  * block the live map's filter has never seen, records nothing and skips the

@@ -28,7 +28,7 @@
  * (rh_pass_*, skipping the interposed layer of a dynamic link). So does every
  * call of a CPU-only recording (RH_CPUONLY, RHEAPER_HEAP=0: no heap event is
  * recorded at all). That test comes after the fast paths, which give up at
- * once when the state is not RH_ON, so issue 9's unsampled path pays nothing
+ * once when the state is not RH_ON, so sampling's unsampled path pays nothing
  * for it. Through rh_hook_begin and the interposed layer a CPU-only recording
  * cost Lua's alloc.lua 11 % more instructions, more than the samples
  * themselves (tests/bench/cpu_bench.sh --callgrind).
@@ -112,7 +112,7 @@ RH_HOOKED_WALK void *rh_realloc0_hooked(size_t n, void *fp)
 
 RH_HOOKED_WALK void *rh_realloc1_hooked(void *p, size_t n, void *fp)
 {
-    /* sampling (issue 9): no clock read when the old block cannot have been
+    /* sampling: no clock read when the old block cannot have been
      * recorded (the live map's filter); the runtime reads it if p is sampled */
     int lazy = rh_unlikely(rh_sample_mode) && !rh_live_maybe(p);
     uint64_t t_before = lazy ? 0 : rh_now();

@@ -1,9 +1,9 @@
 /* shims_mmap.c: the __wrap_ shims of mmap, mmap64, munmap, mremap and mallopt
- * (issue 15).
+ *.
  *
  * None of them allocates a heap block: each call, success or failure, is one
  * timed EXT record with the caller's stack (rh_record_ext; FORMAT.md "Version
- * 3: mmap and mallopt (issue 15)"), which rheaper-convert writes as a row of
+ * 3: mmap and mallopt"), which rheaper-convert writes as a row of
  * the mmaps or mallopts table. The real call runs first (its result is part of
  * the record) and errno stays as it left it. A call made while the thread is
  * inside another hooked call (the runtime's own work, a libc shim) passes

@@ -1,5 +1,5 @@
 /* shims_signal.c: sigaction and signal, for armed mode (RHEAPER_ENABLE=signal)
- * and CPU sampling, and pthread_create for CPU sampling (issue 16).
+ * and CPU sampling, and pthread_create for CPU sampling.
  *
  * Nothing is recorded. Before the program sets a disposition for the runtime's
  * toggle signal, the runtime is told (rh_ctl_program_sets in
@@ -11,12 +11,12 @@
  *
  * Only calls from objects linked with rheaper-cc are seen: in a dynamic link a
  * library that installs the handler from inside libc.so or another unwrapped
- * .so is not (README "Recording a running process").
+ * .so is not (docs/record.md).
  */
 #include "rh_shims.h"
 
 extern RH_HIDDEN void rh_ctl_program_sets(int sig) __attribute__((weak));
-/* issue 16: the CPU sampling signal (runtime/rh_cpu.c), same rule */
+/* The CPU sampling signal (runtime/rh_cpu.c), same rule */
 extern RH_HIDDEN void rh_cpu_program_sets(int sig) __attribute__((weak));
 extern RH_HIDDEN int rh_cpu_pthread_create(int (*real)(void *, const void *, void *, void *),
                                            void *thr, const void *attr, void *fn, void *arg)
@@ -47,7 +47,7 @@ RH_WRAP void *__wrap_signal(int sig, void *handler)
 }
 
 /* A thread created here is known to the runtime from its start, so CPU
- * sampling (issue 16) covers it even if it never allocates. */
+ * sampling covers it even if it never allocates. */
 RH_WRAP int __wrap_pthread_create(void *thr, const void *attr, void *fn, void *arg)
 {
     if (rh_cpu_pthread_create)

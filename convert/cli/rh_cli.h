@@ -34,8 +34,8 @@ int rh_cmd_timeline(int argc, char **argv);
 int rh_cmd_export(int argc, char **argv);
 int rh_cmd_report(int argc, char **argv);
 int rh_cmd_record(int argc, char **argv); /* rh_cli_record.c */
-int rh_cmd_collect(int argc, char **argv); /* rh_cli_collect.c (issue 11) */
-int rh_cmd_mmaps(int argc, char **argv);  /* rh_cli_mmaps.c (issue 15) */
+int rh_cmd_collect(int argc, char **argv); /* rh_cli_collect.c */
+int rh_cmd_mmaps(int argc, char **argv);  /* rh_cli_mmaps.c */
 int rh_cmd_export_pprof(int argc, char **argv); /* rh_cli_pprof.c: export --pprof OUT DB */
 
 /* ---- rh_cli_db.c: opening a profile, shared figures ------------------ */
@@ -96,7 +96,7 @@ int rh_proc_by_name(const char *cmd, const char *name);
 /* ---- rh_cli_filter.c: the shared filters ------------------------------ */
 
 /* The filters every command takes, with one meaning across all of them
- * (README, "The rheaper command"). Zero-initialize, then feed options. */
+ * (docs/commands.md). Zero-initialize, then feed options. */
 struct rh_filter {
     double from, to;          /* seconds, or percent when *_pct is set; < 0: unset */
     int from_pct, to_pct;
@@ -125,8 +125,8 @@ void rh_filter_init(struct rh_filter *f);
  * line for a bad value. */
 int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
 
-/* Builds the scope every command reads, from f (README, "How the rheaper
- * command answers"). This is the contract other readers (the server, the
+/* Builds the scope every command reads, from f (docs/design.md,
+ * "How the commands answer"). This is the contract other readers (the server, the
  * live view) rely on; every table is TEMP and replaced by the next call:
  *   cs(bt, frame)        each stack in scope and its call-site frame
  *                        (stacks.callsite, --skip-function, --no-skip)
@@ -215,7 +215,7 @@ struct rh_pass_result {
  * and the figures in *res. Returns 0, or -1 after one line on stderr. */
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res);
 
-/* Sampling (issue 9): 1 when the profile is sampled (meta sample_mode); then
+/* Sampling: 1 when the profile is sampled (meta sample_mode); then
  * prints once per process "rheaper: sampled profile (...): blocks and bytes
  * are estimates ..." on stderr (unless RHEAPER_QUIET_NOTICES is set). */
 /* The sampling of a profile from meta: RIP_SAMPLE_RATE (with *rate),
@@ -281,7 +281,7 @@ int rh_file_cmd_run(const char *dbpath, const struct rh_filter *f, const char *o
 
 /* ---- rh_cli_svg.c: flamegraph and timeline ----------------------------- */
 
-/* RH_FLAME_CPU (issue 16): CPU samples (TEMP TABLE cpustat) instead of bytes. */
+/* RH_FLAME_CPU: CPU samples (TEMP TABLE cpustat) instead of bytes. */
 enum rh_flame_weight { RH_FLAME_ALL, RH_FLAME_LEAKED, RH_FLAME_PEAK, RH_FLAME_CPU };
 
 /* Writes a self-contained interactive SVG flamegraph of `sel` (click to zoom,
@@ -304,7 +304,7 @@ int rh_folded(sqlite3 *db, enum rh_flame_weight w, FILE *out);
  * `sel` stacked. Returns 0 or -1. */
 int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded);
 
-/* ---- rh_cli_cpu.c: CPU samples (issue 16) ------------------------------ */
+/* ---- rh_cli_cpu.c: CPU samples ------------------------------ */
 
 /* Builds TEMP TABLE cpustat(bt, samples), the CPU samples per stack that pass
  * f (time, thread, function and file filters; the block filters do not apply

@@ -7,7 +7,7 @@
  * A call site is frame 0 of a stack: its function and file:line (module+offset
  * without debug information); sites with the same function and line but
  * different callers are one site unless --stacks asks for each stack. The leak
- * score is defined at rh_leak_scores() and in the README.
+ * score is defined at rh_leak_scores() and in docs/commands.md.
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -277,7 +277,7 @@ static int rh_top_list(sqlite3 *db, const struct rh_args *a, const struct rh_sum
     return st ? rh_print(st, a, NULL) : -1;
 }
 
-/* `top cpu` (issue 16): sites by CPU samples, over TEMP TABLE cpustat. */
+/* `top cpu`: sites by CPU samples, over TEMP TABLE cpustat. */
 static int rh_top_cpu_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
     (void)s;
@@ -523,7 +523,7 @@ static int rh_leaks_list(sqlite3 *db, const struct rh_args *a, const struct rh_s
     char h[32], head[256];
     snprintf(head, sizeof head,
              "leaked: %lld bytes (%s) in %lld blocks; score = coverage x fit "
-             "(README, \"rheaper leaks\")\n",
+             "(man rheaper: the leak score)\n",
              (long long)s->leaked_bytes, rh_human_bytes(s->leaked_bytes, h, sizeof h),
              (long long)s->leaked_blocks);
     return rh_print(st, a, head);
@@ -610,7 +610,7 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
     int rc = -1;
     /* One line per kind (allocation function or pool name): a pool's blocks
      * sit inside chunks of another kind, so "allocated" counts those bytes
-     * twice; --kind / --not-kind pick one side (README "Allocators"). */
+     * twice; --kind / --not-kind pick one side (docs/allocators.md). */
     if (!(top = rh_top_stmt(db, "bytes", 5, 0, s->peak_time_ns)) ||
         !(thr = rh_prepare(db, rh_thread_sql(db))) ||
         !(kinds = rh_prepare(db, rh_kinds_sql(db))))
@@ -632,7 +632,7 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         {"peak_time_ns", s->peak_time_ns},
         {"temporary_blocks", s->temporary_blocks},
         {"clean", s->clean},
-        {"cpu_samples", rh_cpu_total(db)}, /* issue 16: last, only when sampled */
+        {"cpu_samples", rh_cpu_total(db)}, /* CPU sampling: last, only when sampled */
     };
     int64_t cpu_hz = rh_cpu_hz(db);
     size_t nfig = sizeof figs / sizeof figs[0] - (cpu_hz ? 0 : 1);
@@ -707,7 +707,7 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
            rh_human_bytes(s->leaked_bytes, h, sizeof h), (long long)s->leaked_blocks);
     printf("temporary      %lld blocks (%.1f%% of allocations)\n", (long long)s->temporary_blocks,
            s->alloc_blocks ? 100.0 * s->temporary_blocks / s->alloc_blocks : 0.0);
-    /* issue 13: calls that re-entered the runtime (signal handlers) and passed
+    /* Calls that re-entered the runtime (signal handlers) and passed
      * through unrecorded; one line, only when there were any */
     sqlite3_stmt *re = rh_prepare(db, "SELECT value FROM meta WHERE key = 'reentered_unrecorded'");
     if (re && sqlite3_step(re) == SQLITE_ROW && sqlite3_column_int64(re, 0) > 0)
@@ -715,7 +715,7 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
                "not recorded\n",
                (long long)sqlite3_column_int64(re, 0));
     sqlite3_finalize(re);
-    if (cpu_hz) { /* issue 16: one CPU line, its top site as `top cpu` ranks it */
+    if (cpu_hz) { /* CPU sampling: one CPU line, its top site as `top cpu` ranks it */
         int64_t n = rh_cpu_total(db);
         printf("cpu            %lld samples at %lld Hz (%.3f s of CPU), %lld dropped", (long long)n,
                (long long)cpu_hz, (double)n / (double)cpu_hz, (long long)rh_cpu_dropped(db));

@@ -1,4 +1,4 @@
-/* rh_cli_cpu.c: the CPU samples of a profile (issue 16), as every rheaper
+/* rh_cli_cpu.c: the CPU samples of a profile, as every rheaper
  * command reads them.
  *
  * rh_cpu_scope() builds TEMP TABLE cpustat(bt, samples): the samples per
@@ -12,7 +12,7 @@
  * lifetimes, kinds, --temporary-ms) do not apply to samples: they leave the
  * CPU scope whole, and `top cpu` says so in one line. Without filters
  * cpustat is a copy of the converter's cpu_stack_stats (no pass over
- * cpu_samples). A profile without CPU samples (or converted before issue 16)
+ * cpu_samples). A profile without CPU samples (or converted before CPU sampling existed)
  * gives an empty cpustat.
  */
 #define _GNU_SOURCE

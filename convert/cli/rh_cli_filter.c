@@ -1,6 +1,6 @@
 /* rh_cli_filter.c: the filters every rheaper command takes, and `sel`.
  *
- * One meaning across all commands (README, "The rheaper command"):
+ * One meaning across all commands (docs/commands.md):
  *   --from T / --to T      allocations made at or after / at or before T, in
  *                          seconds since tracking started, or N% of the run
  *   --function RE          some frame's function matches RE (POSIX extended);
@@ -17,8 +17,8 @@
  *                          column)
  *   --kind K / --not-kind K   the allocation function (kind) is one of the
  *                          --kind values / none of the --not-kind values: a
- *                          pool's name, malloc, je_malloc, ... (README
- *                          "Allocators": not counting pool bytes twice)
+ *                          pool's name, malloc, je_malloc, ...
+ *                          (docs/allocators.md: not counting pool bytes twice)
  * and two options that are not row filters but choose call sites:
  *   --skip-function RE     also skip frames whose function matches RE when
  *                          finding a stack's call site
@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "rh_cli.h"
-#include "rh_convert.h" /* RH_W_*: sampled estimates per row (issue 9) */
+#include "rh_convert.h" /* RH_W_*: sampled estimates per row */
 
 void rh_filter_init(struct rh_filter *f)
 {
@@ -52,7 +52,7 @@ void rh_filter_init(struct rh_filter *f)
 }
 
 /* Parses "12", "1.5", "25%" into *v (and *pct). Returns 0 or -1. */
-/* The allocations view's weight column (issue 9), or "1.0 AS weight" for a
+/* The allocations view's weight column, or "1.0 AS weight" for a
  * database converted before sampling existed, whose view has none. */
 static const char *rh_weight_col(sqlite3 *db)
 {
@@ -637,7 +637,7 @@ static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsit
              f->no_skip || !have_callsite ? "0" : "coalesce(k.callsite, 0)");
     if (rh_fexec(db, sql))
         goto out;
-    /* CPU samples' stacks (issue 16): frame 0, or past --skip-function below */
+    /* CPU samples' stacks: frame 0, or past --skip-function below */
     if (rh_fexec(db, "INSERT OR IGNORE INTO cs SELECT bt, 0 FROM temp.cpustat"))
         goto out;
     if (!f->no_skip && have_callsite &&

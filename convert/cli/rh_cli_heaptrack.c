@@ -287,7 +287,7 @@ static int rh_ends_with(const char *name, const char *suffix)
 
 int rh_cmd_export(int argc, char **argv)
 {
-    if (argc > 1 && !strncmp(argv[1], "--pprof", 7)) /* issue 16, rh_cli_pprof.c */
+    if (argc > 1 && !strncmp(argv[1], "--pprof", 7)) /* pprof export: rh_cli_pprof.c */
         return rh_cmd_export_pprof(argc, argv);
     struct rh_file_args fa;
     int rc = rh_file_args_parse(argc, argv, 2, 1,

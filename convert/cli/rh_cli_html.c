@@ -403,7 +403,7 @@ static char *rh_render(sqlite3 *db, int which)
         fprintf(stderr, "rheaper: report: out of memory\n");
         return NULL;
     }
-    /* which: 0 timeline, 1 flamegraph of bytes, 2 of CPU samples (issue 16) */
+    /* which: 0 timeline, 1 flamegraph of bytes, 2 of CPU samples */
     int rc = which ? rh_svg_flamegraph(db, which == 2 ? RH_FLAME_CPU : RH_FLAME_ALL, m, 1)
                    : rh_svg_timeline(db, m, 1);
     if (fclose(m) != 0 || rc != 0) {
@@ -450,7 +450,7 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
         free(timeline);
         return -1;
     }
-    /* issue 16: a CPU section when the profile has CPU samples */
+    /* A CPU section when the profile has CPU samples */
     int64_t cpu_hz = rh_cpu_hz(db), cpu_n = rh_cpu_total(db);
     char *cpuflame = NULL;
     if (cpu_hz && !(cpuflame = rh_render(db, 2))) {

@@ -45,7 +45,7 @@ static const char rh_usage[] =
     "                                          process started with\n"
     "                                          RHEAPER_ENABLE=signal\n"
     "  live PID|RIP|-P NAME [--once [--json]]  watch a running program's heap\n"
-    "                                          (terminal UI; keys in the README)\n"
+    "                                          (terminal UI; keys in rheaper(1))\n"
     "  view DB|RIP                             a saved profile in the same UI\n"
     "  list [DIR...] [--json]                  the profiles in DIR (default: . and\n"
     "                                          RHEAPER_PROFILE_DIR) and their state\n"
@@ -82,7 +82,38 @@ static const char rh_usage[] =
     "  --kind K, --not-kind K (the allocation function or pool name).\n"
     "Call sites (every command): the first frame past allocator wrappers;\n"
     "  --skip-function RE skips more, --no-skip uses frame 0.\n"
-    "  rheaper --help | --version\n";
+    "  rheaper --help | --version\n"
+    "  rheaper COMMAND --help                  that command's lines of this text\n";
+
+/* rh_command_help prints the lines of rh_usage that describe command c: each
+ * line whose first word is c, with the continuation lines under it (indented
+ * past the synopsis column), so `rheaper top --help` and `rheaper --help`
+ * never disagree. Returns 0, or 2 when rh_usage names no such command. */
+static int rh_command_help(const char *c)
+{
+    size_t clen = strlen(c);
+    int found = 0, in_block = 0;
+    for (const char *line = rh_usage; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        if (len > 2 + clen && !strncmp(line, "  ", 2) && !strncmp(line + 2, c, clen) &&
+            (line[2 + clen] == ' ')) {
+            if (!found)
+                printf("usage: rheaper %s\n", c);
+            in_block = found = 1;
+            printf("%.*s\n", (int)len, line);
+        } else if (in_block && len > 12 && !strncmp(line, "            ", 12)) {
+            printf("%.*s\n", (int)len, line);
+        } else {
+            in_block = 0;
+        }
+        line += len + (end != NULL);
+    }
+    if (!found)
+        return 2;
+    puts("Filters and output options: rheaper --help. The manual: man rheaper.");
+    return 0;
+}
 
 /* ---- stand-ins for the second half's commands ----------------------------- */
 
@@ -346,9 +377,13 @@ int main(int argc, char **argv)
         printf("rheaper %s (rip format %u)\n", RHEAPER_VERSION_STRING, RIP_VERSION);
         return 0;
     }
-    for (size_t k = 0; k < sizeof rh_cmds / sizeof rh_cmds[0]; k++)
-        if (!strcmp(c, rh_cmds[k].name))
-            return rh_cmds[k].fn(argc - 1, argv + 1);
+    for (size_t k = 0; k < sizeof rh_cmds / sizeof rh_cmds[0]; k++) {
+        if (strcmp(c, rh_cmds[k].name))
+            continue;
+        if (argc == 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+            return rh_command_help(c);
+        return rh_cmds[k].fn(argc - 1, argv + 1);
+    }
     fprintf(stderr, "rheaper: unknown command '%s' (rheaper --help lists them)\n", c);
     return 2;
 }

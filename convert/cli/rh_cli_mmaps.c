@@ -1,5 +1,5 @@
 /* rh_cli_mmaps.c: `rheaper mmaps DB [--mallopts] [--json|--csv] [-n N]`
- * (issue 15).
+ *.
  *
  * Lists the mmap, munmap and mremap calls the runtime recorded (the mmaps
  * table, rh_mmaps.c in the converter), or with --mallopts the mallopt calls,

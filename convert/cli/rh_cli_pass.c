@@ -8,7 +8,7 @@
  * scan of the range (SQLite tests each row's stack first, rh_pass_bt), or,
  * when the selected stacks have few rows there, their ids merged from the
  * converter's per-stack index stack_rows and each row read by id
- * (rh_pass_use_index; README "How filtered commands read rows"). It checks the
+ * (rh_pass_use_index; docs/design.md). It checks the
  * remaining per-row conditions in C and replays the allocations and their
  * frees (a heap of pending frees ordered by time, frees first at equal times)
  * into the converter's own aggregate code (rh_aggregate.c). So a filtered
@@ -36,7 +36,7 @@
 struct rh_pfree {
     int64_t t, size;
     uint32_t si;
-    uint8_t pool; /* a pool block (never sampled: weight 1, issue 9) */
+    uint8_t pool; /* a pool block (never sampled: weight 1) */
 };
 
 struct rh_pheap {
@@ -146,7 +146,7 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
         const struct rh_agg_stack *s = &a->st[i];
         if (!s->count)
             continue;
-        /* block counts in 1/bscale units on a sampled profile (issue 9) */
+        /* block counts in 1/bscale units on a sampled profile */
         int64_t v[12] = {ids[i],
                          rh_agg_blocks(a, s->count),
                          s->bytes,
@@ -525,7 +525,7 @@ static void *rh_pass_reader(void *arg)
 /* ---- the pass -------------------------------------------------------------- */
 
 /* A sampled profile's parameters (meta sample_mode, sample_rate,
- * sample_bytes, sample_big_always, issue 9) in a zeroed rh_rip for the
+ * sample_bytes, sample_big_always) in a zeroed rh_rip for the
  * aggregates' weights: *out stays NULL on a full profile. Returns 0, or -1
  * when out of memory. */
 static int rh_pass_sampling(sqlite3 *db, struct rh_rip **out)
@@ -546,8 +546,8 @@ static int rh_pass_sampling(sqlite3 *db, struct rh_rip **out)
 }
 
 /* How many rows a scan reads for each row one lookup by id reads in the same
- * time, measured on the 10 M scale profile (README "How filtered commands
- * read rows"); RHEAPER_PASS_INDEX=0 or 1 forces the scan or the index. */
+ * time, measured on the 10 M scale profile (docs/design.md);
+ * RHEAPER_PASS_INDEX=0 or 1 forces the scan or the index. */
 #define RH_PASS_LOOKUP_COST 30
 
 /* Decides whether the selected stacks (ok[i] for stack ids[i]) are read
@@ -677,7 +677,7 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
         for (size_t i = 0; i < ndirect; i++)
             direct[i] = rh_map_get(&idx, i);
     }
-    /* a sampled profile (issue 9): the aggregates weigh each row as the
+    /* a sampled profile: the aggregates weigh each row as the
      * converter did, from the sampling parameters in meta */
     if (rh_pass_sampling(db, &samp))
         goto oom;

@@ -1,5 +1,5 @@
 /* rh_cli_pprof.c: `rheaper export --pprof OUT.pb.gz PROFILE [filters]`
- * (issue 16): the profile as Google's pprof format (profile.proto), gzipped,
+ *: the profile as Google's pprof format (profile.proto), gzipped,
  * for go tool pprof, Grafana Pyroscope, Parca and the other readers of that
  * format.
  *
@@ -11,7 +11,7 @@
  *                 --to, else the end of the run; or at the heap's peak with
  *                 --at peak); default sample type inuse_space; period_type
  *                 space/bytes, period 1 (every allocation is recorded), or
- *                 for a sampled profile (issue 9: meta sample_mode, the
+ *                 for a sampled profile (meta sample_mode, the
  *                 allocations' weight) the sampling mean, with the weighted
  *                 estimates sum(weight) and sum(size * weight) as values;
  *   CPU samples   samples/count and cpu/nanoseconds (samples * one sampling
@@ -506,7 +506,7 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         rh_sql_fail(db, "export --pprof");
         goto out;
     }
-    /* A sampled profile (issue 9: meta sample_mode, allocations.weight):
+    /* A sampled profile (meta sample_mode, allocations.weight):
      * weighted estimates, and the sampling mean as the period. */
     int sampled = 0;
     double mean = 1;

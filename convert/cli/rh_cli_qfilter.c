@@ -458,7 +458,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
      * peak time. The pass's timeline and leak curve do not know bytehound's
      * filters: timeline = 0 and leak_buckets = 0 make their readers compute
      * them from sel's rows. */
-    /* sstat's figures are estimates on a sampled profile (issue 9), summed
+    /* sstat's figures are estimates on a sampled profile, summed
      * as the converter and the C pass sum them (RH_W_N, rh_convert.h) */
     char sql[8192];
     snprintf(sql, sizeof sql,

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "rh_cli.h"
-#include "rh_convert.h" /* RH_W_ROW_B (issue 9) */
+#include "rh_convert.h" /* RH_W_ROW_B */
 
 #define RH_FG_WIDTH 1200
 #define RH_FG_ROW 17
@@ -745,7 +745,7 @@ static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh
         "SELECT t, d, bt FROM (SELECT alloc_after AS t, 1 AS k, size AS d, bt FROM sel"
         " UNION ALL SELECT dealloc_after, 0, -size, bt FROM sel WHERE dealloc_after IS NOT NULL)"
         " ORDER BY t, k";
-    /* a sampled profile (issue 9): estimated bytes, as the converter's timeline */
+    /* a sampled profile: estimated bytes, as the converter's timeline */
     static const char sampled[] =
         "SELECT t, d, bt FROM (SELECT alloc_after AS t, 1 AS k,"
         " " RH_W_ROW_B " AS d, bt FROM sel UNION ALL"

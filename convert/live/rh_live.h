@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* The stack kind of a CPU sample's stack (issue 16; frame 0 is the
+/* The stack kind of a CPU sample's stack (frame 0 is the
  * interrupted PC). */
 #define RH_LV_KIND_CPU 255
 
@@ -37,7 +37,7 @@ struct rh_lv_site {
     int ntrend;                 /* points filled (from the end) */
 };
 
-/* One thread: thread_summary's figures (README, "Schema"). */
+/* One thread: thread_summary's figures (docs/sql.md). */
 struct rh_lv_thread {
     uint32_t id, tid;
     char name[17];

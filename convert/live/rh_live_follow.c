@@ -216,7 +216,7 @@ static int rh_fl_alloc(struct rh_follow *f, const struct rh_event *ev)
 }
 
 /* An event of another kind than the heap's: a CPU sample when its stack is a
- * CPU stack (kind RH_LV_KIND_CPU; the decoder yields issue 16's EXT 14
+ * CPU stack (kind RH_LV_KIND_CPU; the decoder yields the CPU sample's EXT 14
  * CPUSAMPLE records as events carrying their stack id and, in size, the
  * sampling periods they stand for). Returns 0 or -1. */
 static int rh_fl_cpu(struct rh_follow *f, const struct rh_event *ev)

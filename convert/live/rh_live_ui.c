@@ -3,7 +3,7 @@
  * It draws a struct rh_lv_model (rh_live.h) in four views and only changes
  * it through the source's refresh callback: `1` CPU samples per function, `2` heap call sites with a sparkline of
  * their live bytes, `3` a chart of the total live heap over time, `4` the
- * threads. Keys (README, "Live view"): j/k (and the arrows) move the
+ * threads. Keys (docs/live.md): j/k (and the arrows) move the
  * selection, h/l pan the chart, +/- zoom it, Tab cycles the views, s cycles
  * the sort, / filters call sites as --function does (the sites of stacks in
  * which some frame's function matches a POSIX extended regex; the source

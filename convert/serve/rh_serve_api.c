@@ -14,7 +14,7 @@
  *                                           the top churn sites (rh_cli_memory.c)
  * ID is an id from /list or `last`. F are the filters (rh_cli_qfilter.c). The
  * JSON keeps bytehound's field names and shapes (its server-core protocol);
- * what rheaper does not know is null (README, "rheaper serve"). Every answer
+ * what rheaper does not know is null (docs/rest-api.md). Every answer
  * is built in memory, so lists are capped at the server's row cap; an
  * interrupted query (time budget) answers 503 with the budget.
  */

@@ -73,7 +73,7 @@ figure() { sed -n "s/^$1,//p" "$work/s.csv"; }
 sqlcheck() {
     db=$1 where=$2
     shift 2
-    # a sampled profile's figures are estimates, not these plain sums (issue 9;
+    # a sampled profile's figures are estimates, not these plain sums (
     # tests/sample checks them against the weighted SQL)
     [ -z "$(sqlite3 "$db" "SELECT value FROM meta WHERE key = 'sample_mode'")" ] || return 0
     "$bin/rheaper" summary --csv "$@" "$db" > "$work/s.csv" 2> "$work/s.err" ||

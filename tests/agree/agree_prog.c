@@ -17,7 +17,7 @@
  * Every allocation comes from one of a few noinline "site" functions called
  * from one place each, so a site is one stack. The program prints
  * "EXPECT temporary N": the number of frees that heaptrack's rule calls
- * temporary (README, "Temporary allocations"), computed over the script: a
+ * temporary (docs/sql.md), computed over the script: a
  * free is temporary when the event just before it, among all threads, is an
  * allocation of the same size from the same site. A realloc is a free then an
  * allocation; free(NULL) is no event. The sequence is fixed: the script

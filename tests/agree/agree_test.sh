@@ -115,10 +115,10 @@ example)
     need heaptrack_print
     srcfile="$src/../example/example.c"
     build example -O2 -pthread -g
-    # Program scope, as the three counts were settled on (issue 17). In the
+    # Program scope, as the three counts were settled on. In the
     # default whole-process scope rheaper also records libc's own blocks and
     # its count of this unsynchronised two-thread program varies between runs
-    # (1 or 2 against heaptrack's 3): an open point, noted in the README.
+    # (1 or 2 against heaptrack's 3): an open point, noted in docs/sql.md.
     scope=program
     tries=0
     while :; do

@@ -1,7 +1,7 @@
 #!/bin/sh
 # ab_runtime.sh: the Lua workload under two rheaper builds, before and after a
-# runtime change (issue 13 measured holding no fd this way; README
-# "Performance").
+# runtime change (holding no fd was measured this way;
+# docs/benchmarks.md).
 #
 #   sh tests/bench/ab_runtime.sh OLD_BUILD NEW_BUILD [RUNS] [OUT]
 #

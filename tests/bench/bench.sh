@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench.sh: rheaper's benchmark (issue 3; README "Performance").
+# bench.sh: rheaper's benchmark (docs/benchmarks.md).
 #
 #   sh tests/bench/bench.sh [--build DIR] [--runs N] [--out DIR] [--tiny] [--no-massif]
 #

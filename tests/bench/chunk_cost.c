@@ -1,4 +1,4 @@
-/* chunk_cost.c: what the runtime pays per chunk for holding no fd (issue 13).
+/* chunk_cost.c: what the runtime pays per chunk for holding no fd.
  *
  *   chunk_cost DIR [CHUNKS]
  *

@@ -1,6 +1,6 @@
 #!/bin/sh
-# chunk_cost.sh: the per-chunk cost of holding no fd (issue 13; README
-# "Performance").
+# chunk_cost.sh: the per-chunk cost of holding no fd
+# (docs/benchmarks.md).
 #
 #   sh tests/bench/chunk_cost.sh [DIR] [CHUNKS]
 #

@@ -1,6 +1,6 @@
 #!/bin/sh
 # convert_ab.sh: the converter's throughput, one build against another
-# (issue 8: "at least 3 M events/s end to end").
+# (the target: "at least 3 M events/s end to end").
 #
 #   sh tests/bench/convert_ab.sh [--runs R] [--out DIR] RIP BASE_CONVERT NEW_CONVERT
 #

@@ -1,6 +1,6 @@
 #!/bin/sh
-# cpu_bench.sh: the cost of CPU sampling (issue 16; README "Cost of CPU
-# sampling"). Bars: on the Lua workload, 99 Hz costs at most 1 % and 999 Hz at
+# cpu_bench.sh: the cost of CPU sampling (docs/benchmarks.md). Bars: on the Lua
+# workload, 99 Hz costs at most 1 % and 999 Hz at
 # most 3 % of the CPU time, with the heap recorded and without.
 #
 #   sh tests/bench/cpu_bench.sh [--build DIR] [--runs N] [--n LUAN] [--out DIR]

@@ -1,5 +1,5 @@
-/* cpu_cost.c: what one CPU sample costs the sampled thread (issue 16;
- * tests/bench/cpu_bench.sh, README "Cost of CPU sampling").
+/* cpu_cost.c: what one CPU sample costs the sampled thread (
+ * tests/bench/cpu_bench.sh, docs/benchmarks.md).
  *
  * The kernel delivers a thread's CPU-time timer at most once per tick (250 Hz
  * here), so at the rates users ask for a sample's cost is far below what an

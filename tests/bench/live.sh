@@ -1,5 +1,5 @@
 #!/bin/sh
-# live.sh: how fast `rheaper live` reads a profile (README "Live view").
+# live.sh: how fast `rheaper live` reads a profile (docs/live.md).
 #
 #   sh tests/bench/live.sh [--build DIR] [--rounds N] [--runs R]
 #

@@ -1,5 +1,5 @@
 #!/bin/sh
-# redis.sh: the allocator-family benchmark (issue 14) on Debian's Redis 7.
+# redis.sh: the allocator-family benchmark on Debian's Redis 7.
 #
 #   sh tests/bench/redis.sh [--build DIR] [--out DIR] [--runs N] [--requests N]
 #
@@ -164,7 +164,7 @@ rows_of() {
     lc=$(rows_of libc-tracked)
     echo "Rows (round 1): jemalloc build $je, libc build $lc" \
         "($(awk -v a="$je" -v b="$lc" 'BEGIN { if (b > 0) printf "%+.2f%%", 100 * (a - b) / b; else print "-" }'))."
-    # issue 15: the mmap/munmap/mremap calls each tracked build recorded
+    # the mmap/munmap/mremap calls each tracked build recorded
     mm() {
         db=$(ls "$out/run/$1.1"/rip-*.db 2>/dev/null | head -n 1)
         [ -n "$db" ] && sqlite3 "$db" "SELECT count(*) || ' (' || coalesce(sum(op = 'mmap'), 0) ||

@@ -1,8 +1,8 @@
 /* rh_bench.c: the benchmark driver: runs every variant of every workload
  * interleaved, measures each run, and writes one Markdown report.
  *
- * tests/bench/bench.sh builds the workloads and calls this program; see the
- * README's Performance section. Each workload is given as
+ * tests/bench/bench.sh builds the workloads and calls this program; see
+ * docs/benchmarks.md. Each workload is given as
  *
  *   --workload 'ID|TITLE|PAIRS|THREADS|PLAIN_BIN|RHEAPER_BIN|ARG ARG ...'
  *
@@ -459,7 +459,7 @@ static void rh_report(FILE *f)
         }
     }
 
-    /* The targets of issue 3, from the figures above. */
+    /* The benchmark's targets, from the figures above. */
     const struct rh_workload *lua = rh_find_wl("lua"), *deep = rh_find_wl("deep");
     const struct rh_workload *tw = lua && lua->v[V_ON].n ? lua : w1;
     if (!tw)

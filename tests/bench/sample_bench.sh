@@ -1,6 +1,6 @@
 #!/bin/sh
-# sample_bench.sh: what sampling buys, and what it costs in accuracy (issue 9;
-# README "Performance", "Sampling").
+# sample_bench.sh: what sampling buys, and what it costs in accuracy
+# (docs/benchmarks.md, "Sampling").
 #
 #   sh tests/bench/sample_bench.sh [--build DIR] [--out DIR] [--runs N]
 #                                  [--lua-n N] [--scale N] [--bytes N]

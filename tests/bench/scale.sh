@@ -1,5 +1,5 @@
 #!/bin/sh
-# scale.sh: the scale benchmark (issue 8; README "Scale benchmark").
+# scale.sh: the scale benchmark (docs/benchmarks.md).
 #
 #   sh tests/bench/scale.sh [--build DIR] [--out DIR] [--sizes "N ..."] [--runs R]
 #                           [--timeout S] [--convert-timeout S] [--convert-runs K]
@@ -24,7 +24,7 @@
 # commands still run in every round. It prints, per size, the rip size,
 # the medians (min-max) of every step with its ratio to heaptrack_print's, the
 # database size and bytes per allocation, the load average before and after,
-# and then whether the issue's targets hold (10 M: every unfiltered command
+# and then whether the targets hold (10 M: every unfiltered command
 # under 1 s and faster than heaptrack_print, filtered under 5 s, the planted
 # leak ranked first; 100 M: unfiltered under 2 s; the converter's peak RSS
 # flat from the smallest to the largest size). Writes OUT/scale-results.md

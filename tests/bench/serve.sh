@@ -1,7 +1,6 @@
 #!/bin/sh
 # serve.sh: latency of `rheaper serve` under 8 concurrent clients, beside the
-# `rheaper` command answering the same question (issue 15, README "rheaper
-# serve": Speed).
+# `rheaper` command answering the same question (docs/benchmarks.md).
 #
 #   sh tests/bench/serve.sh                       # 10 M allocations of wl_scale.c
 #   sh tests/bench/serve.sh --size 1000000 --rounds 5 --requests 4 --clients 8

@@ -1,7 +1,7 @@
 #!/bin/sh
 # sqlite_symbols.sh: what `rheaper top` says about SQLite's allocations with
 # Debian's stripped libsqlite3, and with the same library built from Debian's
-# source with its symbols (issue 10, "rheaper top names SQLite's allocating
+# source with its symbols ("rheaper top names SQLite's allocating
 # functions").
 #
 #   sh tests/bench/sqlite_symbols.sh [--build DIR] [--out DIR] [--rows N]

@@ -1,6 +1,6 @@
 #!/bin/sh
 # stream.sh: what streaming to a collector costs against a local rip file
-# (issue 11; README "Streaming").
+# (docs/streaming.md).
 #
 #   sh tests/bench/stream.sh [--build DIR] [--runs N] [--pairs N] [--threads N]
 #

@@ -1,5 +1,5 @@
-/* wl_scale.c: the scale workload (issue 8; tests/bench/scale.sh, README
- * "Scale benchmark").
+/* wl_scale.c: the scale workload (tests/bench/scale.sh,
+ * docs/benchmarks.md).
  *
  *   wl_scale [ALLOCATIONS [THREADS]]        (defaults: 20000 allocations, 4 threads)
  *

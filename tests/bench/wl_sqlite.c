@@ -1,5 +1,5 @@
 /* wl_sqlite.c: benchmark workload 5, allocations made mostly inside a system
- * shared library (README "Performance", issue 10).
+ * shared library (docs/benchmarks.md).
  *
  *   wl_sqlite N
  *

@@ -1,5 +1,5 @@
-/* callsite.c: the call-site rule's extensions (README, "Call sites past
- * allocator wrappers"), checked on a program whose shape the test knows.
+/* callsite.c: the call-site rule's extensions (docs/call-sites.md), checked on
+ * a program whose shape the test knows.
  *
  *   - Rule 4, an allocator layer (layer.c, like Redis's zmalloc.c):
  *     zrealloc_usable has two callers here (grow_list, grow_buf) and reaches

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/control/run.sh BIN HELPERS WORK CASE: one case of issue 9's control
+# tests/control/run.sh BIN HELPERS WORK CASE: one case of the control
 # tests (see CMakeLists.txt). Prints "FAIL: ..." and exits 1 on a failure.
 # The runtime's "wrote" notice is checked: on stderr although it is no terminal.
 export RHEAPER_LOG=stderr

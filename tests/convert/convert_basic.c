@@ -135,7 +135,7 @@ static void check_tables(sqlite3 *db)
     CHECK(
         !strcmp(ct_text(db, "SELECT kind FROM callsites WHERE bt = 2", buf, sizeof buf), "calloc"));
     /* no index on alloc_rows: rows are found by id (time) ranges, stacks
-     * are filtered in one pass (README "How the rows are stored") */
+     * are filtered in one pass (docs/design.md) */
     CHECK_EQ(ct_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN"
                         " ('backtraces_id', 'backtraces_file_line')"),
              2);

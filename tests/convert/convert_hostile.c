@@ -1,4 +1,4 @@
-/* convert_hostile.c: rheaper-convert on damaged and hostile input (issue 4).
+/* convert_hostile.c: rheaper-convert on damaged and hostile input.
  *
  * In-process, on thousands of mutations of the reference profile (the reader,
  * decoder and merge without SQLite): truncation at many offsets, a flipped bit

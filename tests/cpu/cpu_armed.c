@@ -1,5 +1,5 @@
 /* cpu_armed.c: a long-running program for `rheaper record -p PID --cpu-hz N`
- * (tests/cpu/run.sh, issue 16). Started with RHEAPER_ENABLE=signal, it
+ * (tests/cpu/run.sh). Started with RHEAPER_ENABLE=signal, it
  * prints "ready", then spins in busy_loop (allocating one block per round, so
  * the toggle signal is acted on) until the file named by its argument exists,
  * and prints "done". A second thread, created before any recording, spins in

@@ -1,5 +1,5 @@
 /* cpu_churn.c: allocation-heavy threads under a fast CPU sampler, for the
- * handler's safety (tests/cpu/run.sh case churn, issue 16).
+ * handler's safety (tests/cpu/run.sh case churn).
  *
  * Two threads each make ROUNDS rounds of 8 mallocs and 8 frees (sizes
  * 16..128), so much of their CPU time is spent inside the runtime, where a

@@ -1,6 +1,6 @@
 /* cpu_ownprof.c: a program that uses SIGPROF itself, as gperftools'
  * ProfilerStart does (setitimer(ITIMER_PROF) and a SIGPROF handler), for the
- * CPU sampling test's signal conflict (tests/cpu/run.sh, issue 16).
+ * CPU sampling test's signal conflict (tests/cpu/run.sh).
  *
  * usage: cpu_ownprof before|after
  *   before: installs its handler before its first allocation (before the

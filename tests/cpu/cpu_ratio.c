@@ -1,5 +1,5 @@
 /* cpu_ratio.c: a program whose CPU shares are known, for the CPU sampling
- * test (tests/cpu/run.sh, issue 16).
+ * test (tests/cpu/run.sh).
  *
  * Work comes in units of the same fixed arithmetic. Each thread picks, unit by
  * unit with a fixed pseudo-random sequence, hot_unit with probability 3/4 and

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/cpu/run.sh BIN HELPERS WORK CASE: one case of issue 16's CPU tests
+# tests/cpu/run.sh BIN HELPERS WORK CASE: one case of the CPU sampling tests
 # (see CMakeLists.txt). Prints "FAIL: ..." and exits 1 on a failure. Every
 # figure checked is one the program knows (its units per function and
 # thread), compared with what `rheaper` reads from the profile.
@@ -226,7 +226,7 @@ pprof)
     [ "$got" = "$cold" ] || fail "--function cold_unit export has $got samples, expected $cold"
     ;;
 pprof-sampled)
-    # A recorded sampled profile (issue 9: RHEAPER_SAMPLE_BYTES, then
+    # A recorded sampled profile (RHEAPER_SAMPLE_BYTES, then
     # RHEAPER_SAMPLE_RATE, a fixed seed) read by go tool pprof: the period is
     # the sampling mean, and the four heap totals are rheaper's own estimates,
     # the sums of stack_stats, which are sum(round(size * weight)) per event.

@@ -110,7 +110,7 @@ int main(void)
     char *t = strndup("abcdefgh", 3);
     KEEP(t); /* clang would delete a strndup+free pair it turned into malloc+free */
     /* clang may turn strndup of a literal into malloc + memcpy: then the row is
-     * what the binary really called (README, Limits) */
+     * what the binary really called (docs/limits.md) */
     EXPECT(1, "SELECT count(*) FROM allocations WHERE kind IN ('strndup', 'malloc') AND size = 4 AND dealloc_after IS NOT NULL AND " AT_SYM("main"));
     free(t);
     char *a = NULL;

@@ -8,7 +8,7 @@
 # valgrind counts every allocation in the process; rheaper sees those made by
 # Lua's own code. The difference is what glibc allocates inside libc.so for
 # itself (stdio buffers of fopen and stdout), which a dynamically linked program
-# cannot see (README, Limits). It must be small and never negative.
+# cannot see (docs/limits.md). It must be small and never negative.
 # Skips (exit 77) when the source cannot be fetched.
 set -eu
 bin=$1 src=$2 work=$3
@@ -36,8 +36,8 @@ if [ "$rows" -lt 100000 ] || [ "$diff" -lt 0 ] || [ "$diff" -gt 16 ]; then
     echo "FAIL: row count does not match valgrind"
     exit 1
 fi
-# Call sites past Lua's allocator wrappers (README, "Call sites past allocator
-# wrappers"): top names Lua's allocating functions, not l_alloc, and one line
+# Call sites past Lua's allocator wrappers (docs/call-sites.md): top names
+# Lua's allocating functions, not l_alloc, and one line
 # names the skipped wrappers.
 "$bin/rheaper" top lua.db -n 20 > top.txt 2> top.err
 for f in luaH_resize createstrobj luaF_newLclosure; do

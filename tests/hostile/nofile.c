@@ -4,7 +4,7 @@
  * open must succeed (and get fd 3), whatever the runtime does. The program
  * allocates before, while and after it holds the file (what it allocates
  * while holding it fits the chunk the runtime has open; a chunk needed while
- * the program holds its last fd is counted lost, see the README's Limits). Exit status 0 when the
+ * the program holds its last fd is counted lost, see docs/limits.md). Exit status 0 when the
  * open succeeded and every write was whole.
  */
 #define _GNU_SOURCE

@@ -1,4 +1,4 @@
-/* rep_http.c: the README's example of serving rheaper's in-process reports
+/* rep_http.c: the example (docs/environment.md) of serving rheaper's in-process reports
  * over HTTP (tests/inproc/run.sh fetches them with curl over 127.0.0.1).
  *
  *   rep_http PORTFILE

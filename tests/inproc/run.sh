@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/inproc/run.sh BIN HELPERS WORK CASE: one case of issue 9's in-process
+# tests/inproc/run.sh BIN HELPERS WORK CASE: one case of the in-process
 # reports. Prints "FAIL: ..." and exits 1 on a failure.
 #   threads: rep_threads' exact per-thread and per-stack figures (CSV and
 #            text), the bytes filter and the function filter;

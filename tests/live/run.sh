@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/live/run.sh BIN HELPER WORK CASE: one case of the live view's tests
-# (issue 11 "Live view", issue 16 "Saved profiles in the terminal UI"). The
+# (the live view, and saved profiles in the terminal UI). The
 # terminal UI is driven as a person drives it: in tmux, reading the screen
 # with capture-pane and typing keys with send-keys. HELPER is lv_grow (built
 # with rheaper-cc), which allocates exactly what it is told on stdin (and
@@ -317,7 +317,7 @@ view-tmux)
     cmp -s before after || fail "view of a rip left files: $(diff before after)"
     ;;
 cpu-tmux)
-    # Real CPU samples (issue 16): lv_grow's thread "lvspin" burns CPU in
+    # Real CPU samples: lv_grow's thread "lvspin" burns CPU in
     # burn_site (and a third as much in burn_side), sampled at 199 Hz. The
     # live view's CPU view (key 1) shows burn_site with samples that grow,
     # q quits; then `rheaper view` on the converted profile shows it first in

@@ -1,4 +1,4 @@
-/* mmaps.c: mmap, munmap, mremap and mallopt calls recorded exactly (issue 15).
+/* mmaps.c: mmap, munmap, mremap and mallopt calls recorded exactly.
  *
  * The program makes known calls and states, through EXPECT lines
  * (tests/e2e/expect.h), what the mmaps and mallopts tables must hold: one row

@@ -281,6 +281,6 @@ case_files_sql_quotes() {
         "$w/bin/$evil named $tname"
     eq "thread name" "$(sql "$db" "SELECT count(*) FROM threads WHERE name = 'a''b\";DROP c--'")" 1
     eq "the named thread's rows" "$(sql "$db" "SELECT count(*) FROM allocations a JOIN threads t ON t.id = a.alloc_thread WHERE t.name = 'a''b\";DROP c--' AND a.size = 1112")" 7
-    # the tables every profile has are all still there (later issues add more)
+    # the tables every profile has are all still there (later features add more)
     eq "tables" "$(sql "$db" "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('alloc_rows', 'backtraces', 'stacks', 'stack_stats', 'thread_stats', 'timeline', 'timeline_stacks', 'leak_curve', 'skipped_functions', 'threads', 'modules', 'meta')")" 12
 }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# run.sh: one reliability test case (issue 4): runs a helper program built with
+# run.sh: one reliability test case: runs a helper program built with
 # rheaper-cc under RHEAPER_ENABLE=1, breaks something around it, converts what
 # it wrote and checks the facts the program stated about itself (EXPECT lines,
 # as in tests/e2e/check.sh) plus the case's own checks on exit status, stderr

@@ -1,5 +1,5 @@
 /* rows_order.c: every row reaches alloc_rows exactly, whichever way the
- * converter inserts it (issue 8's batched writer, convert/rh_db.c).
+ * converter inserts it (the batched writer, convert/rh_db.c).
  *
  * The converter puts rows back in id order through a ring of 2^19 rows and
  * inserts them a batch per statement through the rh_feed virtual table

@@ -1,4 +1,4 @@
-/* rows_check.c: checks a profile's stack_rows (README "stack_rows") against
+/* rows_check.c: checks a profile's stack_rows (docs/design.md) against
  * its rows, by decoding every chunk.
  *
  *   rows_check PROFILE.db [--culled]

@@ -1,6 +1,6 @@
 #!/bin/sh
 # rows_test.sh: stack_rows against the rows, and the filtered pass read by id
-# against the same pass read by a scan (README "stack_rows").
+# against the same pass read by a scan (docs/design.md).
 #
 # usage: rows_test.sh BIN TESTS WORK ROWS_CHECK
 # The scale workload (tests/bench/wl_scale.c: 4 threads, thousands of stacks,

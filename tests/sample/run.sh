@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/sample/run.sh BIN HELPERS WORK CASE: one case of issue 9's sampling
+# tests/sample/run.sh BIN HELPERS WORK CASE: one case of the sampling
 # tests. smp_known knows its heap exactly and prints it ("TRUE ..." lines); a
 # sampled recording with a fixed seed (deterministic) must estimate it within
 # the tolerances below, and the frees of unsampled blocks must leave no trace.

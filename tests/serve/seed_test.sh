@@ -1,5 +1,5 @@
 #!/bin/sh
-# seed_test.sh: the four example requests of issue 15, answered about
+# seed_test.sh: the four example requests of the REST API, answered about
 # serve_prog.c, whose plan (its header) gives the right answers by name.
 #
 # usage: seed_test.sh BIN SRC WORK

@@ -5,7 +5,7 @@
 # leak of the second run. Skips (77) without chromium.
 #
 # usage: ui_test.sh BIN SRC WORK
-# RH_UI_SCREENSHOT=FILE also writes a screenshot of the page (the README's).
+# RH_UI_SCREENSHOT=FILE also writes a screenshot of the page (docs/rest-api.md's).
 BIN=$1 SRC=$2 W=$3
 . "$SRC/lib.sh"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# weight_test.sh: `rheaper serve` on a sampled profile (issue 15, "weights on
+# weight_test.sh: `rheaper serve` on a sampled profile ("weights on
 # sampled profiles"). serve_prog.c is recorded with RHEAPER_SAMPLE_BYTES and a
 # fixed RHEAPER_SAMPLE_SEED, so most blocks are not seen and every figure is
 # an estimate. For each filter (none, one the C pass takes, one only

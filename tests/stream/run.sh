@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/stream/run.sh BIN HELPERS WORK CASE: one case of issue 11's streaming
+# tests/stream/run.sh BIN HELPERS WORK CASE: one case of the streaming
 # tests (see CMakeLists.txt). Prints "FAIL: ..." and exits 1 on a failure.
 # The runtime's "streamed" notice is checked: on stderr although it is no terminal.
 export RHEAPER_LOG=stderr

@@ -1,5 +1,5 @@
 /* stream_prog.c: the program tests/stream/run.sh profiles over RHEAPER_STREAM
- * (issue 11). Every count it makes is fixed, so the collected profile can be
+ *. Every count it makes is fixed, so the collected profile can be
  * checked against a local recording and against these numbers.
  *
  *   stream_prog threads [fill] 4 threads x 20000 malloc/free pairs of 16+i

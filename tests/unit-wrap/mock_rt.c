@@ -221,7 +221,7 @@ void rh_stack_bounds_compute(void)
     abort();
 }
 
-/* Sampling and reports (issue 9) are off in the mock: rh_sample_mode and
+/* Sampling and reports are off in the mock: rh_sample_mode and
  * rh_live_on stay 0 and the keys RH_SAMPLE_NOKEY, so their entry points are
  * never reached. */
 _Atomic int rh_sample_mode;
@@ -274,7 +274,7 @@ void rh_modules_changed(void)
     mock_modules_changed++;
 }
 
-/* issue 15's records (shims_mmap.c): the mock counts them only. */
+/* The mmap and mallopt records (shims_mmap.c): the mock counts them only. */
 int mock_ext_records;
 void rh_record_ext(unsigned kind, unsigned sub, const uint64_t *v, unsigned n, uint64_t t,
                    void *fp)

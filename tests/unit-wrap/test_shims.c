@@ -515,7 +515,7 @@ static void test_passthrough(void)
     mock_set_guard(0);
 }
 
-/* Re-entry counting (issue 13): a call nested inside a malloc-family call
+/* Re-entry counting: a call nested inside a malloc-family call
  * (guard RH_GUARD_LEAF: a signal handler) passes through and is counted; one
  * nested inside another hooked call (RH_GUARD_CALL: a static libc's strdup
  * calling malloc) passes through uncounted; tracking off counts nothing. */

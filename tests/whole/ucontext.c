@@ -1,4 +1,4 @@
-/* ucontext.c: stacks through coroutines (issue 13's stack item).
+/* ucontext.c: stacks through coroutines (the hostile programs' stack item).
  *
  * Two coroutines run on mmap'ed 16 KiB stacks and allocate there first: with
  * RHEAPER_SCOPE=program (tests/whole/CMakeLists.txt runs both scopes) that is
