@@ -228,7 +228,7 @@ struct rh_rip {
     uint32_t cpu_hz, cpu_signal; /* header (v3): 0 when CPU sampling was off */
     uint64_t cpu_samples;        /* CPUSAMPLE records decoded */
     uint64_t mem_samples;        /* MEMSAMPLE records decoded (rh_memory.c) */
-    /* v3, issue 9: sampling (header flag RIP_HDR_F_SAMPLED; trailer 64..79) */
+    /* v3, sampling (header flag RIP_HDR_F_SAMPLED; trailer 64..79) */
     uint32_t sample_mode;       /* 0 full, RIP_SAMPLE_RATE or RIP_SAMPLE_BYTES */
     uint32_t sample_big;        /* bytes mode: blocks >= N always recorded, weight 1
                                    (header mode RIP_SAMPLE_BYTES_BIG) */
@@ -689,7 +689,7 @@ RH_HIDDEN int rh_memory_open(struct rh_memory *m, void *db, char *err, size_t er
 RH_HIDDEN int rh_memory_event(struct rh_memory *m, const struct rh_event *ev, int64_t t);
 RH_HIDDEN void rh_memory_close(struct rh_memory *m);
 
-/* ---- rh_mmaps.c: the mmaps and mallopts tables (issue 15) --------------- */
+/* ---- rh_mmaps.c: the mmaps and mallopts tables ------------------------ */
 
 struct rh_mmaps {
     void *mm, *mo; /* prepared inserts (sqlite3_stmt) */

@@ -97,7 +97,7 @@ struct rh_db {
     uint8_t *ring_full; /* per slot: 0 empty, 1 a row, 2 a culled row */
     uint64_t next_id; /* the smallest id not yet inserted or passed */
     uint64_t max_id; /* the largest id handed to the writer so far */
-    struct rh_mmaps mm; /* issue 15: the mmaps and mallopts tables (rh_mmaps.c) */
+    struct rh_mmaps mm; /* the mmaps and mallopts tables (rh_mmaps.c) */
     struct rh_memory mem; /* the memory table (rh_memory.c) */
     /* The row layout (rh_db_view): alloc_rows.t = alloc_after - id *
      * time_step. */
@@ -924,7 +924,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
         /* the fork's time on this profile's clock: ns before its start */
         rh_meta_int(&m, "fork_ns", (int64_t)r->origin_mono_ns - (int64_t)r->hdr.start_mono_ns);
     }
-    /* issue 9: 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
+    /* 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
     if (r->has_trailer && r->tr_has_end_reason)
         rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
     /* Streaming: a profile received by rheaper collect, and how it was sent */
@@ -955,7 +955,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
         if (d->mem.damaged)
             rh_meta_int(&m, "memory_samples_damaged", (int64_t)d->mem.damaged);
     }
-    /* issue 9: sampling; every figure of the aggregates is an estimate */
+    /* Sampling: every figure of the aggregates is an estimate */
     if (r->sample_mode == RIP_SAMPLE_RATE) {
         rh_meta_text(&m, "sample_mode", "rate");
         if (!m.rc) {

@@ -300,7 +300,7 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
     }
     case RH_EV_POOLRESET:
         return rh_merge_pool_reset(m, (uint32_t)ev->addr, t, ev->thread);
-    case RH_EV_EXT: { /* issue 15: an mmap/munmap/mremap/mallopt call */
+    case RH_EV_EXT: { /* an mmap/munmap/mremap/mallopt call */
         if (ev->ext_sub == RIP_EXT_MEMSAMPLE) { /* the heap at this moment, beside it */
             struct rh_event e = *ev;
             e.size = m->heap_bytes > 0 ? (uint64_t)(m->heap_bytes + 0.5) : 0;

@@ -270,7 +270,7 @@ static void rh_fill_header(uint8_t *hdr)
     h->flags |= RIP_HDR_F_MMAPS; /* this runtime records mmap and mallopt calls */
     if (rh_mem_enabled())
         h->flags |= RIP_HDR_F_MEMORY; /* memory samples (rh_memsample.c) */
-    if (rh_cfg.cpu_hz) { /* version 3, issue 16 */
+    if (rh_cfg.cpu_hz) { /* version 3: CPU sampling */
         uint32_t hz = rh_cfg.cpu_hz, sig = (uint32_t)rh_cfg.cpu_signal;
         h->flags |= RIP_HDR_F_CPU;
         memcpy(hdr + RIP_HDR_CPU_HZ_OFF, &hz, 4);

@@ -92,7 +92,7 @@ enum rip_chunk_type {
  * the runtime cannot follow. */
 #define RIP_END_CHROOT 2u      /* the program called chroot */
 #define RIP_END_CREDENTIALS 3u /* a privilege change the file could not follow */
-/* Trailer (v3, issue 16): u64 CPU samples written at payload offset 80, u64
+/* Trailer (v3): u64 CPU samples written at payload offset 80, u64
  * samples dropped (the thread was inside the runtime, or had no room) at 88. */
 #define RIP_TRAILER_CPU_OFF 80u
 #define RIP_TRAILER_V3_CPU_SIZE 96u

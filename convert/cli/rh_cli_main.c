@@ -358,7 +358,7 @@ static const struct {
     {"collect", rh_cmd_collect},
     {"live", rh_cmd_live},     {"view", rh_cmd_view},             {"list", rh_cmd_list},
     {"mmaps", rh_cmd_mmaps},
-    {"diff", rh_cmd_diff},     {"serve", rh_cmd_serve}, /* issue 15 */
+    {"diff", rh_cmd_diff},     {"serve", rh_cmd_serve},
     {"push", rh_cmd_push},
 };
 

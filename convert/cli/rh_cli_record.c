@@ -282,7 +282,7 @@ int rh_cmd_record(int argc, char **argv)
 {
     int pid = 0, force = 0;
     const char *name = NULL, *dir_opt = NULL;
-    long cpu_hz = -1; /* --cpu-hz (issue 16); -1: the process's own RHEAPER_CPU_HZ */
+    long cpu_hz = -1; /* --cpu-hz; -1: the process's own RHEAPER_CPU_HZ */
     double duration = -1;
     const char *out = "profile.db";
     for (int i = 1; i < argc; i++) {
