@@ -337,6 +337,8 @@ want=$(for f in col/rip-*; do
     q "$f.db" "select count(*) from allocations"
 done | sort -n | tr '\n' ' ')
 [ "$got" = "$want" ] || fail "collect pushed $got allocations, the rips hold $want"
+got=$(ch 2 -q "SELECT DISTINCT host, arrayStringConcat(labels.value, ',') FROM col.profiles")
+[ "$got" = "127.0.0.1	shop" ] || fail "collected profiles' host and labels: '$got' (wanted the sender's address)"
 got=$(ch 2 -q "SELECT count() FROM col.allocations")
 [ "$got" = "$(echo "$want" | awk '{print $1 + $2}')" ] || fail "col.allocations has $got rows"
 echo "ok: collect --clickhouse pushed each streamed profile ($want allocations)"
