@@ -333,6 +333,14 @@ RH_HIDDEN uint32_t rh_rip_thread(struct rh_rip *r, uint32_t tid);
 /* Stacks imported from a parent's profile have ids from here up. */
 #define RH_INHERIT_STACK_BASE (1ull << 40)
 
+/* The index of stack id bt in an array indexed by stack: ids below
+ * RH_INHERIT_STACK_BASE are their own index, inherited ids follow from nlow
+ * (one more than the largest id below the base). */
+static inline int64_t rh_stack_slot(int64_t bt, int64_t nlow)
+{
+    return bt < (int64_t)RH_INHERIT_STACK_BASE ? bt : nlow + (bt - (int64_t)RH_INHERIT_STACK_BASE);
+}
+
 struct rh_inh_block {
     uint64_t addr, size;
     uint64_t key;     /* the parent's stack id */

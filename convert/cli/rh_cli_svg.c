@@ -644,12 +644,27 @@ struct rh_tl_site {
     int64_t at_peak;
 };
 
+/* The series of every stack id, in a dense array: ids below
+ * RH_INHERIT_STACK_BASE index it directly, the ids of stacks inherited from
+ * a fork's parent (RH_INHERIT_STACK_BASE up) follow them from nlow. */
+struct rh_tl_map {
+    uint8_t *s; /* series per slot: index into sites, RH_TL_SERIES for "other" */
+    int64_t n;  /* slots */
+    int64_t nlow; /* slots of ids below RH_INHERIT_STACK_BASE */
+};
+
+/* The slot of stack id bt in m, or -1 when bt has none. */
+static int64_t rh_tl_slot(const struct rh_tl_map *m, int64_t bt)
+{
+    int64_t k = rh_stack_slot(bt, m->nlow);
+    return bt >= 0 && k >= 0 && k < m->n ? k : -1;
+}
+
 /* Reads the top call sites at the peak time pt into sites (at most
  * RH_TL_SERIES) and maps every stack id of `sel` to its series (index into
- * sites, or RH_TL_SERIES for "other") in *map, indexed by stack id up to
- * *nmap. Returns the number of sites, or -1 after a message. */
-static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, uint8_t **map,
-                       int64_t *nmap)
+ * sites, or RH_TL_SERIES for "other") in map (rh_tl_slot). Returns the number
+ * of sites, or -1 after a message. */
+static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, struct rh_tl_map *map)
 {
     static const char sql_site[] =
         "CREATE TEMP TABLE rh_tl_bt AS SELECT s.bt AS bt,"
@@ -685,32 +700,39 @@ static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, uint8_
     if (rc != SQLITE_DONE && rc != SQLITE_ROW)
         return rh_sql_fail(db, "timeline");
 
-    int64_t maxbt = 0;
-    if (sqlite3_prepare_v2(db, "SELECT coalesce(max(bt), 0) FROM rh_tl_bt", -1, &st, NULL) !=
-        SQLITE_OK)
+    int64_t maxlow = -1, maxhigh = -1;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT coalesce(max(CASE WHEN bt < ?1 THEN bt END), -1),"
+                           " coalesce(max(CASE WHEN bt >= ?1 THEN bt - ?1 END), -1) FROM rh_tl_bt",
+                           -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "timeline");
-    if (sqlite3_step(st) == SQLITE_ROW)
-        maxbt = sqlite3_column_int64(st, 0);
+    sqlite3_bind_int64(st, 1, (int64_t)RH_INHERIT_STACK_BASE);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        maxlow = sqlite3_column_int64(st, 0);
+        maxhigh = sqlite3_column_int64(st, 1);
+    }
     sqlite3_finalize(st);
-    if (maxbt < 0 || maxbt > (int64_t)1 << 31) {
-        fprintf(stderr, "rheaper: timeline: stack id %" PRId64 " out of range\n", maxbt);
+    if (maxlow > (int64_t)1 << 31 || maxhigh > (int64_t)1 << 31) {
+        fprintf(stderr, "rheaper: timeline: stack id out of range\n");
         return -1;
     }
-    *nmap = maxbt + 1;
-    *map = malloc((size_t)*nmap);
-    if (!*map) {
+    map->nlow = maxlow + 1;
+    map->n = map->nlow + maxhigh + 1;
+    map->s = malloc((size_t)(map->n > 0 ? map->n : 1));
+    if (!map->s) {
         fprintf(stderr, "rheaper: timeline: out of memory\n");
         return -1;
     }
-    memset(*map, RH_TL_SERIES, (size_t)*nmap);
+    memset(map->s, RH_TL_SERIES, (size_t)(map->n > 0 ? map->n : 1));
     if (sqlite3_prepare_v2(db, "SELECT bt, site FROM rh_tl_bt", -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "timeline");
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t bt = sqlite3_column_int64(st, 0);
         const char *site = (const char *)sqlite3_column_text(st, 1);
-        for (int k = 0; k < n && site && bt >= 0 && bt < *nmap; k++)
+        int64_t slot = rh_tl_slot(map, bt);
+        for (int k = 0; k < n && site && slot >= 0; k++)
             if (strcmp(site, sites[k].label) == 0)
-                (*map)[bt] = (uint8_t)k;
+                map->s[slot] = (uint8_t)k;
     }
     sqlite3_finalize(st);
     sqlite3_exec(db, "DROP TABLE IF EXISTS temp.rh_tl_bt", NULL, NULL, NULL);
@@ -739,7 +761,7 @@ static int rh_tl_col(const struct rh_tl_data *d, int64_t t)
  * a column keeps the state at the end of the group that first reached its
  * highest total, as the converter's timeline does. Returns 0 or -1 after a
  * message. */
-static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh_tl_data *d)
+static int rh_tl_replay(sqlite3 *db, const struct rh_tl_map *map, struct rh_tl_data *d)
 {
     static const char full[] =
         "SELECT t, d, bt FROM (SELECT alloc_after AS t, 1 AS k, size AS d, bt FROM sel"
@@ -786,7 +808,8 @@ static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh
             have = 1;
         }
         int64_t delta = sqlite3_column_int64(st, 1), bt = sqlite3_column_int64(st, 2);
-        int s = bt >= 0 && bt < nmap ? map[bt] : RH_TL_SERIES;
+        int64_t slot = rh_tl_slot(map, bt);
+        int s = slot >= 0 ? map->s[slot] : RH_TL_SERIES;
         live[s] += delta;
         total += delta;
     }
@@ -806,12 +829,12 @@ static int rh_tl_replay(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh
  * replaying rows: the same columns over the same span. Returns 1
  * when done, 0 when the profile has no stored timeline for this span, -1
  * after a message. */
-static int rh_tl_stored(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh_tl_data *d)
+static int rh_tl_stored(sqlite3 *db, const struct rh_tl_map *map, struct rh_tl_data *d)
 {
     struct rh_scope sc;
     if (rh_scope_get(db, &sc) || !sc.timeline || sc.span != d->span)
         return 0;
-    int64_t *cur = calloc((size_t)(nmap > 0 ? nmap : 1), sizeof *cur);
+    int64_t *cur = calloc((size_t)(map->n > 0 ? map->n : 1), sizeof *cur);
     if (!cur) {
         fprintf(stderr, "rheaper: timeline: out of memory\n");
         return -1;
@@ -838,11 +861,12 @@ static int rh_tl_stored(sqlite3 *db, const uint8_t *map, int64_t nmap, struct rh
         while (prc == SQLITE_ROW && sqlite3_column_int(tp, 0) <= c) {
             int64_t bt = sqlite3_column_int64(tp, 1);
             int64_t am = sqlite3_column_int64(tp, 2), ae = sqlite3_column_int64(tp, 3);
-            if (bt >= 0 && bt < nmap) {
-                int s = map[bt];
-                atmax[s] += am - cur[bt];
-                end[s] += ae - cur[bt];
-                cur[bt] = ae;
+            int64_t slot = rh_tl_slot(map, bt);
+            if (slot >= 0) {
+                int s = map->s[slot];
+                atmax[s] += am - cur[slot];
+                end[s] += ae - cur[slot];
+                cur[slot] = ae;
             }
             prc = sqlite3_step(tp);
         }
@@ -891,26 +915,25 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
         span = 1;
 
     struct rh_tl_site sites[RH_TL_SERIES];
-    uint8_t *map = NULL;
-    int64_t nmap = 0;
-    int nsites = rh_tl_sites(db, pt, sites, &map, &nmap);
+    struct rh_tl_map map = {0};
+    int nsites = rh_tl_sites(db, pt, sites, &map);
     if (nsites < 0) {
-        free(map);
+        free(map.s);
         return -1;
     }
     struct rh_tl_data *d = calloc(1, sizeof *d);
     if (!d) {
-        free(map);
+        free(map.s);
         fprintf(stderr, "rheaper: timeline: out of memory\n");
         return -1;
     }
     d->span = span;
-    int rc = sc.timeline ? rh_tl_stored(db, map, nmap, d) : 0;
+    int rc = sc.timeline ? rh_tl_stored(db, &map, d) : 0;
     if (rc == 0)
-        rc = rh_tl_replay(db, map, nmap, d);
+        rc = rh_tl_replay(db, &map, d);
     else if (rc == 1)
         rc = 0;
-    free(map);
+    free(map.s);
     if (rc != 0) {
         free(d);
         return -1;

@@ -71,11 +71,21 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
 
     /* trends: per column, each stack's change of live bytes (sparse), summed
      * per site; point k holds the value at the end of its columns */
-    int64_t maxbt = 0;
-    if (sqlite3_prepare_v2(db, "SELECT max(bt) FROM temp.site", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        maxbt = sqlite3_column_int64(st, 0);
+    /* stacks inherited from a fork's parent (ids from RH_INHERIT_STACK_BASE)
+     * follow the profile's own in the arrays (rh_stack_slot) */
+    int64_t maxlow = -1, maxhigh = -1, maxbt;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT coalesce(max(CASE WHEN bt < ?1 THEN bt END), -1),"
+                           " coalesce(max(CASE WHEN bt >= ?1 THEN bt - ?1 END), -1) FROM temp.site",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, (int64_t)RH_INHERIT_STACK_BASE);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            maxlow = sqlite3_column_int64(st, 0);
+            maxhigh = sqlite3_column_int64(st, 1);
+        }
+    }
     sqlite3_finalize(st);
+    maxbt = maxlow + 1 + maxhigh; /* the largest slot */
     if (maxbt < 0 || maxbt > 100000000)
         return 0;
     int32_t *site_of = calloc((size_t)maxbt + 1, sizeof *site_of);
@@ -90,7 +100,7 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
     if (sqlite3_prepare_v2(db, "SELECT bt, site FROM temp.site", -1, &st, NULL) != SQLITE_OK)
         goto sqlfail;
     while (sqlite3_step(st) == SQLITE_ROW) {
-        int64_t bt = sqlite3_column_int64(st, 0);
+        int64_t bt = rh_stack_slot(sqlite3_column_int64(st, 0), maxlow + 1);
         if (bt >= 0 && bt <= maxbt)
             site_of[bt] = (int32_t)sqlite3_column_int64(st, 1);
     }
@@ -102,7 +112,8 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
     int prc = sqlite3_step(tp);
     for (int c = 1; c <= RH_AGG_COLUMNS; c++) {
         while (prc == SQLITE_ROW && sqlite3_column_int(tp, 0) <= c) {
-            int64_t bt = sqlite3_column_int64(tp, 1), ae = sqlite3_column_int64(tp, 2);
+            int64_t bt = rh_stack_slot(sqlite3_column_int64(tp, 1), maxlow + 1);
+            int64_t ae = sqlite3_column_int64(tp, 2);
             if (bt >= 0 && bt <= maxbt && site_of[bt] >= 1 && (size_t)site_of[bt] <= m->nsites) {
                 sum[site_of[bt] - 1] += ae - cur[bt];
                 cur[bt] = ae;
