@@ -225,7 +225,7 @@ static struct rh_agg_thread *rh_agg_thr(struct rh_agg *a, uint32_t id)
     return &a->th[id - 1];
 }
 
-/* Column of time t: ceil(t * C / span), within 1..C (rh_cli_svg.c's rule). */
+/* Column of time t: ceil(t * C / span), within 1..C (rh_export_svg.c's rule). */
 static uint32_t rh_agg_colof(const struct rh_agg *a, int64_t t)
 {
     if (t <= 0 || a->span <= 0)

@@ -765,7 +765,7 @@ RH_HIDDEN int rh_db_cpu(void *db, int64_t t, uint32_t thread, uint64_t stack, ui
 /* alloc_rows.th (docs/design.md): temporary in bit 0, the
  * allocating thread in bits 1..23, the freeing thread from bit 24 when it is
  * another thread (else those bits are 0). rh_db.c writes it, the view
- * allocations and the rheaper command's pass (rh_cli_pass.c) read it. */
+ * allocations and the rheaper command's pass (rh_query_pass.c) read it. */
 #define RH_DB_THREAD_MASK 8388607u
 #define RH_DB_DTH_SHIFT 24
 struct sqlite3_stmt;

@@ -609,15 +609,16 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
     }
     p.period_type = &pt;
     /* CPU samples the runtime could not write are in no value: say so */
-    int64_t comments[1];
+    int64_t cm[4];
+    size_t ncm = 0;
     char note[160];
     if (cpu) {
         snprintf(note, sizeof note,
                  "rheaper: %lld CPU samples at %lld Hz, %lld sampling periods dropped",
                  (long long)rh_cpu_total(db), (long long)hz, (long long)rh_cpu_dropped(db));
-        comments[0] = rh_pp_str(&pp, note);
-        p.comment = comments;
-        p.n_comment = 1;
+        cm[ncm++] = rh_pp_str(&pp, note);
+        p.comment = cm;
+        p.n_comment = ncm;
     }
     sqlite3_stmt *m = NULL;
     if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'duration_ns')", -1, &m,
@@ -625,10 +626,8 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         sqlite3_step(m) == SQLITE_ROW)
         p.duration_nanos = sqlite3_column_int64(m, 0);
     sqlite3_finalize(m);
-    /* the memory beside the heap (rh_cli_memory.c), as comments that
+    /* the memory beside the heap (rh_query_memory.c), as comments that
      * `go tool pprof -comments` prints */
-    int64_t cm[4];
-    size_t ncm = 0;
     struct rh_memfig mf;
     if (heap && rh_memory_figures(db, &mf) == 0 && mf.samples) {
         const struct rh_mem_point *pts[2] = {&mf.peak, &mf.end};
@@ -695,7 +694,7 @@ static int64_t rh_pp_to_ns(const char *dbpath, const struct rh_filter *f)
         return -1;
     if (!f->to_pct)
         return llround(f->to * 1e9);
-    sqlite3 *db = rh_cli_open(dbpath);
+    sqlite3 *db = rh_query_open(dbpath);
     int64_t dur = 0;
     sqlite3_stmt *st = NULL;
     if (db && sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'duration_ns'", -1, &st,

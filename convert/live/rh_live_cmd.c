@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_convert.h"
 #include "rh_live.h"
 

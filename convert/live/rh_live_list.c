@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_convert.h"
 #include "rh_live.h"
 
