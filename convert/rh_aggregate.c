@@ -100,6 +100,16 @@ static inline int64_t rh_agg_ek(const struct rh_agg *a, uint64_t size, uint64_t 
     return llround(rh_sample_weight(a->r, size, addr) * (double)a->bscale);
 }
 
+int64_t rh_agg_est_bytes(const struct rh_agg *a, uint64_t size, uint64_t addr)
+{
+    return rh_agg_eb(a, size, addr);
+}
+
+int64_t rh_agg_est_blocks(const struct rh_agg *a, uint64_t size, uint64_t addr)
+{
+    return rh_agg_ek(a, size, addr);
+}
+
 int64_t rh_agg_blocks(const struct rh_agg *a, int64_t scaled)
 {
     if (a->bscale <= 1)

@@ -598,6 +598,12 @@ RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t si
  * heapprofd's rule). The allocations view's `weight`
  * computes the same (rh_sample_weight_sql). */
 RH_HIDDEN double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr);
+/* One event of a block of `size` bytes at addr as a's figures count it:
+ * estimated bytes, and blocks in 1/a->bscale units (rh_agg_blocks rounds
+ * them). For readers that keep figures beside the aggregates (the live
+ * view's threads). */
+RH_HIDDEN int64_t rh_agg_est_bytes(const struct rh_agg *a, uint64_t size, uint64_t addr);
+RH_HIDDEN int64_t rh_agg_est_blocks(const struct rh_agg *a, uint64_t size, uint64_t addr);
 /* The SQL expression of the same weight over alloc_rows a, into buf. */
 RH_HIDDEN void rh_sample_weight_sql(const struct rh_rip *r, char *buf, size_t len);
 /* An aggregate's block count in units of 1/a->bscale, rounded to blocks. */

@@ -46,7 +46,7 @@ static const char rh_usage[] =
     "                                          RHEAPER_ENABLE=signal\n"
     "  live PID|RIP|-P NAME [--once [--json]]  watch a running program's heap\n"
     "                                          (terminal UI; keys in rheaper(1))\n"
-    "  view DB|RIP                             a saved profile in the same UI\n"
+    "  view DB|RIP [--once [--json]]           a saved profile in the same UI\n"
     "  list [DIR...] [--json]                  the profiles in DIR (default: . and\n"
     "                                          RHEAPER_PROFILE_DIR) and their state\n"
     "  summary DB                              totals, peak, leaks, top sites, threads\n"
