@@ -588,8 +588,9 @@ static int rh_query_auth(void *ctx, int action, const char *a1, const char *a2, 
 /* Prepares the first statement of sql into *st (NULL when only whitespace or
  * a comment is left) and *tail. `sel` is filled only for a statement that
  * reads it, as SQLite's authorizer reports while preparing (an empty sel
- * stands in until then), never by looking at the text; *built says whether it
- * is filled. Returns 0, or 1 after one line on stderr. */
+ * stands in until then), or for one that does not prepare without the
+ * scope's other TEMP tables (rh_query.h), never by looking at the text;
+ * *built says whether it is filled. Returns 0, or 1 after one line on stderr. */
 static int rh_query_prepare(sqlite3 *db, const struct rh_args *a, const char *sql,
                             sqlite3_stmt **st, const char **tail, int *built)
 {
@@ -597,7 +598,9 @@ static int rh_query_prepare(sqlite3 *db, const struct rh_args *a, const char *sq
     sqlite3_set_authorizer(db, rh_query_auth, &reads_sel);
     int rc = sqlite3_prepare_v2(db, sql, -1, st, tail);
     sqlite3_set_authorizer(db, NULL, NULL);
-    if (rc == SQLITE_OK && reads_sel && !*built) {
+    /* a statement that names a table of the scope (temp.cs, sstat, ...) does
+     * not prepare before the scope exists: build it and try once more */
+    if (((rc == SQLITE_OK && reads_sel) || rc != SQLITE_OK) && !*built) {
         sqlite3_finalize(*st);
         *st = NULL;
         if (rh_filter_apply(db, &a->f))
