@@ -504,8 +504,3 @@ int rh_agg_row(struct rh_agg *a, const struct rh_row *row)
     a->lk[a->nlk++] = (struct rh_agg_leak){row->stack_index, row->alloc_ns, size, nb};
     return 0;
 }
-
-int rh_agg_time_ordered(const struct rh_agg *a)
-{
-    return a->time_ordered;
-}

@@ -617,9 +617,6 @@ RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
  * is the run's length as meta records it. Called before the rows of blocks
  * still live, which rh_agg_row() then scores into the leak curve. */
 RH_HIDDEN void rh_agg_end(struct rh_agg *a, int64_t duration_ns);
-/* 1 when every row's id is in alloc_after order (time filters then search
- * ids instead of an index on alloc_after). */
-RH_HIDDEN int rh_agg_time_ordered(const struct rh_agg *a);
 /* Leak-curve bucket of an allocation at t: as `rheaper leaks` computes it
  * in SQL, min(nb - 1, CAST(t * 1.0 * nb / duration AS INTEGER)). */
 RH_HIDDEN int rh_leak_bucket(int64_t t, int nb, int64_t duration);

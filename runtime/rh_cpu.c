@@ -112,11 +112,6 @@ static __thread int rh_tls_cpu __attribute__((tls_model("initial-exec")));
 
 extern RH_HIDDEN volatile int rh_ctl_self; /* rh_control.c: our own sigaction calls */
 
-int rh_cpu_active(void)
-{
-    return __atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE);
-}
-
 void rh_cpu_counts(uint64_t *samples, uint64_t *dropped)
 {
     *samples = __atomic_load_n(&rh_cpu_samples, __ATOMIC_RELAXED);
