@@ -239,7 +239,7 @@ struct rh_rip {
     uint64_t tr_sample_dropped; /* sampled blocks not recorded (the set was full) */
     uint64_t tr_sample_peak;    /* most sampled blocks live at once */
 
-    /* v3, servers (FORMAT.md "Version 3: servers"): the fork origin (header
+    /* v3, servers (FORMAT.md "Servers"): the fork origin (header
      * flag RIP_HDR_F_ORIGIN) and the title block of the trailer */
     int has_origin;
     uint32_t origin_ppid;
@@ -675,7 +675,7 @@ struct rh_memory {
     unsigned interval_ms; /* the last sample's RHEAPER_RSS_MS */
     int source;           /* RIP_MEM_SRC_* of the allocator's figures seen, 0 none */
 };
-/* One MEMSAMPLE body, decoded (FORMAT.md "Version 3: memory samples"). */
+/* One MEMSAMPLE body, decoded (FORMAT.md "Memory samples"). */
 struct rh_memsample {
     int has_rss, final, source; /* source: RIP_MEM_SRC_* (0: no allocator figures) */
     uint64_t interval_ms, rss, anon, file;

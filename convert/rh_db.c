@@ -874,7 +874,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* v2 trailers only: a v1 profile did not count it */
     if (r->has_trailer && r->tr_has_reentered)
         rh_meta_int(&m, "reentered_unrecorded", (int64_t)r->tr_reentered);
-    /* servers: who the process was (FORMAT.md "Version 3: servers") */
+    /* servers: who the process was (FORMAT.md "Servers") */
     if (r->has_trailer && r->tr_has_title) {
         rh_meta_text(&m, "title", r->title);
         rh_meta_text(&m, "process_name", r->comm);

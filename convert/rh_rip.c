@@ -254,7 +254,7 @@ int rh_rip_header(struct rh_rip *r)
         r->damaged = 1;
     }
     if (r->hdr.version >= 3 && (r->hdr.flags & RIP_HDR_F_SAMPLED)) {
-        /* v3, sampling (FORMAT.md "Version 3: sampling") */
+        /* v3, sampling (FORMAT.md "Sampling") */
         uint64_t param;
         uint32_t mode;
         memcpy(&mode, r->base + RIP_HDR_SAMPLE_MODE_OFF, 4);

@@ -48,7 +48,7 @@
  *     walked within [sp, its thread descriptor): glibc keeps the descriptor
  *     (pthread_self()) at the top of the thread's stack block, above every
  *     frame, in the same mapping. The main thread's bounds cost nothing.
- * The sample is one EXT CPUSAMPLE record (FORMAT.md "Version 3: CPU
+ * The sample is one EXT CPUSAMPLE record (FORMAT.md "CPU
  * samples"), after the STACK record of a new stack, in the thread's own chunk.
  *
  * The program wins the signal: if it already has a handler for cpu_signal

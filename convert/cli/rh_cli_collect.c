@@ -7,7 +7,7 @@
  * connection written to its own ordinary rip file in DIR (rip-<pid>, or
  * rip-<pid>.N when that name is taken: nothing is ever overwritten), so
  * rheaper-convert and rheaper live read it like a local one. The wire protocol
- * (FORMAT.md "Version 3: streaming") is the rip file itself, cut to
+ * (FORMAT.md "Streaming") is the rip file itself, cut to
  * what matters: a 16-byte hello, the 4096-byte file header, then each chunk's
  * 64-byte header followed by its `used` payload bytes. A chunk's payload is
  * written straight to its place in the file as it arrives (no buffer grows with
