@@ -301,6 +301,21 @@ RH_HIDDEN int64_t rh_rip_ns_hint(const struct rh_rip *r, uint64_t time, size_t *
  * streamed profile (RIP_HDR_F_STREAMED), as text: an IPv4 address for a
  * v4-mapped one. */
 RH_HIDDEN void rh_rip_peer(const struct rh_rip *r, char *out, size_t size);
+
+/* The one check of a chunk header every reader of the format makes (the
+ * converter, the live follower, `list`, `collect`): NULL when h's magic,
+ * header size, capacity (at most RIP_CHUNK_MAX_CAPACITY), used (at most the
+ * capacity) and type are those of a chunk a reader can walk past, else what
+ * is wrong ("bad magic", ...). It does not look at the payload or the file. */
+RH_HIDDEN const char *rh_rip_chunk_check(const struct rip_chunk_header *h);
+/* The distance from a chunk's start to the next chunk's: its header and
+ * capacity, rounded up to RIP_ALIGN (FORMAT.md "Layout"). */
+static inline uint64_t rh_rip_chunk_stride(const struct rip_chunk_header *h)
+{
+    return (RIP_CHUNK_HDR_SIZE + (uint64_t)h->capacity + RIP_ALIGN - 1) &
+           ~(uint64_t)(RIP_ALIGN - 1);
+}
+
 /* The pieces of rh_rip_open_*() that a reader following a growing file
  * (convert/live/) calls itself, on r->base/r->size as far as they are
  * written: the file header (0 or -1 with r->err), one MODULES chunk (0, or -1

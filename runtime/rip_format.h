@@ -83,6 +83,9 @@ enum rip_chunk_type {
 };
 
 #define RIP_CHUNK_F_SEALED 1u
+/* Trailer: the payload of version 1 (events .. reserved), 48 bytes; later
+ * fields follow it (FORMAT.md "TRAILER payload"). */
+#define RIP_TRAILER_V1_SIZE 48u
 /* Trailer (v2): u32 end_reason at payload offset 56, u32 reserved at
  * 60, after the reentered count. FORMAT.md "Why the recording ended". */
 #define RIP_TRAILER_END_REASON_OFF 56u

@@ -482,11 +482,8 @@ static int rh_fl_walk(struct rh_follow *f)
         struct rip_chunk_header h;
         rh_fl_header(p, &h);
         int sealed = h.flags & RIP_CHUNK_F_SEALED;
-        int ok = h.magic == RIP_CHUNK_MAGIC && h.header_size == RIP_CHUNK_HDR_SIZE &&
-                 h.capacity <= RIP_CHUNK_MAX_CAPACITY && h.used <= h.capacity &&
-                 h.type >= RIP_CHUNK_EVENTS && h.type <= RIP_CHUNK_TRAILER;
-        uint64_t stride = (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
-                          ~(uint64_t)(RIP_ALIGN - 1);
+        int ok = !rh_rip_chunk_check(&h);
+        uint64_t stride = rh_rip_chunk_stride(&h);
         int ready =
             ok && f->walk_off + RIP_CHUNK_HDR_SIZE + h.capacity <= size && (sealed || h.used > 0);
         if (ready && sealed && rip_chunk_crc(&h, p + RIP_CHUNK_HDR_SIZE) != h.crc) {
