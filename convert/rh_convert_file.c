@@ -301,7 +301,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
                 "never freed (aggregates count every event)\n",
                 prog, db_path, o->min_lifetime_ns / 1e9);
     rh_rip_close(&r);
-        rh_inherit_free(&inh);
+    rh_inherit_free(&inh);
     return 0;
 }
 

@@ -73,7 +73,8 @@ static int rh_inh_row(void *ctx, const struct rh_row *row)
     b->key = st->id;
     b->nframes = nf;
     b->frames = o->nframes;
-    memcpy(o->frames + o->nframes, c->r->frames + st->frames, nf * sizeof *o->frames);
+    if (nf)
+        memcpy(o->frames + o->nframes, c->r->frames + st->frames, nf * sizeof *o->frames);
     o->nframes += nf;
     o->bytes += row->size;
     return 0;
@@ -219,7 +220,9 @@ int rh_inherit_apply(struct rh_rip *r, struct rh_inherit *inh)
             return -1;
         }
         struct rh_stack *st = &r->stacks[si];
-        memcpy(r->frames + r->nframes, inh->frames + b->frames, b->nframes * sizeof *r->frames);
+        if (b->nframes)
+            memcpy(r->frames + r->nframes, inh->frames + b->frames,
+                   b->nframes * sizeof *r->frames);
         st->frames = r->nframes;
         st->nframes = b->nframes;
         st->kind = b->kind;

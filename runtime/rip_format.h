@@ -102,7 +102,7 @@ enum rip_chunk_type {
 /* Trailer (v3): u64 sample_dropped at 64, u64 sample_peak_live at 72. */
 #define RIP_TRAILER_SAMPLE_OFF 64u
 #define RIP_SLOT_SHARED 0xffffffffu
-/* Trailer payload bytes this runtime writes at most (v3: every issue's fields
+/* Trailer payload bytes this runtime writes at most (v3: every section's fields
  * up to 112, a field not set is zero; then the servers' title block, whose
  * length varies: see RIP_TRAILER_TITLE_OFF). */
 #define RIP_TRAILER_SIZE (136u + RIP_TRAILER_TITLE_MAX) /* the most: title at 136.. */

@@ -710,7 +710,7 @@ static int rh_push_ch_table(struct rh_push *p, const char *t, struct rh_col *col
     if (rh_buf_add(&sql, tmp, strlen(tmp)))
         goto oom;
     for (int i = 0; i < n; i++) {
-        snprintf(tmp, sizeof tmp, ", %s %s", cols[i].name, cols[i].chtype);
+        snprintf(tmp, sizeof tmp, ", `%s` %s", cols[i].name, cols[i].chtype);
         if (rh_buf_add(&sql, tmp, strlen(tmp)))
             goto oom;
     }
@@ -747,7 +747,7 @@ static int rh_push_ch_table(struct rh_push *p, const char *t, struct rh_col *col
         if (!type) {
             /* a column this profile has and the server's table lacks */
             char alter[256];
-            snprintf(alter, sizeof alter, "ALTER TABLE %s ADD COLUMN %s %s", t, cols[i].name,
+            snprintf(alter, sizeof alter, "ALTER TABLE %s ADD COLUMN `%s` %s", t, cols[i].name,
                      cols[i].chtype);
             if (rh_ch_query(p->ch, alter, NULL, p->err, p->errlen))
                 goto out;
@@ -818,7 +818,7 @@ static int rh_push_table(struct rh_push *p, const char *t, uint64_t *rows)
      * the stack of the row's bt */
     int nsrc = 0;
     for (int i = 0; i < n; i++) {
-        snprintf(tmp, sizeof tmp, ", %s", cols[i].name);
+        snprintf(tmp, sizeof tmp, ", `%s`", cols[i].name);
         if (rh_buf_add(&ins, tmp, strlen(tmp)))
             goto oom;
         if (cols[i].kind_of)

@@ -101,7 +101,8 @@ char *rh_sym_display(const char *s)
     }
     size_t k = 0;
     for (size_t i = 0; i < n;) {
-        int op = i >= 8 && !strncmp(s + i - 8, "operator", 8);
+        int op = (i >= 8 && !strncmp(s + i - 8, "operator", 8)) ||
+                 (i >= 9 && !strncmp(s + i - 9, "operator<", 9));
         if (s[i] != '<' || op || !strncmp(s + i + 1, "lambda", 6)) {
             o[k++] = s[i++];
             continue;
@@ -118,6 +119,12 @@ char *rh_sym_display(const char *s)
             memcpy(o + k, s + i, n - i);
             k += n - i;
             break;
+        }
+        if (j - i + 1 <= 5) { /* "<int>" is no longer than "<…>": kept, and o never grows */
+            memcpy(o + k, s + i, j - i + 1);
+            k += j - i + 1;
+            i = j + 1;
+            continue;
         }
         memcpy(o + k, "<\xe2\x80\xa6>", 5); /* "<…>" */
         k += 5;

@@ -16,6 +16,8 @@
 #     server's (its /proc/PID/stat before and after)
 #
 # and prints the medians (min-max), the ratio of push to the baseline, the
+# CPU per allocation of each end and the rate they would allow with a core
+# each (an estimate, printed as such), the
 # bytes per allocation on disk in ClickHouse (system.parts: the allocations
 # table, all tables, and allocations again after OPTIMIZE ... FINAL merged its
 # parts) next to SQLite's (the database file, and alloc_rows by dbstat), and
@@ -137,6 +139,10 @@ bw=$(medv base.txt 1)
     echo "| whole push (allocations/s) | $(echo "$rows / $pw" | bc) |"
     echo "| client CPU, user+sys (s) | $(med push.txt 3) |"
     echo "| server CPU (s) | $(med push.txt 4) |"
+    cc=$(medv push.txt 3)
+    sc=$(medv push.txt 4)
+    echo "| CPU per allocation, client / server (µs) | $(echo "scale=3; $cc * 1000000 / $rows" | bc) / $(echo "scale=3; $sc * 1000000 / $rows" | bc) |"
+    echo "| estimate with a core each: allocations / max(client, server CPU) per s | $(awk -v r="$rows" -v c="$cc" -v s="$sc" 'BEGIN { m = c > s ? c : s; printf "%d", (m > 0 ? r / m : 0) }') |"
     echo "| baseline: sqlite3 reads the same columns (s) | $(med base.txt 1) |"
     echo "| push / baseline | $(echo "scale=2; $pw / $bw" | bc) |"
     echo

@@ -87,7 +87,8 @@ done
 
 # rheaper-convert: its usage line against the first synopsis line of its page.
 "$bin/rheaper-convert" --help > "$work/chelp" || bad "rheaper-convert --help exited with $?"
-want=$(sed -n 's/^usage: rheaper-convert //p' "$work/chelp" | tr -s ' ')
+want=$(awk '/^usage: rheaper-convert / { sub(/^usage: rheaper-convert /, ""); s = $0; on = 1; next }
+    on && /^          / { s = s " " $0; next } { on = 0 } END { print s }' "$work/chelp" | tr -s ' ' | sed 's/^ //')
 got=$(man_synopsis rheaper-convert.1 rheaper-convert | head -n 1)
 [ -n "$want" ] && [ "$want" = "$got" ] ||
     bad "rheaper-convert --help says '$want', rheaper-convert(1) says '$got'"

@@ -4,6 +4,8 @@
 # both. Each server is an ordinary child process listening on free loopback
 # ports, with its configuration, data and logs in one directory of the build
 # tree. The caller defines fail() and runs ch_stop_all at exit (trap).
+# Debian's clickhouse-server 18.16 runs as root as it is (CI runs as root):
+# no user switch, nothing in the configuration for it.
 #
 #   ch_need                 sets CHS, the server binary; when a tool is missing
 #                           exits 77 (skipped), or fails under CI=true

@@ -103,7 +103,7 @@ start() {
     shift
     for try in 1 2 3 4 5; do
         rm -f "$d/logs/nginx.pid"
-        (cd "$d" && env "$@" "$ngx" -p "$d/" -c conf/nginx.conf) 2> "$d/start.err" && break
+        (cd "${START_CWD:-$d}" && env "$@" "$ngx" -p "$d/" -c conf/nginx.conf) 2> "$d/start.err" && break
         if grep -q 'Address already in use' "$d/start.err" "$d/logs/error.log" 2>/dev/null; then
             port=$((port + 1))
             conf "$d"
@@ -149,7 +149,11 @@ load() { ab -q -n "$1" -c 4 "http://127.0.0.1:$port/" > ab.out 2>&1 || { cat ab.
 # ---- whole-life run -----------------------------------------------------------
 run="$work/run"
 pdir=$(mktemp -d /tmp/rh-nginx.XXXXXX)
-trap 'rm -rf "$pdir" "${pdir2:-}"; [ -n "${master:-}" ] && kill "$master" 2>/dev/null; true' EXIT
+cleanup() {
+    rm -rf "$pdir" "${pdir2:-}"
+    if [ -n "${master:-}" ] && kill -0 "$master" 2>/dev/null; then kill "$master" || true; fi
+}
+trap 'st=$?; set +e; cleanup; exit $st' EXIT
 chmod 0755 "$pdir"
 conf "$run"
 start "$run" RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$pdir"
@@ -218,7 +222,9 @@ chmod 0755 "$pdir2"
 conf "$run2"
 port=$((port + 1))
 conf "$run2"
-start "$run2" RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$pdir2"
+# started from the profile directory: `record -p` then finds the marker by
+# the worker's working directory, its environment being nginx's title now
+START_CWD=$pdir2 start "$run2" RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$pdir2"
 wait_workers "$master" 2
 load 100 # every worker allocates, so each writes its marker
 "$bin/rheaper" record -P 'nginx: worker' -d 1s -o multi.db > multi.out 2>&1 &&
@@ -226,13 +232,23 @@ load 100 # every worker allocates, so each writes its marker
 [ "$(grep -c 'nginx: worker process' multi.out)" = 2 ] || { cat multi.out; fail "record -P did not list both workers"; }
 echo "ok: record -P 'nginx: worker' lists both workers and sends nothing"
 w=$(workers "$master" | head -n 1)
-ab -q -n 100000 -c 2 -t 6 "http://127.0.0.1:$port/" > ab2.out 2>&1 &
+ab -q -t 20 -n 1000000 -c 2 "http://127.0.0.1:$port/" > ab2.out 2>&1 &
 abpid=$!
 sleep 0.5
-"$bin/rheaper" record -p "$w" --dir "$pdir2" -d 1s -o rec.db > rec.out 2>&1 || { cat rec.out; fail "record -p $w"; }
+if tr '\0' '\n' < "/proc/$w/environ" | grep -q '^RHEAPER_PROFILE_DIR='; then
+    envnote="its environment still names the directory"
+else
+    envnote="its environment no longer names the directory (nginx's title)"
+fi
+"$bin/rheaper" record -p "$w" -d 1s -o rec.db > rec.out 2>&1 || { cat rec.out; fail "record -p $w ($envnote)"; }
+echo "ok: record -p found the marker without --dir; $envnote"
+rows=$(sqlite3 rec.db "SELECT count(*) FROM allocations")
+# a second window, the directory given (--dir)
+"$bin/rheaper" record -p "$w" --dir "$pdir2" -d 0.5s -o rec2.db > rec2.out 2>&1 ||
+    { cat rec2.out; fail "record -p $w --dir"; }
 kill "$abpid" 2>/dev/null || true
 wait "$abpid" 2>/dev/null || true
-rows=$(sqlite3 rec.db "SELECT count(*) FROM allocations")
+[ "$(sqlite3 rec2.db "SELECT count(*) > 0 FROM allocations")" = 1 ] || fail "the --dir window is empty"
 [ "$(sqlite3 rec.db "SELECT value FROM meta WHERE key = 'clean'")" = 1 ] || fail "the window is not clean"
 [ "$rows" -gt 0 ] || fail "the window of worker $w holds no rows"
 kill -0 "$w" || fail "worker $w died"

@@ -4,9 +4,10 @@
 #
 #   priv.sh BIN_DIR SRC_DIR WORK_DIR NAME LINKMODE
 #
-# NAME is priv_drop (the process itself switches after a few allocations) or
+# NAME is priv_drop (the process itself switches after a few allocations),
 # priv_fork (a forked child switches before its first allocation while the
-# parent stays root). Built with rheaper-cc (LINKMODE dynamic or static), run
+# parent stays root) or priv_chroot (chroot after a few allocations: the
+# recording is closed cleanly before it, with one line). Built with rheaper-cc (LINKMODE dynamic or static), run
 # with RHEAPER_ENABLE=1 into a root-owned 0755 directory that the new user
 # cannot write. Checks: the program's own output, no rheaper line on stderr,
 # every profile converts clean with nothing lost, its rows of the program's
@@ -82,6 +83,21 @@ priv_fork)
     set -- $(ls "$pdir" | grep '^rip-[0-9]*$' | grep -v "^rip-$cpid\$")
     [ $# = 1 ] || fail "expected one parent profile, found: $*"
     check_rip "$pdir/$1" root 555 $((2 * parent)) 666 0
+    ;;
+priv_chroot)
+    root=$(mktemp -d /tmp/rh-chroot.XXXXXX)
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$pdir" ./prog "$root" 500 700 > out 2> err ||
+        { cat err; rm -rf "$root"; fail "the program failed"; }
+    rm -rf "$root"
+    grep -qx "chroot 0" out || fail "chroot failed: $(cat out)"
+    [ "$(grep -c '^rheaper: ' err)" = 1 ] && grep -q '^rheaper: the program calls chroot(' err ||
+        { cat err; fail "expected one rheaper line about chroot"; }
+    set -- "$pdir"/rip-*
+    [ $# = 1 ] && [ -e "$1" ] || fail "expected one profile, found: $*"
+    check_rip "$1" root 333 500 444 0
+    got=$(sqlite3 "$1.db" "SELECT value FROM meta WHERE key = 'end_reason'")
+    [ "$got" = chroot ] || fail "end_reason '$got', not chroot"
+    echo "ok: the recording was closed before chroot, one line: $(cat err)"
     ;;
 *) fail "unknown case $name" ;;
 esac
