@@ -274,20 +274,24 @@ ch 1 -q "CREATE TABLE broken2.profiles (profile UInt64, host String) ENGINE = Me
 [ "$(ch 1 -q "SELECT count() FROM broken2.allocations")" = 0 ] || fail "a failed push left rows in broken2"
 echo "ok: a failed push leaves nothing; ClickHouse's error is one line: $(cat push.err)"
 
-# ---- a table this code does not know: memory samples, pushed as they are -----------
+# ---- the memory samples, and a table this code does not know, pushed as they are -----------
 
 cp c.db m.db
-q m.db "CREATE TABLE memory(id INTEGER PRIMARY KEY, time INTEGER, thread INTEGER, rss INTEGER,
+[ "$(q m.db "select count(*) from memory")" -ge 1 ] || fail "c.db has no memory samples"
+q m.db "CREATE TABLE extra(id INTEGER PRIMARY KEY, time INTEGER, thread INTEGER, rss INTEGER,
     heap INTEGER, final INTEGER, note TEXT, ratio REAL);
-    INSERT INTO memory VALUES(1, 1000, 1, 4096000, 1000, 0, 'start', 0.5),
+    INSERT INTO extra VALUES(1, 1000, 1, 4096000, 1000, 0, 'start', 0.5),
         (2, 2000, 1, 8192000, NULL, 0, NULL, 0.25), (3, 3000, 2, 12288000, 3000, 1, 'end', NULL);"
 push m.db "$URL2" --database mem --label host=host-c
-got=$(ch 2 -q "SELECT id, time, thread, rss, heap, final, note, ratio FROM mem.memory WHERE profile = $PID_ ORDER BY id")
-want=$(q m.db "select id, time, thread, rss, heap, final, note, ratio from memory order by id")
+got=$(ch 2 -q "SELECT id, time, rss, rss_anon, heap, final FROM mem.memory WHERE profile = $PID_ ORDER BY id")
+want=$(q m.db "select id, time, rss, rss_anon, heap, final from memory order by id")
 [ "$got" = "$want" ] || fail "memory samples: ClickHouse '$got', SQLite '$want'"
-got=$(ch 2 -q "SELECT type FROM system.columns WHERE database = 'mem' AND table = 'memory' AND name IN ('rss', 'note', 'ratio') ORDER BY name" | tr '\n' ' ')
-[ "$got" = "Nullable(String) Nullable(Float64) Nullable(Int64) " ] || fail "memory's column types: $got"
-echo "ok: a table unknown to push (memory samples) arrives row for row"
+got=$(ch 2 -q "SELECT id, time, thread, rss, heap, final, note, ratio FROM mem.extra WHERE profile = $PID_ ORDER BY id")
+want=$(q m.db "select id, time, thread, rss, heap, final, note, ratio from extra order by id")
+[ "$got" = "$want" ] || fail "a table unknown to push: ClickHouse '$got', SQLite '$want'"
+got=$(ch 2 -q "SELECT type FROM system.columns WHERE database = 'mem' AND table = 'extra' AND name IN ('rss', 'note', 'ratio') ORDER BY name" | tr '\n' ' ')
+[ "$got" = "Nullable(String) Nullable(Float64) Nullable(Int64) " ] || fail "extra's column types: $got"
+echo "ok: the memory samples ($(q m.db "select count(*) from memory") rows) and a table unknown to push arrive row for row"
 
 # ---- credentials ---------------------------------------------------------------------------------
 
