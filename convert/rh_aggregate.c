@@ -100,6 +100,16 @@ static inline int64_t rh_agg_ek(const struct rh_agg *a, uint64_t size, uint64_t 
     return llround(rh_sample_weight(a->r, size, addr) * (double)a->bscale);
 }
 
+int64_t rh_agg_est_bytes(const struct rh_agg *a, uint64_t size, uint64_t addr)
+{
+    return rh_agg_eb(a, size, addr);
+}
+
+int64_t rh_agg_est_blocks(const struct rh_agg *a, uint64_t size, uint64_t addr)
+{
+    return rh_agg_ek(a, size, addr);
+}
+
 int64_t rh_agg_blocks(const struct rh_agg *a, int64_t scaled)
 {
     if (a->bscale <= 1)
@@ -225,7 +235,7 @@ static struct rh_agg_thread *rh_agg_thr(struct rh_agg *a, uint32_t id)
     return &a->th[id - 1];
 }
 
-/* Column of time t: ceil(t * C / span), within 1..C (rh_cli_svg.c's rule). */
+/* Column of time t: ceil(t * C / span), within 1..C (rh_export_svg.c's rule). */
 static uint32_t rh_agg_colof(const struct rh_agg *a, int64_t t)
 {
     if (t <= 0 || a->span <= 0)
@@ -493,9 +503,4 @@ int rh_agg_row(struct rh_agg *a, const struct rh_row *row)
     }
     a->lk[a->nlk++] = (struct rh_agg_leak){row->stack_index, row->alloc_ns, size, nb};
     return 0;
-}
-
-int rh_agg_time_ordered(const struct rh_agg *a)
-{
-    return a->time_ordered;
 }

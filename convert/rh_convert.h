@@ -239,7 +239,7 @@ struct rh_rip {
     uint64_t tr_sample_dropped; /* sampled blocks not recorded (the set was full) */
     uint64_t tr_sample_peak;    /* most sampled blocks live at once */
 
-    /* v3, servers (FORMAT.md "Version 3: servers"): the fork origin (header
+    /* v3, servers (FORMAT.md "Servers"): the fork origin (header
      * flag RIP_HDR_F_ORIGIN) and the title block of the trailer */
     int has_origin;
     uint32_t origin_ppid;
@@ -301,6 +301,21 @@ RH_HIDDEN int64_t rh_rip_ns_hint(const struct rh_rip *r, uint64_t time, size_t *
  * streamed profile (RIP_HDR_F_STREAMED), as text: an IPv4 address for a
  * v4-mapped one. */
 RH_HIDDEN void rh_rip_peer(const struct rh_rip *r, char *out, size_t size);
+
+/* The one check of a chunk header every reader of the format makes (the
+ * converter, the live follower, `list`, `collect`): NULL when h's magic,
+ * header size, capacity (at most RIP_CHUNK_MAX_CAPACITY), used (at most the
+ * capacity) and type are those of a chunk a reader can walk past, else what
+ * is wrong ("bad magic", ...). It does not look at the payload or the file. */
+RH_HIDDEN const char *rh_rip_chunk_check(const struct rip_chunk_header *h);
+/* The distance from a chunk's start to the next chunk's: its header and
+ * capacity, rounded up to RIP_ALIGN (FORMAT.md "Layout"). */
+static inline uint64_t rh_rip_chunk_stride(const struct rip_chunk_header *h)
+{
+    return (RIP_CHUNK_HDR_SIZE + (uint64_t)h->capacity + RIP_ALIGN - 1) &
+           ~(uint64_t)(RIP_ALIGN - 1);
+}
+
 /* The pieces of rh_rip_open_*() that a reader following a growing file
  * (convert/live/) calls itself, on r->base/r->size as far as they are
  * written: the file header (0 or -1 with r->err), one MODULES chunk (0, or -1
@@ -606,6 +621,12 @@ RH_HIDDEN int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t si
  * heapprofd's rule). The allocations view's `weight`
  * computes the same (rh_sample_weight_sql). */
 RH_HIDDEN double rh_sample_weight(const struct rh_rip *r, uint64_t size, uint64_t addr);
+/* One event of a block of `size` bytes at addr as a's figures count it:
+ * estimated bytes, and blocks in 1/a->bscale units (rh_agg_blocks rounds
+ * them). For readers that keep figures beside the aggregates (the live
+ * view's threads). */
+RH_HIDDEN int64_t rh_agg_est_bytes(const struct rh_agg *a, uint64_t size, uint64_t addr);
+RH_HIDDEN int64_t rh_agg_est_blocks(const struct rh_agg *a, uint64_t size, uint64_t addr);
 /* The SQL expression of the same weight over alloc_rows a, into buf. */
 RH_HIDDEN void rh_sample_weight_sql(const struct rh_rip *r, char *buf, size_t len);
 /* An aggregate's block count in units of 1/a->bscale, rounded to blocks. */
@@ -619,9 +640,6 @@ RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
  * is the run's length as meta records it. Called before the rows of blocks
  * still live, which rh_agg_row() then scores into the leak curve. */
 RH_HIDDEN void rh_agg_end(struct rh_agg *a, int64_t duration_ns);
-/* 1 when every row's id is in alloc_after order (time filters then search
- * ids instead of an index on alloc_after). */
-RH_HIDDEN int rh_agg_time_ordered(const struct rh_agg *a);
 /* Leak-curve bucket of an allocation at t: as `rheaper leaks` computes it
  * in SQL, min(nb - 1, CAST(t * 1.0 * nb / duration AS INTEGER)). */
 RH_HIDDEN int rh_leak_bucket(int64_t t, int nb, int64_t duration);
@@ -680,7 +698,7 @@ struct rh_memory {
     unsigned interval_ms; /* the last sample's RHEAPER_RSS_MS */
     int source;           /* RIP_MEM_SRC_* of the allocator's figures seen, 0 none */
 };
-/* One MEMSAMPLE body, decoded (FORMAT.md "Version 3: memory samples"). */
+/* One MEMSAMPLE body, decoded (FORMAT.md "Memory samples"). */
 struct rh_memsample {
     int has_rss, final, source; /* source: RIP_MEM_SRC_* (0: no allocator figures) */
     uint64_t interval_ms, rss, anon, file;
@@ -773,7 +791,7 @@ RH_HIDDEN int rh_db_cpu(void *db, int64_t t, uint32_t thread, uint64_t stack, ui
 /* alloc_rows.th (docs/design.md): temporary in bit 0, the
  * allocating thread in bits 1..23, the freeing thread from bit 24 when it is
  * another thread (else those bits are 0). rh_db.c writes it, the view
- * allocations and the rheaper command's pass (rh_cli_pass.c) read it. */
+ * allocations and the rheaper command's pass (rh_query_pass.c) read it. */
 #define RH_DB_THREAD_MASK 8388607u
 #define RH_DB_DTH_SHIFT 24
 struct sqlite3_stmt;

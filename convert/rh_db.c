@@ -35,8 +35,8 @@
 
 /* ---- kind names ------------------------------------------------------------ */
 
-#ifdef RHEAPER_HAVE_WRAP_GEN
-/* The kind numbers and names generated from wrap/wrap_table.txt. */
+/* The kind numbers and names, generated from wrap/wrap_table.txt (the one
+ * table the runtime's shims are generated from too). */
 #define RH_WRAP_NO_PROTOTYPES
 #include "rh_wrap_gen.h"
 
@@ -47,32 +47,6 @@ const char *rh_kind_name(uint32_t kind)
         n = rh_kind_dyn_name(kind);
     return n ? n : "unknown";
 }
-#else
-/* Without the generated header (a converter built on its own): the kind lines
- * of wrap/wrap_table.txt. They are part of the rip format, never renumbered. */
-static const char *const rh_kind_names[] = {
-    [1] = "malloc",          [2] = "calloc",
-    [3] = "realloc",         [4] = "reallocarray",
-    [5] = "posix_memalign",  [6] = "aligned_alloc",
-    [7] = "memalign",        [8] = "valloc",
-    [9] = "pvalloc",         [10] = "new",
-    [11] = "new[]",          [20] = "strdup",
-    [21] = "strndup",        [22] = "asprintf",
-    [23] = "vasprintf",      [24] = "getline",
-    [25] = "getdelim",       [26] = "realpath",
-    [27] = "getcwd",         [28] = "get_current_dir_name",
-    [29] = "open_memstream", [30] = "canonicalize_file_name",
-    [31] = "wcsdup",
-};
-
-const char *rh_kind_name(uint32_t kind)
-{
-    if (kind < sizeof rh_kind_names / sizeof rh_kind_names[0] && rh_kind_names[kind])
-        return rh_kind_names[kind];
-    const char *n = rh_kind_dyn_name(kind);
-    return n ? n : "unknown";
-}
-#endif
 
 /* ---- the database handle ------------------------------------------------- */
 
@@ -900,7 +874,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     /* v2 trailers only: a v1 profile did not count it */
     if (r->has_trailer && r->tr_has_reentered)
         rh_meta_int(&m, "reentered_unrecorded", (int64_t)r->tr_reentered);
-    /* servers: who the process was (FORMAT.md "Version 3: servers") */
+    /* servers: who the process was (FORMAT.md "Servers") */
     if (r->has_trailer && r->tr_has_title) {
         rh_meta_text(&m, "title", r->title);
         rh_meta_text(&m, "process_name", r->comm);

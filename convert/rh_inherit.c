@@ -1,5 +1,5 @@
 /* rh_inherit.c: the blocks a fork child starts with, from its parent's
- * profile (FORMAT.md "Version 3: servers"; docs/servers.md "Prefork
+ * profile (FORMAT.md "Servers"; docs/servers.md "Prefork
  * workers").
  *
  * A prefork server's workers start with the master's heap: the configuration

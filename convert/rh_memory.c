@@ -1,7 +1,7 @@
 /* rh_memory.c: the memory table, the process's memory beside the live heap.
  *
  * The runtime samples the process's memory every RHEAPER_RSS_MS while it
- * records, and once at the end (FORMAT.md "Version 3: memory samples"). The
+ * records, and once at the end (FORMAT.md "Memory samples"). The
  * stream decoder hands each EXT MEMSAMPLE record to the merge as an RH_EV_EXT
  * event, in time order with the allocations; the merge adds the live heap at
  * that moment (its own running sum over live blocks, each weighted as the

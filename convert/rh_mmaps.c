@@ -1,7 +1,7 @@
 /* rh_mmaps.c: the mmaps and mallopts tables.
  *
  * The runtime records every mmap, mmap64, munmap, mremap and mallopt call it
- * sees as one timed EXT record (FORMAT.md "Version 3: mmap and mallopt"): a
+ * sees as one timed EXT record (FORMAT.md "mmap and mallopt"): a
  * stack id of kind mmap/munmap/mremap/mallopt, then the call's
  * arguments and result. The stream decoder (rh_stream.c) hands them to the
  * merge as RH_EV_EXT events, in time order with the allocations, and the merge

@@ -254,7 +254,7 @@ int rh_rip_header(struct rh_rip *r)
         r->damaged = 1;
     }
     if (r->hdr.version >= 3 && (r->hdr.flags & RIP_HDR_F_SAMPLED)) {
-        /* v3, sampling (FORMAT.md "Version 3: sampling") */
+        /* v3, sampling (FORMAT.md "Sampling") */
         uint64_t param;
         uint32_t mode;
         memcpy(&mode, r->base + RIP_HDR_SAMPLE_MODE_OFF, 4);
@@ -415,6 +415,21 @@ int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
 }
 
 /* Returns 1 when the trailer was read. */
+const char *rh_rip_chunk_check(const struct rip_chunk_header *h)
+{
+    if (h->magic != RIP_CHUNK_MAGIC)
+        return "bad magic";
+    if (h->header_size != RIP_CHUNK_HDR_SIZE)
+        return "bad header size";
+    if (h->capacity > RIP_CHUNK_MAX_CAPACITY)
+        return "capacity over 64 MiB";
+    if (h->used > h->capacity)
+        return "used beyond capacity";
+    if (h->type < RIP_CHUNK_EVENTS || h->type > RIP_CHUNK_TRAILER)
+        return "unknown chunk type";
+    return NULL;
+}
+
 int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
 {
     struct rh_cursor c = {ch->payload, ch->payload + ch->used, 0};
@@ -436,10 +451,10 @@ int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     r->tr_lost = lost;
     r->tr_open_chunks = open;
     /* v2: calls passed through unrecorded by re-entry (FORMAT.md) */
-    r->tr_has_reentered = ch->used >= 56;
+    r->tr_has_reentered = ch->used >= RIP_TRAILER_END_REASON_OFF;
     r->tr_reentered = r->tr_has_reentered ? rh_cur_u(&c, 8) : 0;
     /* v2: why the recording ended (RIP_END_SIZE_LIMIT: a clean cut) */
-    r->tr_has_end_reason = ch->used >= 64;
+    r->tr_has_end_reason = ch->used >= RIP_TRAILER_END_REASON_OFF + 8;
     r->tr_end_reason = r->tr_has_end_reason ? (uint32_t)rh_cur_u(&c, 4) : 0;
     /* v3, streaming: how the profile was streamed (trailer bytes 96..111) */
     r->tr_has_stream = ch->used >= RIP_TRAILER_STREAM_OFF + 16;
@@ -549,17 +564,7 @@ static int rh_rip_walk(struct rh_rip *r)
         }
         struct rip_chunk_header h;
         memcpy(&h, r->base + off, sizeof h);
-        const char *why = NULL;
-        if (h.magic != RIP_CHUNK_MAGIC)
-            why = "bad magic";
-        else if (h.header_size != RIP_CHUNK_HDR_SIZE)
-            why = "bad header size";
-        else if (h.capacity > RIP_CHUNK_MAX_CAPACITY)
-            why = "capacity over 64 MiB";
-        else if (h.used > h.capacity)
-            why = "used beyond capacity";
-        else if (h.type < RIP_CHUNK_EVENTS || h.type > RIP_CHUNK_TRAILER)
-            why = "unknown chunk type";
+        const char *why = rh_rip_chunk_check(&h);
         if (why) {
             if (rh_all_zero(r->base + off, RIP_CHUNK_HDR_SIZE)) {
                 rh_rip_warn(r, "profile cut short: no chunk at offset %llu",
@@ -575,8 +580,7 @@ static int rh_rip_walk(struct rh_rip *r)
             break;
         }
         uint64_t avail = r->size - off - RIP_CHUNK_HDR_SIZE;
-        uint64_t stride = (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
-                          ~(uint64_t)(RIP_ALIGN - 1);
+        uint64_t stride = rh_rip_chunk_stride(&h);
         struct rh_chunk ch = {0};
         ch.off = off;
         ch.payload = r->base + off + RIP_CHUNK_HDR_SIZE;

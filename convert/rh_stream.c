@@ -182,7 +182,7 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.ext_len = (uint32_t)len;
         return RH_DEC_EVENT;
     } else if (sub == RIP_EXT_MEMSAMPLE) {
-        /* timed: a memory sample (FORMAT.md "Version 3: memory samples");
+        /* timed: a memory sample (FORMAT.md "Memory samples");
          * its body is decoded by rh_memory.c */
         s->ext_event.op = RH_EV_EXT;
         s->ext_event.cls = 1;

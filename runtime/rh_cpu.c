@@ -48,7 +48,7 @@
  *     walked within [sp, its thread descriptor): glibc keeps the descriptor
  *     (pthread_self()) at the top of the thread's stack block, above every
  *     frame, in the same mapping. The main thread's bounds cost nothing.
- * The sample is one EXT CPUSAMPLE record (FORMAT.md "Version 3: CPU
+ * The sample is one EXT CPUSAMPLE record (FORMAT.md "CPU
  * samples"), after the STACK record of a new stack, in the thread's own chunk.
  *
  * The program wins the signal: if it already has a handler for cpu_signal
@@ -111,11 +111,6 @@ static __thread int rh_tls_in_handler __attribute__((tls_model("initial-exec")))
 static __thread int rh_tls_cpu __attribute__((tls_model("initial-exec")));
 
 extern RH_HIDDEN volatile int rh_ctl_self; /* rh_control.c: our own sigaction calls */
-
-int rh_cpu_active(void)
-{
-    return __atomic_load_n(&rh_cpu_on, __ATOMIC_ACQUIRE);
-}
 
 void rh_cpu_counts(uint64_t *samples, uint64_t *dropped)
 {

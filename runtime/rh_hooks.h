@@ -185,7 +185,7 @@ RH_HIDDEN void rh_record_realloc(unsigned kind, void *old, void *p, size_t size,
 /* The real allocator returned NULL for `size` bytes: counted, not a block. */
 RH_HIDDEN void rh_record_fail(unsigned kind, size_t size, void *fp);
 /* A call that is not an allocation, recorded with its stack as one timed EXT
- * record (mmap, munmap, mremap, mallopt; FORMAT.md "Version 3: mmap
+ * record (mmap, munmap, mremap, mallopt; FORMAT.md "mmap
  * and mallopt"): subtype `sub` (RIP_EXT_MMAP..), a stack of `kind`
  * (RH_KIND_MMAP..), then the n <= 8 values v as varints (signed ones
  * zigzagged by the caller). t: rh_now() after the real call. Keeps errno. */

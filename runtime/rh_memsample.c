@@ -3,7 +3,7 @@
  * While a recording runs, the runtime reads the process's resident memory
  * every RHEAPER_RSS_MS milliseconds (default 10, 0 turns it off) and once at
  * the end, and writes each reading as one timed EXT MEMSAMPLE record
- * (FORMAT.md "Version 3: memory samples"): RSS with its anonymous and
+ * (FORMAT.md "Memory samples"): RSS with its anonymous and
  * file-backed parts, and, when the allocator can say it, the allocator's own
  * totals (glibc's mallinfo2, jemalloc's stats through mallctl).
  *

@@ -6,7 +6,7 @@
  * environment, so /proc/self/cmdline read when a worker's profile is created
  * is already the title, and a prefork worker's heap starts as its master's.
  * This file keeps what a reader needs to tell processes apart and to join a
- * child's profile to its parent's (FORMAT.md "Version 3: servers"):
+ * child's profile to its parent's (FORMAT.md "Servers"):
  *
  *   - the command line at start: read once, at the runtime's first call,
  *     into static memory, and written into every profile's header (a fork

@@ -421,7 +421,7 @@ void rh_record_pool_reset(uint32_t id, uint64_t t_before)
 /* ---- timed EXT records without a stack (memory samples) ----------------- */
 
 /* Timed, but not an event of the program: the chunk's and the trailer's
- * event counts leave it out (FORMAT.md "Version 3: memory samples"). A record
+ * event counts leave it out (FORMAT.md "Memory samples"). A record
  * that finds no room is dropped without counting a loss. */
 void rh_emit_ext_raw(struct rh_writer *w, unsigned sub, const uint8_t *body, size_t len, uint64_t t)
 {

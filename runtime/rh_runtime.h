@@ -1136,8 +1136,6 @@ RH_HIDDEN void rh_stream_fork(int phase);
  * handler writes one EXT CPUSAMPLE into the thread's own chunk. Everything but
  * the handler runs in a normal context with the guard set. */
 
-/* 1 while the timers run (samples are taken). */
-RH_HIDDEN int rh_cpu_active(void);
 /* Starts registering threads when CPU samples may be asked for (cpu_hz > 0,
  * or armed mode, where `rheaper record -p --cpu-hz` can ask later) and
  * registers the calling thread. The handler is installed by the first

@@ -2,7 +2,7 @@
  *
  * A sampled profile records a subset of the allocations; the converter weighs
  * each recorded block by the inverse of the probability it had of being
- * recorded (FORMAT.md "Version 3: sampling"), so sums of size times
+ * recorded (FORMAT.md "Sampling"), so sums of size times
  * weight estimate the true figures. Two modes:
  *   - rate r: each allocation is recorded with probability r (Bernoulli);
  *   - bytes N: a block of N bytes or more is always recorded (weight 1) and

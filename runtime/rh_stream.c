@@ -8,8 +8,8 @@
  * ring of entries, a futex wake. One sender thread, started lazily the first
  * time a recording has something to send (never under a runtime lock, never
  * before the constructors ran), pops the queue and writes each piece to the
- * collector with raw system calls; the wire protocol is FORMAT.md "Version 3:
- * streaming".
+ * collector with raw system calls; the wire protocol is FORMAT.md
+ * "Streaming".
  *
  * File descriptors. The runtime may hold no fd the program can close, dup2 over
  * or reuse, and a socket has to stay open for the whole run. So the sender

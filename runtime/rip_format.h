@@ -29,13 +29,13 @@
 #define RIP_CLOCK_TSC 1u
 
 #define RIP_HDR_F_CMD_TRUNCATED 1u
-/* Version 3 (FORMAT.md "Version 3: CPU samples"): bit 3 of the
+/* Version 3 (FORMAT.md "CPU samples"): bit 3 of the
  * header flags says CPU sampling was configured; header bytes 104..111 hold
  * u32 cpu_hz and u32 the sampling signal. */
 #define RIP_HDR_F_CPU 8u
 #define RIP_HDR_CPU_HZ_OFF 104u
 #define RIP_HDR_CPU_SIG_OFF 108u
-/* Version 3 (FORMAT.md "Version 3: sampling"): the profile
+/* Version 3 (FORMAT.md "Sampling"): the profile
  * is sampled; u32 mode at 88 (1 rate, 2 bytes), u32 seeded at 92, u64
  * parameter at 96 (rate: the threshold r * 2^64; bytes: the mean N). */
 #define RIP_HDR_F_SAMPLED 2u
@@ -83,12 +83,15 @@ enum rip_chunk_type {
 };
 
 #define RIP_CHUNK_F_SEALED 1u
+/* Trailer: the payload of version 1 (events .. reserved), 48 bytes; later
+ * fields follow it (FORMAT.md "TRAILER payload"). */
+#define RIP_TRAILER_V1_SIZE 48u
 /* Trailer (v2): u32 end_reason at payload offset 56, u32 reserved at
  * 60, after the reentered count. FORMAT.md "Why the recording ended". */
 #define RIP_TRAILER_END_REASON_OFF 56u
 #define RIP_END_NORMAL 0u     /* disable, exit, or the toggle signal */
 #define RIP_END_SIZE_LIMIT 1u /* RHEAPER_MAX_PROFILE_SIZE reached */
-/* FORMAT.md "Version 3: servers": the recording was closed before a change
+/* FORMAT.md "Servers": the recording was closed before a change
  * the runtime cannot follow. */
 #define RIP_END_CHROOT 2u      /* the program called chroot */
 #define RIP_END_CREDENTIALS 3u /* a privilege change the file could not follow */
@@ -104,7 +107,7 @@ enum rip_chunk_type {
  * length varies: see RIP_TRAILER_TITLE_OFF). */
 #define RIP_TRAILER_SIZE (136u + RIP_TRAILER_TITLE_MAX) /* the most: title at 136.. */
 
-/* ---- servers (v3; FORMAT.md "Version 3: servers") ---- */
+/* ---- servers (v3; FORMAT.md "Servers") ---- */
 /* Header flag bit 5: the profile is a fork child's first, started with its
  * parent's heap. Header bytes 3584..4095 then hold the origin block (and the
  * command line is at most 2432 bytes): u32 parent pid, u32 length of the
@@ -123,7 +126,7 @@ enum rip_chunk_type {
 #define RIP_TRAILER_TITLE_MAX 1024u
 #define RIP_TR_F_CREDENTIALS 1u /* the process changed its user or group */
 
-/* ---- streaming (v3; FORMAT.md "Version 3: streaming") ---- */
+/* ---- streaming (v3; FORMAT.md "Streaming") ---- */
 #define RIP_HDR_F_STREAMED (1u << 4) /* written by rheaper collect from a stream */
 #define RIP_HDR_PEER_OFF 112u        /* 16 bytes: the sender's IPv6 (or v4-mapped) address */
 #define RIP_TRAILER_STREAM_OFF 96u   /* u32 stream state, u32 reserved, u64 queue peak */
@@ -177,7 +180,7 @@ enum rip_ext {
     /* version 2, FORMAT.md "Allocator families and pools" (3..6 reserved there) */
     RIP_EXT_KINDNAME = 3,  /* varint kind, then the kind's name */
     RIP_EXT_POOLRESET = 4, /* timed: varint pool id; frees every block of the pool */
-    /* version 3, FORMAT.md "Version 3: mmap and mallopt": timed,
+    /* version 3, FORMAT.md "mmap and mallopt": timed,
      * bytes = varint stack id (kind 200..203), then the call's varints */
     RIP_EXT_MMAP = 10,    /* addr hint, length, prot, flags, zigzag fd, offset, result, errno */
     RIP_EXT_MUNMAP = 11,  /* addr, length, errno */
@@ -185,7 +188,7 @@ enum rip_ext {
     RIP_EXT_MALLOPT = 13, /* zigzag param, zigzag value, zigzag result */
     /* version 3, CPU sampling (14..16 reserved there) */
     RIP_EXT_CPUSAMPLE = 14, /* timed: varint stack id (kind 255) of one CPU sample */
-    /* version 3, FORMAT.md "Version 3: memory samples" (30..39 reserved there) */
+    /* version 3, FORMAT.md "Memory samples" (30..39 reserved there) */
     RIP_EXT_MEMSAMPLE = 30, /* timed: flags, interval ms, rss, anon, file[, allocator's 5] */
 };
 /* Header flag bit 6: the writer samples the process's memory (EXT 30). */

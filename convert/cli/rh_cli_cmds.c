@@ -1,8 +1,8 @@
 /* rh_cli_cmds.c: the rheaper commands that print tables: summary, top, leaks,
  * peak and query.
  *
- * Each opens the profile read-only (rh_cli_db.c), applies the shared filters
- * into `sel` (rh_cli_filter.c) and prints through rh_print_stmt()
+ * Each opens the profile read-only (rh_query_db.c), applies the shared filters
+ * into `sel` (rh_query_filter.c) and prints through rh_print_stmt()
  * (rh_cli_out.c), so --json, --csv and the filters mean the same everywhere.
  * A call site is frame 0 of a stack: its function and file:line (module+offset
  * without debug information); sites with the same function and line but
@@ -121,51 +121,6 @@ static int rh_parse(int argc, char **argv, unsigned allow, struct rh_args *a)
 
 /* ---- shared steps ------------------------------------------------------------- */
 
-static int rh_exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    fprintf(stderr, "rheaper: SQL error: %s\n", msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    return -1;
-}
-
-static sqlite3_stmt *rh_prepare(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
-        return NULL;
-    }
-    return st;
-}
-
-/* Creates TEMP TABLE site: for every stack in scope the function and
- * location of its call-site frame (TEMP TABLE cs), and `site`, the group it
- * is counted in (one per function and location, or one per stack when
- * per_stack). */
-int rh_make_sites(sqlite3 *db, int per_stack)
-{
-    char sql[2048];
-    snprintf(
-        sql, sizeof sql,
-        "DROP TABLE IF EXISTS temp.site;"
-        "CREATE TEMP TABLE site AS SELECT bt, function, location, %s AS site FROM"
-        " (SELECT s.bt AS bt, coalesce(b.sym, '?\?') AS function,"
-        " CASE WHEN b.file IS NOT NULL THEN " RH_BASE(
-            "b.file") " || ':' ||"
-                      " coalesce(b.line, '?') WHEN b.module IS NOT NULL THEN " RH_BASE(
-                          "b.module") " || '+0x' || printf('%%x', b.address) ELSE printf('0x%%x', "
-                                      "coalesce(b.address, 0))"
-                                      " END AS location"
-                                      " FROM temp.cs s"
-                                      " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = s.frame);"
-                                      "CREATE INDEX temp.site_bt ON site(bt);",
-        per_stack ? "bt" : "dense_rank() OVER (ORDER BY function, location)");
-    return rh_exec(db, sql);
-}
-
 /* SQL of the whole stack of bt as one text, frames "f (file:line)" joined by
  * "; ", innermost first. */
 #define RH_STACK_OF(bt)                                                                            \
@@ -229,7 +184,7 @@ static int rh_listing(int argc, char **argv, unsigned allow, rh_list_fn *list)
     int rc = rh_parse(argc, argv, allow, &a);
     if (rc)
         return rc;
-    sqlite3 *db = rh_cli_open(a.db);
+    sqlite3 *db = rh_query_open(a.db);
     if (!db)
         return 1;
     struct rh_summary s;
@@ -263,7 +218,7 @@ static sqlite3_stmt *rh_top_stmt(sqlite3 *db, const char *by, int n, int stacks,
              " FROM temp.sstat a JOIN site s ON s.bt = a.bt GROUP BY s.site)"
              " WHERE %s > 0 ORDER BY %s DESC, bytes DESC, function, location LIMIT ?2",
              stacks ? ", " RH_STACK_OF("bt") " AS stack" : "", order, order);
-    sqlite3_stmt *st = rh_prepare(db, sql);
+    sqlite3_stmt *st = rh_sql_prepare(db, sql);
     if (st) {
         sqlite3_bind_int64(st, 1, peak_ns);
         sqlite3_bind_int64(st, 2, n);
@@ -353,7 +308,7 @@ static int rh_peak_list(sqlite3 *db, const struct rh_args *a, const struct rh_su
              " ?1 AS unused FROM temp.sstat a JOIN site s ON s.bt = a.bt WHERE a.peak_blocks > 0"
              " GROUP BY s.site) ORDER BY bytes DESC, function, location LIMIT ?2",
              a->stacks ? ", " RH_STACK_OF("bt") " AS stack" : "");
-    sqlite3_stmt *st = rh_prepare(db, sql);
+    sqlite3_stmt *st = rh_sql_prepare(db, sql);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, s->peak_time_ns);
@@ -372,135 +327,6 @@ int rh_cmd_peak(int argc, char **argv)
 
 /* ---- leaks ------------------------------------------------------------------------ */
 
-/* Scores every site's never-freed blocks and stores them in TEMP TABLE
- * leak_sites. The run [0, duration] is cut into nb equal buckets.
- *   coverage = buckets in which the site allocated a leaked block / nb
- *   fit      = R^2 of a least-squares line through the site's cumulative leaked
- *              bytes at the end of each bucket (0 when that curve is flat)
- *   score    = coverage * fit, from 0 to 1
- * A site that leaked all along grows like a line and covers every bucket
- * (score near 1); one block allocated once covers one bucket and gives a step
- * (score near 0), however large it is. Returns 0 or -1. */
-/* The number of buckets of the scope's leak curve (TEMP TABLE slc), 0 when
- * there is none. */
-static int rh_leak_curve_buckets(sqlite3 *db)
-{
-    sqlite3_stmt *st = NULL;
-    int nb = 0;
-    if (sqlite3_prepare_v2(db, "SELECT leak_buckets FROM temp.scope", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        nb = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    return nb;
-}
-
-static int rh_leak_scores(sqlite3 *db, int nb, int64_t duration)
-{
-    if (rh_exec(db, "DROP TABLE IF EXISTS temp.leak_sites;"
-                    "CREATE TEMP TABLE leak_sites(site INTEGER PRIMARY KEY, score REAL,"
-                    " coverage INTEGER, fit REAL, blocks INTEGER, bytes INTEGER, first INTEGER,"
-                    " last INTEGER)"))
-        return -1;
-    if (duration <= 0)
-        duration = 1;
-    /* The leaked blocks per site and bucket: from the converter's leak curve
-     * when the scope is unfiltered and the buckets are its own, else from the
-     * rows of the scope. */
-    int curve = nb == rh_leak_curve_buckets(db);
-    sqlite3_stmt *q = rh_prepare(
-        db, curve ? "SELECT s.site, l.bucket AS k, sum(l.blocks), sum(l.bytes), min(l.first),"
-                    " max(l.last), ?1, ?2 FROM temp.slc l JOIN site s ON s.bt = l.bt"
-                    " GROUP BY s.site, k ORDER BY s.site, k"
-                  : rh_sample_notice(db)
-                  ? "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER))"
-                    " AS k, " RH_W_N("1") ", " RH_W_B("1") ", min(a.alloc_after),"
-                    " max(a.alloc_after)"
-                    " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"
-                    " GROUP BY s.site, k ORDER BY s.site, k"
-                  : "SELECT s.site, min(?1 - 1, CAST(a.alloc_after * 1.0 * ?1 / ?2 AS INTEGER))"
-                    " AS k, count(*), sum(a.size), min(a.alloc_after), max(a.alloc_after)"
-                    " FROM sel a JOIN site s ON s.bt = a.bt WHERE a.dealloc_after IS NULL"
-                    " GROUP BY s.site, k ORDER BY s.site, k");
-    sqlite3_stmt *ins = rh_prepare(db, "INSERT INTO leak_sites VALUES(?,?,?,?,?,?,?,?)");
-    double *y = calloc((size_t)nb, sizeof *y);
-    int rc = -1;
-    if (!q || !ins || !y)
-        goto out;
-    sqlite3_bind_int64(q, 1, nb);
-    sqlite3_bind_int64(q, 2, duration);
-    int64_t cur = -1, blocks = 0, bytes = 0, first = 0, last = 0;
-    int covered = 0, more = 1;
-    while (more) {
-        int r = sqlite3_step(q);
-        if (r != SQLITE_ROW && r != SQLITE_DONE) {
-            fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
-            goto out;
-        }
-        more = r == SQLITE_ROW;
-        int64_t site = more ? sqlite3_column_int64(q, 0) : -2;
-        if (site != cur && cur >= 0) {
-            /* finish the previous site: cumulative bytes, R^2 against bucket number */
-            double acc = 0, sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
-            for (int k = 0; k < nb; k++) {
-                acc += y[k];
-                sx += k;
-                sy += acc;
-                sxx += (double)k * k;
-                syy += acc * acc;
-                sxy += k * acc;
-            }
-            double n = nb, vx = n * sxx - sx * sx, vy = n * syy - sy * sy, cxy = n * sxy - sx * sy;
-            double fit = vy > 1e-9 * n * syy && vx > 0 ? (cxy * cxy) / (vx * vy) : 0;
-            if (fit > 1)
-                fit = 1;
-            double cov = (double)covered / nb;
-            sqlite3_bind_int64(ins, 1, cur);
-            sqlite3_bind_double(ins, 2, cov * fit);
-            sqlite3_bind_int64(ins, 3, covered);
-            sqlite3_bind_double(ins, 4, fit);
-            sqlite3_bind_int64(ins, 5, blocks);
-            sqlite3_bind_int64(ins, 6, bytes);
-            sqlite3_bind_int64(ins, 7, first);
-            sqlite3_bind_int64(ins, 8, last);
-            int ri = sqlite3_step(ins);
-            sqlite3_reset(ins);
-            if (ri != SQLITE_DONE) {
-                fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
-                goto out;
-            }
-        }
-        if (!more)
-            break;
-        if (site != cur) {
-            cur = site;
-            memset(y, 0, (size_t)nb * sizeof *y);
-            blocks = bytes = 0;
-            covered = 0;
-            first = sqlite3_column_int64(q, 4);
-        }
-        int k = sqlite3_column_int(q, 1);
-        if (k < 0)
-            k = 0;
-        y[k] += (double)sqlite3_column_int64(q, 3);
-        covered++;
-        blocks += sqlite3_column_int64(q, 2);
-        bytes += sqlite3_column_int64(q, 3);
-        last = sqlite3_column_int64(q, 5);
-    }
-    rc = 0;
-out:
-    free(y);
-    sqlite3_finalize(q);
-    sqlite3_finalize(ins);
-    return rc;
-}
-
-int rh_leak_sites(sqlite3 *db, int buckets, int64_t duration_ns)
-{
-    return rh_make_sites(db, 0) || rh_leak_scores(db, buckets, duration_ns) ? -1 : 0;
-}
-
 static int rh_leaks_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
     if (rh_leak_scores(db, a->buckets, s->duration_ns))
@@ -515,7 +341,7 @@ static int rh_leaks_list(sqlite3 *db, const struct rh_args *a, const struct rh_s
              " min(location) AS location, min(bt) AS bt FROM site GROUP BY site) s"
              " ON s.site = l.site ORDER BY l.score DESC, l.bytes DESC, s.function LIMIT ?1",
              a->stacks ? ", " RH_STACK_OF("s.bt") " AS stack" : "");
-    sqlite3_stmt *st = rh_prepare(db, sql);
+    sqlite3_stmt *st = rh_sql_prepare(db, sql);
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, a->n);
@@ -538,16 +364,9 @@ int rh_cmd_leaks(int argc, char **argv)
 
 static void rh_json_kv_str(FILE *out, const char *k, const char *v)
 {
-    fprintf(out, "\"%s\":\"", k);
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputs("\",", out);
+    fprintf(out, "\"%s\":", k);
+    rh_json_string(out, v);
+    fputc(',', out);
 }
 
 /* The per-thread figures of the scope (TEMP TABLE tstat: the converter's
@@ -612,8 +431,8 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
      * sit inside chunks of another kind, so "allocated" counts those bytes
      * twice; --kind / --not-kind pick one side (docs/allocators.md). */
     if (!(top = rh_top_stmt(db, "bytes", 5, 0, s->peak_time_ns)) ||
-        !(thr = rh_prepare(db, rh_thread_sql(db))) ||
-        !(kinds = rh_prepare(db, rh_kinds_sql(db))))
+        !(thr = rh_sql_prepare(db, rh_thread_sql(db))) ||
+        !(kinds = rh_sql_prepare(db, rh_kinds_sql(db))))
         goto out;
     const struct {
         const char *k;
@@ -709,7 +528,7 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
            s->alloc_blocks ? 100.0 * s->temporary_blocks / s->alloc_blocks : 0.0);
     /* Calls that re-entered the runtime (signal handlers) and passed
      * through unrecorded; one line, only when there were any */
-    sqlite3_stmt *re = rh_prepare(db, "SELECT value FROM meta WHERE key = 'reentered_unrecorded'");
+    sqlite3_stmt *re = rh_sql_prepare(db, "SELECT value FROM meta WHERE key = 'reentered_unrecorded'");
     if (re && sqlite3_step(re) == SQLITE_ROW && sqlite3_column_int64(re, 0) > 0)
         printf("unrecorded     %lld calls re-entered the allocator (signal handlers) and were "
                "not recorded\n",
@@ -769,8 +588,9 @@ static int rh_query_auth(void *ctx, int action, const char *a1, const char *a2, 
 /* Prepares the first statement of sql into *st (NULL when only whitespace or
  * a comment is left) and *tail. `sel` is filled only for a statement that
  * reads it, as SQLite's authorizer reports while preparing (an empty sel
- * stands in until then), never by looking at the text; *built says whether it
- * is filled. Returns 0, or 1 after one line on stderr. */
+ * stands in until then), or for one that does not prepare without the
+ * scope's other TEMP tables (rh_query.h), never by looking at the text;
+ * *built says whether it is filled. Returns 0, or 1 after one line on stderr. */
 static int rh_query_prepare(sqlite3 *db, const struct rh_args *a, const char *sql,
                             sqlite3_stmt **st, const char **tail, int *built)
 {
@@ -778,7 +598,9 @@ static int rh_query_prepare(sqlite3 *db, const struct rh_args *a, const char *sq
     sqlite3_set_authorizer(db, rh_query_auth, &reads_sel);
     int rc = sqlite3_prepare_v2(db, sql, -1, st, tail);
     sqlite3_set_authorizer(db, NULL, NULL);
-    if (rc == SQLITE_OK && reads_sel && !*built) {
+    /* a statement that names a table of the scope (temp.cs, sstat, ...) does
+     * not prepare before the scope exists: build it and try once more */
+    if (((rc == SQLITE_OK && reads_sel) || rc != SQLITE_OK) && !*built) {
         sqlite3_finalize(*st);
         *st = NULL;
         if (rh_filter_apply(db, &a->f))
@@ -799,7 +621,7 @@ int rh_cmd_query(int argc, char **argv)
     int rc = rh_parse(argc, argv, RH_OPT_SQL, &a);
     if (rc)
         return rc;
-    sqlite3 *db = rh_cli_open(a.db);
+    sqlite3 *db = rh_query_open(a.db);
     if (!db)
         return 1;
     /* sel can cost a pass over allocations (a filter, or a profile without

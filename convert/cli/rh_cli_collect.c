@@ -7,7 +7,7 @@
  * connection written to its own ordinary rip file in DIR (rip-<pid>, or
  * rip-<pid>.N when that name is taken: nothing is ever overwritten), so
  * rheaper-convert and rheaper live read it like a local one. The wire protocol
- * (FORMAT.md "Version 3: streaming") is the rip file itself, cut to
+ * (FORMAT.md "Streaming") is the rip file itself, cut to
  * what matters: a 16-byte hello, the 4096-byte file header, then each chunk's
  * 64-byte header followed by its `used` payload bytes. A chunk's payload is
  * written straight to its place in the file as it arrives (no buffer grows with
@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "rh_cli.h"
+#include "rh_convert.h"
 #include "rh_push.h"
 #include "rip_format.h"
 
@@ -340,17 +341,7 @@ static const char *rh_collect_step(struct rh_conn *c, const char *dir)
     /* CP_CHDR: the rules a reader enforces (FORMAT.md "Limits") */
     memcpy(&c->ch, c->buf, sizeof c->ch);
     const struct rip_chunk_header *h = &c->ch;
-    const char *bad = NULL;
-    if (h->magic != RIP_CHUNK_MAGIC)
-        bad = "bad magic";
-    else if (h->header_size != RIP_CHUNK_HDR_SIZE)
-        bad = "bad header size";
-    else if (h->capacity > RIP_CHUNK_MAX_CAPACITY)
-        bad = "capacity over 64 MiB";
-    else if (h->used > h->capacity)
-        bad = "used beyond capacity";
-    else if (h->type < RIP_CHUNK_EVENTS || h->type > RIP_CHUNK_TRAILER)
-        bad = "unknown chunk type";
+    const char *bad = rh_rip_chunk_check(h);
     if (bad) {
         snprintf(why, sizeof why, "bad chunk header at stream byte %llu (%s)",
                  (unsigned long long)(c->received), bad);
@@ -366,8 +357,7 @@ static const char *rh_collect_step(struct rh_conn *c, const char *dir)
 static const char *rh_collect_chunk_done(struct rh_conn *c)
 {
     static char why[4400];
-    uint64_t stride = (RIP_CHUNK_HDR_SIZE + (uint64_t)c->ch.capacity + RIP_ALIGN - 1) &
-                      ~(uint64_t)(RIP_ALIGN - 1);
+    uint64_t stride = rh_rip_chunk_stride(&c->ch);
     int err = rh_collect_pwrite(c->file, &c->ch, sizeof c->ch, c->off);
     if (!err && ftruncate(c->file, (off_t)(c->off + stride)) != 0)
         err = errno;

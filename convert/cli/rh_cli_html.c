@@ -1,7 +1,7 @@
 /* rh_cli_html.c: `rheaper report DB -o report.html`, one self-contained page.
  *
  * The page holds the summary of `sel` (the filtered allocations), the timeline
- * and the flamegraph (the SVGs of rh_cli_svg.c, inlined), the top call sites by
+ * and the flamegraph (the SVGs of rh_export_svg.c, inlined), the top call sites by
  * bytes and the leaks grouped by call site, each with its full stack in a
  * <details> element. Everything is in the one file: no external script, style,
  * font or image, and a Content-Security-Policy meta tag whose default is 'none'
@@ -233,7 +233,7 @@ static void rh_html_summary(FILE *out, const struct rh_summary *s)
     fputs("</table></section>\n", out);
 }
 
-/* The memory the heap does not explain (rh_cli_memory.c), with the top churn
+/* The memory the heap does not explain (rh_query_memory.c), with the top churn
  * sites beside it; nothing when the profile has no memory samples. Returns 0
  * or -1 after a message. */
 static int rh_html_memory(sqlite3 *db, FILE *out, const struct rh_summary *s)

@@ -7,8 +7,8 @@
  * usage error. `run` starts an already-built program with tracking on, converts
  * the profile its process wrote and prints the summary; `convert` is
  * rheaper-convert under another name. The other commands live in
- * rh_cli_cmds.c (listings), rh_cli_svg.c (flamegraph, timeline),
- * rh_cli_heaptrack.c (export) and rh_cli_html.c (report).
+ * rh_cli_cmds.c (listings), rh_export_svg.c (flamegraph, timeline),
+ * rh_export_heaptrack.c (export) and rh_cli_html.c (report).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -46,7 +46,7 @@ static const char rh_usage[] =
     "                                          with RHEAPER_ENABLE=signal\n"
     "  live PID|RIP|-P NAME [--once [--json]]  watch a running program's heap\n"
     "                                          (terminal UI; keys in rheaper(1))\n"
-    "  view DB|RIP                             a saved profile in the same UI\n"
+    "  view DB|RIP [--once [--json]]           a saved profile in the same UI\n"
     "  list [DIR...] [--json]                  the profiles in DIR (default: . and\n"
     "                                          RHEAPER_PROFILE_DIR) and their state\n"
     "  summary DB                              totals, peak, leaks, top sites, threads\n"

@@ -22,20 +22,6 @@ static int rh_mm_usage(void)
     return 2;
 }
 
-/* 1 when the database has table `name`. */
-static int rh_mm_has(sqlite3 *db, const char *name)
-{
-    sqlite3_stmt *st = NULL;
-    int has = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        has = sqlite3_step(st) == SQLITE_ROW;
-    }
-    sqlite3_finalize(st);
-    return has;
-}
-
 /* Frame 0 of stack `s` as "function" and "file:line" columns. */
 #define RH_MM_FRAME                                                                                \
     " (SELECT coalesce(b.sym, '?' || '?') FROM backtraces b WHERE b.id = %s.stack_id AND"                \
@@ -72,12 +58,12 @@ int rh_cmd_mmaps(int argc, char **argv)
     }
     if (!path)
         return rh_mm_usage();
-    sqlite3 *db = rh_cli_open(path);
+    sqlite3 *db = rh_query_open(path);
     if (!db)
         return 1;
     char sql[2048];
     const char *table = mallopts ? "mallopts" : "mmaps";
-    if (!rh_mm_has(db, table)) {
+    if (!rh_table_exists(db, table)) {
         /* an older profile: no such calls were recorded */
         snprintf(sql, sizeof sql, "%s",
                  mallopts ? "SELECT NULL AS id, NULL AS time_s, NULL AS thread, NULL AS param,"

@@ -626,7 +626,7 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         sqlite3_step(m) == SQLITE_ROW)
         p.duration_nanos = sqlite3_column_int64(m, 0);
     sqlite3_finalize(m);
-    /* the memory beside the heap (rh_cli_memory.c) */
+    /* the memory beside the heap (rh_query_memory.c) */
     struct rh_memfig mf;
     if (heap && rh_memory_figures(db, &mf) == 0 && mf.samples) {
         const struct rh_mem_point *pts[2] = {&mf.peak, &mf.end};
@@ -695,7 +695,7 @@ static int64_t rh_pp_to_ns(const char *dbpath, const struct rh_filter *f)
         return -1;
     if (!f->to_pct)
         return llround(f->to * 1e9);
-    sqlite3 *db = rh_cli_open(dbpath);
+    sqlite3 *db = rh_query_open(dbpath);
     int64_t dur = 0;
     sqlite3_stmt *st = NULL;
     if (db && sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'duration_ns'", -1, &st,

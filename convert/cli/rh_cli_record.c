@@ -296,7 +296,7 @@ int rh_cmd_record(int argc, char **argv)
         } else if (!strcmp(a, "--dir") && i + 1 < argc) {
             dir_opt = argv[++i]; /* where the marker is: the process's RHEAPER_PROFILE_DIR */
         } else if (!strcmp(a, "-P") && i + 1 < argc) {
-            name = argv[++i]; /* the process by name (rh_cli_proc.c) */
+            name = argv[++i]; /* the process by name (rh_live_proc.c) */
         } else if ((!strcmp(a, "-d") || !strcmp(a, "--duration")) && i + 1 < argc) {
             if (rh_rec_duration(argv[++i], &duration) != 0)
                 return rh_rec_usage("-d expects a duration such as 2s, 500ms or 1m");

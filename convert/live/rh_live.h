@@ -8,7 +8,7 @@
  *     by its merge (rh_stream.c, rh_merge.c), stacks symbolized with its
  *     symbolizer and call sites found with its rule (rh_callsite.c);
  *   - rh_live_db.c reads a converted profile through the rheaper command's
- *     scope (rh_cli_filter.c: stack_stats, thread_stats, timeline), never
+ *     scope (rh_query_filter.c: stack_stats, thread_stats, timeline), never
  *     scanning allocations.
  * Prototypes are grouped under the file that defines them.
  */
@@ -145,5 +145,12 @@ int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh, void *ctx, int
 int rh_cmd_live(int argc, char **argv);
 int rh_cmd_view(int argc, char **argv);
 int rh_cmd_list(int argc, char **argv);
+
+/* ---- rh_live_proc.c: a process by name ----------------------------------- */
+
+/* The pid of the one running process (not this one) whose /proc/PID/comm or
+ * executable base name is `name`. When none or several match, prints one
+ * line "rheaper: CMD: ..." (and the matches, one per line) and returns 0. */
+int rh_proc_by_name(const char *cmd, const char *name);
 
 #endif

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_convert.h"
 #include "rh_live.h"
 
@@ -177,6 +177,23 @@ static int rh_view_refresh(void *ctx, struct rh_lv_model *m, const char *func_re
     return 1;
 }
 
+/* `--once`: the model m as one snapshot on stdout, JSON (rh_lv_model_json)
+ * or a header line and one line per site. */
+static void rh_live_once_print(const struct rh_lv_model *m, int json)
+{
+    if (json) {
+        rh_lv_model_json(m, stdout);
+        return;
+    }
+    char a[32], b[32];
+    printf("%s  pid %d  %s  [%s]\nlive %s in %lld blocks, peak %s\n", m->source, m->pid, m->exe,
+           m->state, rh_human_bytes(m->live_bytes, a, sizeof a), (long long)m->live_blocks,
+           rh_human_bytes(m->peak_bytes, b, sizeof b));
+    for (size_t i = 0; i < m->nsites; i++)
+        printf("%12lld %8lld  %s\n", (long long)m->sites[i].live_bytes,
+               (long long)m->sites[i].live_blocks, m->sites[i].label);
+}
+
 int rh_cmd_live(int argc, char **argv)
 {
     int once = 0, json = 0;
@@ -235,16 +252,8 @@ int rh_cmd_live(int argc, char **argv)
         } else if (!rh_follow_has_header(c.f)) {
             fprintf(stderr, "rheaper: %s: no rip file header (yet): not a profile\n", path);
             rc = 1;
-        } else if (json) {
-            rh_lv_model_json(&m, stdout);
         } else {
-            char a[32], b[32];
-            printf("%s  pid %d  %s  [%s]\nlive %s in %lld blocks, peak %s\n", m.source, m.pid,
-                   m.exe, m.state, rh_human_bytes(m.live_bytes, a, sizeof a),
-                   (long long)m.live_blocks, rh_human_bytes(m.peak_bytes, b, sizeof b));
-            for (size_t i = 0; i < m.nsites; i++)
-                printf("%12lld %8lld  %s\n", (long long)m.sites[i].live_bytes,
-                       (long long)m.sites[i].live_blocks, m.sites[i].label);
+            rh_live_once_print(&m, json);
         }
     } else {
         if (rh_live_refresh(&c, &m, NULL, 1) < 0)
@@ -261,11 +270,22 @@ int rh_cmd_live(int argc, char **argv)
 
 int rh_cmd_view(int argc, char **argv)
 {
-    if (argc != 2 || argv[1][0] == '-') {
-        fprintf(stderr, "usage: rheaper view PROFILE.db|RIP\n");
+    const char *path = NULL;
+    int once = 0, json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--once"))
+            once = 1;
+        else if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (argv[i][0] != '-' && !path)
+            path = argv[i];
+        else
+            path = NULL, argc = 0;
+    }
+    if (!path || (json && !once)) {
+        fprintf(stderr, "usage: rheaper view PROFILE.db|RIP [--once [--json]]\n");
         return 2;
     }
-    const char *path = argv[1];
     char tmpdir[PATH_MAX] = "", tmpdb[PATH_MAX + 16] = "";
     struct rh_lv_model m;
     memset(&m, 0, sizeof m);
@@ -287,7 +307,12 @@ int rh_cmd_view(int argc, char **argv)
     } else if (rh_lv_db_load(path, &m, NULL)) {
         goto out;
     }
-    rc = rh_lv_ui_run(&m, rh_view_refresh, (void *)(tmpdb[0] ? tmpdb : path), 0);
+    if (once) {
+        rh_live_once_print(&m, json);
+        rc = fflush(stdout) != 0;
+    } else {
+        rc = rh_lv_ui_run(&m, rh_view_refresh, (void *)(tmpdb[0] ? tmpdb : path), 0);
+    }
 out:
     rh_lv_model_clear(&m);
     if (tmpdb[0])

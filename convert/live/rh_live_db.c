@@ -14,22 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_convert.h"
 #include "rh_live.h"
-
-static int rh_ldb_has_table(sqlite3 *db, const char *name)
-{
-    sqlite3_stmt *st = NULL;
-    int yes = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1,
-                           &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        yes = sqlite3_step(st) == SQLITE_ROW;
-    }
-    sqlite3_finalize(st);
-    return yes;
-}
 
 /* Sites and their trends. Returns 0 or -1 (printed). */
 static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
@@ -143,7 +130,7 @@ out:
  * matches func_re, when given), and per thread, when recorded. */
 static int rh_ldb_cpu(sqlite3 *db, struct rh_lv_model *m, const char *func_re)
 {
-    if (!rh_ldb_has_table(db, "cpu_stack_stats"))
+    if (!rh_table_exists(db, "cpu_stack_stats"))
         return 0;
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT coalesce(sum(samples), 0) FROM cpu_stack_stats", -1, &st,
@@ -177,7 +164,7 @@ static int rh_ldb_cpu(sqlite3 *db, struct rh_lv_model *m, const char *func_re)
         s->cpu_samples = sqlite3_column_int64(st, 3);
     }
     sqlite3_finalize(st);
-    if (!rh_ldb_has_table(db, "cpu_thread_stats"))
+    if (!rh_table_exists(db, "cpu_thread_stats"))
         return 0;
     if (sqlite3_prepare_v2(db, "SELECT thread, samples FROM cpu_thread_stats", -1, &st, NULL) !=
         SQLITE_OK)
@@ -263,7 +250,7 @@ int rh_lv_db_load(const char *path, struct rh_lv_model *m, const char *func_re)
 {
     if (func_re && !*func_re)
         func_re = NULL;
-    sqlite3 *db = rh_cli_open(path);
+    sqlite3 *db = rh_query_open(path);
     if (!db)
         return -1;
     struct rh_filter f;
@@ -303,7 +290,7 @@ int rh_lv_db_load(const char *path, struct rh_lv_model *m, const char *func_re)
         /* the call sites of the --function scope, built afresh on a new
          * connection as any command builds it; the rest stays whole */
         sqlite3_close(db);
-        if (!(db = rh_cli_open(path)))
+        if (!(db = rh_query_open(path)))
             return -1;
         f.func_re[0] = func_re;
         f.nfunc = 1;

@@ -22,6 +22,10 @@
  *      in-memory database and runs the converter's call-site rule
  *      (rh_callsite_write) on it, so sites skip allocator wrappers exactly as
  *      the converted profile will.
+ * The heap's figures are the converter's aggregates (rh_aggregate.c), fed
+ * incrementally by the same merge: per stack, the peak and the live total,
+ * weighted by the sampling weights on a sampled profile, so that at the end of
+ * a run they equal what `summary` and `view` read from the converted profile.
  * Memory grows with live blocks, stacks and threads (and one trend of
  * RH_LV_TREND points per call site), never with events; the heap over time
  * keeps one point per poll.
@@ -46,8 +50,9 @@
 /* Polls a chunk header may stay half written before it is damage. */
 #define RH_FOLLOW_BAD_TRIES 40
 
+/* Per stack, what the aggregates do not keep: CPU samples and the call site.
+ * The heap's figures of stack i are f->agg->st[i]. */
 struct rh_fl_stack {
-    int64_t live_bytes, live_blocks, alloc_bytes, alloc_blocks, freed_bytes, freed_blocks;
     int64_t cpu_samples;
     int32_t site; /* index into f->sites, -1: not known yet */
     uint8_t in_db;
@@ -90,13 +95,14 @@ struct rh_follow {
     sqlite3_stmt *ins_stack, *ins_frame;
     int cs_dirty;
     char skipped[512];
-    /* aggregates */
+    /* aggregates: the converter's (created once the header says whether the
+     * profile is sampled), fed by the merge; blocks in 1/bscale units */
+    struct rh_agg *agg;
     struct rh_fl_stack *st;
     size_t nst, capst;
     struct rh_lv_thread *th;
     size_t nth, capth;
-    int64_t live_bytes, live_blocks, peak, peak_t, tl_max;
-    int64_t alloc_blocks, alloc_bytes, freed_blocks, freed_bytes;
+    int64_t tl_max;
     int64_t last_ns, cpu_total;
     struct rh_fl_site *sites;
     size_t nsites, capsites;
@@ -150,68 +156,65 @@ static struct rh_lv_thread *rh_fl_thread(struct rh_follow *f, uint32_t id)
     return &f->th[id - 1];
 }
 
+/* The heap's figures of stack index i (NULL: none yet). */
+static const struct rh_agg_stack *rh_fl_agg(const struct rh_follow *f, size_t i)
+{
+    return f->agg && i < f->agg->nst ? &f->agg->st[i] : NULL;
+}
+
+/* The live heap now, in estimated bytes: the aggregates' running total. */
+static int64_t rh_fl_live(const struct rh_follow *f)
+{
+    return f->agg ? f->agg->total : 0;
+}
+
 /* The merge's sink: a block ended (freed at row->dealloc_ns, or replaced by
- * an allocation at its address when dealloc_ns < 0: its free was missed). */
+ * an allocation at its address when dealloc_ns < 0: its free was missed).
+ * The merge has given it to the aggregates already; here the threads' figures
+ * follow, with the same weights. */
 static int rh_fl_row(void *ctx, const struct rh_row *row)
 {
     struct rh_follow *f = ctx;
-    struct rh_fl_stack *s = rh_fl_stack(f, row->stack_index);
     struct rh_lv_thread *a = rh_fl_thread(f, row->alloc_thread);
-    if (!s || !a)
+    if (!a || !f->agg)
         return -1;
-    int64_t size = (int64_t)row->size;
-    s->live_bytes -= size;
-    s->live_blocks--;
+    int64_t size = rh_agg_est_bytes(f->agg, row->size, row->addr);
+    int64_t nb = rh_agg_est_blocks(f->agg, row->size, row->addr);
     a->live_bytes -= size;
-    a->live_blocks--;
-    f->live_bytes -= size;
-    f->live_blocks--;
+    a->live_blocks -= nb;
     if (row->dealloc_ns < 0)
         return 0;
-    s->freed_bytes += size;
-    s->freed_blocks++;
-    f->freed_bytes += size;
-    f->freed_blocks++;
     struct rh_lv_thread *d = rh_fl_thread(f, row->dealloc_thread);
     a = rh_fl_thread(f, row->alloc_thread); /* the table may have moved */
     if (!d || !a)
         return -1;
     d->freed_bytes += size;
-    d->freed_blocks++;
+    d->freed_blocks += nb;
     if (row->dealloc_thread != row->alloc_thread) {
         a->others_bytes += size;
-        a->others_blocks++;
+        a->others_blocks += nb;
     }
     return 0;
 }
 
-/* An allocation the merge took (ALLOC, or a REALLOC's new block). */
+/* An allocation the merge took (ALLOC, or a REALLOC's new block): the
+ * aggregates have it; its thread's figures and the heap's maximum since the
+ * last poll follow. */
 static int rh_fl_alloc(struct rh_follow *f, const struct rh_event *ev)
 {
     uint32_t si = rh_rip_stack(&f->r, ev->stack);
     struct rh_fl_stack *s = si == UINT32_MAX ? NULL : rh_fl_stack(f, si);
     struct rh_lv_thread *t = rh_fl_thread(f, ev->thread ? ev->thread : 1);
-    if (!s || !t)
+    if (!s || !t || !f->agg)
         return -1;
-    int64_t size = (int64_t)ev->size;
-    s->live_bytes += size;
-    s->live_blocks++;
-    s->alloc_bytes += size;
-    s->alloc_blocks++;
+    int64_t size = rh_agg_est_bytes(f->agg, ev->size, ev->addr);
+    int64_t nb = rh_agg_est_blocks(f->agg, ev->size, ev->addr);
     t->alloc_bytes += size;
-    t->alloc_blocks++;
+    t->alloc_blocks += nb;
     t->live_bytes += size;
-    t->live_blocks++;
-    f->alloc_bytes += size;
-    f->alloc_blocks++;
-    f->live_bytes += size;
-    f->live_blocks++;
-    if (f->live_bytes > f->peak) {
-        f->peak = f->live_bytes;
-        f->peak_t = rh_rip_ns(&f->r, ev->time);
-    }
-    if (f->live_bytes > f->tl_max)
-        f->tl_max = f->live_bytes;
+    t->live_blocks += nb;
+    if (rh_fl_live(f) > f->tl_max)
+        f->tl_max = rh_fl_live(f);
     return 0;
 }
 
@@ -252,7 +255,7 @@ static int rh_fl_mem(struct rh_follow *f, const struct rh_event *ev, int64_t t)
     f->rss[f->nrss].t = t;
     f->rss[f->nrss].bytes = ms.rss > INT64_MAX ? INT64_MAX : (int64_t)ms.rss;
     f->nrss++;
-    f->rss_heap = f->live_bytes;
+    f->rss_heap = rh_fl_live(f);
     return 0;
 }
 
@@ -457,6 +460,14 @@ static int rh_fl_walk(struct rh_follow *f)
             fprintf(stderr, "rheaper: %s\n", r->err);
             return -1;
         }
+        /* the converter's aggregates, weighted as the header's sampling
+         * says; no stored timeline (span 0): the live view keeps its own
+         * points, one per poll */
+        if (!(f->agg = rh_agg_new(r, 0))) {
+            fprintf(stderr, "rheaper: %s: out of memory\n", f->path);
+            return -1;
+        }
+        f->sink.agg = f->agg;
         f->hdr_ok = 1;
         f->walk_off = RIP_HEADER_SIZE;
         news = 1;
@@ -471,11 +482,8 @@ static int rh_fl_walk(struct rh_follow *f)
         struct rip_chunk_header h;
         rh_fl_header(p, &h);
         int sealed = h.flags & RIP_CHUNK_F_SEALED;
-        int ok = h.magic == RIP_CHUNK_MAGIC && h.header_size == RIP_CHUNK_HDR_SIZE &&
-                 h.capacity <= RIP_CHUNK_MAX_CAPACITY && h.used <= h.capacity &&
-                 h.type >= RIP_CHUNK_EVENTS && h.type <= RIP_CHUNK_TRAILER;
-        uint64_t stride = (RIP_CHUNK_HDR_SIZE + (uint64_t)h.capacity + RIP_ALIGN - 1) &
-                          ~(uint64_t)(RIP_ALIGN - 1);
+        int ok = !rh_rip_chunk_check(&h);
+        uint64_t stride = rh_rip_chunk_stride(&h);
         int ready =
             ok && f->walk_off + RIP_CHUNK_HDR_SIZE + h.capacity <= size && (sealed || h.used > 0);
         if (ready && sealed && rip_chunk_crc(&h, p + RIP_CHUNK_HDR_SIZE) != h.crc) {
@@ -746,7 +754,7 @@ static void rh_fl_sums(struct rh_follow *f)
         f->sites[i].sum_live = 0;
     for (size_t i = 0; i < f->nst; i++)
         if (f->st[i].site >= 0)
-            f->sites[f->st[i].site].sum_live += f->st[i].live_bytes;
+            f->sites[f->st[i].site].sum_live += rh_fl_agg(f, i) ? rh_fl_agg(f, i)->live_bytes : 0;
 }
 
 /* One trend point per second of the program's time up to now. */
@@ -856,7 +864,7 @@ int rh_follow_poll(struct rh_follow *f, int final)
             f->tl[f->ntl].bytes = f->tl_max;
             f->ntl++;
         }
-        f->tl_max = f->live_bytes;
+        f->tl_max = rh_fl_live(f);
     }
     return news || n > 0;
 }
@@ -945,14 +953,30 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
     else
         snprintf(m->state, sizeof m->state, "program ended without closing its profile");
     m->duration_ns = f->hdr_ok ? rh_run_duration(r, f->last_ns) : 0;
-    m->live_bytes = f->live_bytes;
-    m->live_blocks = f->live_blocks;
-    m->peak_bytes = f->peak;
-    m->peak_t = f->peak_t;
-    m->alloc_blocks = f->alloc_blocks;
-    m->alloc_bytes = f->alloc_bytes;
-    m->freed_blocks = f->freed_blocks;
-    m->freed_bytes = f->freed_bytes;
+    /* the totals: per stack as the converter stores stack_stats (blocks
+     * rounded per stack), summed as `summary` sums them */
+    m->live_bytes = m->live_blocks = m->alloc_bytes = m->alloc_blocks = 0;
+    m->freed_bytes = m->freed_blocks = m->peak_bytes = m->peak_t = 0;
+    if (f->agg) {
+        const struct rh_agg *a = f->agg;
+        m->peak_bytes = a->peak;
+        m->peak_t = a->peak_t;
+        if (a->have_t && a->total > a->peak) { /* the last time's events */
+            m->peak_bytes = a->total;
+            m->peak_t = a->cur_t;
+        }
+    }
+    for (size_t i = 0; i < f->nst; i++) {
+        const struct rh_agg_stack *as = rh_fl_agg(f, i);
+        if (!as)
+            continue;
+        m->live_bytes += as->live_bytes;
+        m->live_blocks += rh_agg_blocks(f->agg, as->live_blocks);
+        m->alloc_bytes += as->bytes + as->live_bytes;
+        m->alloc_blocks += rh_agg_blocks(f->agg, as->count + as->live_blocks);
+        m->freed_bytes += as->freed_bytes;
+        m->freed_blocks += rh_agg_blocks(f->agg, as->freed_blocks);
+    }
     m->unknown_frees = f->mst.unknown_frees;
     m->events = r->events;
     m->cpu_total = f->cpu_total;
@@ -967,7 +991,9 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
     struct rh_lv_site *unknown = NULL;
     for (size_t i = 0; i < f->nst; i++) {
         const struct rh_fl_stack *st = &f->st[i];
-        if (!st->alloc_blocks && !st->cpu_samples)
+        const struct rh_agg_stack *as = rh_fl_agg(f, i);
+        int64_t alloc_blocks = as ? rh_agg_blocks(f->agg, as->count + as->live_blocks) : 0;
+        if (!alloc_blocks && !st->cpu_samples)
             continue;
         if (f->have_re && !rh_fl_matches(f, (uint32_t)i))
             continue;
@@ -981,12 +1007,14 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
                 return -1;
             s = unknown;
         }
-        s->live_bytes += st->live_bytes;
-        s->live_blocks += st->live_blocks;
-        s->alloc_bytes += st->alloc_bytes;
-        s->alloc_blocks += st->alloc_blocks;
-        s->freed_bytes += st->freed_bytes;
-        s->freed_blocks += st->freed_blocks;
+        if (as) {
+            s->live_bytes += as->live_bytes;
+            s->live_blocks += rh_agg_blocks(f->agg, as->live_blocks);
+            s->alloc_bytes += as->bytes + as->live_bytes;
+            s->alloc_blocks += alloc_blocks;
+            s->freed_bytes += as->freed_bytes;
+            s->freed_blocks += rh_agg_blocks(f->agg, as->freed_blocks);
+        }
         s->cpu_samples += st->cpu_samples;
     }
     /* sites that never allocated (their stacks' sites moved) are dropped */
@@ -1005,6 +1033,12 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
             return -1;
         struct rh_lv_thread *t = &m->threads[m->nthreads++];
         *t = f->th[i];
+        if (f->agg) {
+            t->alloc_blocks = rh_agg_blocks(f->agg, t->alloc_blocks);
+            t->freed_blocks = rh_agg_blocks(f->agg, t->freed_blocks);
+            t->others_blocks = rh_agg_blocks(f->agg, t->others_blocks);
+            t->live_blocks = rh_agg_blocks(f->agg, t->live_blocks);
+        }
         if (i < r->nthreads) {
             t->tid = r->threads[i].tid;
             if (r->threads[i].named)
@@ -1026,6 +1060,7 @@ void rh_follow_close(struct rh_follow *f)
     if (!f)
         return;
     rh_merge_free(f->merge);
+    rh_agg_free(f->agg);
     rh_sym_free(f->sym);
     sqlite3_finalize(f->ins_stack);
     sqlite3_finalize(f->ins_frame);

@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_convert.h"
 #include "rh_live.h"
 
@@ -156,25 +156,24 @@ static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *ro
         static const struct rip_chunk_header zero;
         if (!memcmp(&c, &zero, sizeof c))
             break; /* reserved and not written (yet) */
-        if (c.magic != RIP_CHUNK_MAGIC || c.header_size != RIP_CHUNK_HDR_SIZE ||
-            c.capacity > RIP_CHUNK_MAX_CAPACITY || c.used > c.capacity ||
-            c.type < RIP_CHUNK_EVENTS || c.type > RIP_CHUNK_TRAILER ||
+        if (rh_rip_chunk_check(&c) ||
             off + RIP_CHUNK_HDR_SIZE + c.capacity > (uint64_t)sb.st_size) {
             damaged = 1;
             break;
         }
         if (c.calib_ns > last_ns)
             last_ns = c.calib_ns;
-        if (c.type == RIP_CHUNK_TRAILER && c.used >= 48) {
+        if (c.type == RIP_CHUNK_TRAILER && c.used >= RIP_TRAILER_V1_SIZE) {
             uint8_t t[RIP_TRAILER_SIZE] = {0};
             size_t want = c.used < sizeof t ? c.used : sizeof t;
             ssize_t k = pread(fd, t, want, (off_t)(off + RIP_CHUNK_HDR_SIZE));
-            if (k >= 48) {
+            if (k >= RIP_TRAILER_V1_SIZE) {
                 trailer = 1;
                 memcpy(&tr_events, t, 8);
                 memcpy(&tr_end_ns, t + 16, 8);
-                if (c.used >= 64 && k >= 60)
-                    memcpy(&end_reason, t + 56, 4);
+                if (c.used >= RIP_TRAILER_END_REASON_OFF + 8 &&
+                    k >= RIP_TRAILER_END_REASON_OFF + 4)
+                    memcpy(&end_reason, t + RIP_TRAILER_END_REASON_OFF, 4);
                 if ((size_t)k >= RIP_TRAILER_TITLE_OFF + 24) { /* servers: the title */
                     uint32_t tl;
                     memcpy(&tl, t + RIP_TRAILER_TITLE_OFF, 4);
@@ -185,8 +184,7 @@ static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *ro
         } else if (c.type == RIP_CHUNK_EVENTS || c.type == RIP_CHUNK_SHARED) {
             events += c.events;
         }
-        off += (RIP_CHUNK_HDR_SIZE + (uint64_t)c.capacity + RIP_ALIGN - 1) &
-               ~(uint64_t)(RIP_ALIGN - 1);
+        off += rh_rip_chunk_stride(&c);
     }
     close(fd);
     int writing = !trailer && rh_list_writing(h.pid, sb.st_ino, dir);

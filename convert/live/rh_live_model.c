@@ -10,6 +10,7 @@
 
 #include "rh_convert.h"
 #include "rh_live.h"
+#include "rh_query.h"
 
 void rh_lv_model_clear(struct rh_lv_model *m)
 {
@@ -72,19 +73,6 @@ int rh_lv_rss_add(struct rh_lv_model *m, int64_t t, int64_t bytes)
     return 0;
 }
 
-static void rh_json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
 
 static int rh_site_cmp(const void *a, const void *b)
 {
@@ -98,11 +86,11 @@ static int rh_site_cmp(const void *a, const void *b)
 void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
 {
     fprintf(out, "{\"source\": ");
-    rh_json_str(out, m->source);
+    rh_json_string(out, m->source);
     fprintf(out, ", \"program\": ");
-    rh_json_str(out, m->exe);
+    rh_json_string(out, m->exe);
     fprintf(out, ", \"pid\": %d, \"state\": ", m->pid);
-    rh_json_str(out, m->state);
+    rh_json_string(out, m->state);
     fprintf(out,
             ", \"ended\": %s, \"duration_ns\": %lld, \"live_bytes\": %lld, \"live_blocks\": %lld,"
             " \"peak_bytes\": %lld, \"peak_time_ns\": %lld, \"alloc_blocks\": %lld,"
@@ -114,7 +102,7 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
             (long long)m->alloc_blocks, (long long)m->alloc_bytes, (long long)m->freed_blocks,
             (long long)m->freed_bytes, (unsigned long long)m->unknown_frees,
             (unsigned long long)m->events, (long long)m->cpu_total);
-    rh_json_str(out, m->skipped);
+    rh_json_string(out, m->skipped);
     fprintf(out, ",\n \"sites\": [");
     const struct rh_lv_site **order = malloc((m->nsites ? m->nsites : 1) * sizeof *order);
     for (size_t i = 0; order && i < m->nsites; i++)
@@ -124,9 +112,9 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
     for (size_t i = 0; order && i < m->nsites; i++) {
         const struct rh_lv_site *s = order[i];
         fprintf(out, "%s\n  {\"site\": ", i ? "," : "");
-        rh_json_str(out, s->label);
+        rh_json_string(out, s->label);
         fprintf(out, ", \"function\": ");
-        rh_json_str(out, s->func);
+        rh_json_string(out, s->func);
         fprintf(out,
                 ", \"live_bytes\": %lld, \"live_blocks\": %lld, \"alloc_bytes\": %lld,"
                 " \"alloc_blocks\": %lld, \"freed_bytes\": %lld, \"freed_blocks\": %lld,"
@@ -143,7 +131,7 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
     for (size_t i = 0; i < m->nthreads; i++) {
         const struct rh_lv_thread *t = &m->threads[i];
         fprintf(out, "%s\n  {\"thread\": %u, \"tid\": %u, \"name\": ", i ? "," : "", t->id, t->tid);
-        rh_json_str(out, t->name);
+        rh_json_string(out, t->name);
         fprintf(out,
                 ", \"alloc_blocks\": %lld, \"alloc_bytes\": %lld, \"freed_blocks\": %lld,"
                 " \"freed_bytes\": %lld, \"freed_by_others_blocks\": %lld,"

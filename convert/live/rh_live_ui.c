@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_live.h"
 
 enum { RH_V_CPU = 1, RH_V_HEAP, RH_V_CHART, RH_V_THREADS };
@@ -560,7 +560,7 @@ static void rh_prompt_filter(struct rh_ui *u)
     u->msg[0] = 0;
     if (!buf[0])
         return;
-    /* the one parser of filters (rh_cli_qfilter.c): the same bounds and the
+    /* the one parser of filters (rh_query_params.c): the same bounds and the
      * same meaning as --function and the URL's function_regex */
     struct rh_qfilter qf;
     char why[200];

@@ -11,9 +11,10 @@
  *                     answer into a struct rh_resp
  *   rh_serve_ui.c     generated at build time from convert/serve/ui/ and the
  *                     chart library (embed_ui.py): the UI files as C arrays
- * The filters are rh_cli_qfilter.c's (the CLI's parser); the answers reuse the
- * CLI's writers (flamegraph, folded stacks, heaptrack export, leak ranking,
- * diff).
+ * The filters are parsed and the answers computed by the query library
+ * (rh_query.h: URL parameters, scope, call sites, leak ranking, diff); the
+ * files are written by the export writers (rh_export.h: flamegraph, folded
+ * stacks, heaptrack export).
  */
 #ifndef RH_SERVE_H
 #define RH_SERVE_H
@@ -24,7 +25,11 @@
 
 #include <sqlite3.h>
 
-#include "rh_cli.h"
+#include "rh_export.h"
+#include "rh_query.h"
+
+/* `rheaper serve` (rh_serve_main.c), called by the rheaper command. */
+int rh_cmd_serve(int argc, char **argv);
 
 /* One profile being served. */
 struct rh_profile {

@@ -11,8 +11,8 @@
  *   /data/ID/mmaps, /data/ID/mallopts       the mmaps and mallopts tables
  *   /data/ID/timeline?F, /threads?F, /leaks?F&count, /diff/OTHER?F&count
  *   /data/ID/memory?F&count                 RSS and the allocator beside the heap,
- *                                           the top churn sites (rh_cli_memory.c)
- * ID is an id from /list or `last`. F are the filters (rh_cli_qfilter.c). The
+ *                                           the top churn sites (rh_query_memory.c)
+ * ID is an id from /list or `last`. F are the filters (rh_query_params.c). The
  * JSON keeps bytehound's field names and shapes (its server-core protocol);
  * what rheaper does not know is null (docs/rest-api.md). Every answer
  * is built in memory, so lists are capped at the server's row cap; an
@@ -710,19 +710,6 @@ static int rh_ep_export(struct rh_req *q, const char *what)
 }
 
 /* ---- mmaps, mallopts ------------------------------------------------------------------ */
-
-static int rh_table_exists(sqlite3 *db, const char *name)
-{
-    sqlite3_stmt *st = NULL;
-    int yes = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE name = ?1", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        yes = sqlite3_step(st) == SQLITE_ROW;
-    }
-    sqlite3_finalize(st);
-    return yes;
-}
 
 static int rh_ep_mmaps(struct rh_req *q)
 {

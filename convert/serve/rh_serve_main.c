@@ -134,7 +134,7 @@ sqlite3 *rh_serve_db(const struct rh_server *s, int i)
     if (!t || i < 0 || i >= t->n)
         return NULL;
     if (!t->db[i]) {
-        t->db[i] = rh_cli_open(s->p[i].path);
+        t->db[i] = rh_query_open(s->p[i].path);
         if (t->db[i]) {
             sqlite3_progress_handler(t->db[i], 4000, rh_progress, t);
             rh_conn_track(t->db[i], 1);
@@ -357,7 +357,7 @@ static char *rh_profile_db(const char *arg)
 /* Fills p from database path (validated by opening it). 0 or -1. */
 static int rh_profile_load(struct rh_profile *p, int i, char *path)
 {
-    sqlite3 *db = rh_cli_open(path);
+    sqlite3 *db = rh_query_open(path);
     if (!db)
         return -1;
     snprintf(p->id, sizeof p->id, "%d", i);

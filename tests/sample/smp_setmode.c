@@ -1,6 +1,6 @@
 /* smp_setmode.c: smp_setmode IN OUT MODE copies the rip file IN to OUT with
  * the sampling mode at header offset 88 set to MODE and the header checksum
- * recomputed (FORMAT.md "Version 3: sampling"), so that
+ * recomputed (FORMAT.md "Sampling"), so that
  * tests/sample/run.sh (case "modes") can show the converter a profile as the
  * older runtime wrote it (mode 2) and one of a mode it does not know.
  * Exits 1 with a message on any error.

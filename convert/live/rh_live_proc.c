@@ -1,4 +1,4 @@
-/* rh_cli_proc.c: finding a process by name (`rheaper record -P NAME`,
+/* rh_live_proc.c: finding a process by name (`rheaper record -P NAME`,
  * `rheaper live -P NAME`).
  *
  * A process matches when its /proc/PID/comm (the kernel's 15-character name)
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rh_cli.h"
+#include "rh_live.h"
 
 /* Reads up to n-1 bytes of path into buf, NUL-terminated; -1 when unreadable. */
 static ssize_t rh_proc_read(const char *path, char *buf, size_t n)

@@ -1,4 +1,4 @@
-/* rh_cli_svg.c: `rheaper flamegraph` and `rheaper timeline`, drawn by our own code.
+/* rh_export_svg.c: the SVG flamegraph and timeline, and folded stacks.
  *
  * Both work on the TEMP table `sel` (the allocations that pass the shared
  * filters). The flamegraph merges every stack of `sel` into a tree of frames
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_cli.h"
+#include "rh_export.h"
 #include "rh_convert.h" /* RH_W_ROW_B */
 
 #define RH_FG_WIDTH 1200
@@ -1085,63 +1085,4 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
     fputs("</svg>\n", out);
     free(d);
     return ferror(out) ? -1 : 0;
-}
-
-/* ---- the commands ------------------------------------------------------------ */
-
-/* flamegraph's own flags and what its writer draws. */
-struct rh_flame_opts {
-    enum rh_flame_weight w;
-    int folded;
-};
-
-/* Takes --all, --leaked, --peak, --cpu and --folded (rh_file_args_parse's flag). */
-static int rh_flame_flag(const char *a, void *ctx)
-{
-    struct rh_flame_opts *o = ctx;
-    if (strcmp(a, "--all") == 0)
-        o->w = RH_FLAME_ALL;
-    else if (strcmp(a, "--leaked") == 0)
-        o->w = RH_FLAME_LEAKED;
-    else if (strcmp(a, "--peak") == 0)
-        o->w = RH_FLAME_PEAK;
-    else if (strcmp(a, "--cpu") == 0)
-        o->w = RH_FLAME_CPU;
-    else if (strcmp(a, "--folded") == 0)
-        o->folded = 1;
-    else
-        return 0;
-    return 1;
-}
-
-static int rh_flame_write(sqlite3 *db, FILE *out, void *ctx)
-{
-    const struct rh_flame_opts *o = ctx;
-    return o->folded ? rh_folded(db, o->w, out) : rh_svg_flamegraph(db, o->w, out, 0);
-}
-
-int rh_cmd_flamegraph(int argc, char **argv)
-{
-    struct rh_flame_opts o = {RH_FLAME_ALL, 0};
-    struct rh_file_args fa;
-    int rc = rh_file_args_parse(
-        argc, argv, 1, 0,
-        "usage: rheaper flamegraph DB [--all|--leaked|--peak|--cpu] [--folded] [-o FILE]"
-        " [filters]\n",
-        rh_flame_flag, &o, &fa);
-    return rc ? rc : rh_file_cmd_run(fa.pos[0], &fa.f, fa.out, rh_flame_write, &o);
-}
-
-static int rh_timeline_write(sqlite3 *db, FILE *out, void *ctx)
-{
-    (void)ctx;
-    return rh_svg_timeline(db, out, 0);
-}
-
-int rh_cmd_timeline(int argc, char **argv)
-{
-    struct rh_file_args fa;
-    int rc = rh_file_args_parse(
-        argc, argv, 1, 0, "usage: rheaper timeline DB [-o FILE] [filters]\n", NULL, NULL, &fa);
-    return rc ? rc : rh_file_cmd_run(fa.pos[0], &fa.f, fa.out, rh_timeline_write, NULL);
 }

@@ -1,4 +1,4 @@
-/* rh_cli_filter.c: the filters every rheaper command takes, and `sel`.
+/* rh_query_filter.c: the filters every rheaper command takes, and `sel`.
  *
  * One meaning across all commands (docs/commands.md):
  *   --from T / --to T      allocations made at or after / at or before T, in
@@ -23,13 +23,13 @@
  *   --skip-function RE     also skip frames whose function matches RE when
  *                          finding a stack's call site
  *   --no-skip              the call site is frame 0 (no wrapper skipped)
- * rh_filter_apply() builds the scope every command reads (rh_cli.h): per
+ * rh_filter_apply() builds the scope every reader uses (rh_query.h): per
  * stack figures, call sites, the peak and the rows that pass, with every value
  * bound as a parameter. Without row filters it only copies the converter's
  * aggregates; with them it resolves stack, kind and thread filters over the
  * distinct stacks and threads, turns time filters into an id range, and
  * computes the figures of the selection in one ordered pass over that range
- * (rh_cli_pass.c). The TEMP tables it leaves are the contract of rh_cli.h.
+ * (rh_query_pass.c). The TEMP tables it leaves are the contract of rh_query.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_convert.h" /* RH_W_*: sampled estimates per row */
 
 void rh_filter_init(struct rh_filter *f)
@@ -331,16 +331,6 @@ static void rh_bind_text(struct rh_binds *b, const char *v)
     b->s[b->n++] = v;
 }
 
-static int rh_fexec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    fprintf(stderr, "rheaper: SQL error: %s\n", msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    return -1;
-}
-
 /* One integer from a one-row query with up to one bound integer (?1), or def
  * when there is no row, the value is NULL or the query fails. */
 static int64_t rh_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def)
@@ -350,20 +340,6 @@ static int64_t rh_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def)
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
         if (sqlite3_bind_parameter_count(st) >= 1)
             sqlite3_bind_int64(st, 1, arg);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-            v = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return v;
-}
-
-static int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = def;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
             v = sqlite3_column_int64(st, 0);
     }
@@ -427,7 +403,7 @@ static int rh_drop_temp(sqlite3 *db, const char *name)
         return 0;
     char sql[128];
     snprintf(sql, sizeof sql, "DROP %s temp.%s", type, name);
-    return rh_fexec(db, sql);
+    return rh_sql_exec(db, sql);
 }
 
 /* Runs sql (one statement) with the text values of b bound from ?1 on.
@@ -446,7 +422,7 @@ static int rh_run_texts(sqlite3 *db, const char *sql, const struct rh_binds *b)
 
 /* The row path: resolves f (stack and kind filters over the distinct stacks
  * into TEMP TABLE selbt, the thread into selth, time filters into an id
- * range), runs the pass (rh_cli_pass.c) and creates the TEMP VIEW sel over
+ * range), runs the pass (rh_query_pass.c) and creates the TEMP VIEW sel over
  * the same rows, its parameters bound into TEMP TABLE selp. Returns 0 or -1. */
 static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
                          struct rh_pass_result *res, int64_t *span)
@@ -500,7 +476,7 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
             rh_bind_text(&sb, f->not_kind[k]);
         }
         snprintf(sql, sizeof sql, "INSERT INTO selbt SELECT id FROM stacks WHERE %s", sw);
-        if (bad || rh_fexec(db, "CREATE TEMP TABLE selbt(bt INTEGER PRIMARY KEY)") ||
+        if (bad || rh_sql_exec(db, "CREATE TEMP TABLE selbt(bt INTEGER PRIMARY KEY)") ||
             rh_run_texts(db, sql, &sb))
             goto out;
         if (sqlite3_prepare_v2(db, "SELECT bt FROM temp.selbt", -1, &st, NULL) != SQLITE_OK) {
@@ -520,7 +496,7 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
     if (f->thread) {
         struct rh_binds tb = {.n = 0};
         rh_bind_text(&tb, f->thread);
-        if (rh_fexec(db, "CREATE TEMP TABLE selth(id INTEGER PRIMARY KEY)") ||
+        if (rh_sql_exec(db, "CREATE TEMP TABLE selth(id INTEGER PRIMARY KEY)") ||
             rh_run_texts(db,
                          "INSERT INTO selth SELECT id FROM threads WHERE CAST(id AS TEXT) = ?1"
                          " OR CAST(tid AS TEXT) = ?1 OR name = ?1",
@@ -585,7 +561,7 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
     /* sel: the same rows, for SQL (query, export); its values in selp */
     int64_t pv[9] = {ps.id_lo, ps.id_hi, ps.t_from, ps.t_to, ps.min_size,
                      ps.max_size, ps.life_min, ps.life_max, ps.temporary_ns};
-    if (rh_fexec(db, "CREATE TEMP TABLE selp(lo, hi, tf, tt, mins, maxs, lmin, lmax, tmpns)") ||
+    if (rh_sql_exec(db, "CREATE TEMP TABLE selp(lo, hi, tf, tt, mins, maxs, lmin, lmax, tmpns)") ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.selp VALUES(?,?,?,?,?,?,?,?,?)", -1, &st, NULL)) {
         rh_sql_fail(db, "filter");
         goto out;
@@ -612,7 +588,7 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
         fprintf(stderr, "rheaper: too many filters\n");
         goto out;
     }
-    rc = rh_fexec(db, sql);
+    rc = rh_sql_exec(db, sql);
 out:
     sqlite3_finalize(st);
     rh_map_free(&set);
@@ -627,7 +603,7 @@ static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsit
     for (; nre < f->nskip; nre++)
         if (regcomp(&re[nre], f->skip_re[nre], REG_EXTENDED | REG_NOSUB))
             goto out;
-    if (rh_fexec(db, "DROP TABLE IF EXISTS temp.cs; DROP TABLE IF EXISTS temp.skipped;"
+    if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.cs; DROP TABLE IF EXISTS temp.skipped;"
                      "CREATE TEMP TABLE cs(bt INTEGER PRIMARY KEY, frame INTEGER);"
                      "CREATE TEMP TABLE skipped(sym TEXT PRIMARY KEY);"))
         goto out;
@@ -635,13 +611,13 @@ static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsit
     snprintf(sql, sizeof sql,
              "INSERT INTO cs SELECT s.bt, %s FROM sstat s LEFT JOIN stacks k ON k.id = s.bt",
              f->no_skip || !have_callsite ? "0" : "coalesce(k.callsite, 0)");
-    if (rh_fexec(db, sql))
+    if (rh_sql_exec(db, sql))
         goto out;
     /* CPU samples' stacks: frame 0, or past --skip-function below */
-    if (rh_fexec(db, "INSERT OR IGNORE INTO cs SELECT bt, 0 FROM temp.cpustat"))
+    if (rh_sql_exec(db, "INSERT OR IGNORE INTO cs SELECT bt, 0 FROM temp.cpustat"))
         goto out;
     if (!f->no_skip && have_callsite &&
-        rh_fexec(db, "INSERT OR IGNORE INTO skipped SELECT sym FROM main.skipped_functions"
+        rh_sql_exec(db, "INSERT OR IGNORE INTO skipped SELECT sym FROM main.skipped_functions"
                      " WHERE sym IS NOT NULL"))
         goto out;
     if (!nre) {
@@ -760,8 +736,8 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
                  " size, addr, alloc_thread, dealloc_thread, kind,"
                  " dealloc_after - alloc_after AS lifetime, temporary, %s FROM allocations",
                  rh_weight_col(db));
-        if (rh_fexec(db, view) ||
-            rh_fexec(db, "CREATE TEMP TABLE sstat AS SELECT * FROM main.stack_stats;"
+        if (rh_sql_exec(db, view) ||
+            rh_sql_exec(db, "CREATE TEMP TABLE sstat AS SELECT * FROM main.stack_stats;"
                          "CREATE TEMP TABLE tstat AS SELECT * FROM main.thread_stats;"
                          "CREATE TEMP VIEW stl AS SELECT * FROM main.timeline;"
                          "CREATE TEMP VIEW stls AS SELECT * FROM main.timeline_stacks;"
@@ -774,7 +750,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
         timeline = rh_meta_int(db, "timeline_columns", 0) == RH_AGG_COLUMNS;
     }
     sqlite3_stmt *st = NULL;
-    if (rh_fexec(db, "CREATE TEMP TABLE scope(rows INTEGER, peak_bytes INTEGER,"
+    if (rh_sql_exec(db, "CREATE TEMP TABLE scope(rows INTEGER, peak_bytes INTEGER,"
                      " peak_blocks INTEGER, peak_time INTEGER, culled INTEGER, span INTEGER,"
                      " timeline INTEGER, leak_buckets INTEGER)") ||
         sqlite3_prepare_v2(db, "INSERT INTO scope VALUES(?,?,?,?,?,?,?,?)", -1, &st, NULL) !=

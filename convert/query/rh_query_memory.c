@@ -1,4 +1,4 @@
-/* rh_cli_memory.c: the process's memory beside the heap, and churn.
+/* rh_query_memory.c: the process's memory beside the heap, and churn.
  *
  * One place answers the memory questions for every reader (summary, churn,
  * the timeline's SVG, the report, the server, the live view, the pprof
@@ -21,20 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rh_cli.h"
-
-static int rh_mem_has_table(sqlite3 *db)
-{
-    sqlite3_stmt *st = NULL;
-    int yes = 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory'",
-                           -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        yes = 1;
-    sqlite3_finalize(st);
-    return yes;
-}
+#include "rh_query.h"
 
 #define RH_MEM_COLS "time, rss, rss_anon, rss_file, heap, alloc_system, alloc_in_use, alloc_free"
 
@@ -80,7 +67,7 @@ int rh_memory_figures(sqlite3 *db, struct rh_memfig *f)
 {
     memset(f, 0, sizeof f[0]);
     snprintf(f->allocator, sizeof f->allocator, "none");
-    if (!rh_mem_has_table(db))
+    if (!rh_table_exists(db, "memory"))
         return 0;
     sqlite3_stmt *st = NULL;
     int rc = -1;
@@ -173,7 +160,7 @@ int rh_memory_series(sqlite3 *db, const int64_t *xs, int n, int64_t *rss)
 {
     for (int c = 0; c < n; c++)
         rss[c] = -1;
-    if (!rh_mem_has_table(db) || n <= 0)
+    if (!rh_table_exists(db, "memory") || n <= 0)
         return 0;
     /* one ordered scan: each sample counts for the first column whose end
      * time is at or after it (column 0 takes everything up to xs[0]) */

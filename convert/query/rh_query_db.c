@@ -1,11 +1,12 @@
-/* rh_cli_db.c: opening a profile database for the rheaper command, and the
- * whole-profile figures every report starts from.
+/* rh_query_db.c: opening a profile database for every reader, the
+ * whole-profile figures every report starts from, and the SQL helpers of the
+ * query library (one exec wrapper, one table probe, one meta accessor).
  *
- * rh_cli_open() opens an existing profile.db read-only (it never creates one),
+ * rh_query_open() opens an existing profile.db read-only (it never creates one),
  * checks that it is a rheaper profile and registers REGEXP, implemented with
  * POSIX extended regular expressions, for the --function and --file filters.
  * rh_summary_compute() reads the meta table and sums the per-stack figures
- * and takes the peak of the scope that rh_filter_apply() (rh_cli_filter.c)
+ * and takes the peak of the scope that rh_filter_apply() (rh_query_filter.c)
  * built: the converter's aggregates, or the figures of the filtered rows.
  */
 #define _GNU_SOURCE
@@ -15,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_convert.h"
 
 /* ---- REGEXP ------------------------------------------------------------- */
@@ -78,7 +79,7 @@ static void rh_regexp_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 
 /* ---- opening -------------------------------------------------------------- */
 
-sqlite3 *rh_cli_open(const char *path)
+sqlite3 *rh_query_open(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
@@ -125,7 +126,7 @@ sqlite3 *rh_cli_open(const char *path)
     sqlite3_busy_timeout(db, 2000);
     /* Filtered selections live in TEMP tables: keep them in memory. */
     sqlite3_exec(db, "PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536", NULL, NULL, NULL);
-    /* Reads by id (stack_rows, rh_cli_pass.c) jump around the file: map it
+    /* Reads by id (stack_rows, rh_query_pass.c) jump around the file: map it
      * (read-only; the page cache is shared by every connection) rather
      * than copy each page into this connection's cache. */
     if (!getenv("RHEAPER_NO_MMAP"))
@@ -137,6 +138,84 @@ int rh_sql_fail(sqlite3 *db, const char *what)
 {
     fprintf(stderr, "rheaper: %s: SQLite error (%s)\n", what, sqlite3_errmsg(db));
     return -1;
+}
+
+/* ---- SQL helpers ---------------------------------------------------------- */
+
+int rh_sql_exec(sqlite3 *db, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    fprintf(stderr, "rheaper: SQL error: %s\n", msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return -1;
+}
+
+sqlite3_stmt *rh_sql_prepare(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "rheaper: SQL error: %s\n", sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
+int rh_table_exists(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    int yes = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT 1 FROM main.sqlite_master WHERE type IN ('table', 'view')"
+                           " AND name = ?1",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+        yes = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return yes;
+}
+
+/* Steps the meta query of key; st is left on its row, or NULL. */
+static sqlite3_stmt *rh_meta_row(sqlite3 *db, const char *key)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) !=
+        SQLITE_OK) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_type(st, 0) == SQLITE_NULL) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
+int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def)
+{
+    sqlite3_stmt *st = rh_meta_row(db, key);
+    if (!st)
+        return def;
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+const char *rh_meta_text(sqlite3 *db, const char *key, char *buf, size_t n)
+{
+    sqlite3_stmt *st = rh_meta_row(db, key);
+    if (!st || n == 0) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    snprintf(buf, n, "%s", t ? (const char *)t : "");
+    sqlite3_finalize(st);
+    return buf;
 }
 
 /* ---- summary figures ------------------------------------------------------ */

@@ -1,9 +1,9 @@
-/* rh_cli_qfilter.c: bytehound's filter parameters, on top of the shared filters.
+/* rh_query_params.c: bytehound's filter parameters, on top of the shared filters.
  *
  * bytehound's server takes its filters as URL parameters (from, to, lifetime,
  * size_min, function_regex, group_allocations_min, ...). Each of them that the
  * CLI also has is turned into the CLI's own option and handed to
- * rh_filter_arg() (rh_cli_filter.c), so a URL parameter and a CLI flag fill the
+ * rh_filter_arg() (rh_query_filter.c), so a URL parameter and a CLI flag fill the
  * same struct rh_filter with the same parser and rh_filter_apply() writes the
  * same SQL for both. What only bytehound has (address and backtrace depth
  * bounds, its lifetime modes and lifetime bounds, one backtrace id
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_convert.h"
 
 void rh_qfilter_init(struct rh_qfilter *q)
@@ -323,16 +323,6 @@ int rh_qfilter_group(const struct rh_qfilter *q)
            q->gleak_min >= 0 || q->gleak_max >= 0;
 }
 
-static int rh_qf_exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    fprintf(stderr, "rheaper: SQL error: %s\n", msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    return -1;
-}
-
 static int64_t rh_qf_int(sqlite3 *db, const char *sql, int64_t def)
 {
     sqlite3_stmt *st = NULL;
@@ -357,7 +347,7 @@ static int rh_qf_drop(sqlite3 *db, const char *name)
         snprintf(sql, sizeof sql, "DROP %s temp.%s",
                  strcmp((const char *)sqlite3_column_text(st, 0), "view") ? "TABLE" : "VIEW", name);
     sqlite3_finalize(st);
-    return sql[0] ? rh_qf_exec(db, sql) : 0;
+    return sql[0] ? rh_sql_exec(db, sql) : 0;
 }
 
 int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
@@ -366,21 +356,21 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
      * sel, which may be a view, before rh_filter_apply() makes a new one. */
     if (rh_qf_drop(db, "sel") || rh_qf_drop(db, "msel") || rh_filter_apply(db, &q->f))
         return -1;
-    if (rh_qf_exec(db, "DROP TABLE IF EXISTS temp.gall;"))
+    if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.gall;"))
         return -1;
     /* gall: every group's figures over the whole profile (bytehound's "all") */
     int agg = rh_qf_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'stack_stats'", 0) &&
               rh_qf_int(db, "SELECT value FROM meta WHERE key = 'aggregates'", 0) == 1;
-    if (rh_qf_exec(db, agg ? "CREATE TEMP TABLE gall AS SELECT bt, count, bytes, leaked_blocks,"
+    if (rh_sql_exec(db, agg ? "CREATE TEMP TABLE gall AS SELECT bt, count, bytes, leaked_blocks,"
                              " first_alloc, last_alloc FROM main.stack_stats"
                            : "CREATE TEMP TABLE gall AS SELECT bt, count(*) AS count,"
                              " sum(size) AS bytes, sum(dealloc_after IS NULL) AS leaked_blocks,"
                              " min(alloc_after) AS first_alloc, max(alloc_after) AS last_alloc"
                              " FROM main.allocations GROUP BY bt") ||
-        rh_qf_exec(db, "CREATE UNIQUE INDEX temp.gall_bt ON gall(bt)"))
+        rh_sql_exec(db, "CREATE UNIQUE INDEX temp.gall_bt ON gall(bt)"))
         return -1;
     if (!rh_qfilter_extra(q))
-        return rh_qf_exec(db, "CREATE TEMP VIEW msel AS SELECT * FROM sel");
+        return rh_sql_exec(db, "CREATE TEMP VIEW msel AS SELECT * FROM sel");
 
     char where[2048] = "1";
     size_t w = 1;
@@ -480,7 +470,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
              " FROM msel, (SELECT peak_time AS t FROM temp.scope) p GROUP BY bt;"
              "UPDATE temp.scope SET rows = 1, timeline = 0, leak_buckets = 0;",
              where);
-    if (rh_qf_exec(db, sql) || rh_qf_drop(db, "sel"))
+    if (rh_sql_exec(db, sql) || rh_qf_drop(db, "sel"))
         return -1;
-    return rh_qf_exec(db, "CREATE TEMP VIEW sel AS SELECT * FROM msel");
+    return rh_sql_exec(db, "CREATE TEMP VIEW sel AS SELECT * FROM msel");
 }

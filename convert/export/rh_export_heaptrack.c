@@ -1,4 +1,4 @@
-/* rh_cli_heaptrack.c: `rheaper export heaptrack DB -o FILE`.
+/* rh_export_heaptrack.c: the heaptrack export, `rheaper export heaptrack DB -o FILE`.
  *
  * Writes the allocations of `sel` in heaptrack's interpreted text format (file
  * format version 3, what heaptrack_interpret produces and heaptrack_print and
@@ -38,22 +38,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_cli.h"
+#include "rh_export.h"
 
 /* The heaptrack release whose format this matches (1.4.0) and its file version. */
 #define RH_HT_VERSION 0x10400
 #define RH_HT_FILE_VERSION 3
-
-/* Runs statements without bound values (temp tables only). Returns 0 or -1. */
-static int rh_ht_exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    fprintf(stderr, "rheaper: export heaptrack: SQLite error (%s)\n", msg ? msg : "?");
-    sqlite3_free(msg);
-    return -1;
-}
 
 /* The numbering. ht_frame: every frame of every stack of `sel` with the string
  * numbers of its module, function and file and its ip number. ht_trace: the
@@ -208,8 +197,8 @@ static void rh_ht_emit_info(sqlite3_stmt *st, FILE *out)
 int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
 {
     (void)ctx;
-    if (rh_ht_exec(db, rh_ht_schema) || rh_ht_traces(db) ||
-        rh_ht_exec(db, "CREATE TEMP TABLE ht_info(id INTEGER PRIMARY KEY, size INTEGER,"
+    if (rh_sql_exec(db, rh_ht_schema) || rh_ht_traces(db) ||
+        rh_sql_exec(db, "CREATE TEMP TABLE ht_info(id INTEGER PRIMARY KEY, size INTEGER,"
                        " trace INTEGER, UNIQUE(size, trace));"
                        /* the placeholder info 0: size 0 at the root, never used */
                        "INSERT INTO ht_info(id, size, trace) VALUES(1, -1, 0);"
@@ -276,35 +265,4 @@ int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
         ms = duration / 1000000;
     fprintf(out, "c %" PRIx64 "\n", (uint64_t)(ms + 1));
     return ferror(out) ? -1 : 0;
-}
-
-/* Does name end in suffix? */
-static int rh_ends_with(const char *name, const char *suffix)
-{
-    size_t n = strlen(name), k = strlen(suffix);
-    return n >= k && strcmp(name + n - k, suffix) == 0;
-}
-
-int rh_cmd_export(int argc, char **argv)
-{
-    if (argc > 1 && !strncmp(argv[1], "--pprof", 7)) /* pprof export: rh_cli_pprof.c */
-        return rh_cmd_export_pprof(argc, argv);
-    struct rh_file_args fa;
-    int rc = rh_file_args_parse(argc, argv, 2, 1,
-                                "usage: rheaper export heaptrack DB -o FILE [filters]\n", NULL,
-                                NULL, &fa);
-    if (rc)
-        return rc;
-    if (strcmp(fa.pos[0], "heaptrack") != 0) {
-        fprintf(stderr, "rheaper export: unknown format %s (known: heaptrack)\n", fa.pos[0]);
-        return 2;
-    }
-    if (rh_ends_with(fa.out, ".gz") || rh_ends_with(fa.out, ".zst")) {
-        fprintf(stderr,
-                "rheaper export: %s: heaptrack reads names ending in .gz or .zst as"
-                " compressed, but rheaper writes plain text; choose another name\n",
-                fa.out);
-        return 2;
-    }
-    return rh_file_cmd_run(fa.pos[1], &fa.f, fa.out, rh_heaptrack_write, NULL);
 }

@@ -1,6 +1,6 @@
-/* rh_cli_pass.c: the figures of a filtered scope in one ordered pass in C.
+/* rh_query_pass.c: the figures of a filtered scope in one ordered pass in C.
  *
- * rh_filter_apply() (rh_cli_filter.c) resolves the filters first: stack and
+ * rh_filter_apply() (rh_query_filter.c) resolves the filters first: stack and
  * kind filters over the distinct stacks (a flag per stack), the thread filter
  * over the threads, time filters into a range of allocation ids (ids follow
  * allocation time). This file then reads the rows of that id range once, in
@@ -18,7 +18,7 @@
  * with the selected blocks live at one time (plus the selected never-freed
  * ones), never with the rows read.
  *
- * The results go into the TEMP tables of the scope (rh_cli.h): sstat, ssize,
+ * The results go into the TEMP tables of the scope (rh_query.h): sstat, ssize,
  * tstat, stl, stls, slc, and the caller's scope row.
  */
 #define _GNU_SOURCE
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_cli.h"
+#include "rh_query.h"
 #include "rh_convert.h"
 
 /* ---- pending frees: a min-heap on time ------------------------------------ */
@@ -84,16 +84,6 @@ static void rh_pheap_pop(struct rh_pheap *h)
 
 /* ---- writing the scope's tables ------------------------------------------- */
 
-static int rh_pass_exec(sqlite3 *db, const char *sql)
-{
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    fprintf(stderr, "rheaper: SQL error: %s\n", msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    return -1;
-}
-
 /* Binds n int64 values from ?1 on, steps and resets. Returns 0 or -1. */
 static int rh_pass_ins(sqlite3_stmt *st, const int64_t *v, int n)
 {
@@ -140,7 +130,7 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
         sqlite3_prepare_v2(db, "INSERT INTO temp.slc VALUES(?,?,?,?,?,?)", -1, &lc, NULL))
         goto out;
     /* one transaction on the TEMP database for all of them */
-    if (rh_pass_exec(db, "SAVEPOINT rh_pass"))
+    if (rh_sql_exec(db, "SAVEPOINT rh_pass"))
         goto out;
     for (size_t i = 0; i < a->nst; i++) {
         const struct rh_agg_stack *s = &a->st[i];
@@ -616,7 +606,7 @@ static int rh_pass_use_index(sqlite3 *db, const struct rh_pass *p, const int64_t
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
 {
     memset(res, 0, sizeof *res);
-    if (rh_pass_exec(db, "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.tstat;"
+    if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.tstat;"
                          "DROP TABLE IF EXISTS temp.stl; DROP TABLE IF EXISTS temp.stls;"
                          "DROP TABLE IF EXISTS temp.slc; DROP TABLE IF EXISTS temp.ssize;"
                          /* the columns of stack_stats, thread_stats, timeline,
@@ -745,7 +735,7 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
      * takes and drops SQLite's file lock (two fcntl calls and an fstat per
      * row read by id). */
     if (sqlite3_get_autocommit(db)) {
-        if (rh_pass_exec(db, "BEGIN"))
+        if (rh_sql_exec(db, "BEGIN"))
             goto out;
         in_txn = 1;
     }

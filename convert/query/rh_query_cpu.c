@@ -1,4 +1,4 @@
-/* rh_cli_cpu.c: the CPU samples of a profile, as every rheaper
+/* rh_query_cpu.c: the CPU samples of a profile, as every rheaper
  * command reads them.
  *
  * rh_cpu_scope() builds TEMP TABLE cpustat(bt, samples): the samples per
@@ -20,45 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_cli.h"
-
-/* 1 when the database has table `name`. */
-static int rh_cpu_has_table(sqlite3 *db, const char *name)
-{
-    sqlite3_stmt *st = NULL;
-    int has = 0;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-        has = sqlite3_step(st) == SQLITE_ROW;
-    }
-    sqlite3_finalize(st);
-    return has;
-}
-
-/* An integer meta value, or def. */
-static int64_t rh_cpu_meta(sqlite3 *db, const char *key, int64_t def)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = def;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-            v = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return v;
-}
+#include "rh_query.h"
 
 int64_t rh_cpu_hz(sqlite3 *db)
 {
-    return rh_cpu_meta(db, "cpu_hz", 0);
+    return rh_meta_int(db, "cpu_hz", 0);
 }
 
 int64_t rh_cpu_dropped(sqlite3 *db)
 {
-    return rh_cpu_meta(db, "cpu_samples_dropped", 0);
+    return rh_meta_int(db, "cpu_samples_dropped", 0);
 }
 
 int rh_cpu_filter_blocks_only(const struct rh_filter *f)
@@ -74,7 +45,7 @@ int rh_cpu_scope(sqlite3 *db, const struct rh_filter *f)
                      "CREATE TEMP TABLE cpustat(bt INTEGER PRIMARY KEY, samples INTEGER);",
                      NULL, NULL, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "cpu");
-    if (!rh_cpu_has_table(db, "cpu_samples"))
+    if (!rh_table_exists(db, "cpu_samples"))
         return 0;
     int stacks = f->nfunc || f->nnot_func || f->nfile || f->nnot_file;
     int rows = stacks || f->from >= 0 || f->to >= 0 || f->thread;
@@ -113,7 +84,7 @@ int rh_cpu_scope(sqlite3 *db, const struct rh_filter *f)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "cpu");
-    int64_t dur = rh_cpu_meta(db, "duration_ns", 0);
+    int64_t dur = rh_meta_int(db, "duration_ns", 0);
     if (f->from >= 0)
         sqlite3_bind_int64(st, 1,
                            llround(f->from_pct ? f->from / 100.0 * (double)dur : f->from * 1e9));

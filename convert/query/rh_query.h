@@ -1,0 +1,374 @@
+/* rh_query.h: the internal header of the query library (convert/query/).
+ *
+ * Every reader of a profile database asks this library: the `rheaper`
+ * commands, `rheaper serve`, the live and terminal views and the exports
+ * (convert/export/). It opens a profile, parses the filters (command-line
+ * options and URL parameters) into one structure, builds the scope those
+ * filters select (TEMP tables computed with the converter's aggregate code in
+ * one ordered pass), and answers from it: call sites, the leak score, CPU
+ * samples, memory samples, the comparison of two profiles, and the SQL and
+ * JSON helpers every reader prints with. The programs keep only their
+ * commands, pages and screens. Prototypes are grouped under the file that
+ * defines them.
+ */
+#ifndef RH_QUERY_H
+#define RH_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <sqlite3.h>
+
+/* ---- rh_query_db.c: opening a profile, shared figures, SQL helpers ------ */
+
+/* Opens an existing profile database read-only; never creates one. Fails with
+ * one line on stderr ("rheaper: PATH: no such file", "... is not a rheaper
+ * profile") and returns NULL. Registers the REGEXP function. */
+sqlite3 *rh_query_open(const char *path);
+
+/* Whole-profile figures, computed over `sel` (the filtered allocations). */
+struct rh_summary {
+    char program[1024];
+    char title[1025]; /* the process title at the end ("" when not recorded) */
+    int64_t pid;
+    int64_t ppid, fork_parent_pid; /* fork_parent_pid: 0 unless a fork child's first profile */
+    int64_t inherited_rows;        /* blocks imported from the parent's profile */
+    int64_t duration_ns;
+    int64_t events;
+    int64_t alloc_blocks, alloc_bytes;
+    int64_t freed_blocks, freed_bytes;
+    int64_t leaked_blocks, leaked_bytes;
+    int64_t peak_bytes, peak_time_ns;
+    int64_t temporary_blocks;
+    int clean;
+};
+
+/* Fills s from the database and the `sel` table. Returns 0 or -1 (message
+ * printed). */
+int rh_summary_compute(sqlite3 *db, struct rh_summary *s);
+
+/* Prints "rheaper: WHAT: SQLite error (MESSAGE)", SQLite's last message on db,
+ * as the one line of a failed command. Returns -1. */
+int rh_sql_fail(sqlite3 *db, const char *what);
+
+
+/* Runs sql (statements without bound values). On failure prints
+ * "rheaper: SQL error: MESSAGE" and returns -1; else 0. */
+int rh_sql_exec(sqlite3 *db, const char *sql);
+/* Prepares sql; NULL after the same one line. */
+sqlite3_stmt *rh_sql_prepare(sqlite3 *db, const char *sql);
+/* 1 when the main database has a table or view `name`, else 0. */
+int rh_table_exists(sqlite3 *db, const char *name);
+/* The meta value of key as an integer (def when absent, NULL or on error),
+ * or as text into buf (n bytes; returns buf, or NULL when absent). */
+int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def);
+const char *rh_meta_text(sqlite3 *db, const char *key, char *buf, size_t n);
+
+/* ---- rh_query_sites.c: call sites and the leak score -------------------- */
+
+/* Default number of time buckets of the leak score (`rheaper leaks --buckets`). */
+#define RH_LEAK_BUCKETS 20
+
+/* Scores the never-freed blocks of `sel` per call site (frame 0's function and
+ * line) exactly as `rheaper leaks` ranks them, into TEMP TABLE site(bt,
+ * function, location, site) and TEMP TABLE leak_sites(site, score, coverage,
+ * fit, blocks, bytes, first, last). Returns 0 or -1 (message printed). */
+int rh_leak_sites(sqlite3 *db, int buckets, int64_t duration_ns);
+/* The same scoring over the TEMP TABLE site the caller built (rh_make_sites,
+ * per site or per stack), in nb buckets of [0, duration]. Returns 0 or -1. */
+int rh_leak_scores(sqlite3 *db, int nb, int64_t duration);
+
+/* Builds TEMP TABLE site(bt, function, location, site) over the scope's
+ * stacks (temp.cs): one group per call site (function and file:line, or
+ * module+offset), or per stack when per_stack. Returns 0 or -1 (printed). */
+int rh_make_sites(sqlite3 *db, int per_stack);
+
+/* ---- rh_query_filter.c: the filter and the scope ------------------------ */
+
+/* The filters every command takes, with one meaning across all of them
+ * (docs/commands.md). Zero-initialize, then feed options. */
+struct rh_filter {
+    double from, to;          /* seconds, or percent when *_pct is set; < 0: unset */
+    int from_pct, to_pct;
+    const char *func_re[8], *not_func_re[8], *file_re[8], *not_file_re[8];
+    int nfunc, nnot_func, nfile, nnot_file;
+    int64_t min_size, max_size; /* < 0: unset */
+    int lifetime;               /* 0 any, 1 leaked, 2 temporary, 3 range */
+    int64_t life_min_ns, life_max_ns;
+    const char *thread;         /* threads.id, tid or name; NULL: all */
+    double temporary_ms;        /* < 0: heaptrack's definition */
+    const char *kind[8], *not_kind[8]; /* --kind (any of), --not-kind (none of) */
+    int nkind, nnot_kind;
+    /* call sites, not row filters: more wrappers to skip, or none at all */
+    const char *skip_re[8];
+    int nskip, no_skip;
+};
+
+/* 1 when f selects rows (any filter but the call-site options). */
+int rh_filter_active(const struct rh_filter *f);
+
+/* Sets every field to "unset". */
+void rh_filter_init(struct rh_filter *f);
+
+/* If argv[*i] is a shared filter option, consumes it and its value (advancing
+ * *i) and returns 1; returns 0 for other arguments and -1 after printing one
+ * line for a bad value. */
+int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
+
+/* Builds the scope every command reads, from f (docs/design.md,
+ * "How the commands answer"). This is the contract other readers (the server, the
+ * live view) rely on; every table is TEMP and replaced by the next call:
+ *   cs(bt, frame)        each stack in scope and its call-site frame
+ *                        (stacks.callsite, --skip-function, --no-skip)
+ *   skipped(sym)         the wrapper functions the call sites passed over
+ *   sstat(bt, ...)       per stack: stack_stats' columns over the rows that
+ *                        pass f (count, bytes, freed/leaked blocks and bytes,
+ *                        peak_blocks/peak_bytes at the scope's own peak,
+ *                        temporary, first_alloc, last_alloc)
+ *   ssize(bt, min_size, max_size)   per stack of sstat, the sizes of its
+ *                        rows that pass f (only when scope.rows is 1)
+ *   tstat(thread, ...)   per thread: thread_stats' columns over those rows
+ *   stl, stls            the scope's heap timeline: timeline's and
+ *                        timeline_stacks' columns (RH_AGG_COLUMNS columns
+ *                        over scope.span), when scope.timeline is 1
+ *   slc(bt, bucket, ...) the scope's leak curve: leak_curve's columns, in
+ *                        scope.leak_buckets buckets of the run
+ *   scope                one row: rows (1: computed from the rows), peak_bytes,
+ *                        peak_blocks, peak_time, culled (meta
+ *                        min_lifetime_ns), span, timeline, leak_buckets
+ *   sel                  a VIEW of the rows that pass f: allocations' columns
+ *                        plus `lifetime` (ns, NULL when leaked) and
+ *                        `temporary` in the sense --temporary-ms selects. It
+ *                        is never materialized: reading it scans the rows
+ *                        (the selected id range), so commands read the
+ *                        tables above instead
+ *   selbt, selth, selp   the resolved stack set, thread set and bound values
+ *                        that sel and the pass use (only when filtered)
+ * Without row filters on a profile with aggregates, sstat and tstat copy
+ * stack_stats and thread_stats and stl, stls and slc are views of timeline,
+ * timeline_stacks and leak_curve: nothing reads the rows. With filters (or
+ * RHEAPER_ROWS=1, or a profile without aggregates), stack and kind filters
+ * are resolved over the distinct stacks, the thread filter over threads, time
+ * filters into an id range (binary search: ids follow time), and one ordered
+ * pass over that id range (rh_query_pass.c) computes every table with the
+ * converter's aggregate code. Prints the call-site line and the culled line
+ * on stderr. All values are bound, never pasted into SQL. Returns 0, or -1
+ * after printing one line. */
+int rh_filter_apply(sqlite3 *db, const struct rh_filter *f);
+
+/* The scope's figures (from TEMP TABLE scope): 1 when computed from rows. */
+struct rh_scope {
+    int rows;
+    int64_t peak_bytes, peak_blocks, peak_time;
+    int64_t span; /* the timeline's span: the run, or the scope's last event when later */
+    int timeline; /* 1: TEMP stl/stls hold the scope's timeline over span */
+};
+int rh_scope_get(sqlite3 *db, struct rh_scope *sc);
+
+/* Prints "rheaper: call sites skip allocator wrappers: f, g, ..." on stderr
+ * once per process when the scope skipped any. */
+void rh_scope_notice(sqlite3 *db);
+
+/* ---- rh_query_pass.c: a filtered scope in one ordered pass -------------- */
+
+struct rh_map;
+
+/* What rh_pass_run() selects: rows with id_lo <= id < id_hi that pass every
+ * condition given (a bound < 0 is unset). */
+struct rh_pass {
+    int64_t id_lo, id_hi;
+    int ordered;                /* ids follow alloc_after (meta ids_time_ordered) */
+    int64_t t_from, t_to;       /* alloc_after bounds, inclusive */
+    int64_t min_size, max_size; /* inclusive */
+    int lifetime;               /* 0 any, 1 leaked, 2 temporary, 3 freed within life_min..life_max */
+    int64_t life_min, life_max;
+    int64_t temporary_ns;       /* temporary = freed within this; < 0: the temporary column */
+    const struct rh_map *stacks; /* the stack ids that pass; NULL: every stack */
+    const int64_t *threads;      /* alloc_thread must be one of them when thread_filter */
+    int nthreads, thread_filter;
+    int64_t span; /* the run's length (meta duration_ns): timeline and leak buckets */
+    int layout;   /* 1: read alloc_rows' compact layout (meta row_time_step) directly */
+    int64_t time_step;
+};
+
+struct rh_pass_result {
+    int64_t rows, peak_bytes, peak_blocks, peak_time;
+    int64_t last_event; /* the latest allocation or free time of the rows */
+    int timeline;       /* 1: stl and stls hold the scope's timeline */
+    int indexed;        /* 1: the rows were read by id through stack_rows */
+};
+
+/* Reads the rows p selects once, in allocation order, and computes with the
+ * converter's aggregate code (rh_aggregate.c) the scope's TEMP tables sstat,
+ * tstat (thread_stats' columns), stl and stls (timeline's and
+ * timeline_stacks' columns) and slc (leak_curve's), replacing any before,
+ * and the figures in *res. Returns 0, or -1 after one line on stderr. */
+int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res);
+
+/* Sampling: 1 when the profile is sampled (meta sample_mode); then
+ * prints once per process "rheaper: sampled profile (...): blocks and bytes
+ * are estimates ..." on stderr (unless RHEAPER_QUIET_NOTICES is set). */
+/* The sampling of a profile from meta: RIP_SAMPLE_RATE (with *rate),
+ * RIP_SAMPLE_BYTES (with *bytes), RIP_SAMPLE_BYTES_BIG (with *bytes: blocks of
+ * *bytes or more were always recorded, meta sample_big_always = 1), or 0 for
+ * a full profile. */
+int rh_sample_params(sqlite3 *db, double *rate, int64_t *bytes);
+int rh_sample_notice(sqlite3 *db);
+
+/* ---- rh_query_out.c: tables, CSV, JSON ---------------------------------- */
+
+enum rh_fmt { RH_FMT_TEXT, RH_FMT_CSV, RH_FMT_JSON };
+
+
+/* Steps st to the end and prints its rows to out: aligned columns under a
+ * header (text), RFC 4180 CSV with a header line, or one JSON array of objects
+ * keyed by column name. Returns 0, or -1 after printing SQLite's message. */
+int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out);
+
+/* Writes s as one RFC 4180 CSV field, quoted when it holds a comma, quote or
+ * line end. */
+void rh_csv_field(FILE *out, const char *s);
+char *rh_sym_display(const char *s);
+
+/* Formats a byte count for people: "812 B", "1.50 KiB", "3.25 MiB". */
+const char *rh_human_bytes(int64_t b, char *buf, size_t n);
+
+/* Writes s escaped for XML/HTML text and attributes: markup characters as
+ * entities, control characters and invalid UTF-8 as '?', so any symbol or path
+ * from the database keeps the document well-formed. */
+void rh_markup_put(FILE *out, const char *s);
+
+/* Writes s as a JSON string (quotes, backslashes and control characters
+ * escaped; NULL as ""). */
+void rh_json_string(FILE *out, const char *s);
+/* ---- rh_query_cpu.c: CPU samples ---------------------------------------- */
+
+/* Builds TEMP TABLE cpustat(bt, samples), the CPU samples per stack that pass
+ * f (time, thread, function and file filters; the block filters do not apply
+ * to samples). Called by rh_filter_apply before the call sites, which then
+ * cover CPU stacks too (frame 0, or past --skip-function). Empty for a
+ * profile without samples. Returns 0 or -1 after one line. */
+int rh_cpu_scope(sqlite3 *db, const struct rh_filter *f);
+/* 1 when f has a filter that selects blocks only (size, lifetime, kind,
+ * --temporary-ms): it leaves the CPU samples whole. */
+int rh_cpu_filter_blocks_only(const struct rh_filter *f);
+/* Samples in cpustat; the profile's sampling rate (meta cpu_hz, 0: none). */
+int64_t rh_cpu_total(sqlite3 *db);
+/* Sampling periods the runtime could not write (meta cpu_samples_dropped):
+ * every CPU figure counts without them. */
+int64_t rh_cpu_dropped(sqlite3 *db);
+int64_t rh_cpu_hz(sqlite3 *db);
+/* The `top cpu` statement over cpustat and TEMP TABLE site (rh_query_sites.c):
+ * function, location, samples, percent (of the samples in scope), seconds
+ * (samples / cpu_hz), and stack_col (SQL over bt, NULL: none) last; n rows.
+ * NULL after one line. */
+sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col);
+
+/* ---- rh_query_params.c: bytehound's filter parameters (URLs) ------------ */
+
+/* The longest regular expression a URL may carry. */
+#define RH_QF_RE_MAX 256
+
+/* bytehound's filters (its server's URL parameters): the CLI's struct plus
+ * what only bytehound has. Zero the struct with rh_qfilter_init(). */
+struct rh_qfilter {
+    struct rh_filter f;          /* what the CLI also has, parsed by rh_filter_arg() */
+    int lifetime;                /* 0 all, 1 only_leaked, 2 only_not_deallocated_in_current_range,
+                                    3 only_deallocated_in_current_range, 4 only_temporary,
+                                    5 only_whole_group_leaked, 6 only_heaptrack_temporary */
+    int64_t addr_min, addr_max;  /* -1: unset */
+    int64_t backtrace;           /* `backtraces`: one stack id; -1: unset */
+    int64_t depth_min, depth_max;
+    int64_t life_min_ns, life_max_ns;  /* bytehound's meaning: leaked passes min, fails max */
+    int64_t gint_min, gint_max;        /* group interval: ns, or percent of the run */
+    int gint_min_pct, gint_max_pct;
+    int64_t galloc_min, galloc_max;    /* group allocations: count, or percent of all */
+    int galloc_min_pct, galloc_max_pct;
+    int64_t gleak_min, gleak_max;      /* group leaked: count, or percent of the group */
+    int gleak_min_pct, gleak_max_pct;
+};
+
+void rh_qfilter_init(struct rh_qfilter *q);
+
+/* Takes one URL parameter NAME=VALUE. Returns 1 when it is a filter (taken),
+ * 0 when it is not a filter parameter, -1 when its value is bad: err (n
+ * bytes) then says which parameter and why. An empty value means unset. */
+int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, char *err,
+                     size_t n);
+
+/* 0 when re is a bounded, valid POSIX extended regular expression (at most
+ * RH_QF_RE_MAX characters, no back-references, small repetition counts), else
+ * -1 with the reason in err. */
+int rh_qfilter_regex_ok(const char *re, char *err, size_t n);
+
+/* 1 when q has filters beyond the CLI's (applied on top of sel); 1 from
+ * rh_qfilter_group() when it has group filters. */
+int rh_qfilter_extra(const struct rh_qfilter *q);
+int rh_qfilter_group(const struct rh_qfilter *q);
+
+/* rh_filter_apply(q->f), then TEMP TABLE gall(bt, count, bytes, leaked_blocks,
+ * first_alloc, last_alloc) (each group over the whole profile) and `msel`:
+ * the rows of sel that also pass bytehound's own filters (a view of sel when
+ * there are none). Returns 0 or -1 after one line on stderr. */
+int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q);
+
+/* ---- rh_query_diff.c: comparing two profiles ---------------------------- */
+
+/* One call site of a comparison: its function and location (as `top` shows
+ * them), its figures in A and B, and what happened: "grew", "shrank",
+ * "appeared", "vanished" or "same" (by leaked bytes, then bytes, then count). */
+struct rh_diff_row {
+    char *function, *location;
+    int64_t a_count, a_bytes, a_leaked_blocks, a_leaked_bytes;
+    int64_t b_count, b_bytes, b_leaked_blocks, b_leaked_bytes;
+    const char *status;
+};
+
+/* Compares the call sites (the call-site rule of the scope) of the two
+ * databases, each filtered by q (rh_qfilter_apply). Fills *rows (malloc'd,
+ * sorted by the change of leaked bytes, then of bytes, largest first) and *n.
+ * Returns 0 or -1 after one line on stderr. Free with rh_diff_free(). */
+int rh_diff_compute(sqlite3 *a, sqlite3 *b, const struct rh_qfilter *q, struct rh_diff_row **rows,
+                    size_t *n);
+void rh_diff_free(struct rh_diff_row *rows, size_t n);
+
+/* ---- rh_query_memory.c: the process's memory beside the heap, churn ----- */
+
+/* One memory sample as the readers show it (bytes; time in ns). */
+struct rh_mem_point {
+    int64_t t, rss, anon, file, heap;
+    int has_alloc;                      /* the allocator's figures are known */
+    int64_t a_system, a_in_use, a_free; /* alloc_free: the arena's bytes not in use */
+    double share;                       /* heap / rss */
+    int64_t unexplained;                /* rss - heap, at least 0 */
+};
+struct rh_memfig {
+    int64_t samples; /* memory rows with RSS; 0: the profile has none */
+    int64_t interval_ms;
+    char allocator[16];            /* glibc, jemalloc or none */
+    struct rh_mem_point peak, end; /* the highest RSS (first of equals), the last sample */
+};
+/* Fills f from the memory table. Returns 0 (f->samples 0 when there is
+ * none) or -1 after one line on stderr. */
+int rh_memory_figures(sqlite3 *db, struct rh_memfig *f);
+/* Call sites by bytes allocated and freed per second of duration_ns, with
+ * their short-lived (temporary) blocks; over TEMP tables sstat and site.
+ * stack_col: an extra last column's SQL, or NULL. NULL after one line. */
+sqlite3_stmt *rh_churn_stmt(sqlite3 *db, int n, int64_t duration_ns, const char *stack_col);
+/* The RSS beside a timeline: for each of the n columns ending at xs[c] ns
+ * (increasing), the highest RSS sampled in (xs[c-1], xs[c]] (column 0: up to
+ * xs[0]), -1 where no sample fell. Returns the columns filled (0 without
+ * memory rows) or -1 after one line. */
+int rh_memory_series(sqlite3 *db, const int64_t *xs, int n, int64_t *rss);
+/* The same over ncols + 1 even columns ending at span * c / ncols. */
+int rh_memory_columns(sqlite3 *db, int64_t span, int ncols, int64_t *rss);
+/* f as one JSON object: samples, interval_ms, allocator, and when there are
+ * samples, peak and end (time_ns, rss, rss_anon, rss_file, heap, heap_share,
+ * unexplained, and alloc_system, alloc_in_use, alloc_free when known). */
+void rh_memory_json(FILE *o, const struct rh_memfig *f);
+/* "RSS X, live heap Y: the heap explains Z%, W not explained" into buf. */
+const char *rh_memory_line(const struct rh_memfig *f, const struct rh_mem_point *p, char *buf,
+                           size_t n);
+
+#endif

@@ -1,0 +1,19 @@
+/* readers_lib.c: the call sites of readers_prog.c that live in a file of
+ * their own, so that the --file and --not-file filters (source_regex,
+ * negative_source_regex) split the profile along a line the program knows. */
+#include <stdlib.h>
+#include <string.h>
+
+__attribute__((noinline)) void *lib_cache(size_t n)
+{
+    char *p = malloc(n);
+    memset(p, 1, 8);
+    return p;
+}
+
+__attribute__((noinline)) void *lib_buffer(size_t n)
+{
+    char *p = malloc(n);
+    memset(p, 2, 8);
+    return p;
+}
