@@ -5,7 +5,8 @@
 #   require_test.sh SRC_DIR INPROC_BIN INPROC_HELPERS WORK
 #
 # 1. require_tool on a tool that is there returns; on one that is not it prints
-#    the apt-get line naming the package and exits 1 under CI=true, 77 elsewhere.
+#    the apt-get line naming the package and exits 1 under CI=true, 77 elsewhere;
+#    require_file the same for a file.
 # 2. A real test script with the tool taken off PATH: tests/inproc/run.sh's http
 #    case, with a PATH that holds every program of /usr/bin and /bin except curl,
 #    fails under CI=true naming the package curl, and skips (77) otherwise.
@@ -35,6 +36,10 @@ run_sh 1 "FAIL: missing tool rh-no-such-tool: apt-get install -y rh-no-such-pack
     "CI=true, tool missing" env CI=true sh -c "$probe" sh "$lib" rh-no-such-tool rh-no-such-package
 run_sh 77 "SKIP: missing tool rh-no-such-tool: apt-get install -y rh-no-such-package" \
     "no CI, tool missing" env -u CI sh -c "$probe" sh "$lib" rh-no-such-tool rh-no-such-package
+fprobe='. "$1/require.sh"; require_file "$2" "$3"; echo present'
+run_sh 0 "present" "a file that is there" sh -c "$fprobe" sh "$lib" "$lib/require.sh" x
+run_sh 1 "FAIL: missing file /rh/no/such.h: apt-get install -y rh-no-such-dev" \
+    "CI=true, file missing" env CI=true sh -c "$fprobe" sh "$lib" /rh/no/such.h rh-no-such-dev
 
 # A PATH without curl: every other program of /usr/bin and /bin, linked.
 mkdir nocurl
