@@ -18,6 +18,8 @@
 # Then each of those rip files, and golden.rip, is converted with and without
 # --min-lifetime: summary prints the same figures.
 set -eu
+# WORK_DIR is removed first: refuse any other number of arguments
+[ $# -eq 3 ] || { echo "usage: agg_test.sh BIN_DIR TESTS_SRC WORK_DIR" >&2; exit 2; }
 bin=$1 src=$2 work=$3
 . "$src/lib/require.sh"
 require_tool sqlite3 sqlite3
