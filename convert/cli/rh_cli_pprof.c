@@ -608,16 +608,16 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
         p.default_sample_type = rh_pp_str(&pp, "cpu");
     }
     p.period_type = &pt;
+    /* the profile's comments: the CPU note, then the memory notes below */
+    int64_t cm[4];
+    size_t ncm = 0;
     /* CPU samples the runtime could not write are in no value: say so */
-    int64_t comments[1];
     char note[160];
     if (cpu) {
         snprintf(note, sizeof note,
                  "rheaper: %lld CPU samples at %lld Hz, %lld sampling periods dropped",
                  (long long)rh_cpu_total(db), (long long)hz, (long long)rh_cpu_dropped(db));
-        comments[0] = rh_pp_str(&pp, note);
-        p.comment = comments;
-        p.n_comment = 1;
+        cm[ncm++] = rh_pp_str(&pp, note);
     }
     sqlite3_stmt *m = NULL;
     if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'duration_ns')", -1, &m,
@@ -627,8 +627,6 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
     sqlite3_finalize(m);
     /* the memory beside the heap (rh_cli_memory.c), as comments that
      * `go tool pprof -comments` prints */
-    int64_t cm[4];
-    size_t ncm = 0;
     struct rh_memfig mf;
     if (heap && rh_memory_figures(db, &mf) == 0 && mf.samples) {
         const struct rh_mem_point *pts[2] = {&mf.peak, &mf.end};
@@ -655,9 +653,9 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
             cm[ncm++] = rh_pp_str(&pp, c);
         }
         sqlite3_finalize(ch);
-        p.comment = cm;
-        p.n_comment = ncm;
     }
+    p.comment = ncm ? cm : NULL;
+    p.n_comment = ncm;
     if (pp.oom) {
         fprintf(stderr, "rheaper: export --pprof: out of memory\n");
         goto out;
