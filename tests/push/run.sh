@@ -274,20 +274,20 @@ ch 1 -q "CREATE TABLE broken2.profiles (profile UInt64, host String) ENGINE = Me
 [ "$(ch 1 -q "SELECT count() FROM broken2.allocations")" = 0 ] || fail "a failed push left rows in broken2"
 echo "ok: a failed push leaves nothing; ClickHouse's error is one line: $(cat push.err)"
 
-# ---- a table this code does not know: memory samples, pushed as they are -----------
+# ---- a table this code does not know: gauge samples, pushed as they are -----------
 
 cp c.db m.db
-q m.db "CREATE TABLE memory(id INTEGER PRIMARY KEY, time INTEGER, thread INTEGER, rss INTEGER,
+q m.db "CREATE TABLE gauge(id INTEGER PRIMARY KEY, time INTEGER, thread INTEGER, rss INTEGER,
     heap INTEGER, final INTEGER, note TEXT, ratio REAL);
-    INSERT INTO memory VALUES(1, 1000, 1, 4096000, 1000, 0, 'start', 0.5),
+    INSERT INTO gauge VALUES(1, 1000, 1, 4096000, 1000, 0, 'start', 0.5),
         (2, 2000, 1, 8192000, NULL, 0, NULL, 0.25), (3, 3000, 2, 12288000, 3000, 1, 'end', NULL);"
 push m.db "$URL2" --database mem --label host=host-c
-got=$(ch 2 -q "SELECT id, time, thread, rss, heap, final, note, ratio FROM mem.memory WHERE profile = $PID_ ORDER BY id")
-want=$(q m.db "select id, time, thread, rss, heap, final, note, ratio from memory order by id")
-[ "$got" = "$want" ] || fail "memory samples: ClickHouse '$got', SQLite '$want'"
-got=$(ch 2 -q "SELECT type FROM system.columns WHERE database = 'mem' AND table = 'memory' AND name IN ('rss', 'note', 'ratio') ORDER BY name" | tr '\n' ' ')
-[ "$got" = "Nullable(String) Nullable(Float64) Nullable(Int64) " ] || fail "memory's column types: $got"
-echo "ok: a table unknown to push (memory samples) arrives row for row"
+got=$(ch 2 -q "SELECT id, time, thread, rss, heap, final, note, ratio FROM mem.gauge WHERE profile = $PID_ ORDER BY id")
+want=$(q m.db "select id, time, thread, rss, heap, final, note, ratio from gauge order by id")
+[ "$got" = "$want" ] || fail "gauge samples: ClickHouse '$got', SQLite '$want'"
+got=$(ch 2 -q "SELECT type FROM system.columns WHERE database = 'mem' AND table = 'gauge' AND name IN ('rss', 'note', 'ratio') ORDER BY name" | tr '\n' ' ')
+[ "$got" = "Nullable(String) Nullable(Float64) Nullable(Int64) " ] || fail "gauge's column types: $got"
+echo "ok: a table unknown to push (gauge samples) arrives row for row"
 
 # ---- credentials ---------------------------------------------------------------------------------
 
