@@ -2,7 +2,8 @@
  *
  * CHECK(cond) and CHECK_EQ(a, b) record a failure with file and line and go on;
  * rh_test_summary() prints "N passed, N failed" and returns the failure count,
- * which main returns, so each test program is one ctest entry.
+ * which main returns, so each test program is one ctest entry. A program that
+ * made no check at all fails: a test that cannot fail is not a test.
  */
 #ifndef RH_TEST_HARNESS_H
 #define RH_TEST_HARNESS_H
@@ -36,6 +37,10 @@ static int rh_test_pass, rh_test_fail;
 static inline int rh_test_summary(void)
 {
     printf("%d passed, %d failed\n", rh_test_pass, rh_test_fail);
+    if (rh_test_pass + rh_test_fail == 0) {
+        printf("FAIL: no check ran\n");
+        return 1;
+    }
     return rh_test_fail ? 1 : 0;
 }
 

@@ -1,12 +1,13 @@
 #!/bin/sh
 # agg_test.sh: the converter's aggregates agree exactly with the rows.
 #
-#   agg_test.sh BIN_DIR TESTS_SRC TESTS_BUILD WORK_DIR
+#   agg_test.sh BIN_DIR TESTS_SRC WORK_DIR
 #
-# Profiles: golden.rip converted here, then the rheaper profile databases the
-# suite has left under TESTS_BUILD, one per test directory, at most 14 (the
-# report fixture's known.db and workload.db are always there; the e2e, cli,
-# convert and reliability tests leave more when they ran first). For each:
+# Profiles: golden.rip (committed), and programs of the test tree built here
+# with rheaper-cc and recorded here, so the test reads no other test's output:
+# tests/report/known.c and workload.c with the program's own blocks
+# (RHEAPER_SCOPE=program) and as the whole process, and the quick start's
+# threaded tests/example/example.c as the whole process. For each database:
 #   1. every listing and drawing command, unfiltered and with filters, prints
 #      the same bytes when answered from the aggregates (the default) as from
 #      the rows (RHEAPER_ROWS=1);
@@ -14,10 +15,14 @@
 #      leaked, temporary, and the peak from the heap_timeline view;
 #   3. filtered summaries equal the same SQL with the filter's WHERE clause
 #      (stack, size, lifetime, thread and time filters, alone and together).
-# Then each rip file with a database beside it, and golden.rip, is converted
-# with and without --min-lifetime: summary prints the same figures.
+# Then each of those rip files, and golden.rip, is converted with and without
+# --min-lifetime: summary prints the same figures.
 set -eu
-bin=$1 src=$2 build=$3 work=$4
+# WORK_DIR is removed first: refuse any other number of arguments
+[ $# -eq 3 ] || { echo "usage: agg_test.sh BIN_DIR TESTS_SRC WORK_DIR" >&2; exit 2; }
+bin=$1 src=$2 work=$3
+. "$src/lib/require.sh"
+require_tool sqlite3 sqlite3
 rm -rf "$work" && mkdir -p "$work"
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
@@ -26,28 +31,35 @@ export RHEAPER_QUIET_NOTICES=1
 
 "$bin/rheaper-convert" --quiet --search "$src/golden" "$src/golden/golden.rip" "$work/golden.db"
 
-# Each profile is copied first: tests running beside this one rewrite theirs.
-# At most 14 of them, the report fixture's first, then one per test
-# directory (e2e builds each program many ways; the reliability cases are
-# hundreds of small hostile programs: 3 of those), so the test stays short.
-dbs="$work/golden.db" n=0 nacc=0 nrel=0 seen=""
-for f in $(find "$build/report" "$build" -name '*.db' -size -64M ! -path "$work/*" 2>/dev/null); do
-    [ $nacc -lt 14 ] || break
-    case "$f" in */reliability/*) [ $nrel -lt 3 ] || continue ;; esac
-    case "$f" in "$build"/agg/*) continue ;; esac
-    dir=$(dirname "$f")
-    case "$f" in "$build"/report/*) dir=$f ;; esac # both of the report fixture's
-    case " $seen " in *" $dir "*) continue ;; esac
-    n=$((n + 1))
-    cp "$f" "$work/p$n.db" 2>/dev/null || continue
-    [ "$(sqlite3 "$work/p$n.db" "SELECT value FROM meta WHERE key = 'aggregates'" 2>/dev/null)" = 1 ] ||
-        { rm -f "$work/p$n.db"; continue; }
-    case "$f" in */reliability/*) nrel=$((nrel + 1)) ;; esac
-    nacc=$((nacc + 1))
-    seen="$seen $dir"
-    echo "p$n.db: $f"
-    dbs="$dbs $work/p$n.db"
-done
+# record NAME SOURCE SCOPE [CC FLAGS...]: builds SOURCE with rheaper-cc, runs
+# it with RHEAPER_ENABLE=1 and RHEAPER_SCOPE=SCOPE, converts its one profile
+# to $work/NAME.db and leaves the rip in $work/NAME.rip
+record() {
+    name=$1 source=$2 scope=$3
+    shift 3
+    "$bin/rheaper-cc" -O1 -g -pthread -fno-optimize-sibling-calls "$@" -o "$work/$name" "$source" ||
+        { bad "$name: rheaper-cc failed"; return; }
+    mkdir "$work/$name.d"
+    RHEAPER_ENABLE=1 RHEAPER_SCOPE=$scope RHEAPER_PROFILE_DIR="$work/$name.d" "$work/$name" \
+        > "$work/$name.out" 2> "$work/$name.err" || { bad "$name: the program failed: $(cat "$work/$name.err")"; return; }
+    set -- "$work/$name.d"/rip-*
+    [ $# -eq 1 ] && [ -f "$1" ] || { bad "$name: $# profiles written, want 1"; return; }
+    mv "$1" "$work/$name.rip"
+    "$bin/rheaper-convert" --quiet "$work/$name.rip" "$work/$name.db" ||
+        { bad "$name: rheaper-convert failed"; return; }
+    [ "$(sqlite3 "$work/$name.db" "SELECT value FROM meta WHERE key = 'aggregates'")" = 1 ] ||
+        { bad "$name: no aggregates in the database"; return; }
+    [ "$(sqlite3 "$work/$name.db" "SELECT count(*) FROM allocations")" -gt 0 ] ||
+        { bad "$name: no allocation recorded"; return; }
+    dbs="$dbs $work/$name.db" rips="$rips $work/$name.rip"
+}
+dbs="$work/golden.db" rips=""
+record known "$src/report/known.c" program
+record workload "$src/report/workload.c" program
+record workload-process "$src/report/workload.c" process
+record example "$src/example/example.c" process -O2
+[ "$(echo $dbs | wc -w)" -eq 5 ] || bad "recorded $(echo $dbs | wc -w) profiles, want 5"
+for db in $dbs; do echo "profile: $db"; done
 
 # both DB ARGS...: the command both ways, byte for byte
 both() {
@@ -118,8 +130,7 @@ done
 
 # culled and unculled conversions: the same summary
 n=0
-for f in "$src/golden/golden.rip" $(find "$build" -name 'rip-*' ! -name '*.*' ! -path "$work/*" 2>/dev/null | sort); do
-    [ "$f" = "$src/golden/golden.rip" ] || [ -f "$f.db" ] || continue
+for f in "$src/golden/golden.rip" $rips; do
     n=$((n + 1))
     rip="$work/r$n.rip"
     cp "$f" "$rip" 2>/dev/null || continue
@@ -146,7 +157,6 @@ for f in "$src/golden/golden.rip" $(find "$build" -name 'rip-*' ! -name '*.*' ! 
     "$bin/rheaper" summary "$work/cull-$n.db" 2>&1 >/dev/null | grep -q "culled profile" &&
         ok || bad "$rip: no culled notice"
     export RHEAPER_QUIET_NOTICES=1
-    [ $n -lt 5 ] || break
 done
 # `rheaper convert --min-lifetime` culls as rheaper-convert does: the same
 # summary figures (--csv: no function names, which need --search here)

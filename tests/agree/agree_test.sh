@@ -46,7 +46,8 @@ finish() {
     [ "$fail" -eq 0 ]
     exit $?
 }
-need() { command -v "$1" > /dev/null 2>&1 || { echo "SKIP: $1 is not installed"; exit 77; }; }
+. "$(dirname "$0")/../lib/require.sh"
+need() { require_tool "$1" "$2"; }   # need TOOL PACKAGE
 
 dir="$work/$step"
 rm -rf "$dir"
@@ -97,8 +98,8 @@ heaptrack_count() {
 
 case $step in
 seq | turns)
-    need heaptrack
-    need heaptrack_print
+    need heaptrack heaptrack
+    need heaptrack_print heaptrack
     srcfile="$src/agree_prog.c"
     build prog -O1 -g -pthread
     rheaper_counts prog "$step"
@@ -111,8 +112,8 @@ seq | turns)
     [ "$want" -gt 0 ] 2> /dev/null || fail "$step: the script expects no temporary allocation"
     ;;
 example)
-    need heaptrack
-    need heaptrack_print
+    need heaptrack heaptrack
+    need heaptrack_print heaptrack
     srcfile="$src/../example/example.c"
     build example -O2 -pthread -g
     # Program scope, as the three counts were settled on. In the
@@ -195,7 +196,7 @@ cli)
     check "convert after the end: no longer says still being recorded" sh -c '! grep -q "still being recorded" "$1"' - "$err"
     ;;
 flamegraph)
-    need rsvg-convert
+    need rsvg-convert librsvg2-bin
     srcfile="$src/agree_prog.c"
     run "$bin/rheaper-cc" -O1 -g -pthread -o "$dir/prog" "$srcfile"
     # program scope: the frame widths planned below are the program's own sites

@@ -18,10 +18,11 @@ set -eu
 bin=$1 src=$2 work=$3 name=$4
 shift 4
 
-# A test linking a system allocator skips (77) when its package is missing.
+# A test linking a system allocator fails under CI=true and skips (77)
+# elsewhere when its package is missing (tests/lib/require.sh).
+. "$(dirname "$0")/../lib/require.sh"
 case " $* " in
-*" -ljemalloc "*) [ -e /usr/include/jemalloc/jemalloc.h ] || {
-    echo "libjemalloc-dev is not installed: skipped"; exit 77; } ;;
+*" -ljemalloc "*) require_file /usr/include/jemalloc/jemalloc.h libjemalloc-dev ;;
 esac
 
 rm -rf "$work" && mkdir -p "$work"

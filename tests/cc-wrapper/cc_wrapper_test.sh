@@ -9,6 +9,7 @@
 # the programs print, what the wrapper added (RHEAPER_CC_VERBOSE=1) and what the
 # linker produced (nm), and exits with the number of failed checks.
 set -u
+. "$(dirname "$0")/../lib/require.sh"
 bindir=$1
 case_name=$2
 RCC="$bindir/rheaper-cc"
@@ -27,7 +28,16 @@ check() { if [ "$2" = "$3" ]; then ok; else fail "$1: expected [$2], got [$3]"; 
 # has DESCRIPTION FILE FIXED-STRING: the file contains the string
 has() { if grep -qF -- "$3" "$2"; then ok; else fail "$1: no [$3] in $2: $(head -c 300 "$2")"; fi; }
 hasnt() { if grep -qF -- "$3" "$2"; then fail "$1: unexpected [$3] in $2"; else ok; fi; }
-have() { command -v "$1" >/dev/null 2>&1; }
+# have TOOL: the tool is there; without it the case fails under CI=true and
+# skips elsewhere (tests/lib/require.sh), never passes untested
+have() {
+    case $1 in
+    clang | clang++) require_tool "$1" clang ;;
+    ld.lld) require_tool "$1" lld ;;
+    ld.*) require_tool "$1" binutils ;;
+    *) require_tool "$1" "$1" ;;
+    esac
+}
 
 cat >alloc.c <<'EOF'
 #include <stdio.h>

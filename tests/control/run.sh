@@ -9,14 +9,10 @@ RH=$BIN/rheaper
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
 SIG=$(( $(kill -l RTMAX 2>/dev/null || echo 64) - 5 ))
 
-fail() {
-    echo "FAIL: $CASE: $*"
-    for f in server.err rec.err err out; do
-        [ -f "$f" ] && { echo "--- $f"; cat "$f"; }
-    done
-    [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null
-    exit 1
-}
+. "$(dirname "$0")/../lib/check.sh"   # fail, ok, eq
+. "$(dirname "$0")/../lib/require.sh" # require_tool
+RH_DUMP='server.err rec.err err out'
+require_tool sqlite3 sqlite3
 q() { sqlite3 "$1" "$2"; }
 meta() { q "$1" "select value from meta where key = '$2'"; }
 

@@ -8,14 +8,10 @@ BIN=$1 H=$2 WORK=$3 CASE=$4
 RH=$BIN/rheaper
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
 
-fail() {
-    echo "FAIL: $CASE: $*"
-    for f in err out rec.err rec.out top.csv; do
-        [ -f "$f" ] && { echo "--- $f"; cat "$f"; }
-    done
-    [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null
-    exit 1
-}
+. "$(dirname "$0")/../lib/check.sh"   # fail, ok, eq
+. "$(dirname "$0")/../lib/require.sh" # require_tool
+RH_DUMP='err out rec.err rec.out top.csv'
+require_tool sqlite3 sqlite3
 q() { sqlite3 "$1" "$2"; }
 meta() { q "$1" "select value from meta where key = '$2'"; }
 # within A B TOL: |A - B| <= TOL (decimals)

@@ -12,6 +12,8 @@
 # Skips (exit 77) when the source cannot be fetched.
 set -eu
 bin=$1 src=$2 work=$3
+. "$(dirname "$0")/../lib/require.sh"
+require_tool valgrind valgrind
 mkdir -p "$work"
 cd "$work"
 

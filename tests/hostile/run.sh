@@ -14,7 +14,9 @@
 set -eu
 bin=$1 src=$2 work=$3 name=$4 mode=$5
 arg=${6:-}
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/../lib/check.sh"   # fail, ok, eq
+. "$(dirname "$0")/../lib/require.sh" # require_tool
+require_tool sqlite3 sqlite3
 
 rm -rf "$work" && mkdir -p "$work"
 cd "$work"

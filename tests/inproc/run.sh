@@ -11,12 +11,9 @@ export RHEAPER_LOG=stderr
 set -u
 BIN=$1 H=$2 WORK=$3 CASE=$4
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
-fail() {
-    echo "FAIL: $CASE: $*"
-    for f in out err *.csv *.txt; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done
-    [ -n "${SPID:-}" ] && kill "$SPID" 2>/dev/null
-    exit 1
-}
+. "$(dirname "$0")/../lib/check.sh"   # fail, ok, eq
+. "$(dirname "$0")/../lib/require.sh" # require_tool
+RH_DUMP='out err *.csv *.txt'
 # row FILE NAME: the CSV line of thread NAME, without tid and name
 row() { awk -F, -v n="$2" '$2 == n { sub(/^[^,]*,[^,]*,/, ""); print }' "$1"; }
 # site FILE FUNC: in_use_bytes,in_use_blocks,allocs,bytes,frees,freed_bytes of
@@ -63,7 +60,7 @@ off)
     echo "ok: RHEAPER_ERR_NO_REPORTS"
     ;;
 http)
-    command -v curl >/dev/null || fail "curl not installed"
+    require_tool curl curl
     RHEAPER_ENABLE=1 RHEAPER_REPORTS=1 RHEAPER_PROFILE_DIR="$WORK" "$H/rep_http" port >out 2>err &
     SPID=$!
     i=0

@@ -9,6 +9,8 @@
 set -u
 BIN=$1 HELPER=$2 WORK=$3 CASE=$4
 RH=$BIN/rheaper
+. "$(dirname "$0")/../lib/require.sh"
+require_tool tmux tmux
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
 TMUX_SOCK="$WORK/tmux.sock"
 PIDS=""

@@ -8,13 +8,10 @@ BIN=$1 H=$2 WORK=$3 CASE=$4
 RH=$BIN/rheaper
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
 
-fail() {
-    echo "FAIL: $CASE: $*"
-    for f in out err sum.txt sum.csv churn.csv; do
-        [ -f "$f" ] && { echo "--- $f"; cat "$f"; }
-    done
-    exit 1
-}
+. "$(dirname "$0")/../lib/check.sh"   # fail, ok, eq
+. "$(dirname "$0")/../lib/require.sh" # require_tool
+RH_DUMP='out err sum.txt sum.csv churn.csv'
+require_tool sqlite3 sqlite3
 q() { sqlite3 p.db "$1"; }
 # within A B PCT: |A - B| <= PCT % of B
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= p / 100 * b) }'; }

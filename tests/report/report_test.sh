@@ -23,6 +23,8 @@ step=$1 bin=$2 src=$3 work=$4
 rheaper="$bin/rheaper"
 pass=0 fail=0
 tab=$(printf '\t')
+. "$(dirname "$0")/../lib/require.sh"
+require_tool xmllint libxml2-utils
 
 fail() { fail=$((fail + 1)); echo "FAIL: $1"; }
 check() { # check MESSAGE COMMAND...: the command's status decides
@@ -227,10 +229,7 @@ within() { # within VALUE TOLERANCE A B: |VALUE - A| <= TOLERANCE and |VALUE - B
 leak_shown() { tr '\n' ' ' < "$out" | grep -qE '1\.50K leaked over 5 calls from[[:space:]]+leaf_b'; }
 
 step_heaptrack() {
-    if ! command -v heaptrack_print > /dev/null; then
-        echo "SKIP: heaptrack_print not installed (Debian package heaptrack)"
-        exit 77
-    fi
+    require_tool heaptrack_print heaptrack
     for prog in known workload; do
         ht="$work/$prog.heaptrack"
         run 0 "$rheaper" export heaptrack "$(db "$prog")" -o "$ht"
@@ -318,10 +317,7 @@ step_html() {
     for name in chromium chromium-browser google-chrome; do
         browser=$(command -v "$name") && break || browser=
     done
-    if [ -z "$browser" ]; then
-        echo "SKIP: no Chromium (Debian package chromium; cmake/quickstart.sh test installs it)"
-        exit 77
-    fi
+    [ -n "$browser" ] || require_tool chromium chromium
     tmp="$work/chromium"
     rm -rf "$tmp" && mkdir -p "$tmp"
     # the checks can fail: a page with a console message and a fetch is caught

@@ -12,13 +12,10 @@ set -u
 BIN=$1 H=$2 WORK=$3 CASE=$4
 rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
 
-fail() {
-    echo "FAIL: $CASE: $*"
-    for f in out err conv.err cli.err; do
-        [ -f "$f" ] && { echo "--- $f"; cat "$f"; }
-    done
-    exit 1
-}
+. "$(dirname "$0")/../lib/check.sh"   # fail, ok, eq
+. "$(dirname "$0")/../lib/require.sh" # require_tool
+RH_DUMP='out err conv.err cli.err'
+require_tool sqlite3 sqlite3
 q() { sqlite3 p.db "$1"; }
 meta() { q "select value from meta where key = '$1'"; }
 # within EST TRUE PCT WHAT: |EST - TRUE| <= PCT % of TRUE

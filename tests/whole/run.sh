@@ -21,6 +21,11 @@ shift 5
 envs=""
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 [ $# -gt 0 ] && shift
+# the system libraries some cases link (cmake/quickstart.sh's TEST_PKGS)
+. "$src/../lib/require.sh"
+case " $* " in *" -ljemalloc "*) require_file /usr/include/jemalloc/jemalloc.h libjemalloc-dev ;; esac
+case " $* " in *" -lz "*) require_file /usr/include/zlib.h zlib1g-dev ;; esac
+case " $* " in *" -lxml2 "*) require_file /usr/include/libxml2/libxml/parser.h libxml2-dev ;; esac
 
 rm -rf "$work" && mkdir -p "$work"
 cd "$work"
