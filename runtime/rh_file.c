@@ -73,7 +73,7 @@ void rh_spin_unlock(int *l)
 /* strerror without translation or allocation. */
 static const char *rh_errstr(int err)
 {
-    const char *s = strerrordesc_np(err);
+    const char *s = rh_arch_strerror(err);
     return s ? s : "unknown error";
 }
 
@@ -622,7 +622,9 @@ static int rh_mod_cb(struct dl_phdr_info *info, size_t size, void *arg)
     struct rh_mod_buf *b = arg;
     char exe[RIP_HDR_EXE_MAX];
     const char *path = info->dlpi_name ? info->dlpi_name : "";
-    if (!*path && b->count == 0) {
+    /* the first object is the program: glibc names it "", musl argv[0]
+     * (dynamic) or "/proc/self/exe" (static); the link names the file */
+    if (b->count == 0) {
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = '\0';
         path = exe;
