@@ -88,6 +88,61 @@ static inline long rh_arch_rename(const char *from, const char *to)
 #endif
 }
 
+/* mmap with a byte offset: 32-bit ports take it in 4096-byte units
+ * (mmap2); their SYS_mmap is an older call that takes a struct. */
+static inline long rh_arch_mmap(void *addr, size_t len, int prot, int flags, int fd, uint64_t off)
+{
+#if defined(SYS_mmap2)
+    return syscall(SYS_mmap2, addr, len, prot, flags, fd, (unsigned long)(off >> 12));
+#else
+    return syscall(SYS_mmap, addr, len, prot, flags, fd, (long)off);
+#endif
+}
+
+/* File calls with 64-bit offsets. 32-bit ports pass them as two registers,
+ * low word first (little-endian i386 and ARM), ARM's EABI on an even pair. */
+#if UINTPTR_MAX == 0xffffffffu
+#define RH_LO(v) ((unsigned long)((uint64_t)(v) & 0xffffffffu))
+#define RH_HI(v) ((unsigned long)((uint64_t)(v) >> 32))
+#if defined(__arm__)
+#define RH_PAIR_PAD 0,
+#else
+#define RH_PAIR_PAD
+#endif
+static inline long rh_arch_pwrite(int fd, const void *buf, size_t n, uint64_t off)
+{
+    return syscall(SYS_pwrite64, fd, buf, n, RH_PAIR_PAD RH_LO(off), RH_HI(off));
+}
+static inline long rh_arch_ftruncate(int fd, uint64_t len)
+{
+    return syscall(SYS_ftruncate64, fd, RH_PAIR_PAD RH_LO(len), RH_HI(len));
+}
+static inline long rh_arch_fallocate(int fd, int mode, uint64_t off, uint64_t len)
+{
+    return syscall(SYS_fallocate, fd, mode, RH_LO(off), RH_HI(off), RH_LO(len), RH_HI(len));
+}
+#else
+static inline long rh_arch_pwrite(int fd, const void *buf, size_t n, uint64_t off)
+{
+    return syscall(SYS_pwrite64, fd, buf, n, (long)off);
+}
+static inline long rh_arch_ftruncate(int fd, uint64_t len)
+{
+    return syscall(SYS_ftruncate, fd, (long)len);
+}
+static inline long rh_arch_fallocate(int fd, int mode, uint64_t off, uint64_t len)
+{
+    return syscall(SYS_fallocate, fd, mode, (long)off, (long)len);
+}
+#endif
+/* open flags: 32-bit ports need O_LARGEFILE for files past 2 GiB (0 on
+ * 64-bit ones, where the kernel implies it) */
+#if defined(O_LARGEFILE)
+#define RH_O_LARGEFILE O_LARGEFILE
+#else
+#define RH_O_LARGEFILE 0
+#endif
+
 /* futex operations (musl ships no linux/futex.h; the numbers are the kernel's). */
 #define RH_FUTEX_WAIT 0
 #define RH_FUTEX_WAKE 1

@@ -140,8 +140,8 @@ static void rh_ctl_marker_in_place(const char *text, size_t n)
     int fd = rh_sys_open(rh_ctl_marker, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
     if (fd < 0)
         return;
-    if ((ssize_t)syscall(SYS_pwrite64, fd, text, n, (off_t)0) == (ssize_t)n)
-        (void)syscall(SYS_ftruncate, fd, (off_t)n);
+    if ((ssize_t)rh_arch_pwrite(fd, text, n, 0) == (ssize_t)n)
+        (void)rh_arch_ftruncate(fd, n);
     rh_sys_close(fd);
 }
 

@@ -648,7 +648,7 @@ RH_ALWAYS_INLINE int rh_sample_alloc(void *p, size_t size)
 {
     int64_t left = (int64_t)((uint64_t)rh_tls_sample_left - (uint64_t)size);
     if (rh_likely(rh_sample_bkey == rh_tls_sample_key && left > 0 && (intptr_t)p > 0 &&
-                  size < ((size_t)1 << 62))) {
+                  (uint64_t)size >> 62 == 0)) {
         rh_tls_sample_left = left;
         return 0;
     }

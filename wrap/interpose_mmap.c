@@ -53,9 +53,9 @@ static inline int rh_im_begin(void)
     return 1;
 }
 
-static void *rh_im_mmap(void *addr, size_t len, int prot, int flags, int fd, long off)
+static void *rh_im_mmap(void *addr, size_t len, int prot, int flags, int fd, long long off)
 {
-    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    long r = rh_arch_mmap(addr, len, prot, flags, fd, (uint64_t)off);
     return r == -1 ? MAP_FAILED : (void *)r;
 }
 
@@ -73,7 +73,7 @@ RH_IP void *mmap(void *addr, size_t len, int prot, int flags, int fd, long off)
 
 /* musl has no mmap64 of its own (a macro for mmap, or nothing) */
 #if defined(__GLIBC__)
-RH_IP void *mmap64(void *addr, size_t len, int prot, int flags, int fd, long off)
+RH_IP void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
     if (!rh_im_begin())
         return rh_im_mmap(addr, len, prot, flags, fd, off);

@@ -87,7 +87,7 @@ RH_WRAP void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, l
 
 /* musl has no mmap64 of its own (a macro for mmap, or nothing) */
 #if defined(__GLIBC__)
-RH_WRAP void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd, long off)
+RH_WRAP void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd, long long off)
 {
     if (!rh_mm_begin())
         return __real_mmap64(addr, len, prot, flags, fd, off);
