@@ -24,7 +24,7 @@
  * steps through them. gcc lays out ARM and MIPS64 frames differently: the
  * walk is not ported there (docs/platforms.md). */
 #define RH_WORD ((uintptr_t)sizeof(uintptr_t))
-#define RH_FRAME_REC (2u * RH_WORD)   /* bytes of a frame record */
+#define RH_FRAME_REC (2u * RH_WORD) /* bytes of a frame record */
 #define RH_WORD_MISALIGNED(p) (((uintptr_t)(p)) & (RH_WORD - 1u))
 
 /* A return address as the program can use it: AArch64 code built with
@@ -102,7 +102,7 @@ static inline long rh_arch_mmap(void *addr, size_t len, int prot, int flags, int
 /* File calls with 64-bit offsets. 32-bit ports pass them as two registers,
  * low word first (little-endian i386 and ARM), ARM's EABI on an even pair. */
 #if UINTPTR_MAX == 0xffffffffu
-#define RH_LO(v) ((unsigned long)((uint64_t)(v) & 0xffffffffu))
+#define RH_LO(v) ((unsigned long)((uint64_t)(v)&0xffffffffu))
 #define RH_HI(v) ((unsigned long)((uint64_t)(v) >> 32))
 #if defined(__arm__)
 #define RH_PAIR_PAD 0,

@@ -627,10 +627,12 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
     sqlite3_finalize(m);
     /* the memory beside the heap (rh_cli_memory.c), as comments that
      * `go tool pprof -comments` prints */
-    int64_t cm[4];
+    int64_t cm[5];
     size_t ncm = 0;
     struct rh_memfig mf;
     if (heap && rh_memory_figures(db, &mf) == 0 && mf.samples) {
+        if (p.n_comment) /* the CPU samples' note stays first */
+            cm[ncm++] = comments[0];
         const struct rh_mem_point *pts[2] = {&mf.peak, &mf.end};
         for (int i = 0; i < 2; i++) {
             char c[512], af[64] = "";
