@@ -149,7 +149,7 @@ load() { ab -q -n "$1" -c 4 "http://127.0.0.1:$port/" > ab.out 2>&1 || { cat ab.
 # ---- whole-life run -----------------------------------------------------------
 run="$work/run"
 pdir=$(mktemp -d /tmp/rh-nginx.XXXXXX)
-trap 'rm -rf "$pdir" "${pdir2:-}"; [ -n "${master:-}" ] && kill "$master" 2>/dev/null; true' EXIT
+trap 'rm -rf "$pdir" "${pdir2:-}"; [ -z "${master:-}" ] || kill "$master" 2>/dev/null || true' EXIT
 chmod 0755 "$pdir"
 conf "$run"
 start "$run" RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$pdir"
