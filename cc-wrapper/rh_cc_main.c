@@ -162,7 +162,12 @@ static char *rh_find_lib(const char *lib)
 static void rh_add_compile_flags(struct rh_argv *a, const struct rh_cc_scan *s, int clang)
 {
     rh_push(a, "-fno-omit-frame-pointer");
-#if defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
+    /* the target's architecture decides (a cross build sets RH_CC_LEAF_FP):
+     * gcc knows the flag for x86 and AArch64 only */
+#if defined(RH_CC_LEAF_FP)
+    if (RH_CC_LEAF_FP)
+        rh_push(a, "-mno-omit-leaf-frame-pointer");
+#elif defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
     rh_push(a, "-mno-omit-leaf-frame-pointer");
 #endif
     rh_push(a, "-fno-optimize-sibling-calls");
@@ -384,8 +389,13 @@ int main(int argc, char **argv)
     rh_tool = cxx ? "rheaper-c++" : "rheaper-cc";
 
     const char *compiler = getenv(cxx ? "RHEAPER_CXX" : "RHEAPER_CC");
+    /* a cross build (RHEAPER_TARGET_ONLY) bakes in the target's compilers */
+#if !defined(RH_CC_DEFAULT_CC)
+#define RH_CC_DEFAULT_CC "cc"
+#define RH_CC_DEFAULT_CXX "c++"
+#endif
     if (!compiler || !*compiler)
-        compiler = cxx ? "c++" : "cc";
+        compiler = cxx ? RH_CC_DEFAULT_CXX : RH_CC_DEFAULT_CC;
     const char *family = getenv("RHEAPER_CC_FAMILY");
     int clang = family && *family ? strcmp(family, "clang") == 0
                                   : strstr(rh_basename(compiler), "clang") != NULL;

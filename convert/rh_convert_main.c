@@ -23,8 +23,8 @@
 #endif
 
 static const char rh_usage[] =
-    "usage: rheaper-convert [--force] [--quiet] [--search DIR]... [--min-lifetime T]\n"
-    "                       [--parent RIP] RIP DB\n"
+    "usage: rheaper-convert [--force] [--quiet] [--search DIR]... [--min-lifetime T] [--parent RIP] "
+    "RIP DB\n"
     "Converts the rheaper profile RIP (rip-<pid>) into the SQLite database DB.\n"
     "  --force    overwrite DB if it exists\n"
     "  --quiet    no warnings or progress, errors only\n"

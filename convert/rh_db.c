@@ -14,6 +14,7 @@
  * leaves nothing at the requested path.
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -823,6 +824,35 @@ static void rh_meta_text(struct rh_meta *m, const char *key, const char *v)
     m->rc = rh_db_step(m->d, m->st, m->err, m->errlen);
 }
 
+/* The architecture of the profiled program, from its ELF header (e_machine
+ * in the file's own byte order, e_ident's class for MIPS): the name the
+ * server reports, or NULL when the file cannot be read or is none we name. */
+static const char *rh_elf_arch(const char *path)
+{
+    unsigned char h[20];
+    int fd = path && *path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0)
+        return NULL;
+    ssize_t n = pread(fd, h, sizeof h, 0);
+    close(fd);
+    if (n != (ssize_t)sizeof h || memcmp(h, ELFMAG, SELFMAG) != 0)
+        return NULL;
+    unsigned m = h[EI_DATA] == ELFDATA2MSB ? (unsigned)h[18] << 8 | h[19]
+                                           : (unsigned)h[19] << 8 | h[18];
+    int is64 = h[EI_CLASS] == ELFCLASS64;
+    switch (m) {
+    case EM_X86_64: return "x86_64";
+    case EM_386: return "x86";
+    case EM_AARCH64: return "aarch64";
+    case EM_ARM: return "arm";
+    case EM_MIPS: return is64 ? "mips64" : "mips";
+    case EM_RISCV: return is64 ? "riscv64" : "riscv32";
+    case EM_PPC64: return "powerpc64";
+    case EM_S390: return "s390x";
+    default: return NULL;
+    }
+}
+
 static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats *st,
                       uint64_t undefined, char *err, size_t errlen)
 {
@@ -842,6 +872,9 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     int64_t duration = rh_run_duration(r, st->last_ns);
     int clean = r->has_trailer && !r->damaged && !r->cut_short;
     rh_meta_text(&m, "program", r->exe);
+    const char *arch = rh_elf_arch(r->exe); /* no row when the program is not at hand */
+    if (arch)
+        rh_meta_text(&m, "architecture", arch);
     rh_meta_text(&m, "args", r->args);
     rh_meta_text(&m, "command_line", r->cmdline);
     rh_meta_int(&m, "pid", r->hdr.pid);

@@ -232,7 +232,7 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
     }
     int err = rh_check_dir(c.profile_dir);
     if (err) {
-        rh_warn("cannot use profile directory %s: %s", c.profile_dir, strerrordesc_np(err));
+        rh_warn("cannot use profile directory %s: %s", c.profile_dir, rh_arch_strerror(err));
         rc = RHEAPER_ERR_DIR;
         goto out;
     }

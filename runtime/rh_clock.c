@@ -87,6 +87,6 @@ uint64_t rh_ticks_per_sec(void)
     } while (n1 - n0 < 1000000u);
     uint64_t t1 = rh_now();
     if (t1 > t0 && n1 > n0)
-        rh_tps = (uint64_t)((unsigned __int128)(t1 - t0) * 1000000000u / (n1 - n0));
+        rh_tps = rh_arch_muldiv64(t1 - t0, 1000000000u, n1 - n0);
     return rh_tps;
 }

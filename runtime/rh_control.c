@@ -140,8 +140,8 @@ static void rh_ctl_marker_in_place(const char *text, size_t n)
     int fd = rh_sys_open(rh_ctl_marker, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
     if (fd < 0)
         return;
-    if ((ssize_t)syscall(SYS_pwrite64, fd, text, n, (off_t)0) == (ssize_t)n)
-        (void)syscall(SYS_ftruncate, fd, (off_t)n);
+    if ((ssize_t)rh_arch_pwrite(fd, text, n, 0) == (ssize_t)n)
+        (void)rh_arch_ftruncate(fd, n);
     rh_sys_close(fd);
 }
 
@@ -169,7 +169,7 @@ void rh_ctl_marker_update(void)
                       pid, rh_ctl_start, rh_cfg.ctl_signal, state, rh_prof.seq,
                       rh_prof.end_reason == RIP_END_SIZE_LIMIT ? "size-limit" : "normal",
                       rh_prof.seq ? rh_prof.path : "");
-    (void)syscall(SYS_unlink, tmp);
+    (void)rh_arch_unlink(tmp);
     int fd = rh_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
                          0600);
     if (fd < 0) {
@@ -178,8 +178,8 @@ void rh_ctl_marker_update(void)
     }
     ssize_t w = (ssize_t)syscall(SYS_write, fd, text, n);
     rh_sys_close(fd);
-    if (w != (ssize_t)n || syscall(SYS_rename, tmp, rh_ctl_marker) != 0) {
-        (void)syscall(SYS_unlink, tmp);
+    if (w != (ssize_t)n || rh_arch_rename(tmp, rh_ctl_marker) != 0) {
+        (void)rh_arch_unlink(tmp);
         rh_ctl_marker_in_place(text, n);
     }
 }
@@ -193,7 +193,7 @@ void rh_ctl_marker_remove(void)
 {
     if (rh_ctl_marker_pid == (int)getpid() && rh_ctl_marker[0]) {
         rh_ctl_gone_pid = rh_ctl_marker_pid;
-        if (syscall(SYS_unlink, rh_ctl_marker) != 0) {
+        if (rh_arch_unlink(rh_ctl_marker) != 0) {
             /* a directory the process may no longer write: say it is gone */
             static const char gone[] = "rheaper-control 1\npid 0\nstate exited\n";
             rh_ctl_marker_in_place(gone, sizeof gone - 1);
@@ -211,7 +211,7 @@ void rh_ctl_arm(void)
     if (sigaction(sig, NULL, &old) != 0) {
         rh_ctl_self = 0;
         rh_warn("cannot read the handler of signal %d: %s; RHEAPER_ENABLE=signal has no effect",
-                sig, strerrordesc_np(errno));
+                sig, rh_arch_strerror(errno));
         return;
     }
     if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) {
@@ -232,7 +232,7 @@ void rh_ctl_arm(void)
     if (rc != 0) {
         rh_warn("cannot install the handler of signal %d: %s; RHEAPER_ENABLE=signal has no "
                 "effect",
-                sig, strerrordesc_np(errno));
+                sig, rh_arch_strerror(errno));
         return;
     }
     __atomic_store_n(&rh_ctl_is_armed, 1, __ATOMIC_RELEASE);

@@ -292,24 +292,18 @@ static void rh_cpu_handler(int sig, siginfo_t *si, void *ucv)
     }
     rh_guard = RH_GUARD_CALL;
     rh_barrier();
-#if defined(__x86_64__)
-    {
-        const ucontext_t *uc = ucv;
+    uintptr_t pc, sp, fp;
+    if (rh_arch_uc_regs(ucv, &pc, &sp, &fp) == 0) {
         unsigned carry = rh_tls_cpu_carry;
         rh_tls_cpu_carry = 0;
         if (carry)
             __atomic_fetch_sub(&rh_cpu_carried, carry, __ATOMIC_RELAXED);
         rh_tls_in_handler = 1;
-        rh_cpu_sample((uintptr_t)uc->uc_mcontext.gregs[REG_RIP],
-                      (uintptr_t)uc->uc_mcontext.gregs[REG_RSP],
-                      (uintptr_t)uc->uc_mcontext.gregs[REG_RBP],
-                      (si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u) + carry);
+        rh_cpu_sample(pc, sp, fp, (si->si_overrun > 0 ? (unsigned)si->si_overrun : 0u) + carry);
         rh_tls_in_handler = 0;
+    } else {
+        rh_cpu_drop_n(1); /* a port whose ucontext registers rh_arch.h does not know */
     }
-#else
-    (void)ucv;
-    rh_cpu_drop_n(1); /* x86_64 only for now */
-#endif
     rh_barrier();
     rh_guard = 0;
 out:
@@ -327,7 +321,7 @@ static void rh_cpu_timer_start(struct rh_cpu_thr *e)
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = rh_cfg.cpu_signal;
-    sev._sigev_un._tid = e->tid;
+    RH_SIGEV_TID(sev) = e->tid;
     int id = -1;
     if (syscall(SYS_timer_create, RH_THREAD_CPUCLOCK(e->tid), &sev, &id) != 0)
         return; /* the thread is gone, or no timers left: not sampled */
@@ -578,7 +572,7 @@ static void rh_cpu_install(void)
     rh_ctl_self = 0;
     if (rc != 0) {
         rh_warn("cannot install the handler of signal %d: %s; no CPU samples", sig,
-                strerrordesc_np(errno));
+                rh_arch_strerror(errno));
         return;
     }
     __atomic_store_n(&rh_cpu_ready, 1, __ATOMIC_RELEASE);
@@ -593,7 +587,7 @@ unsigned rh_cpu_requested_hz(void)
         return 0;
     ssize_t n = rh_sys_read(fd, buf, sizeof buf - 1);
     rh_sys_close(fd);
-    (void)syscall(SYS_unlink, path); /* one request, one recording */
+    (void)rh_arch_unlink(path); /* one request, one recording */
     if (n <= 0)
         return 0;
     buf[n] = '\0';

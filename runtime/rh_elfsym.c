@@ -13,9 +13,11 @@
  * A context caches the maps text and up to RH_SYM_MODS mapped files for one
  * report and unmaps everything at the end. Names are the symbol table's:
  * static functions are found when .symtab is there, inlined frames are not
- * split (the converter does that later from the raw addresses).
+ * split (the converter does that later from the raw addresses). The files
+ * are of the running program's own ELF class (ElfW).
  */
 #include <elf.h>
+#include <link.h> /* ElfW: the running program's own ELF class */
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -168,7 +170,7 @@ static struct rh_sym_mod *rh_sym_mod(struct rh_sym_ctx *c, const char *path)
     m->path[n] = 0;
     int fd = rh_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
     struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(Elf64_Ehdr)) {
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(ElfW(Ehdr))) {
         void *img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (img != MAP_FAILED) {
             m->img = img;
@@ -181,30 +183,30 @@ static struct rh_sym_mod *rh_sym_mod(struct rh_sym_ctx *c, const char *path)
 }
 
 /* A section header of image m, bounds-checked. */
-static const Elf64_Shdr *rh_sym_shdr(const struct rh_sym_mod *m, const Elf64_Ehdr *eh, unsigned i)
+static const ElfW(Shdr) *rh_sym_shdr(const struct rh_sym_mod *m, const ElfW(Ehdr) *eh, unsigned i)
 {
     uint64_t off = eh->e_shoff + (uint64_t)i * eh->e_shentsize;
-    if (i >= eh->e_shnum || eh->e_shentsize < sizeof(Elf64_Shdr) || off + sizeof(Elf64_Shdr) > m->size)
+    if (i >= eh->e_shnum || eh->e_shentsize < sizeof(ElfW(Shdr)) || off + sizeof(ElfW(Shdr)) > m->size)
         return NULL;
-    return (const Elf64_Shdr *)(m->img + off);
+    return (const ElfW(Shdr) *)(m->img + off);
 }
 
 /* Looks link-time address v up in the symbol table of type `type`. Writes
  * "name+0xoff" and returns 1 when found. */
-static int rh_sym_lookup(const struct rh_sym_mod *m, const Elf64_Ehdr *eh, uint32_t type,
+static int rh_sym_lookup(const struct rh_sym_mod *m, const ElfW(Ehdr) *eh, uint32_t type,
                          uint64_t v, char *out, size_t len)
 {
     for (unsigned i = 0; i < eh->e_shnum; i++) {
-        const Elf64_Shdr *sh = rh_sym_shdr(m, eh, i);
-        if (!sh || sh->sh_type != type || sh->sh_entsize < sizeof(Elf64_Sym))
+        const ElfW(Shdr) *sh = rh_sym_shdr(m, eh, i);
+        if (!sh || sh->sh_type != type || sh->sh_entsize < sizeof(ElfW(Sym)))
             continue;
-        const Elf64_Shdr *strs = rh_sym_shdr(m, eh, sh->sh_link);
+        const ElfW(Shdr) *strs = rh_sym_shdr(m, eh, sh->sh_link);
         if (!strs || sh->sh_offset + sh->sh_size > m->size ||
             strs->sh_offset + strs->sh_size > m->size)
             continue;
         uint64_t n = sh->sh_size / sh->sh_entsize;
         for (uint64_t k = 0; k < n; k++) {
-            const Elf64_Sym *s = (const Elf64_Sym *)(m->img + sh->sh_offset + k * sh->sh_entsize);
+            const ElfW(Sym) *s = (const ElfW(Sym) *)(m->img + sh->sh_offset + k * sh->sh_entsize);
             unsigned t = ELF64_ST_TYPE(s->st_info);
             if ((t != STT_FUNC && t != STT_GNU_IFUNC) || s->st_shndx == SHN_UNDEF || !s->st_size)
                 continue;
@@ -240,17 +242,17 @@ int rh_sym_name(struct rh_sym_ctx *c, uintptr_t addr, char *out, size_t len, con
     if (!m)
         return 0;
     *module = m->path;
-    if (!m->img || memcmp(m->img, ELFMAG, SELFMAG) != 0 || m->img[EI_CLASS] != ELFCLASS64)
+    if (!m->img || memcmp(m->img, ELFMAG, SELFMAG) != 0 || m->img[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32))
         return 0;
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)m->img;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m->img;
     /* file offset -> link-time address through the PT_LOAD holding it */
     uint64_t v = 0;
     int found = 0;
     for (unsigned i = 0; i < eh->e_phnum && !found; i++) {
         uint64_t off = eh->e_phoff + (uint64_t)i * eh->e_phentsize;
-        if (eh->e_phentsize < sizeof(Elf64_Phdr) || off + sizeof(Elf64_Phdr) > m->size)
+        if (eh->e_phentsize < sizeof(ElfW(Phdr)) || off + sizeof(ElfW(Phdr)) > m->size)
             break;
-        const Elf64_Phdr *ph = (const Elf64_Phdr *)(m->img + off);
+        const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(m->img + off);
         if (ph->p_type == PT_LOAD && foff >= ph->p_offset && foff - ph->p_offset < ph->p_filesz) {
             v = foff - ph->p_offset + ph->p_vaddr;
             found = 1;

@@ -73,7 +73,7 @@ void rh_spin_unlock(int *l)
 /* strerror without translation or allocation. */
 static const char *rh_errstr(int err)
 {
-    const char *s = strerrordesc_np(err);
+    const char *s = rh_arch_strerror(err);
     return s ? s : "unknown error";
 }
 
@@ -83,7 +83,7 @@ static const char *rh_errstr(int err)
 
 int rh_sys_open(const char *path, int flags, unsigned mode)
 {
-    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags | RH_O_LARGEFILE, mode);
 }
 
 void rh_sys_close(int fd)
@@ -100,7 +100,7 @@ ssize_t rh_sys_read(int fd, void *buf, size_t len)
 
 void *rh_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
-    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    long r = rh_arch_mmap(addr, len, prot, flags, fd, (uint64_t)off);
     return r == -1 ? MAP_FAILED : (void *)r;
 }
 
@@ -115,7 +115,7 @@ static int rh_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 {
     const char *p = buf;
     while (len) {
-        ssize_t w = (ssize_t)syscall(SYS_pwrite64, fd, p, len, (off_t)off);
+        ssize_t w = (ssize_t)rh_arch_pwrite(fd, p, len, (uint64_t)off);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -148,7 +148,7 @@ static int rh_reserve_disk(int fd, uint64_t off, uint64_t len)
     if (err)
         return err;
     for (;;) {
-        if (syscall(SYS_fallocate, fd, 0, (off_t)off, (off_t)len) == 0)
+        if (rh_arch_fallocate(fd, 0, (uint64_t)off, (uint64_t)len) == 0)
             return 0;
         if (errno == EINTR)
             continue;
@@ -159,7 +159,7 @@ static int rh_reserve_disk(int fd, uint64_t off, uint64_t len)
             return errno;
         if ((uint64_t)st.st_size >= off + len)
             return 0;
-        return ftruncate(fd, (off_t)(off + len)) == 0 ? 0 : errno;
+        return rh_arch_ftruncate(fd, (uint64_t)(off + len)) == 0 ? 0 : errno;
     }
 }
 
@@ -622,7 +622,9 @@ static int rh_mod_cb(struct dl_phdr_info *info, size_t size, void *arg)
     struct rh_mod_buf *b = arg;
     char exe[RIP_HDR_EXE_MAX];
     const char *path = info->dlpi_name ? info->dlpi_name : "";
-    if (!*path && b->count == 0) {
+    /* the first object is the program: glibc names it "", musl argv[0]
+     * (dynamic) or "/proc/self/exe" (static); the link names the file */
+    if (b->count == 0) {
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = '\0';
         path = exe;

@@ -51,7 +51,12 @@
  * reference pulls no member out of libc.a (a static program with an
  * allocator of its own would otherwise get libc's malloc.o and two
  * definitions of malloc), and a program without jemalloc has no mallctl. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
+#define RH_HAVE_MALLINFO2 1
 extern struct mallinfo2 mallinfo2(void) __attribute__((weak));
+#else
+#define RH_HAVE_MALLINFO2 0 /* musl: no allocator figures but jemalloc's */
+#endif
 extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
     __attribute__((weak));
 
@@ -131,14 +136,17 @@ static int rh_mem_allocator(struct rh_mem_fig *f)
             return rh_mem_source;
         }
         rh_mem_source = RIP_MEM_SRC_NONE;
+#if RH_HAVE_MALLINFO2
         if (mallinfo2) {
             struct mallinfo2 mi = mallinfo2();
             if (mi.arena || mi.hblkhd)
                 rh_mem_source = RIP_MEM_SRC_GLIBC;
         }
+#endif
     }
     if (rh_mem_source == RIP_MEM_SRC_JEMALLOC)
         return rh_mem_jemalloc(f) == 0 ? RIP_MEM_SRC_JEMALLOC : RIP_MEM_SRC_NONE;
+#if RH_HAVE_MALLINFO2
     if (rh_mem_source == RIP_MEM_SRC_GLIBC) {
         struct mallinfo2 mi = mallinfo2();
         f->a_system = mi.arena;
@@ -148,6 +156,7 @@ static int rh_mem_allocator(struct rh_mem_fig *f)
         f->a_releasable = mi.keepcost;
         return RIP_MEM_SRC_GLIBC;
     }
+#endif
     return RIP_MEM_SRC_NONE;
 }
 
@@ -199,7 +208,7 @@ void rh_mem_start(void)
     uint64_t tps = rh_ticks_per_sec();
     if (!tps)
         tps = 1000000000u;
-    uint64_t period = (uint64_t)((unsigned __int128)tps * rh_cfg.rss_ms / 1000u) >> rh_clock_shift;
+    uint64_t period = rh_arch_muldiv64(tps, rh_cfg.rss_ms, 1000u) >> rh_clock_shift;
     rh_mem_period = period ? period : 1;
     __atomic_store_n(&rh_mem_alloc_next, 0, __ATOMIC_RELAXED);
     /* the first recorded event takes the first sample */

@@ -132,7 +132,7 @@ int rh_priv_change(unsigned uid, unsigned gid)
     } else if (err) {
         rh_warn("cannot hand profile %s to user %u before the program changes its "
                 "credentials: %s; the recording is closed here, complete up to this call",
-                path, uid, strerrordesc_np(err));
+                path, uid, rh_arch_strerror(err));
         rh_stop_clean(RIP_END_CREDENTIALS);
     }
     if (rh_ctl_armed())

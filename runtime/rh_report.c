@@ -572,7 +572,7 @@ void rh_report_ctl(void)
             break;
     }
     if (fd < 0) {
-        rh_warn("cannot create the report %s: %s", path, strerrordesc_np(errno));
+        rh_warn("cannot create the report %s: %s", path, rh_arch_strerror(errno));
         return;
     }
     rheaper_thread_report(fd, RHEAPER_REPORT_TEXT);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "rh_arch.h"
 #include "rh_hooks.h"
 #include "rip_format.h"
 
@@ -386,16 +387,16 @@ RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max
     uintptr_t cur = (uintptr_t)fp;
     uintptr_t lo = rh_tls_stack_lo, hi = rh_tls_stack_hi;
     uint64_t h = rh_walk_step(0x52484541505249ull, kind); /* "RHEAPRI" */
-    uintptr_t ret = ((const uintptr_t *)cur)[1];
+    uintptr_t ret = rh_arch_ret(((const uintptr_t *)cur)[1]);
     h = rh_walk_step(h, ret);
     uint32_t n = 1, cut = 0;
     struct rh_walk_rest o;
-    if (rh_unlikely(cur < lo || hi < 16 || cur > hi - 16)) {
+    if (rh_unlikely(cur < lo || hi < RH_FRAME_REC || cur > hi - RH_FRAME_REC)) {
         rh_stack_walk_far(cur, max, h, &o);
         h = o.h, n = o.n, cut = o.cut;
         goto done;
     }
-    uintptr_t top = hi - 16;
+    uintptr_t top = hi - RH_FRAME_REC;
     uint32_t left = max > 1 ? max - 1 : 0; /* frames still allowed */
     for (;;) {
         if (rh_unlikely(!rh_unwind_fp_frame(ret))) {
@@ -403,23 +404,23 @@ RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max
              * frames from the tail memo, as rh_ws_run would take them */
             const struct rh_tail *m = &rh_tls_tail;
             uint32_t mn = m->n;
-            if (rh_likely(mn && mn <= left && m->pc == ret && m->rsp == cur + 16)) {
+            if (rh_likely(mn && mn <= left && m->pc == ret && m->rsp == cur + RH_FRAME_REC)) {
                 for (uint32_t i = 0; i < mn; i++)
                     h = rh_walk_step(h, m->f[i]);
                 left -= mn;
                 break;
             }
-            rh_stack_walk_cont(ret, cur + 16, ((const uintptr_t *)cur)[0], lo, hi, max, h,
+            rh_stack_walk_cont(ret, cur + RH_FRAME_REC, ((const uintptr_t *)cur)[0], lo, hi, max, h,
                                max - left, &o);
             h = o.h, n = o.n, cut = o.cut;
             goto done;
         }
         uintptr_t next = ((const uintptr_t *)cur)[0];
-        if ((next & 7u) || next < cur + 16 || next > top) {
+        if (RH_WORD_MISALIGNED(next) || next < cur + RH_FRAME_REC || next > top) {
             cut = next != 0;
             break;
         }
-        ret = ((const uintptr_t *)next)[1];
+        ret = rh_arch_ret(((const uintptr_t *)next)[1]);
         if (ret <= 4096u) {
             cut = 1;
             break;
@@ -647,7 +648,7 @@ RH_ALWAYS_INLINE int rh_sample_alloc(void *p, size_t size)
 {
     int64_t left = (int64_t)((uint64_t)rh_tls_sample_left - (uint64_t)size);
     if (rh_likely(rh_sample_bkey == rh_tls_sample_key && left > 0 && (intptr_t)p > 0 &&
-                  size < ((size_t)1 << 62))) {
+                  (uint64_t)size >> 62 == 0)) {
         rh_tls_sample_left = left;
         return 0;
     }

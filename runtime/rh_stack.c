@@ -41,8 +41,6 @@
 
 #define RH_STACK_TABLE_BITS 21
 
-extern void *__libc_stack_end;
-
 RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
 RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
 
@@ -90,7 +88,7 @@ struct rh_stack_table *rh_stack_table_new(void)
 void rh_stack_bounds_compute(void)
 {
     int e = errno; /* rh_record_* keep errno; getrlimit and pthread_* may not */
-    uintptr_t main_top = (uintptr_t)__libc_stack_end;
+    uintptr_t main_top = rh_arch_main_stack_end();
     uintptr_t lim = 8u << 20;
     struct rlimit rl;
     if (getrlimit(RLIMIT_STACK, &rl) == 0)
@@ -263,15 +261,16 @@ static void rh_ws_run(struct rh_ws *s, uintptr_t pc, uintptr_t rsp, uintptr_t rb
         if (kind == RH_UW_FP) {
             if (rbp == 0)
                 return; /* the outermost frame record */
-            if ((rbp & 7u) || rbp < rsp || s->hi < 16 || rbp > s->hi - 16)
+            if (RH_WORD_MISALIGNED(rbp) || rbp < rsp || s->hi < RH_FRAME_REC ||
+                rbp > s->hi - RH_FRAME_REC)
                 goto stuck;
-            ret = ((const uintptr_t *)rbp)[1];
+            ret = rh_arch_ret(((const uintptr_t *)rbp)[1]);
             if (ret <= 4096u)
                 goto stuck;
             if (!rh_ws_emit(s, ret))
                 return;
             pc = ret;
-            rsp = rbp + 16;
+            rsp = rbp + RH_FRAME_REC;
             rbp = ((const uintptr_t *)rbp)[0];
             continue;
         }
@@ -355,7 +354,7 @@ void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_re
     const uintptr_t *f = (const uintptr_t *)fp;
     struct rh_ws s = {0, 0, h, 1, max, 0, NULL, 0, NULL, 0};
     if (rh_ws_start(&s, fp))
-        rh_ws_run(&s, f[1], fp + 16, f[0]);
+        rh_ws_run(&s, rh_arch_ret(f[1]), fp + RH_FRAME_REC, f[0]);
     else
         s.cut = 1;
     rh_ws_result(&s, o);
@@ -372,11 +371,12 @@ uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p)
     int e = errno;
     const uintptr_t *f = (const uintptr_t *)fp;
     struct rh_ws s = {0, 0, 0, 1, nframes, 0, p, 0, NULL, 0};
-    p = rip_put_varint(p, rip_zigzag((int64_t)f[1]));
+    uintptr_t ret0 = rh_arch_ret(f[1]);
+    p = rip_put_varint(p, rip_zigzag((int64_t)ret0));
     s.enc = p;
-    s.prev = f[1];
+    s.prev = ret0;
     if (nframes > 1 && rh_ws_start(&s, (uintptr_t)fp))
-        rh_ws_run(&s, f[1], (uintptr_t)fp + 16, f[0]);
+        rh_ws_run(&s, ret0, (uintptr_t)fp + RH_FRAME_REC, f[0]);
     errno = e;
     return s.enc;
 }

@@ -42,7 +42,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -155,14 +154,14 @@ int rh_stream_on(void)
 
 static void rh_futex_wake(uint32_t *w)
 {
-    syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+    syscall(SYS_futex, w, RH_FUTEX_WAKE | RH_FUTEX_PRIVATE, INT32_MAX, NULL, NULL, 0);
 }
 
 /* Waits while *w == seen, at most ms milliseconds. Not a cancellation point. */
 static void rh_futex_wait(uint32_t *w, uint32_t seen, unsigned ms)
 {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+    syscall(SYS_futex, w, RH_FUTEX_WAIT | RH_FUTEX_PRIVATE, seen, &ts, NULL, 0);
 }
 
 /* Leaves a warning for a program thread to print (see the file comment) and
@@ -376,7 +375,7 @@ static void rh_sq_fail_common(uint32_t epoch, const char *what, int err)
         rh_sq_clear_locked();
     }
     if (rh_sq.ended != epoch) {
-        const char *e = err ? strerrordesc_np(err) : NULL;
+        const char *e = err ? rh_arch_strerror(err) : NULL;
         rh_sq_warn_later("stream to collector %s: %s%s%s; tracking stopped (the program runs on)",
                          rh_cfg.stream, what, e ? ": " : "", e ? e : "");
     }

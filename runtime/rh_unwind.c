@@ -702,6 +702,7 @@ static int rh_uw_find_object(uintptr_t pc, struct rh_uw_obj *o)
         *o = rh_uw_main.obj;
         return 0;
     }
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
     struct dl_find_object dfo;
     if (_dl_find_object((void *)pc, &dfo) != 0 || !dfo.dlfo_eh_frame || !dfo.dlfo_link_map)
         return -1;
@@ -721,6 +722,9 @@ static int rh_uw_find_object(uintptr_t pc, struct rh_uw_obj *o)
         o->hdr != (const uint8_t *)dfo.dlfo_eh_frame)
         return -1;
     return 0;
+#else
+    return -1; /* no _dl_find_object (musl): the main program's CFI only */
+#endif
 }
 
 /* ---- the cached rule and the walk --------------------------------------- */

@@ -53,9 +53,9 @@ static inline int rh_im_begin(void)
     return 1;
 }
 
-static void *rh_im_mmap(void *addr, size_t len, int prot, int flags, int fd, long off)
+static void *rh_im_mmap(void *addr, size_t len, int prot, int flags, int fd, long long off)
 {
-    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    long r = rh_arch_mmap(addr, len, prot, flags, fd, (uint64_t)off);
     return r == -1 ? MAP_FAILED : (void *)r;
 }
 
@@ -71,7 +71,9 @@ RH_IP void *mmap(void *addr, size_t len, int prot, int flags, int fd, long off)
     return r;
 }
 
-RH_IP void *mmap64(void *addr, size_t len, int prot, int flags, int fd, long off)
+/* musl has no mmap64 of its own (a macro for mmap, or nothing) */
+#if defined(__GLIBC__)
+RH_IP void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
 {
     if (!rh_im_begin())
         return rh_im_mmap(addr, len, prot, flags, fd, off);
@@ -82,6 +84,7 @@ RH_IP void *mmap64(void *addr, size_t len, int prot, int flags, int fd, long off
     errno = e;
     return r;
 }
+#endif
 
 RH_IP int munmap(void *addr, size_t len)
 {
@@ -116,6 +119,7 @@ RH_IP void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
     return p;
 }
 
+#if defined(__GLIBC__) /* glibc only */
 RH_IP int mallopt(int param, int value)
 {
     if (!rh_im_begin())
@@ -127,3 +131,4 @@ RH_IP int mallopt(int param, int value)
     errno = e;
     return r;
 }
+#endif

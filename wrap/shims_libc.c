@@ -152,6 +152,7 @@ RH_WRAP int __wrap_asprintf(char **sp, const char *fmt, ...)
     return rc;
 }
 
+#if defined(__GLIBC__) /* glibc only */
 RH_WRAP int __wrap___vasprintf_chk(char **sp, int flag, const char *fmt, va_list ap)
 {
     RH_LIBC_BEGIN(RH_KIND_VASPRINTF, int, __real___vasprintf_chk(sp, flag, fmt, ap));
@@ -159,7 +160,9 @@ RH_WRAP int __wrap___vasprintf_chk(char **sp, int flag, const char *fmt, va_list
     rh_asprintf_done(RH_KIND_VASPRINTF, sp, rc, RH_FP());
     return rc;
 }
+#endif
 
+#if defined(__GLIBC__) /* glibc only */
 RH_WRAP int __wrap___asprintf_chk(char **sp, int flag, const char *fmt, ...)
 {
     va_list ap;
@@ -185,6 +188,7 @@ RH_WRAP int __wrap___asprintf_chk(char **sp, int flag, const char *fmt, ...)
     rh_asprintf_done(RH_KIND_ASPRINTF, sp, rc, RH_FP());
     return rc;
 }
+#endif
 
 /* Ends a hooked getline/getdelim by comparing the caller's buffer before (old,
  * old_n) and after: NULL -> buffer is an allocation; a moved or resized buffer
@@ -276,6 +280,7 @@ RH_WRAP char *__wrap_realpath(const char *path, char *resolved)
     return p;
 }
 
+#if defined(__GLIBC__) /* glibc only */
 RH_WRAP char *__wrap___realpath_chk(const char *path, char *resolved, size_t resolvedlen)
 {
     if (resolved != NULL)
@@ -285,6 +290,7 @@ RH_WRAP char *__wrap___realpath_chk(const char *path, char *resolved, size_t res
     rh_shim_str_done(RH_KIND_REALPATH, p, 0, RH_FP());
     return p;
 }
+#endif
 
 /* getcwd allocates only when buf is NULL: `size` bytes, or just enough when
  * size is 0 (glibc's documented extension). */
@@ -298,6 +304,7 @@ RH_WRAP char *__wrap_getcwd(char *buf, size_t size)
     return p;
 }
 
+#if defined(__GLIBC__) /* glibc only */
 RH_WRAP char *__wrap___getcwd_chk(char *buf, size_t size, size_t buflen)
 {
     if (buf != NULL)
@@ -307,6 +314,7 @@ RH_WRAP char *__wrap___getcwd_chk(char *buf, size_t size, size_t buflen)
     rh_shim_str_done(RH_KIND_GETCWD, p, size, RH_FP());
     return p;
 }
+#endif
 
 RH_WRAP char *__wrap_get_current_dir_name(void)
 {
@@ -316,6 +324,7 @@ RH_WRAP char *__wrap_get_current_dir_name(void)
     return p;
 }
 
+#if defined(__GLIBC__) /* glibc only */
 RH_WRAP char *__wrap_canonicalize_file_name(const char *path)
 {
     RH_LIBC_BEGIN(RH_KIND_CANONICALIZE_FILE_NAME, char *, __real_canonicalize_file_name(path));
@@ -323,6 +332,7 @@ RH_WRAP char *__wrap_canonicalize_file_name(const char *path)
     rh_shim_str_done(RH_KIND_CANONICALIZE_FILE_NAME, p, 0, RH_FP());
     return p;
 }
+#endif
 
 /* ---- open_memstream registry ---------------------------------------------------- */
 

@@ -239,6 +239,7 @@ RH_WRAP void *__wrap_valloc(size_t n)
     return p;
 }
 
+#if defined(__GLIBC__) /* musl has no pvalloc */
 /* pvalloc: records the requested size; glibc rounds the block up to a page. */
 RH_WRAP void *__wrap_pvalloc(size_t n)
 {
@@ -248,3 +249,4 @@ RH_WRAP void *__wrap_pvalloc(size_t n)
     rh_shim_alloc_done(RH_KIND_PVALLOC, p, n, RH_FP());
     return p;
 }
+#endif

@@ -85,7 +85,9 @@ RH_WRAP void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd, l
     return r;
 }
 
-RH_WRAP void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd, long off)
+/* musl has no mmap64 of its own (a macro for mmap, or nothing) */
+#if defined(__GLIBC__)
+RH_WRAP void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd, long long off)
 {
     if (!rh_mm_begin())
         return __real_mmap64(addr, len, prot, flags, fd, off);
@@ -96,6 +98,7 @@ RH_WRAP void *__wrap_mmap64(void *addr, size_t len, int prot, int flags, int fd,
     errno = e;
     return r;
 }
+#endif
 
 RH_WRAP int __wrap_munmap(void *addr, size_t len)
 {
@@ -124,6 +127,7 @@ RH_WRAP void *__wrap_mremap(void *old, size_t old_len, size_t new_len, int flags
     return r;
 }
 
+#if defined(__GLIBC__) /* glibc only */
 RH_WRAP int __wrap_mallopt(int param, int value)
 {
     if (!rh_mm_begin())
@@ -135,3 +139,4 @@ RH_WRAP int __wrap_mallopt(int param, int value)
     errno = e;
     return r;
 }
+#endif

@@ -227,8 +227,18 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
         }
         fprintf(o, "%s{\"id\":\"%s\",\"executable\":", i ? "," : "", s->p[i].id);
         rh_json_string(o, s->p[i].name);
+        /* from the program's ELF header at conversion; "unknown" without it */
+        char arch[32] = "unknown";
+        sqlite3_stmt *ast = NULL;
+        if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'architecture'", -1, &ast,
+                               NULL) == SQLITE_OK &&
+            sqlite3_step(ast) == SQLITE_ROW && sqlite3_column_text(ast, 0))
+            snprintf(arch, sizeof arch, "%s", (const char *)sqlite3_column_text(ast, 0));
+        sqlite3_finalize(ast);
+        fputs(",\"architecture\":", o);
+        rh_json_string(o, arch);
         fprintf(o,
-                ",\"architecture\":\"x86_64\",\"final_allocated\":%" PRId64
+                ",\"final_allocated\":%" PRId64
                 ",\"final_allocated_count\":%" PRId64 ",\"runtime\":",
                 leaked_b, leaked_n);
         rh_tv(o, dur);

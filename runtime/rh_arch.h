@@ -1,0 +1,222 @@
+/* rh_arch.h: what differs between the architectures and C libraries the
+ * runtime runs on, in one place.
+ *
+ * The rest of the runtime is written for "a Linux with frame records": it asks
+ * this header for the few things that change with the CPU (frame record size,
+ * return-address signing, the registers in a signal's ucontext) and with the C
+ * library (glibc-only symbols, system calls that newer ports dropped).
+ * docs/platforms.md says which targets are tested. Nothing here allocates or
+ * calls anything above the system layer.
+ */
+#ifndef RH_ARCH_H
+#define RH_ARCH_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* ---- frame records ---------------------------------------------------------
+ * A frame record is {saved frame pointer, return address}, two words at the
+ * frame pointer: x86_64 (rbp), i386 (ebp) and AArch64 (x29, x30). The walk
+ * steps through them. gcc lays out ARM and MIPS64 frames differently: the
+ * walk is not ported there (docs/platforms.md). */
+#define RH_WORD ((uintptr_t)sizeof(uintptr_t))
+#define RH_FRAME_REC (2u * RH_WORD) /* bytes of a frame record */
+#define RH_WORD_MISALIGNED(p) (((uintptr_t)(p)) & (RH_WORD - 1u))
+
+/* A return address as the program can use it: AArch64 code built with
+ * -mbranch-protection=pac-ret stores return addresses signed (authentication
+ * code in the high bits). xpaclri (a hint: a no-op on CPUs without pointer
+ * authentication) strips them; elsewhere the value is the address. */
+static inline __attribute__((always_inline)) uintptr_t rh_arch_ret(uintptr_t r)
+{
+#if defined(__aarch64__)
+    register uintptr_t x30 __asm__("x30") = r;
+    __asm__("hint 7" /* xpaclri */ : "+r"(x30));
+    return x30;
+#else
+    return r;
+#endif
+}
+
+/* ---- signal contexts ------------------------------------------------------
+ * The interrupted pc, stack pointer and frame pointer of a signal's ucontext
+ * (the CPU sampler). Returns 0, or -1 where this port does not know them. The
+ * gregs indices are the kernel ABI's (REG_RIP 16, REG_RSP 15, REG_RBP 10 on
+ * x86_64; REG_EIP 14, REG_ESP 7, REG_EBP 6 on i386), written as numbers so
+ * that no file needs _GNU_SOURCE for them. */
+#include <ucontext.h>
+static inline int rh_arch_uc_regs(const void *ucv, uintptr_t *pc, uintptr_t *sp, uintptr_t *fp)
+{
+    const ucontext_t *uc = ucv;
+#if defined(__x86_64__)
+    *pc = (uintptr_t)uc->uc_mcontext.gregs[16];
+    *sp = (uintptr_t)uc->uc_mcontext.gregs[15];
+    *fp = (uintptr_t)uc->uc_mcontext.gregs[10];
+    return 0;
+#elif defined(__i386__)
+    *pc = (uintptr_t)uc->uc_mcontext.gregs[14];
+    *sp = (uintptr_t)uc->uc_mcontext.gregs[7];
+    *fp = (uintptr_t)uc->uc_mcontext.gregs[6];
+    return 0;
+#elif defined(__aarch64__)
+    *pc = (uintptr_t)uc->uc_mcontext.pc;
+    *sp = (uintptr_t)uc->uc_mcontext.sp;
+    *fp = (uintptr_t)uc->uc_mcontext.regs[29];
+    return 0;
+#else
+    (void)uc, (void)pc, (void)sp, (void)fp;
+    return -1;
+#endif
+}
+
+/* ---- system calls ---------------------------------------------------------
+ * AArch64 (and every newer port) has only the *at forms. */
+static inline long rh_arch_unlink(const char *path)
+{
+    return syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+}
+static inline long rh_arch_rename(const char *from, const char *to)
+{
+#if defined(SYS_renameat)
+    return syscall(SYS_renameat, AT_FDCWD, from, AT_FDCWD, to);
+#else
+    return syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 0);
+#endif
+}
+
+/* mmap with a byte offset: 32-bit ports take it in 4096-byte units
+ * (mmap2); their SYS_mmap is an older call that takes a struct. */
+static inline long rh_arch_mmap(void *addr, size_t len, int prot, int flags, int fd, uint64_t off)
+{
+#if defined(SYS_mmap2)
+    return syscall(SYS_mmap2, addr, len, prot, flags, fd, (unsigned long)(off >> 12));
+#else
+    return syscall(SYS_mmap, addr, len, prot, flags, fd, (long)off);
+#endif
+}
+
+/* File calls with 64-bit offsets. 32-bit ports pass them as two registers,
+ * low word first (little-endian i386 and ARM), ARM's EABI on an even pair. */
+#if UINTPTR_MAX == 0xffffffffu
+#define RH_LO(v) ((unsigned long)((uint64_t)(v)&0xffffffffu))
+#define RH_HI(v) ((unsigned long)((uint64_t)(v) >> 32))
+#if defined(__arm__)
+#define RH_PAIR_PAD 0,
+#else
+#define RH_PAIR_PAD
+#endif
+static inline long rh_arch_pwrite(int fd, const void *buf, size_t n, uint64_t off)
+{
+    return syscall(SYS_pwrite64, fd, buf, n, RH_PAIR_PAD RH_LO(off), RH_HI(off));
+}
+static inline long rh_arch_ftruncate(int fd, uint64_t len)
+{
+    return syscall(SYS_ftruncate64, fd, RH_PAIR_PAD RH_LO(len), RH_HI(len));
+}
+static inline long rh_arch_fallocate(int fd, int mode, uint64_t off, uint64_t len)
+{
+    return syscall(SYS_fallocate, fd, mode, RH_LO(off), RH_HI(off), RH_LO(len), RH_HI(len));
+}
+#else
+static inline long rh_arch_pwrite(int fd, const void *buf, size_t n, uint64_t off)
+{
+    return syscall(SYS_pwrite64, fd, buf, n, (long)off);
+}
+static inline long rh_arch_ftruncate(int fd, uint64_t len)
+{
+    return syscall(SYS_ftruncate, fd, (long)len);
+}
+static inline long rh_arch_fallocate(int fd, int mode, uint64_t off, uint64_t len)
+{
+    return syscall(SYS_fallocate, fd, mode, (long)off, (long)len);
+}
+#endif
+/* open flags: 32-bit ports need O_LARGEFILE for files past 2 GiB (0 on
+ * 64-bit ones, where the kernel implies it) */
+#if defined(O_LARGEFILE)
+#define RH_O_LARGEFILE O_LARGEFILE
+#else
+#define RH_O_LARGEFILE 0
+#endif
+
+/* futex operations (musl ships no linux/futex.h; the numbers are the kernel's). */
+#define RH_FUTEX_WAIT 0
+#define RH_FUTEX_WAKE 1
+#define RH_FUTEX_PRIVATE 128
+
+/* ---- C library --------------------------------------------------------------
+ * The text of an errno value without allocating: glibc's strerrordesc_np
+ * (async-signal-safe, not translated); musl's strerror returns a constant
+ * string and allocates nothing either. */
+static inline const char *rh_arch_strerror(int err)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+    extern const char *strerrordesc_np(int);
+    return strerrordesc_np(err);
+#else
+    return strerror(err);
+#endif
+}
+
+/* The top of the main thread's stack without allocating, or 0 when the C
+ * library does not say (musl: the caller then asks pthread_getattr_np, which
+ * on musl allocates nothing). */
+#if defined(__GLIBC__)
+extern void *__libc_stack_end;
+static inline uintptr_t rh_arch_main_stack_end(void)
+{
+    return (uintptr_t)__libc_stack_end;
+}
+#else
+static inline uintptr_t rh_arch_main_stack_end(void)
+{
+    return 0;
+}
+#endif
+
+/* struct sigevent's thread id (SIGEV_THREAD_ID): glibc and musl name it
+ * differently. */
+#if defined(sigev_notify_thread_id)
+#define RH_SIGEV_TID(sev) ((sev).sigev_notify_thread_id)
+#elif defined(__GLIBC__)
+#define RH_SIGEV_TID(sev) ((sev)._sigev_un._tid)
+#else
+#define RH_SIGEV_TID(sev) ((sev).__sev_fields.sigev_notify_thread_id)
+#endif
+
+/* ---- arithmetic -------------------------------------------------------------
+ * a * b / c without overflow in the product (c > 0; the quotient must fit in
+ * 64 bits). 32-bit targets have no __int128. */
+static inline uint64_t rh_arch_muldiv64(uint64_t a, uint64_t b, uint64_t c)
+{
+#if defined(__SIZEOF_INT128__)
+    return (uint64_t)((unsigned __int128)a * b / c);
+#else
+    uint64_t q = a / c, r = a % c; /* a*b/c = q*b + r*b/c, r < c */
+    /* r*b as 128 bits (hi, lo) from 32-bit halves */
+    uint64_t rl = r & 0xffffffffu, rh = r >> 32, bl = b & 0xffffffffu, bh = b >> 32;
+    uint64_t p0 = rl * bl, p1 = rl * bh, p2 = rh * bl, p3 = rh * bh;
+    uint64_t mid = (p0 >> 32) + (p1 & 0xffffffffu) + (p2 & 0xffffffffu);
+    uint64_t lo = (mid << 32) | (p0 & 0xffffffffu);
+    uint64_t hi = p3 + (p1 >> 32) + (p2 >> 32) + (mid >> 32);
+    /* long division by c, one bit at a time; the remainder stays below c */
+    uint64_t quo = 0, rem = 0;
+    for (int i = 127; i >= 0; i--) {
+        uint64_t carry = rem >> 63;
+        uint64_t bit = i >= 64 ? (hi >> (i - 64)) & 1u : (lo >> i) & 1u;
+        rem = (rem << 1) | bit;
+        quo <<= 1;
+        if (carry || rem >= c) {
+            rem -= c;
+            quo |= 1u;
+        }
+    }
+    return q * b + quo;
+#endif
+}
+
+#endif /* RH_ARCH_H */
