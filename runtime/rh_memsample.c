@@ -127,27 +127,32 @@ static int rh_mem_jemalloc(struct rh_mem_fig *f)
 /* The allocator's figures into f; returns the source (RIP_MEM_SRC_*). */
 static int rh_mem_allocator(struct rh_mem_fig *f)
 {
-    if (rh_mem_source < 0) {
+    /* Two threads may sample at once (a sample still being read when the
+     * next deadline passes): the source is probed by either and stored
+     * atomically, both find the same answer. */
+    int src = __atomic_load_n(&rh_mem_source, __ATOMIC_RELAXED);
+    if (src < 0) {
         /* jemalloc when the program has it; else glibc's, when its arenas hold
          * anything at all (a program whose malloc is not glibc's, linked
          * dynamically, still finds libc.so's mallinfo2 with empty arenas) */
         if (mallctl && rh_mem_jemalloc(f) == 0) {
-            rh_mem_source = RIP_MEM_SRC_JEMALLOC;
-            return rh_mem_source;
+            __atomic_store_n(&rh_mem_source, RIP_MEM_SRC_JEMALLOC, __ATOMIC_RELAXED);
+            return RIP_MEM_SRC_JEMALLOC;
         }
-        rh_mem_source = RIP_MEM_SRC_NONE;
+        src = RIP_MEM_SRC_NONE;
 #if RH_HAVE_MALLINFO2
         if (mallinfo2) {
             struct mallinfo2 mi = mallinfo2();
             if (mi.arena || mi.hblkhd)
-                rh_mem_source = RIP_MEM_SRC_GLIBC;
+                src = RIP_MEM_SRC_GLIBC;
         }
 #endif
+        __atomic_store_n(&rh_mem_source, src, __ATOMIC_RELAXED);
     }
-    if (rh_mem_source == RIP_MEM_SRC_JEMALLOC)
+    if (src == RIP_MEM_SRC_JEMALLOC)
         return rh_mem_jemalloc(f) == 0 ? RIP_MEM_SRC_JEMALLOC : RIP_MEM_SRC_NONE;
 #if RH_HAVE_MALLINFO2
-    if (rh_mem_source == RIP_MEM_SRC_GLIBC) {
+    if (src == RIP_MEM_SRC_GLIBC) {
         struct mallinfo2 mi = mallinfo2();
         f->a_system = mi.arena;
         f->a_in_use = mi.uordblks;
@@ -177,7 +182,8 @@ static size_t rh_mem_body(uint8_t *body, uint64_t t, int final)
         uint64_t t0 = rh_now();
         src = rh_mem_allocator(&f);
         uint64_t cost = (rh_now() - t0) >> rh_clock_shift;
-        uint64_t wait = cost * 100 > rh_mem_period ? cost * 100 : rh_mem_period;
+        uint64_t period = __atomic_load_n(&rh_mem_period, __ATOMIC_RELAXED);
+        uint64_t wait = cost * 100 > period ? cost * 100 : period;
         __atomic_store_n(&rh_mem_alloc_next, t + wait, __ATOMIC_RELAXED);
     }
     flags |= (unsigned)src << RIP_MEM_SRC_SHIFT;
@@ -209,7 +215,7 @@ void rh_mem_start(void)
     if (!tps)
         tps = 1000000000u;
     uint64_t period = rh_arch_muldiv64(tps, rh_cfg.rss_ms, 1000u) >> rh_clock_shift;
-    rh_mem_period = period ? period : 1;
+    __atomic_store_n(&rh_mem_period, period ? period : 1, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_mem_alloc_next, 0, __ATOMIC_RELAXED);
     /* the first recorded event takes the first sample */
     __atomic_store_n(&rh_mem_next, 0, __ATOMIC_RELEASE);
@@ -228,8 +234,9 @@ int rh_mem_enabled(void)
 void rh_mem_due(struct rh_writer *w, uint64_t t)
 {
     uint64_t next = __atomic_load_n(&rh_mem_next, __ATOMIC_RELAXED);
-    if (t < next || !__atomic_compare_exchange_n(&rh_mem_next, &next, t + rh_mem_period, 0,
-                                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    if (t < next || !__atomic_compare_exchange_n(
+                        &rh_mem_next, &next, t + __atomic_load_n(&rh_mem_period, __ATOMIC_RELAXED),
+                        0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         return; /* another thread took this sample */
     int e = errno;
     uint8_t body[RH_MEM_BODY];
