@@ -748,10 +748,6 @@ RH_HIDDEN uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, voi
                                          uint64_t hash, uint32_t nframes, uint32_t cut,
                                          uint64_t t) RH_COLD;
 
-/* The fast path's writer: the calling thread's slot, of the current epoch,
- * with room for one event in its chunk (a slot without a chunk has pos == end
- * == NULL, so the room test covers it). NULL sends the event to a slow entry
- * point. */
 /* ---- rh_memsample.c: memory samples beside the heap -------------------- */
 
 /* The next memory sample's deadline in event-time units (UINT64_MAX: not
@@ -786,6 +782,10 @@ RH_HIDDEN void rh_emit_ext_raw(struct rh_writer *w, unsigned sub, const uint8_t 
                                uint64_t t);
 RH_HIDDEN void rh_record_ext_raw(unsigned sub, const uint8_t *body, size_t len, uint64_t t_after);
 
+/* The fast path's writer: the calling thread's slot, of the current epoch,
+ * with room for one event in its chunk (a slot without a chunk has pos == end
+ * == NULL, so the room test covers it). NULL sends the event to a slow entry
+ * point. */
 RH_ALWAYS_INLINE struct rh_writer *rh_fast_writer(void)
 {
     struct rh_slot *s = rh_tls_slot;
