@@ -64,6 +64,10 @@ RH_HIDDEN uint64_t rh_mem_next = UINT64_MAX; /* event-time deadline; MAX: off */
 static uint64_t rh_mem_period;               /* event-time units between samples */
 static uint64_t rh_mem_alloc_next;           /* the allocator's figures' own deadline */
 static uint64_t rh_mem_page = 4096;
+/* rh_cfg.rss_ms of the current file, taken by rh_mem_start: rheaper_enable
+ * replaces rh_cfg while threads of the last recording may still be taking a
+ * sample. */
+static unsigned rh_mem_ms;
 static int rh_mem_source = -1; /* RH_MEM_SRC_*, -1 until the first sample decides */
 
 /* The values of one sample, in record order after flags and interval. */
@@ -188,7 +192,7 @@ static size_t rh_mem_body(uint8_t *body, uint64_t t, int final)
     }
     flags |= (unsigned)src << RIP_MEM_SRC_SHIFT;
     uint8_t *q = rip_put_varint(body, flags);
-    q = rip_put_varint(q, rh_cfg.rss_ms);
+    q = rip_put_varint(q, __atomic_load_n(&rh_mem_ms, __ATOMIC_RELAXED));
     q = rip_put_varint(q, f.rss);
     q = rip_put_varint(q, f.anon);
     q = rip_put_varint(q, f.file);
@@ -207,6 +211,7 @@ void rh_mem_start(void)
     long pg = sysconf(_SC_PAGESIZE); /* reads the auxiliary vector, no allocation */
     if (pg > 0)
         rh_mem_page = (uint64_t)pg;
+    __atomic_store_n(&rh_mem_ms, rh_cfg.rss_ms, __ATOMIC_RELAXED);
     if (!rh_cfg.rss_ms) {
         __atomic_store_n(&rh_mem_next, UINT64_MAX, __ATOMIC_RELAXED);
         return;
@@ -247,7 +252,7 @@ void rh_mem_due(struct rh_writer *w, uint64_t t)
 
 void rh_mem_final(void)
 {
-    if (!rh_cfg.rss_ms)
+    if (!__atomic_load_n(&rh_mem_ms, __ATOMIC_RELAXED))
         return;
     if (__atomic_exchange_n(&rh_mem_next, UINT64_MAX, __ATOMIC_ACQ_REL) == UINT64_MAX)
         return; /* not sampling this file (off, or the final sample is taken) */
