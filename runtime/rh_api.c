@@ -91,7 +91,7 @@ int rh_init_lazy(void)
         rh_cpu_init();
         if (rh_cfg.enable == 1) {
             rh_prof.max_chunk = rh_config_max_chunk();
-            rh_prof.pending = 1;
+            __atomic_store_n(&rh_prof.pending, 1, __ATOMIC_RELAXED);
             rh_state_set(rh_on_state());
             if (rh_cfg.cpu_hz) {
                 /* samples need the file: create it now rather than at the
@@ -129,7 +129,7 @@ int rh_file_ensure(void)
             created = 1;
         else
             rh_state_set(RH_OFF);
-        rh_prof.pending = 0;
+        __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
     }
     int open = rh_prof.open;
     rh_spin_unlock(&rh_prof_lock);
@@ -150,7 +150,7 @@ int rh_file_create_for_fork_locked(void)
     int created = rh_file_create_locked() == RHEAPER_OK;
     if (!created)
         rh_state_set(RH_OFF);
-    rh_prof.pending = 0;
+    __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
     return created;
 }
 
@@ -240,7 +240,7 @@ static int rh_enable_ctl(const struct rheaper_config *cfg)
     rh_sample_configure();
     rh_live_clear(); /* the last recording's blocks are not this one's */
     rh_prof.max_chunk = rh_config_max_chunk();
-    rh_prof.pending = 0;
+    __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
     rc = rh_file_create_locked();
     if (rc == RHEAPER_OK) {
         rh_state_set(rh_on_state());
@@ -298,7 +298,7 @@ static int rh_disable_ctl(void)
         rh_state_set(RH_OFF);
         if (rh_prof.pending && !rh_prof.open)
             rh_file_create_locked(); /* enabled from the environment, nothing recorded yet */
-        rh_prof.pending = 0;
+        __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
         rh_flush_locked(1);
     }
     rh_spin_unlock(&rh_prof_lock);
@@ -312,7 +312,7 @@ void rh_stop_clean(uint32_t reason)
     if (rh_recording(RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))) {
         rh_spin_lock(&rh_prof_lock);
         if (rh_prof.pending && !rh_prof.open && rh_file_create_locked() != RHEAPER_OK)
-            rh_prof.pending = 0;
+            __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
         rh_prof.end_reason = reason;
         rh_spin_unlock(&rh_prof_lock);
         rh_disable_ctl();

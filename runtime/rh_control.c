@@ -170,8 +170,8 @@ void rh_ctl_marker_update(void)
                       rh_prof.end_reason == RIP_END_SIZE_LIMIT ? "size-limit" : "normal",
                       rh_prof.seq ? rh_prof.path : "");
     (void)rh_arch_unlink(tmp);
-    int fd = rh_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                         0600);
+    int fd =
+        rh_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0) {
         rh_ctl_marker_in_place(text, n);
         return;
@@ -267,7 +267,7 @@ void rh_ctl_fork_child(void)
     /* The child is armed (it inherits the handler) but records nothing until
      * toggled; its marker is written by its next hooked call, so a child that
      * only execs writes no file. */
-    rh_prof.pending = 0;
+    __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
     rh_prof.seq = 0;
     __atomic_store_n(&rh_ctl_toggles, 0, __ATOMIC_RELAXED);
     rh_state_set(RH_OFF);

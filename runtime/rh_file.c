@@ -168,7 +168,7 @@ void rh_file_fail_locked(const char *what, int err)
     rh_warn("%s: %s; tracking stopped", what, rh_errstr(err));
     rh_state_set(RH_OFF);
     __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
-    rh_prof.pending = 0;
+    __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
     if (rh_ctl_armed())
         rh_ctl_marker_update();
 }
@@ -270,7 +270,7 @@ static void rh_fill_header(uint8_t *hdr)
     h->flags |= RIP_HDR_F_MMAPS; /* this runtime records mmap and mallopt calls */
     if (rh_mem_enabled())
         h->flags |= RIP_HDR_F_MEMORY; /* memory samples (rh_memsample.c) */
-    if (rh_cfg.cpu_hz) { /* version 3: CPU sampling */
+    if (rh_cfg.cpu_hz) {              /* version 3: CPU sampling */
         uint32_t hz = rh_cfg.cpu_hz, sig = (uint32_t)rh_cfg.cpu_signal;
         h->flags |= RIP_HDR_F_CPU;
         memcpy(hdr + RIP_HDR_CPU_HZ_OFF, &hz, 4);
@@ -326,8 +326,7 @@ int rh_file_create_locked(void)
     for (unsigned k = 0; k < 100000; k++) {
         if (k)
             rh_fmt(path + n, sizeof path - n, ".%u", k);
-        fd = rh_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                         0600);
+        fd = rh_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
         if (fd >= 0 || (errno != EEXIST && errno != EINTR))
             break;
     }
@@ -354,7 +353,7 @@ tables:;
     size_t sbytes = (size_t)rh_cfg.max_trackers * sizeof(struct rh_slot);
     sbytes = (sbytes + 4095) & ~(size_t)4095;
     void *slots = rh_sys_mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     struct rh_stack_table *stacks = slots == MAP_FAILED ? NULL : rh_stack_table_new();
     if (stacks)
         stacks->max_depth = rh_cfg.max_stack_depth;
@@ -388,7 +387,7 @@ tables:;
     rh_prof.ino = (uint64_t)st.st_ino;
     rh_prof.starved_warned = 0;
     rh_prof.end = RIP_HEADER_SIZE;
-    rh_prof.pending = 0;
+    __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
     rh_prof.exit_flushed = 0;
     rh_prof.events_released = 0;
     /* atomic: a thread still in flight from the last file may count a loss */
@@ -436,7 +435,7 @@ void *rh_file_map_chunk_locked(uint32_t size)
     if (rh_stream_on()) {
         /* streaming: the chunk lives in memory until the sender has sent it */
         void *a = rh_sys_mmap(NULL, size, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (a == MAP_FAILED) {
             char what[RH_PATH_MAX + 96];
             rh_fmt(what, sizeof what, "cannot map a chunk of %u bytes for the %s", size,
@@ -516,11 +515,11 @@ int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
     h.crc = rip_chunk_crc(&h, payload);
     if (rh_stream_on()) {
         void *a = rh_sys_mmap(NULL, size, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (a == MAP_FAILED) {
             char what[RH_PATH_MAX + 96];
-            rh_fmt(what, sizeof what, "cannot map a chunk of %u bytes for the %s",
-                   (unsigned)size, rh_prof.path);
+            rh_fmt(what, sizeof what, "cannot map a chunk of %u bytes for the %s", (unsigned)size,
+                   rh_prof.path);
             rh_file_fail_locked(what, errno);
             return -1;
         }
@@ -666,7 +665,7 @@ void rh_modules_snapshot(int force)
     if (!force && b.adds != ~0ull && b.adds == rh_prof.mod_adds && b.subs == rh_prof.mod_subs)
         return;
     uint8_t *scratch = rh_sys_mmap(NULL, RH_MOD_SCRATCH, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (scratch == MAP_FAILED)
         return;
     uint64_t tick = rh_now();
@@ -715,7 +714,7 @@ void rh_file_close_locked(int close_fd)
     memcpy(t + 40, &open_chunks, 4);
     memcpy(t + 44, &zero, 4);
     uint64_t reentered = __atomic_load_n(&rh_prof.reentered, __ATOMIC_RELAXED);
-    memcpy(t + 48, &reentered, 8); /* format v2 */
+    memcpy(t + 48, &reentered, 8);                                  /* format v2 */
     memcpy(t + RIP_TRAILER_END_REASON_OFF, &rh_prof.end_reason, 4); /* v2 */
     memcpy(t + 60, &zero, 4);
     if (rh_stream_on())
@@ -756,7 +755,9 @@ void rh_file_forget_in_child(void)
     rh_prof.slots = NULL;
     rh_prof.stacks = NULL;
     rh_prof.path[0] = '\0';
-    rh_prof.pending = was && rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED));
+    __atomic_store_n(&rh_prof.pending,
+                     was && rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)),
+                     __ATOMIC_RELAXED);
     rh_epoch++;
     rh_ctl_fork_child();
 }

@@ -100,8 +100,9 @@ static int rh_mem_statm(struct rh_mem_fig *f)
             v[i] = v[i] * 10 + (uint64_t)(*p++ - '0');
     }
     /* size, resident, shared (file-backed and shmem resident pages) */
-    f->rss = v[1] * rh_mem_page;
-    f->file = (v[2] < v[1] ? v[2] : v[1]) * rh_mem_page;
+    uint64_t page = __atomic_load_n(&rh_mem_page, __ATOMIC_RELAXED);
+    f->rss = v[1] * page;
+    f->file = (v[2] < v[1] ? v[2] : v[1]) * page;
     f->anon = f->rss - f->file;
     return 0;
 }
@@ -210,7 +211,7 @@ void rh_mem_start(void)
 {
     long pg = sysconf(_SC_PAGESIZE); /* reads the auxiliary vector, no allocation */
     if (pg > 0)
-        rh_mem_page = (uint64_t)pg;
+        __atomic_store_n(&rh_mem_page, (uint64_t)pg, __ATOMIC_RELAXED);
     __atomic_store_n(&rh_mem_ms, rh_cfg.rss_ms, __ATOMIC_RELAXED);
     if (!rh_cfg.rss_ms) {
         __atomic_store_n(&rh_mem_next, UINT64_MAX, __ATOMIC_RELAXED);

@@ -202,7 +202,7 @@ static int rh_sq_ring_locked(void)
     while (cap < want && cap < (1u << 22))
         cap <<= 1;
     void *m = rh_sys_mmap(NULL, (size_t)cap * sizeof(struct rh_sq_item), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
     rh_sq.ring = m;
@@ -223,7 +223,7 @@ static uint64_t rh_sq_limit(void)
 int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch)
 {
     void *m = rh_sys_mmap(NULL, RIP_HEADER_SIZE, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
     memcpy(m, hdr, RIP_HEADER_SIZE);
@@ -365,7 +365,7 @@ static void rh_sq_fail_common(uint32_t epoch, const char *what, int err)
     if (rh_epoch == epoch && rh_prof.open) {
         rh_state_set(RH_OFF);
         __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
-        rh_prof.pending = 0;
+        __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
     }
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_lock(&rh_sq.lock);
@@ -647,8 +647,8 @@ void rh_stream_exit(void)
         int ok = rh_sq.ended == epoch && !(rh_sq.epoch == epoch && rh_sq.failed);
         rh_spin_unlock(&rh_sq.lock);
         if (ok)
-            rh_notice("streamed %llu events to collector %s", (unsigned long long)rh_sq.close_events,
-                    rh_cfg.stream);
+            rh_notice("streamed %llu events to collector %s",
+                      (unsigned long long)rh_sq.close_events, rh_cfg.stream);
     }
     rh_stream_ctl();
 }
