@@ -389,15 +389,25 @@ uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int *is_new)
         struct rh_stack_entry *e = &t->entries[i];
         uint64_t h = __atomic_load_n(&e->hash, __ATOMIC_ACQUIRE);
         if (h == hash) {
+            /* Wait for the inserter to publish the id. The entry can also be
+             * emptied under us: a recording's table whose pages were given
+             * back (rh_file_create_locked) reads as zeroes to a thread still
+             * in flight from that recording. Then its hash is gone too, and
+             * the probe starts over here rather than waiting for an id that
+             * will never come. */
             uint32_t id;
             unsigned spins = 0;
             while (!(id = __atomic_load_n(&e->id, __ATOMIC_ACQUIRE))) {
+                if (__atomic_load_n(&e->hash, __ATOMIC_ACQUIRE) != hash)
+                    break;
                 if (++spins > 100)
                     sched_yield();
                 else
                     rh_cpu_relax();
             }
-            return id;
+            if (id)
+                return id;
+            continue;
         }
         if (h == 0) {
             if (__atomic_load_n(&t->count, __ATOMIC_RELAXED) >= t->limit) {
