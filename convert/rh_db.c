@@ -1072,7 +1072,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
                  struct rh_symbolizer *sym, int force, char *err, size_t errlen)
 {
     uint64_t undefined = 0;
-    /* RHEAPER_CONVERT_STATS (benchmarks, tests/bench/): one line with each
+    /* RHEAPER_CONVERT_STATS (benchmarks, bench/): one line with each
      * thread's CPU time, to tell which thread bounds the conversion. */
     const char *stats = getenv("RHEAPER_CONVERT_STATS");
     double merge_cpu = rh_db_thread_cpu();

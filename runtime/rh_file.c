@@ -479,7 +479,7 @@ void *rh_file_map_chunk_locked(uint32_t size)
     }
     /* Each chunk comes from a fresh open, so from fresh readahead state: its
      * first fault would read around (page cache for up to 128 KiB of zeros,
-     * ~200 us per 256 KiB chunk; tests/bench/chunk_cost.c). The runtime only
+     * ~200 us per 256 KiB chunk; bench/chunk_cost.c). The runtime only
      * writes the chunk, front to back: no readaround. */
     madvise(m, size, MADV_RANDOM);
     /* RHEAPER_POPULATE=1 (off by default: no gain measured yet,

@@ -174,7 +174,7 @@ static inline uint64_t rh_now(void)
  * kind: RH_KIND_* from the generated wrap table. t: from rh_now().
  * errno: every rh_record_* (and rh_now) leaves errno as it found it, so a shim
  * never saves it around them; it only reads errno when the real call's failure
- * (ENOMEM) matters (tests/unit-runtime/test_errno.c holds the runtime to it). */
+ * (ENOMEM) matters (tests/unit/runtime/test_errno.c holds the runtime to it). */
 RH_HIDDEN void rh_record_alloc(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp);
 RH_HIDDEN void rh_record_free(void *p, uint64_t t_before);
 /* A realloc-like call that ended block `old` and produced `p` of `size` bytes.

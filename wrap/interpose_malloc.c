@@ -165,7 +165,7 @@ static __attribute__((noinline, cold)) int rh_ip_resolve(void)
          * rh_ip_resolving is clear. Without any (glibc's dlsym allocates
          * nothing on success), free and realloc go straight to the next
          * allocator too: that spares the arena test, 7 and 19 instructions
-         * per call on a tracking-off Lua run (tests/bench/sample_bench.sh). */
+         * per call on a tracking-off Lua run (bench/sample_bench.sh). */
         int boot = __atomic_load_n(&rh_boot_used, __ATOMIC_RELAXED) != 0;
         __atomic_store_n(&rh_pass_malloc, rh_next.malloc, __ATOMIC_RELAXED);
         __atomic_store_n(&rh_pass_realloc, boot ? rh_ip_pass_realloc : rh_next.realloc,

@@ -31,7 +31,7 @@
  * once when the state is not RH_ON, so sampling's unsampled path pays nothing
  * for it. Through rh_hook_begin and the interposed layer a CPU-only recording
  * cost Lua's alloc.lua 11 % more instructions, more than the samples
- * themselves (tests/bench/cpu_bench.sh --callgrind).
+ * themselves (bench/cpu_bench.sh --callgrind).
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 # 1. require_tool on a tool that is there returns; on one that is not it prints
 #    the apt-get line naming the package and exits 1 under CI=true, 77 elsewhere;
 #    require_file the same for a file.
-# 2. A real test script with the tool taken off PATH: tests/inproc/run.sh's http
+# 2. A real test script with the tool taken off PATH: tests/integration/inproc/run.sh's http
 #    case, with a PATH that holds every program of /usr/bin and /bin except curl,
 #    fails under CI=true naming the package curl, and skips (77) otherwise.
 # 3. check.sh's eq and fail: exit status and the "FAIL:" line.
@@ -51,9 +51,9 @@ for d in /usr/bin /bin; do
 done
 PATH="$work/nocurl" command -v curl >/dev/null && fail "curl still on the stripped PATH"
 run_sh 1 "FAIL: missing tool curl: apt-get install -y curl" "inproc-http under CI=true without curl" \
-    env PATH="$work/nocurl" CI=true sh "$src/tests/inproc/run.sh" "$ibin" "$ihelpers" "$work/http-ci" http
+    env PATH="$work/nocurl" CI=true sh "$src/tests/integration/inproc/run.sh" "$ibin" "$ihelpers" "$work/http-ci" http
 run_sh 77 "SKIP: missing tool curl: apt-get install -y curl" "inproc-http without CI, without curl" \
-    env -u CI PATH="$work/nocurl" sh "$src/tests/inproc/run.sh" "$ibin" "$ihelpers" "$work/http" http
+    env -u CI PATH="$work/nocurl" sh "$src/tests/integration/inproc/run.sh" "$ibin" "$ihelpers" "$work/http" http
 
 # check.sh: eq passes equal values, fails unequal ones with a FAIL: line.
 chk='CASE=c RH_DUMP=; . "$1/check.sh"; eq "$2" "$3" "$4"; echo after'

@@ -1,0 +1,448 @@
+#!/bin/sh
+# tests/e2e/live/run.sh BIN HELPER WORK CASE: one case of the live view's tests
+# (the live view, and saved profiles in the terminal UI). The
+# terminal UI is driven as a person drives it: in tmux, reading the screen
+# with capture-pane and typing keys with send-keys. HELPER is lv_grow (built
+# with rheaper-cc), which allocates exactly what it is told on stdin (and
+# burns CPU in burn_site when told to, for the CPU view).
+# Prints "FAIL: ..." and exits 1 on a failure.
+set -u
+BIN=$1 HELPER=$2 WORK=$3 CASE=$4
+RH=$BIN/rheaper
+. "$(dirname "$0")/../../lib/require.sh"
+require_tool tmux tmux
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+TMUX_SOCK="$WORK/tmux.sock"
+PIDS=""
+
+cleanup() {
+    tmux -S "$TMUX_SOCK" kill-server 2>/dev/null
+    for p in $PIDS; do kill "$p" 2>/dev/null; done
+}
+fail() {
+    echo "FAIL: $CASE: $*"
+    [ -f screen ] && { echo "--- last screen"; cat screen; }
+    for f in *.err; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done
+    cleanup
+    exit 1
+}
+trap cleanup EXIT
+
+tm() { tmux -S "$TMUX_SOCK" "$@"; }
+# Shows what is on the screen now (also kept in ./screen for failures).
+S=t # the tmux session shown
+screen() { tm capture-pane -p -t "$S" >screen 2>/dev/null; cat screen; }
+# Waits (up to 30 s) until the screen has a line matching $1.
+wait_screen() {
+    _w=0
+    until screen | grep -q -- "$1"; do
+        _w=$((_w + 1))
+        [ $_w -gt 300 ] && fail "timed out waiting for '$1' on the screen"
+        sleep 0.1
+    done
+}
+# Waits (up to 30 s) until file $1 has a line matching $2.
+wait_line() {
+    _w=0
+    while ! grep -q -- "$2" "$1" 2>/dev/null; do
+        _w=$((_w + 1))
+        [ $_w -gt 3000 ] && fail "timed out waiting for '$2' in $1"
+        sleep 0.01
+    done
+}
+# Starts "$HELPER" as program $1 (a copy of lv_grow by that name) with the
+# environment assignments that follow, stdin from the fifo $1.in on fd 3.
+NCMD=0
+start() {
+    name=$1
+    shift
+    cp "$HELPER" "./$name"
+    mkfifo "$name.in"
+    env "$@" "./$name" <"$name.in" >"$name.out" 2>"$name.err" &
+    LAST=$!
+    PIDS="$PIDS $LAST"
+    exec 3>"$name.in"
+    NCMD=0
+    OUT=$name.out
+    wait_line "$OUT" '^ready'
+}
+# Sends one command to the program on fd 3 and waits until it is done.
+cmd() {
+    printf '%s\n' "$1" >&3
+    NCMD=$((NCMD + 1))
+    wait_line "$OUT" "^ok $NCMD\$"
+}
+stop() { printf 'quit\n' >&3; exec 3>&-; wait "$LAST"; }
+# field NAME JSON-LINE: the integer value of "NAME": in the line.
+field() { printf '%s\n' "$2" | sed -n "s/.*\"$1\": \([0-9-]*\).*/\1/p"; }
+# The JSON line of call site function $1 in snapshot file $2.
+site() { grep "\"function\": \"$1\"" "$2" | head -1; }
+# Bytes shown in the LIVE column of the row of call site $1 on the screen.
+live_on_screen() {
+    screen | grep " $1 " | head -1 | awk '{m = 1; if ($2 == "KiB") m = 1024;
+        else if ($2 == "MiB") m = 1048576; else if ($2 == "GiB") m = 1073741824;
+        printf "%d\n", $1 * m}'
+}
+
+case $CASE in
+live-tmux)
+    # A program that grows grow_site by 8000 bytes every 20 ms, watched live.
+    start lvtmux RHEAPER_ENABLE=1
+    cmd "auto on"
+    tm new-session -d -s t -x 120 -y 30 "'$RH' live $LAST 2>live.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'grow_site lv_grow.c'
+    screen | grep -q "rheaper live  pid $LAST  \[running\]  .*lvtmux" || fail "title line"
+    a=$(live_on_screen grow_site)
+    [ "${a:-0}" -gt 0 ] || fail "grow_site shows no live bytes"
+    # its live bytes grow while we watch
+    _w=0
+    until b=$(live_on_screen grow_site) && [ "${b:-0}" -gt $((a + 80000)) ]; do
+        _w=$((_w + 1))
+        [ $_w -gt 300 ] && fail "grow_site's live bytes did not grow past $a + 80000 (now $b)"
+        sleep 0.1
+    done
+    screen | sed -n 4p | grep -q 'LIVE .*BLOCKS .*TREND .*CALL SITE' || fail "heap header"
+    # the top row (sorted by live bytes) is grow_site
+    screen | sed -n 5p | grep -q 'grow_site lv_grow.c' || fail "grow_site is not the top row"
+    # keys: views, sort, filter, pause
+    tm send-keys -t "$S" 3
+    wait_screen 'total live heap over time'
+    screen | grep -q '^0  *|#' || fail "chart has no bars"
+    tm send-keys -t "$S" +
+    wait_screen 'zoom 2x'
+    tm send-keys -t "$S" 4
+    wait_screen 'ID .*TID .*NAME .*ALLOCATED'
+    screen | grep -q " $LAST lvtmux" || fail "threads view lacks the main thread"
+    tm send-keys -t "$S" s
+    wait_screen 'sort: allocated bytes'
+    tm send-keys -t "$S" 1
+    wait_screen 'no CPU samples in this profile'
+    tm send-keys -t "$S" Tab
+    wait_screen 'LIVE .*BLOCKS .*TREND'
+    tm send-keys -t "$S" / 'IO_file' Enter
+    wait_screen 'filter: /IO_file/'
+    screen | grep -q 'grow_site lv_grow.c:' && fail "the filter kept grow_site"
+    tm send-keys -t "$S" / Enter
+    wait_screen 'grow_site lv_grow.c'
+    tm send-keys -t "$S" p
+    wait_screen 'PAUSED'
+    tm send-keys -t "$S" p
+    # a resize redraws at the new size
+    tm resize-window -t "$S" -x 70 -y 18
+    wait_screen 'TREND'
+    _w=0
+    until [ "$(screen | wc -l)" = 18 ] && screen | sed -n 18p | grep -q '^ j/k move'; do
+        _w=$((_w + 1))
+        [ $_w -gt 100 ] && fail "footer not on line 18 of 18 after the resize"
+        sleep 0.1
+    done
+    screen | head -1 | grep -q '^ rheaper live' || fail "title not redrawn after the resize"
+    # the program ends: the view says so and keeps the final state
+    stop
+    wait_screen 'The program has ended'
+    screen | head -1 | grep -q '\[program ended\]' || fail "title does not say the program ended"
+    "$RH" live --once --json "rip-$LAST" >final.json 2>final.err || fail "--once on the rip"
+    want=$(field live_bytes "$(site grow_site final.json)")
+    [ "$want" -gt 0 ] || fail "no final figure"
+    tm resize-window -t "$S" -x 120 -y 30
+    _w=0
+    until [ "$(live_on_screen grow_site)" -ge $((want - want / 100)) ] &&
+        [ "$(live_on_screen grow_site)" -le $((want + want / 100)) ]; do
+        _w=$((_w + 1))
+        [ $_w -gt 100 ] && fail "final screen shows $(live_on_screen grow_site), not ~$want"
+        sleep 0.1
+    done
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    [ -s live.err ] && fail "rheaper live printed: $(cat live.err)"
+    ;;
+once-json)
+    # Exact figures from a snapshot of a running program.
+    start lvonce RHEAPER_ENABLE=1
+    cmd "grow 10 1000"
+    cmd "free 4"
+    cmd "thread 5 333"
+    "$RH" live --once --json "$LAST" >a.json 2>a.err || fail "live --once --json failed"
+    s=$(site grow_site a.json)
+    [ "$(field live_bytes "$s")" = 6000 ] || fail "grow_site live_bytes: $s"
+    [ "$(field live_blocks "$s")" = 6 ] || fail "grow_site live_blocks: $s"
+    [ "$(field alloc_blocks "$s")" = 10 ] || fail "grow_site alloc_blocks: $s"
+    [ "$(field alloc_bytes "$s")" = 10000 ] || fail "grow_site alloc_bytes: $s"
+    [ "$(field freed_blocks "$s")" = 4 ] || fail "grow_site freed_blocks: $s"
+    [ "$(field freed_bytes "$s")" = 4000 ] || fail "grow_site freed_bytes: $s"
+    s=$(site worker_site a.json)
+    [ "$(field alloc_blocks "$s")" = 5 ] && [ "$(field alloc_bytes "$s")" = 1665 ] &&
+        [ "$(field freed_blocks "$s")" = 5 ] && [ "$(field live_bytes "$s")" = 0 ] ||
+        fail "worker_site: $s"
+    t=$(grep '"name": "lvworker"' a.json)
+    [ "$(field alloc_blocks "$t")" = 5 ] && [ "$(field freed_blocks "$t")" = 0 ] &&
+        [ "$(field freed_by_others_blocks "$t")" = 5 ] &&
+        [ "$(field freed_by_others_bytes "$t")" = 1665 ] && [ "$(field live_blocks "$t")" = 0 ] ||
+        fail "worker thread: $t"
+    grep -q '"state": "running", "ended": false' a.json || fail "not running"
+    # -P NAME finds the same process; the figures move on with the program
+    cmd "grow 3 5000"
+    "$RH" live --once --json -P lvonce >b.json 2>b.err || fail "live -P failed: $(cat b.err)"
+    grep -q "\"pid\": $LAST," b.json || fail "-P found another process"
+    s=$(site grow_site b.json)
+    [ "$(field live_bytes "$s")" = 21000 ] && [ "$(field alloc_blocks "$s")" = 13 ] ||
+        fail "after grow 3 5000: $s"
+    # two processes of one name: listed, nothing else done
+    cp "$HELPER" ./lvtwin
+    mkfifo twin.in
+    ./lvtwin <twin.in >/dev/null 2>&1 &
+    PIDS="$PIDS $!"
+    ./lvtwin <twin.in >/dev/null 2>&1 &
+    PIDS="$PIDS $!"
+    exec 4>twin.in
+    _w=0
+    until [ "$(pgrep -x lvtwin | wc -l)" -ge 2 ]; do
+        _w=$((_w + 1)); [ $_w -gt 300 ] && fail "twins did not start"; sleep 0.1
+    done
+    "$RH" live --once --json -P lvtwin >twin.out 2>twin.err && fail "-P with two matches succeeded"
+    grep -q 'processes are named lvtwin' twin.err || fail "no list of matches: $(cat twin.err)"
+    [ "$(grep -c 'lvtwin' twin.err)" -ge 3 ] || fail "matches not listed: $(cat twin.err)"
+    [ -s twin.out ] && fail "-P with two matches printed a snapshot"
+    exec 4>&-
+    "$RH" live --once -P no-such-process-xyz 2>none.err && fail "-P without a match succeeded"
+    grep -q 'no running process is named' none.err || fail "no-match message: $(cat none.err)"
+    # after the end: the snapshot of the rip agrees with the converted profile
+    stop
+    "$RH" live --once --json "rip-$LAST" >c.json 2>c.err || fail "--once on the finished rip"
+    grep -q '"ended": true' c.json || fail "not ended: $(head -2 c.json)"
+    "$BIN/rheaper-convert" "rip-$LAST" p.db 2>conv.err || fail "convert"
+    for col in live_bytes alloc_blocks alloc_bytes freed_blocks freed_bytes; do
+        j=$(field $col "$(head -1 c.json)")
+        case $col in
+        live_bytes) d=$(sqlite3 p.db "select sum(size) from allocations where dealloc_after is null") ;;
+        alloc_blocks) d=$(sqlite3 p.db "select count(*) from allocations") ;;
+        alloc_bytes) d=$(sqlite3 p.db "select sum(size) from allocations") ;;
+        freed_blocks) d=$(sqlite3 p.db "select count(*) from allocations where dealloc_after is not null") ;;
+        freed_bytes) d=$(sqlite3 p.db "select coalesce(sum(size), 0) from allocations where dealloc_after is not null") ;;
+        esac
+        [ "$j" = "$d" ] || fail "$col: live view $j, database $d"
+    done
+    [ "$(field peak_bytes "$(head -1 c.json)")" = "$(sqlite3 p.db "select max(live_bytes) from heap_timeline")" ] ||
+        fail "peak differs from the database's"
+    ;;
+torn-record)
+    # A reader that reads `used` while the record after it is being written:
+    # the record is waited for, not called damage, and read once whole.
+    start lvtorn RHEAPER_ENABLE=1
+    cmd "grow 10 1000"
+    cmd "free 4"
+    stop
+    "$RH" live --once --json "rip-$LAST" >whole.json 2>whole.err || fail "whole rip"
+    cp "rip-$LAST" torn
+    set -- $("$(dirname "$HELPER")/lv_riptool" tear torn) || fail "lv_riptool"
+    [ $# = 2 ] || fail "lv_riptool found no events chunk"
+    off=$1 used=$2
+    # every cut in the last 48 bytes: no damage, fewer events the earlier the cut
+    ew=$(field events "$(head -1 whole.json)")
+    prev=$ew less=0 k=1
+    while [ $k -le 48 ] && [ $k -lt "$used" ]; do
+        "$(dirname "$HELPER")/lv_riptool" used torn "$off" $((used - k)) || fail "lv_riptool used"
+        "$RH" live --once --json torn >torn.json 2>torn.err || fail "torn rip (cut $k)"
+        [ -s torn.err ] && fail "cut $k bytes short: a record being written was reported: $(cat torn.err)"
+        et=$(field events "$(head -1 torn.json)")
+        [ "$et" -le "$prev" ] || fail "cut $k: $et events, more than at the cut before ($prev)"
+        [ "$et" -lt "$ew" ] && less=1
+        prev=$et
+        k=$((k + 1))
+    done
+    [ $less = 1 ] || fail "no cut left an event unread ($ew events)"
+    grep -q '"ended": true' torn.json || fail "torn: not ended"
+    grep -q 'without closing' torn.json || fail "torn: state should say the profile was not closed"
+    "$(dirname "$HELPER")/lv_riptool" used torn "$off" "$used" || fail "lv_riptool used"
+    "$RH" live --once --json torn >fixed.json 2>fixed.err || fail "completed rip"
+    [ "$(field events "$(head -1 fixed.json)")" = "$ew" ] || fail "the completed record was not read"
+    s1=$(site grow_site whole.json) s2=$(site grow_site fixed.json)
+    [ "$(field live_bytes "$s2")" = 6000 ] && [ "$(field live_bytes "$s1")" = 6000 ] ||
+        fail "grow_site: $s1 / $s2"
+    ;;
+view-tmux)
+    # A saved profile: the top site shows, + zooms, q quits.
+    start lvview RHEAPER_ENABLE=1
+    cmd "grow 40 2500"
+    cmd "free 10"
+    cmd "grow 20 700"
+    stop
+    "$BIN/rheaper-convert" "rip-$LAST" p.db 2>conv.err || fail "convert"
+    tm new-session -d -s t -x 120 -y 30 "'$RH' view p.db 2>view.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'LIVE .*CALL SITE'
+    screen | head -1 | grep -q 'rheaper view  pid' || fail "title"
+    screen | sed -n 5p | grep -q 'grow_site lv_grow.c' || fail "top site is not grow_site"
+    # 30 x 2500 + 20 x 700 bytes are live at the end, in 50 blocks
+    screen | sed -n 5p | grep -q '86.91 KiB  *50 ' || fail "grow_site figures"
+    tm send-keys -t "$S" 3
+    wait_screen 'total live heap over time   zoom 1x'
+    l1=$(screen | grep -E '^ +[0-9.]+ m?s' | tail -1)
+    tm send-keys -t "$S" +
+    wait_screen 'zoom 2x'
+    l2=$(screen | grep -E '^ +[0-9.]+ m?s' | tail -1)
+    [ "$l1" != "$l2" ] || fail "+ did not narrow the time axis ($l1)"
+    tm send-keys -t "$S" h
+    sleep 0.3
+    l3=$(screen | grep -E '^ +[0-9.]+ m?s' | tail -1)
+    [ "$l2" != "$l3" ] || fail "h did not pan ($l2)"
+    # / is --function: the sites of stacks with some frame matching, here
+    # printf, a caller of the stdio buffer's allocation (not its frame 0);
+    # libc's frames are system code, so the site is printf's caller, main
+    tm send-keys -t "$S" 2 / '^__printf$' Enter
+    wait_screen 'filter: /\^__printf\$/'
+    screen | sed -n 5p | grep -q 'main lv_grow.c' || fail "filter ^__printf$: top site"
+    screen | grep -q 'grow_site lv_grow.c' && fail "filter ^__printf$ kept grow_site"
+    n=$(screen | sed -n '5,$p' | grep -cE '^ +[0-9.]+ (B|KiB|MiB|GiB) +[0-9]+ ')
+    want=$("$RH" top p.db --function '^__printf$' -n 100 --csv 2>/dev/null | tail -n +2 | wc -l)
+    [ "$n" = "$want" ] || fail "filter: $n sites on screen, rheaper top --function: $want"
+    tm send-keys -t "$S" / Enter
+    wait_screen 'grow_site lv_grow.c'
+    # / goes through the URL's parser (rh_qfilter_param): its bounds apply
+    tm send-keys -t "$S" / '(a)\1' Enter
+    wait_screen 'bad filter: function_regex: back-references are not allowed'
+    tm send-keys -t "$S" 1
+    wait_screen 'no CPU samples in this profile'
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    [ -s view.err ] && grep -v 'call sites skip' view.err | grep -q . && fail "view printed errors"
+    # CPU samples of a real recording in the view: case cpu-tmux
+    # a finished rip opens too, converted aside: nothing appears next to it
+    others() { ls | grep -v -e '^before$' -e '^after$' -e '^viewrip.err$'; }
+    others >before
+    S=t3
+    tm new-session -d -s "$S" -x 120 -y 30 "'$RH' view rip-$LAST 2>viewrip.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'LIVE .*CALL SITE'
+    screen | sed -n 5p | grep -q 'grow_site lv_grow.c.*' || fail "rip: top site"
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    others >after
+    cmp -s before after || fail "view of a rip left files: $(diff before after)"
+    ;;
+cpu-tmux)
+    # Real CPU samples: lv_grow's thread "lvspin" burns CPU in
+    # burn_site (and a third as much in burn_side), sampled at 199 Hz. The
+    # live view's CPU view (key 1) shows burn_site with samples that grow,
+    # q quits; then `rheaper view` on the converted profile shows it first in
+    # view 1 and burn_side second, with the samples `rheaper top cpu` reads
+    # from the database (summed over lines) and their shares of all samples.
+    start lvcpu RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=199
+    cmd "spin on"
+    tm new-session -d -s "$S" -x 120 -y 30 "'$RH' live $LAST 2>live.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'LIVE .*CALL SITE'
+    tm send-keys -t "$S" 1
+    wait_screen 'SAMPLES .*SHARE .*FUNCTION'
+    wait_screen '^ *[0-9][0-9]*  *[0-9.]*%  burn_site lv_grow.c'
+    cpu_on_screen() { screen | awk '$3 == "burn_site" { print $1; exit }'; }
+    a=$(cpu_on_screen)
+    [ "${a:-0}" -gt 0 ] || fail "burn_site shows no samples"
+    _w=0
+    until b=$(cpu_on_screen) && [ "${b:-0}" -gt $((a + 40)) ]; do
+        _w=$((_w + 1))
+        [ $_w -gt 300 ] && fail "burn_site's samples did not grow past $a + 40 (now $b)"
+        sleep 0.1
+    done
+    screen | sed -n 5p | grep -q 'burn_site lv_grow.c' || fail "burn_site is not the top CPU row"
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    [ -s live.err ] && fail "live printed errors"
+    cmd "spin off"
+    stop
+    "$BIN/rheaper-convert" "rip-$LAST" p.db 2>conv.err || fail "convert"
+    "$RH" top cpu p.db -n 50 --csv >top.csv 2>>conv.err || fail "rheaper top cpu"
+    row=$(awk -F, 'NR == 2' top.csv)
+    [ "${row%%,*}" = burn_site ] || fail "top cpu's first row is not burn_site: $row"
+    # top cpu lists function and line; the view one row per function
+    n=$(awk -F, '$1 == "burn_site" { s += $3 } END { print s + 0 }' top.csv)
+    db=$(sqlite3 p.db "SELECT sum(samples) FROM cpu_stack_stats")
+    pct=$(awk -v n="$n" -v t="$db" 'BEGIN { printf "%.1f", 100 * n / t }')
+    [ "$n" -gt 40 ] && [ "$n" -le "$db" ] || fail "burn_site has $n samples of $db"
+    S=t2
+    tm new-session -d -s "$S" -x 120 -y 30 "'$RH' view p.db 2>view.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'LIVE .*CALL SITE'
+    tm send-keys -t "$S" 1
+    wait_screen 'SAMPLES .*SHARE .*FUNCTION'
+    screen | sed -n 5p | grep -q "^ *$n  *$pct%  burn_site lv_grow.c" ||
+        fail "view's CPU top row is not '$n $pct% burn_site'"
+    # the second row: burn_side, with a third of burn_site's work
+    n2=$(awk -F, '$1 == "burn_side" { s += $3 } END { print s + 0 }' top.csv)
+    pct2=$(awk -v n="$n2" -v t="$db" 'BEGIN { printf "%.1f", 100 * n / t }')
+    [ "$n2" -gt 0 ] && [ "$n2" -lt "$n" ] || fail "burn_side has $n2 samples, burn_site $n"
+    screen | sed -n 6p | grep -q "^ *$n2  *$pct2%  burn_side lv_grow.c" ||
+        fail "view's CPU second row is not '$n2 $pct2% burn_side'"
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    [ -s view.err ] && grep -v 'call sites skip' view.err | grep -q . && fail "view printed errors"
+    ;;
+list)
+    # One profile in each state, in one directory.
+    D=$WORK/profiles
+    mkdir -p "$D"
+    start lvdone RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$D"
+    cmd "grow 10 100"
+    stop
+    DONE=$LAST
+    start lvcut RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$D" RHEAPER_MAX_PROFILE_SIZE=64k
+    cmd "grow 30000 16"
+    cmd "free 30000"
+    stop
+    CUT=$LAST
+    start lvkill RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$D"
+    cmd "grow 10 100"
+    kill -9 "$LAST"
+    wait "$LAST" 2>/dev/null
+    exec 3>&-
+    KILLED=$LAST
+    start lvrec RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$D"
+    cmd "grow 10 100"
+    REC=$LAST
+    echo "not a profile" >"$D/notes.txt"
+    "$RH" list "$D" >list.out 2>list.err || fail "list failed: $(cat list.err)"
+    cat list.out >screen
+    row() { grep "^ *$1  " list.out; }
+    row "$DONE" | grep -q ' lvdone .* complete  ' || fail "complete: $(row "$DONE")"
+    row "$CUT" | grep -q ' lvcut .* cut at the size limit ' || fail "cut: $(row "$CUT")"
+    row "$KILLED" | grep -q ' lvkill .* damaged ' || fail "killed: $(row "$KILLED")"
+    row "$REC" | grep -q ' lvrec .* recording ' || fail "recording: $(row "$REC")"
+    [ "$(grep -c 'rip-' list.out)" = 4 ] || fail "expected 4 profiles"
+    grep -q notes.txt list.out && fail "listed a file that is not a profile"
+    # events of the complete one are its trailer's, as the converter reads them
+    "$BIN/rheaper-convert" "$D/rip-$DONE" done.db 2>/dev/null || fail "convert"
+    ev=$(sqlite3 done.db "select value from meta where key = 'events_recorded'")
+    row "$DONE" | grep -q "  $ev  " || fail "complete: events $ev not in $(row "$DONE")"
+    # a profile damaged in the middle (a chunk header overwritten)
+    cp "$D/rip-$DONE" "$D/rip-broken"
+    printf 'XXXX' | dd of="$D/rip-broken" bs=1 seek=4096 conv=notrunc 2>/dev/null
+    "$RH" list --json "$D" >list.json 2>/dev/null || fail "list --json"
+    grep -q '"file": "[^"]*rip-broken", *$\|rip-broken' list.json || fail "broken not listed"
+    grep 'rip-broken' list.json | grep -q '"state": "damaged"' || fail "broken: $(grep rip-broken list.json)"
+    # default: the current directory and RHEAPER_PROFILE_DIR
+    mkdir -p empty && cd empty || fail "cd"
+    RHEAPER_PROFILE_DIR="$D" "$RH" list >../list2.out 2>&1 || fail "list by RHEAPER_PROFILE_DIR"
+    cd .. || fail "cd"
+    [ "$(grep -c 'rip-' list2.out)" = 5 ] || fail "RHEAPER_PROFILE_DIR: $(cat list2.out)"
+    stop
+    ;;
+record-by-name)
+    # rheaper record -P NAME on an armed program.
+    start lvarmed RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK"
+    cmd "grow 1 10"
+    wait_line "rheaper-$LAST.ctl" '^state armed$'
+    cmd "auto on" # the toggle takes effect at its next allocation
+    "$RH" record -P lvarmed -d 2s -o rec.db >rec.out 2>rec.err &
+    R=$!
+    wait_line rec.err 'recording process'
+    cmd "grow 25 4321"
+    wait "$R" || fail "record -P failed: $(cat rec.err)"
+    n=$(sqlite3 rec.db "select count(*) from allocations where size = 4321")
+    [ "$n" = 25 ] || fail "expected the 25 blocks of 4321 bytes, got $n"
+    [ "$(sqlite3 rec.db "select value from meta where key = 'pid'")" = "$LAST" ] || fail "pid"
+    stop
+    "$RH" record -P lvarmed -d 1s -o x.db 2>gone.err && fail "record -P of an ended program"
+    grep -q 'no running process is named lvarmed' gone.err || fail "message: $(cat gone.err)"
+    [ -e x.db ] && fail "wrote a profile anyway"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+echo "ok: $CASE"

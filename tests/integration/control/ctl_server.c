@@ -1,0 +1,129 @@
+/* ctl_server.c: a small server for tests/integration/control, built with rheaper-cc.
+ *
+ * N worker threads serve requests that the main thread reads from stdin (one
+ * line each: "req", "quit") and hands over through a pipe per worker. Each
+ * request allocates exactly REQ_ALLOCS blocks of REQ_SIZE bytes and frees them.
+ *
+ * A worker asks rheaper_is_enabled() before and after each request and counts
+ * the requests it served entirely while recording was on, entirely off, or
+ * across a toggle. At exit the server prints "served N on M off K mixed" on
+ * stderr, so the test can compare the profile's exact counts with what the
+ * server did inside the recording window.
+ */
+#define _GNU_SOURCE
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rheaper.h"
+
+#define NWORKERS 3
+#define REQ_ALLOCS 4
+#define REQ_SIZE 777
+
+static int pipes[NWORKERS][2];
+static long on_count, off_count, mixed_count;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static void *volatile sink;
+
+__attribute__((noinline)) static void handle_request(void)
+{
+    void *p[REQ_ALLOCS];
+    for (int i = 0; i < REQ_ALLOCS; i++) {
+        p[i] = malloc(REQ_SIZE);
+        memset(p[i], i, REQ_SIZE);
+        sink = p[i];
+    }
+    for (int i = 0; i < REQ_ALLOCS; i++)
+        free(p[i]);
+}
+
+static void *worker(void *arg)
+{
+    int fd = pipes[(long)arg][0];
+    char c;
+    while (read(fd, &c, 1) == 1 && c == 'r') {
+        int a = rheaper_is_enabled();
+        handle_request();
+        int b = rheaper_is_enabled();
+        pthread_mutex_lock(&mu);
+        if (a && b)
+            on_count++;
+        else if (!a && !b)
+            off_count++;
+        else
+            mixed_count++;
+        pthread_mutex_unlock(&mu);
+    }
+    return NULL;
+}
+
+/* Runs every 10 ms when idle, as servers' timers do: the toggle happens at the
+ * next allocation of any thread, and this is one. */
+__attribute__((noinline)) static void heartbeat(void)
+{
+    void *p = malloc(33);
+    sink = p;
+    free(p);
+}
+
+int main(void)
+{
+    pthread_t th[NWORKERS];
+    setvbuf(stdout, NULL, _IONBF, 0);
+    for (long i = 0; i < NWORKERS; i++) {
+        if (pipe(pipes[i]) != 0)
+            return 1;
+        pthread_create(&th[i], NULL, worker, (void *)i);
+    }
+    printf("ready %d\n", (int)getpid());
+    char buf[4096];
+    size_t len = 0;
+    long n = 0;
+    int quit = 0;
+    while (!quit) {
+        struct pollfd pfd = {0, POLLIN, 0};
+        int r = poll(&pfd, 1, 10);
+        if (r <= 0) {
+            heartbeat();
+            continue;
+        }
+        ssize_t got = read(0, buf + len, sizeof buf - 1 - len);
+        if (got <= 0)
+            break;
+        len += (size_t)got;
+        char *nl;
+        while (!quit && (nl = memchr(buf, '\n', len))) {
+            *nl = '\0';
+            if (!strcmp(buf, "quit")) {
+                quit = 1;
+            } else if (!strcmp(buf, "req")) {
+                if (write(pipes[n++ % NWORKERS][1], "r", 1) != 1)
+                    return 1;
+            } else if (!strcmp(buf, "sync")) {
+                /* replies once every request sent so far is served */
+                for (;;) {
+                    pthread_mutex_lock(&mu);
+                    long done = on_count + off_count + mixed_count;
+                    pthread_mutex_unlock(&mu);
+                    if (done == n)
+                        break;
+                    usleep(1000);
+                }
+                printf("synced %ld\n", n);
+            }
+            size_t used = (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, len - used);
+            len -= used;
+        }
+    }
+    for (int i = 0; i < NWORKERS; i++)
+        close(pipes[i][1]);
+    for (int i = 0; i < NWORKERS; i++)
+        pthread_join(th[i], NULL);
+    fprintf(stderr, "served %ld on %ld off %ld mixed\n", on_count, off_count, mixed_count);
+    return 0;
+}

@@ -1,0 +1,210 @@
+#!/bin/sh
+# tests/integration/control/run.sh BIN HELPERS WORK CASE: one case of the control
+# tests (see CMakeLists.txt). Prints "FAIL: ..." and exits 1 on a failure.
+# The runtime's "wrote" notice is checked: on stderr although it is no terminal.
+export RHEAPER_LOG=stderr
+set -u
+BIN=$1 H=$2 WORK=$3 CASE=$4
+RH=$BIN/rheaper
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+SIG=$(( $(kill -l RTMAX 2>/dev/null || echo 64) - 5 ))
+
+. "$(dirname "$0")/../../lib/check.sh"   # fail, ok, eq
+. "$(dirname "$0")/../../lib/require.sh" # require_tool
+RH_DUMP='server.err rec.err err out'
+require_tool sqlite3 sqlite3
+q() { sqlite3 "$1" "$2"; }
+meta() { q "$1" "select value from meta where key = '$2'"; }
+
+# Waits (up to 20 s) until file $1 has a line matching $2.
+wait_line() {
+    _w=0
+    while ! grep -q "$2" "$1" 2>/dev/null; do
+        _w=$((_w + 1))
+        [ $_w -gt 2000 ] && fail "timed out waiting for '$2' in $1"
+        sleep 0.01
+    done
+}
+
+# Starts ctl_server armed ($@: extra env assignments), stdin from fifo in.
+start_server() {
+    mkfifo in
+    env RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$@" "$H/ctl_server" <in >out 2>server.err &
+    SPID=$!
+    exec 3>in
+    wait_line out '^ready'
+    wait_line "rheaper-$SPID.ctl" '^state armed$' # armed at its first allocation
+}
+send() { printf '%s\n' "$@" >&3; }
+nreq() { _r=0; while [ $_r -lt "$1" ]; do echo req; _r=$((_r + 1)); done >&3; }
+# sync N: waits until the server served every request so far (N in total).
+sync_to() { send sync; wait_line out "^synced $1\$"; }
+stop_server() { send quit; exec 3>&-; wait "$SPID"; SRC=$?; OLDPID=$SPID; SPID=; }
+
+case $CASE in
+record-server)
+    # Exact counts inside the window: 40 requests before, 300 during, 50 after.
+    start_server
+    nreq 40; sync_to 40
+    [ -f "rheaper-$SPID.ctl" ] || fail "no marker rheaper-$SPID.ctl"
+    grep -q '^state armed$' "rheaper-$SPID.ctl" || fail "marker does not say armed"
+    grep -q "^signal $SIG\$" "rheaper-$SPID.ctl" || fail "marker does not name signal $SIG"
+    ls rip-* >/dev/null 2>&1 && fail "armed process wrote a profile before the signal"
+    "$RH" record -p "$SPID" -d 2s -o rec.db >rec.out 2>rec.err &
+    RPID=$!
+    wait_line rec.err 'recording process'
+    grep -q '^state recording$' "rheaper-$SPID.ctl" || fail "marker does not say recording"
+    nreq 300; sync_to 340
+    wait "$RPID" || fail "rheaper record failed"
+    nreq 50; sync_to 390
+    stop_server
+    [ "$SRC" = 0 ] || fail "server exited $SRC"
+    grep -q '^served 300 on 90 off 0 mixed$' server.err || fail "server counts: $(grep served server.err)"
+    [ "$(meta rec.db clean)" = 1 ] || fail "profile not clean"
+    [ "$(meta rec.db pid)" = "$OLDPID" ] || fail "profile of another pid"
+    n=$(q rec.db "select count(*) from allocations where size = 777")
+    [ "$n" = 1200 ] || fail "expected 1200 request blocks (4 x 300) in the window, got $n"
+    n=$(q rec.db "select count(*) from allocations where size = 777 and dealloc_after is null")
+    [ "$n" = 0 ] || fail "$n request blocks not freed"
+    n=$(q rec.db "select count(distinct alloc_thread) from allocations where size = 777")
+    [ "$n" = 3 ] || fail "expected the 3 workers, got $n threads"
+    grep -q "wrote .*rip-$OLDPID (" server.err || fail "runtime did not report the profile"
+    [ "$(grep -c . server.err)" = 2 ] || fail "runtime printed more than one line"
+    grep -q 'handle_request' rec.out || fail "summary lacks handle_request"
+    [ -f "rheaper-$OLDPID.ctl" ] && fail "marker left behind after exit"
+    ;;
+ownsig-after|ownsig-before)
+    mode=${CASE#ownsig-}
+    RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$H/ctl_ownsig" "$mode" >out 2>err ||
+        fail "program failed: $(cat out)"
+    grep -q '^handled 3$' out || fail "program's handler did not get its signals"
+    [ "$(grep -c 'stands aside' err)" = 1 ] || fail "expected one warning"
+    [ "$(grep -c . err)" = 1 ] || fail "expected exactly one line on stderr"
+    ls rip-* >/dev/null 2>&1 && fail "a profile was written"
+    ;;
+ownsig-record)
+    mkfifo in
+    RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$H/ctl_ownsig" hold <in >out 2>err &
+    SPID=$!
+    exec 3>in
+    wait_line out '^ready'
+    "$RH" record -p "$SPID" -d 1s -o rec.db 2>rec.err && fail "record succeeded"
+    grep -q "handles signal $SIG itself" rec.err || fail "record did not say the signal is owned"
+    send quit; exec 3>&-; wait "$SPID" || fail "program failed"
+    grep -q '^handled 3$' out || fail "program's handler did not get its signals"
+    ;;
+size-limit)
+    RHEAPER_ENABLE=1 RHEAPER_MAX_PROFILE_SIZE=256k "$H/ctl_churn" 200000 2 2>err ||
+        fail "program failed"
+    [ "$(grep -c 'reached RHEAPER_MAX_PROFILE_SIZE' err)" = 1 ] || fail "expected one warning"
+    rip=$(ls rip-*) || fail "no profile"
+    size=$(stat -c %s "$rip")
+    [ "$size" -le $((262144 + 8192)) ] || fail "profile is $size bytes, limit 256k"
+    "$RH" convert "$rip" s.db 2>conv.err || fail "convert failed: $(cat conv.err)"
+    grep -q 'cut at the size limit' conv.err || fail "converter did not say cut at the size limit"
+    grep -q 'not clean' conv.err && fail "converter called it damaged"
+    [ "$(meta s.db clean)" = 1 ] || fail "not clean"
+    [ "$(meta s.db damaged)" = 0 ] || fail "damaged"
+    [ "$(meta s.db cut_at_size_limit)" = 1 ] || fail "meta cut_at_size_limit not 1"
+    ev=$(meta s.db events) rec=$(meta s.db events_recorded)
+    a=$(meta s.db allocs) f=$(meta s.db frees)
+    [ "$ev" = $((a + f)) ] || fail "events $ev != allocs $a + frees $f"
+    # a thread already inside a hooked call when the limit hit finishes its event
+    [ "$ev" -ge "$rec" ] && [ "$ev" -le $((rec + 2)) ] || fail "events $ev vs trailer $rec"
+    n=$(q s.db "select count(*) from allocations where size <> 100 and kind = 'malloc'")
+    [ "$f" -le "$a" ] || fail "more frees than allocations"
+    ;;
+size-limit-record)
+    # Armed, the limit ends the recording; record notices and converts.
+    start_server RHEAPER_MAX_PROFILE_SIZE=128k
+    "$RH" record -p "$SPID" -d 20s -o rec.db >rec.out 2>rec.err &
+    RPID=$!
+    wait_line rec.err 'recording process'
+    i=0
+    while kill -0 "$RPID" 2>/dev/null; do
+        nreq 200; sync_to $(( (i + 1) * 200 )); i=$((i + 1))
+        [ $i -gt 200 ] && fail "the limit never ended the recording"
+    done
+    wait "$RPID" || fail "rheaper record failed"
+    grep -q 'stopped at RHEAPER_MAX_PROFILE_SIZE' rec.err || fail "record did not say the limit stopped it"
+    grep -q 'cut at the size limit' rec.err || fail "converter did not say cut at the size limit"
+    grep -q '^end size-limit$' "rheaper-$SPID.ctl" || fail "marker does not say size-limit"
+    grep -q '^state armed$' "rheaper-$SPID.ctl" || fail "marker does not say armed again"
+    stop_server
+    [ "$(meta rec.db cut_at_size_limit)" = 1 ] || fail "meta cut_at_size_limit not 1"
+    [ "$(meta rec.db clean)" = 1 ] || fail "not clean"
+    [ "$(grep -c 'reached RHEAPER_MAX_PROFILE_SIZE' server.err)" = 1 ] || fail "expected one warning"
+    ;;
+name-template)
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_NAME='heap-%e-%p-%n-%t-%%' "$H/ctl_churn" 10 1 2>err || fail "run 1"
+    f=$(ls heap-ctl_churn-*) || fail "no heap-ctl_churn-* file"
+    echo "$f" | grep -Eq '^heap-ctl_churn-[0-9]+-1-[0-9]{10}-%$' || fail "bad name $f"
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_NAME=fixed "$H/ctl_churn" 10 1 2>>err || fail "run 2"
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_NAME=fixed "$H/ctl_churn" 10 1 2>>err || fail "run 3"
+    [ -f fixed ] && [ -f fixed.1 ] || fail "second run overwrote: $(ls)"
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_NAME='a/b' "$H/ctl_churn" 10 1 2>bad || fail "run 4"
+    grep -q 'ignoring RHEAPER_PROFILE_NAME=a/b' bad || fail "no warning for a/b"
+    ls rip-* >/dev/null 2>&1 || fail "bad template did not fall back to rip-%p"
+    # %n counts recordings: two toggles of an armed server, two files
+    start_server RHEAPER_PROFILE_NAME='srv-%n'
+    for k in 1 2; do
+        "$RH" record -p "$SPID" -d 0.2s -o "r$k.db" >/dev/null 2>rec.err || fail "record $k"
+    done
+    stop_server
+    [ -f srv-1 ] && [ -f srv-2 ] || fail "expected srv-1 and srv-2: $(ls)"
+    [ "$(meta r2.db clean)" = 1 ] || fail "second recording not clean"
+    ;;
+not-armed)
+    mkfifo in
+    RHEAPER_PROFILE_DIR="$WORK" "$H/ctl_server" <in >out 2>server.err &
+    SPID=$!
+    exec 3>in
+    wait_line out '^ready'
+    "$RH" record -p "$SPID" -d 1s 2>rec.err && fail "record succeeded"
+    grep -q "process $SPID is not armed: no marker rheaper-$SPID.ctl in .*$WORK" rec.err ||
+        fail "unclear message: $(cat rec.err)"
+    kill -0 "$SPID" || fail "the process died"
+    nreq 5; sync_to 5; stop_server
+    [ "$SRC" = 0 ] || fail "server exited $SRC"
+    "$RH" record -p 999999999 2>rec.err && fail "record of no process succeeded"
+    grep -q 'no process' rec.err || fail "no-process message: $(cat rec.err)"
+    ;;
+not-armed-no-marker)
+    # RHEAPER_ENABLE=signal, but a program not built with rheaper-cc
+    mkfifo in
+    RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" cat in >/dev/null &
+    SPID=$!
+    exec 3>in
+    sleep 0.2
+    "$RH" record -p "$SPID" -d 1s 2>rec.err && fail "record succeeded"
+    grep -q "is not armed: no marker" rec.err || fail "unclear message: $(cat rec.err)"
+    kill -0 "$SPID" || fail "the process died (a signal was sent)"
+    exec 3>&-; wait "$SPID"
+    ;;
+api-race)
+    RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$H/ctl_race" 60 >out 2>err &
+    SPID=$!
+    wait_line out '^ready'
+    i=0
+    while kill -0 "$SPID" 2>/dev/null && [ $i -lt 60 ]; do
+        kill -s "$SIG" "$SPID" 2>/dev/null
+        i=$((i + 1))
+        sleep 0.001
+    done
+    wait "$SPID" || fail "program failed ($?)"
+    grep -q '^api ' out || fail "program did not finish"
+    n=0
+    for f in rip-*; do
+        [ -f "$f" ] || continue
+        n=$((n + 1))
+        "$RH" convert "$f" "$f.db" --quiet 2>conv.err || fail "convert $f: $(cat conv.err)"
+        [ "$(meta "$f.db" clean)" = 1 ] || fail "$f not clean: $(cat conv.err)"
+    done
+    [ $n -gt 0 ] || fail "no profiles"
+    echo "api-race: $n profiles, $(cat out | tail -1)"
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+echo "PASS: $CASE"

@@ -1,0 +1,286 @@
+# cases.sh: the cases of run.sh, one function each (sourced; see run.sh for
+# the helpers: prog, convert_all, check_expect, eq, ok, bad, skip, meta).
+
+# ---- crash safety -----------------------------------------------------------
+
+# crash SIGNAL-NAME STATUS: the program dies; its profile converts with exit 0,
+# one warning line naming the cut, and every fact it stated holds.
+crash() {
+    prog "$helpers/rel_crash" "$1"
+    eq "exit status of a program ended by $1" "$rc" "$2"
+    eq "profiles written" "$(nrips)" 1
+    convert_all --loud
+    eq "converter warning lines" "$(wc -l < "$w/conv.err" | tr -d ' ')" 1
+    yes_ "the converter's line says the profile was cut" grep -q 'cut short' "$w/conv.err"
+    check_expect
+}
+case_crash_sigkill() { crash sigkill 137; }
+case_crash_abort() { crash abort 134; }
+case_crash_segv() { crash segv 139; }
+
+# ---- faults around the program ----------------------------------------------
+
+# A missing profile directory: the program runs as usual, one warning line.
+case_fault_missing_dir() {
+    prof=$w/does-not-exist
+    prog "$helpers/rel_faults" workload
+    eq "exit status" "$rc" 0
+    eq "runtime lines" "$(rh_lines)" 1
+    yes_ "the line names the directory" grep -q "does-not-exist" "$w/err"
+    yes_ "no directory was created" test ! -e "$prof"
+}
+
+# A read-only profile directory (as root, the program runs as nobody, since
+# root writes anyway).
+case_fault_readonly_dir() {
+    chmod 0555 "$prof"
+    chmod 0777 "$w"
+    : > "$w/expect.txt"; chmod 0666 "$w/expect.txt"
+    if [ "$(id -u)" -eq 0 ]; then
+        command -v setpriv > /dev/null || skip "setpriv (util-linux) is needed to drop root"
+        prog setpriv --reuid=nobody --regid=nogroup --clear-groups "$helpers/rel_faults" workload
+    else
+        prog "$helpers/rel_faults" workload
+    fi
+    eq "exit status" "$rc" 0
+    eq "runtime lines" "$(rh_lines)" 1
+    yes_ "the line says why" grep -q "Permission denied" "$w/err"
+    eq "files in the read-only directory" "$(ls -A "$prof" | wc -l | tr -d ' ')" 0
+}
+
+# grow_case: the program fills what it may write; tracking stops with one
+# line, the program finishes, and the profile holds a prefix of its events.
+grow_case() {
+    eq "exit status" "$rc" 0
+    eq "runtime lines" "$(rh_lines)" 1
+    yes_ "the line says tracking stopped" grep -q "tracking stopped" "$w/err"
+    eq "profiles written" "$(nrips)" 1
+    convert_all
+    check_expect
+}
+
+# A full disk: a 128 KiB tmpfs as the profile directory (root only).
+case_fault_full_disk() {
+    [ "$(id -u)" -eq 0 ] || skip "mounting a small tmpfs needs root"
+    mount -t tmpfs -o size=128k rheaper-rel "$prof" 2> "$w/mount.err" ||
+        skip "cannot mount a tmpfs here: $(cat "$w/mount.err")"
+    prog "$helpers/rel_faults" grow
+    mkdir -p "$w/out.d"
+    cp "$prof"/rip-* "$w/out.d/" 2> /dev/null || true
+    umount "$prof"
+    cp "$w/out.d"/rip-* "$prof/" 2> /dev/null || true
+    grow_case
+}
+
+# RLIMIT_FSIZE with SIGXFSZ at its default (kill): the profiler must not be the
+# one that raises it.
+case_fault_fsize() {
+    prog "$helpers/rel_faults" fsize
+    grow_case
+}
+
+# No fd left at the first allocation.
+case_fault_nofile() {
+    prog "$helpers/rel_faults" nofile
+    eq "exit status" "$rc" 0
+    eq "runtime lines" "$(rh_lines)" 1
+    yes_ "the line says the profile could not be created" grep -q "cannot create profile" "$w/err"
+    eq "profiles written" "$(nrips)" 0
+}
+
+# No fd left once the profile is open: the runtime holds no fd, so its lost
+# events are counted (one line) and a child at the limit writes no profile
+# (one line); the program's fds are untouched.
+case_fault_nofile_fork() {
+    prog "$helpers/rel_faults" nofile-fork
+    eq "exit status" "$rc" 0
+    eq "runtime warnings" "$(grep '^rheaper: ' "$w/err" | grep -vc ': wrote ' || true)" 2
+    yes_ "the parent says it has no fd to grow its profile" grep -q "no free file descriptor" "$w/err"
+    yes_ "the child says it cannot create its profile" grep -q "cannot create profile" "$w/err"
+    eq "profiles written" "$(nrips)" 1
+    convert_all
+    check_expect
+}
+
+# The real allocator returns NULL.
+case_fault_null_alloc() {
+    prog "$helpers/rel_faults" nullalloc
+    eq "exit status" "$rc" 0
+    convert_all
+    check_expect
+}
+
+# EINTR: a periodic signal without SA_RESTART; small chunks so the runtime
+# opens many, and module maps written on each dlopen and dlclose.
+case_fault_eintr() {
+    prog RHEAPER_BUFFER_SIZE=64 "$helpers/rel_faults" eintr "$helpers/rel_lib.so"
+    eq "exit status" "$rc" 0
+    convert_all
+    check_expect
+}
+
+# ---- the program's lifecycle -------------------------------------------------
+
+# life MODE [ARG]: the program exits 0, every profile converts, facts hold.
+life() {
+    prog "$helpers/rel_life" "$@"
+    eq "exit status of rel_life $1" "$rc" 0
+    convert_all
+    check_expect
+}
+case_life_threads10k() { life threads10k; }
+case_life_fork_threads() { life fork-threads; eq "profiles" "$(nrips)" 21; }
+case_life_fork100() { life fork100; eq "profiles" "$(nrips)" 101; }
+case_life_exec() {
+    life exec "$helpers/rel_life"
+    # parent, fork child before exec, its exec'd image, the vfork'd and the
+    # spawned instrumented images; /bin/true writes nothing
+    eq "profiles" "$(nrips)" 5
+}
+case_life_sigalloc() { life sigalloc; }
+case_life_dlclose() { life dlclose "$helpers/rel_lib.so"; }
+
+# exit() from one thread while others allocate, ten times over.
+case_life_exit_thread() {
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        rm -rf "$prof" && mkdir -p "$prof"
+        : > "$RH_EXPECT_FILE"
+        life exit-thread
+        eq "profiles" "$(nrips)" 1
+    done
+}
+
+# Events after the exit trailer open chunks that stay unsealed: still clean.
+case_life_exit_late() { life exit-late; eq "profiles" "$(nrips)" 1; }
+
+# ---- files and privileges ----------------------------------------------------
+
+# Profiles are mode 0600 whatever the umask.
+case_files_mode() {
+    umask 000
+    prog "$helpers/rel_faults" workload
+    eq "exit status" "$rc" 0
+    eq "profiles" "$(nrips)" 1
+    eq "mode of the profile" "$(stat -c %a "$prof/$(rips)")" 600
+    convert_all
+    check_expect
+}
+
+# start_waiting HELPER ARGS...: starts a helper that waits for "go" on a fifo
+# before it execs, so its pid (and so its profile's name) is known in advance.
+start_waiting() {
+    rm -f "$w/go" && mkfifo "$w/go"
+    (read -r _ < "$w/go"; RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$prof" exec "$@" > "$w/out" 2> "$w/err") &
+    pid=$!
+}
+go() {
+    echo go > "$w/go"
+    set +e; wait "$pid"; rc=$?; set -e
+}
+
+# Symlinks planted at the profile's names and a profile left by an earlier
+# process with the same pid: none is followed or touched; the runtime moves on
+# to the next free name.
+case_files_planted() {
+    start_waiting "$helpers/rel_faults" workload
+    echo "precious" > "$w/target"
+    ln -s "$w/target" "$prof/rip-$pid"            # an existing file elsewhere
+    ln -s "$w/dangling" "$prof/rip-$pid.1"        # a file it would create
+    echo "old profile of an earlier process $pid" > "$prof/rip-$pid.2"
+    go
+    eq "exit status" "$rc" 0
+    eq "target untouched" "$(cat "$w/target")" "precious"
+    yes_ "the dangling link's target was not created" test ! -e "$w/dangling"
+    yes_ "rip-$pid is still a symlink" test -L "$prof/rip-$pid"
+    yes_ "rip-$pid.1 is still a symlink" test -L "$prof/rip-$pid.1"
+    eq "the old profile" "$(cat "$prof/rip-$pid.2")" "old profile of an earlier process $pid"
+    yes_ "the profile went to rip-$pid.3" test -f "$prof/rip-$pid.3"
+    "$bin/rheaper-convert" --quiet "$prof/rip-$pid.3" "$prof/rip-$pid.3.db"
+    eq "rows in rip-$pid.3" "$(sql "$prof/rip-$pid.3.db" "SELECT count(*) FROM allocations WHERE size BETWEEN 2000 AND 2199")" 200
+    eq "profiles in the directory" "$(ls "$prof" | grep -vc '\.db$')" 4
+}
+
+# No RHEAPER_* value (nor TMPDIR or HOME) makes the runtime write anywhere but
+# the profile directory (RHEAPER_LOG, a log file by request, is tests/integration/servers').
+case_files_env_outside() {
+    sb=$w/sandbox
+    mkdir -p "$sb/cwd" "$sb/prof" "$sb/elsewhere"
+    touch "$w/marker"
+    sleep 1 # file times have a 1 s resolution on some file systems
+    (cd "$sb/cwd" && env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$sb/prof" \
+        RHEAPER_MAX_STACK_DEPTH="../elsewhere/depth" RHEAPER_MAX_TRACKERS="$sb/elsewhere/trackers" \
+        RHEAPER_BUFFER_SIZE="%s%n%s" RHEAPER_OUTPUT="$sb/elsewhere/out" RHEAPER_LOGFILE="$sb/elsewhere/log" \
+        RHEAPER_PROFILE="$sb/elsewhere/p" RHEAPER_FILE="../elsewhere/f" TMPDIR="$sb/elsewhere" \
+        HOME="$sb/elsewhere" "$helpers/rel_faults" workload > "$w/out" 2> "$w/err") && rc=0 || rc=$?
+    eq "exit status" "$rc" 0
+    eq "warning lines for the three bad numbers" "$(grep -c '^rheaper: ignoring' "$w/err" || true)" 3
+    eq "files written outside the profile directory" \
+        "$(find "$sb" -newer "$w/marker" -type f ! -path "$sb/prof/*" | wc -l | tr -d ' ')" 0
+    eq "profiles in the profile directory" "$(ls "$sb/prof" | wc -l | tr -d ' ')" 1
+    # a relative RHEAPER_PROFILE_DIR is taken from the working directory
+    mkdir -p "$sb/cwd/rel"
+    (cd "$sb/cwd" && env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR=rel "$helpers/rel_faults" workload \
+        > "$w/out" 2> "$w/err") && rc=0 || rc=$?
+    eq "exit status (relative directory)" "$rc" 0
+    eq "profiles in cwd/rel" "$(ls "$sb/cwd/rel" | wc -l | tr -d ' ')" 1
+    eq "files written outside the two profile directories" \
+        "$(find "$sb" -newer "$w/marker" -type f ! -path "$sb/prof/*" ! -path "$sb/cwd/rel/*" | wc -l | tr -d ' ')" 0
+}
+
+# privileged MODE CHOWN: a setuid or setgid copy ignores RHEAPER_* (root only:
+# the copy is given to nobody/nogroup, so running it changes an id).
+privileged() {
+    [ "$(id -u)" -eq 0 ] || skip "making a setuid/setgid program for another user needs root"
+    d=$(mktemp -d "${TMPDIR:-/tmp}/rh-rel-suid-XXXXXX")
+    chmod 0755 "$d"
+    mkdir "$d/prof" && chmod 1777 "$d/prof"
+    cp "$helpers/rel_files" "$d/prog"
+    chown "$2" "$d/prog"
+    # control: without the bit, the same copy run as nobody writes a profile
+    chmod 0755 "$d/prog"
+    set +e
+    setpriv --reuid=nobody --regid=nogroup --clear-groups env RHEAPER_ENABLE=1 \
+        RHEAPER_PROFILE_DIR="$d/prof" "$d/prog" ids > "$w/out" 2> "$w/err"
+    rc=$?
+    set -e
+    eq "control run exit status" "$rc" 0
+    eq "control run profiles" "$(ls "$d/prof" | wc -l | tr -d ' ')" 1
+    rm -f "$d/prof"/*
+    chmod "$1" "$d/prog"
+    set +e
+    env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d/prof" "$d/prog" ids > "$w/out" 2> "$w/err"
+    rc=$?
+    set -e
+    ids=$(cat "$w/out")
+    set -- $ids
+    if [ "$1" = "$2" ] && [ "$3" = "$4" ]; then
+        rm -rf "$d"
+        skip "the set-id bit had no effect here (nosuid mount?): ids $ids"
+    fi
+    eq "exit status" "$rc" 0
+    eq "profiles written by the set-id program" "$(ls "$d/prof" | wc -l | tr -d ' ')" 0
+    eq "runtime lines" "$(rh_lines)" 0
+    rm -rf "$d"
+}
+case_files_setuid() { privileged 4755 nobody; }
+case_files_setgid() { privileged 2755 :nogroup; }
+
+# Quotes and SQL in the program's path, its arguments and its thread names
+# arrive in the database as data.
+case_files_sql_quotes() {
+    evil="x'); DROP TABLE meta; --\"q"
+    mkdir -p "$w/bin"
+    cp "$helpers/rel_files" "$w/bin/$evil"
+    tname="a'b\";DROP c--"
+    prog "$w/bin/$evil" named "$tname"
+    eq "exit status" "$rc" 0
+    convert_all
+    db=$prof/$(rips).db
+    eq "program" "$(sql "$db" "SELECT value FROM meta WHERE key = 'program'")" "$w/bin/$evil"
+    eq "args" "$(sql "$db" "SELECT replace(value, char(0), ' ') FROM meta WHERE key = 'args'")" \
+        "$w/bin/$evil named $tname"
+    eq "thread name" "$(sql "$db" "SELECT count(*) FROM threads WHERE name = 'a''b\";DROP c--'")" 1
+    eq "the named thread's rows" "$(sql "$db" "SELECT count(*) FROM allocations a JOIN threads t ON t.id = a.alloc_thread WHERE t.name = 'a''b\";DROP c--' AND a.size = 1112")" 7
+    # the tables every profile has are all still there (later features add more)
+    eq "tables" "$(sql "$db" "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('alloc_rows', 'backtraces', 'stacks', 'stack_stats', 'thread_stats', 'timeline', 'timeline_stacks', 'leak_curve', 'skipped_functions', 'threads', 'modules', 'meta')")" 12
+}
