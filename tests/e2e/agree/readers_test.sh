@@ -108,9 +108,14 @@ reader_pprof() { # CLI...
 }
 
 rh_serve "$DB"
+# a window in seconds from a fifth to three fifths of the run, whatever the
+# machine's load made of the program's pauses
+dur_ns=$(DB=$DB sq "SELECT value FROM meta WHERE key = 'duration_ns'")
+win_from=$(awk -v d="$dur_ns" 'BEGIN { printf "%.3f", d * 0.2 / 1e9 }')
+win_to=$(awk -v d="$dur_ns" 'BEGIN { printf "%.3f", d * 0.6 / 1e9 }')
 # CLI options | URL parameters
 for c in "|" \
-    "--from 0.03 --to 0.09|from=0.03&to=0.09" \
+    "--from $win_from --to $win_to|from=$win_from&to=$win_to" \
     "--to 50%|to=50%" \
     "--from 60%|from=60%" \
     "--function leak_|function_regex=leak_" \
