@@ -24,9 +24,8 @@ bin=$1 src=$2 work=$3
 . "$src/lib/require.sh"
 require_tool sqlite3 sqlite3
 rm -rf "$work" && mkdir -p "$work"
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+CASE= RH_DUMP=
+. "$src/lib/check.sh" # ok, bad, summary
 export RHEAPER_QUIET_NOTICES=1
 
 "$bin/rheaper-convert" --quiet --search "$src/golden" "$src/golden/golden.rip" "$work/golden.db"
@@ -167,5 +166,4 @@ cmp -s "$work/full.csv" "$work/cull.csv" && ok || bad "rheaper convert --min-lif
 [ "$(sqlite3 "$work/cli-cull.db" "SELECT value FROM meta WHERE key = 'min_lifetime_ns'")" = 1000000 ] &&
     ok || bad "rheaper convert --min-lifetime: meta min_lifetime_ns not recorded"
 echo "profiles: $(echo $dbs | wc -w), culling checked on $n rips"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

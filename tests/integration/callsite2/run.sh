@@ -16,9 +16,8 @@
 set -u
 bin=$1 src=$2 work=$3 case=$4
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $case: $*"; }
+CASE=$case RH_DUMP=
+. "$(dirname "$0")/../../lib/check.sh" # fail, ok, bad, summary
 
 # sums `rheaper top --csv` counts per function; compares with SITE lines
 check_sites() {
@@ -33,9 +32,9 @@ check_sites() {
 
 case $case in
 cxx)
-    "$bin/rheaper-c++" -O2 -o prog "$src/cxx.cpp" || { echo "FAIL: cxx: rheaper-c++ failed"; exit 1; }
-    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" ./prog > out.txt 2> prog.err || { echo "FAIL: cxx: the program failed"; exit 1; }
-    "$bin/rheaper-convert" --quiet rip-* p.db || { echo "FAIL: cxx: conversion failed"; exit 1; }
+    "$bin/rheaper-c++" -O2 -o prog "$src/cxx.cpp" || fail "rheaper-c++ failed"
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" ./prog > out.txt 2> prog.err || fail "the program failed"
+    "$bin/rheaper-convert" --quiet rip-* p.db || fail "conversion failed"
     check_sites
     # no call site is a frame of the standard library
     if awk -F, 'NR > 1 && ($1 ~ /^std::/ || $2 ~ /\.h:/)' top.csv | grep -q .; then
@@ -53,11 +52,11 @@ cxx)
     ;;
 pool)
     for f in app pool memory xmalloc; do
-        "$bin/rheaper-cc" -O2 -c "$src/$f.c" -o "$f.o" || { echo "FAIL: pool: rheaper-cc $f.c failed"; exit 1; }
+        "$bin/rheaper-cc" -O2 -c "$src/$f.c" -o "$f.o" || fail "rheaper-cc $f.c failed"
     done
-    "$bin/rheaper-cc" app.o pool.o memory.o xmalloc.o -o prog || { echo "FAIL: pool: link failed"; exit 1; }
-    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" ./prog > out.txt 2> prog.err || { echo "FAIL: pool: the program failed"; exit 1; }
-    "$bin/rheaper-convert" --quiet rip-* p.db || { echo "FAIL: pool: conversion failed"; exit 1; }
+    "$bin/rheaper-cc" app.o pool.o memory.o xmalloc.o -o prog || fail "link failed"
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" ./prog > out.txt 2> prog.err || fail "the program failed"
+    "$bin/rheaper-convert" --quiet rip-* p.db || fail "conversion failed"
     check_sites
     for f in pool_create pool_alloc pool_calloc pool_block pool_alloc_small pool_alloc_large mem_align mem_alloc xmalloc xcalloc xstrdup; do
         if grep -q "^$f," top.csv; then bad "the layer function $f is a call site"; else ok; fi
@@ -67,7 +66,6 @@ pool)
     [ "$n" = 2 ] && ok || bad "two_lines has $n call sites, expected its two lines"
     ;;
 *)
-    echo "FAIL: unknown case $case"; exit 1 ;;
+    fail "unknown case" ;;
 esac
-echo "$case: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary

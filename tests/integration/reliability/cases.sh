@@ -1,5 +1,5 @@
 # cases.sh: the cases of run.sh, one function each (sourced; see run.sh for
-# the helpers: prog, convert_all, check_expect, eq, ok, bad, skip, meta).
+# the helpers: prog, convert_all, check_expect, expect, ok, bad, skip, meta).
 
 # ---- crash safety -----------------------------------------------------------
 
@@ -7,10 +7,10 @@
 # one warning line naming the cut, and every fact it stated holds.
 crash() {
     prog "$helpers/rel_crash" "$1"
-    eq "exit status of a program ended by $1" "$rc" "$2"
-    eq "profiles written" "$(nrips)" 1
+    expect "exit status of a program ended by $1" "$rc" "$2"
+    expect "profiles written" "$(nrips)" 1
     convert_all --loud
-    eq "converter warning lines" "$(wc -l < "$w/conv.err" | tr -d ' ')" 1
+    expect "converter warning lines" "$(wc -l < "$w/conv.err" | tr -d ' ')" 1
     yes_ "the converter's line says the profile was cut" grep -q 'cut short' "$w/conv.err"
     check_expect
 }
@@ -24,8 +24,8 @@ case_crash_segv() { crash segv 139; }
 case_fault_missing_dir() {
     prof=$w/does-not-exist
     prog "$helpers/rel_faults" workload
-    eq "exit status" "$rc" 0
-    eq "runtime lines" "$(rh_lines)" 1
+    expect "exit status" "$rc" 0
+    expect "runtime lines" "$(rh_lines)" 1
     yes_ "the line names the directory" grep -q "does-not-exist" "$w/err"
     yes_ "no directory was created" test ! -e "$prof"
 }
@@ -42,19 +42,19 @@ case_fault_readonly_dir() {
     else
         prog "$helpers/rel_faults" workload
     fi
-    eq "exit status" "$rc" 0
-    eq "runtime lines" "$(rh_lines)" 1
+    expect "exit status" "$rc" 0
+    expect "runtime lines" "$(rh_lines)" 1
     yes_ "the line says why" grep -q "Permission denied" "$w/err"
-    eq "files in the read-only directory" "$(ls -A "$prof" | wc -l | tr -d ' ')" 0
+    expect "files in the read-only directory" "$(ls -A "$prof" | wc -l | tr -d ' ')" 0
 }
 
 # grow_case: the program fills what it may write; tracking stops with one
 # line, the program finishes, and the profile holds a prefix of its events.
 grow_case() {
-    eq "exit status" "$rc" 0
-    eq "runtime lines" "$(rh_lines)" 1
+    expect "exit status" "$rc" 0
+    expect "runtime lines" "$(rh_lines)" 1
     yes_ "the line says tracking stopped" grep -q "tracking stopped" "$w/err"
-    eq "profiles written" "$(nrips)" 1
+    expect "profiles written" "$(nrips)" 1
     convert_all
     check_expect
 }
@@ -82,10 +82,10 @@ case_fault_fsize() {
 # No fd left at the first allocation.
 case_fault_nofile() {
     prog "$helpers/rel_faults" nofile
-    eq "exit status" "$rc" 0
-    eq "runtime lines" "$(rh_lines)" 1
+    expect "exit status" "$rc" 0
+    expect "runtime lines" "$(rh_lines)" 1
     yes_ "the line says the profile could not be created" grep -q "cannot create profile" "$w/err"
-    eq "profiles written" "$(nrips)" 0
+    expect "profiles written" "$(nrips)" 0
 }
 
 # No fd left once the profile is open: the runtime holds no fd, so its lost
@@ -93,11 +93,11 @@ case_fault_nofile() {
 # (one line); the program's fds are untouched.
 case_fault_nofile_fork() {
     prog "$helpers/rel_faults" nofile-fork
-    eq "exit status" "$rc" 0
-    eq "runtime warnings" "$(grep '^rheaper: ' "$w/err" | grep -vc ': wrote ' || true)" 2
+    expect "exit status" "$rc" 0
+    expect "runtime warnings" "$(grep '^rheaper: ' "$w/err" | grep -vc ': wrote ' || true)" 2
     yes_ "the parent says it has no fd to grow its profile" grep -q "no free file descriptor" "$w/err"
     yes_ "the child says it cannot create its profile" grep -q "cannot create profile" "$w/err"
-    eq "profiles written" "$(nrips)" 1
+    expect "profiles written" "$(nrips)" 1
     convert_all
     check_expect
 }
@@ -105,7 +105,7 @@ case_fault_nofile_fork() {
 # The real allocator returns NULL.
 case_fault_null_alloc() {
     prog "$helpers/rel_faults" nullalloc
-    eq "exit status" "$rc" 0
+    expect "exit status" "$rc" 0
     convert_all
     check_expect
 }
@@ -114,7 +114,7 @@ case_fault_null_alloc() {
 # opens many, and module maps written on each dlopen and dlclose.
 case_fault_eintr() {
     prog RHEAPER_BUFFER_SIZE=64 "$helpers/rel_faults" eintr "$helpers/rel_lib.so"
-    eq "exit status" "$rc" 0
+    expect "exit status" "$rc" 0
     convert_all
     check_expect
 }
@@ -124,18 +124,18 @@ case_fault_eintr() {
 # life MODE [ARG]: the program exits 0, every profile converts, facts hold.
 life() {
     prog "$helpers/rel_life" "$@"
-    eq "exit status of rel_life $1" "$rc" 0
+    expect "exit status of rel_life $1" "$rc" 0
     convert_all
     check_expect
 }
 case_life_threads10k() { life threads10k; }
-case_life_fork_threads() { life fork-threads; eq "profiles" "$(nrips)" 21; }
-case_life_fork100() { life fork100; eq "profiles" "$(nrips)" 101; }
+case_life_fork_threads() { life fork-threads; expect "profiles" "$(nrips)" 21; }
+case_life_fork100() { life fork100; expect "profiles" "$(nrips)" 101; }
 case_life_exec() {
     life exec "$helpers/rel_life"
     # parent, fork child before exec, its exec'd image, the vfork'd and the
     # spawned instrumented images; /bin/true writes nothing
-    eq "profiles" "$(nrips)" 5
+    expect "profiles" "$(nrips)" 5
 }
 case_life_sigalloc() { life sigalloc; }
 case_life_dlclose() { life dlclose "$helpers/rel_lib.so"; }
@@ -146,12 +146,12 @@ case_life_exit_thread() {
         rm -rf "$prof" && mkdir -p "$prof"
         : > "$RH_EXPECT_FILE"
         life exit-thread
-        eq "profiles" "$(nrips)" 1
+        expect "profiles" "$(nrips)" 1
     done
 }
 
 # Events after the exit trailer open chunks that stay unsealed: still clean.
-case_life_exit_late() { life exit-late; eq "profiles" "$(nrips)" 1; }
+case_life_exit_late() { life exit-late; expect "profiles" "$(nrips)" 1; }
 
 # ---- files and privileges ----------------------------------------------------
 
@@ -159,9 +159,9 @@ case_life_exit_late() { life exit-late; eq "profiles" "$(nrips)" 1; }
 case_files_mode() {
     umask 000
     prog "$helpers/rel_faults" workload
-    eq "exit status" "$rc" 0
-    eq "profiles" "$(nrips)" 1
-    eq "mode of the profile" "$(stat -c %a "$prof/$(rips)")" 600
+    expect "exit status" "$rc" 0
+    expect "profiles" "$(nrips)" 1
+    expect "mode of the profile" "$(stat -c %a "$prof/$(rips)")" 600
     convert_all
     check_expect
 }
@@ -188,16 +188,16 @@ case_files_planted() {
     ln -s "$w/dangling" "$prof/rip-$pid.1"        # a file it would create
     echo "old profile of an earlier process $pid" > "$prof/rip-$pid.2"
     go
-    eq "exit status" "$rc" 0
-    eq "target untouched" "$(cat "$w/target")" "precious"
+    expect "exit status" "$rc" 0
+    expect "target untouched" "$(cat "$w/target")" "precious"
     yes_ "the dangling link's target was not created" test ! -e "$w/dangling"
     yes_ "rip-$pid is still a symlink" test -L "$prof/rip-$pid"
     yes_ "rip-$pid.1 is still a symlink" test -L "$prof/rip-$pid.1"
-    eq "the old profile" "$(cat "$prof/rip-$pid.2")" "old profile of an earlier process $pid"
+    expect "the old profile" "$(cat "$prof/rip-$pid.2")" "old profile of an earlier process $pid"
     yes_ "the profile went to rip-$pid.3" test -f "$prof/rip-$pid.3"
     "$bin/rheaper-convert" --quiet "$prof/rip-$pid.3" "$prof/rip-$pid.3.db"
-    eq "rows in rip-$pid.3" "$(sql "$prof/rip-$pid.3.db" "SELECT count(*) FROM allocations WHERE size BETWEEN 2000 AND 2199")" 200
-    eq "profiles in the directory" "$(ls "$prof" | grep -vc '\.db$')" 4
+    expect "rows in rip-$pid.3" "$(sql "$prof/rip-$pid.3.db" "SELECT count(*) FROM allocations WHERE size BETWEEN 2000 AND 2199")" 200
+    expect "profiles in the directory" "$(ls "$prof" | grep -vc '\.db$')" 4
 }
 
 # No RHEAPER_* value (nor TMPDIR or HOME) makes the runtime write anywhere but
@@ -212,18 +212,18 @@ case_files_env_outside() {
         RHEAPER_BUFFER_SIZE="%s%n%s" RHEAPER_OUTPUT="$sb/elsewhere/out" RHEAPER_LOGFILE="$sb/elsewhere/log" \
         RHEAPER_PROFILE="$sb/elsewhere/p" RHEAPER_FILE="../elsewhere/f" TMPDIR="$sb/elsewhere" \
         HOME="$sb/elsewhere" "$helpers/rel_faults" workload > "$w/out" 2> "$w/err") && rc=0 || rc=$?
-    eq "exit status" "$rc" 0
-    eq "warning lines for the three bad numbers" "$(grep -c '^rheaper: ignoring' "$w/err" || true)" 3
-    eq "files written outside the profile directory" \
+    expect "exit status" "$rc" 0
+    expect "warning lines for the three bad numbers" "$(grep -c '^rheaper: ignoring' "$w/err" || true)" 3
+    expect "files written outside the profile directory" \
         "$(find "$sb" -newer "$w/marker" -type f ! -path "$sb/prof/*" | wc -l | tr -d ' ')" 0
-    eq "profiles in the profile directory" "$(ls "$sb/prof" | wc -l | tr -d ' ')" 1
+    expect "profiles in the profile directory" "$(ls "$sb/prof" | wc -l | tr -d ' ')" 1
     # a relative RHEAPER_PROFILE_DIR is taken from the working directory
     mkdir -p "$sb/cwd/rel"
     (cd "$sb/cwd" && env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR=rel "$helpers/rel_faults" workload \
         > "$w/out" 2> "$w/err") && rc=0 || rc=$?
-    eq "exit status (relative directory)" "$rc" 0
-    eq "profiles in cwd/rel" "$(ls "$sb/cwd/rel" | wc -l | tr -d ' ')" 1
-    eq "files written outside the two profile directories" \
+    expect "exit status (relative directory)" "$rc" 0
+    expect "profiles in cwd/rel" "$(ls "$sb/cwd/rel" | wc -l | tr -d ' ')" 1
+    expect "files written outside the two profile directories" \
         "$(find "$sb" -newer "$w/marker" -type f ! -path "$sb/prof/*" ! -path "$sb/cwd/rel/*" | wc -l | tr -d ' ')" 0
 }
 
@@ -243,8 +243,8 @@ privileged() {
         RHEAPER_PROFILE_DIR="$d/prof" "$d/prog" ids > "$w/out" 2> "$w/err"
     rc=$?
     set -e
-    eq "control run exit status" "$rc" 0
-    eq "control run profiles" "$(ls "$d/prof" | wc -l | tr -d ' ')" 1
+    expect "control run exit status" "$rc" 0
+    expect "control run profiles" "$(ls "$d/prof" | wc -l | tr -d ' ')" 1
     rm -f "$d/prof"/*
     chmod "$1" "$d/prog"
     set +e
@@ -257,9 +257,9 @@ privileged() {
         rm -rf "$d"
         skip "the set-id bit had no effect here (nosuid mount?): ids $ids"
     fi
-    eq "exit status" "$rc" 0
-    eq "profiles written by the set-id program" "$(ls "$d/prof" | wc -l | tr -d ' ')" 0
-    eq "runtime lines" "$(rh_lines)" 0
+    expect "exit status" "$rc" 0
+    expect "profiles written by the set-id program" "$(ls "$d/prof" | wc -l | tr -d ' ')" 0
+    expect "runtime lines" "$(rh_lines)" 0
     rm -rf "$d"
 }
 case_files_setuid() { privileged 4755 nobody; }
@@ -273,14 +273,14 @@ case_files_sql_quotes() {
     cp "$helpers/rel_files" "$w/bin/$evil"
     tname="a'b\";DROP c--"
     prog "$w/bin/$evil" named "$tname"
-    eq "exit status" "$rc" 0
+    expect "exit status" "$rc" 0
     convert_all
     db=$prof/$(rips).db
-    eq "program" "$(sql "$db" "SELECT value FROM meta WHERE key = 'program'")" "$w/bin/$evil"
-    eq "args" "$(sql "$db" "SELECT replace(value, char(0), ' ') FROM meta WHERE key = 'args'")" \
+    expect "program" "$(sql "$db" "SELECT value FROM meta WHERE key = 'program'")" "$w/bin/$evil"
+    expect "args" "$(sql "$db" "SELECT replace(value, char(0), ' ') FROM meta WHERE key = 'args'")" \
         "$w/bin/$evil named $tname"
-    eq "thread name" "$(sql "$db" "SELECT count(*) FROM threads WHERE name = 'a''b\";DROP c--'")" 1
-    eq "the named thread's rows" "$(sql "$db" "SELECT count(*) FROM allocations a JOIN threads t ON t.id = a.alloc_thread WHERE t.name = 'a''b\";DROP c--' AND a.size = 1112")" 7
+    expect "thread name" "$(sql "$db" "SELECT count(*) FROM threads WHERE name = 'a''b\";DROP c--'")" 1
+    expect "the named thread's rows" "$(sql "$db" "SELECT count(*) FROM allocations a JOIN threads t ON t.id = a.alloc_thread WHERE t.name = 'a''b\";DROP c--' AND a.size = 1112")" 7
     # the tables every profile has are all still there (later features add more)
-    eq "tables" "$(sql "$db" "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('alloc_rows', 'backtraces', 'stacks', 'stack_stats', 'thread_stats', 'timeline', 'timeline_stacks', 'leak_curve', 'skipped_functions', 'threads', 'modules', 'meta')")" 12
+    expect "tables" "$(sql "$db" "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('alloc_rows', 'backtraces', 'stacks', 'stack_stats', 'thread_stats', 'timeline', 'timeline_stacks', 'leak_curve', 'skipped_functions', 'threads', 'modules', 'meta')")" 12
 }

@@ -25,17 +25,13 @@ export RH_EXPECT_FILE="$w/expect.txt"
 unset RHEAPER_ENABLE RHEAPER_PROFILE_DIR RHEAPER_MAX_STACK_DEPTH RHEAPER_MAX_TRACKERS \
     RHEAPER_BUFFER_SIZE 2>/dev/null || true
 
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-# eq WHAT GOT WANT
-eq() { if [ "$2" = "$3" ]; then ok; else bad "$1: expected '$3', got '$2'"; fi; }
+CASE= RH_DUMP=
+. "$(dirname "$0")/../../lib/check.sh" # ok, bad, expect, summary
 # yes WHAT COMMAND...: the command must succeed
 yes_() { w_=$1; shift; if "$@"; then ok; else bad "$w_"; fi; }
 skip() { echo "SKIP: $*"; exit 77; }
 finish() {
-    echo "$pass passed, $fail failed"
-    [ "$fail" -eq 0 ] || { echo "--- stderr of the last run:"; cat "$w/err" 2>/dev/null || true; exit 1; }
+    summary || { echo "--- stderr of the last run:"; cat "$w/err" 2>/dev/null || true; exit 1; }
     exit 0
 }
 
@@ -65,7 +61,7 @@ convert_all() {
         fi
         crc=$?
         set -e
-        eq "rheaper-convert $r exit status" "$crc" 0
+        expect "rheaper-convert $r exit status" "$crc" 0
     done
 }
 
@@ -74,7 +70,7 @@ sql() { sqlite3 "$1" "$2" 2>&1 || true; }
 
 # check_expect: every EXPECT line the program wrote (read by tests/e2e/programs/expect.sh),
 # against the only profile or the one named by a leading "@rip-NAME ".
-expect_one() { n=$((n + 1)); eq "$3" "$(sql "$2" "$3")" "$1"; }   # VALUE DB SQL
+expect_one() { n=$((n + 1)); expect "$3" "$(sql "$2" "$3")" "$1"; }   # VALUE DB SQL
 check_expect() {
     n=0
     expect_each "$RH_EXPECT_FILE" "$prof" "$prof/$(rips | head -n 1).db" expect_one
