@@ -10,7 +10,7 @@
 # Checks that count, for a test that goes on after a failure and sums up:
 #   bad MESSAGE...       prints "FAIL: CASE: MESSAGE" and counts a failed check
 #   expect WHAT GOT WANT bad unless GOT equals WANT, else ok
-#   summary              prints "N passed, N failed"; status 1 when one failed
+#   checks_done          prints "N passed, N failed"; status 1 when one failed
 #
 # ctest marks a test failed on its exit status and on the "FAIL:" prefix.
 
@@ -44,7 +44,7 @@ expect() {
     if [ "$2" = "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi
 }
 
-summary() {
+checks_done() {
     echo "$rh_passed passed, $rh_failed failed"
     [ "$rh_failed" -eq 0 ]
 }

@@ -11,7 +11,7 @@
 #    case, with a PATH that holds every program of /usr/bin and /bin except curl,
 #    fails under CI=true naming the package curl, and skips (77) otherwise.
 # 3. check.sh's eq and fail: exit status and the "FAIL:" line; its counting
-#    checks (expect, bad, summary) go on after a failure and sum up.
+#    checks (expect, bad, checks_done) go on after a failure and sum up.
 set -u
 src=$1 ibin=$2 ihelpers=$3 work=$4
 CASE=require RH_DUMP=
@@ -61,12 +61,12 @@ chk='CASE=c RH_DUMP=; . "$1/check.sh"; eq "$2" "$3" "$4"; echo after'
 run_sh 0 "ok: c: n = 3" "eq equal" sh -c "$chk" sh "$lib" n 3 3
 run_sh 1 "FAIL: c: n: got '2', want '3'" "eq unequal" sh -c "$chk" sh "$lib" n 2 3
 grep -q after out && fail "fail did not stop the script"
-# check.sh's counting checks: expect and bad go on; summary counts and decides.
-cnt='CASE=c RH_DUMP=; . "$1/check.sh"; expect one 1 1; expect two 2 3; bad "three"; ok; echo after; summary'
+# check.sh's counting checks: expect and bad go on; checks_done counts and decides.
+cnt='CASE=c RH_DUMP=; . "$1/check.sh"; expect one 1 1; expect two 2 3; bad "three"; ok; echo after; checks_done'
 run_sh 1 "2 passed, 2 failed" "counting checks, two failed" sh -c "$cnt" sh "$lib"
 grep -qxF "FAIL: c: two: got '2', want '3'" out || fail "expect did not say what differed"
 grep -qxF "FAIL: c: three" out || fail "bad did not print its line"
 grep -qx after out || fail "expect or bad stopped the script"
-cnt='CASE=c RH_DUMP=; . "$1/check.sh"; expect one 1 1; ok; summary'
+cnt='CASE=c RH_DUMP=; . "$1/check.sh"; expect one 1 1; ok; checks_done'
 run_sh 0 "2 passed, 0 failed" "counting checks, none failed" sh -c "$cnt" sh "$lib"
 echo "require: all checks passed"

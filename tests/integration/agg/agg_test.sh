@@ -25,7 +25,7 @@ bin=$1 src=$2 work=$3
 require_tool sqlite3 sqlite3
 rm -rf "$work" && mkdir -p "$work"
 CASE= RH_DUMP=
-. "$src/lib/check.sh" # ok, bad, summary
+. "$src/lib/check.sh" # ok, bad, checks_done
 export RHEAPER_QUIET_NOTICES=1
 
 "$bin/rheaper-convert" --quiet --search "$src/golden" "$src/golden/golden.rip" "$work/golden.db"
@@ -166,4 +166,4 @@ cmp -s "$work/full.csv" "$work/cull.csv" && ok || bad "rheaper convert --min-lif
 [ "$(sqlite3 "$work/cli-cull.db" "SELECT value FROM meta WHERE key = 'min_lifetime_ns'")" = 1000000 ] &&
     ok || bad "rheaper convert --min-lifetime: meta min_lifetime_ns not recorded"
 echo "profiles: $(echo $dbs | wc -w), culling checked on $n rips"
-summary
+checks_done

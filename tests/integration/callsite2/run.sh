@@ -17,7 +17,7 @@ set -u
 bin=$1 src=$2 work=$3 case=$4
 rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 CASE=$case RH_DUMP=
-. "$(dirname "$0")/../../lib/check.sh" # fail, ok, bad, summary
+. "$(dirname "$0")/../../lib/check.sh" # fail, ok, bad, checks_done
 
 # sums `rheaper top --csv` counts per function; compares with SITE lines
 check_sites() {
@@ -68,4 +68,4 @@ pool)
 *)
     fail "unknown case" ;;
 esac
-summary
+checks_done

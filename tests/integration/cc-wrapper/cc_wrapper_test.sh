@@ -18,16 +18,13 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/rh-cc-test.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 unset RHEAPER_CC RHEAPER_CXX RHEAPER_LIBDIR RHEAPER_CC_VERBOSE RHEAPER_CC_FAMILY RHEAPER_ENABLE
-pass=0
-fails=0
-
-ok() { pass=$((pass + 1)); }
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+CASE= RH_DUMP=
+. "$(dirname "$0")/../../lib/check.sh" # ok, bad, checks_done
 # check DESCRIPTION EXPECTED ACTUAL
-check() { if [ "$2" = "$3" ]; then ok; else fail "$1: expected [$2], got [$3]"; fi; }
+check() { if [ "$2" = "$3" ]; then ok; else bad "$1: expected [$2], got [$3]"; fi; }
 # has DESCRIPTION FILE FIXED-STRING: the file contains the string
-has() { if grep -qF -- "$3" "$2"; then ok; else fail "$1: no [$3] in $2: $(head -c 300 "$2")"; fi; }
-hasnt() { if grep -qF -- "$3" "$2"; then fail "$1: unexpected [$3] in $2"; else ok; fi; }
+has() { if grep -qF -- "$3" "$2"; then ok; else bad "$1: no [$3] in $2: $(head -c 300 "$2")"; fi; }
+hasnt() { if grep -qF -- "$3" "$2"; then bad "$1: unexpected [$3] in $2"; else ok; fi; }
 # have TOOL: the tool is there; without it the case fails under CI=true and
 # skips elsewhere (tests/lib/require.sh), never passes untested
 have() {
@@ -401,5 +398,4 @@ passthrough | info | errors | compile-flags | link-gcc | link-clang | static | s
     exit 1
     ;;
 esac
-echo "$pass passed, $fails failed"
-exit $fails
+checks_done

@@ -26,12 +26,12 @@ unset RHEAPER_ENABLE RHEAPER_PROFILE_DIR RHEAPER_MAX_STACK_DEPTH RHEAPER_MAX_TRA
     RHEAPER_BUFFER_SIZE 2>/dev/null || true
 
 CASE= RH_DUMP=
-. "$(dirname "$0")/../../lib/check.sh" # ok, bad, expect, summary
+. "$(dirname "$0")/../../lib/check.sh" # ok, bad, expect, checks_done
 # yes WHAT COMMAND...: the command must succeed
 yes_() { w_=$1; shift; if "$@"; then ok; else bad "$w_"; fi; }
 skip() { echo "SKIP: $*"; exit 77; }
 finish() {
-    summary || { echo "--- stderr of the last run:"; cat "$w/err" 2>/dev/null || true; exit 1; }
+    checks_done || { echo "--- stderr of the last run:"; cat "$w/err" 2>/dev/null || true; exit 1; }
     exit 0
 }
 

@@ -21,18 +21,18 @@
 set -eu
 step=$1 bin=$2 src=$3 work=$4
 rheaper="$bin/rheaper"
-pass=0 fail=0
 tab=$(printf '\t')
 . "$(dirname "$0")/../../lib/require.sh"
+CASE= RH_DUMP=
+. "$(dirname "$0")/../../lib/check.sh" # ok, bad, checks_done
 require_tool xmllint libxml2-utils
 
-fail() { fail=$((fail + 1)); echo "FAIL: $1"; }
 check() { # check MESSAGE COMMAND...: the command's status decides
     msg=$1; shift
-    if "$@"; then pass=$((pass + 1)); echo "ok: $msg"; else fail "$msg"; fi
+    if "$@"; then ok "$msg"; else bad "$msg"; fi
 }
-eq() { [ -n "$1" ] && [ "$1" = "$2" ]; }     # equal, and not empty (a missing figure)
-eq3() { eq "$1" "$2" && eq "$2" "$3"; }
+same() { [ -n "$1" ] && [ "$1" = "$2" ]; }   # equal, and not empty (a missing figure)
+same3() { same "$1" "$2" && same "$2" "$3"; }
 has() { grep -qF -e "$1" "$2"; }              # has TEXT FILE
 hasnt() { ! grep -qF -e "$1" "$2"; }
 has_both() { has "$1" "$3" && has "$2" "$3"; }
@@ -46,7 +46,7 @@ run() {
     _want=$1; shift
     rc=0; "$@" > "$out" 2> "$err" || rc=$?
     if [ "$_want" != - ] && [ "$rc" -ne "$_want" ]; then
-        fail "$* exited $rc (expected $_want): $(tail -c 500 "$err")"
+        bad "$* exited $rc (expected $_want): $(tail -c 500 "$err")"
     fi
 }
 
@@ -77,7 +77,7 @@ folded() {
           m[stack] += w }
         END { printf "" > map; for (j = 0; j < n; j++) print order[j] "\t" m[order[j]] > map }
     ' "$1" > "$scratch/malformed"
-    while IFS= read -r line; do fail "malformed folded line: '$line'"; done < "$scratch/malformed"
+    while IFS= read -r line; do bad "malformed folded line: '$line'"; done < "$scratch/malformed"
 }
 # weight_of MAPFILE SUFFIX: sum of the weights of stacks that end with SUFFIX
 # (frames above main, such as __libc_start_call_main, vary with the libc and
@@ -137,13 +137,13 @@ step_flamegraph() {
     run 0 "$rheaper" flamegraph "$k" --folded --function '^leaf_a$'
     folded "$out" "$scratch/map"
     check "--function ^leaf_a\$ keeps only main;mid;leaf_a 1000: $(tr '\t\n' '=,' < "$scratch/map")" \
-        eq "$(cut -f 2 "$scratch/map" | tr '\n' ' ')$(weight_of "$scratch/map" "main;mid;leaf_a")" "1000 1000"
+        same "$(cut -f 2 "$scratch/map" | tr '\n' ' ')$(weight_of "$scratch/map" "main;mid;leaf_a")" "1000 1000"
     # the workload: all weights add up to the summary's allocated bytes
     summary workload
     run 0 "$rheaper" flamegraph "$(db workload)" --folded
     folded "$out" "$scratch/map"
     total=$(total_of "$scratch/map") alloc=$(sj workload alloc_bytes)
-    check "workload: folded total $total equals summary alloc_bytes $alloc" eq "$total" "$alloc"
+    check "workload: folded total $total equals summary alloc_bytes $alloc" same "$total" "$alloc"
     # SVGs: well-formed, with the frames and their details
     for spec in "all leaf_a mid leaf_b hold main" "leaked leaf_b main" "peak leaf_b hold"; do
         # shellcheck disable=SC2086
@@ -165,7 +165,7 @@ step_flamegraph() {
     xml_ok "$work/workload.svg"
     # usage errors: one line, status 2; a missing database is not created
     run 2 "$rheaper" flamegraph "$k" --bogus
-    check "unknown option: one line naming it" eq "$(grep -cF -e --bogus "$err" || :) $(wc -l < "$err")" "1 1"
+    check "unknown option: one line naming it" same "$(grep -cF -e --bogus "$err" || :) $(wc -l < "$err")" "1 1"
     run 1 "$rheaper" flamegraph "$work/missing.db" --folded
     check "a missing database is not created" [ ! -e "$work/missing.db" ]
 }
@@ -195,8 +195,8 @@ step_timeline() {
         top=$(timeline_max "$svg")
         summary "$prog"
         peak=$(sj "$prog" peak_bytes) figpeak=$(fig "$prog" peak)
-        check "$prog: timeline maximum $top equals summary peak $peak" eq "$top" "$peak"
-        check "$prog: timeline maximum $top equals the program's peak $figpeak" eq "$top" "$figpeak"
+        check "$prog: timeline maximum $top equals summary peak $peak" same "$top" "$peak"
+        check "$prog: timeline maximum $top equals the program's peak $figpeak" same "$top" "$figpeak"
         for site in "$@"; do
             check "$prog: series $site ($prog.c: drawn" has "<title>$site ($prog.c:" "$svg"
         done
@@ -205,7 +205,7 @@ step_timeline() {
     svg="$work/known-timeline-leaked.svg"
     run 0 "$rheaper" timeline "$(db known)" --lifetime leaked -o "$svg"
     top=$(timeline_max "$svg")
-    check "--lifetime leaked: timeline maximum $top is leaf_b's 1500" eq "$top" 1500
+    check "--lifetime leaked: timeline maximum $top is leaf_b's 1500" same "$top" 1500
 }
 
 # ht_bytes FILE LABEL: heaptrack_print's '<label>: 203.46K' as "bytes tolerance":
@@ -239,7 +239,7 @@ step_heaptrack() {
         calls=$(sed -n 's/.*calls to allocation functions: \([0-9][0-9]*\).*/\1/p' "$scratch/text" | head -n 1)
         blocks=$(sj "$prog" alloc_blocks) figcalls=$(fig "$prog" calls)
         check "$prog: heaptrack_print calls $calls, summary $blocks, program $figcalls" \
-            eq3 "$calls" "$blocks" "$figcalls"
+            same3 "$calls" "$blocks" "$figcalls"
         for spec in "peak_bytes peak heap memory consumption" "leaked_bytes total memory leaked"; do
             key=${spec%% *} label=${spec#* }
             vt=$(ht_bytes "$scratch/text" "$label")
@@ -271,12 +271,12 @@ browse() {
         --no-first-run --disable-background-networking --disable-component-update \
         --disable-sync --user-data-dir="$prof/ud" --enable-logging=stderr --v=0 \
         --log-net-log="$netlog" "$@" "$url" > "$dom" 2> "$prof/stderr" || crc=$?
-    [ "$crc" -ne 124 ] || fail "Chromium did not finish in 120 s: $url"
+    [ "$crc" -ne 124 ] || bad "Chromium did not finish in 120 s: $url"
     grep -F ':CONSOLE' "$prof/stderr" > "$console" || :
     : > "$requests"
     n=$(sqlite3 :memory: "select json_valid(j) and json_type(j, '\$.constants.logEventTypes') = 'object'
         and json_type(j, '\$.events') = 'array' from (select readfile($(sqlq "$netlog")) as j)" 2>&1) || :
-    if [ "$n" != 1 ]; then fail "cannot read Chromium's network log: $netlog $n"; return 0; fi
+    if [ "$n" != 1 ]; then bad "cannot read Chromium's network log: $netlog $n"; return 0; fi
     # requests the page made: those with a real initiator (the browser's own
     # background fetches say "not an origin"), other than file: and data:. The
     # first url and the first URL_REQUEST_START_JOB initiator of each source.
@@ -295,7 +295,7 @@ browse() {
         from inits left join urls using (src)
         where (who is null or who != 'not an origin')
           and substr(coalesce(u, ''), 1, 5) not in ('file:', 'data:')" > "$requests" 2> "$prof/sqlerr" ||
-        fail "cannot read Chromium's network log: $(cat "$prof/sqlerr")"
+        bad "cannot read Chromium's network log: $(cat "$prof/sqlerr")"
 }
 
 # body_attr KEY: the attribute KEY of the first <body> tag of $dom
@@ -361,5 +361,4 @@ case $step in
 esac
 out="$scratch/stdout" err="$scratch/stderr"
 "step_$step"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done

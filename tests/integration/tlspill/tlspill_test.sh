@@ -22,7 +22,7 @@ BIN=$1 TESTS=$2 W=$3 SO=$4
 rm -rf "$W"
 mkdir -p "$W/conv" "$W/tmp"
 CASE= RH_DUMP=
-. "$TESTS/lib/check.sh" # ok, bad, expect, summary
+. "$TESTS/lib/check.sh" # ok, bad, expect, checks_done
 conv() { "$BIN/rheaper-convert" --quiet --search "$TESTS/golden" "$@"; }
 # same A B TABLE: the table's rows are the same in both databases
 same() {
@@ -99,4 +99,4 @@ file or directory); the timeline is replayed from the rows"
 cmp -s "$W/a.svg" "$W/c.svg" && ok || bad "the chart differs without a temp directory"
 expect "temp files left in TMPDIR" "$(ls -A "$W/tmp" | tr '\n' ' ')" ""
 
-summary
+checks_done
