@@ -15,7 +15,8 @@
 #                               drop, belongs to nobody, mode 0600
 set -eu
 bin=$1 src=$2 work=$3
-fail() { echo "FAIL: $*"; exit 1; }
+CASE= RH_DUMP=
+. "$src/../../lib/check.sh" # fail, ok, eq
 rm -rf "$work" && mkdir -p "$work"
 cd "$work"
 RHEAPER_CC=gcc "$bin/rheaper-cc" -O2 -g -I"$src/../../../runtime" -o log_prog "$src/log_prog.c" \

@@ -26,7 +26,8 @@
 set -eu
 bin=$1 src=$2 work=$3
 REQ=${RH_NGINX_REQUESTS:-1500}
-fail() { echo "FAIL: $*"; exit 1; }
+CASE= RH_DUMP=
+. "$src/../../lib/check.sh" # fail, ok, eq
 skip() {
     [ -n "${CI:-}" ] && fail "$* (CI must run it)"
     echo "SKIP: $*"

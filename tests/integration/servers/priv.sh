@@ -16,7 +16,8 @@
 # Must run as root: under CI it fails otherwise (the feature is about root).
 set -eu
 bin=$1 src=$2 work=$3 name=$4 mode=$5
-fail() { echo "FAIL: $*"; exit 1; }
+CASE= RH_DUMP=
+. "$src/../../lib/check.sh" # fail, ok, eq
 if [ "$(id -u)" != 0 ]; then
     [ -n "${CI:-}" ] && fail "must run as root (it switches users)"
     echo "SKIP: not root"
