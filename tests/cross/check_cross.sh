@@ -7,32 +7,39 @@
 #
 #   check_cross.sh SRC_DIR HOST_BIN_DIR WORK_DIR TARGET
 #
-# TARGET: aarch64, musl, i386, armhf, mips64el (see the case below for what
-# each runs). A
+# TARGET: aarch64, musl, musl-aarch64, i386, armhf, mips64el (see the case
+# below for what each runs). A
 # missing cross compiler or qemu skips (exit 77), or fails under CI=true.
 #
 # i386 dynamic programs run natively (an x86_64 kernel runs i386 programs;
 # Debian's libc6-i386 provides their loader): under Debian 12's qemu-i386 (7.2)
 # any dynamic glibc program hangs in its first pthread_create, rheaper or not.
 set -eu
-native_runs="" frames=many
+native_runs="" frames=many cxx=
 src=$1 hostbin=$2 work=$3 target=$4
 here=$src/tests/cross
 
 case $target in
 aarch64) triple=aarch64-linux-gnu qemu=qemu-aarch64 arch=aarch64 runs="dynamic static pac cpu" ;;
 musl) triple=musl qemu= arch=x86_64 runs="static dynamic" ;;
-i386) triple=i686-linux-gnu qemu=qemu-i386 arch=x86 runs="static dynamic" native_runs="dynamic" ;;
+musl-aarch64) triple=aarch64-linux-musl qemu=qemu-aarch64 arch=aarch64 runs="static" ;;
+# cxx, cxx-static: cross_prog_cxx.cc (operator new takes a 32-bit size_t)
+i386) triple=i686-linux-gnu qemu=qemu-i386 arch=x86 runs="static dynamic cxx cxx-static"
+    native_runs="dynamic cxx" cxx=i686-linux-gnu-g++ ;;
 # ARM (Thumb-2) and MIPS64 frames have no frame record: a stack is the
 # allocating function alone (runtime/rh_arch.h, docs/platforms.md)
 armhf) triple=arm-linux-gnueabihf qemu=qemu-arm arch=arm runs="dynamic static" frames=1 ;;
 mips64el) triple=mips64el-linux-gnuabi64 qemu=qemu-mips64el arch=mips64 runs="dynamic static" frames=1 ;;
 *) echo "unknown target $target"; exit 2 ;;
 esac
-if [ "$triple" = musl ]; then cc=musl-gcc; sysroot=; else cc=$triple-gcc sysroot=/usr/$triple; fi
+case $triple in
+musl) cc=musl-gcc sysroot= ;;
+aarch64-linux-musl) cc=$triple-gcc sysroot=/ ;; # static programs only
+*) cc=$triple-gcc sysroot=/usr/$triple ;;
+esac
 
 missing=""
-for tool in $cc $qemu sqlite3 cmake; do
+for tool in $cc $cxx $qemu sqlite3 cmake; do
     command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 # the loader of a native i386 program (package libc6-i386)
@@ -66,13 +73,15 @@ for run in $runs; do
     flags="-O2 -pthread"
     args=""
     case $run in
-    static) flags="$flags -static" ;;
+    static | cxx-static) flags="$flags -static" ;;
     pac) flags="$flags -mbranch-protection=standard" ;;
     cpu) args=spin ;;
     esac
+    driver=rheaper-cc prog=cross_prog.c
+    case $run in cxx*) driver=rheaper-c++ prog=cross_prog_cxx.cc ;; esac
     # shellcheck disable=SC2086
-    "$build/bin/rheaper-cc" $flags -o "$d/prog" "$here/cross_prog.c" > "$d/cc.log" 2>&1 ||
-        { bad "rheaper-cc $flags"; cat "$d/cc.log"; continue; }
+    "$build/bin/$driver" $flags -o "$d/prog" "$here/$prog" > "$d/cc.log" 2>&1 ||
+        { bad "$driver $flags"; cat "$d/cc.log"; continue; }
     run_env="RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR=$d"
     [ "$run" = cpu ] && run_env="$run_env RHEAPER_CPU_HZ=100"
     native=0
@@ -90,6 +99,31 @@ for run in $runs; do
     db=$d/profile.db
     "$hostbin/rheaper-convert" --quiet "$d"/rip-* "$db" 2> "$d/convert.err" ||
         { bad "rheaper-convert"; cat "$d/convert.err"; continue; }
+
+    case $run in cxx*)
+        # the C++ operators' kinds, counts and bytes; the leak; main as frame 1
+        mine="(SELECT a.* FROM allocations a JOIN backtraces b ON b.id = a.bt AND b.frame_no = 0
+               AND b.sym IN ('f_new','f_new_array','f_new_leak'))"
+        eq "$db" "C++ sites (function:kind:count:bytes)" \
+            "SELECT b.sym || ':' || a.kind || ':' || count(*) || ':' || sum(a.size) FROM $mine a
+             JOIN backtraces b ON b.id = a.bt AND b.frame_no = 0 GROUP BY b.sym, a.kind ORDER BY b.sym" \
+            "f_new:new:6:144
+f_new_array:new[]:3:120
+f_new_leak:new:1:24"
+        eq "$db" "the C++ program's leaks" "SELECT count(*) || ':' || sum(size) FROM $mine
+             WHERE dealloc_after IS NULL" "1:24"
+        eq "$db" "frame 1 of the C++ functions" \
+            "SELECT group_concat(s, ' ') FROM (SELECT DISTINCT b0.sym || '<' || coalesce(b1.sym, '?') AS s
+             FROM (SELECT DISTINCT bt FROM $mine) a
+             JOIN backtraces b0 ON b0.id = a.bt AND b0.frame_no = 0
+             LEFT JOIN backtraces b1 ON b1.id = a.bt AND b1.frame_no = 1 ORDER BY 1)" \
+            "f_new<main f_new_array<main f_new_leak<main"
+        eq "$db" "events lost" "SELECT value FROM meta WHERE key = 'events_lost'" "0"
+        eq "$db" "unknown frees" "SELECT value FROM meta WHERE key = 'unknown_frees'" "0"
+        eq "$db" "architecture" "SELECT value FROM meta WHERE key = 'architecture'" "$arch"
+        echo "[$target/$run] $(q "$db" "SELECT count(*) || ' allocations, ' || sum(size) || ' bytes' FROM allocations")"
+        continue ;;
+    esac
 
     # The program's allocations: those made by its functions (frame 0, the
     # caller of the allocating function). The rest are the C library's own and
