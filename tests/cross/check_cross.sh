@@ -1,15 +1,16 @@
 #!/bin/sh
 # check_cross.sh: one cross target end to end. Builds the target parts of
 # rheaper (RHEAPER_TARGET_ONLY=ON, cmake/toolchains/), builds cross_prog.c
-# through that build's rheaper-cc, runs it under qemu-user (natively for x86_64
-# musl), converts every profile with the host's rheaper-convert and checks the
-# database against the counts cross_prog.c knows.
+# (and, for i386, cross_prog_cxx.cc) through that build's rheaper-cc, runs it
+# under qemu-user (natively for x86_64 musl and i386 dynamic), converts every
+# profile with the host's rheaper-convert and checks the database against the
+# counts the program knows.
 #
 #   check_cross.sh SRC_DIR HOST_BIN_DIR WORK_DIR TARGET
 #
 # TARGET: aarch64, musl, musl-aarch64, i386, armhf, mips64el (see the case
-# below for what each runs). A
-# missing cross compiler or qemu skips (exit 77), or fails under CI=true.
+# below for what each runs). A missing cross compiler or qemu skips (exit 77),
+# or fails under CI=true.
 #
 # i386 dynamic programs run natively (an x86_64 kernel runs i386 programs;
 # Debian's libc6-i386 provides their loader): under Debian 12's qemu-i386 (7.2)
@@ -182,8 +183,9 @@ done
 # runtime; two are left out: unit-runtime-env re-executes itself, and an
 # AArch64 exec from a qemu-user process needs binfmt_misc, which this machine
 # does not have; unit-runtime-manythreads asserts that the profile file stays
-# sparse, and under qemu-user its chunks take their whole size on disk (not
-# diagnosed). Then the quick start's example.c, whose own figures (blocks and
+# sparse, and qemu-user ignores the madvise(MADV_REMOVE) that gives a
+# chunk's unused tail back to the file system (it returns 0: the advice is a
+# hint to qemu). Then the quick start's example.c, whose own figures (blocks and
 # bytes allocated and never freed) the converted database must repeat.
 if [ "$target" = aarch64 ]; then
     run=unit
