@@ -38,7 +38,7 @@ add_custom_command(
           "${_rh_cc_dir}/rh_cc_main.c" "${_rh_cc_dir}/rh_cc_args.c" "${_rh_cc_dir}/rh_cc_alloc.c"
   COMMAND "${CMAKE_COMMAND}" -E create_symlink rheaper-cc "${CMAKE_BINARY_DIR}/bin/rheaper-c++"
   DEPENDS "${_rh_cc_dir}/rh_cc_main.c" "${_rh_cc_dir}/rh_cc_args.c" "${_rh_cc_dir}/rh_cc_alloc.c"
-          "${_rh_cc_dir}/rh_cc.h" rheaper_wrap_generate
+          "${_rh_cc_dir}/rh_cc.h" "${RHEAPER_GEN_DIR}/rh_link_flags.h" rheaper_wrap_generate
   COMMENT "Building rheaper-cc for the build machine (target: ${CMAKE_SYSTEM_PROCESSOR})"
   VERBATIM)
 add_custom_target(rheaper-cc ALL DEPENDS "${_rh_cc_out}")

@@ -12,7 +12,7 @@ set -eu
 
 BUILD_PKGS="cmake make gcc g++ python3 pkg-config libdw-dev libelf-dev libsqlite3-dev libncurses-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libmicrohttpd-dev libjs-chart.js libcurl4-openssl-dev pandoc"
 DEMO_PKGS="sqlite3"
-TEST_PKGS="clang lld binutils valgrind heaptrack libclang-rt-14-dev sqlite3 libxml2-utils librsvg2-bin libjemalloc-dev zlib1g-dev libxml2-dev time tmux golang-go curl jq chromium apache2-utils patch clickhouse-server clickhouse-client man-db groff-base qemu-user musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-i686-linux-gnu libc6-dev-i386-cross"
+TEST_PKGS="clang lld binutils valgrind heaptrack libclang-rt-14-dev sqlite3 libxml2-utils librsvg2-bin libjemalloc-dev zlib1g-dev libxml2-dev time tmux golang-go curl jq chromium apache2-utils patch clickhouse-server clickhouse-client man-db groff-base qemu-user musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-i686-linux-gnu libc6-dev-i386-cross libc6-i386 g++-i686-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross musl-dev:arm64"
 # Wanted by the test mode but optional to install: without it the Chromium
 # tests fail under CI=true and skip elsewhere (tests/lib/require.sh).
 OPTIONAL_TEST_PKGS="chromium"
@@ -25,6 +25,22 @@ usage() {
     echo "  demo  build rheaper, profile the bundled example, print its top allocation sites" >&2
     echo "  test  build rheaper and run the whole test suite (ctest)" >&2
     exit 2
+}
+
+# ensure_foreign_archs PKG...: as root, lets dpkg install the packages of the
+# list that name another architecture (PKG:ARCH, e.g. AArch64 musl for the cross
+# tests); otherwise ensure_packages names them.
+ensure_foreign_archs() {
+    command -v dpkg >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] || return 0
+    for pkg in "$@"; do
+        case "$pkg" in
+        *:*)
+            arch=${pkg#*:}
+            dpkg --print-foreign-architectures | grep -qx "$arch" ||
+                dpkg --add-architecture "$arch" || die "dpkg --add-architecture $arch failed"
+            ;;
+        esac
+    done
 }
 
 # ensure_packages PKG...: installs (as root) or names (otherwise) every package
@@ -118,6 +134,7 @@ demo)
     run_demo
     ;;
 test)
+    ensure_foreign_archs $TEST_PKGS
     ensure_packages $BUILD_PKGS $TEST_PKGS
     # shellcheck disable=SC2086
     (ensure_packages $OPTIONAL_TEST_PKGS) ||

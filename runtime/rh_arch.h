@@ -22,10 +22,26 @@
  * A frame record is {saved frame pointer, return address}, two words at the
  * frame pointer: x86_64 (rbp), i386 (ebp) and AArch64 (x29, x30). The walk
  * steps through them. gcc lays out ARM and MIPS64 frames differently: the
- * walk is not ported there (docs/platforms.md). */
+ * walk is not ported there (RH_ARCH_FP below, docs/platforms.md). */
 #define RH_WORD ((uintptr_t)sizeof(uintptr_t))
 #define RH_FRAME_REC (2u * RH_WORD) /* bytes of a frame record */
 #define RH_WORD_MISALIGNED(p) (((uintptr_t)(p)) & (RH_WORD - 1u))
+
+/* The frame address a wrapper records (wrap/rh_shims.h's RH_FP): where a
+ * frame record starts the walk, fp[1] being the return address into the
+ * wrapper's caller. gcc's ARM (Thumb-2, Debian's armhf default) and MIPS64
+ * frames have no record at a fixed offset from the frame pointer, so there the
+ * wrapper hands over a record of its own, on its own stack for as long as the
+ * call that records it: {0, its return address}. The walk reads the caller
+ * from it and stops at the 0 (docs/platforms.md: one frame on these targets).
+ * Must be used in the wrapper's own body, in the block of the call. */
+#if defined(__arm__) || defined(__mips__)
+#define RH_ARCH_FRAME_RECORDS 0
+#define RH_ARCH_FP() ((void *)(uintptr_t[2]){0, (uintptr_t)__builtin_return_address(0)})
+#else
+#define RH_ARCH_FRAME_RECORDS 1
+#define RH_ARCH_FP() __builtin_frame_address(0)
+#endif
 
 /* A return address as the program can use it: AArch64 code built with
  * -mbranch-protection=pac-ret stores return addresses signed (authentication

@@ -68,6 +68,7 @@ class Fn:
         self.line = line
         self.role = role  # ("alloc", [indexes]) for an "afn" line, else None
         self.sym = sym
+        self.link = sym  # the symbol the linker sees (size_t_mangle)
         self.kind = kind  # kind name, or None for "-"
         self.ret = ret
         self.params = params  # list of type strings; [] for (void)
@@ -84,6 +85,19 @@ def kind_enum(name):
     s = name.replace("[]", "_array")
     s = re.sub(r"[^A-Za-z0-9]", "_", s)
     return "RH_KIND_" + s.upper()
+
+
+def size_t_mangle(sym):
+    """The table names the C++ operators as LP64 targets spell them, size_t
+    being unsigned long ('m' in the Itanium ABI). Returns SYM as a target with a
+    32-bit size_t (unsigned int, 'j') spells it: _Znwm -> _Znwj, _ZdlPvm ->
+    _ZdlPvj. The C names stay; rh_wrap_gen.h binds them to these symbols."""
+    return re.sub(r"^(_Zn[wa]|_Zd[la]Pv)m", r"\1j", sym)
+
+
+def asm_label(fn, prefix):
+    """ __asm__("PREFIX+link") when the target spells the symbol differently."""
+    return ' __asm__("%s%s")' % (prefix, fn.link) if fn.link != fn.sym else ""
 
 
 def parse_table(path):
@@ -302,9 +316,12 @@ def gen_wrap_h(kinds, fns):
             attr = " RH_REAL_FAM"
         elif fn.flags & FLAG_DYNAMIC:
             attr = " RH_REAL_DYN"
-        w("extern %s%s;" % (proto(fn.ret, "__real_" + fn.sym, fn.params), attr))
-        w('extern %s __attribute__((visibility("default")));'
-          % proto(fn.ret, "__wrap_" + fn.sym, fn.params))
+        w("extern %s%s%s;" % (proto(fn.ret, "__real_" + fn.sym, fn.params),
+                               asm_label(fn, "__real_"), attr))
+        w('extern %s%s __attribute__((visibility("default")));'
+          % (proto(fn.ret, "__wrap_" + fn.sym, fn.params), asm_label(fn, "__wrap_")))
+        if fn.link != fn.sym:  # the operator itself (wrap/interpose_cxx.c defines it)
+            w("extern %s%s;" % (proto(fn.ret, fn.sym, fn.params), asm_label(fn, "")))
     w("#endif /* RH_WRAP_NO_PROTOTYPES */")
     w("")
     w("#ifdef __cplusplus")
@@ -340,15 +357,15 @@ def gen_flags_h(fns):
            "};",
            "",
            "static const struct rh_wrap_sym rh_wrap_syms[] __attribute__((unused)) = {"]
-    out += ['    {"%s", %d},' % (fn.sym, fn.flags) for fn in fns]
+    out += ['    {"%s", %d},' % (fn.link, fn.flags) for fn in fns]
     out += ["    {NULL, 0},", "};", ""]
-    out += c_str_array("rh_link_wrap_flags", ["-Wl,--wrap=" + fn.sym for fn in fns],
+    out += c_str_array("rh_link_wrap_flags", ["-Wl,--wrap=" + fn.link for fn in fns],
                        "One -Wl,--wrap=SYM per table function.")
     out += c_str_array("rh_link_export_flags",
-                       ["-Wl,--export-dynamic-symbol=__wrap_" + fn.sym for fn in fns],
+                       ["-Wl,--export-dynamic-symbol=__wrap_" + fn.link for fn in fns],
                        "Exports each __wrap_SYM from an executable, for shared libraries.")
     out += c_str_array("rh_link_cxx_undef_flags",
-                       ["-Wl,-u," + fn.sym for fn in fns if fn.flags & FLAG_CXX],
+                       ["-Wl,-u," + fn.link for fn in fns if fn.flags & FLAG_CXX],
                        "C++ links: make a static libstdc++ provide the real operators.")
     out += ["#endif"]
     return "\n".join(out) + "\n"
@@ -395,8 +412,8 @@ def gen_weak_c(fns):
 
 
 def gen_flags_txt(fns):
-    lines = ["-Wl,--wrap=" + fn.sym for fn in fns]
-    lines += ["-Wl,--export-dynamic-symbol=__wrap_" + fn.sym for fn in fns]
+    lines = ["-Wl,--wrap=" + fn.link for fn in fns]
+    lines += ["-Wl,--export-dynamic-symbol=__wrap_" + fn.link for fn in fns]
     return "\n".join(lines) + "\n"
 
 
@@ -547,9 +564,14 @@ def main(argv):
     ap.add_argument("--table", required=True)
     ap.add_argument("--out")
     ap.add_argument("--count", action="store_true", help="print the number of fn lines")
+    ap.add_argument("--size-t", type=int, default=8, choices=(4, 8),
+                    help="the target's sizeof(size_t): 4 respells the C++ operators")
     args = ap.parse_args(argv)
     try:
         kinds, fns = parse_table(args.table)
+        if args.size_t == 4:
+            for fn in fns:
+                fn.link = size_t_mangle(fn.sym)
     except OSError as e:
         print("gen_wrap.py: cannot read %s: %s" % (args.table, e.strerror), file=sys.stderr)
         return 1
@@ -572,10 +594,10 @@ def main(argv):
                          "#include \"rh_weak_gen.c\"\n" % i)
     write_if_changed(os.path.join(args.out, "rheaper_wrap.flags"), gen_flags_txt(fns))
     write_if_changed(os.path.join(args.out, "rheaper_wrap_static.flags"),
-                     "".join("-Wl,--wrap=%s\n" % fn.sym for fn in fns
+                     "".join("-Wl,--wrap=%s\n" % fn.link for fn in fns
                              if not fn.flags & FLAG_DYNAMIC))
     write_if_changed(os.path.join(args.out, "rheaper_wrap_cxx.flags"),
-                     "".join("-Wl,-u,%s\n" % fn.sym for fn in fns if fn.flags & FLAG_CXX))
+                     "".join("-Wl,-u,%s\n" % fn.link for fn in fns if fn.flags & FLAG_CXX))
     return 0
 
 

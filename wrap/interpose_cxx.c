@@ -28,6 +28,18 @@
  * when there is none (a C++ program without libstdc++ cannot call it). */
 static __attribute__((noinline, cold)) void *rh_ipcxx_next(void **slot, const char *name)
 {
+    char link[64]; /* a 32-bit size_t is 'j', not 'm' (wrap/gen_wrap.py's size_t_mangle) */
+    size_t len = strlen(name), at = 0;
+    if (sizeof(size_t) == 4 && len < sizeof link) {
+        memcpy(link, name, len + 1);
+        if (strncmp(name, "_Znw", 4) == 0 || strncmp(name, "_Zna", 4) == 0)
+            at = 4;
+        else if (strncmp(name, "_ZdlPv", 6) == 0 || strncmp(name, "_ZdaPv", 6) == 0)
+            at = 6;
+        if (at && link[at] == 'm')
+            link[at] = 'j';
+        name = link;
+    }
     void *f = dlsym(RTLD_NEXT, name);
     if (!f) {
         static const char a[] = "rheaper: no next definition of C++ operator ";

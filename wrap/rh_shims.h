@@ -19,8 +19,9 @@
 #include "rh_wrap_gen.h"
 
 /* The frame address a shim records: must be taken in the shim's own body, so
- * that fp[1] is the return address into the code that called the shim. */
-#define RH_FP() __builtin_frame_address(0)
+ * that fp[1] is the return address into the code that called the shim
+ * (runtime/rh_arch.h: a record of the shim's own where frames have none). */
+#define RH_FP() RH_ARCH_FP()
 
 #define RH_INLINE static inline __attribute__((always_inline))
 
