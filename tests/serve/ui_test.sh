@@ -6,7 +6,7 @@
 # (tests/lib/require.sh).
 #
 # usage: ui_test.sh BIN SRC WORK
-# RH_UI_SCREENSHOT=FILE also writes a screenshot of the page (docs/rest-api.md's).
+# RH_UI_SCREENSHOT=FILE also writes a screenshot of the page.
 BIN=$1 SRC=$2 W=$3
 . "$SRC/lib.sh"
 . "$(dirname "$0")/../lib/require.sh"

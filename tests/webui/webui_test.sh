@@ -36,8 +36,12 @@ DB=$W/a.db
 # what the page must show, from the profile itself
 eq "the leak's blocks in the profile" \
     "$(sq "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL AND bt IN (SELECT id FROM backtraces WHERE sym = 'record_metrics')")" 90
-rh_serve "$W/a.db" "$W/b.db"
-node "$SRC/browser.mjs" "$CHROMIUM" "$B" "$W/shots" >"$W/browser.out" 2>&1
+cd "$W" && rh_serve a.db b.db # relative: the page shows the paths as given
+held() { # DB: the bytes cache_store held at the profile's peak
+    DB=$1 sq "SELECT sum(peak_bytes) FROM stack_stats WHERE bt IN (SELECT s.id FROM stacks s JOIN backtraces b ON b.id = s.id AND b.frame_no = s.callsite WHERE b.sym = 'cache_store')"
+}
+delta=$(($(held "$W/b.db") - $(held "$W/a.db")))
+node "$SRC/browser.mjs" "$CHROMIUM" "$B" "$W/shots" "$delta" >"$W/browser.out" 2>&1
 st=$?
 cat "$W/browser.out"
 eq "browser checks" "$st" 0

@@ -53,9 +53,10 @@ function hns(ns) {
     if (a === 0) return "0 s";
     if (a < 1e3) return `${ns} ns`;
     if (a < 1e6) return `${(ns / 1e3).toFixed(1)} us`;
-    if (a < 1e9) return `${(ns / 1e6).toFixed(1)} ms`;
+    if (a < 1e9) return `${(ns / 1e6).toFixed(a < 1e7 ? 1 : 0)} ms`;
     return `${(ns / 1e9).toFixed(a < 1e10 ? 2 : 1)} s`;
 }
+const base = (path) => String(path || "").replace(/.*\//, "");
 const sign = (v, f) => (v > 0 ? "+" : "") + f(v);
 /* a table cell: the human figure, the exact one on hover */
 const cb = (b) => `<td title="${b === null || b === undefined ? "" : b.toLocaleString("en") + " bytes"}">${hbytes(b)}</td>`;
@@ -118,6 +119,15 @@ function setQuery(url) {
 const PALETTE = ["#c0392b", "#2e86c1", "#27ae60", "#d68910", "#8e44ad", "#17a589", "#ba4a00",
     "#2c3e50", "#7f8c8d", "#c71585"];
 const axisBytes = { callback: (v) => hbytes(v) };
+/* byte axes step by powers of two: 0, 2, 4, 6, 8 MiB rather than 977 KiB steps */
+function binaryTicks(axis) {
+    if (!(axis.max > 0)) return;
+    const step = 2 ** Math.floor(Math.log2(axis.max / 4));
+    if (step < 1) return;
+    const ticks = [];
+    for (let v = 0; v <= axis.max; v += step) ticks.push({ value: v });
+    axis.ticks = ticks;
+}
 const axisSecs = { callback: (v) => hns(v * 1e9) };
 
 function lineChart(id, datasets, opts) {
@@ -132,7 +142,7 @@ function lineChart(id, datasets, opts) {
                 legend: { labels: { boxWidth: 12 } } },
             scales: { x: { type: "linear", min: 0, max: opts.max, ticks: axisSecs,
                            title: { display: true, text: "time" } },
-                      y: { stacked: !!opts.stacked, beginAtZero: true, ticks: axisBytes,
+                      y: { stacked: !!opts.stacked, beginAtZero: true, ticks: axisBytes, afterBuildTicks: binaryTicks,
                            title: { display: true, text: "live heap" } } } },
     });
     return charts[id];
@@ -482,8 +492,8 @@ async function loadCompare(q, my) {
         api(`/data/${other}/timeline?${q}`)]);
     if (my !== stamp) return;
     const pa = profiles.find((x) => x.id === state.p), pb = profiles.find((x) => x.id === other);
-    $("diff-peaks").innerHTML = `peak of A (${esc(pa ? pa.path : state.p)}): <b title="${r.peak.a} bytes">${hbytes(r.peak.a)}</b> at ${hns(r.peak.a_time_ns)}; ` +
-        `peak of B (${esc(pb ? pb.path : other)}): <b title="${r.peak.b} bytes">${hbytes(r.peak.b)}</b> at ${hns(r.peak.b_time_ns)} ` +
+    $("diff-peaks").innerHTML = `peak of A (${esc(pa ? base(pa.path) : state.p)}): <b title="${r.peak.a} bytes">${hbytes(r.peak.a)}</b> at ${hns(r.peak.a_time_ns)}; ` +
+        `peak of B (${esc(pb ? base(pb.path) : other)}): <b title="${r.peak.b} bytes">${hbytes(r.peak.b)}</b> at ${hns(r.peak.b_time_ns)} ` +
         `(<b>${sign(r.peak.b - r.peak.a, hbytes)}</b>); changes within ${r.noise}% of the larger side are hidden`;
     const mx = Math.max(ta.xs[ta.xs.length - 1] || 0, tb.xs[tb.xs.length - 1] || 0) / 1e9;
     lineChart("diff-chart", [
@@ -527,8 +537,9 @@ async function apply() {
     const p = profiles.find((x) => x.id === state.p);
     if (p) {
         duration = (p.runtime.secs + p.runtime.fract_nsecs / 1e9);
-        $("meta").textContent = `${p.executable}: ${hcount(p.allocations)} allocations in ${hns(Math.round(duration * 1e9))}, ` +
+        $("meta").textContent = `${base(p.executable)}: ${hcount(p.allocations)} allocations in ${hns(Math.round(duration * 1e9))}, ` +
             `${hbytes(p.final_allocated)} never freed`;
+        $("meta").title = `${p.executable} (${p.path})`;
     }
     const active = filterParams();
     active.delete("function_regex");
@@ -565,12 +576,12 @@ async function init() {
     if ([...u.keys()].some((k) => FILTERS.includes(k) && k !== "function_regex")) $("filter-box").open = true;
     try { profiles = await api("/list"); } catch (e) { showError(e); return; }
     $("profile").innerHTML = profiles.map((p) =>
-        `<option value="${esc(p.id)}">${esc(p.id)}: ${esc(p.executable)} (${esc(p.path)})</option>`).join("");
+        `<option value="${esc(p.id)}" title="${esc(p.path)}">${esc(p.id)}: ${esc(base(p.path))} (${esc(base(p.executable))})</option>`).join("");
     if (!profiles.some((p) => p.id === state.p) && profiles.length) state.p = profiles[0].id;
     $("profile").value = state.p;
     const others = profiles.filter((p) => p.id !== state.p);
     $("other").innerHTML = others.length ? others.map((p) =>
-        `<option value="${esc(p.id)}">${esc(p.id)}: ${esc(p.path)}</option>`).join("") : '<option value="">(none)</option>';
+        `<option value="${esc(p.id)}" title="${esc(p.path)}">${esc(p.id)}: ${esc(base(p.path))}</option>`).join("") : '<option value="">(none)</option>';
     if (u.get("other") && others.some((p) => p.id === u.get("other"))) $("other").value = u.get("other");
 
     form.addEventListener("submit", (e) => { e.preventDefault(); apply(); });
