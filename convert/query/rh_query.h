@@ -116,6 +116,11 @@ void rh_filter_init(struct rh_filter *f);
  * line for a bad value. */
 int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
 
+/* 1: rh_filter_arg prints nothing about a bad value (its caller reports it
+ * in its own terms, as the server does for URL parameters); 0: it prints
+ * its one line. Per thread. */
+void rh_filter_set_quiet(int on);
+
 /* Builds the scope every command reads, from f (docs/design.md,
  * "How the commands answer"). This is the contract other readers (the server, the
  * live view) rely on; every table is TEMP and replaced by the next call:
@@ -389,6 +394,39 @@ int rh_timeline_sites_json(sqlite3 *db, int k, FILE *out);
  * or -1 after one line. */
 int rh_site_detail_json(sqlite3 *db, const char *function, const char *location, int nstacks,
                         FILE *out);
+
+/* ---- rh_query_groups.c: bytehound's groups, threads, the heap over time -- */
+
+/* After rh_qfilter_apply(q): TEMP TABLE grp(bt, m_count, m_size, m_min_size,
+ * m_max_size, m_min_t, m_max_t, m_leaked), the matched figures of each stack
+ * with a matched row (bytehound's only_matched): from the scope's sstat and
+ * ssize (or stack_sizes), or summed from msel when bytehound's own filters
+ * narrowed the rows. Returns 0 or -1 (SQLite's message on db). */
+int rh_groups_build(sqlite3 *db, const struct rh_qfilter *q);
+
+/* The smallest and largest size of stack bt's allocations (bytehound's
+ * all.min_size / max_size) into *mn, *mx (-1: not known): from the
+ * converter's stack_sizes; on an older profile without it, when rows is set
+ * (a filtered scope), from SQL over its rows. Returns 0 or -1. */
+int rh_group_sizes(sqlite3 *db, int64_t bt, int64_t *mn, int64_t *mx, int rows);
+
+/* After rh_qfilter_apply(q): per thread (every row of `threads`, by id): id,
+ * tid, name, blocks and bytes allocated, blocks and bytes still live at the
+ * end, over the matched rows. NULL on error (SQLite's message on db). */
+sqlite3_stmt *rh_threads_stmt(sqlite3 *db, const struct rh_qfilter *q);
+
+/* The heap over time of the scope: n columns ending at xs[c] ns, the
+ * highest live bytes in each and the live bytes (and blocks, end_count;
+ * NULL when stored) at its end. stored: the converter's timeline answered
+ * (no row filter); else one ordered pass over msel in cols + 1 even columns
+ * of [0, span]. */
+struct rh_timeline {
+    int n, stored;
+    int64_t *xs, *max_bytes, *end_bytes, *end_count;
+};
+/* Fills t after rh_qfilter_apply. Returns 0 or -1 (t empty). */
+int rh_timeline_compute(sqlite3 *db, int64_t span, int cols, struct rh_timeline *t);
+void rh_timeline_free(struct rh_timeline *t);
 
 /* ---- rh_query_memory.c: the process's memory beside the heap, churn ----- */
 

@@ -405,45 +405,6 @@ static void rh_group_data(struct rh_req *q, sqlite3_stmt *st, int c)
             (int64_t)sqlite3_column_int64(st, c + 5), (int64_t)sqlite3_column_int64(st, c + 6));
 }
 
-/* The smallest and largest size of stack bt's allocations (bytehound's
- * all.min_size / max_size) into *mn, *mx (-1: not known): from the
- * converter's stack_sizes; on an older profile without it (and so without
- * stack_rows, written beside it), when rows is set (a filtered scope), from
- * SQL over its rows. Returns 0 or -1 (a failed query). */
-static int rh_group_sizes(struct rh_req *q, int64_t bt, int64_t *mn, int64_t *mx, int rows)
-{
-    sqlite3_stmt *st = NULL;
-    *mn = *mx = -1;
-    /* the converter's (stack_sizes, every allocation) */
-    if (sqlite3_prepare_v2(q->db, "SELECT min_size, max_size FROM main.stack_sizes WHERE bt = ?1",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, bt);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW) {
-            *mn = sqlite3_column_int64(st, 0);
-            *mx = sqlite3_column_int64(st, 1);
-        }
-        sqlite3_finalize(st);
-        return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -1;
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    /* an older profile: from the rows, when a filter reads them anyway */
-    if (!rows)
-        return 0;
-    if (sqlite3_prepare_v2(q->db, "SELECT min(size), max(size) FROM main.allocations WHERE bt = ?1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, bt);
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-        *mn = sqlite3_column_int64(st, 0);
-        *mx = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-    return r == SQLITE_ROW ? 0 : -1;
-}
-
 static int rh_ep_groups(struct rh_req *q)
 {
     static const char *const own[] = {"sort_by", "order", "count", "skip", NULL};
@@ -483,41 +444,9 @@ static int rh_ep_groups(struct rh_req *q)
     struct rh_scope sc;
     if (rh_scope_get(q->db, &sc))
         return rh_q_fail(q);
-    /* Filtered by the shared filters only (msel is sel): the matched
-     * figures are the pass's (sstat, ssize), computed while it read the
-     * scope's rows once. bytehound's own filters (msel a table) are grouped
-     * from msel's rows. */
-    int has_sizes = rh_q_int(q->db,
-                             "SELECT count(*) FROM main.sqlite_master WHERE name = 'stack_sizes'",
-                             0) == 1;
-    int from_pass = sc.rows && !rh_qfilter_extra(&q->q) &&
-                    rh_q_int(q->db, "SELECT count(*) FROM sqlite_temp_master WHERE name = 'ssize'",
-                             0) == 1;
-    const char *grp =
-        from_pass
-            ? "CREATE TEMP TABLE grp AS SELECT s.bt AS bt, s.count AS m_count, s.bytes AS m_size,"
-              " z.min_size AS m_min_size, z.max_size AS m_max_size, s.first_alloc AS m_min_t,"
-              " s.last_alloc AS m_max_t, s.leaked_blocks AS m_leaked"
-              " FROM sstat s JOIN ssize z ON z.bt = s.bt WHERE s.count > 0"
-        : sc.rows ? "CREATE TEMP TABLE grp AS SELECT bt, " RH_W_N("1") " AS m_count,"
-                  " sum(" RH_W_ROW_B ") AS m_size,"
-                  " min(size) AS m_min_size, max(size) AS m_max_size, min(alloc_after) AS m_min_t,"
-                  " max(alloc_after) AS m_max_t, " RH_W_N("dealloc_after IS NULL") " AS m_leaked"
-                  " FROM msel GROUP BY bt"
-        : has_sizes
-            ? "CREATE TEMP TABLE grp AS SELECT s.bt AS bt, s.count AS m_count, s.bytes AS m_size,"
-              " z.min_size AS m_min_size, z.max_size AS m_max_size, s.first_alloc AS m_min_t,"
-              " s.last_alloc AS m_max_t, s.leaked_blocks AS m_leaked"
-              " FROM sstat s LEFT JOIN main.stack_sizes z ON z.bt = s.bt WHERE s.count > 0"
-                : "CREATE TEMP TABLE grp AS SELECT bt, count AS m_count, bytes AS m_size,"
-                  " NULL AS m_min_size, NULL AS m_max_size, first_alloc AS m_min_t,"
-                  " last_alloc AS m_max_t, leaked_blocks AS m_leaked FROM sstat WHERE count > 0";
-    char *msg = NULL;
-    if (sqlite3_exec(q->db, "DROP TABLE IF EXISTS temp.grp", NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(q->db, grp, NULL, NULL, &msg) != SQLITE_OK) {
-        sqlite3_free(msg);
+    /* the matched figures per stack (rh_query_groups.c) */
+    if (rh_groups_build(q->db, &q->q))
         return rh_q_fail(q);
-    }
     int capped;
     int64_t limit = rh_limit(q, &capped);
     int64_t total = rh_q_int(q->db, "SELECT count(*) FROM grp", -1);
@@ -553,7 +482,7 @@ static int rh_ep_groups(struct rh_req *q)
             FILE *oo = o;
             int64_t mn = sqlite3_column_int64(st, 11), mx = sqlite3_column_int64(st, 12);
             int64_t smin = -1, smax = -1;
-            if (rh_group_sizes(q, bt, &smin, &smax, sc.rows)) {
+            if (rh_group_sizes(q->db, bt, &smin, &smax, sc.rows)) {
                 sqlite3_finalize(st);
                 return rh_q_fail(q);
             }
@@ -1136,53 +1065,11 @@ static int rh_ep_mallopts(struct rh_req *q)
 
 /* ---- rheaper's: timeline, threads, leaks, diff ------------------------------------------ */
 
-/* The heap over time of msel in RH_TL_COLS columns: for each, its end time,
- * the highest live bytes within it and the live bytes and blocks at its end.
- * One ordered pass over the allocations and frees. */
+/* The heap over time in RH_TL_COLS columns (rh_timeline_compute): xs,
+ * max_size, end_size, end_count (null per column when the converter's
+ * timeline answered: it keeps bytes, not counts), rss beside them when the
+ * profile sampled it, and stored. */
 #define RH_TL_COLS 300
-/* Without row filters the converter's timeline table answers (its columns'
- * end times, highest and ending live bytes); it keeps no block counts, so
- * end_count is null there. Returns 1 when it answered, 0 when not, -1. */
-static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n);
-static int64_t *rh_timeline_xs(sqlite3 *db, int *n);
-static int rh_timeline_stored(struct rh_req *q)
-{
-    struct rh_scope sc;
-    if (rh_scope_get(q->db, &sc) || sc.rows ||
-        rh_q_int(q->db, "SELECT value FROM meta WHERE key = 'timeline_columns'", 0) <= 0)
-        return 0;
-    const char *names[] = {"xs", "max_size", "end_size", "end_count"};
-    const char *cols[] = {"t", "max_bytes", "end_bytes", "NULL"};
-    FILE *o = q->out;
-    fputc('{', o);
-    for (int k = 0; k < 4; k++) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "SELECT %s FROM timeline ORDER BY col", cols[k]);
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
-            return -1;
-        fprintf(o, "%s\"%s\":[", k ? "," : "", names[k]);
-        int n = 0, rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            fputs(n++ ? "," : "", o);
-            rh_json_int_or_null(o, st, 0);
-        }
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE)
-            return -1;
-        fputc(']', o);
-    }
-    int n;
-    int64_t *xs = rh_timeline_xs(q->db, &n);
-    if (!xs)
-        return -1;
-    int rc = rh_timeline_rss(q, xs, n);
-    free(xs);
-    if (rc)
-        return -1;
-    fputs(",\"stored\":true}\n", o);
-    return 1;
-}
 
 /* ,"rss":[...] beside the timeline's n columns ending at xs: the highest RSS
  * sampled in each (rh_memory_series), null where none; nothing without
@@ -1192,7 +1079,7 @@ static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n)
     int64_t *rss = malloc((size_t)(n > 0 ? n : 1) * sizeof *rss);
     if (!rss)
         return -1;
-    int got = rh_memory_series(q->db, xs, n, rss);
+    int got = n > 0 ? rh_memory_series(q->db, xs, n, rss) : 0;
     if (got > 0) {
         fputs(",\"rss\":[", q->out);
         for (int c = 0; c < n; c++) {
@@ -1207,110 +1094,30 @@ static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n)
     return got < 0 ? -1 : 0;
 }
 
-/* The stored timeline's column end times, for its RSS. NULL on error. */
-static int64_t *rh_timeline_xs(sqlite3 *db, int *n)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t *xs = NULL;
-    size_t cap = 0;
-    *n = 0;
-    if (sqlite3_prepare_v2(db, "SELECT t FROM timeline ORDER BY col", -1, &st, NULL) != SQLITE_OK)
-        return NULL;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if ((size_t)*n == cap) {
-            size_t nc = cap ? cap * 2 : 1024;
-            int64_t *x = realloc(xs, nc * sizeof *x);
-            if (!x) {
-                free(xs);
-                sqlite3_finalize(st);
-                return NULL;
-            }
-            xs = x;
-            cap = nc;
-        }
-        xs[(*n)++] = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return xs ? xs : calloc(1, sizeof *xs);
-}
-
 static int rh_ep_timeline(struct rh_req *q)
 {
     if (rh_take_params(q, NULL))
         return -1;
-    int stored = rh_timeline_stored(q);
-    if (stored)
-        return stored < 0 ? rh_q_fail(q) : 0;
-    int64_t span = q->duration > 0 ? q->duration : 1;
-    int64_t *mx = calloc(RH_TL_COLS + 1, sizeof *mx), *eb = calloc(RH_TL_COLS + 1, sizeof *eb),
-            *en = calloc(RH_TL_COLS + 1, sizeof *en);
-    char *act = calloc(RH_TL_COLS + 1, 1);
-    sqlite3_stmt *st = NULL;
-    int rc = -1;
-    if (!mx || !eb || !en || !act)
-        goto out;
-    if (sqlite3_prepare_v2(q->db,
-                           /* d: estimated bytes, w: estimated 1/4096 blocks
-                            * (RH_W_N, rh_convert.h), the converter's weights */
-                           "SELECT t, d, w FROM (SELECT alloc_after AS t, 1 AS k, " RH_W_ROW_B
-                           " AS d, CAST(round(weight * 4096) AS INTEGER) AS w, id FROM msel"
-                           " UNION ALL SELECT dealloc_after, 0, -" RH_W_ROW_B ","
-                           " -CAST(round(weight * 4096) AS INTEGER), id FROM msel"
-                           " WHERE dealloc_after IS NOT NULL) ORDER BY t, k, id",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto out;
-    int64_t live = 0, nlive = 0;
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(st, 0), d = sqlite3_column_int64(st, 1),
-                w = sqlite3_column_int64(st, 2);
-        __int128 c128 = ((__int128)t * RH_TL_COLS + span - 1) / span;
-        int c = c128 < 0 ? 0 : c128 > RH_TL_COLS ? RH_TL_COLS : (int)c128;
-        live += d;
-        nlive += w;
-        if (!act[c] || live > mx[c])
-            mx[c] = live;
-        act[c] = 1;
-        eb[c] = live;
-        en[c] = nlive >= 0 ? (nlive + 2048) / 4096 : -((-nlive + 2048) / 4096);
-    }
-    if (r != SQLITE_DONE)
-        goto out;
-    /* columns without events carry the level before them */
-    for (int c = 1; c <= RH_TL_COLS; c++)
-        if (!act[c]) {
-            mx[c] = eb[c] = eb[c - 1];
-            en[c] = en[c - 1];
-        }
+    struct rh_timeline t;
+    if (rh_timeline_compute(q->db, q->duration, RH_TL_COLS, &t))
+        return rh_q_fail(q);
     FILE *o = q->out;
     const char *names[] = {"xs", "max_size", "end_size", "end_count"};
+    const int64_t *cols[] = {t.xs, t.max_bytes, t.end_bytes, t.end_count};
     fputc('{', o);
     for (int k = 0; k < 4; k++) {
         fprintf(o, "%s\"%s\":[", k ? "," : "", names[k]);
-        for (int c = 0; c <= RH_TL_COLS; c++) {
-            int64_t v = k == 0   ? (int64_t)((__int128)span * c / RH_TL_COLS)
-                        : k == 1 ? mx[c]
-                        : k == 2 ? eb[c]
-                                 : en[c];
-            fprintf(o, "%s%" PRId64, c ? "," : "", v);
+        for (int c = 0; c < t.n; c++) {
+            if (cols[k])
+                fprintf(o, "%s%" PRId64, c ? "," : "", cols[k][c]);
+            else
+                fputs(c ? ",null" : "null", o);
         }
         fputc(']', o);
     }
-    {
-        int64_t xs[RH_TL_COLS + 1];
-        for (int c = 0; c <= RH_TL_COLS; c++)
-            xs[c] = (int64_t)((__int128)span * c / RH_TL_COLS);
-        if (rh_timeline_rss(q, xs, RH_TL_COLS + 1))
-            goto out;
-    }
-    fputs(",\"stored\":false}\n", o);
-    rc = 0;
-out:
-    sqlite3_finalize(st);
-    free(mx);
-    free(eb);
-    free(en);
-    free(act);
+    int rc = rh_timeline_rss(q, t.xs, t.n);
+    fprintf(o, ",\"stored\":%s}\n", t.stored ? "true" : "false");
+    rh_timeline_free(&t);
     return rc ? rh_q_fail(q) : 0;
 }
 
@@ -1343,25 +1150,9 @@ static int rh_ep_threads(struct rh_req *q)
 {
     if (rh_take_params(q, NULL))
         return -1;
-    /* The scope's thread table (the converter's, or the C pass's for its
-     * filters) answers unless bytehound's own filters narrowed the rows
-     * (msel): then msel is summed with the same weights (RH_W_N, rh_convert.h). A
-     * block counts for the thread that allocated it; leaked is live at the
-     * end. Both are estimates on a sampled profile. */
-    const char *sql =
-        rh_qfilter_extra(&q->q)
-            ? "SELECT t.id, t.tid, t.name, coalesce(x.n, 0), coalesce(x.b, 0),"
-              " coalesce(x.ln, 0), coalesce(x.lb, 0) FROM threads t LEFT JOIN"
-              " (SELECT alloc_thread AS th, " RH_W_N("1") " AS n, sum(" RH_W_ROW_B ") AS b,"
-              " " RH_W_N("dealloc_after IS NULL") " AS ln,"
-              " sum(CASE WHEN dealloc_after IS NULL THEN " RH_W_ROW_B " ELSE 0 END) AS lb"
-              " FROM msel GROUP BY alloc_thread) x ON x.th = t.id ORDER BY t.id"
-            : "SELECT t.id, t.tid, t.name, coalesce(x.alloc_blocks, 0),"
-              " coalesce(x.alloc_bytes, 0), coalesce(x.live_blocks, 0),"
-              " coalesce(x.live_bytes, 0) FROM threads t LEFT JOIN temp.tstat x"
-              " ON x.thread = t.id ORDER BY t.id";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+    /* the scope's threads (rh_query_groups.c) */
+    sqlite3_stmt *st = rh_threads_stmt(q->db, &q->q);
+    if (!st)
         return rh_q_fail(q);
     FILE *o = q->out;
     fputs("{\"threads\":[", o);
