@@ -116,6 +116,11 @@ void rh_filter_init(struct rh_filter *f);
  * line for a bad value. */
 int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
 
+/* 1: rh_filter_arg prints nothing about a bad value (its caller reports it
+ * in its own terms, as the server does for URL parameters); 0: it prints
+ * its one line. Per thread. */
+void rh_filter_set_quiet(int on);
+
 /* Builds the scope every command reads, from f (docs/design.md,
  * "How the commands answer"). This is the contract other readers (the server, the
  * live view) rely on; every table is TEMP and replaced by the next call:
@@ -320,18 +325,108 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q);
  * "appeared", "vanished" or "same" (by leaked bytes, then bytes, then count). */
 struct rh_diff_row {
     char *function, *location;
-    int64_t a_count, a_bytes, a_leaked_blocks, a_leaked_bytes;
-    int64_t b_count, b_bytes, b_leaked_blocks, b_leaked_bytes;
+    int64_t a_count, a_bytes, a_leaked_blocks, a_leaked_bytes, a_peak_bytes;
+    int64_t b_count, b_bytes, b_leaked_blocks, b_leaked_bytes, b_peak_bytes;
     const char *status;
 };
 
+/* What a comparison ranks and judges by: leaked bytes (the default), bytes
+ * held at each profile's peak, bytes allocated, or blocks. */
+enum rh_diff_by { RH_DIFF_LEAKED, RH_DIFF_PEAK, RH_DIFF_BYTES, RH_DIFF_COUNT };
+
 /* Compares the call sites (the call-site rule of the scope) of the two
  * databases, each filtered by q (rh_qfilter_apply). Fills *rows (malloc'd,
- * sorted by the change of leaked bytes, then of bytes, largest first) and *n.
- * Returns 0 or -1 after one line on stderr. Free with rh_diff_free(). */
-int rh_diff_compute(sqlite3 *a, sqlite3 *b, const struct rh_qfilter *q, struct rh_diff_row **rows,
-                    size_t *n);
+ * sorted by the change of the `by` figure, then of bytes and count, largest
+ * first) and *n. A site whose figure changed by at most noise_pct percent of
+ * the larger side is "same". Returns 0 or -1 after one line on stderr. Free
+ * with rh_diff_free(). After it, each database's scope is q's (peaks from
+ * rh_scope_get). */
+int rh_diff_compute(sqlite3 *a, sqlite3 *b, const struct rh_qfilter *q, enum rh_diff_by by,
+                    double noise_pct, struct rh_diff_row **rows, size_t *n);
 void rh_diff_free(struct rh_diff_row *rows, size_t n);
+
+/* ---- rh_query_tree.c: call trees ---------------------------------------- */
+
+enum rh_tree_kind { RH_TREE_TOPDOWN, RH_TREE_BOTTOMUP, RH_TREE_CALLERS, RH_TREE_CALLEES };
+
+struct rh_tree_opts {
+    enum rh_tree_kind kind;
+    const char *function; /* callers and callees: the function they are rooted at */
+    int cpu;              /* 1: CPU samples (cpustat) instead of the heap figures */
+    int sort;             /* children ordered by figure: 0 bytes, 1 count, 2 leaked, 3 peak,
+                             4 temporary (0 with cpu) */
+    double min_share;     /* nodes below this share of the total are left out */
+    int max_nodes;        /* at most this many nodes (0: 20000); "truncated" says when cut */
+};
+
+/* Writes the call tree of the scope (TEMP tables cs and sstat, or cpustat)
+ * as one JSON object: kind, cpu, function, columns (the figures' names:
+ * bytes, count, leaked, peak, temporary; or samples), sort, total, children
+ * (each node: function, location, incl and self arrays in the columns'
+ * order, children), nodes and truncated. Frames are merged by function
+ * along a path; self is the figures of the stacks whose call site the node
+ * is. Returns 0, or -1 after one line on stderr. */
+int rh_tree_json(sqlite3 *db, const struct rh_tree_opts *opt, FILE *out);
+
+/* ---- rh_query_site.c: the call-site table, one site, heap by site ------- */
+
+/* Builds TEMP TABLE site (per call site) and leak_sites (rh_leak_sites),
+ * then TEMP TABLE sitetab(site, function, location, stacks, count, bytes,
+ * leaked_blocks, leaked_bytes, peak_bytes, temporary, first, last, score,
+ * leak): one row per call site of the scope, summed over its stacks (sstat),
+ * with its leak score and leak = 1 when the score marks it as a leak.
+ * Returns 0 or -1 (printed). */
+int rh_site_table(sqlite3 *db, int64_t duration_ns);
+
+/* Writes the scope's heap over time by call site (after rh_site_table) as
+ * one JSON object: xs (column end times, ns), total (the scope's live bytes
+ * at each column's peak), series (the k sites that held the most at the
+ * scope's peak, then "other call sites": function, location, values) and
+ * timeline (false, with empty lists, when the scope has no timeline).
+ * Returns 0 or -1. */
+int rh_timeline_sites_json(sqlite3 *db, int k, FILE *out);
+
+/* Writes one call site of sitetab in detail as a JSON object: figures, its
+ * nstacks largest stacks with their frames, histograms of size (power-of-two
+ * classes) and lifetime (decades, leaked apart) over every row of the site
+ * in scope (msel), its threads, and its line over time (timeline: xs, total,
+ * series). Returns 0, 1 when the scope has no such site (nothing written),
+ * or -1 after one line. */
+int rh_site_detail_json(sqlite3 *db, const char *function, const char *location, int nstacks,
+                        FILE *out);
+
+/* ---- rh_query_groups.c: bytehound's groups, threads, the heap over time -- */
+
+/* After rh_qfilter_apply(q): TEMP TABLE grp(bt, m_count, m_size, m_min_size,
+ * m_max_size, m_min_t, m_max_t, m_leaked), the matched figures of each stack
+ * with a matched row (bytehound's only_matched): from the scope's sstat and
+ * ssize (or stack_sizes), or summed from msel when bytehound's own filters
+ * narrowed the rows. Returns 0 or -1 (SQLite's message on db). */
+int rh_groups_build(sqlite3 *db, const struct rh_qfilter *q);
+
+/* The smallest and largest size of stack bt's allocations (bytehound's
+ * all.min_size / max_size) into *mn, *mx (-1: not known): from the
+ * converter's stack_sizes; on an older profile without it, when rows is set
+ * (a filtered scope), from SQL over its rows. Returns 0 or -1. */
+int rh_group_sizes(sqlite3 *db, int64_t bt, int64_t *mn, int64_t *mx, int rows);
+
+/* After rh_qfilter_apply(q): per thread (every row of `threads`, by id): id,
+ * tid, name, blocks and bytes allocated, blocks and bytes still live at the
+ * end, over the matched rows. NULL on error (SQLite's message on db). */
+sqlite3_stmt *rh_threads_stmt(sqlite3 *db, const struct rh_qfilter *q);
+
+/* The heap over time of the scope: n columns ending at xs[c] ns, the
+ * highest live bytes in each and the live bytes (and blocks, end_count;
+ * NULL when stored) at its end. stored: the converter's timeline answered
+ * (no row filter); else one ordered pass over msel in cols + 1 even columns
+ * of [0, span]. */
+struct rh_timeline {
+    int n, stored;
+    int64_t *xs, *max_bytes, *end_bytes, *end_count;
+};
+/* Fills t after rh_qfilter_apply. Returns 0 or -1 (t empty). */
+int rh_timeline_compute(sqlite3 *db, int64_t span, int cols, struct rh_timeline *t);
+void rh_timeline_free(struct rh_timeline *t);
 
 /* ---- rh_query_memory.c: the process's memory beside the heap, churn ----- */
 

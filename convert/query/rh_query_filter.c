@@ -153,6 +153,23 @@ static int rh_parse_duration(const char *s, size_t len, int64_t *ns)
     return 0;
 }
 
+/* 1 while a URL parameter goes through rh_filter_arg (rh_qfilter_param):
+ * its caller reports a bad value under the parameter's own name, so the
+ * parser's line naming the CLI option is not printed. */
+static __thread int rh_filter_quiet;
+
+void rh_filter_set_quiet(int on)
+{
+    rh_filter_quiet = on;
+}
+
+/* The parser's one line about a bad option, unless quiet. */
+#define RH_FILTER_SAY(...)                                                                         \
+    do {                                                                                           \
+        if (!rh_filter_quiet)                                                                      \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+    } while (0)
+
 /* Checks that re compiles; prints one line and returns -1 when not. */
 static int rh_check_regex(const char *opt, const char *re)
 {
@@ -161,7 +178,7 @@ static int rh_check_regex(const char *opt, const char *re)
     if (rc) {
         char msg[256];
         regerror(rc, &r, msg, sizeof msg);
-        fprintf(stderr, "rheaper: %s '%s': bad regular expression (%s)\n", opt, re, msg);
+        RH_FILTER_SAY("rheaper: %s '%s': bad regular expression (%s)\n", opt, re, msg);
         return -1;
     }
     regfree(&r);
@@ -170,7 +187,7 @@ static int rh_check_regex(const char *opt, const char *re)
 
 static int rh_bad(const char *opt, const char *val, const char *want)
 {
-    fprintf(stderr, "rheaper: %s '%s': expected %s\n", opt, val, want);
+    RH_FILTER_SAY("rheaper: %s '%s': expected %s\n", opt, val, want);
     return -1;
 }
 
@@ -206,7 +223,7 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
         val = a + alen + 1;
     } else {
         if (*i + 1 >= argc) {
-            fprintf(stderr, "rheaper: %s needs a value\n", opt);
+            RH_FILTER_SAY("rheaper: %s needs a value\n", opt);
             return -1;
         }
         val = argv[++*i];
@@ -230,7 +247,7 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
                                     : f->not_file_re;
         int *n = k == 2 ? &f->nfunc : k == 3 ? &f->nnot_func : k == 4 ? &f->nfile : &f->nnot_file;
         if (*n >= 8) {
-            fprintf(stderr, "rheaper: %s given more than 8 times\n", opt);
+            RH_FILTER_SAY("rheaper: %s given more than 8 times\n", opt);
             return -1;
         }
         if (rh_check_regex(opt, val))
@@ -275,7 +292,7 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
         break;
     case 11:
         if (f->nskip >= 8) {
-            fprintf(stderr, "rheaper: %s given more than 8 times\n", opt);
+            RH_FILTER_SAY("rheaper: %s given more than 8 times\n", opt);
             return -1;
         }
         if (rh_check_regex(opt, val))

@@ -169,7 +169,9 @@ static int rh_qf_cli(struct rh_qfilter *q, const char *opt, const char *val, con
     char *argv[2] = {(char *)opt, (char *)val};
     int i = 0;
     int argc = val ? 2 : 1;
+    rh_filter_set_quiet(1); /* the answer names the parameter, not the option */
     int r = rh_filter_arg(&q->f, argc, argv, &i);
+    rh_filter_set_quiet(0);
     if (r != 1)
         return rh_qf_err(err, n, "bad value '%s' for %s", val ? val : "", name);
     return 1;

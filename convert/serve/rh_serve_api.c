@@ -12,6 +12,12 @@
  *   /data/ID/timeline?F, /threads?F, /leaks?F&count, /diff/OTHER?F&count
  *   /data/ID/memory?F&count                 RSS and the allocator beside the heap,
  *                                           the top churn sites (rh_query_memory.c)
+ *   /data/ID/summary?F                      the overview's figures
+ *   /data/ID/sites?F&sort_by&order&count&skip   one row per call site
+ *   /data/ID/site?F&function&location       one call site in detail
+ *   /data/ID/timeline_sites?F&count         the heap over time by call site
+ *   /data/ID/tree?F&kind&function&cpu&sort_by&min_share&count   call trees
+ *   /data/ID/cpu?F&count                    the CPU samples' top functions
  * ID is an id from /list or `last`. F are the filters (rh_query_params.c). The
  * JSON keeps bytehound's field names and shapes (its server-core protocol);
  * what rheaper does not know is null (docs/rest-api.md). Every answer
@@ -183,6 +189,19 @@ static int rh_take_params(struct rh_req *q, const char *const *own)
     }
     if (q->order && strcmp(q->order, "asc") && strcmp(q->order, "dsc"))
         return rh_resp_error(q->r, 400, "order", "bad value '%s' for order: asc or dsc", q->order);
+    if (q->q.backtrace >= 0) {
+        sqlite3_stmt *st = NULL;
+        int found = sqlite3_prepare_v2(q->db, "SELECT 1 FROM stacks WHERE id = ?1", -1, &st,
+                                       NULL) == SQLITE_OK;
+        if (found) {
+            sqlite3_bind_int64(st, 1, q->q.backtrace);
+            found = sqlite3_step(st) == SQLITE_ROW;
+        }
+        sqlite3_finalize(st);
+        if (!found)
+            return rh_resp_error(q->r, 404, "backtraces", "no stack with id %" PRId64,
+                                 q->q.backtrace);
+    }
     if (rh_qfilter_apply(q->db, &q->q))
         return rh_q_fail(q);
     return 0;
@@ -386,45 +405,6 @@ static void rh_group_data(struct rh_req *q, sqlite3_stmt *st, int c)
             (int64_t)sqlite3_column_int64(st, c + 5), (int64_t)sqlite3_column_int64(st, c + 6));
 }
 
-/* The smallest and largest size of stack bt's allocations (bytehound's
- * all.min_size / max_size) into *mn, *mx (-1: not known): from the
- * converter's stack_sizes; on an older profile without it (and so without
- * stack_rows, written beside it), when rows is set (a filtered scope), from
- * SQL over its rows. Returns 0 or -1 (a failed query). */
-static int rh_group_sizes(struct rh_req *q, int64_t bt, int64_t *mn, int64_t *mx, int rows)
-{
-    sqlite3_stmt *st = NULL;
-    *mn = *mx = -1;
-    /* the converter's (stack_sizes, every allocation) */
-    if (sqlite3_prepare_v2(q->db, "SELECT min_size, max_size FROM main.stack_sizes WHERE bt = ?1",
-                           -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, bt);
-        int r = sqlite3_step(st);
-        if (r == SQLITE_ROW) {
-            *mn = sqlite3_column_int64(st, 0);
-            *mx = sqlite3_column_int64(st, 1);
-        }
-        sqlite3_finalize(st);
-        return r == SQLITE_ROW || r == SQLITE_DONE ? 0 : -1;
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    /* an older profile: from the rows, when a filter reads them anyway */
-    if (!rows)
-        return 0;
-    if (sqlite3_prepare_v2(q->db, "SELECT min(size), max(size) FROM main.allocations WHERE bt = ?1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, bt);
-    int r = sqlite3_step(st);
-    if (r == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-        *mn = sqlite3_column_int64(st, 0);
-        *mx = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-    return r == SQLITE_ROW ? 0 : -1;
-}
-
 static int rh_ep_groups(struct rh_req *q)
 {
     static const char *const own[] = {"sort_by", "order", "count", "skip", NULL};
@@ -464,41 +444,9 @@ static int rh_ep_groups(struct rh_req *q)
     struct rh_scope sc;
     if (rh_scope_get(q->db, &sc))
         return rh_q_fail(q);
-    /* Filtered by the shared filters only (msel is sel): the matched
-     * figures are the pass's (sstat, ssize), computed while it read the
-     * scope's rows once. bytehound's own filters (msel a table) are grouped
-     * from msel's rows. */
-    int has_sizes = rh_q_int(q->db,
-                             "SELECT count(*) FROM main.sqlite_master WHERE name = 'stack_sizes'",
-                             0) == 1;
-    int from_pass = sc.rows && !rh_qfilter_extra(&q->q) &&
-                    rh_q_int(q->db, "SELECT count(*) FROM sqlite_temp_master WHERE name = 'ssize'",
-                             0) == 1;
-    const char *grp =
-        from_pass
-            ? "CREATE TEMP TABLE grp AS SELECT s.bt AS bt, s.count AS m_count, s.bytes AS m_size,"
-              " z.min_size AS m_min_size, z.max_size AS m_max_size, s.first_alloc AS m_min_t,"
-              " s.last_alloc AS m_max_t, s.leaked_blocks AS m_leaked"
-              " FROM sstat s JOIN ssize z ON z.bt = s.bt WHERE s.count > 0"
-        : sc.rows ? "CREATE TEMP TABLE grp AS SELECT bt, " RH_W_N("1") " AS m_count,"
-                  " sum(" RH_W_ROW_B ") AS m_size,"
-                  " min(size) AS m_min_size, max(size) AS m_max_size, min(alloc_after) AS m_min_t,"
-                  " max(alloc_after) AS m_max_t, " RH_W_N("dealloc_after IS NULL") " AS m_leaked"
-                  " FROM msel GROUP BY bt"
-        : has_sizes
-            ? "CREATE TEMP TABLE grp AS SELECT s.bt AS bt, s.count AS m_count, s.bytes AS m_size,"
-              " z.min_size AS m_min_size, z.max_size AS m_max_size, s.first_alloc AS m_min_t,"
-              " s.last_alloc AS m_max_t, s.leaked_blocks AS m_leaked"
-              " FROM sstat s LEFT JOIN main.stack_sizes z ON z.bt = s.bt WHERE s.count > 0"
-                : "CREATE TEMP TABLE grp AS SELECT bt, count AS m_count, bytes AS m_size,"
-                  " NULL AS m_min_size, NULL AS m_max_size, first_alloc AS m_min_t,"
-                  " last_alloc AS m_max_t, leaked_blocks AS m_leaked FROM sstat WHERE count > 0";
-    char *msg = NULL;
-    if (sqlite3_exec(q->db, "DROP TABLE IF EXISTS temp.grp", NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(q->db, grp, NULL, NULL, &msg) != SQLITE_OK) {
-        sqlite3_free(msg);
+    /* the matched figures per stack (rh_query_groups.c) */
+    if (rh_groups_build(q->db, &q->q))
         return rh_q_fail(q);
-    }
     int capped;
     int64_t limit = rh_limit(q, &capped);
     int64_t total = rh_q_int(q->db, "SELECT count(*) FROM grp", -1);
@@ -534,7 +482,7 @@ static int rh_ep_groups(struct rh_req *q)
             FILE *oo = o;
             int64_t mn = sqlite3_column_int64(st, 11), mx = sqlite3_column_int64(st, 12);
             int64_t smin = -1, smax = -1;
-            if (rh_group_sizes(q, bt, &smin, &smax, sc.rows)) {
+            if (rh_group_sizes(q->db, bt, &smin, &smax, sc.rows)) {
                 sqlite3_finalize(st);
                 return rh_q_fail(q);
             }
@@ -699,19 +647,259 @@ out:
     return rc ? rh_q_fail(q) : 0;
 }
 
-/* ---- exports ------------------------------------------------------------------------ */
 
-static int rh_ep_export(struct rh_req *q, const char *what)
+/* ---- the web UI's views: summary, call sites, trees, CPU ----------------------------- */
+
+/* The value of parameter name of the request, or NULL. */
+static const char *rh_param(const struct rh_req *q, const char *name)
+{
+    for (int i = 0; i < q->pr->n; i++)
+        if (!strcmp(q->pr->k[i], name))
+            return q->pr->v[i] ? q->pr->v[i] : "";
+    return NULL;
+}
+
+/* /data/ID/summary?F: the overview's figures of the scope (rh_summary_compute,
+ * as `rheaper summary` prints them) and its CPU samples. */
+static int rh_ep_summary(struct rh_req *q)
 {
     if (rh_take_params(q, NULL))
         return -1;
+    struct rh_summary sm;
+    if (rh_summary_compute(q->db, &sm))
+        return rh_q_fail(q);
+    FILE *o = q->out;
+    fputs("{\"program\":", o);
+    rh_json_string(o, sm.program);
+    fprintf(o,
+            ",\"pid\":%" PRId64 ",\"duration_ns\":%" PRId64 ",\"alloc_blocks\":%" PRId64
+            ",\"alloc_bytes\":%" PRId64 ",\"freed_blocks\":%" PRId64 ",\"freed_bytes\":%" PRId64
+            ",\"leaked_blocks\":%" PRId64 ",\"leaked_bytes\":%" PRId64 ",\"peak_bytes\":%" PRId64
+            ",\"peak_time_ns\":%" PRId64 ",\"temporary_blocks\":%" PRId64
+            ",\"cpu_samples\":%" PRId64 ",\"cpu_hz\":%" PRId64 ",\"cpu_dropped\":%" PRId64 "}\n",
+            sm.pid, sm.duration_ns, sm.alloc_blocks, sm.alloc_bytes, sm.freed_blocks,
+            sm.freed_bytes, sm.leaked_blocks, sm.leaked_bytes, sm.peak_bytes, sm.peak_time_ns,
+            sm.temporary_blocks, rh_cpu_total(q->db), rh_cpu_hz(q->db), rh_cpu_dropped(q->db));
+    return 0;
+}
+
+/* /data/ID/sites?F&sort_by&order&count&skip: one row per call site
+ * (rh_site_table), sorted by one of its columns. */
+static int rh_ep_sites(struct rh_req *q)
+{
+    static const char *const own[] = {"sort_by", "order", "count", "skip", NULL};
+    static const char *const cols[] = {"bytes", "count",    "leaked_bytes", "leaked_blocks",
+                                       "peak_bytes", "temporary", "score", "first",
+                                       "last", "stacks", "function", "location", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    const char *col = q->sort_by ? NULL : "bytes";
+    for (int k = 0; q->sort_by && cols[k]; k++)
+        if (!strcmp(q->sort_by, cols[k]))
+            col = cols[k];
+    if (!col)
+        return rh_resp_error(q->r, 400, "sort_by",
+                             "bad value '%s' for sort_by: one of bytes, count, leaked_bytes,"
+                             " leaked_blocks, peak_bytes, temporary, score, first, last, stacks,"
+                             " function, location",
+                             q->sort_by);
+    const char *dir = q->order && !strcmp(q->order, "asc") ? "ASC" : "DESC";
+    if (rh_site_table(q->db, q->duration))
+        return rh_q_fail(q);
+    int capped;
+    int64_t limit = rh_limit(q, &capped);
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT function, location, stacks, count, bytes, leaked_blocks, leaked_bytes,"
+             " peak_bytes, temporary, first, last, score, leak FROM temp.sitetab"
+             " ORDER BY %s %s, bytes DESC, function, location LIMIT ?1 OFFSET ?2",
+             col, dir);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return rh_q_fail(q);
+    sqlite3_bind_int64(st, 1, limit);
+    sqlite3_bind_int64(st, 2, q->skip);
+    fprintf(q->out, "{\"total_count\":%" PRId64 ",\"sort_by\":\"%s\",\"order\":\"%s\",\"sites\":",
+            rh_q_int(q->db, "SELECT count(*) FROM temp.sitetab", 0), col,
+            dir[0] == 'A' ? "asc" : "dsc");
+    int rc = rh_print_stmt(st, RH_FMT_JSON, q->out);
+    sqlite3_finalize(st);
+    if (rc)
+        return rh_q_fail(q);
+    rh_cap_note(q, capped);
+    fputs("}\n", q->out);
+    return 0;
+}
+
+/* /data/ID/site?F&function&location&count: one call site in detail
+ * (rh_site_detail_json); 404 when the scope has no such site. */
+static int rh_ep_site(struct rh_req *q)
+{
+    static const char *const own[] = {"function", "location", "count", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    const char *fn = rh_param(q, "function"), *loc = rh_param(q, "location");
+    if (!fn || !*fn)
+        return rh_resp_error(q->r, 400, "function", "the call site's function is required");
+    if (!loc)
+        return rh_resp_error(q->r, 400, "location", "the call site's location is required");
+    if (rh_site_table(q->db, q->duration))
+        return rh_q_fail(q);
+    int rc = rh_site_detail_json(q->db, fn, loc, q->count > 0 ? (int)q->count : 50, q->out);
+    if (rc > 0)
+        return rh_resp_error(q->r, 404, "function", "no call site %s at %s in this scope", fn,
+                             loc);
+    return rc ? rh_q_fail(q) : 0;
+}
+
+/* /data/ID/timeline_sites?F&count: the heap over time by call site
+ * (rh_timeline_sites_json), the top `count` (default 8) sites stacked. */
+static int rh_ep_timeline_sites(struct rh_req *q)
+{
+    static const char *const own[] = {"count", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    if (rh_site_table(q->db, q->duration) ||
+        rh_timeline_sites_json(q->db, q->count > 0 ? (int)q->count : 8, q->out))
+        return rh_q_fail(q);
+    return 0;
+}
+
+/* /data/ID/tree?F&kind&function&cpu&sort_by&min_share&count: a call tree
+ * (rh_tree_json). */
+static int rh_ep_tree(struct rh_req *q)
+{
+    static const char *const own[] = {"kind", "function", "cpu", "sort_by", "min_share", "count",
+                                      NULL};
+    static const char *const kinds[] = {"top-down", "bottom-up", "callers", "callees", NULL};
+    static const char *const sorts[] = {"bytes", "count", "leaked", "peak", "temporary", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    struct rh_tree_opts t = {RH_TREE_TOPDOWN, NULL, 0, 0, 0, 0};
+    const char *v = rh_param(q, "kind");
+    if (v) {
+        int k = 0;
+        while (kinds[k] && strcmp(kinds[k], v))
+            k++;
+        if (!kinds[k])
+            return rh_resp_error(q->r, 400, "kind",
+                                 "bad value '%s' for kind: top-down, bottom-up, callers or callees",
+                                 v);
+        t.kind = (enum rh_tree_kind)k;
+    }
+    t.function = rh_param(q, "function");
+    if ((t.kind == RH_TREE_CALLERS || t.kind == RH_TREE_CALLEES) && (!t.function || !*t.function))
+        return rh_resp_error(q->r, 400, "function", "kind=%s needs a function", kinds[t.kind]);
+    if (t.function && !*t.function)
+        t.function = NULL;
+    v = rh_param(q, "cpu");
+    if (v && strcmp(v, "0") && strcmp(v, "1"))
+        return rh_resp_error(q->r, 400, "cpu", "bad value '%s' for cpu: 0 or 1", v);
+    t.cpu = v && !strcmp(v, "1");
+    if (q->sort_by) {
+        int k = 0;
+        while (sorts[k] && strcmp(sorts[k], q->sort_by))
+            k++;
+        if (!sorts[k] || (t.cpu && k))
+            return rh_resp_error(q->r, 400, "sort_by",
+                                 "bad value '%s' for sort_by: bytes, count, leaked, peak or"
+                                 " temporary (none with cpu=1)",
+                                 q->sort_by);
+        t.sort = k;
+    }
+    v = rh_param(q, "min_share");
+    if (v) {
+        char *end;
+        t.min_share = strtod(v, &end);
+        if (end == v || *end || !(t.min_share >= 0 && t.min_share <= 1))
+            return rh_resp_error(q->r, 400, "min_share",
+                                 "bad value '%s' for min_share: a fraction 0..1", v);
+    }
+    if (q->count > 0)
+        t.max_nodes = q->count > q->s->row_cap ? (int)q->s->row_cap : (int)q->count;
+    return rh_tree_json(q->db, &t, q->out) ? rh_q_fail(q) : 0;
+}
+
+/* /data/ID/cpu?F&count: the CPU samples of the scope: rate, samples,
+ * dropped periods and the top `count` (default 50) functions by samples
+ * (rh_cpu_top_stmt, as `rheaper top cpu`). */
+static int rh_ep_cpu(struct rh_req *q)
+{
+    static const char *const own[] = {"count", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    if (rh_make_sites(q->db, 0))
+        return rh_q_fail(q);
+    sqlite3_stmt *st = rh_cpu_top_stmt(q->db, q->count > 0 ? (int)q->count : 50, NULL);
+    if (!st)
+        return rh_q_fail(q);
+    fprintf(q->out,
+            "{\"hz\":%" PRId64 ",\"samples\":%" PRId64 ",\"dropped\":%" PRId64 ",\"top\":",
+            rh_cpu_hz(q->db), rh_cpu_total(q->db), rh_cpu_dropped(q->db));
+    int rc = rh_print_stmt(st, RH_FMT_JSON, q->out);
+    sqlite3_finalize(st);
+    if (rc)
+        return rh_q_fail(q);
+    fputs("}\n", q->out);
+    return 0;
+}
+
+/* ---- exports ------------------------------------------------------------------------ */
+
+/* The flamegraphs' `mode`: what the frames' widths count. temporary is the
+ * bytes of the scope's temporary blocks (the lifetime filter is set). */
+static int rh_flame_mode(struct rh_req *q, enum rh_flame_weight *w)
+{
+    static const struct {
+        const char *name;
+        enum rh_flame_weight w;
+    } modes[] = {{"allocated", RH_FLAME_ALL}, {"leaked", RH_FLAME_LEAKED}, {"peak", RH_FLAME_PEAK},
+                 {"temporary", RH_FLAME_TEMP}, {"cpu", RH_FLAME_CPU}};
+    const char *v = rh_param(q, "mode");
+    *w = RH_FLAME_ALL;
+    if (!v)
+        return 0;
+    for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
+        if (!strcmp(v, modes[k].name)) {
+            *w = modes[k].w;
+            return 0;
+        }
+    return rh_resp_error(q->r, 400, "mode",
+                         "bad value '%s' for mode: allocated, leaked, peak, temporary or cpu", v);
+}
+
+static int rh_ep_export(struct rh_req *q, const char *what)
+{
+    static const char *const own[] = {"mode", NULL};
+    enum rh_flame_weight w = RH_FLAME_ALL;
+    if (strcmp(what, "heaptrack") && rh_flame_mode(q, &w))
+        return -1;
+    if (w == RH_FLAME_TEMP) {
+        /* the temporary blocks: set the lifetime filter unless one is set */
+        for (int i = 0; i < q->pr->n; i++)
+            if (!strcmp(q->pr->k[i], "lifetime") && q->pr->v[i] && *q->pr->v[i] &&
+                strcmp(q->pr->v[i], "only_temporary"))
+                return rh_resp_error(q->r, 400, "lifetime",
+                                     "mode=temporary selects the temporary blocks; lifetime=%s"
+                                     " contradicts it",
+                                     q->pr->v[i]);
+    }
+    if (rh_take_params(q, strcmp(what, "heaptrack") ? own : NULL))
+        return -1;
+    if (w == RH_FLAME_TEMP && q->q.lifetime != 4) {
+        char err[256];
+        if (rh_qfilter_param(&q->q, "lifetime", "only_temporary", err, sizeof err) < 0)
+            return rh_resp_error(q->r, 400, "lifetime", "%s", err);
+        if (rh_qfilter_apply(q->db, &q->q))
+            return rh_q_fail(q);
+    }
     int rc;
     if (!strcmp(what, "flamegraph")) {
         q->r->type = "image/svg+xml";
-        rc = rh_svg_flamegraph(q->db, RH_FLAME_ALL, q->out, 0);
+        rc = rh_svg_flamegraph(q->db, w, q->out, 0);
     } else if (!strcmp(what, "flamegraph.pl")) {
         q->r->type = "text/plain; charset=utf-8";
-        rc = rh_folded(q->db, RH_FLAME_ALL, q->out);
+        rc = rh_folded(q->db, w, q->out);
     } else {
         q->r->type = "text/plain; charset=utf-8";
         rc = rh_heaptrack_write(q->db, q->out, NULL);
@@ -877,53 +1065,11 @@ static int rh_ep_mallopts(struct rh_req *q)
 
 /* ---- rheaper's: timeline, threads, leaks, diff ------------------------------------------ */
 
-/* The heap over time of msel in RH_TL_COLS columns: for each, its end time,
- * the highest live bytes within it and the live bytes and blocks at its end.
- * One ordered pass over the allocations and frees. */
+/* The heap over time in RH_TL_COLS columns (rh_timeline_compute): xs,
+ * max_size, end_size, end_count (null per column when the converter's
+ * timeline answered: it keeps bytes, not counts), rss beside them when the
+ * profile sampled it, and stored. */
 #define RH_TL_COLS 300
-/* Without row filters the converter's timeline table answers (its columns'
- * end times, highest and ending live bytes); it keeps no block counts, so
- * end_count is null there. Returns 1 when it answered, 0 when not, -1. */
-static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n);
-static int64_t *rh_timeline_xs(sqlite3 *db, int *n);
-static int rh_timeline_stored(struct rh_req *q)
-{
-    struct rh_scope sc;
-    if (rh_scope_get(q->db, &sc) || sc.rows ||
-        rh_q_int(q->db, "SELECT value FROM meta WHERE key = 'timeline_columns'", 0) <= 0)
-        return 0;
-    const char *names[] = {"xs", "max_size", "end_size", "end_count"};
-    const char *cols[] = {"t", "max_bytes", "end_bytes", "NULL"};
-    FILE *o = q->out;
-    fputc('{', o);
-    for (int k = 0; k < 4; k++) {
-        char sql[128];
-        snprintf(sql, sizeof sql, "SELECT %s FROM timeline ORDER BY col", cols[k]);
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
-            return -1;
-        fprintf(o, "%s\"%s\":[", k ? "," : "", names[k]);
-        int n = 0, rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            fputs(n++ ? "," : "", o);
-            rh_json_int_or_null(o, st, 0);
-        }
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE)
-            return -1;
-        fputc(']', o);
-    }
-    int n;
-    int64_t *xs = rh_timeline_xs(q->db, &n);
-    if (!xs)
-        return -1;
-    int rc = rh_timeline_rss(q, xs, n);
-    free(xs);
-    if (rc)
-        return -1;
-    fputs(",\"stored\":true}\n", o);
-    return 1;
-}
 
 /* ,"rss":[...] beside the timeline's n columns ending at xs: the highest RSS
  * sampled in each (rh_memory_series), null where none; nothing without
@@ -933,7 +1079,7 @@ static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n)
     int64_t *rss = malloc((size_t)(n > 0 ? n : 1) * sizeof *rss);
     if (!rss)
         return -1;
-    int got = rh_memory_series(q->db, xs, n, rss);
+    int got = n > 0 ? rh_memory_series(q->db, xs, n, rss) : 0;
     if (got > 0) {
         fputs(",\"rss\":[", q->out);
         for (int c = 0; c < n; c++) {
@@ -948,110 +1094,30 @@ static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n)
     return got < 0 ? -1 : 0;
 }
 
-/* The stored timeline's column end times, for its RSS. NULL on error. */
-static int64_t *rh_timeline_xs(sqlite3 *db, int *n)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t *xs = NULL;
-    size_t cap = 0;
-    *n = 0;
-    if (sqlite3_prepare_v2(db, "SELECT t FROM timeline ORDER BY col", -1, &st, NULL) != SQLITE_OK)
-        return NULL;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if ((size_t)*n == cap) {
-            size_t nc = cap ? cap * 2 : 1024;
-            int64_t *x = realloc(xs, nc * sizeof *x);
-            if (!x) {
-                free(xs);
-                sqlite3_finalize(st);
-                return NULL;
-            }
-            xs = x;
-            cap = nc;
-        }
-        xs[(*n)++] = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return xs ? xs : calloc(1, sizeof *xs);
-}
-
 static int rh_ep_timeline(struct rh_req *q)
 {
     if (rh_take_params(q, NULL))
         return -1;
-    int stored = rh_timeline_stored(q);
-    if (stored)
-        return stored < 0 ? rh_q_fail(q) : 0;
-    int64_t span = q->duration > 0 ? q->duration : 1;
-    int64_t *mx = calloc(RH_TL_COLS + 1, sizeof *mx), *eb = calloc(RH_TL_COLS + 1, sizeof *eb),
-            *en = calloc(RH_TL_COLS + 1, sizeof *en);
-    char *act = calloc(RH_TL_COLS + 1, 1);
-    sqlite3_stmt *st = NULL;
-    int rc = -1;
-    if (!mx || !eb || !en || !act)
-        goto out;
-    if (sqlite3_prepare_v2(q->db,
-                           /* d: estimated bytes, w: estimated 1/4096 blocks
-                            * (RH_W_N, rh_convert.h), the converter's weights */
-                           "SELECT t, d, w FROM (SELECT alloc_after AS t, 1 AS k, " RH_W_ROW_B
-                           " AS d, CAST(round(weight * 4096) AS INTEGER) AS w, id FROM msel"
-                           " UNION ALL SELECT dealloc_after, 0, -" RH_W_ROW_B ","
-                           " -CAST(round(weight * 4096) AS INTEGER), id FROM msel"
-                           " WHERE dealloc_after IS NOT NULL) ORDER BY t, k, id",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto out;
-    int64_t live = 0, nlive = 0;
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(st, 0), d = sqlite3_column_int64(st, 1),
-                w = sqlite3_column_int64(st, 2);
-        __int128 c128 = ((__int128)t * RH_TL_COLS + span - 1) / span;
-        int c = c128 < 0 ? 0 : c128 > RH_TL_COLS ? RH_TL_COLS : (int)c128;
-        live += d;
-        nlive += w;
-        if (!act[c] || live > mx[c])
-            mx[c] = live;
-        act[c] = 1;
-        eb[c] = live;
-        en[c] = nlive >= 0 ? (nlive + 2048) / 4096 : -((-nlive + 2048) / 4096);
-    }
-    if (r != SQLITE_DONE)
-        goto out;
-    /* columns without events carry the level before them */
-    for (int c = 1; c <= RH_TL_COLS; c++)
-        if (!act[c]) {
-            mx[c] = eb[c] = eb[c - 1];
-            en[c] = en[c - 1];
-        }
+    struct rh_timeline t;
+    if (rh_timeline_compute(q->db, q->duration, RH_TL_COLS, &t))
+        return rh_q_fail(q);
     FILE *o = q->out;
     const char *names[] = {"xs", "max_size", "end_size", "end_count"};
+    const int64_t *cols[] = {t.xs, t.max_bytes, t.end_bytes, t.end_count};
     fputc('{', o);
     for (int k = 0; k < 4; k++) {
         fprintf(o, "%s\"%s\":[", k ? "," : "", names[k]);
-        for (int c = 0; c <= RH_TL_COLS; c++) {
-            int64_t v = k == 0   ? (int64_t)((__int128)span * c / RH_TL_COLS)
-                        : k == 1 ? mx[c]
-                        : k == 2 ? eb[c]
-                                 : en[c];
-            fprintf(o, "%s%" PRId64, c ? "," : "", v);
+        for (int c = 0; c < t.n; c++) {
+            if (cols[k])
+                fprintf(o, "%s%" PRId64, c ? "," : "", cols[k][c]);
+            else
+                fputs(c ? ",null" : "null", o);
         }
         fputc(']', o);
     }
-    {
-        int64_t xs[RH_TL_COLS + 1];
-        for (int c = 0; c <= RH_TL_COLS; c++)
-            xs[c] = (int64_t)((__int128)span * c / RH_TL_COLS);
-        if (rh_timeline_rss(q, xs, RH_TL_COLS + 1))
-            goto out;
-    }
-    fputs(",\"stored\":false}\n", o);
-    rc = 0;
-out:
-    sqlite3_finalize(st);
-    free(mx);
-    free(eb);
-    free(en);
-    free(act);
+    int rc = rh_timeline_rss(q, t.xs, t.n);
+    fprintf(o, ",\"stored\":%s}\n", t.stored ? "true" : "false");
+    rh_timeline_free(&t);
     return rc ? rh_q_fail(q) : 0;
 }
 
@@ -1084,25 +1150,9 @@ static int rh_ep_threads(struct rh_req *q)
 {
     if (rh_take_params(q, NULL))
         return -1;
-    /* The scope's thread table (the converter's, or the C pass's for its
-     * filters) answers unless bytehound's own filters narrowed the rows
-     * (msel): then msel is summed with the same weights (RH_W_N, rh_convert.h). A
-     * block counts for the thread that allocated it; leaked is live at the
-     * end. Both are estimates on a sampled profile. */
-    const char *sql =
-        rh_qfilter_extra(&q->q)
-            ? "SELECT t.id, t.tid, t.name, coalesce(x.n, 0), coalesce(x.b, 0),"
-              " coalesce(x.ln, 0), coalesce(x.lb, 0) FROM threads t LEFT JOIN"
-              " (SELECT alloc_thread AS th, " RH_W_N("1") " AS n, sum(" RH_W_ROW_B ") AS b,"
-              " " RH_W_N("dealloc_after IS NULL") " AS ln,"
-              " sum(CASE WHEN dealloc_after IS NULL THEN " RH_W_ROW_B " ELSE 0 END) AS lb"
-              " FROM msel GROUP BY alloc_thread) x ON x.th = t.id ORDER BY t.id"
-            : "SELECT t.id, t.tid, t.name, coalesce(x.alloc_blocks, 0),"
-              " coalesce(x.alloc_bytes, 0), coalesce(x.live_blocks, 0),"
-              " coalesce(x.live_bytes, 0) FROM threads t LEFT JOIN temp.tstat x"
-              " ON x.thread = t.id ORDER BY t.id";
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
+    /* the scope's threads (rh_query_groups.c) */
+    sqlite3_stmt *st = rh_threads_stmt(q->db, &q->q);
+    if (!st)
         return rh_q_fail(q);
     FILE *o = q->out;
     fputs("{\"threads\":[", o);
@@ -1189,22 +1239,52 @@ static int rh_ep_diff(struct rh_req *q, const char *other)
     int oi = rh_find_profile(q->s, other, strlen(other));
     if (oi < 0)
         return rh_resp_error(q->r, 404, NULL, "no profile with id '%s' (see /list)", other);
-    static const char *const own[] = {"count", "skip", NULL};
+    static const char *const own[] = {"count", "skip", "by", "noise", NULL};
+    static const char *const bys[] = {"leaked", "peak", "bytes", "count", NULL};
     /* the filters are checked here; rh_diff_compute applies them to both */
     if (rh_take_params(q, own))
         return -1;
+    enum rh_diff_by by = RH_DIFF_LEAKED;
+    const char *v = rh_param(q, "by");
+    if (v) {
+        int k = 0;
+        while (bys[k] && strcmp(bys[k], v))
+            k++;
+        if (!bys[k])
+            return rh_resp_error(q->r, 400, "by",
+                                 "bad value '%s' for by: leaked, peak, bytes or count", v);
+        by = (enum rh_diff_by)k;
+    }
+    double noise = 1.0;
+    v = rh_param(q, "noise");
+    if (v) {
+        char *end;
+        noise = strtod(v, &end);
+        if (end == v || *end || !(noise >= 0 && noise <= 100))
+            return rh_resp_error(q->r, 400, "noise",
+                                 "bad value '%s' for noise: a percentage 0-100", v);
+    }
     sqlite3 *b = rh_serve_db(q->s, oi);
     if (!b)
         return rh_resp_error(q->r, 500, NULL, "cannot open profile %s", other);
     struct rh_diff_row *rows = NULL;
     size_t n = 0;
-    if (rh_diff_compute(q->db, b, &q->q, &rows, &n))
+    if (rh_diff_compute(q->db, b, &q->q, by, noise, &rows, &n))
         return rh_q_fail(q);
+    struct rh_scope pa, pb;
+    if (rh_scope_get(q->db, &pa) || rh_scope_get(b, &pb)) {
+        rh_diff_free(rows, n);
+        return rh_q_fail(q);
+    }
     int capped;
     int64_t limit = rh_limit(q, &capped);
     FILE *o = q->out;
-    fprintf(o, "{\"a\":\"%s\",\"b\":\"%s\",\"total_count\":%zu,\"sites\":[", q->s->p[q->pi].id,
-            q->s->p[oi].id, n);
+    fprintf(o,
+            "{\"a\":\"%s\",\"b\":\"%s\",\"by\":\"%s\",\"noise\":%g,\"peak\":{\"a\":%" PRId64
+            ",\"b\":%" PRId64 ",\"a_time_ns\":%" PRId64 ",\"b_time_ns\":%" PRId64
+            "},\"total_count\":%zu,\"sites\":[",
+            q->s->p[q->pi].id, q->s->p[oi].id, bys[by], noise, pa.peak_bytes, pb.peak_bytes,
+            pa.peak_time, pb.peak_time, n);
     int64_t shown = 0;
     for (size_t i = (size_t)q->skip; i < n && shown < limit; i++, shown++) {
         const struct rh_diff_row *x = &rows[i];
@@ -1214,10 +1294,14 @@ static int rh_ep_diff(struct rh_req *q, const char *other)
         rh_json_string(o, x->location);
         fprintf(o,
                 ",\"a\":{\"count\":%" PRId64 ",\"size\":%" PRId64 ",\"leaked_count\":%" PRId64
-                ",\"leaked_size\":%" PRId64 "},\"b\":{\"count\":%" PRId64 ",\"size\":%" PRId64
-                ",\"leaked_count\":%" PRId64 ",\"leaked_size\":%" PRId64 "}}",
-                x->a_count, x->a_bytes, x->a_leaked_blocks, x->a_leaked_bytes, x->b_count,
-                x->b_bytes, x->b_leaked_blocks, x->b_leaked_bytes);
+                ",\"leaked_size\":%" PRId64 ",\"peak_size\":%" PRId64 "},\"b\":{\"count\":%" PRId64
+                ",\"size\":%" PRId64 ",\"leaked_count\":%" PRId64 ",\"leaked_size\":%" PRId64
+                ",\"peak_size\":%" PRId64 "},\"delta\":{\"count\":%" PRId64 ",\"size\":%" PRId64
+                ",\"leaked_size\":%" PRId64 ",\"peak_size\":%" PRId64 "}}",
+                x->a_count, x->a_bytes, x->a_leaked_blocks, x->a_leaked_bytes, x->a_peak_bytes,
+                x->b_count, x->b_bytes, x->b_leaked_blocks, x->b_leaked_bytes, x->b_peak_bytes,
+                x->b_count - x->a_count, x->b_bytes - x->a_bytes,
+                x->b_leaked_bytes - x->a_leaked_bytes, x->b_peak_bytes - x->a_peak_bytes);
     }
     rh_diff_free(rows, n);
     fputc(']', o);
@@ -1290,6 +1374,18 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
         rc = rh_ep_memory(&q);
     else if (!strcmp(ep, "leaks"))
         rc = rh_ep_leaks(&q);
+    else if (!strcmp(ep, "summary"))
+        rc = rh_ep_summary(&q);
+    else if (!strcmp(ep, "sites"))
+        rc = rh_ep_sites(&q);
+    else if (!strcmp(ep, "site"))
+        rc = rh_ep_site(&q);
+    else if (!strcmp(ep, "timeline_sites"))
+        rc = rh_ep_timeline_sites(&q);
+    else if (!strcmp(ep, "tree"))
+        rc = rh_ep_tree(&q);
+    else if (!strcmp(ep, "cpu"))
+        rc = rh_ep_cpu(&q);
     else if (!strncmp(ep, "diff/", 5) && ep[5])
         rc = rh_ep_diff(&q, ep + 5);
     else

@@ -1,9 +1,13 @@
 /* app.js: the web UI of rheaper serve.
  *
- * State lives in the page's URL (profile p, tab, sort_by, order and the
- * filters, with the REST API's parameter names), so a view can be bookmarked
- * and reloaded. apply() reads the form, rewrites the URL and loads the heap
- * chart and the open tab from the API. Dragging across the chart sets from/to.
+ * State lives in the page's URL (profile p, tab, sort_by, order, the tree's
+ * and compare view's choices, and the filters with the REST API's parameter
+ * names), so a view can be bookmarked and reloaded. apply() reads the form,
+ * rewrites the URL and loads the chart and the open tab from the API. Every
+ * figure comes computed from the server (the query library); this file only
+ * formats (human units, exact values on hover) and draws. A request that
+ * fails leaves what is shown in place and puts its message beside the field
+ * that caused it.
  */
 "use strict";
 
@@ -12,26 +16,63 @@ const FILTERS = ["from", "to", "lifetime", "size_min", "size_max", "lifetime_min
     "negative_source_regex", "thread", "group_allocations_min",
     "group_leaked_allocations_min", "skip_function", "no_skip"];
 const $ = (id) => document.getElementById(id);
-const state = { p: "0", tab: "sites", sort_by: "only_matched.size", order: "dsc" };
+const state = { p: "0", tab: "overview", sort_by: "bytes", order: "dsc", kind: "bottom-up",
+    tfn: "", tsort: "bytes", mode: "allocated", by: "peak", noise: "1" };
 let profiles = [];
-let timelineChart = null, sizesChart = null, lifetimesChart = null;
+let charts = {};
+let duration = 0; /* the run, s: the time axes end there */
+let stamp = 0;    /* the current apply(): answers of older ones are dropped */
+
+/* ---- formatting ---------------------------------------------------------------- */
 
 function esc(s) {
     return String(s === null || s === undefined ? "" : s).replace(/[&<>"']/g,
         (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
 }
-const secs = (tv) => tv ? (tv.secs + tv.fract_nsecs / 1e9).toFixed(6) : "";
-const frameText = (f) => f ? `${f.function || "??"}` : "??";
-function frameLoc(f) {
-    if (!f) return "";
-    if (f.source) return `${f.source.replace(/.*\//, "")}:${f.line === null ? "?" : f.line}`;
-    return `${(f.library || "?").replace(/.*\//, "")}+0x${f.address.toString(16)}`;
+/* bytes for people: 812 B, 1.50 KiB, 3.25 MiB */
+function hbytes(b) {
+    if (b === null || b === undefined) return "";
+    const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let i = 0, v = Math.abs(b);
+    while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+    return `${b < 0 ? "-" : ""}${i ? v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0) : v} ${u[i]}`;
 }
+/* a count for people: 1234567 -> 1.23 M */
+function hcount(n) {
+    if (n === null || n === undefined) return "";
+    const a = Math.abs(n);
+    if (a < 10000) return String(n);
+    if (a < 1e6) return `${(n / 1e3).toFixed(1)} k`;
+    if (a < 1e9) return `${(n / 1e6).toFixed(2)} M`;
+    return `${(n / 1e9).toFixed(2)} G`;
+}
+/* a time in ns for people: 850 ns, 12.3 ms, 4.02 s */
+function hns(ns) {
+    if (ns === null || ns === undefined) return "";
+    const a = Math.abs(ns);
+    if (a === 0) return "0 s";
+    if (a < 1e3) return `${ns} ns`;
+    if (a < 1e6) return `${(ns / 1e3).toFixed(1)} us`;
+    if (a < 1e9) return `${(ns / 1e6).toFixed(a < 1e7 ? 1 : 0)} ms`;
+    return `${(ns / 1e9).toFixed(a < 1e10 ? 2 : 1)} s`;
+}
+const base = (path) => String(path || "").replace(/.*\//, "");
+const sign = (v, f) => (v > 0 ? "+" : "") + f(v);
+/* a table cell: the human figure, the exact one on hover */
+const cb = (b) => `<td title="${b === null || b === undefined ? "" : b.toLocaleString("en") + " bytes"}">${hbytes(b)}</td>`;
+const cn = (n) => `<td title="${n === null || n === undefined ? "" : n.toLocaleString("en")}">${hcount(n)}</td>`;
+const ct = (ns) => `<td title="${ns === null || ns === undefined ? "" : ns.toLocaleString("en") + " ns"}">${hns(ns)}</td>`;
+const tvns = (tv) => tv ? tv.secs * 1e9 + tv.fract_nsecs : null;
+const badge = (s) => s.leak ? ' <span class="badge" title="steady growth of never-freed blocks">leak</span>' : "";
 
 /* The filters of the form as URL parameters (empty fields left out). */
 function filterParams() {
     const form = $("filters"), q = new URLSearchParams();
     for (const name of FILTERS) {
+        if (name === "function_regex") {
+            if ($("search").value.trim() !== "") q.set(name, $("search").value.trim());
+            continue;
+        }
         const el = form.elements[name];
         if (el.type === "checkbox") { if (el.checked) q.set(name, "1"); }
         else if (el.value.trim() !== "") q.set(name, el.value.trim());
@@ -39,83 +80,141 @@ function filterParams() {
     return q;
 }
 
+class ApiError extends Error {
+    constructor(msg, param) { super(msg); this.param = param; }
+}
+
 async function api(path) {
     const r = await fetch(path);
     const type = r.headers.get("Content-Type") || "";
     const body = type.startsWith("application/json") ? await r.json() : await r.text();
-    if (!r.ok) {
-        const msg = body && body.error ? body.error : `HTTP ${r.status}`;
-        throw new Error(body && body.parameter ? `${body.parameter}: ${msg}` : msg);
-    }
+    if (!r.ok) throw new ApiError(body && body.error ? body.error : `HTTP ${r.status}`,
+        body && body.parameter ? body.parameter : null);
     return body;
 }
 
-function showError(e) { $("error").textContent = e ? String(e.message || e) : ""; }
+function clearErrors() {
+    $("error").textContent = "";
+    for (const e of document.querySelectorAll(".err")) { e.textContent = ""; e.parentElement.classList.remove("bad"); }
+}
+/* The message beside the field it names, else under the form. */
+function showError(e) {
+    const box = e.param ? document.querySelector(`.err[data-err="${e.param}"]`) : null;
+    if (box) {
+        /* the field names the parameter already */
+        box.textContent = e.message.startsWith(`${e.param}: `) ? e.message.slice(e.param.length + 2) : e.message;
+        box.parentElement.classList.add("bad");
+        if (box.closest("details")) box.closest("details").open = true;
+    } else {
+        $("error").textContent = String(e.message || e);
+    }
+}
+function setQuery(url) {
+    $("query").textContent = location.origin + url;
+    $("query").href = url;
+}
 
-/* ---- the heap over time ------------------------------------------------ */
+/* ---- charts ------------------------------------------------------------------------ */
 
-async function loadTimeline(q) {
-    const t = await api(`/data/${state.p}/timeline?${q}`);
-    const xs = t.xs.map((x) => x / 1e9);
-    const data = {
-        labels: xs,
-        datasets: [
-            { label: "live bytes (max per column)", data: t.max_size, borderColor: "#c33",
-              backgroundColor: "rgba(204,51,51,.15)", fill: true, pointRadius: 0, yAxisID: "y" },
-            { label: "live blocks", data: t.end_count, borderColor: "#36c", pointRadius: 0,
-              yAxisID: "y1" }],
-    };
-    /* the process's RSS, when the recording sampled it: the gap above the
-     * heap is memory the heap does not explain */
-    if (t.rss) data.datasets.push({ label: "RSS (max per column)", data: t.rss, borderColor: "#000",
-        pointRadius: 0, spanGaps: true, yAxisID: "y" });
-    if (timelineChart) { timelineChart.data = data; timelineChart.update("none"); return; }
-    timelineChart = new Chart($("timeline"), {
-        type: "line", data,
-        options: { animation: false, parsing: true,
-            scales: { x: { type: "linear", title: { display: true, text: "seconds" } },
-                      y: { beginAtZero: true, title: { display: true, text: "bytes" } },
-                      y1: { beginAtZero: true, position: "right", grid: { drawOnChartArea: false },
-                            title: { display: true, text: "blocks" } } } },
+const PALETTE = ["#c0392b", "#2e86c1", "#27ae60", "#d68910", "#8e44ad", "#17a589", "#ba4a00",
+    "#2c3e50", "#7f8c8d", "#c71585"];
+const axisBytes = { callback: (v) => hbytes(v) };
+/* byte axes step by powers of two: 0, 2, 4, 6, 8 MiB rather than 977 KiB steps */
+function binaryTicks(axis) {
+    if (!(axis.max > 0)) return;
+    const step = 2 ** Math.floor(Math.log2(axis.max / 4));
+    if (step < 1) return;
+    const ticks = [];
+    for (let v = 0; v <= axis.max; v += step) ticks.push({ value: v });
+    axis.ticks = ticks;
+}
+const axisSecs = { callback: (v) => hns(v * 1e9) };
+
+function lineChart(id, datasets, opts) {
+    if (charts[id]) charts[id].destroy();
+    charts[id] = new Chart($(id), {
+        type: "line", data: { datasets },
+        options: { animation: false, parsing: false, normalized: true, maintainAspectRatio: false,
+            interaction: { mode: "nearest", axis: "x", intersect: false },
+            plugins: { tooltip: { callbacks: {
+                title: (items) => items.length ? hns(items[0].parsed.x * 1e9) : "",
+                label: (c) => `${c.dataset.label}: ${hbytes(c.parsed.y)} (${c.parsed.y.toLocaleString("en")} bytes)` } },
+                legend: { labels: { boxWidth: 12 } } },
+            scales: { x: { type: "linear", min: 0, max: opts.max, ticks: axisSecs,
+                           title: { display: true, text: "time" } },
+                      y: { stacked: !!opts.stacked, beginAtZero: true, ticks: axisBytes, afterBuildTicks: binaryTicks,
+                           title: { display: true, text: "live heap" } } } },
     });
-    let start = null;
-    const canvas = $("timeline");
-    canvas.addEventListener("mousedown", (e) => { start = e.offsetX; });
-    canvas.addEventListener("mouseup", (e) => {
-        if (start === null) return;
-        const a = Math.min(start, e.offsetX), b = Math.max(start, e.offsetX);
-        start = null;
-        if (b - a < 4) return;
-        const sx = timelineChart.scales.x;
-        const from = Math.max(0, sx.getValueForPixel(a)), to = sx.getValueForPixel(b);
-        $("filters").elements.from.value = from.toFixed(6);
-        $("filters").elements.to.value = to.toFixed(6);
-        apply();
+    return charts[id];
+}
+
+function barChart(id, labels, values, title) {
+    if (charts[id]) charts[id].destroy();
+    charts[id] = new Chart($(id), {
+        type: "bar", data: { labels, datasets: [{ label: title, data: values, backgroundColor: "#5d8fc9" }] },
+        options: { animation: false, maintainAspectRatio: false, plugins: { legend: { display: false } },
+            scales: { y: { beginAtZero: true, ticks: { callback: (v) => hcount(v) } } } },
     });
 }
 
-/* ---- memory not explained by the heap ------------------------------------------ */
-
-const hbytes = (b) => {
-    const u = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let i = 0, v = b;
-    while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
-    return `${i ? v.toFixed(2) : v} ${u[i]}`;
-};
+/* The heap over time of the scope, the top call sites stacked (the server's
+ * /timeline_sites); the plain heap line (/timeline) when the scope has no
+ * timeline by site. */
+async function loadTimeline(q, my) {
+    q.set("count", "8");
+    const t = await api(`/data/${state.p}/timeline_sites?${q}`);
+    if (my !== stamp) return;
+    let sets = [];
+    const xs = t.xs.map((x) => x / 1e9);
+    const pts = (vals) => xs.map((x, i) => ({ x, y: vals[i] }));
+    if (t.timeline) {
+        sets = t.series.filter((s) => s.values.some((v) => v > 0)).map((s, i) => ({
+            label: s.location ? `${s.function} (${s.location})` : s.function, data: pts(s.values),
+            borderColor: PALETTE[i % PALETTE.length], backgroundColor: PALETTE[i % PALETTE.length] + "99",
+            fill: i ? "-1" : "origin", pointRadius: 0, borderWidth: 1 }));
+    } else {
+        q.delete("count");
+        const p = await api(`/data/${state.p}/timeline?${q}`);
+        if (my !== stamp) return;
+        const x2 = p.xs.map((x) => x / 1e9);
+        sets = [{ label: "live heap", data: x2.map((x, i) => ({ x, y: p.max_size[i] })),
+            borderColor: "#c33", backgroundColor: "rgba(204,51,51,.15)", fill: true, pointRadius: 0 }];
+    }
+    const ch = lineChart("timeline", sets, { max: duration, stacked: !!t.timeline });
+    $("timeline").dataset.series = String(sets.length);
+    if (!ch.dragSet) {
+        ch.dragSet = true;
+        let start = null;
+        const canvas = $("timeline");
+        canvas.addEventListener("mousedown", (e) => { start = e.offsetX; });
+        canvas.addEventListener("mouseup", (e) => {
+            if (start === null) return;
+            const a = Math.min(start, e.offsetX), b = Math.max(start, e.offsetX);
+            start = null;
+            if (b - a < 4) return;
+            const sx = charts.timeline.scales.x;
+            const from = Math.max(0, sx.getValueForPixel(a)), to = Math.min(duration, sx.getValueForPixel(b));
+            $("filters").elements.from.value = from.toFixed(3);
+            $("filters").elements.to.value = to.toFixed(3);
+            apply();
+        });
+    }
+}
 
 /* The line under the chart: RSS, the heap and the gap at the RSS peak, and
  * the top churn sites of the filtered scope (/data/ID/memory). Hidden when
  * the profile has no memory samples. */
-async function loadMemory(q) {
+async function loadMemory(q, my) {
     q.set("count", "3");
     const r = await api(`/data/${state.p}/memory?${q}`);
+    if (my !== stamp) return;
     const box = $("memory"), m = r.memory;
     if (!m.samples) { box.hidden = true; box.dataset.unexplained = ""; return; }
     const p = m.peak;
     const churn = r.churn.map((c) => `<code>${esc(c.function)}</code> (${esc(c.location)}) ` +
         `${hbytes(c.churn_bytes_per_s)}/s, ${c.short_lived} short-lived`).join("; ");
     box.innerHTML = `<b>Memory not explained by the heap</b>: at the RSS peak ` +
-        `(${(p.time_ns / 1e9).toFixed(3)} s) RSS ${hbytes(p.rss)}, live heap ${hbytes(p.heap)}: ` +
+        `(${hns(p.time_ns)}) RSS ${hbytes(p.rss)}, live heap ${hbytes(p.heap)}: ` +
         `the heap explains ${(100 * p.heap_share).toFixed(1)}%, ${hbytes(p.unexplained)} not explained` +
         (p.alloc_free !== undefined ? `; ${m.allocator}: ${hbytes(p.alloc_free)} of the arena not in use` : "") +
         (churn ? `. Top churn: ${churn}` : "");
@@ -124,181 +223,373 @@ async function loadMemory(q) {
     box.hidden = false;
 }
 
-/* ---- call sites -------------------------------------------------------------- */
+/* ---- overview ------------------------------------------------------------------------ */
 
-async function loadSites(q) {
+async function loadOverview(q, my) {
+    const url = `/data/${state.p}/summary?${q}`;
+    setQuery(url);
+    const s = await api(url);
+    if (my !== stamp) return;
+    const card = (k, v, exact, sub) => `<div class="card"><div class="k">${k}</div>` +
+        `<div class="v" title="${esc(exact)}">${v}</div><div class="s">${sub || ""}</div></div>`;
+    const cpu = s.cpu_samples ? card("CPU", hns(s.cpu_hz ? Math.round(s.cpu_samples / s.cpu_hz * 1e9) : 0),
+        `${s.cpu_samples} samples at ${s.cpu_hz} Hz`, `${hcount(s.cpu_samples)} samples` +
+        (s.cpu_dropped ? `, ${s.cpu_dropped} dropped` : "")) : card("CPU", "none", "", "no CPU samples");
+    $("cards").innerHTML =
+        card("program", `<code>${esc(s.program)}</code>`, s.program, `pid ${s.pid}`) +
+        card("duration", hns(s.duration_ns), `${s.duration_ns} ns`) +
+        card("allocated", hbytes(s.alloc_bytes), `${s.alloc_bytes} bytes`, `${hcount(s.alloc_blocks)} blocks`) +
+        card("peak", hbytes(s.peak_bytes), `${s.peak_bytes} bytes`, `at ${hns(s.peak_time_ns)}`) +
+        card("leaked", hbytes(s.leaked_bytes), `${s.leaked_bytes} bytes`, `${hcount(s.leaked_blocks)} blocks never freed`) +
+        card("temporary", hcount(s.temporary_blocks), `${s.temporary_blocks} blocks`,
+            s.alloc_blocks ? `${(100 * s.temporary_blocks / s.alloc_blocks).toFixed(1)}% of blocks` : "") + cpu;
+}
+
+/* ---- call sites ---------------------------------------------------------------------- */
+
+async function loadSites(q, my) {
     q.set("sort_by", state.sort_by);
     q.set("order", state.order);
     q.set("count", "200");
-    const url = `/data/${state.p}/allocation_groups?${q}`;
-    $("query").textContent = location.origin + url;
-    $("query").href = url;
+    const url = `/data/${state.p}/sites?${q}`;
+    setQuery(url);
     const r = await api(url);
-    $("sites-count").textContent = `${r.total_count} stacks`;
-    for (const th of document.querySelectorAll("#sites th[data-sort]"))
+    if (my !== stamp) return;
+    $("sites-count").textContent = `${r.total_count} call sites` + (r.capped ? " (capped)" : "");
+    for (const th of document.querySelectorAll("#sites th[data-sort]")) {
         th.classList.toggle("sorted", th.dataset.sort === state.sort_by);
+        th.dataset.dir = th.dataset.sort === state.sort_by ? state.order : "";
+    }
     const tb = $("sites").tBodies[0];
     tb.innerHTML = "";
-    r.allocations.forEach((g, i) => {
-        const f = g.backtrace[g.callsite] || g.backtrace[0];
-        const m = g.only_matched, a = g.all;
+    r.sites.forEach((s, i) => {
         const tr = document.createElement("tr");
-        tr.innerHTML = `<td>${i + 1}</td><td class="fn">${esc(frameText(f))}</td>` +
-            `<td>${esc(frameLoc(f))}</td><td>${m.size}</td><td>${m.allocated_count}</td>` +
-            `<td>${m.leaked_count}</td><td>${secs(m.interval)}</td>` +
-            `<td>${secs(m.min_timestamp)}</td><td>${secs(m.max_timestamp)}</td>` +
-            `<td>${a.size}</td><td>${a.allocated_count}</td><td>${a.leaked_count}</td>`;
+        tr.className = "site";
+        tr.innerHTML = `<td>${i + 1}</td><td class="fn l"><span class="tog">&#9656;</span> ${esc(s.function)}${badge(s)}</td>` +
+            `<td class="l">${esc(s.location)}</td>${cb(s.bytes)}${cn(s.count)}${cb(s.leaked_bytes)}` +
+            `${cn(s.leaked_blocks)}${cb(s.peak_bytes)}${cn(s.temporary)}` +
+            `<td title="coverage x fit">${s.score.toFixed(2)}</td>${ct(s.first)}${ct(s.last)}${cn(s.stacks)}`;
+        tr.dataset.function = s.function;
+        tr.dataset.location = s.location;
         tr.addEventListener("click", () => {
-            for (const x of tb.rows) x.classList.remove("selected");
+            for (const x of tb.querySelectorAll("tr.selected")) x.classList.remove("selected");
             tr.classList.add("selected");
-            showSite(g).catch(showError);
+            showSite(s.function, s.location, tr).catch(showError);
         });
         tb.appendChild(tr);
     });
-    tb.dataset.top = r.allocations.length ?
-        frameText(r.allocations[0].backtrace[r.allocations[0].callsite]) : "";
+    tb.dataset.top = r.sites.length ? r.sites[0].function : "";
 }
 
-function histogram(canvasId, old, labels, counts, label) {
-    if (old) old.destroy();
-    return new Chart($(canvasId), {
-        type: "bar", data: { labels, datasets: [{ label, data: counts, backgroundColor: "#69c" }] },
-        options: { animation: false, plugins: { legend: { display: false } } },
+/* One call site: its stacks under its row, its line, histograms and threads. */
+async function showSite(fn, loc, tr) {
+    const q = filterParams();
+    q.set("function", fn);
+    q.set("location", loc);
+    const r = await api(`/data/${state.p}/site?${q}`);
+    const old = tr.nextElementSibling;
+    const open = old && old.classList.contains("stacks");
+    for (const x of document.querySelectorAll("#sites tr.stacks")) x.remove();
+    for (const x of document.querySelectorAll("#sites .tog")) x.innerHTML = "&#9656;";
+    if (!open) {
+        const ex = document.createElement("tr");
+        ex.className = "stacks";
+        ex.innerHTML = `<td></td><td colspan="12" class="l">` + r.stacks.map((s) =>
+            `<div class="stack"><b>${hbytes(s.bytes)}</b> in ${hcount(s.count)} blocks` +
+            (s.leaked_bytes ? `, ${hbytes(s.leaked_bytes)} leaked` : "") + `<ol>` +
+            s.frames.filter((f) => !f.skipped).map((f) => `<li><code>${esc(f.function)}</code> ` +
+                `<small>${esc(f.location)}${f.inlined ? " (inlined)" : ""}</small></li>`).join("") +
+            `</ol></div>`).join("") + `</td>`;
+        tr.after(ex);
+        tr.querySelector(".tog").innerHTML = "&#9662;";
+    }
+    const f = r.figures[0];
+    $("site").hidden = false;
+    $("site-name").textContent = `${fn} (${loc})`;
+    $("site-figures").textContent = `${hbytes(f.bytes)} in ${hcount(f.count)} blocks, ` +
+        `${hbytes(f.leaked_bytes)} leaked, ${hbytes(f.peak_bytes)} held at the peak, ${f.stacks} stacks`;
+    $("site-stacks").innerHTML = r.stacks.map((s) => `<div class="stack"><b>${hbytes(s.bytes)}</b>` +
+        ` (stack ${s.backtrace_id})<ol>` + s.frames.map((x) => `<li${x.skipped ? ' class="skipped"' : ""}>` +
+        `<code>${esc(x.function)}</code> <small>${esc(x.location)}</small></li>`).join("") + `</ol></div>`).join("");
+    $("site-threads").tBodies[0].innerHTML = r.threads.map((t) =>
+        `<tr><td>${t.id}</td><td class="l">${esc(t.name)} <small>${t.tid || ""}</small></td>` +
+        `${cn(t.count)}${cb(t.bytes)}${cb(t.leaked_bytes)}</tr>`).join("");
+    barChart("site-sizes", r.sizes.map((s) => `<= ${hbytes(s.max_size)}`), r.sizes.map((s) => s.count), "blocks");
+    barChart("site-lifetimes", r.lifetimes.map((s) => s.label), r.lifetimes.map((s) => s.count), "blocks");
+    $("site-sizes").dataset.blocks = String(r.sizes.reduce((a, s) => a + s.count, 0));
+    const t = r.timeline;
+    if (t.xs) lineChart("site-line", [{ label: fn, data: t.xs.map((x, i) => ({ x: x / 1e9, y: t.series[0].values[i] })),
+        borderColor: "#c0392b", backgroundColor: "#c0392b55", fill: true, pointRadius: 0, borderWidth: 1 }],
+        { max: duration });
+}
+
+/* ---- trees ----------------------------------------------------------------------------- */
+
+/* Draws tree answer t into table el: one row per open node, indented, with
+ * the inclusive and self figures; rows open and close on click. */
+function drawTree(el, t, onPick) {
+    const cols = t.columns;
+    const fmt = (c, v) => c === "count" || c === "temporary" || c === "samples" ? hcount(v) : hbytes(v);
+    const exact = (c, v) => `${v.toLocaleString("en")} ${c === "count" || c === "temporary" ? "blocks" : c === "samples" ? "samples" : "bytes"}`;
+    const names = { bytes: "allocated", count: "blocks", leaked: "leaked", peak: "at peak", temporary: "temporary", samples: "samples" };
+    el.tHead.innerHTML = `<tr><th class="l" rowspan="2">function</th><th class="l" rowspan="2">location</th>` +
+        `<th colspan="${cols.length}">inclusive</th><th colspan="${cols.length}" class="self">self</th></tr><tr>` +
+        cols.map((c) => `<th>${names[c]}</th>`).join("") + cols.map((c) => `<th class="self">${names[c]}</th>`).join("") + `</tr>`;
+    const tb = el.tBodies[0];
+    tb.innerHTML = "";
+    const si = cols.indexOf(t.sort) < 0 ? 0 : cols.indexOf(t.sort);
+    const total = t.total[si] || 1;
+    function row(n, depth, after) {
+        const tr = document.createElement("tr");
+        const kids = n.children.length;
+        tr.innerHTML = `<td class="l fn" style="padding-left:${0.4 + depth * 1.1}em">` +
+            `<span class="tog">${kids ? "&#9656;" : "&middot;"}</span> ${esc(n.function)}` +
+            `<span class="share" style="width:${Math.max(1, Math.round(60 * n.incl[si] / total))}px"></span></td>` +
+            `<td class="l"><small>${esc(n.location)}</small></td>` +
+            cols.map((c, k) => `<td title="${exact(c, n.incl[k])}">${fmt(c, n.incl[k])}</td>`).join("") +
+            cols.map((c, k) => `<td class="self" title="${exact(c, n.self[k])}">${n.self[k] ? fmt(c, n.self[k]) : ""}</td>`).join("");
+        tr.dataset.depth = depth;
+        tr.dataset.function = n.function;
+        let open = false, rows = [];
+        const close = () => { for (const r of rows) { if (r.closeAll) r.closeAll(); r.remove(); } rows = []; };
+        tr.closeAll = close;
+        tr.toggle = () => {
+            if (!kids) return;
+            if (open) { close(); open = false; tr.querySelector(".tog").innerHTML = "&#9656;"; return; }
+            let at = tr;
+            for (const c of n.children) { const r = row(c, depth + 1, at); rows.push(r); at = r; }
+            open = true;
+            tr.querySelector(".tog").innerHTML = "&#9662;";
+        };
+        tr.addEventListener("click", () => tr.toggle());
+        if (onPick) tr.addEventListener("dblclick", (e) => { e.preventDefault(); onPick(n.function); });
+        if (after) after.after(tr); else tb.appendChild(tr);
+        return tr;
+    }
+    const tops = t.children.map((n) => row(n, 0, null));
+    /* open the heaviest path a few levels deep */
+    let cur = tops[0];
+    for (let d = 0; cur && d < 4; d++) {
+        cur.toggle();
+        cur = cur.nextElementSibling && Number(cur.nextElementSibling.dataset.depth) === d + 1 ? cur.nextElementSibling : null;
+    }
+    tb.dataset.rows = String(t.nodes);
+    tb.dataset.top = t.children.length ? t.children[0].function : "";
+    if (!t.children.length) tb.innerHTML = `<tr><td class="l" colspan="${2 + 2 * cols.length}">nothing in this scope</td></tr>`;
+}
+
+async function loadTree(q, my) {
+    const kind = state.kind;
+    $("tree-kind").value = kind;
+    $("tree-sort").value = state.tsort;
+    $("tree-function").value = state.tfn;
+    q.set("kind", kind);
+    if (kind === "callers" || kind === "callees") q.set("function", state.tfn);
+    q.set("sort_by", state.tsort);
+    q.set("count", "5000");
+    const url = `/data/${state.p}/tree?${q}`;
+    setQuery(url);
+    const t = await api(url);
+    if (my !== stamp) return;
+    drawTree($("tree"), t, (fn) => { state.kind = "callers"; state.tfn = fn; apply(); });
+}
+
+/* ---- flamegraphs, leaks, threads --------------------------------------------------------- */
+
+/* An iframe takes the height of the flamegraph it shows. */
+function fitFrame(el) {
+    el.addEventListener("load", () => {
+        const svg = el.contentDocument && el.contentDocument.documentElement;
+        const h = svg ? Number(svg.getAttribute("height")) : 0;
+        if (h) el.style.height = `${Math.min(h + 8, 1200)}px`;
     });
 }
 
-async function showSite(g) {
-    $("site").hidden = false;
-    const f = g.backtrace[g.callsite] || g.backtrace[0];
-    $("site-name").textContent = `${frameText(f)} (${frameLoc(f)}), stack ${g.backtrace_id}`;
-    $("site-stack").innerHTML = g.backtrace.map((x, i) =>
-        `<li${i === g.callsite ? ' style="font-weight:bold"' : ""}>${esc(frameText(x))} ` +
-        `<small>${esc(frameLoc(x))}${x.is_inline ? " (inlined)" : ""}</small></li>`).join("");
-    const q = filterParams();
-    q.set("backtraces", g.backtrace_id);
-    q.set("count", "2000");
-    const r = await api(`/data/${state.p}/allocations?${q}`);
-    $("site-allocs-count").textContent = `${r.total_count} allocations` +
-        (r.allocations.length < r.total_count ? `, first ${r.allocations.length} shown in the histograms` : "");
-    const tb = $("site-allocs").tBodies[0];
-    tb.innerHTML = r.allocations.slice(0, 200).map((a) =>
-        `<tr><td>${secs(a.timestamp)}</td><td>${a.size}</td><td>${a.address_s}</td>` +
-        `<td>${a.thread}</td><td>${a.deallocation ? secs(a.deallocation.timestamp) : "leaked"}</td></tr>`).join("");
-    /* sizes by power of two; lifetimes by decade of ns, leaked apart */
-    const sz = new Map(), lt = new Map();
-    for (const a of r.allocations) {
-        const b = 2 ** Math.ceil(Math.log2(Math.max(1, a.size)));
-        sz.set(b, (sz.get(b) || 0) + 1);
-        let k = "leaked";
-        if (a.deallocation) {
-            const ns = (a.deallocation.timestamp.secs - a.timestamp.secs) * 1e9 +
-                (a.deallocation.timestamp.fract_nsecs - a.timestamp.fract_nsecs);
-            k = ns < 1000 ? "<1us" : ns < 1e6 ? "<1ms" : ns < 1e9 ? "<1s" : ">=1s";
-        }
-        lt.set(k, (lt.get(k) || 0) + 1);
-    }
-    const sk = [...sz.keys()].sort((x, y) => x - y);
-    sizesChart = histogram("site-sizes", sizesChart, sk.map((k) => `<=${k}`), sk.map((k) => sz.get(k)), "blocks");
-    const lk = ["<1us", "<1ms", "<1s", ">=1s", "leaked"].filter((k) => lt.has(k));
-    lifetimesChart = histogram("site-lifetimes", lifetimesChart, lk, lk.map((k) => lt.get(k)), "blocks");
-}
-
-/* ---- the other tabs ------------------------------------------------------------ */
-
 function loadFlame(q) {
-    $("flame").src = `/data/${state.p}/export/flamegraph?${q}`;
+    $("flame-mode").value = state.mode;
+    q.set("mode", state.mode);
+    const url = `/data/${state.p}/export/flamegraph?${q}`;
+    setQuery(url);
+    /* the SVG is fetched first, so that a bad filter shows its error and
+     * leaves the flamegraph shown before */
+    return api(url).then(() => { if ($("flame").getAttribute("src") !== url) $("flame").src = url; });
 }
 
-async function loadLeaks(q) {
+async function loadLeaks(q, my) {
     q.set("count", "100");
-    const r = await api(`/data/${state.p}/leaks?${q}`);
+    const url = `/data/${state.p}/leaks?${q}`;
+    setQuery(url);
+    const r = await api(url);
+    if (my !== stamp) return;
     $("leaks").tBodies[0].innerHTML = r.leaks.map((l) =>
-        `<tr><td>${l.score.toFixed(3)}</td><td>${l.leaked_size}</td><td>${l.leaked_count}</td>` +
-        `<td>${secs(l.first)}</td><td>${secs(l.last)}</td><td>${esc(l.function)}</td>` +
-        `<td>${esc(l.location)}</td></tr>`).join("");
+        `<tr><td title="coverage ${l.coverage}/${r.buckets}, fit ${l.fit}">${l.score.toFixed(2)}` +
+        `${l.score >= 0.5 ? ' <span class="badge">leak</span>' : ""}</td>${cb(l.leaked_size)}${cn(l.leaked_count)}` +
+        `${ct(tvns(l.first))}${ct(tvns(l.last))}<td class="fn l">${esc(l.function)}</td>` +
+        `<td class="l">${esc(l.location)}</td></tr>`).join("");
 }
 
-async function loadThreads(q) {
-    const r = await api(`/data/${state.p}/threads?${q}`);
+async function loadThreads(q, my) {
+    const url = `/data/${state.p}/threads?${q}`;
+    setQuery(url);
+    const r = await api(url);
+    if (my !== stamp) return;
     $("threads").tBodies[0].innerHTML = r.threads.map((t) =>
-        `<tr><td>${t.id}</td><td>${t.tid}</td><td>${esc(t.name)}</td><td>${t.allocated_count}</td>` +
-        `<td>${t.allocated_size}</td><td>${t.leaked_count}</td><td>${t.leaked_size}</td></tr>`).join("");
+        `<tr><td>${t.id}</td><td>${t.tid}</td><td class="l">${esc(t.name)}</td>${cn(t.allocated_count)}` +
+        `${cb(t.allocated_size)}${cn(t.leaked_count)}${cb(t.leaked_size)}</tr>`).join("");
 }
 
-async function loadCompare(q) {
-    const other = $("other").value;
-    if (other === "") {
-        $("diff").tBodies[0].innerHTML = "<tr><td colspan=9>serve two profiles to compare them</td></tr>";
+/* ---- CPU ---------------------------------------------------------------------------------- */
+
+async function loadCpu(q, my) {
+    const url = `/data/${state.p}/cpu?${q}`;
+    setQuery(url);
+    const r = await api(url);
+    if (my !== stamp) return;
+    if (!r.samples) {
+        $("cpu-figures").textContent = "";
+        $("cpu-body").hidden = true;
+        $("cpu-top").tBodies[0].innerHTML = "";
+        $("error").textContent = "no CPU samples in this profile (record with RHEAPER_CPU_HZ=N)";
         return;
     }
-    q.set("count", "500");
-    const r = await api(`/data/${state.p}/diff/${other}?${q}`);
-    $("diff").tBodies[0].innerHTML = r.sites.filter((s) => s.status !== "same").map((s) =>
-        `<tr class="${s.status}"><td>${s.status}</td><td>${esc(s.function)}</td><td>${esc(s.location)}</td>` +
-        `<td>${s.a.count}</td><td>${s.b.count}</td><td>${s.a.size}</td><td>${s.b.size}</td>` +
-        `<td>${s.a.leaked_size}</td><td>${s.b.leaked_size}</td></tr>`).join("");
+    $("cpu-body").hidden = false;
+    $("cpu-figures").textContent = `${hcount(r.samples)} samples at ${r.hz} Hz: ` +
+        `${hns(Math.round(r.samples / r.hz * 1e9))} of CPU; ${r.dropped} sampling periods dropped`;
+    $("cpu-top").tBodies[0].innerHTML = r.top.map((t, i) =>
+        `<tr><td>${i + 1}</td><td class="fn l">${esc(t.function)}</td><td class="l">${esc(t.location)}</td>` +
+        `${cn(t.samples)}<td>${t.percent.toFixed(1)}%</td>${ct(Math.round(t.seconds * 1e9))}</tr>`).join("");
+    $("cpu-top").tBodies[0].dataset.top = r.top.length ? r.top[0].function : "";
+    const tq = new URLSearchParams(q);
+    tq.set("cpu", "1");
+    tq.set("kind", "bottom-up");
+    tq.set("count", "3000");
+    const t = await api(`/data/${state.p}/tree?${tq}`);
+    if (my !== stamp) return;
+    drawTree($("cpu-tree"), t, null);
+    const fq = new URLSearchParams(q);
+    fq.set("mode", "cpu");
+    const furl = `/data/${state.p}/export/flamegraph?${fq}`;
+    if ($("cpu-flame").getAttribute("src") !== furl) $("cpu-flame").src = furl;
 }
 
-/* ---- state ------------------------------------------------------------------------- */
+/* ---- compare ------------------------------------------------------------------------------- */
+
+async function loadCompare(q, my) {
+    const other = $("other").value;
+    $("diff-by").value = state.by;
+    $("noise").value = state.noise;
+    if (other === "") {
+        $("diff").tBodies[0].innerHTML = '<tr><td class="l" colspan="13">serve two profiles to compare them: rheaper serve a.db b.db</td></tr>';
+        return;
+    }
+    const dq = new URLSearchParams(q);
+    dq.set("count", "500");
+    dq.set("by", state.by);
+    dq.set("noise", state.noise);
+    const url = `/data/${state.p}/diff/${other}?${dq}`;
+    setQuery(url);
+    const [r, ta, tb] = await Promise.all([api(url), api(`/data/${state.p}/timeline?${q}`),
+        api(`/data/${other}/timeline?${q}`)]);
+    if (my !== stamp) return;
+    const pa = profiles.find((x) => x.id === state.p), pb = profiles.find((x) => x.id === other);
+    $("diff-peaks").innerHTML = `peak of A (${esc(pa ? base(pa.path) : state.p)}): <b title="${r.peak.a} bytes">${hbytes(r.peak.a)}</b> at ${hns(r.peak.a_time_ns)}; ` +
+        `peak of B (${esc(pb ? base(pb.path) : other)}): <b title="${r.peak.b} bytes">${hbytes(r.peak.b)}</b> at ${hns(r.peak.b_time_ns)} ` +
+        `(<b>${sign(r.peak.b - r.peak.a, hbytes)}</b>); changes within ${r.noise}% of the larger side are hidden`;
+    const mx = Math.max(ta.xs[ta.xs.length - 1] || 0, tb.xs[tb.xs.length - 1] || 0) / 1e9;
+    lineChart("diff-chart", [
+        { label: "A", data: ta.xs.map((x, i) => ({ x: x / 1e9, y: ta.max_size[i] })), borderColor: "#2e86c1", pointRadius: 0, borderWidth: 1.5 },
+        { label: "B", data: tb.xs.map((x, i) => ({ x: x / 1e9, y: tb.max_size[i] })), borderColor: "#c0392b", pointRadius: 0, borderWidth: 1.5 }],
+        { max: mx });
+    const show = $("show-same").checked;
+    for (const th of document.querySelectorAll("#diff th[data-by]")) th.classList.toggle("sorted", th.dataset.by === state.by);
+    const d = (v) => `<td class="${v > 0 ? "up" : v < 0 ? "down" : ""}" title="${v.toLocaleString("en")} bytes">${v ? sign(v, hbytes) : ""}</td>`;
+    const dn = (v) => `<td class="${v > 0 ? "up" : v < 0 ? "down" : ""}" title="${v.toLocaleString("en")}">${v ? sign(v, hcount) : ""}</td>`;
+    const rows = r.sites.filter((s) => show || s.status !== "same");
+    $("diff").tBodies[0].innerHTML = rows.map((s) =>
+        `<tr class="${s.status}"><td class="l"><span class="st ${s.status}">${s.status}</span></td><td class="fn l">${esc(s.function)}</td>` +
+        `<td class="l">${esc(s.location)}</td>${d(s.delta.peak_size)}${d(s.delta.size)}${dn(s.delta.count)}${d(s.delta.leaked_size)}` +
+        `${cb(s.a.peak_size)}${cb(s.b.peak_size)}${cb(s.a.size)}${cb(s.b.size)}${cb(s.a.leaked_size)}${cb(s.b.leaked_size)}</tr>`).join("") ||
+        '<tr><td class="l" colspan="13">no call site changed beyond the noise threshold</td></tr>';
+    $("diff").tBodies[0].dataset.top = rows.length ? rows[0].function : "";
+}
+
+/* ---- state ----------------------------------------------------------------------------------- */
 
 function pageUrl() {
     const q = filterParams();
     q.set("p", state.p);
     q.set("tab", state.tab);
-    q.set("sort_by", state.sort_by);
-    q.set("order", state.order);
+    for (const k of ["sort_by", "order", "kind", "tfn", "tsort", "mode", "by", "noise"])
+        if (state[k] !== "") q.set(k, state[k]);
     if ($("other").value !== "") q.set("other", $("other").value);
     return "?" + q.toString();
 }
 
 async function apply() {
-    showError(null);
+    const my = ++stamp;
+    clearErrors();
     history.replaceState(null, "", pageUrl());
     for (const b of document.querySelectorAll("#tabs button"))
         b.classList.toggle("on", b.dataset.tab === state.tab);
     for (const s of document.querySelectorAll("section.tab"))
         s.hidden = s.id !== "tab-" + state.tab;
+    $("chart-box").hidden = state.tab === "compare" || state.tab === "cpu";
     const p = profiles.find((x) => x.id === state.p);
-    if (p) $("meta").textContent = `${p.executable}: ${p.allocations} allocations, ` +
-        `${(p.runtime.secs + p.runtime.fract_nsecs / 1e9).toFixed(3)} s, ` +
-        `${p.final_allocated} bytes never freed`;
-    try {
-        const loads = [loadTimeline(filterParams()), loadMemory(filterParams())];
-        const q = filterParams();
-        if (state.tab === "sites") loads.push(loadSites(q));
-        if (state.tab === "flame") loadFlame(q);
-        if (state.tab === "leaks") loads.push(loadLeaks(q));
-        if (state.tab === "threads") loads.push(loadThreads(q));
-        if (state.tab === "compare") loads.push(loadCompare(q));
-        await Promise.all(loads);
-        document.body.dataset.ready = "1";
-    } catch (e) {
-        showError(e);
-        document.body.dataset.ready = "error";
+    if (p) {
+        duration = (p.runtime.secs + p.runtime.fract_nsecs / 1e9);
+        $("meta").textContent = `${base(p.executable)}: ${hcount(p.allocations)} allocations in ${hns(Math.round(duration * 1e9))}, ` +
+            `${hbytes(p.final_allocated)} never freed`;
+        $("meta").title = `${p.executable} (${p.path})`;
     }
+    const active = filterParams();
+    active.delete("function_regex");
+    $("filter-summary").textContent = [...active.keys()].length ? `(${[...active].map(([k, v]) => `${k}=${v}`).join(", ")})` : "";
+    document.body.dataset.ready = "";
+    const loads = [];
+    const guard = (pr) => loads.push(pr.catch((e) => { if (my === stamp) { showError(e); throw e; } }));
+    if (!$("chart-box").hidden) {
+        guard(loadTimeline(filterParams(), my));
+        guard(loadMemory(filterParams(), my));
+    }
+    const q = filterParams();
+    const view = { overview: loadOverview, sites: loadSites, tree: loadTree, flame: loadFlame,
+        leaks: loadLeaks, cpu: loadCpu, threads: loadThreads, compare: loadCompare }[state.tab];
+    if (view) guard(view(q, my));
+    const res = await Promise.allSettled(loads);
+    if (my === stamp) document.body.dataset.ready = res.some((x) => x.status === "rejected") ? "error" : "1";
 }
 
 async function init() {
     const u = new URLSearchParams(location.search);
-    for (const k of ["p", "tab", "sort_by", "order"]) if (u.get(k)) state[k] = u.get(k);
+    for (const k of Object.keys(state)) if (u.get(k) !== null) state[k] = u.get(k);
+    const sortable = [...document.querySelectorAll("#sites th[data-sort]")].map((th) => th.dataset.sort);
+    if (!sortable.includes(state.sort_by)) state.sort_by = "bytes";
+    fitFrame($("flame"));
+    fitFrame($("cpu-flame"));
     const form = $("filters");
     for (const name of FILTERS) {
+        if (name === "function_regex") { $("search").value = u.get(name) || ""; continue; }
         const el = form.elements[name];
         if (el.type === "checkbox") el.checked = u.get(name) === "1";
         else if (u.get(name) !== null) el.value = u.get(name);
     }
+    if ([...u.keys()].some((k) => FILTERS.includes(k) && k !== "function_regex")) $("filter-box").open = true;
     try { profiles = await api("/list"); } catch (e) { showError(e); return; }
     $("profile").innerHTML = profiles.map((p) =>
-        `<option value="${esc(p.id)}">${esc(p.id)}: ${esc(p.executable)} (${esc(p.path)})</option>`).join("");
+        `<option value="${esc(p.id)}" title="${esc(p.path)}">${esc(p.id)}: ${esc(base(p.path))} (${esc(base(p.executable))})</option>`).join("");
     if (!profiles.some((p) => p.id === state.p) && profiles.length) state.p = profiles[0].id;
     $("profile").value = state.p;
     const others = profiles.filter((p) => p.id !== state.p);
     $("other").innerHTML = others.length ? others.map((p) =>
-        `<option value="${esc(p.id)}">${esc(p.id)}: ${esc(p.path)}</option>`).join("") : '<option value="">(none)</option>';
+        `<option value="${esc(p.id)}" title="${esc(p.path)}">${esc(p.id)}: ${esc(base(p.path))}</option>`).join("") : '<option value="">(none)</option>';
     if (u.get("other") && others.some((p) => p.id === u.get("other"))) $("other").value = u.get("other");
 
     form.addEventListener("submit", (e) => { e.preventDefault(); apply(); });
-    $("reset").addEventListener("click", () => { form.reset(); apply(); });
+    form.addEventListener("change", () => apply());
+    $("reset").addEventListener("click", () => { form.reset(); $("search").value = ""; apply(); });
+    let typing = null;
+    $("search").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(apply, 300); });
+    $("search").addEventListener("keydown", (e) => { if (e.key === "Enter") { clearTimeout(typing); apply(); } });
     $("profile").addEventListener("change", () => { state.p = $("profile").value; location.search = pageUrl(); });
     $("other").addEventListener("change", () => apply());
     for (const b of document.querySelectorAll("#tabs button"))
@@ -306,9 +597,18 @@ async function init() {
     for (const th of document.querySelectorAll("#sites th[data-sort]"))
         th.addEventListener("click", () => {
             if (state.sort_by === th.dataset.sort) state.order = state.order === "dsc" ? "asc" : "dsc";
-            else { state.sort_by = th.dataset.sort; state.order = "dsc"; }
+            else { state.sort_by = th.dataset.sort; state.order = ["function", "location"].includes(th.dataset.sort) ? "asc" : "dsc"; }
             apply();
         });
+    for (const th of document.querySelectorAll("#diff th[data-by]"))
+        th.addEventListener("click", () => { state.by = th.dataset.by; apply(); });
+    $("tree-kind").addEventListener("change", () => { state.kind = $("tree-kind").value; apply(); });
+    $("tree-sort").addEventListener("change", () => { state.tsort = $("tree-sort").value; apply(); });
+    $("tree-function").addEventListener("change", () => { state.tfn = $("tree-function").value.trim(); apply(); });
+    $("flame-mode").addEventListener("change", () => { state.mode = $("flame-mode").value; apply(); });
+    $("diff-by").addEventListener("change", () => { state.by = $("diff-by").value; apply(); });
+    $("noise").addEventListener("change", () => { state.noise = $("noise").value.trim(); apply(); });
+    $("show-same").addEventListener("change", () => apply());
     await apply();
 }
 

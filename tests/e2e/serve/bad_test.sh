@@ -23,6 +23,20 @@ for p in size_min=abc size_max=-1 from=xyz to=150%25 lifetime=sometimes address_
     eq "$p status" "$(get "/data/0/allocations?$p")" 400
     eq "$p names it" "$(jq -r .parameter "$W/body")" "$name"
 done
+# the log speaks of URL parameters, never of the CLI's options
+eq "the log names no CLI option" "$(grep -c -- "--[a-z]" "$W/serve.err")" 0
+# the web UI's own endpoints refuse bad values the same way
+for q in "sites?sort_by=colour:sort_by" "tree?kind=sideways:kind" "tree?kind=callers:function" \
+    "tree?cpu=2:cpu" "tree?min_share=2:min_share" "site?location=x:function" \
+    "export/flamegraph?mode=heat:mode" "diff/0?by=size:by" "diff/0?noise=101:noise" \
+    "allocations?backtraces=999999:backtraces"; do
+    path=${q%%:*} name=${q##*:}
+    code=$(get "/data/0/$path")
+    case $path in allocations*) want=404 ;; *) want=400 ;; esac
+    eq "$path status" "$code" "$want"
+    eq "$path names $name" "$(jq -r .parameter "$W/body")" "$name"
+done
+eq "a site not in the scope" "$(get "/data/0/site?function=nowhere&location=x.c:1")" 404
 eq "unknown id" "$(get "/data/7/allocations")" 404
 eq "unknown endpoint" "$(get "/data/0/nothing")" 404
 eq "unknown page" "$(get "/nothing.html")" 404

@@ -34,8 +34,26 @@ eq "text: extra_leak" "$(awk '$NF ~ /serve_prog/ && $(NF-1) == "extra_leak" {pri
 eq "text: few_leaks" "$(awk '$(NF-1) == "few_leaks" {print $1, $2, $3, $6}' "$W/d.txt")" "grew 10 +5 +640"
 "$BIN/rheaper" diff "$A" "$Bdb" --csv >"$W/d.csv" 2>/dev/null
 eq "csv header" "$(head -1 "$W/d.csv")" \
-    "status,function,location,a_count,b_count,a_bytes,b_bytes,a_leaked_blocks,b_leaked_blocks,a_leaked_bytes,b_leaked_bytes,delta_leaked_bytes"
-eq "csv: extra_leak" "$(grep '^appeared,extra_leak,' "$W/d.csv" | cut -d, -f4-)" "0,10,0,10000,0,10,0,10000,10000"
+    "status,function,location,a_count,b_count,a_bytes,b_bytes,a_leaked_blocks,b_leaked_blocks,a_leaked_bytes,b_leaked_bytes,delta_leaked_bytes,a_peak_bytes,b_peak_bytes,delta_peak_bytes"
+eq "csv: extra_leak" "$(grep '^appeared,extra_leak,' "$W/d.csv" | cut -d, -f4-12)" "0,10,0,10000,0,10,0,10000,10000"
+# --by peak: ranked by the change of the bytes each site held at its
+# profile's peak, which the profiles' own aggregates give
+"$BIN/rheaper" diff "$A" "$Bdb" --json --all --by peak >"$W/p.json" 2>/dev/null
+eq "diff --by peak exit" "$?" 0
+eq "--by peak: extra_leak held its 10000 bytes at B's peak" \
+    "$(jq -r '.[]|select(.function == "extra_leak")|"\(.a_peak_bytes) \(.b_peak_bytes) \(.delta_peak_bytes)"' "$W/p.json")" "0 10000 10000"
+eq "--by peak: the largest change first" \
+    "$(jq '[.[]|.delta_peak_bytes|fabs]|(.[0] == max)' "$W/p.json")" true
+DB=$Bdb
+eq "--by peak: B's figure is stack_stats'" \
+    "$(jq -r '.[]|select(.function == "big_block")|.b_peak_bytes' "$W/p.json")" \
+    "$(sq "SELECT sum(peak_bytes) FROM stack_stats WHERE bt IN (SELECT bt FROM stack_stats s JOIN backtraces b ON b.id = s.bt WHERE b.sym = 'big_block')")"
+DB=$A
+# a noise threshold of 100 % leaves only what appeared or vanished
+"$BIN/rheaper" diff "$A" "$Bdb" --json --noise 100 >"$W/n.json" 2>/dev/null
+eq "--noise 100" "$(jq -r '[.[]|"\(.function):\(.status)"]|join(",")' "$W/n.json")" "extra_leak:appeared"
+"$BIN/rheaper" diff "$A" "$Bdb" --by size 2>/dev/null
+eq "--by size is a usage error" "$?" 2
 # filters apply to both sides: only blocks of 1000 bytes
 "$BIN/rheaper" diff "$A" "$Bdb" --json --min-size 1000 --max-size 1000 >"$W/f.json" 2>/dev/null
 eq "filtered diff" "$(jq -r '[.[]|.function]|join(",")' "$W/f.json")" extra_leak
@@ -52,6 +70,8 @@ eq "/diff extra_leak" "$(jq -r '.sites[]|select(.function == "extra_leak")|"\(.s
 eq "/diff few_leaks" "$(jq -r '.sites[]|select(.function == "few_leaks")|"\(.status) \(.a.leaked_count) \(.b.leaked_count)"' "$W/body")" "grew 5 10"
 eq "/diff/last is /diff/1" "$(get "/data/0/diff/last"; jq -r '.sites[0].function' "$W/body")" "200extra_leak"
 eq "/diff unknown other" "$(get "/data/0/diff/7")" 404
+eq "/diff?by=peak: deltas and peaks" "$(get "/data/0/diff/1?by=peak"; jq -r '"\(.by) \(.peak.b > 0) \((.sites[0].delta.peak_size|fabs) == ([.sites[].delta.peak_size|fabs]|max))"' "$W/body")" "200peak true true"
+eq "/diff?noise=x" "$(get "/data/0/diff/1?noise=x"; jq -r .parameter "$W/body")" "400noise"
 eq "/diff with a filter" "$(get "/data/0/diff/1?size_min=1000&size_max=1000"; jq -r '[.sites[].function]|join(",")' "$W/body")" "200extra_leak"
 rh_stop
 rh_done

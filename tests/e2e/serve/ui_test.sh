@@ -6,7 +6,7 @@
 # (tests/lib/require.sh).
 #
 # usage: ui_test.sh BIN SRC WORK
-# RH_UI_SCREENSHOT=FILE also writes a screenshot of the page (docs/rest-api.md's).
+# RH_UI_SCREENSHOT=FILE also writes a screenshot of the page.
 BIN=$1 SRC=$2 W=$3
 . "$SRC/lib.sh"
 . "$(dirname "$0")/../../lib/require.sh"
@@ -22,28 +22,29 @@ dom() { # URL-QUERY OUT: the page's DOM once its scripts ran
 }
 
 # the call sites whose stacks match "group", biggest first: group_hit
-dom "?function_regex=group&sort_by=only_matched.size&order=dsc" "$W/sites.html"
+dom "?tab=sites&function_regex=group&sort_by=bytes&order=dsc" "$W/sites.html"
 eq "page ready" "$(grep -o 'data-ready="[a-z0-9]*"' "$W/sites.html")" 'data-ready="1"'
-eq "top site" "$(grep -o 'data-top="[^"]*"' "$W/sites.html")" 'data-top="group_hit"'
-eq "first row" "$(grep -o '<td class="fn">[^<]*</td>' "$W/sites.html" | head -1)" '<td class="fn">group_hit</td>'
-eq "rows" "$(grep -o '<td class="fn">' "$W/sites.html" | wc -l)" \
-    "$(DB=$W/a.db sq "SELECT count(DISTINCT id) FROM backtraces WHERE sym GLOB '*group*'")"
-eq "the query URL is shown" "$(grep -c 'allocation_groups?function_regex=group' "$W/sites.html" | awk '{print ($1 > 0)}')" 1
+eq "top site" "$(grep -o 'data-top="[^"]*"' "$W/sites.html" | head -1)" 'data-top="group_hit"'
+eq "first row" "$(grep -o '<tr class="site" data-function="[^"]*"' "$W/sites.html" | head -1)" '<tr class="site" data-function="group_hit"'
+# one row per call site (function and line) whose stacks match
+eq "rows" "$(grep -o '<tr class="site"' "$W/sites.html" | wc -l)" \
+    "$(DB=$W/a.db sq "SELECT count(DISTINCT b.sym || ':' || b.line) FROM stacks s JOIN backtraces b ON b.id = s.id AND b.frame_no = s.callsite WHERE s.id IN (SELECT id FROM backtraces WHERE sym GLOB '*group*') AND s.id IN (SELECT bt FROM stack_stats WHERE count > 0)")"
+eq "the query URL is shown" "$(grep -c 'sites?function_regex=group' "$W/sites.html" | awk '{print ($1 > 0)}')" 1
 
 # another filter: leaked blocks of at least 1000 bytes, by count: big_block
-dom "?lifetime=only_leaked&size_min=1000&sort_by=only_matched.allocated_count&order=dsc" "$W/big.html"
-eq "filtered top site" "$(grep -o 'data-top="[^"]*"' "$W/big.html")" 'data-top="big_block"'
+dom "?tab=sites&lifetime=only_leaked&size_min=1000&sort_by=count&order=dsc" "$W/big.html"
+eq "filtered top site" "$(grep -o 'data-top="[^"]*"' "$W/big.html" | head -1)" 'data-top="big_block"'
 eq "form keeps the filter" "$(grep -c 'name="size_min" size="7"' "$W/big.html")" 1
 
-# compare the two runs: extra_leak appeared, few_leaks grew
-dom "?tab=compare&other=1&p=0" "$W/cmp.html"
-eq "compare: appeared" "$(grep -o '<tr class="appeared"><td>appeared</td><td>[a-z_]*' "$W/cmp.html" | sed 's/.*<td>//')" extra_leak
-eq "compare: grew" "$(grep -o '<tr class="grew"><td>grew</td><td>[a-z_]*' "$W/cmp.html" | sed 's/.*<td>//')" few_leaks
+# compare the two runs by leaked bytes: extra_leak appeared, few_leaks grew
+dom "?tab=compare&other=1&p=0&by=leaked" "$W/cmp.html"
+eq "compare: appeared" "$(grep -o '<tr class="appeared"><td class="l"><span class="st appeared">appeared</span></td><td class="fn l">[a-z_]*' "$W/cmp.html" | sed 's/.*>//')" extra_leak
+eq "compare: grew" "$(grep -o '<tr class="grew"><td class="l"><span class="st grew">grew</span></td><td class="fn l">[a-z_]*' "$W/cmp.html" | sed 's/.*>//')" few_leaks
 
 if [ -n "${RH_UI_SCREENSHOT:-}" ]; then
     timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --hide-scrollbars \
         --user-data-dir="$W/chromium" --virtual-time-budget=15000 --window-size=1280,1100 \
-        --screenshot="$RH_UI_SCREENSHOT" "$B/?sort_by=only_matched.size&order=dsc" 2>/dev/null
+        --screenshot="$RH_UI_SCREENSHOT" "$B/?tab=sites&sort_by=bytes&order=dsc" 2>/dev/null
 fi
 rh_stop
 rh_done

@@ -1,0 +1,394 @@
+/* rh_query_site.c: the call-site table, one call site in detail, and the
+ * heap over time split by call site.
+ *
+ * The web UI's call-site table lists one row per call site (the call-site
+ * rule of the scope, rh_make_sites: function and file:line, as `rheaper top`
+ * counts them), summed over the site's stacks from the scope's per-stack
+ * figures (TEMP TABLE sstat) with the leak score of `rheaper leaks`. One site
+ * in detail reads every row of the site in scope for its size and lifetime
+ * histograms and its threads (SQL over `msel`, not a sample), and its line
+ * over time from the scope's timeline. The heap over time by call site
+ * carries the scope's sparse per-stack timeline (stls: a stack's bytes where
+ * they changed) forward column by column.
+ */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rh_convert.h"
+#include "rh_query.h"
+
+/* The leak score from which a site is marked as a leak. */
+#define RH_LEAK_BADGE "0.5"
+
+int rh_site_table(sqlite3 *db, int64_t duration_ns)
+{
+    if (rh_leak_sites(db, RH_LEAK_BUCKETS, duration_ns))
+        return -1;
+    return rh_sql_exec(
+        db, "DROP TABLE IF EXISTS temp.sitetab;"
+            "CREATE TEMP TABLE sitetab AS SELECT s.site AS site, min(s.function) AS function,"
+            " min(s.location) AS location, count(*) AS stacks, sum(t.count) AS count,"
+            " sum(t.bytes) AS bytes, sum(t.leaked_blocks) AS leaked_blocks,"
+            " sum(t.leaked_bytes) AS leaked_bytes, sum(t.peak_bytes) AS peak_bytes,"
+            " sum(t.temporary) AS temporary, min(t.first_alloc) AS first,"
+            " max(t.last_alloc) AS last, round(coalesce(l.score, 0), 4) AS score,"
+            " coalesce(l.score >= " RH_LEAK_BADGE " AND l.bytes > 0, 0) AS leak"
+            " FROM temp.site s JOIN temp.sstat t ON t.bt = s.bt"
+            " LEFT JOIN temp.leak_sites l ON l.site = s.site"
+            " WHERE t.count > 0 GROUP BY s.site");
+}
+
+/* Writes the rows of sql (bound to function and location) as a JSON array
+ * through rh_print_stmt. Returns 0 or -1. */
+static int rh_site_rows(sqlite3 *db, const char *sql, const char *function, const char *location,
+                        FILE *o)
+{
+    sqlite3_stmt *st = rh_sql_prepare(db, sql);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, function, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, location, -1, SQLITE_STATIC);
+    int rc = rh_print_stmt(st, RH_FMT_JSON, o);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The rows of the site in scope, as a FROM clause over msel. */
+#define RH_SITE_ROWS                                                                               \
+    " FROM msel a JOIN temp.site s ON s.bt = a.bt WHERE s.function = ?1 AND s.location = ?2"
+
+/* ,"sizes":[...]: blocks and bytes per power-of-two size class. */
+static int rh_site_sizes(sqlite3 *db, const char *function, const char *location, FILE *o)
+{
+    sqlite3_stmt *st = rh_sql_prepare(db, "SELECT a.size, " RH_W_N("1") ", " RH_W_B(
+                                              "1") RH_SITE_ROWS " GROUP BY a.size ORDER BY a.size");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, function, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, location, -1, SQLITE_STATIC);
+    int64_t cnt[65] = {0}, byt[65] = {0};
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        uint64_t sz = (uint64_t)sqlite3_column_int64(st, 0);
+        int k = 0;
+        while (k < 64 && ((uint64_t)1 << k) < sz)
+            k++;
+        cnt[k] += sqlite3_column_int64(st, 1);
+        byt[k] += sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return rh_sql_fail(db, "site sizes");
+    fputs(",\"sizes\":[", o);
+    int n = 0;
+    for (int k = 0; k < 65; k++)
+        if (cnt[k] || byt[k])
+            fprintf(o, "%s{\"max_size\":%" PRIu64 ",\"count\":%" PRId64 ",\"bytes\":%" PRId64 "}",
+                    n++ ? "," : "", k < 64 ? (uint64_t)1 << k : UINT64_MAX, cnt[k], byt[k]);
+    fputc(']', o);
+    return 0;
+}
+
+/* The heap over time of the scope by call site. Needs the scope's timeline
+ * (stl, stls); sets *ok 0 without one. groups: for each site id of
+ * TEMP TABLE site, its series (0..ng-1) or -1. Writes "xs", "total" and the
+ * series' values as JSON members. Returns 0 or -1. */
+static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites, int ng, FILE *o,
+                          const char *const *labels_json)
+{
+    sqlite3_stmt *cols = rh_sql_prepare(db, "SELECT t, max_bytes FROM temp.stl ORDER BY col");
+    sqlite3_stmt *ch = rh_sql_prepare(
+        db, "SELECT x.col, x.bt, x.at_max, x.at_end, coalesce(s.site, 0) FROM temp.stls x"
+            " LEFT JOIN temp.site s ON s.bt = x.bt ORDER BY x.col");
+    int64_t *xs = NULL, *tot = NULL, *vals = NULL, *endsum = NULL, *delta = NULL;
+    int64_t *last = NULL; /* per stack id: its bytes at the end of the last column it changed */
+    int64_t nlast = 0, ncol = 0, cap = 0;
+    int rc = -1, r;
+    if (!cols || !ch)
+        goto out;
+    while ((r = sqlite3_step(cols)) == SQLITE_ROW) {
+        if (ncol == cap) {
+            cap = cap ? cap * 2 : 512;
+            int64_t *a = realloc(xs, (size_t)cap * sizeof *a), *b;
+            if (a)
+                xs = a;
+            b = a ? realloc(tot, (size_t)cap * sizeof *b) : NULL;
+            if (!b)
+                goto oom;
+            tot = b;
+        }
+        xs[ncol] = sqlite3_column_int64(cols, 0);
+        tot[ncol++] = sqlite3_column_int64(cols, 1);
+    }
+    if (r != SQLITE_DONE)
+        goto sqlfail;
+    vals = calloc((size_t)(ncol ? ncol : 1) * (size_t)(ng + 1), sizeof *vals);
+    endsum = calloc((size_t)ng + 1, sizeof *endsum);
+    delta = calloc((size_t)ng + 1, sizeof *delta);
+    if (!vals || !endsum || !delta)
+        goto oom;
+    int64_t c = -1;
+    int more = 1;
+    while (more) {
+        r = sqlite3_step(ch);
+        if (r != SQLITE_ROW && r != SQLITE_DONE)
+            goto sqlfail;
+        more = r == SQLITE_ROW;
+        int64_t col = more ? sqlite3_column_int64(ch, 0) : ncol;
+        /* finish the columns up to col: the changed ones take their deltas */
+        while (c < col && c < ncol) {
+            if (c >= 0)
+                for (int g = 0; g <= ng; g++) {
+                    vals[(size_t)c * (size_t)(ng + 1) + (size_t)g] = endsum[g] + delta[g];
+                    delta[g] = 0;
+                }
+            c++;
+            if (c < col && c < ncol)
+                for (int g = 0; g <= ng; g++)
+                    vals[(size_t)c * (size_t)(ng + 1) + (size_t)g] = endsum[g];
+        }
+        if (!more || col >= ncol)
+            break;
+        int64_t bt = sqlite3_column_int64(ch, 1), at_max = sqlite3_column_int64(ch, 2),
+                at_end = sqlite3_column_int64(ch, 3), site = sqlite3_column_int64(ch, 4);
+        if (bt < 0)
+            continue;
+        if (bt >= nlast) {
+            int64_t nn = bt * 2 + 1024;
+            int64_t *a = realloc(last, (size_t)nn * sizeof *a);
+            if (!a)
+                goto oom;
+            memset(a + nlast, 0, (size_t)(nn - nlast) * sizeof *a);
+            last = a;
+            nlast = nn;
+        }
+        int g = site >= 0 && site < nsites && site_group[site] >= 0 ? (int)site_group[site] : ng;
+        /* delta[g] holds this column's at_max minus the levels carried, and
+         * endsum the sum of at_end after the previous columns; at_max is
+         * added to the column and at_end carried from now on */
+        delta[g] += at_max - last[bt];
+        endsum[g] += at_end - last[bt];
+        delta[g] -= at_end - last[bt];
+        last[bt] = at_end;
+    }
+    fputs("\"xs\":[", o);
+    for (int64_t k = 0; k < ncol; k++)
+        fprintf(o, "%s%" PRId64, k ? "," : "", xs[k]);
+    fputs("],\"total\":[", o);
+    for (int64_t k = 0; k < ncol; k++)
+        fprintf(o, "%s%" PRId64, k ? "," : "", tot[k]);
+    fputs("],\"series\":[", o);
+    for (int g = 0; g <= ng; g++) {
+        if (!labels_json[g])
+            continue;
+        fprintf(o, "%s{%s,\"values\":[", g ? "," : "", labels_json[g]);
+        for (int64_t k = 0; k < ncol; k++)
+            fprintf(o, "%s%" PRId64, k ? "," : "", vals[(size_t)k * (size_t)(ng + 1) + (size_t)g]);
+        fputs("]}", o);
+    }
+    fputc(']', o);
+    rc = 0;
+    goto out;
+oom:
+    fprintf(stderr, "rheaper: timeline by site: out of memory\n");
+    goto out;
+sqlfail:
+    rh_sql_fail(db, "timeline by site");
+out:
+    sqlite3_finalize(cols);
+    sqlite3_finalize(ch);
+    free(xs);
+    free(tot);
+    free(vals);
+    free(endsum);
+    free(delta);
+    free(last);
+    return rc;
+}
+
+/* 1 when the scope has its timeline (stl, stls). */
+static int rh_site_has_timeline(sqlite3 *db)
+{
+    struct rh_scope sc;
+    return !rh_scope_get(db, &sc) && sc.timeline;
+}
+
+int rh_timeline_sites_json(sqlite3 *db, int k, FILE *o)
+{
+    if (k < 1)
+        k = 1;
+    if (k > 32)
+        k = 32;
+    int64_t nsites = 1;
+    sqlite3_stmt *st = rh_sql_prepare(db, "SELECT coalesce(max(site), 0) + 1 FROM temp.site");
+    if (!st)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        nsites = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    int64_t *grp = malloc((size_t)nsites * sizeof *grp);
+    char *labels[33] = {0};
+    int ng = 0, rc = -1;
+    if (!grp)
+        return -1;
+    memset(grp, 0xff, (size_t)nsites * sizeof *grp);
+    fputc('{', o);
+    if (!rh_site_has_timeline(db)) {
+        fputs("\"xs\":[],\"total\":[],\"series\":[],\"timeline\":false}\n", o);
+        free(grp);
+        return 0;
+    }
+    /* the top k sites by the bytes they held at the scope's peak, then by bytes */
+    st = rh_sql_prepare(db, "SELECT site, function, location, peak_bytes FROM temp.sitetab"
+                            " ORDER BY peak_bytes DESC, bytes DESC, site LIMIT ?1");
+    if (!st)
+        goto out;
+    sqlite3_bind_int(st, 1, k);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t site = sqlite3_column_int64(st, 0);
+        char *lab = NULL;
+        size_t ln = 0;
+        FILE *m = open_memstream(&lab, &ln);
+        if (!m)
+            break;
+        fputs("\"function\":", m);
+        rh_json_string(m, (const char *)sqlite3_column_text(st, 1));
+        fputs(",\"location\":", m);
+        rh_json_string(m, (const char *)sqlite3_column_text(st, 2));
+        fprintf(m, ",\"peak_bytes\":%" PRId64, (int64_t)sqlite3_column_int64(st, 3));
+        fclose(m);
+        if (site >= 0 && site < nsites)
+            grp[site] = ng;
+        labels[ng++] = lab;
+    }
+    sqlite3_finalize(st);
+    labels[ng] = strdup("\"function\":\"other call sites\",\"location\":\"\"");
+    rc = rh_site_series(db, grp, nsites, ng, o, (const char *const *)labels);
+    if (!rc)
+        fputs(",\"timeline\":true}\n", o);
+out:
+    for (int g = 0; g <= ng; g++)
+        free(labels[g]);
+    free(grp);
+    return rc;
+}
+
+int rh_site_detail_json(sqlite3 *db, const char *function, const char *location, int nstacks,
+                        FILE *o)
+{
+    sqlite3_stmt *st = rh_sql_prepare(db, "SELECT site FROM temp.site WHERE function = ?1 AND"
+                                          " location = ?2 LIMIT 1");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, function, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, location, -1, SQLITE_STATIC);
+    int64_t site = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    if (site < 0)
+        return 1;
+    fputs("{\"function\":", o);
+    rh_json_string(o, function);
+    fputs(",\"location\":", o);
+    rh_json_string(o, location);
+    fputs(",\"figures\":", o);
+    if (rh_site_rows(db,
+                     "SELECT stacks, count, bytes, leaked_blocks, leaked_bytes, peak_bytes,"
+                     " temporary, first, last, score, leak FROM temp.sitetab"
+                     " WHERE function = ?1 AND location = ?2",
+                     function, location, o))
+        return -1;
+    /* its stacks, largest first, each with its frames past the call site's */
+    fputs(",\"stacks\":[", o);
+    st = rh_sql_prepare(db, "SELECT t.bt, t.count, t.bytes, t.leaked_blocks, t.leaked_bytes,"
+                            " t.peak_bytes FROM temp.sstat t JOIN temp.site s ON s.bt = t.bt"
+                            " WHERE s.function = ?1 AND s.location = ?2 AND t.count > 0"
+                            " ORDER BY t.bytes DESC, t.bt LIMIT ?3");
+    sqlite3_stmt *fr = rh_sql_prepare(
+        db, "SELECT coalesce(sym, '?\?'), CASE WHEN file IS NOT NULL THEN"
+            " replace(file, rtrim(file, replace(file, '/', '')), '') || ':' || coalesce(line, '?')"
+            " WHEN module IS NOT NULL THEN replace(module, rtrim(module, replace(module, '/', '')),"
+            " '') || '+0x' || printf('%x', address) ELSE printf('0x%x', coalesce(address, 0)) END,"
+            " frame_no >= coalesce((SELECT frame FROM temp.cs WHERE bt = ?1), 0), inlined"
+            " FROM backtraces WHERE id = ?1 ORDER BY frame_no");
+    if (!st || !fr) {
+        sqlite3_finalize(st);
+        sqlite3_finalize(fr);
+        return -1;
+    }
+    sqlite3_bind_text(st, 1, function, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, location, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, nstacks > 0 ? nstacks : 50);
+    int n = 0, r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t bt = sqlite3_column_int64(st, 0);
+        fprintf(o,
+                "%s{\"backtrace_id\":%" PRId64 ",\"count\":%" PRId64 ",\"bytes\":%" PRId64
+                ",\"leaked_blocks\":%" PRId64 ",\"leaked_bytes\":%" PRId64
+                ",\"peak_bytes\":%" PRId64 ",\"frames\":[",
+                n++ ? "," : "", bt, (int64_t)sqlite3_column_int64(st, 1),
+                (int64_t)sqlite3_column_int64(st, 2), (int64_t)sqlite3_column_int64(st, 3),
+                (int64_t)sqlite3_column_int64(st, 4), (int64_t)sqlite3_column_int64(st, 5));
+        sqlite3_bind_int64(fr, 1, bt);
+        int m = 0;
+        while (sqlite3_step(fr) == SQLITE_ROW) {
+            fputs(m++ ? ",{\"function\":" : "{\"function\":", o);
+            rh_json_string(o, (const char *)sqlite3_column_text(fr, 0));
+            fputs(",\"location\":", o);
+            rh_json_string(o, (const char *)sqlite3_column_text(fr, 1));
+            fprintf(o, ",\"skipped\":%s,\"inlined\":%s}",
+                    sqlite3_column_int(fr, 2) ? "false" : "true",
+                    sqlite3_column_int(fr, 3) ? "true" : "false");
+        }
+        sqlite3_reset(fr);
+        fputs("]}", o);
+    }
+    sqlite3_finalize(st);
+    sqlite3_finalize(fr);
+    if (r != SQLITE_DONE)
+        return rh_sql_fail(db, "site stacks");
+    fputc(']', o);
+    if (rh_site_sizes(db, function, location, o))
+        return -1;
+    /* lifetimes by decade, the never-freed blocks apart */
+    fputs(",\"lifetimes\":", o);
+    if (rh_site_rows(db,
+                     "SELECT CASE k WHEN 0 THEN '<1 us' WHEN 1 THEN '<10 us' WHEN 2 THEN"
+                     " '<100 us' WHEN 3 THEN '<1 ms' WHEN 4 THEN '<10 ms' WHEN 5 THEN '<100 ms'"
+                     " WHEN 6 THEN '<1 s' WHEN 7 THEN '<10 s' WHEN 8 THEN '>=10 s' ELSE 'leaked'"
+                     " END AS label, count, bytes FROM (SELECT CASE WHEN a.lifetime IS NULL THEN 9"
+                     " WHEN a.lifetime < 1000 THEN 0 WHEN a.lifetime < 10000 THEN 1"
+                     " WHEN a.lifetime < 100000 THEN 2 WHEN a.lifetime < 1000000 THEN 3"
+                     " WHEN a.lifetime < 10000000 THEN 4 WHEN a.lifetime < 100000000 THEN 5"
+                     " WHEN a.lifetime < 1000000000 THEN 6 WHEN a.lifetime < 10000000000 THEN 7"
+                     " ELSE 8 END AS k, " RH_W_N("1") " AS count, " RH_W_B("1") " AS bytes"
+                     RH_SITE_ROWS " GROUP BY k) ORDER BY k",
+                     function, location, o))
+        return -1;
+    fputs(",\"threads\":", o);
+    if (rh_site_rows(db,
+                     "SELECT a.alloc_thread AS id, t.tid, t.name, " RH_W_N("1") " AS count,"
+                     " " RH_W_B("1") " AS bytes, " RH_W_B("a.dealloc_after IS NULL")
+                     " AS leaked_bytes FROM msel a JOIN temp.site s ON s.bt = a.bt"
+                     " LEFT JOIN threads t ON t.id = a.alloc_thread"
+                     " WHERE s.function = ?1 AND s.location = ?2"
+                     " GROUP BY a.alloc_thread ORDER BY bytes DESC",
+                     function, location, o))
+        return -1;
+    fputs(",\"timeline\":{", o);
+    if (rh_site_has_timeline(db)) {
+        int64_t *grp = malloc((size_t)(site + 1) * sizeof *grp);
+        if (!grp)
+            return -1;
+        memset(grp, 0xff, (size_t)(site + 1) * sizeof *grp);
+        grp[site] = 0;
+        const char *labels[2] = {"\"function\":\"site\"", NULL};
+        int rc = rh_site_series(db, grp, site + 1, 1, o, labels);
+        free(grp);
+        if (rc)
+            return -1;
+    }
+    fputs("}}\n", o);
+    return 0;
+}
