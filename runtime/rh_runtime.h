@@ -334,23 +334,31 @@ struct rh_walk_rest {
     uint32_t n, cut;
 };
 /* The rest of a walk whose last frame, ret (already hashed into h, n frames so
- * far), belongs to a function whose rule is not a cached frame-pointer one.
+ * far, pw = K^n), belongs to a function whose rule is not a cached frame-pointer one.
  * rsp is that function's stack pointer at its call (the callee's CFA), rbp its
  * rbp; [lo, hi) the thread's stack. Keeps errno. */
 RH_HIDDEN void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo,
-                                  uintptr_t hi, unsigned max, uint64_t h, uint32_t n,
+                                  uintptr_t hi, unsigned max, uint64_t h, uint64_t pw, uint32_t n,
                                   struct rh_walk_rest *o) RH_COLD;
 /* The whole walk from the shim frame fp when fp is not inside the thread's
  * known stack (h holds the kind and frame 0). Keeps errno. */
 RH_HIDDEN void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h,
                                  struct rh_walk_rest *o) RH_COLD;
 
-/* The walk's hash. Per value: one xor and one multiply by an odd constant (a
- * bijection), no longer than the load of the next frame record, so the hash
- * costs almost nothing beside the walk; murmur3's 64-bit finaliser spreads the
- * high bits at the end. The hash never leaves the process (stack ids are the
+/* The walk's hash: H = sum over frames i (0 innermost) of term(ret_i) * K^i
+ * (mod 2^64), then the kind, the frame count and the cut flag through two
+ * xor-multiply steps and murmur3's 64-bit finaliser. A sum of per-position
+ * terms can be taken in any order: the inline walk adds frames innermost
+ * first, and a hit of the walk cache adds the hash of every frame outer than
+ * the hit, cached from an earlier walk, as one term times K^(frames so far).
+ * Per frame: two multiplies and an add, none on the chain of loads the walk
+ * follows (the finaliser does the mixing). The hash never leaves the process (stack ids are the
  * table's insertion order), so it may change between versions. */
 #define RH_WALK_K 0x9e3779b97f4a7c15ull
+static inline uint64_t rh_walk_term(uint64_t v)
+{
+    return v;
+}
 static inline uint64_t rh_walk_step(uint64_t h, uint64_t v)
 {
     return (h ^ v) * RH_WALK_K;
@@ -363,6 +371,59 @@ static inline uint64_t rh_walk_fmix(uint64_t h)
     h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 33);
 }
+/* The stack hash of a finished walk: frames summed into h, n frames. */
+static inline uint64_t rh_walk_final(uint64_t h, unsigned kind, uint32_t n, uint32_t cut)
+{
+    h = rh_walk_fmix(rh_walk_step(rh_walk_step(h, kind), ((uint64_t)n << 1) | cut));
+    return h ? h : 1;
+}
+
+/* ---- the walk cache (rh_stack.c says why a hit is exact) -----------------
+ * Per thread, the frame records of its last cacheable walk, outermost first:
+ * e[i] is the record at address fp holding return address raw (as read, not
+ * stripped), and t the hash (as above, positions from 0) of every frame outer
+ * than it, the tail beyond entry 0 included. The saved frame pointer of each
+ * record is the next entry's fp (e[i].fp for e[i + 1]), and term_next for
+ * e[0]. A walk that reaches a record equal to a cached one (same address,
+ * same return address) checks every outer record against memory (their saved
+ * frame pointer and return address); when all are equal, the frames outer
+ * than the hit are those of the cached walk, and their hash is t[m]. The
+ * records of the walk inner than the hit are read again from its start (they
+ * were checked on the way) to rebuild the cache on top of the hit. */
+#define RH_WC_CAP 64
+/* Fewest records a walk must have for the cache to keep it: on shorter
+ * stacks, comparing the outer records and rebuilding the cache cost more
+ * instructions than the steps they save (callgrind, tests/bench/breakdown.sh). */
+#define RH_WC_MIN 32
+struct rh_wcache {
+    uint32_t d;          /* valid entries [0, d) */
+    uint32_t tail_n;     /* frames outer than entry 0 (the tail memo's), hashed in t[0] */
+    uint32_t cut;        /* the cached walk's cut flag */
+    uintptr_t term_next; /* the saved frame pointer of entry 0's record */
+    /* entry i: its record's address, return address (raw) and outer hash;
+     * fp[-1] would be term_next: the compare loop reads fp[i - 1] */
+    uintptr_t fp[RH_WC_CAP], raw[RH_WC_CAP];
+    uint64_t t[RH_WC_CAP];
+};
+extern RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
+/* 0 under RHEAPER_WALK_CACHE=0 (every walk then goes to the end): set at
+ * init, read once per walk. */
+extern RH_HIDDEN int rh_wc_on;
+struct rh_walk_rest;
+/* A walk from record start at the record equal to cached entry m, k records
+ * later, with nsofar frames (the one there included) summed into h (pw =
+ * K^nsofar): checks the outer records against memory. Returns 1 with the whole
+ * walk's sum, frame count and cut in *o (and the cache rebuilt on top of entry
+ * m), or 0 when a record differs or the walk would pass max frames (the
+ * caller then steps on). */
+RH_HIDDEN int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max,
+                         uint64_t h, uint64_t pw, struct rh_walk_rest *o);
+/* Rebuilds the cache from a walk from record start that ended at the record
+ * (cur, raw) k records later: the end is term_next (the saved frame pointer
+ * that stopped it, with cut) or, when tail_n > 0, the tail memo's frames. */
+RH_HIDDEN void rh_wc_fill(uintptr_t start, uint32_t k, uintptr_t cur, uintptr_t raw,
+                          uintptr_t term_next, const uintptr_t *tail, uint32_t tail_n,
+                          uint32_t cut);
 
 /* On a function that inlines rh_stack_walk_inline: its frame loop starts on a
  * 32-byte boundary. Where it happens to fall decides much of the walk's speed
@@ -381,14 +442,19 @@ static inline uint64_t rh_walk_fmix(uint64_t h)
  * above the current one and inside the stack, its return address above 4096.
  * A saved rbp of 0 is the outermost frame; any other failure ends the walk
  * with cut = 1 (truncated), as does the depth limit, a down-counter. Per
- * frame: the rule-cache probe, then ~17 instructions. */
-RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
+ * frame: the rule-cache probe, then the step. The cached form (rh_stack.c's
+ * rh_stack_walk_cached, when the thread's cache holds a deep stack) also
+ * looks for the first record equal to a cached one, and hands the rest to
+ * rh_wc_take; a walk of RH_WC_MIN frames or more that ends in the thread's own
+ * stack (or the tail memo) fills the cache. */
+RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, struct rh_walk *w,
+                                         const int cached)
 {
     uintptr_t cur = (uintptr_t)fp;
     uintptr_t lo = rh_tls_stack_lo, hi = rh_tls_stack_hi;
-    uint64_t h = rh_walk_step(0x52484541505249ull, kind); /* "RHEAPRI" */
-    uintptr_t ret = rh_arch_ret(((const uintptr_t *)cur)[1]);
-    h = rh_walk_step(h, ret);
+    uintptr_t raw = ((const uintptr_t *)cur)[1];
+    uintptr_t ret = rh_arch_ret(raw);
+    uint64_t h = rh_walk_term(ret), pw = RH_WALK_K;
     uint32_t n = 1, cut = 0;
     struct rh_walk_rest o;
     if (rh_unlikely(cur < lo || hi < RH_FRAME_REC || cur > hi - RH_FRAME_REC)) {
@@ -398,29 +464,52 @@ RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max
     }
     uintptr_t top = hi - RH_FRAME_REC;
     uint32_t left = max > 1 ? max - 1 : 0; /* frames still allowed */
+    /* records before the current one: max - left - 1 */
+    struct rh_wcache *wc = &rh_tls_wc;
+    int m = cached ? (int)wc->d - 1 : -1;
     for (;;) {
+        while (cached && m >= 0 && wc->fp[m] <= cur) {
+            if (wc->fp[m] == cur && wc->raw[m] == raw &&
+                rh_likely(rh_wc_take((uintptr_t)fp, m, max - left - 1, max - left, max, h, pw,
+                                     &o))) {
+                h = o.h, n = o.n, cut = o.cut;
+                goto done;
+            }
+            m--;
+        }
         if (rh_unlikely(!rh_unwind_fp_frame(ret))) {
             /* the base of the stack (libc's start code, start_thread): its
              * frames from the tail memo, as rh_ws_run would take them */
-            const struct rh_tail *m = &rh_tls_tail;
-            uint32_t mn = m->n;
-            if (rh_likely(mn && mn <= left && m->pc == ret && m->rsp == cur + RH_FRAME_REC)) {
-                for (uint32_t i = 0; i < mn; i++)
-                    h = rh_walk_step(h, m->f[i]);
+            const struct rh_tail *tm = &rh_tls_tail;
+            uint32_t mn = tm->n;
+            if (rh_likely(mn && mn <= left && tm->pc == ret && tm->rsp == cur + RH_FRAME_REC)) {
+                uint32_t k = max - left - 1;
+                for (uint32_t i = 0; i < mn; i++) {
+                    h += rh_walk_term(tm->f[i]) * pw;
+                    pw *= RH_WALK_K;
+                }
                 left -= mn;
+                if (k + 1 >= RH_WC_MIN && k < RH_WC_CAP &&
+                    __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED))
+                    rh_wc_fill((uintptr_t)fp, k, cur, raw, ((const uintptr_t *)cur)[0], tm->f,
+                               mn, 0);
                 break;
             }
             rh_stack_walk_cont(ret, cur + RH_FRAME_REC, ((const uintptr_t *)cur)[0], lo, hi, max, h,
-                               max - left, &o);
+                               pw, max - left, &o);
             h = o.h, n = o.n, cut = o.cut;
             goto done;
         }
         uintptr_t next = ((const uintptr_t *)cur)[0];
         if (RH_WORD_MISALIGNED(next) || next < cur + RH_FRAME_REC || next > top) {
+            uint32_t k = max - left - 1;
             cut = next != 0;
+            if (k + 1 >= RH_WC_MIN && k < RH_WC_CAP && __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED))
+                rh_wc_fill((uintptr_t)fp, k, cur, raw, next, NULL, 0, cut);
             break;
         }
-        ret = rh_arch_ret(((const uintptr_t *)next)[1]);
+        uintptr_t nraw = ((const uintptr_t *)next)[1];
+        ret = rh_arch_ret(nraw);
         if (ret <= 4096u) {
             cut = 1;
             break;
@@ -430,16 +519,28 @@ RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max
             break;
         }
         left--;
-        h ^= ret;
-        h *= RH_WALK_K; /* rh_walk_step, written so that h keeps its register */
+        h += rh_walk_term(ret) * pw;
+        pw *= RH_WALK_K;
         cur = next;
+        raw = nraw;
     }
     n = max - left;
 done:
-    h = rh_walk_fmix(rh_walk_step(h, ((uint64_t)n << 1) | cut));
-    w->hash = h ? h : 1;
+    w->hash = rh_walk_final(h, kind, n, cut);
     w->nframes = n;
     w->cut = cut;
+}
+
+/* The walk with the cache's search (rh_stack.c): out of line, so that the
+ * inline walk of a stack the cache does not hold keeps its registers. */
+RH_HIDDEN void rh_stack_walk_cached(void *fp, unsigned kind, unsigned max, struct rh_walk *w);
+
+RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
+{
+    if (rh_unlikely(rh_tls_wc.d >= RH_WC_MIN) && __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED))
+        rh_stack_walk_cached(fp, kind, max, w);
+    else
+        rh_stack_walk_body(fp, kind, max, w, 0);
 }
 
 /* ---- rh_file.c ---------------------------------------------------------- */
