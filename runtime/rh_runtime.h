@@ -334,34 +334,34 @@ struct rh_walk_rest {
     uint32_t n, cut;
 };
 /* The rest of a walk whose last frame, ret (already hashed into h, n frames so
- * far, pw = K^n), belongs to a function whose rule is not a cached frame-pointer one.
+ * far), belongs to a function whose rule is not a cached frame-pointer one.
  * rsp is that function's stack pointer at its call (the callee's CFA), rbp its
  * rbp; [lo, hi) the thread's stack. Keeps errno. */
 RH_HIDDEN void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo,
-                                  uintptr_t hi, unsigned max, uint64_t h, uint64_t pw, uint32_t n,
+                                  uintptr_t hi, unsigned max, uint64_t h, uint32_t n,
                                   struct rh_walk_rest *o) RH_COLD;
 /* The whole walk from the shim frame fp when fp is not inside the thread's
  * known stack (h holds the kind and frame 0). Keeps errno. */
 RH_HIDDEN void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h,
                                  struct rh_walk_rest *o) RH_COLD;
 
-/* The walk's hash: H = sum over frames i (0 innermost) of term(ret_i) * K^i
- * (mod 2^64), then the kind, the frame count and the cut flag through two
- * xor-multiply steps and murmur3's 64-bit finaliser. A sum of per-position
- * terms can be taken in any order: the inline walk adds frames innermost
- * first, and a hit of the walk cache adds the hash of every frame outer than
- * the hit, cached from an earlier walk, as one term times K^(frames so far).
- * Per frame: two multiplies and an add, none on the chain of loads the walk
- * follows (the finaliser does the mixing). The hash never leaves the process (stack ids are the
- * table's insertion order), so it may change between versions. */
+/* The walk's hash: Horner's rule over the frames, innermost first, h = h * K
+ * + ret (mod 2^64), so H = sum of ret_i * K^(n-1-i); then the kind, the frame
+ * count and the cut flag through two xor-multiply steps and murmur3's 64-bit
+ * finaliser. The outer frames' part of H does not depend on the inner ones:
+ * H = (hash of frames 0..j-1) * K^(n-j) + (hash of frames j..n-1), so a hit
+ * of the walk cache adds the cached hash of the frames outer than the hit in
+ * one multiply and one add. Per frame: one multiply and one add, off the
+ * chain of loads the walk follows. The hash never leaves the process (stack
+ * ids are the table's insertion order), so it may change between versions. */
 #define RH_WALK_K 0x9e3779b97f4a7c15ull
-static inline uint64_t rh_walk_term(uint64_t v)
-{
-    return v;
-}
 static inline uint64_t rh_walk_step(uint64_t h, uint64_t v)
 {
     return (h ^ v) * RH_WALK_K;
+}
+static inline uint64_t rh_walk_add(uint64_t h, uint64_t ret)
+{
+    return h * RH_WALK_K + ret;
 }
 static inline uint64_t rh_walk_fmix(uint64_t h)
 {
@@ -371,7 +371,7 @@ static inline uint64_t rh_walk_fmix(uint64_t h)
     h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 33);
 }
-/* The stack hash of a finished walk: frames summed into h, n frames. */
+/* The stack hash of a finished walk: frames hashed into h, n frames. */
 static inline uint64_t rh_walk_final(uint64_t h, unsigned kind, uint32_t n, uint32_t cut)
 {
     h = rh_walk_fmix(rh_walk_step(rh_walk_step(h, kind), ((uint64_t)n << 1) | cut));
@@ -379,17 +379,18 @@ static inline uint64_t rh_walk_final(uint64_t h, unsigned kind, uint32_t n, uint
 }
 
 /* ---- the walk cache (rh_stack.c says why a hit is exact) -----------------
- * Per thread, the frame records of its last cacheable walk, outermost first:
- * e[i] is the record at address fp holding return address raw (as read, not
- * stripped), and t the hash (as above, positions from 0) of every frame outer
- * than it, the tail beyond entry 0 included. The saved frame pointer of each
- * record is the next entry's fp (e[i].fp for e[i + 1]), and term_next for
- * e[0]. A walk that reaches a record equal to a cached one (same address,
- * same return address) checks every outer record against memory (their saved
- * frame pointer and return address); when all are equal, the frames outer
- * than the hit are those of the cached walk, and their hash is t[m]. The
- * records of the walk inner than the hit are read again from its start (they
- * were checked on the way) to rebuild the cache on top of the hit. */
+ * Per thread, the frame records of its last deep walk, outermost first: entry
+ * i is the record at address fp[i] holding return address raw[i] (as read,
+ * not stripped), t[i] the hash (as above) of every frame outer than it, the
+ * tail beyond entry 0 included, and pw[i] K to the power of their count. The
+ * saved frame pointer of each record is the address of the entry below it
+ * (fp[i - 1]), term_next for entry 0. A walk that reaches a record equal to a
+ * cached one (same address, same return address) checks every outer record
+ * against memory (its saved frame pointer and return address); when all are
+ * equal, the frames outer than the hit are those of the cached walk, and the
+ * hash is h * pw[m] + t[m]. The records of the walk inner than the hit are
+ * read again from its start (the walk checked them on the way) to rebuild the
+ * cache on top of the hit. */
 #define RH_WC_CAP 64
 /* Fewest records a walk must have for the cache to keep it: on shorter
  * stacks, comparing the outer records and rebuilding the cache cost more
@@ -403,7 +404,7 @@ struct rh_wcache {
     /* entry i: its record's address, return address (raw) and outer hash;
      * fp[-1] would be term_next: the compare loop reads fp[i - 1] */
     uintptr_t fp[RH_WC_CAP], raw[RH_WC_CAP];
-    uint64_t t[RH_WC_CAP];
+    uint64_t t[RH_WC_CAP], pw[RH_WC_CAP];
 };
 extern RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
 /* 0 under RHEAPER_WALK_CACHE=0 (every walk then goes to the end): set at
@@ -411,13 +412,12 @@ extern RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("i
 extern RH_HIDDEN int rh_wc_on;
 struct rh_walk_rest;
 /* A walk from record start at the record equal to cached entry m, k records
- * later, with nsofar frames (the one there included) summed into h (pw =
- * K^nsofar): checks the outer records against memory. Returns 1 with the whole
+ * later, with nsofar frames (the one there included) hashed into h: checks the outer records against memory. Returns 1 with the whole
  * walk's sum, frame count and cut in *o (and the cache rebuilt on top of entry
  * m), or 0 when a record differs or the walk would pass max frames (the
  * caller then steps on). */
 RH_HIDDEN int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max,
-                         uint64_t h, uint64_t pw, struct rh_walk_rest *o);
+                         uint64_t h, struct rh_walk_rest *o);
 /* Rebuilds the cache from a walk from record start that ended at the record
  * (cur, raw) k records later: the end is term_next (the saved frame pointer
  * that stopped it, with cut) or, when tail_n > 0, the tail memo's frames. */
@@ -454,7 +454,7 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
     uintptr_t lo = rh_tls_stack_lo, hi = rh_tls_stack_hi;
     uintptr_t raw = ((const uintptr_t *)cur)[1];
     uintptr_t ret = rh_arch_ret(raw);
-    uint64_t h = rh_walk_term(ret), pw = RH_WALK_K;
+    uint64_t h = ret;
     uint32_t n = 1, cut = 0;
     struct rh_walk_rest o;
     if (rh_unlikely(cur < lo || hi < RH_FRAME_REC || cur > hi - RH_FRAME_REC)) {
@@ -470,8 +470,7 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
     for (;;) {
         while (cached && m >= 0 && wc->fp[m] <= cur) {
             if (wc->fp[m] == cur && wc->raw[m] == raw &&
-                rh_likely(rh_wc_take((uintptr_t)fp, m, max - left - 1, max - left, max, h, pw,
-                                     &o))) {
+                rh_likely(rh_wc_take((uintptr_t)fp, m, max - left - 1, max - left, max, h, &o))) {
                 h = o.h, n = o.n, cut = o.cut;
                 goto done;
             }
@@ -484,10 +483,8 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
             uint32_t mn = tm->n;
             if (rh_likely(mn && mn <= left && tm->pc == ret && tm->rsp == cur + RH_FRAME_REC)) {
                 uint32_t k = max - left - 1;
-                for (uint32_t i = 0; i < mn; i++) {
-                    h += rh_walk_term(tm->f[i]) * pw;
-                    pw *= RH_WALK_K;
-                }
+                for (uint32_t i = 0; i < mn; i++)
+                    h = rh_walk_add(h, tm->f[i]);
                 left -= mn;
                 if (k + 1 >= RH_WC_MIN && k < RH_WC_CAP &&
                     __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED))
@@ -496,7 +493,7 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
                 break;
             }
             rh_stack_walk_cont(ret, cur + RH_FRAME_REC, ((const uintptr_t *)cur)[0], lo, hi, max, h,
-                               pw, max - left, &o);
+                               max - left, &o);
             h = o.h, n = o.n, cut = o.cut;
             goto done;
         }
@@ -519,8 +516,7 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
             break;
         }
         left--;
-        h += rh_walk_term(ret) * pw;
-        pw *= RH_WALK_K;
+        h = rh_walk_add(h, ret);
         cur = next;
         raw = nraw;
     }

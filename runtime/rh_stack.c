@@ -147,7 +147,7 @@ void rh_stack_bounds(uintptr_t *lo, uintptr_t *hi)
 
 struct rh_ws {
     uintptr_t lo, hi; /* the stack being walked */
-    uint64_t h, pw;   /* the frames' sum so far, and K^n */
+    uint64_t h;       /* the frames' hash so far (rh_walk_add) */
     uint32_t n, max, cut;
     uint8_t *enc;  /* rh_stack_encode: frames go here as svarint deltas */
     uint64_t prev; /* the encoder's previous frame */
@@ -162,8 +162,7 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
         s->cut = 1;
         return 0;
     }
-    s->h += rh_walk_term(pc) * s->pw;
-    s->pw *= RH_WALK_K;
+    s->h = rh_walk_add(s->h, pc);
     if (s->pcs && s->n < s->cap)
         s->pcs[s->n] = pc;
     s->n++;
@@ -237,7 +236,7 @@ RH_HIDDEN int rh_wc_on = 1;
  * them: each saved frame pointer leads to the next). */
 static inline void rh_wc_stack(struct rh_wcache *wc, int base, uintptr_t start, uint32_t k)
 {
-    uint64_t t = wc->t[base];
+    uint64_t t = wc->t[base], pw = wc->pw[base];
     uintptr_t raw = wc->raw[base];
     uintptr_t r[RH_WC_CAP];
     r[0] = start;
@@ -245,18 +244,20 @@ static inline void rh_wc_stack(struct rh_wcache *wc, int base, uintptr_t start, 
         r[j] = ((const uintptr_t *)r[j - 1])[0];
     for (uint32_t j = 1; j <= k; j++) {
         int i = base + (int)j;
-        t = rh_walk_term(rh_arch_ret(raw)) + RH_WALK_K * t;
+        t += rh_arch_ret(raw) * pw; /* the frame of the entry below */
+        pw *= RH_WALK_K;
         uintptr_t f = r[k - j];
         raw = ((const uintptr_t *)f)[1];
         wc->fp[i] = f;
         wc->raw[i] = raw;
         wc->t[i] = t;
+        wc->pw[i] = pw;
     }
     wc->d = (uint32_t)(base + 1) + k;
 }
 
 int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max, uint64_t h,
-               uint64_t pw, struct rh_walk_rest *o)
+               struct rh_walk_rest *o)
 {
     struct rh_wcache *wc = &rh_tls_wc;
     uint32_t total = nsofar + (uint32_t)m + wc->tail_n;
@@ -274,7 +275,7 @@ int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max
     }
     if (((const uintptr_t *)f)[0] != wc->term_next)
         return 0;
-    o->h = h + pw * wc->t[m];
+    o->h = h * wc->pw[m] + wc->t[m];
     o->n = total;
     o->cut = wc->cut;
     if (k && (uint32_t)m + 1 + k <= RH_WC_CAP)
@@ -290,12 +291,13 @@ void rh_wc_fill(uintptr_t start, uint32_t k, uintptr_t cur, uintptr_t raw, uintp
     struct rh_wcache *wc = &rh_tls_wc;
     uint64_t t = 0, p = 1;
     for (uint32_t i = 0; i < tail_n; i++) {
-        t += rh_walk_term(tail[i]) * p;
+        t = rh_walk_add(t, tail[i]);
         p *= RH_WALK_K;
     }
     wc->fp[0] = cur;
     wc->raw[0] = raw;
     wc->t[0] = t;
+    wc->pw[0] = p;
     wc->term_next = term_next;
     wc->tail_n = tail_n;
     wc->cut = cut;
@@ -446,10 +448,10 @@ static void rh_ws_result(const struct rh_ws *s, struct rh_walk_rest *o)
 }
 
 void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo, uintptr_t hi,
-                        unsigned max, uint64_t h, uint64_t pw, uint32_t n, struct rh_walk_rest *o)
+                        unsigned max, uint64_t h, uint32_t n, struct rh_walk_rest *o)
 {
     int e = errno; /* a rule-cache miss may look at modules */
-    struct rh_ws s = {lo, hi, h, pw, n, max, 0, NULL, 0, NULL, 0};
+    struct rh_ws s = {lo, hi, h, n, max, 0, NULL, 0, NULL, 0};
     rh_ws_run(&s, ret, rsp, rbp);
     rh_ws_result(&s, o);
     errno = e;
@@ -470,7 +472,7 @@ void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_re
 {
     int e = errno;
     const uintptr_t *f = (const uintptr_t *)fp;
-    struct rh_ws s = {0, 0, h, RH_WALK_K, 1, max, 0, NULL, 0, NULL, 0};
+    struct rh_ws s = {0, 0, h, 1, max, 0, NULL, 0, NULL, 0};
     if (rh_ws_start(&s, fp))
         rh_ws_run(&s, rh_arch_ret(f[1]), fp + RH_FRAME_REC, f[0]);
     else
@@ -493,7 +495,7 @@ uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p)
 {
     int e = errno;
     const uintptr_t *f = (const uintptr_t *)fp;
-    struct rh_ws s = {0, 0, 0, RH_WALK_K, 1, nframes, 0, p, 0, NULL, 0};
+    struct rh_ws s = {0, 0, 0, 1, nframes, 0, p, 0, NULL, 0};
     uintptr_t ret0 = rh_arch_ret(f[1]);
     p = rip_put_varint(p, rip_zigzag((int64_t)ret0));
     s.enc = p;
@@ -571,8 +573,8 @@ void rh_stack_walk_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned kind,
                         struct rh_walk *w, uintptr_t *pcs, uint32_t cap)
 {
     int e = errno;
-    uint64_t h = rh_walk_term(ip + 1);
-    struct rh_ws s = {0, 0, h, RH_WALK_K, 1, max ? max : 1, 0, NULL, 0, pcs, cap};
+    uint64_t h = ip + 1;
+    struct rh_ws s = {0, 0, h, 1, max ? max : 1, 0, NULL, 0, pcs, cap};
     if (pcs && cap)
         pcs[0] = ip + 1;
     if (max > 1)
@@ -587,7 +589,7 @@ uint8_t *rh_stack_encode_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, uint32_t
                               uint8_t *p)
 {
     int e = errno;
-    struct rh_ws s = {0, 0, 0, RH_WALK_K, 1, nframes, 0, NULL, 0, NULL, 0};
+    struct rh_ws s = {0, 0, 0, 1, nframes, 0, NULL, 0, NULL, 0};
     p = rip_put_varint(p, rip_zigzag((int64_t)(ip + 1)));
     s.enc = p;
     s.prev = ip + 1;

@@ -92,7 +92,8 @@ deep|$out/wl_deep.plain|$out/wl_deep.rh|50 100000|50 1000000"
 for f in "$root"/runtime/*.c "$root"/runtime/*.h "$root"/wrap/*.c "$root"/wrap/*.h; do
     awk -v b="$(basename "$f")" '
         !infn && !pend && /^[A-Za-z_]/ && /\(/ && !/^#/ && !/^typedef/ {
-            s = $0; sub(/\(.*/, "", s); n = split(s, w, /[^A-Za-z0-9_]+/)
+            s = $0; gsub(/__attribute__\(\([^)]*\)\)/, "", s); sub(/\(.*/, "", s)
+            n = split(s, w, /[^A-Za-z0-9_]+/)
             name = w[n]; if (name == "" && n > 1) name = w[n - 1]
             pend = 1; start = FNR
         }

@@ -255,10 +255,9 @@ void rh_sample_realloc_rec(unsigned kind, void *old, void *p, size_t size, int w
 }
 
 void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo, uintptr_t hi,
-                        unsigned max, uint64_t h, uint64_t pw, uint32_t n, struct rh_walk_rest *o)
+                        unsigned max, uint64_t h, uint32_t n, struct rh_walk_rest *o)
 {
-    (void)ret, (void)rsp, (void)rbp, (void)lo, (void)hi, (void)max, (void)h, (void)pw, (void)n,
-        (void)o;
+    (void)ret, (void)rsp, (void)rbp, (void)lo, (void)hi, (void)max, (void)h, (void)n, (void)o;
     abort();
 }
 
@@ -270,9 +269,9 @@ void rh_stack_walk_cached(void *fp, unsigned kind, unsigned max, struct rh_walk 
 __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
 int rh_wc_on;
 int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max, uint64_t h,
-               uint64_t pw, struct rh_walk_rest *o)
+               struct rh_walk_rest *o)
 {
-    (void)start, (void)m, (void)k, (void)nsofar, (void)max, (void)h, (void)pw, (void)o;
+    (void)start, (void)m, (void)k, (void)nsofar, (void)max, (void)h, (void)o;
     abort();
 }
 void rh_wc_fill(uintptr_t start, uint32_t k, uintptr_t cur, uintptr_t raw, uintptr_t term_next,
