@@ -11,7 +11,8 @@
 # and deep stacks (wl_deep.c, depth 50).
 #
 # 1. Instructions (callgrind, load-independent, repeatable on a busy machine):
-#    each workload at a small size, plain, tracking off and full recording.
+#    each workload at a small size, plain, tracking off, full recording and
+#    sampled recording (RHEAPER_SAMPLE_BYTES=524288).
 #    The tracked run's instructions are split into parts by source line
 #    (cg_breakdown.awk: guard and state checks, clock read, stack walk, stack
 #    hash + table lookup, record write, chunk handling, new stacks, other
@@ -112,9 +113,10 @@ fi
 cg() {
     d=$out/cg/$1-$2
     rm -rf "$d" && mkdir -p "$d"
-    en=0
+    en=0 sb=
     [ "$2" = on ] && en=1
-    RHEAPER_ENABLE=$en RHEAPER_PROFILE_DIR="$d" valgrind --tool=callgrind \
+    [ "$2" = sampled ] && en=1 sb=524288
+    RHEAPER_ENABLE=$en RHEAPER_SAMPLE_BYTES=$sb RHEAPER_PROFILE_DIR="$d" valgrind --tool=callgrind \
         --callgrind-out-file="$d/cg.out" "$3" $4 > /dev/null 2> "$d/vg.log" ||
         { echo "FAIL: callgrind run $d (see $d/vg.log)"; exit 1; }
     awk '/^totals:|^summary:/ {print $2; exit}' "$d/cg.out"
@@ -128,6 +130,7 @@ echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs; do
     ip=$(cg "$id" plain "$pbin" "$cgargs")
     io=$(cg "$id" off "$rbin" "$cgargs")
     ion=$(cg "$id" on "$rbin" "$cgargs")
+    isa=$(cg "$id" sampled "$rbin" "$cgargs")
     d=$out/cg/$id-on
     rip=$(ls "$d"/rip-* | head -n 1)
     ev=$("$out/rh_bench" --events "$rip")
@@ -136,15 +139,15 @@ echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs; do
     # frames walked: the depth of every allocation's and realloc's stack
     frames=$(sqlite3 "$d/p.db" "SELECT count(*) || ' ' || coalesce(sum(s.depth), 0) FROM allocations a JOIN stacks s ON s.id = a.bt")
     awk -f "$here/cg_breakdown.awk" "$out/ranges.txt" "$d/cg.out" > "$d/parts.txt"
-    awk -v id="$id" -v ev="$ev" -v ip="$ip" -v io="$io" -v ion="$ion" -v fr="$frames" '
+    awk -v id="$id" -v ev="$ev" -v ip="$ip" -v io="$io" -v ion="$ion" -v isa="$isa" -v fr="$frames" '
         { v[$1] = $2 }
         END {
             split(fr, f, " "); walks = f[1]; frames = f[2]
             printf "### %s: %d events, %d stacks walked, %.1f frames per walk\n\n", id, ev, walks, walks ? frames / walks : 0
-            printf "| instructions | plain | tracking off | full recording |\n|---|--:|--:|--:|\n"
-            printf "| total (M) | %.1f | %.1f | %.1f |\n", ip / 1e6, io / 1e6, ion / 1e6
-            printf "| ratio to plain | 1.00 | %.3f | %.3f |\n", io / ip, ion / ip
-            printf "| rheaper per event | | %.1f | %.1f |\n\n", (io - ip) / ev, (ion - ip) / ev
+            printf "| instructions | plain | tracking off | full recording | sampled (512 KiB) |\n|---|--:|--:|--:|--:|\n"
+            printf "| total (M) | %.1f | %.1f | %.1f | %.1f |\n", ip / 1e6, io / 1e6, ion / 1e6, isa / 1e6
+            printf "| ratio to plain | 1.00 | %.3f | %.3f | %.3f |\n", io / ip, ion / ip, isa / ip
+            printf "| rheaper per event of full recording | | %.1f | %.1f | %.1f |\n\n", (io - ip) / ev, (ion - ip) / ev, (isa - ip) / ev
             printf "| part (full recording) | per event | share of rheaper |\n|---|--:|--:|\n"
             rt = 0
             n = split("guard clock walk lookup record chunk stackdef other", ps, " ")
