@@ -13,8 +13,12 @@
 # depth, truncation flag and frames (function and line, in order). Also
 # checks that the comparison has something to compare: the allocation count
 # the program prints, and the scenario functions in the frames; and that it
-# can fail: the cached run is compared with a run whose allocations differ.
+# can tell stacks apart (the two depth limits must give different dumps). A
+# cache that trusted the first equal record instead of comparing the outer
+# ones fails here (the twin callers and longjmp give other callers' frames).
 set -eu
+. "$(dirname "$0")/../lib/require.sh" # require_tool
+require_tool sqlite3 sqlite3
 bin=$1 src=$2 work=$3
 rm -rf "$work" && mkdir -p "$work"
 "$bin/rheaper-c++" -O2 -o "$work/walkcache" "$src/walkcache.cc" -pthread ||
