@@ -3,7 +3,7 @@
 # "Cost per event").
 #
 #   sh tests/bench/breakdown.sh [--build DIR] [--runs N] [--out DIR] [--no-wall]
-#                               [--no-heaptrack] [--cg-only WORKLOAD]
+#                               [--no-callgrind] [--no-heaptrack] [--cg-only WORKLOAD]
 #
 # Three workloads, each built plain (with the flags rheaper-cc adds, frame
 # pointers included) and with rheaper-cc: the synthetic malloc/free loop
@@ -32,16 +32,17 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-build=$root/build runs=7 out= wall=1 ht=1 only=
+build=$root/build runs=7 out= wall=1 ht=1 only= cgon=1
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --no-wall) wall=0; shift ;;
+    --no-callgrind) cgon=0; shift ;;
     --no-heaptrack) ht=0; shift ;;
     --cg-only) only=$2; shift 2 ;;
-    *) echo "usage: breakdown.sh [--build DIR] [--runs N] [--out DIR] [--no-wall] [--no-heaptrack] [--cg-only WL]" >&2; exit 2 ;;
+    *) echo "usage: breakdown.sh [--build DIR] [--runs N] [--out DIR] [--no-wall] [--no-callgrind] [--no-heaptrack] [--cg-only WL]" >&2; exit 2 ;;
     esac
 done
 build=$(cd "$build" && pwd)
@@ -122,11 +123,9 @@ cg() {
     awk '/^totals:|^summary:/ {print $2; exit}' "$d/cg.out"
 }
 
-echo "## Instructions per event (callgrind)"
-echo
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores, $(uname -m)"
-echo
-echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs; do
+[ "$cgon" = 1 ] && echo "## Instructions per event (callgrind)" && echo &&
+    echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores, $(uname -m)" && echo
+[ "$cgon" = 1 ] && echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs; do
     ip=$(cg "$id" plain "$pbin" "$cgargs")
     io=$(cg "$id" off "$rbin" "$cgargs")
     ion=$(cg "$id" on "$rbin" "$cgargs")
