@@ -19,6 +19,8 @@
  * Events come from the rip file's TRAILER chunk; profile bytes from the size of
  * the files the run left. Medians, minima and maxima are over the runs.
  *
+ * --events RIP prints the events of one rip file (its TRAILER) and exits.
+ *
  * --check makes the exit status say whether every variant ran and produced
  * what it should (events > 0, a profile, a database); it asserts no timing.
  */
@@ -552,6 +554,10 @@ int main(int argc, char **argv)
         if (!val)
             rh_die("%s needs a value", a);
         i++;
+        if (!strcmp(a, "--events")) { /* breakdown.sh: a rip file's events */
+            printf("%llu\n", (unsigned long long)rh_rip_events(val));
+            return 0;
+        }
         if (!strcmp(a, "--runs"))
             rh_runs = atoi(val);
         else if (!strcmp(a, "--work"))

@@ -362,6 +362,11 @@ void rh_config_load_env(void)
             rh_warn("ignoring RHEAPER_HEAP=%s: expected 1 or 0; the heap is recorded", hp);
     }
     rh_env_uint("RHEAPER_MAX_STACK_DEPTH", 1, RH_MAX_STACK_DEPTH, &rh_cfg.max_stack_depth);
+    {
+        unsigned wc = 1; /* the walk cache (rh_stack.c); 0 for comparisons */
+        rh_env_uint("RHEAPER_WALK_CACHE", 0, 1, &wc);
+        __atomic_store_n(&rh_wc_on, (int)wc, __ATOMIC_RELAXED);
+    }
     rh_env_uint("RHEAPER_MAX_TRACKERS", 1, RH_MAX_TRACKERS, &rh_cfg.max_trackers);
     rh_env_uint("RHEAPER_BUFFER_SIZE", RH_MIN_BUFFER, RH_MAX_BUFFER, &rh_cfg.buffer_size);
     rh_config_sampling();

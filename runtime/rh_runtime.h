@@ -345,15 +345,23 @@ RH_HIDDEN void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, u
 RH_HIDDEN void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h,
                                  struct rh_walk_rest *o) RH_COLD;
 
-/* The walk's hash. Per value: one xor and one multiply by an odd constant (a
- * bijection), no longer than the load of the next frame record, so the hash
- * costs almost nothing beside the walk; murmur3's 64-bit finaliser spreads the
- * high bits at the end. The hash never leaves the process (stack ids are the
- * table's insertion order), so it may change between versions. */
+/* The walk's hash: Horner's rule over the frames, innermost first, h = h * K
+ * + ret (mod 2^64), so H = sum of ret_i * K^(n-1-i); then the kind, the frame
+ * count and the cut flag through two xor-multiply steps and murmur3's 64-bit
+ * finaliser. The outer frames' part of H does not depend on the inner ones:
+ * H = (hash of frames 0..j-1) * K^(n-j) + (hash of frames j..n-1), so a hit
+ * of the walk cache adds the cached hash of the frames outer than the hit in
+ * one multiply and one add. Per frame: one multiply and one add, off the
+ * chain of loads the walk follows. The hash never leaves the process (stack
+ * ids are the table's insertion order), so it may change between versions. */
 #define RH_WALK_K 0x9e3779b97f4a7c15ull
 static inline uint64_t rh_walk_step(uint64_t h, uint64_t v)
 {
     return (h ^ v) * RH_WALK_K;
+}
+static inline uint64_t rh_walk_add(uint64_t h, uint64_t ret)
+{
+    return h * RH_WALK_K + ret;
 }
 static inline uint64_t rh_walk_fmix(uint64_t h)
 {
@@ -363,6 +371,59 @@ static inline uint64_t rh_walk_fmix(uint64_t h)
     h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 33);
 }
+/* The stack hash of a finished walk: frames hashed into h, n frames. */
+static inline uint64_t rh_walk_final(uint64_t h, unsigned kind, uint32_t n, uint32_t cut)
+{
+    h = rh_walk_fmix(rh_walk_step(rh_walk_step(h, kind), ((uint64_t)n << 1) | cut));
+    return h ? h : 1;
+}
+
+/* ---- the walk cache (rh_stack.c says why a hit is exact) -----------------
+ * Per thread, the frame records of its last deep walk, outermost first: entry
+ * i is the record at address fp[i] holding return address raw[i] (as read,
+ * not stripped), t[i] the hash (as above) of every frame outer than it, the
+ * tail beyond entry 0 included, and pw[i] K to the power of their count. The
+ * saved frame pointer of each record is the address of the entry below it
+ * (fp[i - 1]), term_next for entry 0. A walk that reaches a record equal to a
+ * cached one (same address, same return address) checks every outer record
+ * against memory (its saved frame pointer and return address); when all are
+ * equal, the frames outer than the hit are those of the cached walk, and the
+ * hash is h * pw[m] + t[m]. The records of the walk inner than the hit are
+ * read again from its start (the walk checked them on the way) to rebuild the
+ * cache on top of the hit. */
+#define RH_WC_CAP 64
+/* Fewest records a walk must have for the cache to keep it: on shorter
+ * stacks, comparing the outer records and rebuilding the cache cost more
+ * instructions than the steps they save (callgrind, bench/breakdown.sh). */
+#define RH_WC_MIN 32
+struct rh_wcache {
+    uint32_t d;          /* valid entries [0, d) */
+    uint32_t tail_n;     /* frames outer than entry 0 (the tail memo's), hashed in t[0] */
+    uint32_t cut;        /* the cached walk's cut flag */
+    uintptr_t term_next; /* the saved frame pointer of entry 0's record */
+    /* entry i: its record's address, return address (raw) and outer hash;
+     * fp[-1] would be term_next: the compare loop reads fp[i - 1] */
+    uintptr_t fp[RH_WC_CAP], raw[RH_WC_CAP];
+    uint64_t t[RH_WC_CAP], pw[RH_WC_CAP];
+};
+extern RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
+/* 0 under RHEAPER_WALK_CACHE=0 (every walk then goes to the end): set at
+ * init, read once per walk. */
+extern RH_HIDDEN int rh_wc_on;
+struct rh_walk_rest;
+/* A walk from record start at the record equal to cached entry m, k records
+ * later, with nsofar frames (the one there included) hashed into h: checks the outer records against memory. Returns 1 with the whole
+ * walk's sum, frame count and cut in *o (and the cache rebuilt on top of entry
+ * m), or 0 when a record differs or the walk would pass max frames (the
+ * caller then steps on). */
+RH_HIDDEN int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max,
+                         uint64_t h, struct rh_walk_rest *o);
+/* Rebuilds the cache from a walk from record start that ended at the record
+ * (cur, raw) k records later: the end is term_next (the saved frame pointer
+ * that stopped it, with cut) or, when tail_n > 0, the tail memo's frames. */
+RH_HIDDEN void rh_wc_fill(uintptr_t start, uint32_t k, uintptr_t cur, uintptr_t raw,
+                          uintptr_t term_next, const uintptr_t *tail, uint32_t tail_n,
+                          uint32_t cut);
 
 /* On a function that inlines rh_stack_walk_inline: its frame loop starts on a
  * 32-byte boundary. Where it happens to fall decides much of the walk's speed
@@ -381,14 +442,19 @@ static inline uint64_t rh_walk_fmix(uint64_t h)
  * above the current one and inside the stack, its return address above 4096.
  * A saved rbp of 0 is the outermost frame; any other failure ends the walk
  * with cut = 1 (truncated), as does the depth limit, a down-counter. Per
- * frame: the rule-cache probe, then ~17 instructions. */
-RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
+ * frame: the rule-cache probe, then the step. The cached form (rh_stack.c's
+ * rh_stack_walk_cached, when the thread's cache holds a deep stack) also
+ * looks for the first record equal to a cached one, and hands the rest to
+ * rh_wc_take; a walk of RH_WC_MIN frames or more that ends in the thread's own
+ * stack (or the tail memo) fills the cache. */
+RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, struct rh_walk *w,
+                                         const int cached)
 {
     uintptr_t cur = (uintptr_t)fp;
     uintptr_t lo = rh_tls_stack_lo, hi = rh_tls_stack_hi;
-    uint64_t h = rh_walk_step(0x52484541505249ull, kind); /* "RHEAPRI" */
-    uintptr_t ret = rh_arch_ret(((const uintptr_t *)cur)[1]);
-    h = rh_walk_step(h, ret);
+    uintptr_t raw = ((const uintptr_t *)cur)[1];
+    uintptr_t ret = rh_arch_ret(raw);
+    uint64_t h = ret;
     uint32_t n = 1, cut = 0;
     struct rh_walk_rest o;
     if (rh_unlikely(cur < lo || hi < RH_FRAME_REC || cur > hi - RH_FRAME_REC)) {
@@ -398,16 +464,32 @@ RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max
     }
     uintptr_t top = hi - RH_FRAME_REC;
     uint32_t left = max > 1 ? max - 1 : 0; /* frames still allowed */
+    /* records before the current one: max - left - 1 */
+    struct rh_wcache *wc = &rh_tls_wc;
+    int m = cached ? (int)wc->d - 1 : -1;
     for (;;) {
+        while (cached && m >= 0 && wc->fp[m] <= cur) {
+            if (wc->fp[m] == cur && wc->raw[m] == raw &&
+                rh_likely(rh_wc_take((uintptr_t)fp, m, max - left - 1, max - left, max, h, &o))) {
+                h = o.h, n = o.n, cut = o.cut;
+                goto done;
+            }
+            m--;
+        }
         if (rh_unlikely(!rh_unwind_fp_frame(ret))) {
             /* the base of the stack (libc's start code, start_thread): its
              * frames from the tail memo, as rh_ws_run would take them */
-            const struct rh_tail *m = &rh_tls_tail;
-            uint32_t mn = m->n;
-            if (rh_likely(mn && mn <= left && m->pc == ret && m->rsp == cur + RH_FRAME_REC)) {
+            const struct rh_tail *tm = &rh_tls_tail;
+            uint32_t mn = tm->n;
+            if (rh_likely(mn && mn <= left && tm->pc == ret && tm->rsp == cur + RH_FRAME_REC)) {
+                uint32_t k = max - left - 1;
                 for (uint32_t i = 0; i < mn; i++)
-                    h = rh_walk_step(h, m->f[i]);
+                    h = rh_walk_add(h, tm->f[i]);
                 left -= mn;
+                if (k + 1 >= RH_WC_MIN && k < RH_WC_CAP &&
+                    __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED))
+                    rh_wc_fill((uintptr_t)fp, k, cur, raw, ((const uintptr_t *)cur)[0], tm->f,
+                               mn, 0);
                 break;
             }
             rh_stack_walk_cont(ret, cur + RH_FRAME_REC, ((const uintptr_t *)cur)[0], lo, hi, max, h,
@@ -417,10 +499,14 @@ RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max
         }
         uintptr_t next = ((const uintptr_t *)cur)[0];
         if (RH_WORD_MISALIGNED(next) || next < cur + RH_FRAME_REC || next > top) {
+            uint32_t k = max - left - 1;
             cut = next != 0;
+            if (k + 1 >= RH_WC_MIN && k < RH_WC_CAP && __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED))
+                rh_wc_fill((uintptr_t)fp, k, cur, raw, next, NULL, 0, cut);
             break;
         }
-        ret = rh_arch_ret(((const uintptr_t *)next)[1]);
+        uintptr_t nraw = ((const uintptr_t *)next)[1];
+        ret = rh_arch_ret(nraw);
         if (ret <= 4096u) {
             cut = 1;
             break;
@@ -430,16 +516,27 @@ RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max
             break;
         }
         left--;
-        h ^= ret;
-        h *= RH_WALK_K; /* rh_walk_step, written so that h keeps its register */
+        h = rh_walk_add(h, ret);
         cur = next;
+        raw = nraw;
     }
     n = max - left;
 done:
-    h = rh_walk_fmix(rh_walk_step(h, ((uint64_t)n << 1) | cut));
-    w->hash = h ? h : 1;
+    w->hash = rh_walk_final(h, kind, n, cut);
     w->nframes = n;
     w->cut = cut;
+}
+
+/* The walk with the cache's search (rh_stack.c): out of line, so that the
+ * inline walk of a stack the cache does not hold keeps its registers. */
+RH_HIDDEN void rh_stack_walk_cached(void *fp, unsigned kind, unsigned max, struct rh_walk *w);
+
+RH_ALWAYS_INLINE void rh_stack_walk_inline(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
+{
+    if (rh_unlikely(rh_tls_wc.d >= RH_WC_MIN) && __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED))
+        rh_stack_walk_cached(fp, kind, max, w);
+    else
+        rh_stack_walk_body(fp, kind, max, w, 0);
 }
 
 /* ---- rh_file.c ---------------------------------------------------------- */

@@ -147,7 +147,7 @@ void rh_stack_bounds(uintptr_t *lo, uintptr_t *hi)
 
 struct rh_ws {
     uintptr_t lo, hi; /* the stack being walked */
-    uint64_t h;
+    uint64_t h;       /* the frames' hash so far (rh_walk_add) */
     uint32_t n, max, cut;
     uint8_t *enc;  /* rh_stack_encode: frames go here as svarint deltas */
     uint64_t prev; /* the encoder's previous frame */
@@ -162,7 +162,7 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
         s->cut = 1;
         return 0;
     }
-    s->h = rh_walk_step(s->h, pc);
+    s->h = rh_walk_add(s->h, pc);
     if (s->pcs && s->n < s->cap)
         s->pcs[s->n] = pc;
     s->n++;
@@ -183,6 +183,126 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
  * same return address in the same stack slot, which near the base can only be
  * the same activation. Per thread, in TLS. */
 RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
+
+/* The walk cache (struct rh_wcache, rh_runtime.h). Consecutive events of a
+ * thread mostly come from the same outer frames: a Lua interpreter allocates
+ * 20-odd frames deep with only the innermost few changing. The inline walk
+ * looks for the first record that equals a cached one (same address, same
+ * return address) and hands over here; this checks every outer record of the
+ * cached walk against memory, and on success takes the rest of the walk (hash,
+ * frame count, cut) from the cache instead of stepping through it.
+ *
+ * Exact, because what is compared is everything the walk reads. A
+ * frame-pointer walk is a function of the chain of records it visits: each
+ * record's saved frame pointer and return address, the thread's stack bounds
+ * (fixed per thread) and the rule of each return address (a function of the
+ * address). A hit compares, for the hit record and every record outer than it,
+ * the two words the walk would read, at the addresses the walk would read
+ * them: the chain is the cached one word for word, so an uncached walk would
+ * visit the same records, take the same frames and end the same way (the
+ * last record's saved frame pointer, compared too, decides its end; a walk
+ * that ended in the tail memo ends in it again, with the memo's own argument:
+ * the same return address in the same stack slot near the base). A record at
+ * the same address with the same return address is not enough by itself
+ * (two callers with equal frame sizes put the same callee record at the same
+ * address), which is why the outer records are compared, not trusted. So
+ * whatever changed the stack since the cached walk is seen:
+ *   longjmp and C++ exceptions pop frames without returns the runtime sees;
+ *     the frames pushed afterwards hold other words, or the same words for
+ *     the same chain;
+ *   ucontext coroutines (swapcontext) run on other stacks: a walk starting
+ *     outside the thread's stack goes out of line and neither reads nor fills
+ *     the cache; a coroutine stack inside the thread's bounds is a chain of
+ *     records like any other, compared word for word;
+ *   a signal handler that allocates walks through the kernel's signal frame:
+ *     the trampoline's return address is never a frame-pointer frame, so no
+ *     cached chain contains it and such walks end out of line (rh_ws_run),
+ *     without filling the cache; a handler cannot interrupt a walk in
+ *     progress and record (the reentrancy guard is set during a record), and
+ *     the CPU sampler's walk does not use the cache;
+ *   a walk that would pass the depth limit with the cached frames does not
+ *     take the hit; walks cut by the limit, by a bad return address or by an
+ *     out-of-line part do not fill the cache.
+ * Every read of a hit stays inside mapped stack: the cached records lie above
+ * the hit record (the walk that cached them saw them strictly increasing and
+ * below the stack's top), so between the current frame and the top of the
+ * thread's stack. Costs: about 8 instructions per compared record where a
+ * step costs about 23, and no hash work for them. */
+RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
+RH_HIDDEN int rh_wc_on = 1;
+
+/* Rebuilds entries above entry base (its record and end already in place)
+ * from the k records of the walk from start, read again (the walk checked
+ * them: each saved frame pointer leads to the next). */
+static inline void rh_wc_stack(struct rh_wcache *wc, int base, uintptr_t start, uint32_t k)
+{
+    uint64_t t = wc->t[base], pw = wc->pw[base];
+    uintptr_t raw = wc->raw[base];
+    uintptr_t r[RH_WC_CAP];
+    r[0] = start;
+    for (uint32_t j = 1; j < k; j++)
+        r[j] = ((const uintptr_t *)r[j - 1])[0];
+    for (uint32_t j = 1; j <= k; j++) {
+        int i = base + (int)j;
+        t += rh_arch_ret(raw) * pw; /* the frame of the entry below */
+        pw *= RH_WALK_K;
+        uintptr_t f = r[k - j];
+        raw = ((const uintptr_t *)f)[1];
+        wc->fp[i] = f;
+        wc->raw[i] = raw;
+        wc->t[i] = t;
+        wc->pw[i] = pw;
+    }
+    wc->d = (uint32_t)(base + 1) + k;
+}
+
+int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max, uint64_t h,
+               struct rh_walk_rest *o)
+{
+    struct rh_wcache *wc = &rh_tls_wc;
+    uint32_t total = nsofar + (uint32_t)m + wc->tail_n;
+    if (total > max)
+        return 0;
+    /* the hit record's saved frame pointer, then every outer record: its
+     * return address and saved frame pointer */
+    const uintptr_t *fp = wc->fp, *rw = wc->raw;
+    uintptr_t f = fp[m];
+    for (int i = m; i > 0; i--) {
+        uintptr_t g = fp[i - 1];
+        if (((const uintptr_t *)f)[0] != g || ((const uintptr_t *)g)[1] != rw[i - 1])
+            return 0;
+        f = g;
+    }
+    if (((const uintptr_t *)f)[0] != wc->term_next)
+        return 0;
+    o->h = h * wc->pw[m] + wc->t[m];
+    o->n = total;
+    o->cut = wc->cut;
+    if (k && (uint32_t)m + 1 + k <= RH_WC_CAP)
+        rh_wc_stack(wc, m, start, k);
+    else if (k)
+        wc->d = (uint32_t)m + 1; /* the new records do not fit: keep the compared part */
+    return 1;
+}
+
+void rh_wc_fill(uintptr_t start, uint32_t k, uintptr_t cur, uintptr_t raw, uintptr_t term_next,
+                const uintptr_t *tail, uint32_t tail_n, uint32_t cut)
+{
+    struct rh_wcache *wc = &rh_tls_wc;
+    uint64_t t = 0, p = 1;
+    for (uint32_t i = 0; i < tail_n; i++) {
+        t = rh_walk_add(t, tail[i]);
+        p *= RH_WALK_K;
+    }
+    wc->fp[0] = cur;
+    wc->raw[0] = raw;
+    wc->t[0] = t;
+    wc->pw[0] = p;
+    wc->term_next = term_next;
+    wc->tail_n = tail_n;
+    wc->cut = cut;
+    rh_wc_stack(wc, 0, start, k);
+}
 
 /* The signal frame's registers (x86_64 ucontext_t: uc_mcontext.gregs starts at
  * byte 40; REG_RBP 10, REG_RSP 15, REG_RIP 16). */
@@ -361,6 +481,11 @@ void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_re
     errno = e;
 }
 
+RH_WALK_ALIGNED void rh_stack_walk_cached(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
+{
+    rh_stack_walk_body(fp, kind, max, w, 1);
+}
+
 void rh_stack_walk(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
 {
     rh_stack_walk_inline(fp, kind, max, w);
@@ -458,14 +583,13 @@ void rh_stack_walk_regs(uintptr_t ip, uintptr_t sp, uintptr_t bp, unsigned kind,
                         struct rh_walk *w, uintptr_t *pcs, uint32_t cap)
 {
     int e = errno;
-    uint64_t h = rh_walk_step(rh_walk_step(0x52484541505249ull, kind), ip + 1);
+    uint64_t h = ip + 1;
     struct rh_ws s = {0, 0, h, 1, max ? max : 1, 0, NULL, 0, pcs, cap};
     if (pcs && cap)
         pcs[0] = ip + 1;
     if (max > 1)
         rh_ws_regs(&s, ip, sp, bp);
-    h = rh_walk_fmix(rh_walk_step(s.h, ((uint64_t)s.n << 1) | s.cut));
-    w->hash = h ? h : 1;
+    w->hash = rh_walk_final(s.h, kind, s.n, s.cut);
     w->nframes = s.n;
     w->cut = s.cut;
     errno = e;

@@ -61,7 +61,7 @@ RH_HIDDEN void (*rh_pass_free)(void *) = __real_free;
 /* The recording half of __wrap_malloc: called with the guard set. */
 RH_HOOKED_WALK void *rh_malloc_hooked(size_t n, void *fp)
 {
-    void *p = __real_malloc(n);
+    void *p = RH_PASS(malloc)(n);
     rh_alloc_done(RH_KIND_MALLOC, p, n, fp);
     return p;
 }
@@ -105,7 +105,7 @@ RH_WRAP void *__wrap_calloc(size_t n, size_t m)
  * rh_malloc_hooked does (allocators like Lua's allocate this way). */
 RH_HOOKED_WALK void *rh_realloc0_hooked(size_t n, void *fp)
 {
-    void *q = __real_realloc(NULL, n);
+    void *q = RH_PASS(realloc)(NULL, n);
     rh_alloc_done(RH_KIND_REALLOC, q, n, fp);
     return q;
 }
@@ -116,7 +116,7 @@ RH_HOOKED_WALK void *rh_realloc1_hooked(void *p, size_t n, void *fp)
      * recorded (the live map's filter); the runtime reads it if p is sampled */
     int lazy = rh_unlikely(rh_sample_mode) && !rh_live_maybe(p);
     uint64_t t_before = lazy ? 0 : rh_now();
-    void *q = __real_realloc(p, n);
+    void *q = RH_PASS(realloc)(p, n);
     uint64_t t_after = lazy ? 0 : rh_now();
     if (rh_likely(q != NULL))
         rh_record_realloc_inline(RH_KIND_REALLOC, p, q, n, t_before, t_after, fp);
@@ -177,7 +177,7 @@ RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
 RH_HOOKED void rh_free_hooked(void *p)
 {
     rh_record_free_now(p);
-    __real_free(p);
+    RH_PASS(free)(p);
     rh_hook_end();
 }
 

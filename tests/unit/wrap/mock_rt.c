@@ -261,6 +261,26 @@ void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t l
     abort();
 }
 
+void rh_stack_walk_cached(void *fp, unsigned kind, unsigned max, struct rh_walk *w)
+{
+    (void)fp, (void)kind, (void)max, (void)w;
+    abort();
+}
+__thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
+int rh_wc_on;
+int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max, uint64_t h,
+               struct rh_walk_rest *o)
+{
+    (void)start, (void)m, (void)k, (void)nsofar, (void)max, (void)h, (void)o;
+    abort();
+}
+void rh_wc_fill(uintptr_t start, uint32_t k, uintptr_t cur, uintptr_t raw, uintptr_t term_next,
+                const uintptr_t *tail, uint32_t tail_n, uint32_t cut)
+{
+    (void)start, (void)k, (void)cur, (void)raw, (void)term_next, (void)tail, (void)tail_n, (void)cut;
+    abort();
+}
+
 void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_rest *o)
 {
     (void)fp, (void)max, (void)h, (void)o;
