@@ -244,6 +244,85 @@ static int rh_list_dir(const char *dir, struct rh_prof_row **rows, size_t *n, si
     return 0;
 }
 
+/* The directories `list` reads without DIR: the current one and
+ * RHEAPER_PROFILE_DIR (when it is another). Returns their count (1 or 2). */
+static int rh_list_default_dirs(const char *dirs[2])
+{
+    int nd = 0;
+    dirs[nd++] = ".";
+    const char *env = getenv("RHEAPER_PROFILE_DIR");
+    char a[PATH_MAX], b[PATH_MAX];
+    if (env && *env && !(realpath(env, a) && realpath(".", b) && !strcmp(a, b)))
+        dirs[nd++] = env;
+    return nd;
+}
+
+/* 1 when path is an SQLite database with rheaper's meta table. */
+static int rh_is_profile_db(const char *path)
+{
+    char magic[16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    ssize_t k = pread(fd, magic, sizeof magic, 0);
+    close(fd);
+    if (k != (ssize_t)sizeof magic || memcmp(magic, "SQLite format 3", 16))
+        return 0;
+    sqlite3 *db = NULL;
+    int yes = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+              rh_table_exists(db, "meta") && rh_table_exists(db, "allocations");
+    sqlite3_close(db);
+    return yes;
+}
+
+int rh_list_newest(char *out, size_t n)
+{
+    const char *dirs[2];
+    int nd = rh_list_default_dirs(dirs);
+    char best[PATH_MAX] = "";
+    struct timespec bt = {0, 0};
+    for (int i = 0; i < nd; i++) {
+        DIR *d = opendir(dirs[i]);
+        if (!d)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[PATH_MAX];
+            struct stat sb;
+            snprintf(path, sizeof path, "%s/%s", dirs[i], e->d_name);
+            if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+                continue;
+            if (sb.st_mtim.tv_sec < bt.tv_sec ||
+                (sb.st_mtim.tv_sec == bt.tv_sec && sb.st_mtim.tv_nsec < bt.tv_nsec) ||
+                (sb.st_mtim.tv_sec == bt.tv_sec && sb.st_mtim.tv_nsec == bt.tv_nsec && best[0] &&
+                 strcmp(path, best) > 0))
+                continue; /* not newer (ties: the first name) */
+            struct rh_prof_row row;
+            int ok = 0;
+            if (rh_list_one(dirs[i], path, &row))
+                ok = strncmp(row.state, "recording", 9) != 0;
+            else
+                ok = rh_is_profile_db(path);
+            if (ok) {
+                snprintf(best, sizeof best, "%s", path);
+                bt = sb.st_mtim;
+            }
+        }
+        closedir(d);
+    }
+    if (!best[0]) {
+        fprintf(stderr,
+                "rheaper: view: no profile in %s%s%s (a profile database or a rip file not being"
+                " recorded); name one: rheaper view PROFILE\n",
+                dirs[0], nd > 1 ? " or " : "", nd > 1 ? dirs[1] : "");
+        return -1;
+    }
+    snprintf(out, n, "%s", best);
+    return 0;
+}
+
 int rh_cmd_list(int argc, char **argv)
 {
     const char *dirs[64];
@@ -258,13 +337,8 @@ int rh_cmd_list(int argc, char **argv)
         } else if (nd < 64)
             dirs[nd++] = argv[i];
     }
-    if (!nd) {
-        dirs[nd++] = ".";
-        const char *env = getenv("RHEAPER_PROFILE_DIR");
-        char a[PATH_MAX], b[PATH_MAX];
-        if (env && *env && !(realpath(env, a) && realpath(".", b) && !strcmp(a, b)))
-            dirs[nd++] = env;
-    }
+    if (!nd)
+        nd = rh_list_default_dirs(dirs);
     struct rh_prof_row *rows = NULL;
     size_t n = 0, cap = 0;
     int rc = 0;

@@ -264,6 +264,9 @@ int64_t rh_cpu_hz(sqlite3 *db);
  * (samples / cpu_hz), and stack_col (SQL over bt, NULL: none) last; n rows.
  * NULL after one line. */
 sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col);
+/* rh_cpu_top_stmt without the rows whose share of the samples in scope is
+ * below min_percent (`top cpu --threshold PCT`; 0: every row). */
+sqlite3_stmt *rh_cpu_top_stmt_min(sqlite3 *db, int n, double min_percent, const char *stack_col);
 
 /* ---- rh_query_params.c: bytehound's filter parameters (URLs) ------------ */
 
