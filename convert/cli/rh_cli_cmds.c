@@ -549,12 +549,11 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
            s->alloc_blocks ? 100.0 * s->temporary_blocks / s->alloc_blocks : 0.0);
     /* Calls that re-entered the runtime (signal handlers) and passed
      * through unrecorded; one line, only when there were any */
-    sqlite3_stmt *re = rh_sql_prepare(db, "SELECT value FROM meta WHERE key = 'reentered_unrecorded'");
-    if (re && sqlite3_step(re) == SQLITE_ROW && sqlite3_column_int64(re, 0) > 0)
+    int64_t reentered = rh_meta_int(db, "reentered_unrecorded", 0);
+    if (reentered > 0)
         printf("unrecorded     %lld calls re-entered the allocator (signal handlers) and were "
                "not recorded\n",
-               (long long)sqlite3_column_int64(re, 0));
-    sqlite3_finalize(re);
+               (long long)reentered);
     if (cpu_hz) { /* CPU sampling: one CPU line, its top site as `top cpu` ranks it */
         int64_t n = rh_cpu_total(db);
         printf("cpu            %lld samples at %lld Hz (%.3f s of CPU), %lld dropped", (long long)n,

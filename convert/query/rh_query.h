@@ -60,9 +60,11 @@ int rh_sql_exec(sqlite3 *db, const char *sql);
 sqlite3_stmt *rh_sql_prepare(sqlite3 *db, const char *sql);
 /* 1 when the main database has a table or view `name`, else 0. */
 int rh_table_exists(sqlite3 *db, const char *name);
-/* The meta value of key as an integer (def when absent, NULL or on error),
- * or as text into buf (n bytes; returns buf, or NULL when absent). */
+/* The one accessor of the meta table: the value of key as an integer or a
+ * real (def when absent, NULL or on error), or as text into buf (n bytes;
+ * returns buf, or NULL when absent). */
 int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def);
+double rh_meta_double(sqlite3 *db, const char *key, double def);
 const char *rh_meta_text(sqlite3 *db, const char *key, char *buf, size_t n);
 
 /* ---- rh_query_sites.c: call sites and the leak score -------------------- */
@@ -115,6 +117,24 @@ void rh_filter_init(struct rh_filter *f);
  * *i) and returns 1; returns 0 for other arguments and -1 after printing one
  * line for a bad value. */
 int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
+
+/* The one parser of lifetimes and intervals (--lifetime MIN..MAX, the URL's
+ * lifetime_min/max and group_interval_*): the first len characters of s as a
+ * sum of terms NUMBER UNIT, units h, m, s, ms, us, ns (case-insensitive),
+ * NUMBER possibly fractional; a last term without a unit is seconds
+ * ("250ms", "1.5s", "4h3m2s", "90"). Returns 0 with *ns set, or -1. */
+int rh_parse_interval(const char *s, size_t len, int64_t *ns);
+/* The run's duration in ns, the one every percent bound is a share of:
+ * meta duration_ns, else the last allocation's or free's time. */
+int64_t rh_filter_duration(sqlite3 *db);
+/* The one place --from/--to (and the URL's from/to) become nanoseconds
+ * since the start: seconds, or a percent of dur (rh_filter_duration).
+ * -1 for an unset bound. */
+void rh_filter_window_ns(const struct rh_filter *f, int64_t dur, int64_t *from_ns,
+                         int64_t *to_ns);
+/* rh_filter_window_ns against db's duration (read only when a bound is a
+ * percent). */
+void rh_filter_window(sqlite3 *db, const struct rh_filter *f, int64_t *from_ns, int64_t *to_ns);
 
 /* Builds the scope every command reads, from f (docs/design.md,
  * "How the commands answer"). This is the contract other readers (the server, the

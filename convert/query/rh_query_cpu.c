@@ -84,12 +84,12 @@ int rh_cpu_scope(sqlite3 *db, const struct rh_filter *f)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "cpu");
-    int64_t dur = rh_meta_int(db, "duration_ns", 0);
-    if (f->from >= 0)
-        sqlite3_bind_int64(st, 1,
-                           llround(f->from_pct ? f->from / 100.0 * (double)dur : f->from * 1e9));
-    if (f->to >= 0)
-        sqlite3_bind_int64(st, 2, llround(f->to_pct ? f->to / 100.0 * (double)dur : f->to * 1e9));
+    int64_t from, to;
+    rh_filter_window(db, f, &from, &to);
+    if (from >= 0)
+        sqlite3_bind_int64(st, 1, from);
+    if (to >= 0)
+        sqlite3_bind_int64(st, 2, to);
     if (f->thread)
         sqlite3_bind_text(st, 3, f->thread, -1, SQLITE_STATIC);
     for (int k = 0; k < nb; k++)

@@ -205,6 +205,16 @@ int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def)
     return v;
 }
 
+double rh_meta_double(sqlite3 *db, const char *key, double def)
+{
+    sqlite3_stmt *st = rh_meta_row(db, key);
+    if (!st)
+        return def;
+    double v = sqlite3_column_double(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
 const char *rh_meta_text(sqlite3 *db, const char *key, char *buf, size_t n)
 {
     sqlite3_stmt *st = rh_meta_row(db, key);
