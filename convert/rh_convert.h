@@ -640,6 +640,21 @@ RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
  * is the run's length as meta records it. Called before the rows of blocks
  * still live, which rh_agg_row() then scores into the leak curve. */
 RH_HIDDEN void rh_agg_end(struct rh_agg *a, int64_t duration_ns);
+/* The tables the aggregates are stored in, and their rows' columns
+ * (docs/sql.md): stack_stats (12), thread_stats (9), timeline (6),
+ * leak_curve (6). timeline_stacks is read with rh_agg_tl_next. */
+enum rh_agg_table { RH_AGG_T_STACKS, RH_AGG_T_THREADS, RH_AGG_T_TIMELINE, RH_AGG_T_LEAKS };
+/* Receives one row v[0..n-1] of table t (si: the stack index of a
+ * stack_stats or leak_curve row). Returns 0, or -1 to stop. */
+typedef int (*rh_agg_emit_fn)(void *ctx, enum rh_agg_table t, uint32_t si, const int64_t *v,
+                              int n);
+/* The one serialisation of the aggregates: every row of stack_stats,
+ * thread_stats, timeline (when a->tl_ok) and leak_curve, in that order, as
+ * the converter stores them (rh_db_agg.c) and the filtered pass stores a
+ * scope's (rh_query_pass.c), each passed to emit. ids: the stack id of each
+ * stack index (NULL: the rip's, a->r->stacks[i].id). Sorts a's leak rows.
+ * Returns 0, or -1 when emit did. */
+RH_HIDDEN int rh_agg_rows(struct rh_agg *a, const int64_t *ids, rh_agg_emit_fn emit, void *ctx);
 /* Leak-curve bucket of an allocation at t: as `rheaper leaks` computes it
  * in SQL, min(nb - 1, CAST(t * 1.0 * nb / duration AS INTEGER)). */
 RH_HIDDEN int rh_leak_bucket(int64_t t, int nb, int64_t duration);
