@@ -166,16 +166,17 @@ int rh_cmd_convert(int argc, char **argv)
 /* ---- run ---------------------------------------------------------------------- */
 
 /* The pid in the header of the rip file at path, or -1 when it is not one
- * (too short, another magic). */
+ * (rh_rip_header_check refuses its header). */
 static long rh_rip_pid(const char *path)
 {
+    uint8_t b[RIP_HEADER_SIZE];
     struct rip_file_header h;
     FILE *f = fopen(path, "rb");
     if (!f)
         return -1;
-    size_t n = fread(&h, 1, sizeof h, f);
+    size_t n = fread(b, 1, sizeof b, f);
     fclose(f);
-    if (n != sizeof h || memcmp(h.magic, RIP_MAGIC, sizeof h.magic) != 0)
+    if (rh_rip_header_check(b, n, &h, NULL))
         return -1;
     return (long)h.pid;
 }

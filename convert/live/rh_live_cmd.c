@@ -44,10 +44,11 @@ static int rh_is_rip_of(const char *path, int pid)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
+    uint8_t b[RIP_HEADER_SIZE];
     struct rip_file_header h;
-    ssize_t n = pread(fd, &h, sizeof h, 0);
+    ssize_t n = pread(fd, b, sizeof b, 0);
     close(fd);
-    return n == (ssize_t)sizeof h && !memcmp(h.magic, RIP_MAGIC, 8) &&
+    return n > 0 && !rh_rip_header_check(b, (size_t)n, &h, NULL) &&
            (!pid || h.pid == (uint32_t)pid);
 }
 
