@@ -365,32 +365,6 @@ static int64_t rh_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def)
     return v;
 }
 
-/* Duration of the run from meta, in ns (0 when unknown). */
-int64_t rh_filter_duration(sqlite3 *db)
-{
-    int64_t d = rh_meta_int(db, "duration_ns", 0);
-    if (d <= 0)
-        d = rh_int(db,
-                   "SELECT max(max(alloc_after), coalesce(max(dealloc_after), 0)) FROM allocations",
-                   0, 0);
-    return d;
-}
-
-void rh_filter_window_ns(const struct rh_filter *f, int64_t dur, int64_t *from_ns,
-                         int64_t *to_ns)
-{
-    *from_ns = f->from < 0 ? -1
-                           : (int64_t)llround(f->from_pct ? f->from / 100.0 * (double)dur
-                                                          : f->from * 1e9);
-    *to_ns = f->to < 0 ? -1
-                       : (int64_t)llround(f->to_pct ? f->to / 100.0 * (double)dur : f->to * 1e9);
-}
-
-void rh_filter_window(sqlite3 *db, const struct rh_filter *f, int64_t *from_ns, int64_t *to_ns)
-{
-    int64_t dur = f->from_pct || f->to_pct ? rh_filter_duration(db) : 0;
-    rh_filter_window_ns(f, dur, from_ns, to_ns);
-}
 
 /* The smallest row id whose alloc_after is >= t (or > t when strict), or one
  * past the last id: a binary search over the ids, which follow allocation
@@ -810,44 +784,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     return 0;
 }
 
-int rh_scope_get(sqlite3 *db, struct rh_scope *sc)
-{
-    memset(sc, 0, sizeof *sc);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT rows, peak_bytes, peak_blocks, peak_time, span, timeline"
-                           " FROM temp.scope",
-                           -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "scope");
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        sc->rows = sqlite3_column_int(st, 0);
-        sc->peak_bytes = sqlite3_column_int64(st, 1);
-        sc->peak_blocks = sqlite3_column_int64(st, 2);
-        sc->peak_time = sqlite3_column_int64(st, 3);
-        sc->span = sqlite3_column_int64(st, 4);
-        sc->timeline = sqlite3_column_int(st, 5);
-    }
-    sqlite3_finalize(st);
-    return 0;
-}
 
-int rh_sample_params(sqlite3 *db, double *rate, int64_t *bytes)
-{
-    int mode = 0;
-    *rate = 0;
-    *bytes = 0;
-    char m[32];
-    if (!rh_meta_text(db, "sample_mode", m, sizeof m))
-        return 0; /* no sampling (or no meta): a full profile */
-    *rate = rh_meta_double(db, "sample_rate", 0);
-    *bytes = rh_meta_int(db, "sample_bytes", 0);
-    if (!strcmp(m, "rate") && *rate > 0)
-        mode = RIP_SAMPLE_RATE;
-    else if (!strcmp(m, "bytes") && *bytes > 0)
-        mode = rh_meta_int(db, "sample_big_always", 0) == 1 ? RIP_SAMPLE_BYTES_BIG
-                                                              : RIP_SAMPLE_BYTES;
-    return mode;
-}
 
 int rh_sample_notice(sqlite3 *db)
 {
