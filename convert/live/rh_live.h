@@ -88,11 +88,21 @@ struct rh_lv_site *rh_lv_site_add(struct rh_lv_model *m, const char *label, cons
 int rh_lv_point_add(struct rh_lv_model *m, int64_t t, int64_t bytes);
 /* Appends an RSS sample (bytes at t ns). Returns 0 or -1 on out of memory. */
 int rh_lv_rss_add(struct rh_lv_model *m, int64_t t, int64_t bytes);
-/* The sites one view lists, sorted, as a malloc'd array (*n its length;
- * NULL on out of memory): cpu 0, the heap's (sites that allocated) by live
- * bytes; cpu 1, the CPU view's (functions with samples) by samples; ties by
- * label. The --once table and JSON list them in this order. */
-const struct rh_lv_site **rh_lv_sites_sorted(const struct rh_lv_model *m, int cpu, size_t *n);
+/* The orders of the sites: figures descending, ties (and NAME) by label. */
+enum rh_lv_sort {
+    RH_LV_BY_LIVE,
+    RH_LV_BY_ALLOCATED,
+    RH_LV_BY_COUNT,
+    RH_LV_BY_FREED,
+    RH_LV_BY_NAME,
+    RH_LV_BY_SAMPLES
+};
+/* The sites one view lists, sorted `by`, as a malloc'd array (*n its length;
+ * NULL on out of memory): cpu 0, the heap's (sites that allocated); cpu 1,
+ * the CPU view's (functions with samples). The UI's sorts, the --once table
+ * and the JSON (heap by live bytes, CPU by samples) all sort here. */
+const struct rh_lv_site **rh_lv_sites_sorted(const struct rh_lv_model *m, int cpu,
+                                             enum rh_lv_sort by, size_t *n);
 /* Writes m as one JSON object (`rheaper live --once --json`): totals, the
  * heap's "sites" and the "cpu" functions apart, each in rh_lv_sites_sorted's
  * order, threads, the timeline and RSS. */

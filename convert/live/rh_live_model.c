@@ -75,26 +75,42 @@ int rh_lv_rss_add(struct rh_lv_model *m, int64_t t, int64_t bytes)
     return 0;
 }
 
+static int rh_sort_by; /* qsort has no context argument: enum rh_lv_sort */
 
-static int rh_heap_cmp(const void *a, const void *b)
+static int rh_cmp64(int64_t a, int64_t b)
 {
-    const struct rh_lv_site *x = *(const struct rh_lv_site *const *)a;
-    const struct rh_lv_site *y = *(const struct rh_lv_site *const *)b;
-    if (x->live_bytes != y->live_bytes)
-        return x->live_bytes > y->live_bytes ? -1 : 1;
-    return strcmp(x->label, y->label);
+    return a > b ? -1 : a < b;
 }
 
-static int rh_cpu_cmp(const void *a, const void *b)
+static int rh_site_cmp(const void *pa, const void *pb)
 {
-    const struct rh_lv_site *x = *(const struct rh_lv_site *const *)a;
-    const struct rh_lv_site *y = *(const struct rh_lv_site *const *)b;
-    if (x->cpu_samples != y->cpu_samples)
-        return x->cpu_samples > y->cpu_samples ? -1 : 1;
-    return strcmp(x->label, y->label);
+    const struct rh_lv_site *a = *(const struct rh_lv_site *const *)pa;
+    const struct rh_lv_site *b = *(const struct rh_lv_site *const *)pb;
+    int c = 0;
+    switch (rh_sort_by) {
+    case RH_LV_BY_LIVE:
+        c = rh_cmp64(a->live_bytes, b->live_bytes);
+        break;
+    case RH_LV_BY_ALLOCATED:
+        c = rh_cmp64(a->alloc_bytes, b->alloc_bytes);
+        break;
+    case RH_LV_BY_COUNT:
+        c = rh_cmp64(a->alloc_blocks, b->alloc_blocks);
+        break;
+    case RH_LV_BY_FREED:
+        c = rh_cmp64(a->freed_bytes, b->freed_bytes);
+        break;
+    case RH_LV_BY_SAMPLES:
+        c = rh_cmp64(a->cpu_samples, b->cpu_samples);
+        break;
+    default: /* RH_LV_BY_NAME */
+        break;
+    }
+    return c ? c : strcmp(a->label, b->label);
 }
 
-const struct rh_lv_site **rh_lv_sites_sorted(const struct rh_lv_model *m, int cpu, size_t *n)
+const struct rh_lv_site **rh_lv_sites_sorted(const struct rh_lv_model *m, int cpu,
+                                             enum rh_lv_sort by, size_t *n)
 {
     const struct rh_lv_site **v = malloc((m->nsites ? m->nsites : 1) * sizeof *v);
     *n = 0;
@@ -103,7 +119,8 @@ const struct rh_lv_site **rh_lv_sites_sorted(const struct rh_lv_model *m, int cp
     for (size_t i = 0; i < m->nsites; i++)
         if (cpu ? m->sites[i].cpu_samples > 0 : m->sites[i].alloc_blocks > 0)
             v[(*n)++] = &m->sites[i];
-    qsort(v, *n, sizeof *v, cpu ? rh_cpu_cmp : rh_heap_cmp);
+    rh_sort_by = by;
+    qsort(v, *n, sizeof *v, rh_site_cmp);
     return v;
 }
 
@@ -129,7 +146,7 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
     rh_json_string(out, m->skipped);
     fprintf(out, ",\n \"sites\": [");
     size_t n;
-    const struct rh_lv_site **order = rh_lv_sites_sorted(m, 0, &n);
+    const struct rh_lv_site **order = rh_lv_sites_sorted(m, 0, RH_LV_BY_LIVE, &n);
     for (size_t i = 0; order && i < n; i++) {
         const struct rh_lv_site *s = order[i];
         fprintf(out, "%s\n  {\"site\": ", i ? "," : "");
@@ -148,7 +165,7 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
     }
     free(order);
     fprintf(out, "],\n \"cpu\": [");
-    order = rh_lv_sites_sorted(m, 1, &n);
+    order = rh_lv_sites_sorted(m, 1, RH_LV_BY_SAMPLES, &n);
     for (size_t i = 0; order && i < n; i++) {
         fprintf(out, "%s\n  {\"function\": ", i ? "," : "");
         rh_json_string(out, order[i]->label);
@@ -196,7 +213,7 @@ void rh_lv_model_text(const struct rh_lv_model *m, FILE *out)
             rh_human_bytes(m->freed_bytes, d, sizeof d), (long long)m->freed_blocks,
             (double)m->duration_ns / 1e9);
     size_t n;
-    const struct rh_lv_site **v = rh_lv_sites_sorted(m, 0, &n);
+    const struct rh_lv_site **v = rh_lv_sites_sorted(m, 0, RH_LV_BY_LIVE, &n);
     fprintf(out, "\nheap: %zu call sites by live bytes (bytes and blocks)\n", v ? n : 0);
     fprintf(out, "%14s %10s %14s %10s %14s %10s  %s\n", "LIVE", "BLOCKS", "ALLOCATED", "COUNT",
             "FREED", "COUNT", "CALL SITE");
@@ -206,7 +223,7 @@ void rh_lv_model_text(const struct rh_lv_model *m, FILE *out)
                 (long long)v[i]->alloc_blocks, (long long)v[i]->freed_bytes,
                 (long long)v[i]->freed_blocks, v[i]->label);
     free(v);
-    v = rh_lv_sites_sorted(m, 1, &n);
+    v = rh_lv_sites_sorted(m, 1, RH_LV_BY_SAMPLES, &n);
     if (!m->cpu_total) {
         fprintf(out, "\ncpu: no CPU samples in this profile\n");
     } else {

@@ -34,7 +34,7 @@ enum { RH_V_CPU = 1, RH_V_HEAP, RH_V_CHART, RH_V_THREADS };
 struct rh_ui {
     struct rh_lv_model *m;
     int view;
-    int back;  /* the view `c` returns to from the chart */
+    int back; /* the view `c` returns to from the chart */
     int sel[5], top[5], sort[5];
     regex_t re;
     int have_re;
@@ -80,33 +80,6 @@ static int rh_cmp64(int64_t a, int64_t b)
     return a > b ? -1 : a < b;
 }
 
-static int rh_site_cmp(const void *pa, const void *pb)
-{
-    const struct rh_lv_site *a = *(const struct rh_lv_site *const *)pa;
-    const struct rh_lv_site *b = *(const struct rh_lv_site *const *)pb;
-    int c = 0;
-    switch (rh_sort_key) {
-    case 0:
-        c = rh_cmp64(a->live_bytes, b->live_bytes);
-        break;
-    case 1:
-        c = rh_cmp64(a->alloc_bytes, b->alloc_bytes);
-        break;
-    case 2:
-        c = rh_cmp64(a->alloc_blocks, b->alloc_blocks);
-        break;
-    case 3:
-        c = rh_cmp64(a->freed_bytes, b->freed_bytes);
-        break;
-    case 10:
-        c = rh_cmp64(a->cpu_samples, b->cpu_samples);
-        break;
-    default:
-        break;
-    }
-    return c ? c : strcmp(a->label, b->label);
-}
-
 static int rh_thread_cmp(const void *pa, const void *pb)
 {
     const struct rh_lv_thread *a = *(const struct rh_lv_thread *const *)pa;
@@ -129,25 +102,15 @@ static int rh_thread_cmp(const void *pa, const void *pb)
 }
 
 /* The sites the view lists (heap: those that allocated; CPU: those with
- * samples; the source already applied the filter), sorted. Returns a malloc'd array, *n its length. */
+ * samples; the source already applied the filter), in the view's sort
+ * (rh_lv_sites_sorted). Returns a malloc'd array, *n its length. */
 static const struct rh_lv_site **rh_sites(struct rh_ui *u, int cpu, size_t *n)
 {
-    const struct rh_lv_model *m = u->m;
-    const struct rh_lv_site **v = malloc((m->nsites ? m->nsites : 1) * sizeof *v);
-    *n = 0;
-    if (!v)
-        return NULL;
-    for (size_t i = 0; i < m->nsites; i++) {
-        const struct rh_lv_site *s = &m->sites[i];
-        if (cpu ? !s->cpu_samples : !s->alloc_blocks)
-            continue;
-        v[(*n)++] = s;
-    }
-    rh_sort_key = cpu ? (u->sort[RH_V_CPU] == 0 ? 10 : 99) : u->sort[RH_V_HEAP];
-    if (rh_sort_key == 4)
-        rh_sort_key = 99;
-    qsort(v, *n, sizeof *v, rh_site_cmp);
-    return v;
+    static const enum rh_lv_sort heap[] = {RH_LV_BY_LIVE, RH_LV_BY_ALLOCATED, RH_LV_BY_COUNT,
+                                           RH_LV_BY_FREED, RH_LV_BY_NAME};
+    static const enum rh_lv_sort cpus[] = {RH_LV_BY_SAMPLES, RH_LV_BY_NAME};
+    return rh_lv_sites_sorted(u->m, cpu, cpu ? cpus[u->sort[RH_V_CPU]] : heap[u->sort[RH_V_HEAP]],
+                              n);
 }
 
 /* ---- drawing ---------------------------------------------------------------- */
@@ -361,11 +324,11 @@ static void rh_draw_heap(struct rh_ui *u)
             if (!show[i])
                 continue;
             if (i == 1 || i == 3) /* block counts */
-                len += (size_t)snprintf(line + len, sizeof line - len, "%*lld ",
-                                        rh_heap_cols[i].w, (long long)fig[i]);
+                len += (size_t)snprintf(line + len, sizeof line - len, "%*lld ", rh_heap_cols[i].w,
+                                        (long long)fig[i]);
             else
-                len += (size_t)snprintf(line + len, sizeof line - len, "%*s ",
-                                        rh_heap_cols[i].w, rh_hb(fig[i], a, sizeof a));
+                len += (size_t)snprintf(line + len, sizeof line - len, "%*s ", rh_heap_cols[i].w,
+                                        rh_hb(fig[i], a, sizeof a));
         }
         rh_put(y0 + r, 0, COLS, line);
         int x = (int)len + 1;

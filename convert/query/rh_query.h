@@ -58,6 +58,12 @@ int rh_sql_fail(sqlite3 *db, const char *what);
 int rh_sql_exec(sqlite3 *db, const char *sql);
 /* Prepares sql; NULL after the same one line. */
 sqlite3_stmt *rh_sql_prepare(sqlite3 *db, const char *sql);
+/* The integer of a one-value query sql (?1 bound to arg when sql has a
+ * parameter); def when it fails, has no row or gives NULL. */
+int64_t rh_sql_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def);
+/* Drops the TEMP table or view `name` if there is one. Returns 0, or -1
+ * after one line. */
+int rh_temp_drop(sqlite3 *db, const char *name);
 /* 1 when the main database has a table or view `name`, else 0. */
 int rh_table_exists(sqlite3 *db, const char *name);
 /* The one accessor of the meta table: the value of key as an integer or a

@@ -206,6 +206,38 @@ int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def)
     return v;
 }
 
+int64_t rh_sql_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = def;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_bind_parameter_count(st) >= 1)
+            sqlite3_bind_int64(st, 1, arg);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+            v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+int rh_temp_drop(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    char type[16] = "";
+    if (sqlite3_prepare_v2(db, "SELECT type FROM temp.sqlite_master WHERE name = ?1", -1, &st,
+                           NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "drop");
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(type, sizeof type, "%s", sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (strcmp(type, "table") && strcmp(type, "view"))
+        return 0;
+    char sql[128];
+    snprintf(sql, sizeof sql, "DROP %s temp.%s", type, name);
+    return rh_sql_exec(db, sql);
+}
+
 double rh_meta_double(sqlite3 *db, const char *key, double def)
 {
     sqlite3_stmt *st = rh_meta_row(db, key);
@@ -322,25 +354,14 @@ int rh_summary_compute(sqlite3 *db, struct rh_summary *s)
  * (read by the filter, the filtered pass and the CPU scope, which call each
  * other only downwards, to here) */
 
-/* A one-value query's integer (0 when it has no row or NULL). */
-static int64_t rh_db_int(sqlite3 *db, const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 /* Duration of the run from meta, in ns (0 when unknown). */
 int64_t rh_filter_duration(sqlite3 *db)
 {
     int64_t d = rh_meta_int(db, "duration_ns", 0);
     if (d <= 0)
-        d = rh_db_int(db, "SELECT max(max(alloc_after), coalesce(max(dealloc_after), 0))"
-                          " FROM allocations");
+        d = rh_sql_int(db, "SELECT max(max(alloc_after), coalesce(max(dealloc_after), 0))"
+                           " FROM allocations",
+                       0, 0);
     return d;
 }
 

@@ -349,30 +349,13 @@ static void rh_bind_text(struct rh_binds *b, const char *v)
     b->s[b->n++] = v;
 }
 
-/* One integer from a one-row query with up to one bound integer (?1), or def
- * when there is no row, the value is NULL or the query fails. */
-static int64_t rh_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = def;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_bind_parameter_count(st) >= 1)
-            sqlite3_bind_int64(st, 1, arg);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-            v = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return v;
-}
-
-
 /* The smallest row id whose alloc_after is >= t (or > t when strict), or one
  * past the last id: a binary search over the ids, which follow allocation
  * order (meta ids_time_ordered), so no index on time is needed. */
 static int64_t rh_id_at(sqlite3 *db, int64_t t, int strict)
 {
-    int64_t lo = rh_int(db, "SELECT min(id) FROM allocations", 0, 1);
-    int64_t hi = rh_int(db, "SELECT max(id) FROM allocations", 0, 0) + 1;
+    int64_t lo = rh_sql_int(db, "SELECT min(id) FROM allocations", 0, 1);
+    int64_t hi = rh_sql_int(db, "SELECT max(id) FROM allocations", 0, 0) + 1;
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT id, alloc_after FROM allocations WHERE id >= ?1 ORDER BY id"
                                " LIMIT 1", -1, &st, NULL) != SQLITE_OK)
@@ -393,25 +376,6 @@ static int64_t rh_id_at(sqlite3 *db, int64_t t, int strict)
     }
     sqlite3_finalize(st);
     return lo;
-}
-
-/* Drops the TEMP table or view `name` if there is one. Returns 0 or -1. */
-static int rh_drop_temp(sqlite3 *db, const char *name)
-{
-    sqlite3_stmt *st = NULL;
-    char type[16] = "";
-    if (sqlite3_prepare_v2(db, "SELECT type FROM temp.sqlite_master WHERE name = ?1", -1, &st,
-                           NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "filter");
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(type, sizeof type, "%s", sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    if (strcmp(type, "table") && strcmp(type, "view"))
-        return 0;
-    char sql[128];
-    snprintf(sql, sizeof sql, "DROP %s temp.%s", type, name);
-    return rh_sql_exec(db, sql);
 }
 
 /* Runs sql (one statement) with the text values of b bound from ?1 on.
@@ -723,7 +687,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     static const char *const temps[] = {"sel",  "sstat", "ssize", "tstat", "stl",   "stls", "slc",
                                         "scope", "selbt", "selth", "selp", NULL};
     for (int k = 0; temps[k]; k++)
-        if (rh_drop_temp(db, temps[k]))
+        if (rh_temp_drop(db, temps[k]))
             return -1;
     if (rows) {
         struct rh_pass_result res;

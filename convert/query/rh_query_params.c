@@ -276,44 +276,16 @@ int rh_qfilter_group(const struct rh_qfilter *q)
            q->gleak_min >= 0 || q->gleak_max >= 0;
 }
 
-static int64_t rh_qf_int(sqlite3 *db, const char *sql, int64_t def)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = def;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
-/* Drops the TEMP table or view `name` if there is one. 0 or -1. */
-static int rh_qf_drop(sqlite3 *db, const char *name)
-{
-    sqlite3_stmt *st = NULL;
-    char sql[128] = "";
-    if (sqlite3_prepare_v2(db, "SELECT type FROM sqlite_temp_master WHERE name = ?1", -1, &st,
-                           NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        snprintf(sql, sizeof sql, "DROP %s temp.%s",
-                 strcmp((const char *)sqlite3_column_text(st, 0), "view") ? "TABLE" : "VIEW", name);
-    sqlite3_finalize(st);
-    return sql[0] ? rh_sql_exec(db, sql) : 0;
-}
-
 int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
 {
     /* A connection answers many requests (the server): drop the last scope's
      * sel, which may be a view, before rh_filter_apply() makes a new one. */
-    if (rh_qf_drop(db, "sel") || rh_qf_drop(db, "msel") || rh_filter_apply(db, &q->f))
+    if (rh_temp_drop(db, "sel") || rh_temp_drop(db, "msel") || rh_filter_apply(db, &q->f))
         return -1;
     if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.gall;"))
         return -1;
     /* gall: every group's figures over the whole profile (bytehound's "all") */
-    int agg = rh_qf_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'stack_stats'", 0) &&
-              rh_meta_int(db, "aggregates", 0) == 1;
+    int agg = rh_table_exists(db, "stack_stats") && rh_meta_int(db, "aggregates", 0) == 1;
     if (rh_sql_exec(db, agg ? "CREATE TEMP TABLE gall AS SELECT bt, count, bytes, leaked_blocks,"
                              " first_alloc, last_alloc FROM main.stack_stats"
                            : "CREATE TEMP TABLE gall AS SELECT bt, count(*) AS count,"
@@ -364,7 +336,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
         RH_W(" AND dealloc_after IS NULL AND bt IN (SELECT bt FROM gall WHERE leaked_blocks ="
              " count)");
     if (rh_qfilter_group(q)) {
-        int64_t total = rh_qf_int(db, "SELECT sum(count) FROM gall", 0);
+        int64_t total = rh_sql_int(db, "SELECT sum(count) FROM gall", 0, 0);
         RH_W(" AND bt IN (SELECT bt FROM gall WHERE 1");
         if (q->galloc_min >= 0)
             RH_W(" AND count >= %lld",
@@ -422,7 +394,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
              " FROM msel, (SELECT peak_time AS t FROM temp.scope) p GROUP BY bt;"
              "UPDATE temp.scope SET rows = 1, timeline = 0, leak_buckets = 0;",
              where);
-    if (rh_sql_exec(db, sql) || rh_qf_drop(db, "sel"))
+    if (rh_sql_exec(db, sql) || rh_temp_drop(db, "sel"))
         return -1;
     return rh_sql_exec(db, "CREATE TEMP VIEW sel AS SELECT * FROM msel");
 }
