@@ -113,10 +113,7 @@ sqlite3 *rh_query_open(const char *path)
     sqlite3_finalize(st2);
     st2 = NULL;
     if (ok)
-        ok = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format_version'", -1, &st2,
-                                NULL) == SQLITE_OK &&
-             sqlite3_step(st2) == SQLITE_ROW;
-    sqlite3_finalize(st2);
+        ok = rh_meta_int(db, "format_version", -1) >= 0;
     if (!ok) {
         fprintf(stderr, "rheaper: %s: is not a rheaper profile\n", path);
         sqlite3_close(db);
