@@ -504,3 +504,80 @@ int rh_agg_row(struct rh_agg *a, const struct rh_row *row)
     a->lk[a->nlk++] = (struct rh_agg_leak){row->stack_index, row->alloc_ns, size, nb};
     return 0;
 }
+
+/* ---- the rows of the aggregate tables ------------------------------------- */
+
+static int rh_agg_leak_cmp(const void *x, const void *y)
+{
+    const struct rh_agg_leak *a = x, *b = y;
+    if (a->si != b->si)
+        return a->si < b->si ? -1 : 1;
+    return a->t < b->t ? -1 : a->t > b->t;
+}
+
+int rh_agg_rows(struct rh_agg *a, const int64_t *ids, rh_agg_emit_fn emit, void *ctx)
+{
+#define RH_ID(i) (ids ? ids[i] : (int64_t)a->r->stacks[i].id)
+    for (size_t i = 0; i < a->nst; i++) {
+        const struct rh_agg_stack *s = &a->st[i];
+        if (!s->count)
+            continue;
+        /* block counts in 1/bscale units on a sampled profile */
+        int64_t v[12] = {RH_ID(i),
+                         rh_agg_blocks(a, s->count),
+                         s->bytes,
+                         rh_agg_blocks(a, s->freed_blocks),
+                         s->freed_bytes,
+                         rh_agg_blocks(a, s->leaked_blocks),
+                         s->leaked_bytes,
+                         rh_agg_blocks(a, s->peak_blocks),
+                         s->peak_bytes,
+                         rh_agg_blocks(a, s->temporary),
+                         s->first_ns,
+                         s->last_ns};
+        if (emit(ctx, RH_AGG_T_STACKS, (uint32_t)i, v, 12))
+            return -1;
+    }
+    for (size_t i = 0; i < a->nth; i++) {
+        const struct rh_agg_thread *t = &a->th[i];
+        int64_t v[9] = {(int64_t)i + 1,
+                        rh_agg_blocks(a, t->alloc_blocks),
+                        t->alloc_bytes,
+                        rh_agg_blocks(a, t->freed_blocks),
+                        t->freed_bytes,
+                        rh_agg_blocks(a, t->others_blocks),
+                        t->others_bytes,
+                        rh_agg_blocks(a, t->live_blocks),
+                        t->live_bytes};
+        if (emit(ctx, RH_AGG_T_THREADS, 0, v, 9))
+            return -1;
+    }
+    for (int c = 1; a->tl_ok && c <= RH_AGG_COLUMNS; c++) {
+        const struct rh_agg_col *k = &a->col[c];
+        int64_t v[6] = {c, (int64_t)((__int128)a->span * c / RH_AGG_COLUMNS), k->max_bytes,
+                        k->max_time, k->end_bytes, k->active};
+        if (emit(ctx, RH_AGG_T_TIMELINE, 0, v, 6))
+            return -1;
+    }
+    /* the leak curve: per stack, its never-freed blocks in time buckets */
+    const int nb = RH_AGG_LEAK_BUCKETS;
+    if (a->nlk > 1)
+        qsort(a->lk, a->nlk, sizeof *a->lk, rh_agg_leak_cmp);
+    for (size_t i = 0; i < a->nlk;) {
+        /* rows of one stack are sorted by time, so buckets come in order */
+        uint32_t si = a->lk[i].si;
+        int k = rh_leak_bucket(a->lk[i].t, nb, a->duration);
+        int64_t v[6] = {RH_ID(si), k, 0, 0, a->lk[i].t, a->lk[i].t};
+        while (i < a->nlk && a->lk[i].si == si && rh_leak_bucket(a->lk[i].t, nb, a->duration) == k) {
+            v[2] += a->lk[i].blocks;
+            v[3] += a->lk[i].size;
+            v[5] = a->lk[i].t;
+            i++;
+        }
+        v[2] = rh_agg_blocks(a, v[2]);
+        if (emit(ctx, RH_AGG_T_LEAKS, si, v, 6))
+            return -1;
+    }
+#undef RH_ID
+    return 0;
+}

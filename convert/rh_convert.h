@@ -316,6 +316,36 @@ static inline uint64_t rh_rip_chunk_stride(const struct rip_chunk_header *h)
            ~(uint64_t)(RIP_ALIGN - 1);
 }
 
+/* The checksum a file header of RIP_HEADER_SIZE bytes at b should carry (its
+ * crc field, bytes 72..75, counted as zero). */
+RH_HIDDEN uint32_t rh_rip_header_crc(const uint8_t *b);
+/* The one check of a file header's first n bytes that the readers share
+ * (the converter, the live follower, `view`, `list`, `collect`): NULL when b
+ * holds a whole header with the magic, a version this reader knows and the
+ * right header size, with *h filled and *crc_ok (when not NULL) set to
+ * whether its checksum matches; else what is wrong. */
+RH_HIDDEN const char *rh_rip_header_check(const uint8_t *b, size_t n, struct rip_file_header *h,
+                                          int *crc_ok);
+
+/* What `rheaper list` shows of a rip file, read from the file header, the
+ * chunk headers and the trailer without decoding a record. */
+struct rh_rip_scan {
+    struct rip_file_header hdr;
+    char exe[RIP_HDR_EXE_MAX + 1]; /* the executable's path at start */
+    uint8_t title[256];            /* the process title: the trailer's, else */
+    size_t title_len;              /* the command line at start (NUL-separated) */
+    int damaged;  /* an unknown version or header size, a chunk header that is
+                     not one, or a chunk past the end of the file */
+    int trailer;  /* a trailer was read: tr_* are set */
+    uint32_t end_reason;
+    uint64_t tr_events, tr_end_ns;
+    uint64_t last_calib_ns; /* the latest chunk calibration (ns) */
+    uint64_t chunk_events;  /* the events of the chunk headers */
+};
+/* Scans the rip file open on fd (size bytes) into s. Returns 0, or -1 when
+ * it is not a rip file (no whole header with the magic). */
+RH_HIDDEN int rh_rip_scan(int fd, uint64_t size, struct rh_rip_scan *s);
+
 /* The pieces of rh_rip_open_*() that a reader following a growing file
  * (convert/live/) calls itself, on r->base/r->size as far as they are
  * written: the file header (0 or -1 with r->err), one MODULES chunk (0, or -1
@@ -640,6 +670,21 @@ RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
  * is the run's length as meta records it. Called before the rows of blocks
  * still live, which rh_agg_row() then scores into the leak curve. */
 RH_HIDDEN void rh_agg_end(struct rh_agg *a, int64_t duration_ns);
+/* The tables the aggregates are stored in, and their rows' columns
+ * (docs/sql.md): stack_stats (12), thread_stats (9), timeline (6),
+ * leak_curve (6). timeline_stacks is read with rh_agg_tl_next. */
+enum rh_agg_table { RH_AGG_T_STACKS, RH_AGG_T_THREADS, RH_AGG_T_TIMELINE, RH_AGG_T_LEAKS };
+/* Receives one row v[0..n-1] of table t (si: the stack index of a
+ * stack_stats or leak_curve row). Returns 0, or -1 to stop. */
+typedef int (*rh_agg_emit_fn)(void *ctx, enum rh_agg_table t, uint32_t si, const int64_t *v,
+                              int n);
+/* The one serialisation of the aggregates: every row of stack_stats,
+ * thread_stats, timeline (when a->tl_ok) and leak_curve, in that order, as
+ * the converter stores them (rh_db_agg.c) and the filtered pass stores a
+ * scope's (rh_query_pass.c), each passed to emit. ids: the stack id of each
+ * stack index (NULL: the rip's, a->r->stacks[i].id). Sorts a's leak rows.
+ * Returns 0, or -1 when emit did. */
+RH_HIDDEN int rh_agg_rows(struct rh_agg *a, const int64_t *ids, rh_agg_emit_fn emit, void *ctx);
 /* Leak-curve bucket of an allocation at t: as `rheaper leaks` computes it
  * in SQL, min(nb - 1, CAST(t * 1.0 * nb / duration AS INTEGER)). */
 RH_HIDDEN int rh_leak_bucket(int64_t t, int nb, int64_t duration);

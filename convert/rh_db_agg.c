@@ -55,62 +55,35 @@ static int rh_aw_ins(struct rh_aw *w, sqlite3_stmt *st, const int64_t *v, int n)
     return rc == SQLITE_DONE ? 0 : rh_aw_fail(w, "aggregates");
 }
 
-static int rh_leak_cmp(const void *x, const void *y)
+/* The prepared INSERTs of the row tables, by enum rh_agg_table. */
+struct rh_aw_rows {
+    struct rh_aw *w;
+    sqlite3_stmt *st[4];
+};
+
+static int rh_aw_emit(void *ctx, enum rh_agg_table t, uint32_t si, const int64_t *v, int n)
 {
-    const struct rh_agg_leak *a = x, *b = y;
-    if (a->si != b->si)
-        return a->si < b->si ? -1 : 1;
-    return a->t < b->t ? -1 : a->t > b->t;
+    struct rh_aw_rows *r = ctx;
+    (void)si;
+    return rh_aw_ins(r->w, r->st[t], v, n);
 }
 
-static int rh_aw_stacks(struct rh_aw *w, struct rh_agg *a)
+/* stack_stats, thread_stats, timeline and leak_curve, from rh_agg_rows. */
+static int rh_aw_rows(struct rh_aw *w, struct rh_agg *a)
 {
-    sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO stack_stats VALUES(?,?,?,?,?,?,?,?,?,?,?,?)");
-    if (!st)
-        return -1;
+    static const char *const sql[4] = {
+        "INSERT INTO stack_stats VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO thread_stats VALUES(?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO timeline VALUES(?,?,?,?,?,?)", "INSERT INTO leak_curve VALUES(?,?,?,?,?,?)"};
+    struct rh_aw_rows r = {w, {NULL}};
     int rc = 0;
-    for (size_t i = 0; i < a->nst && !rc; i++) {
-        const struct rh_agg_stack *s = &a->st[i];
-        if (!s->count)
-            continue;
-        int64_t v[12] = {(int64_t)a->r->stacks[i].id,
-                         rh_agg_blocks(a, s->count),
-                         s->bytes,
-                         rh_agg_blocks(a, s->freed_blocks),
-                         s->freed_bytes,
-                         rh_agg_blocks(a, s->leaked_blocks),
-                         s->leaked_bytes,
-                         rh_agg_blocks(a, s->peak_blocks),
-                         s->peak_bytes,
-                         rh_agg_blocks(a, s->temporary),
-                         s->first_ns,
-                         s->last_ns};
-        rc = rh_aw_ins(w, st, v, 12);
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
-static int rh_aw_threads(struct rh_aw *w, struct rh_agg *a)
-{
-    sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO thread_stats VALUES(?,?,?,?,?,?,?,?,?)");
-    if (!st)
-        return -1;
-    int rc = 0;
-    for (size_t i = 0; i < a->nth && !rc; i++) {
-        const struct rh_agg_thread *t = &a->th[i];
-        int64_t v[9] = {(int64_t)i + 1,
-                        rh_agg_blocks(a, t->alloc_blocks),
-                        t->alloc_bytes,
-                        rh_agg_blocks(a, t->freed_blocks),
-                        t->freed_bytes,
-                        rh_agg_blocks(a, t->others_blocks),
-                        t->others_bytes,
-                        rh_agg_blocks(a, t->live_blocks),
-                        t->live_bytes};
-        rc = rh_aw_ins(w, st, v, 9);
-    }
-    sqlite3_finalize(st);
+    for (int i = 0; i < 4 && !rc; i++)
+        if (!(r.st[i] = rh_aw_prep(w, sql[i])))
+            rc = -1;
+    if (!rc)
+        rc = rh_agg_rows(a, NULL, rh_aw_emit, &r);
+    for (int i = 0; i < 4; i++)
+        sqlite3_finalize(r.st[i]);
     return rc;
 }
 
@@ -207,51 +180,6 @@ out:
     return rc;
 }
 
-static int rh_aw_timeline(struct rh_aw *w, struct rh_agg *a)
-{
-    if (!a->tl_ok)
-        return 0;
-    sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO timeline VALUES(?,?,?,?,?,?)");
-    int rc = st ? 0 : -1;
-    for (int c = 1; c <= RH_AGG_COLUMNS && !rc; c++) {
-        const struct rh_agg_col *k = &a->col[c];
-        int64_t v[6] = {c, (int64_t)((__int128)a->span * c / RH_AGG_COLUMNS), k->max_bytes,
-                        k->max_time, k->end_bytes, k->active};
-        rc = rh_aw_ins(w, st, v, 6);
-    }
-    sqlite3_finalize(st);
-    return rc ? rc : rh_aw_timeline_stacks(w, a);
-}
-
-static int rh_aw_leaks(struct rh_aw *w, struct rh_agg *a)
-{
-    const int nb = RH_AGG_LEAK_BUCKETS;
-    if (a->nlk > 1)
-        qsort(a->lk, a->nlk, sizeof *a->lk, rh_leak_cmp);
-    sqlite3_stmt *st = rh_aw_prep(w, "INSERT INTO leak_curve VALUES(?,?,?,?,?,?)");
-    if (!st)
-        return -1;
-    int rc = 0;
-    size_t i = 0;
-    while (i < a->nlk && !rc) {
-        /* rows of one stack are sorted by time, so buckets come in order */
-        uint32_t si = a->lk[i].si;
-        int k = rh_leak_bucket(a->lk[i].t, nb, a->duration);
-        int64_t v[6] = {(int64_t)a->r->stacks[si].id, k, 0, 0, a->lk[i].t, a->lk[i].t};
-        while (i < a->nlk && a->lk[i].si == si &&
-               rh_leak_bucket(a->lk[i].t, nb, a->duration) == k) {
-            v[2] += a->lk[i].blocks;
-            v[3] += a->lk[i].size;
-            v[5] = a->lk[i].t;
-            i++;
-        }
-        v[2] = rh_agg_blocks(a, v[2]);
-        rc = rh_aw_ins(w, st, v, 6);
-    }
-    sqlite3_finalize(st);
-    return rc;
-}
-
 /* CPU samples: cpu_stack_stats and cpu_thread_stats. */
 static int rh_aw_cpu(struct rh_aw *w, struct rh_agg *a)
 {
@@ -312,8 +240,8 @@ int rh_agg_write(struct rh_agg *a, void *db, char *err, size_t errlen)
         snprintf(err, errlen, "aggregates: out of memory");
         return -1;
     }
-    return rh_aw_stacks(&w, a) || rh_aw_threads(&w, a) || rh_aw_timeline(&w, a) ||
-                   rh_aw_leaks(&w, a) || rh_aw_cpu(&w, a) || rh_aw_meta(&w, a)
+    return rh_aw_rows(&w, a) || (a->tl_ok && rh_aw_timeline_stacks(&w, a)) || rh_aw_cpu(&w, a) ||
+                   rh_aw_meta(&w, a)
                ? -1
                : 0;
 }

@@ -227,6 +227,91 @@ static void rh_rip_quote_cmdline(struct rh_rip *r, const char *cmd, size_t cmd_l
 
 /* Validates and copies the file header. Fatal problems return -1 with r->err;
  * a checksum mismatch only warns (the fields are sanity-checked instead). */
+uint32_t rh_rip_header_crc(const uint8_t *b)
+{
+    uint8_t copy[RIP_HEADER_SIZE];
+    memcpy(copy, b, RIP_HEADER_SIZE);
+    memset(copy + 72, 0, 4);
+    return rip_crc32c(0, copy, RIP_HEADER_SIZE);
+}
+
+const char *rh_rip_header_check(const uint8_t *b, size_t n, struct rip_file_header *h,
+                                int *crc_ok)
+{
+    if (n < 8 || memcmp(b, RIP_MAGIC, 8) != 0)
+        return "not a rip file (bad magic)";
+    if (n < RIP_HEADER_SIZE)
+        return "file header cut short";
+    memcpy(h, b, sizeof *h);
+    if (h->version < RIP_VERSION_MIN || h->version > RIP_VERSION)
+        return "unsupported rip format version";
+    if (h->header_size != RIP_HEADER_SIZE)
+        return "bad header size";
+    if (crc_ok)
+        *crc_ok = rh_rip_header_crc(b) == h->crc;
+    return NULL;
+}
+
+int rh_rip_scan(int fd, uint64_t size, struct rh_rip_scan *s)
+{
+    uint8_t hb[RIP_HEADER_SIZE];
+    memset(s, 0, sizeof *s);
+    if (pread(fd, hb, sizeof hb, 0) != (ssize_t)sizeof hb || memcmp(hb, RIP_MAGIC, 8) != 0)
+        return -1;
+    struct rip_file_header *h = &s->hdr;
+    s->damaged = rh_rip_header_check(hb, sizeof hb, h, NULL) != NULL;
+    memcpy(h, hb, sizeof *h);
+    size_t el = h->exe_len < RIP_HDR_EXE_MAX ? h->exe_len : RIP_HDR_EXE_MAX;
+    memcpy(s->exe, hb + RIP_HDR_EXE_OFF, el);
+    s->exe[el] = 0;
+    /* the title until the trailer says better: the command line at start */
+    size_t cl = h->cmd_len < RIP_HDR_CMD_MAX ? h->cmd_len : RIP_HDR_CMD_MAX;
+    if (h->flags & RIP_HDR_F_ORIGIN && cl > RIP_HDR_CMD_MAX_ORIGIN)
+        cl = RIP_HDR_CMD_MAX_ORIGIN;
+    s->title_len = cl < sizeof s->title ? cl : sizeof s->title;
+    memcpy(s->title, hb + RIP_HDR_CMD_OFF, s->title_len);
+    uint64_t off = RIP_HEADER_SIZE;
+    while (!s->damaged && off + RIP_CHUNK_HDR_SIZE <= size) {
+        struct rip_chunk_header c;
+        if (pread(fd, &c, sizeof c, (off_t)off) != (ssize_t)sizeof c)
+            break;
+        static const struct rip_chunk_header zero;
+        if (!memcmp(&c, &zero, sizeof c))
+            break; /* reserved and not written (yet) */
+        if (rh_rip_chunk_check(&c) || off + RIP_CHUNK_HDR_SIZE + c.capacity > size) {
+            s->damaged = 1;
+            break;
+        }
+        if (c.calib_ns > s->last_calib_ns)
+            s->last_calib_ns = c.calib_ns;
+        if (c.type == RIP_CHUNK_TRAILER && c.used >= RIP_TRAILER_V1_SIZE) {
+            uint8_t t[RIP_TRAILER_SIZE] = {0};
+            size_t want = c.used < sizeof t ? c.used : sizeof t;
+            ssize_t k = pread(fd, t, want, (off_t)(off + RIP_CHUNK_HDR_SIZE));
+            if (k >= RIP_TRAILER_V1_SIZE) {
+                s->trailer = 1;
+                memcpy(&s->tr_events, t, 8);
+                memcpy(&s->tr_end_ns, t + 16, 8);
+                if (c.used >= RIP_TRAILER_END_REASON_OFF + 8 &&
+                    k >= RIP_TRAILER_END_REASON_OFF + 4)
+                    memcpy(&s->end_reason, t + RIP_TRAILER_END_REASON_OFF, 4);
+                if ((size_t)k >= RIP_TRAILER_TITLE_OFF + 24) { /* servers: the title */
+                    uint32_t tl;
+                    memcpy(&tl, t + RIP_TRAILER_TITLE_OFF, 4);
+                    size_t room = (size_t)k - (RIP_TRAILER_TITLE_OFF + 24);
+                    size_t l = tl < room ? tl : room;
+                    s->title_len = l < sizeof s->title ? l : sizeof s->title;
+                    memcpy(s->title, t + RIP_TRAILER_TITLE_OFF + 24, s->title_len);
+                }
+            }
+        } else if (c.type == RIP_CHUNK_EVENTS || c.type == RIP_CHUNK_SHARED) {
+            s->chunk_events += c.events;
+        }
+        off += rh_rip_chunk_stride(&c);
+    }
+    return 0;
+}
+
 int rh_rip_header(struct rh_rip *r)
 {
     if (r->size == 0)
@@ -246,10 +331,7 @@ int rh_rip_header(struct rh_rip *r)
         memcpy(&r->cpu_signal, r->base + RIP_HDR_CPU_SIG_OFF, 4);
     }
 
-    uint8_t copy[RIP_HEADER_SIZE];
-    memcpy(copy, r->base, RIP_HEADER_SIZE);
-    memset(copy + 72, 0, 4);
-    if (rip_crc32c(0, copy, RIP_HEADER_SIZE) != r->hdr.crc) {
+    if (rh_rip_header_crc(r->base) != r->hdr.crc) {
         rh_rip_warn(r, "file header checksum mismatch at offset 72; header fields may be wrong");
         r->damaged = 1;
     }

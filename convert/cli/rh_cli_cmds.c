@@ -30,13 +30,21 @@
 
 /* ---- arguments -------------------------------------------------------------- */
 
-enum { RH_OPT_BY = 1, RH_OPT_N = 2, RH_OPT_STACKS = 4, RH_OPT_BUCKETS = 8, RH_OPT_SQL = 16 };
+enum {
+    RH_OPT_BY = 1,
+    RH_OPT_N = 2,
+    RH_OPT_STACKS = 4,
+    RH_OPT_BUCKETS = 8,
+    RH_OPT_SQL = 16,
+    RH_OPT_THRESHOLD = 32
+};
 
 struct rh_args {
     const char *db, *sql, *by;
     struct rh_filter f;
     enum rh_fmt fmt;
     int n, stacks, buckets, filtered;
+    double threshold; /* --threshold PCT: rows below PCT % of the samples are left out */
 };
 
 /* Parses a command's argv: DB (and SQL for query), the shared filters, --json
@@ -93,6 +101,17 @@ static int rh_parse(int argc, char **argv, unsigned allow, struct rh_args *a)
                     return 2;
                 }
                 a->buckets = (int)v;
+            } else if ((allow & RH_OPT_THRESHOLD) && !strcmp(s, "--threshold") && i + 1 < argc) {
+                char *end;
+                double v = strtod(argv[++i], &end);
+                if (*end == '%')
+                    end++;
+                if (*end || end == argv[i] || !(v >= 0 && v <= 100)) {
+                    fprintf(stderr, "rheaper: %s: --threshold '%s': expected a percent 0..100\n",
+                            cmd, argv[i]);
+                    return 2;
+                }
+                a->threshold = v;
             } else if ((allow & RH_OPT_STACKS) && !strcmp(s, "--stacks")) {
                 a->stacks = 1;
             } else {
@@ -250,7 +269,8 @@ static int rh_top_cpu_list(sqlite3 *db, const struct rh_args *a, const struct rh
         fprintf(stderr, "rheaper: top cpu: %lld sampling periods were dropped by the runtime and"
                         " are in no figure (%lld samples kept)\n",
                 (long long)dropped, (long long)rh_cpu_total(db));
-    sqlite3_stmt *st = rh_cpu_top_stmt(db, a->n, a->stacks ? RH_STACK_OF("bt") " AS stack" : NULL);
+    sqlite3_stmt *st = rh_cpu_top_stmt_min(db, a->n, a->threshold,
+                                           a->stacks ? RH_STACK_OF("bt") " AS stack" : NULL);
     return st ? rh_print(st, a, NULL) : -1;
 }
 
@@ -261,7 +281,8 @@ int rh_cmd_top(int argc, char **argv)
         int cpu = !strcmp(argv[1], "cpu");
         argv[1] = argv[0];
         if (cpu)
-            return rh_listing(argc - 1, argv + 1, RH_OPT_N | RH_OPT_STACKS, rh_top_cpu_list);
+            return rh_listing(argc - 1, argv + 1, RH_OPT_N | RH_OPT_STACKS | RH_OPT_THRESHOLD,
+                              rh_top_cpu_list);
         argc--, argv++;
     }
     return rh_listing(argc, argv, RH_OPT_BY | RH_OPT_N | RH_OPT_STACKS, rh_top_list);
@@ -528,12 +549,11 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
            s->alloc_blocks ? 100.0 * s->temporary_blocks / s->alloc_blocks : 0.0);
     /* Calls that re-entered the runtime (signal handlers) and passed
      * through unrecorded; one line, only when there were any */
-    sqlite3_stmt *re = rh_sql_prepare(db, "SELECT value FROM meta WHERE key = 'reentered_unrecorded'");
-    if (re && sqlite3_step(re) == SQLITE_ROW && sqlite3_column_int64(re, 0) > 0)
+    int64_t reentered = rh_meta_int(db, "reentered_unrecorded", 0);
+    if (reentered > 0)
         printf("unrecorded     %lld calls re-entered the allocator (signal handlers) and were "
                "not recorded\n",
-               (long long)sqlite3_column_int64(re, 0));
-    sqlite3_finalize(re);
+               (long long)reentered);
     if (cpu_hz) { /* CPU sampling: one CPU line, its top site as `top cpu` ranks it */
         int64_t n = rh_cpu_total(db);
         printf("cpu            %lld samples at %lld Hz (%.3f s of CPU), %lld dropped", (long long)n,

@@ -300,27 +300,22 @@ static const char *rh_collect_step(struct rh_conn *c, const char *dir)
     }
     if (c->phase == CP_HEADER) {
         struct rip_file_header h;
-        memcpy(&h, c->buf, sizeof h);
-        if (memcmp(h.magic, RIP_MAGIC, 8) != 0)
-            return "bad rip header magic";
-        if (h.version < RIP_VERSION_MIN || h.version > RIP_VERSION ||
-            h.header_size != RIP_HEADER_SIZE) {
-            snprintf(why, sizeof why, "unsupported rip version %u or header size %u", h.version,
-                     h.header_size);
+        int crc_ok = 0;
+        const char *bad = rh_rip_header_check(c->buf, RIP_HEADER_SIZE, &h, &crc_ok);
+        if (bad) {
+            snprintf(why, sizeof why, "rip header: %s", bad);
             return why;
         }
+        if (!crc_ok)
+            return "rip header checksum mismatch";
         uint8_t copy[RIP_HEADER_SIZE];
         memcpy(copy, c->buf, RIP_HEADER_SIZE);
-        memset(copy + 72, 0, 4);
-        if (rip_crc32c(0, copy, RIP_HEADER_SIZE) != h.crc)
-            return "rip header checksum mismatch";
         c->pid = h.pid;
         /* the collector's own fields: streamed flag and the peer (FORMAT.md) */
         h.flags |= RIP_HDR_F_STREAMED;
         memcpy(copy, &h, sizeof h);
         memcpy(copy + RIP_HDR_PEER_OFF, c->peer6, 16);
-        memset(copy + 72, 0, 4);
-        uint32_t crc = rip_crc32c(0, copy, RIP_HEADER_SIZE);
+        uint32_t crc = rh_rip_header_crc(copy);
         memcpy(copy + 72, &crc, 4);
         c->file = rh_collect_create(c, dir);
         if (c->file < 0) {

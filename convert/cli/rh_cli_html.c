@@ -419,12 +419,8 @@ static char *rh_render(sqlite3 *db, int which)
 static void rh_report_title(sqlite3 *db, const struct rh_summary *s, char *buf, size_t n)
 {
     buf[0] = 0;
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'program'", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(buf, n, "%s", (const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
+    if (!rh_meta_text(db, "program", buf, n))
+        buf[0] = 0;
     if (!buf[0]) {
         snprintf(buf, n, "%s", s->program);
         buf[strcspn(buf, " ")] = 0;

@@ -46,13 +46,15 @@ static const char rh_usage[] =
     "                                          with RHEAPER_ENABLE=signal\n"
     "  live PID|RIP|-P NAME [--once [--json]]  watch a running program's heap\n"
     "                                          (terminal UI; keys in rheaper(1))\n"
-    "  view DB|RIP [--once [--json]]           a saved profile in the same UI\n"
+    "  view [DB|RIP] [--once [--json]]         a saved profile in the same UI\n"
+    "                                          (default: the most recent one)\n"
     "  list [DIR...] [--json]                  the profiles in DIR (default: . and\n"
     "                                          RHEAPER_PROFILE_DIR) and their state\n"
     "  summary DB                              totals, peak, leaks, top sites, threads\n"
     "  top DB [--by bytes|count|leaked|peak|temporary] [-n N] [--stacks]\n"
     "  top heap DB ...                         the same (plain top is the heap's)\n"
-    "  top cpu DB [-n N] [--stacks]            CPU samples by function and line\n"
+    "  top cpu DB [-n N] [--threshold PCT] [--stacks]\n"
+    "                                          CPU samples by function and line\n"
     "  leaks DB [-n N] [--buckets N] [--stacks]   never-freed blocks by call site,\n"
     "                                          steady growth first\n"
     "  peak DB [-n N] [--stacks]               call sites holding memory at the peak\n"
@@ -165,16 +167,17 @@ int rh_cmd_convert(int argc, char **argv)
 /* ---- run ---------------------------------------------------------------------- */
 
 /* The pid in the header of the rip file at path, or -1 when it is not one
- * (too short, another magic). */
+ * (rh_rip_header_check refuses its header). */
 static long rh_rip_pid(const char *path)
 {
+    uint8_t b[RIP_HEADER_SIZE];
     struct rip_file_header h;
     FILE *f = fopen(path, "rb");
     if (!f)
         return -1;
-    size_t n = fread(&h, 1, sizeof h, f);
+    size_t n = fread(b, 1, sizeof b, f);
     fclose(f);
-    if (n != sizeof h || memcmp(h.magic, RIP_MAGIC, sizeof h.magic) != 0)
+    if (rh_rip_header_check(b, n, &h, NULL))
         return -1;
     return (long)h.pid;
 }

@@ -487,11 +487,13 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
      * binary (its file name and build id head every report) */
     {
         sqlite3_stmt *pm = NULL;
+        char prog[4096];
         if (sqlite3_prepare_v2(db,
-                               "SELECT path FROM modules WHERE path = (SELECT value FROM meta"
-                               " WHERE key = 'program') UNION ALL SELECT path FROM"
+                               "SELECT path FROM modules WHERE path = ?1 UNION ALL SELECT path FROM"
                                " (SELECT path FROM modules ORDER BY id LIMIT 1)",
                                -1, &pm, NULL) == SQLITE_OK &&
+            sqlite3_bind_text(pm, 1, rh_meta_text(db, "program", prog, sizeof prog), -1,
+                              SQLITE_TRANSIENT) == SQLITE_OK &&
             sqlite3_step(pm) == SQLITE_ROW)
             rh_pp_mapping(&pp, (const char *)sqlite3_column_text(pm, 0));
         sqlite3_finalize(pm);
@@ -620,12 +622,7 @@ static int rh_pp_write(sqlite3 *db, FILE *out, void *ctx)
                  (long long)rh_cpu_total(db), (long long)hz, (long long)rh_cpu_dropped(db));
         cm[ncm++] = rh_pp_str(&pp, note);
     }
-    sqlite3_stmt *m = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT (SELECT value FROM meta WHERE key = 'duration_ns')", -1, &m,
-                           NULL) == SQLITE_OK &&
-        sqlite3_step(m) == SQLITE_ROW)
-        p.duration_nanos = sqlite3_column_int64(m, 0);
-    sqlite3_finalize(m);
+    p.duration_nanos = rh_meta_int(db, "duration_ns", 0);
     /* the memory beside the heap (rh_query_memory.c) */
     struct rh_memfig mf;
     if (heap && rh_memory_figures(db, &mf) == 0 && mf.samples) {
@@ -688,23 +685,19 @@ out:
     return rc;
 }
 
-/* Seconds (or N%) of --to as ns since the start, from meta duration_ns. */
+/* --to as ns since the start (rh_filter_window: seconds, or a percent of
+ * the run); -1 when unset. */
 static int64_t rh_pp_to_ns(const char *dbpath, const struct rh_filter *f)
 {
     if (f->to < 0)
         return -1;
-    if (!f->to_pct)
-        return llround(f->to * 1e9);
     sqlite3 *db = rh_query_open(dbpath);
-    int64_t dur = 0;
-    sqlite3_stmt *st = NULL;
-    if (db && sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'duration_ns'", -1, &st,
-                                 NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        dur = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    if (!db)
+        return -1;
+    int64_t from, to;
+    rh_filter_window(db, f, &from, &to);
     sqlite3_close(db);
-    return llround(f->to / 100.0 * (double)dur);
+    return to;
 }
 
 /* export's own flags after --pprof: --heap, --cpu, --at peak|end. */

@@ -88,8 +88,28 @@ struct rh_lv_site *rh_lv_site_add(struct rh_lv_model *m, const char *label, cons
 int rh_lv_point_add(struct rh_lv_model *m, int64_t t, int64_t bytes);
 /* Appends an RSS sample (bytes at t ns). Returns 0 or -1 on out of memory. */
 int rh_lv_rss_add(struct rh_lv_model *m, int64_t t, int64_t bytes);
-/* Writes m as one JSON object (`rheaper live --once --json`). */
+/* The orders of the sites: figures descending, ties (and NAME) by label. */
+enum rh_lv_sort {
+    RH_LV_BY_LIVE,
+    RH_LV_BY_ALLOCATED,
+    RH_LV_BY_COUNT,
+    RH_LV_BY_FREED,
+    RH_LV_BY_NAME,
+    RH_LV_BY_SAMPLES
+};
+/* The sites one view lists, sorted `by`, as a malloc'd array (*n its length;
+ * NULL on out of memory): cpu 0, the heap's (sites that allocated); cpu 1,
+ * the CPU view's (functions with samples). The UI's sorts, the --once table
+ * and the JSON (heap by live bytes, CPU by samples) all sort here. */
+const struct rh_lv_site **rh_lv_sites_sorted(const struct rh_lv_model *m, int cpu,
+                                             enum rh_lv_sort by, size_t *n);
+/* Writes m as one JSON object (`rheaper live --once --json`): totals, the
+ * heap's "sites" and the "cpu" functions apart, each in rh_lv_sites_sorted's
+ * order, threads, the timeline and RSS. */
 void rh_lv_model_json(const struct rh_lv_model *m, FILE *out);
+/* Writes m as text (`rheaper live --once`): a title and totals line, the
+ * heap's call sites under a header line, then the CPU functions apart. */
+void rh_lv_model_text(const struct rh_lv_model *m, FILE *out);
 
 /* ---- rh_live_follow.c: following a growing rip file ------------------------ */
 
@@ -145,6 +165,13 @@ int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh, void *ctx, int
 int rh_cmd_live(int argc, char **argv);
 int rh_cmd_view(int argc, char **argv);
 int rh_cmd_list(int argc, char **argv);
+/* The most recent profile for `rheaper view` without an argument: of the
+ * files in the directories `list` reads by default (the current directory
+ * and RHEAPER_PROFILE_DIR), the profile databases (SQLite files with
+ * rheaper's tables) and the rip files no process is recording, the one
+ * modified last (ties: the first name). Writes its path into out and returns
+ * 0, or -1 after one line on stderr when there is none. */
+int rh_list_newest(char *out, size_t n);
 
 /* ---- rh_live_proc.c: a process by name ----------------------------------- */
 

@@ -1,7 +1,7 @@
 /* rh_live_cmd.c: `rheaper live` and `rheaper view`.
  *
  *   rheaper live [--once --json] PID | RIP | -P NAME
- *   rheaper view PROFILE.db | RIP
+ *   rheaper view [PROFILE.db | RIP]
  *
  * `live` follows a running program's profile (rh_live_follow.c). Given a PID
  * it finds the rip file the process is writing: the rip file the process has
@@ -13,7 +13,8 @@
  *
  * `view` opens a saved profile in the same UI. A rip file is first converted
  * into a temporary database in a fresh private directory, removed at exit,
- * so no existing file is ever touched.
+ * so no existing file is ever touched. Without a profile it opens the most
+ * recent one in the directories `rheaper list` reads (rh_list_newest).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,10 +44,11 @@ static int rh_is_rip_of(const char *path, int pid)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return 0;
+    uint8_t b[RIP_HEADER_SIZE];
     struct rip_file_header h;
-    ssize_t n = pread(fd, &h, sizeof h, 0);
+    ssize_t n = pread(fd, b, sizeof b, 0);
     close(fd);
-    return n == (ssize_t)sizeof h && !memcmp(h.magic, RIP_MAGIC, 8) &&
+    return n > 0 && !rh_rip_header_check(b, (size_t)n, &h, NULL) &&
            (!pid || h.pid == (uint32_t)pid);
 }
 
@@ -178,20 +180,13 @@ static int rh_view_refresh(void *ctx, struct rh_lv_model *m, const char *func_re
 }
 
 /* `--once`: the model m as one snapshot on stdout, JSON (rh_lv_model_json)
- * or a header line and one line per site. */
+ * or the text tables (rh_lv_model_text). */
 static void rh_live_once_print(const struct rh_lv_model *m, int json)
 {
-    if (json) {
+    if (json)
         rh_lv_model_json(m, stdout);
-        return;
-    }
-    char a[32], b[32];
-    printf("%s  pid %d  %s  [%s]\nlive %s in %lld blocks, peak %s\n", m->source, m->pid, m->exe,
-           m->state, rh_human_bytes(m->live_bytes, a, sizeof a), (long long)m->live_blocks,
-           rh_human_bytes(m->peak_bytes, b, sizeof b));
-    for (size_t i = 0; i < m->nsites; i++)
-        printf("%12lld %8lld  %s\n", (long long)m->sites[i].live_bytes,
-               (long long)m->sites[i].live_blocks, m->sites[i].label);
+    else
+        rh_lv_model_text(m, stdout);
 }
 
 int rh_cmd_live(int argc, char **argv)
@@ -282,9 +277,16 @@ int rh_cmd_view(int argc, char **argv)
         else
             path = NULL, argc = 0;
     }
-    if (!path || (json && !once)) {
-        fprintf(stderr, "usage: rheaper view PROFILE.db|RIP [--once [--json]]\n");
+    if (!argc || (json && !once)) {
+        fprintf(stderr, "usage: rheaper view [PROFILE.db|RIP] [--once [--json]]\n");
         return 2;
+    }
+    char newest[PATH_MAX];
+    if (!path) { /* the most recent profile here (rh_list_newest) */
+        if (rh_list_newest(newest, sizeof newest))
+            return 1;
+        path = newest;
+        fprintf(stderr, "rheaper: view: %s (the most recent profile)\n", path);
     }
     char tmpdir[PATH_MAX] = "", tmpdb[PATH_MAX + 16] = "";
     struct rh_lv_model m;

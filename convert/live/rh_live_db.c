@@ -18,7 +18,10 @@
 #include "rh_convert.h"
 #include "rh_live.h"
 
-/* Sites and their trends. Returns 0 or -1 (printed). */
+/* Sites and their trends. A site's number (rh_make_sites) need not match its
+ * place in the model: stacks with CPU samples only, or none in scope, have a
+ * number but no row here, so the numbers are mapped to model indexes.
+ * Returns 0 or -1 (printed). */
 static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
 {
     sqlite3_stmt *st = NULL;
@@ -31,20 +34,21 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
                            -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "view");
     int64_t maxsite = 0;
+    int64_t *num = NULL; /* num[i]: the site number of model site i */
+    size_t capnum = 0;
     while (sqlite3_step(st) == SQLITE_ROW) {
         const char *fn = (const char *)sqlite3_column_text(st, 1);
         const char *loc = (const char *)sqlite3_column_text(st, 2);
         char label[1200];
         snprintf(label, sizeof label, "%s %s", fn ? fn : "??", loc ? loc : "?");
         struct rh_lv_site *s = rh_lv_site_add(m, label, fn ? fn : "??");
-        if (!s) {
+        if (!s || rh_grow(&num, &capnum, m->nsites, sizeof *num)) {
             sqlite3_finalize(st);
+            free(num);
             fprintf(stderr, "rheaper: view: out of memory\n");
             return -1;
         }
-        /* the site number of rh_make_sites, in the spare trend slot until
-         * the trends are read (sites are numbered 1..N in order) */
-        maxsite = sqlite3_column_int64(st, 0);
+        num[m->nsites - 1] = maxsite = sqlite3_column_int64(st, 0);
         s->alloc_blocks = sqlite3_column_int64(st, 3);
         s->alloc_bytes = sqlite3_column_int64(st, 4);
         s->freed_blocks = sqlite3_column_int64(st, 5);
@@ -53,8 +57,21 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
         s->live_bytes = sqlite3_column_int64(st, 8);
     }
     sqlite3_finalize(st);
-    if (!m->nsites || (size_t)maxsite != m->nsites || span <= 0)
-        return 0; /* no trends without the numbering or a timeline */
+    st = NULL;
+    if (!m->nsites || span <= 0 || maxsite < 1 || maxsite > 100000000) {
+        free(num);
+        return 0; /* no trends without sites or a timeline */
+    }
+    /* idx[site number]: model index + 1, 0 for a site not in the model */
+    int32_t *idx = calloc((size_t)maxsite + 1, sizeof *idx);
+    if (!idx) {
+        free(num);
+        fprintf(stderr, "rheaper: view: out of memory\n");
+        return -1;
+    }
+    for (size_t i = 0; i < m->nsites; i++)
+        idx[num[i]] = (int32_t)i + 1;
+    free(num);
 
     /* trends: per column, each stack's change of live bytes (sparse), summed
      * per site; point k holds the value at the end of its columns */
@@ -73,8 +90,10 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
     }
     sqlite3_finalize(st);
     maxbt = maxlow + 1 + maxhigh; /* the largest slot */
-    if (maxbt < 0 || maxbt > 100000000)
+    if (maxbt < 0 || maxbt > 100000000) {
+        free(idx);
         return 0;
+    }
     int32_t *site_of = calloc((size_t)maxbt + 1, sizeof *site_of);
     int64_t *cur = calloc((size_t)maxbt + 1, sizeof *cur);
     int64_t *sum = calloc(m->nsites, sizeof *sum);
@@ -88,8 +107,9 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
         goto sqlfail;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t bt = rh_stack_slot(sqlite3_column_int64(st, 0), maxlow + 1);
-        if (bt >= 0 && bt <= maxbt)
-            site_of[bt] = (int32_t)sqlite3_column_int64(st, 1);
+        int64_t site = sqlite3_column_int64(st, 1);
+        if (bt >= 0 && bt <= maxbt && site >= 1 && site <= maxsite)
+            site_of[bt] = idx[site]; /* model index + 1, or 0 */
     }
     sqlite3_finalize(st);
     st = NULL;
@@ -123,6 +143,7 @@ out:
     free(site_of);
     free(cur);
     free(sum);
+    free(idx);
     return rc;
 }
 

@@ -3,9 +3,10 @@
  * Every regular file whose first bytes are the rip magic is a profile. Each
  * gets one row: pid, parent pid, executable, start time, duration, events,
  * size, state, and the role (the process title: the trailer's, the running
- * process's, else the command line at start), read from the file header, the chunk headers and the trailer
- * (runtime/FORMAT.md) without decoding any record, so listing is quick
- * however large the files are:
+ * process's, else the command line at start), read from the file header, the
+ * chunk headers and the trailer by rh_rip_scan (rh_rip.c, the one decoder of
+ * the format) without decoding any record, so listing is quick however large
+ * the files are:
  *   recording   no trailer yet, and the process that writes it is running
  *               (its marker says it records this file, or it maps it);
  *   complete    a trailer with the normal end reason, and no damage seen;
@@ -109,100 +110,48 @@ static void rh_list_live_role(struct rh_prof_row *row)
         rh_list_role(row, buf, (size_t)n);
 }
 
-/* Reads one profile's row. Returns 1 for a rip file, 0 for anything else. */
+/* Reads one profile's row (rh_rip_scan: the format is decoded there).
+ * Returns 1 for a rip file, 0 for anything else. */
 static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *row)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return 0;
     struct stat sb;
-    uint8_t hb[RIP_HEADER_SIZE];
+    struct rh_rip_scan sc;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-        pread(fd, hb, sizeof hb, 0) < (ssize_t)sizeof(struct rip_file_header) ||
-        memcmp(hb, RIP_MAGIC, 8) != 0) {
+        rh_rip_scan(fd, (uint64_t)sb.st_size, &sc) != 0) {
         close(fd);
         return 0;
     }
-    struct rip_file_header h;
-    memcpy(&h, hb, sizeof h);
+    close(fd);
     memset(row, 0, sizeof *row);
     snprintf(row->path, sizeof row->path, "%s", path);
-    size_t el = h.exe_len < RIP_HDR_EXE_MAX ? h.exe_len : RIP_HDR_EXE_MAX - 1;
-    char exe[RIP_HDR_EXE_MAX + 1];
-    memcpy(exe, hb + RIP_HDR_EXE_OFF, el);
-    exe[el] = 0;
-    const char *b = strrchr(exe, '/');
-    snprintf(row->exe, sizeof row->exe, "%s", b ? b + 1 : exe[0] ? exe : "?");
-    row->pid = h.pid;
-    row->ppid = h.ppid;
-    { /* the role until the trailer says better: the command line at start */
-        size_t cl = h.cmd_len < RIP_HDR_CMD_MAX ? h.cmd_len : RIP_HDR_CMD_MAX;
-        if (h.flags & RIP_HDR_F_ORIGIN && cl > RIP_HDR_CMD_MAX_ORIGIN)
-            cl = RIP_HDR_CMD_MAX_ORIGIN;
-        rh_list_role(row, hb + RIP_HDR_CMD_OFF, cl);
-    }
-    row->start_real = h.start_realtime_ns;
+    const char *b = strrchr(sc.exe, '/');
+    snprintf(row->exe, sizeof row->exe, "%s", b ? b + 1 : sc.exe[0] ? sc.exe : "?");
+    row->pid = sc.hdr.pid;
+    row->ppid = sc.hdr.ppid;
+    rh_list_role(row, sc.title, sc.title_len);
+    row->start_real = sc.hdr.start_realtime_ns;
     row->size = (uint64_t)sb.st_size;
-    int damaged =
-        h.version < RIP_VERSION_MIN || h.version > RIP_VERSION || h.header_size != RIP_HEADER_SIZE;
-    int trailer = 0;
-    uint32_t end_reason = 0;
-    uint64_t tr_events = 0, tr_end_ns = 0, last_ns = 0, events = 0;
-    uint64_t off = RIP_HEADER_SIZE;
-    while (!damaged && off + RIP_CHUNK_HDR_SIZE <= (uint64_t)sb.st_size) {
-        struct rip_chunk_header c;
-        if (pread(fd, &c, sizeof c, (off_t)off) != (ssize_t)sizeof c)
-            break;
-        static const struct rip_chunk_header zero;
-        if (!memcmp(&c, &zero, sizeof c))
-            break; /* reserved and not written (yet) */
-        if (rh_rip_chunk_check(&c) ||
-            off + RIP_CHUNK_HDR_SIZE + c.capacity > (uint64_t)sb.st_size) {
-            damaged = 1;
-            break;
-        }
-        if (c.calib_ns > last_ns)
-            last_ns = c.calib_ns;
-        if (c.type == RIP_CHUNK_TRAILER && c.used >= RIP_TRAILER_V1_SIZE) {
-            uint8_t t[RIP_TRAILER_SIZE] = {0};
-            size_t want = c.used < sizeof t ? c.used : sizeof t;
-            ssize_t k = pread(fd, t, want, (off_t)(off + RIP_CHUNK_HDR_SIZE));
-            if (k >= RIP_TRAILER_V1_SIZE) {
-                trailer = 1;
-                memcpy(&tr_events, t, 8);
-                memcpy(&tr_end_ns, t + 16, 8);
-                if (c.used >= RIP_TRAILER_END_REASON_OFF + 8 &&
-                    k >= RIP_TRAILER_END_REASON_OFF + 4)
-                    memcpy(&end_reason, t + RIP_TRAILER_END_REASON_OFF, 4);
-                if ((size_t)k >= RIP_TRAILER_TITLE_OFF + 24) { /* servers: the title */
-                    uint32_t tl;
-                    memcpy(&tl, t + RIP_TRAILER_TITLE_OFF, 4);
-                    size_t room = (size_t)k - (RIP_TRAILER_TITLE_OFF + 24);
-                    rh_list_role(row, t + RIP_TRAILER_TITLE_OFF + 24, tl < room ? tl : room);
-                }
-            }
-        } else if (c.type == RIP_CHUNK_EVENTS || c.type == RIP_CHUNK_SHARED) {
-            events += c.events;
-        }
-        off += rh_rip_chunk_stride(&c);
-    }
-    close(fd);
-    int writing = !trailer && rh_list_writing(h.pid, sb.st_ino, dir);
+    uint64_t last_ns = sc.last_calib_ns;
+    int writing = !sc.trailer && rh_list_writing(sc.hdr.pid, sb.st_ino, dir);
     if (writing) {
         rh_list_live_role(row);
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         last_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
     }
-    if (trailer && tr_end_ns > last_ns)
-        last_ns = tr_end_ns;
-    row->duration_ns = last_ns > h.start_mono_ns ? (int64_t)(last_ns - h.start_mono_ns) : 0;
-    row->events = trailer ? tr_events : events;
+    if (sc.trailer && sc.tr_end_ns > last_ns)
+        last_ns = sc.tr_end_ns;
+    row->duration_ns =
+        last_ns > sc.hdr.start_mono_ns ? (int64_t)(last_ns - sc.hdr.start_mono_ns) : 0;
+    row->events = sc.trailer ? sc.tr_events : sc.chunk_events;
     if (writing)
-        row->state = damaged ? "recording (damaged)" : "recording";
-    else if (damaged || !trailer)
+        row->state = sc.damaged ? "recording (damaged)" : "recording";
+    else if (sc.damaged || !sc.trailer)
         row->state = "damaged";
-    else if (end_reason == RIP_END_SIZE_LIMIT)
+    else if (sc.end_reason == RIP_END_SIZE_LIMIT)
         row->state = "cut at the size limit";
     else
         row->state = "complete";
@@ -244,6 +193,85 @@ static int rh_list_dir(const char *dir, struct rh_prof_row **rows, size_t *n, si
     return 0;
 }
 
+/* The directories `list` reads without DIR: the current one and
+ * RHEAPER_PROFILE_DIR (when it is another). Returns their count (1 or 2). */
+static int rh_list_default_dirs(const char *dirs[2])
+{
+    int nd = 0;
+    dirs[nd++] = ".";
+    const char *env = getenv("RHEAPER_PROFILE_DIR");
+    char a[PATH_MAX], b[PATH_MAX];
+    if (env && *env && !(realpath(env, a) && realpath(".", b) && !strcmp(a, b)))
+        dirs[nd++] = env;
+    return nd;
+}
+
+/* 1 when path is an SQLite database with rheaper's meta table. */
+static int rh_is_profile_db(const char *path)
+{
+    char magic[16];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    ssize_t k = pread(fd, magic, sizeof magic, 0);
+    close(fd);
+    if (k != (ssize_t)sizeof magic || memcmp(magic, "SQLite format 3", 16))
+        return 0;
+    sqlite3 *db = NULL;
+    int yes = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+              rh_table_exists(db, "meta") && rh_table_exists(db, "allocations");
+    sqlite3_close(db);
+    return yes;
+}
+
+int rh_list_newest(char *out, size_t n)
+{
+    const char *dirs[2];
+    int nd = rh_list_default_dirs(dirs);
+    char best[PATH_MAX] = "";
+    struct timespec bt = {0, 0};
+    for (int i = 0; i < nd; i++) {
+        DIR *d = opendir(dirs[i]);
+        if (!d)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.')
+                continue;
+            char path[PATH_MAX];
+            struct stat sb;
+            snprintf(path, sizeof path, "%s/%s", dirs[i], e->d_name);
+            if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+                continue;
+            if (sb.st_mtim.tv_sec < bt.tv_sec ||
+                (sb.st_mtim.tv_sec == bt.tv_sec && sb.st_mtim.tv_nsec < bt.tv_nsec) ||
+                (sb.st_mtim.tv_sec == bt.tv_sec && sb.st_mtim.tv_nsec == bt.tv_nsec && best[0] &&
+                 strcmp(path, best) > 0))
+                continue; /* not newer (ties: the first name) */
+            struct rh_prof_row row;
+            int ok = 0;
+            if (rh_list_one(dirs[i], path, &row))
+                ok = strncmp(row.state, "recording", 9) != 0;
+            else
+                ok = rh_is_profile_db(path);
+            if (ok) {
+                snprintf(best, sizeof best, "%s", path);
+                bt = sb.st_mtim;
+            }
+        }
+        closedir(d);
+    }
+    if (!best[0]) {
+        fprintf(stderr,
+                "rheaper: view: no profile in %s%s%s (a profile database or a rip file not being"
+                " recorded); name one: rheaper view PROFILE\n",
+                dirs[0], nd > 1 ? " or " : "", nd > 1 ? dirs[1] : "");
+        return -1;
+    }
+    snprintf(out, n, "%s", best);
+    return 0;
+}
+
 int rh_cmd_list(int argc, char **argv)
 {
     const char *dirs[64];
@@ -258,13 +286,8 @@ int rh_cmd_list(int argc, char **argv)
         } else if (nd < 64)
             dirs[nd++] = argv[i];
     }
-    if (!nd) {
-        dirs[nd++] = ".";
-        const char *env = getenv("RHEAPER_PROFILE_DIR");
-        char a[PATH_MAX], b[PATH_MAX];
-        if (env && *env && !(realpath(env, a) && realpath(".", b) && !strcmp(a, b)))
-            dirs[nd++] = env;
-    }
+    if (!nd)
+        nd = rh_list_default_dirs(dirs);
     struct rh_prof_row *rows = NULL;
     size_t n = 0, cap = 0;
     int rc = 0;

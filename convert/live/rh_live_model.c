@@ -1,9 +1,11 @@
 /* rh_live_model.c: the model the terminal UI draws, and its JSON form.
  *
  * Both sources (a followed rip file, a saved database) fill the same struct
- * rh_lv_model; the UI and `rheaper live --once --json` only read it. The JSON
+ * rh_lv_model; the UI and `rheaper live --once` only read it. The JSON
  * snapshot holds every figure the UI shows: totals, call sites sorted by live
- * bytes (then by name), threads, and the heap over time.
+ * bytes (then by name), the CPU functions apart sorted by samples, threads,
+ * and the heap over time; the text snapshot is the two tables with a header
+ * each. One ordering (rh_lv_sites_sorted) serves both.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -73,14 +75,53 @@ int rh_lv_rss_add(struct rh_lv_model *m, int64_t t, int64_t bytes)
     return 0;
 }
 
+static int rh_sort_by; /* qsort has no context argument: enum rh_lv_sort */
 
-static int rh_site_cmp(const void *a, const void *b)
+static int rh_cmp64(int64_t a, int64_t b)
 {
-    const struct rh_lv_site *x = *(const struct rh_lv_site *const *)a;
-    const struct rh_lv_site *y = *(const struct rh_lv_site *const *)b;
-    if (x->live_bytes != y->live_bytes)
-        return x->live_bytes > y->live_bytes ? -1 : 1;
-    return strcmp(x->label, y->label);
+    return a > b ? -1 : a < b;
+}
+
+static int rh_site_cmp(const void *pa, const void *pb)
+{
+    const struct rh_lv_site *a = *(const struct rh_lv_site *const *)pa;
+    const struct rh_lv_site *b = *(const struct rh_lv_site *const *)pb;
+    int c = 0;
+    switch (rh_sort_by) {
+    case RH_LV_BY_LIVE:
+        c = rh_cmp64(a->live_bytes, b->live_bytes);
+        break;
+    case RH_LV_BY_ALLOCATED:
+        c = rh_cmp64(a->alloc_bytes, b->alloc_bytes);
+        break;
+    case RH_LV_BY_COUNT:
+        c = rh_cmp64(a->alloc_blocks, b->alloc_blocks);
+        break;
+    case RH_LV_BY_FREED:
+        c = rh_cmp64(a->freed_bytes, b->freed_bytes);
+        break;
+    case RH_LV_BY_SAMPLES:
+        c = rh_cmp64(a->cpu_samples, b->cpu_samples);
+        break;
+    default: /* RH_LV_BY_NAME */
+        break;
+    }
+    return c ? c : strcmp(a->label, b->label);
+}
+
+const struct rh_lv_site **rh_lv_sites_sorted(const struct rh_lv_model *m, int cpu,
+                                             enum rh_lv_sort by, size_t *n)
+{
+    const struct rh_lv_site **v = malloc((m->nsites ? m->nsites : 1) * sizeof *v);
+    *n = 0;
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < m->nsites; i++)
+        if (cpu ? m->sites[i].cpu_samples > 0 : m->sites[i].alloc_blocks > 0)
+            v[(*n)++] = &m->sites[i];
+    rh_sort_by = by;
+    qsort(v, *n, sizeof *v, rh_site_cmp);
+    return v;
 }
 
 void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
@@ -104,12 +145,9 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
             (unsigned long long)m->events, (long long)m->cpu_total);
     rh_json_string(out, m->skipped);
     fprintf(out, ",\n \"sites\": [");
-    const struct rh_lv_site **order = malloc((m->nsites ? m->nsites : 1) * sizeof *order);
-    for (size_t i = 0; order && i < m->nsites; i++)
-        order[i] = &m->sites[i];
-    if (order)
-        qsort(order, m->nsites, sizeof *order, rh_site_cmp);
-    for (size_t i = 0; order && i < m->nsites; i++) {
+    size_t n;
+    const struct rh_lv_site **order = rh_lv_sites_sorted(m, 0, RH_LV_BY_LIVE, &n);
+    for (size_t i = 0; order && i < n; i++) {
         const struct rh_lv_site *s = order[i];
         fprintf(out, "%s\n  {\"site\": ", i ? "," : "");
         rh_json_string(out, s->label);
@@ -118,13 +156,22 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
         fprintf(out,
                 ", \"live_bytes\": %lld, \"live_blocks\": %lld, \"alloc_bytes\": %lld,"
                 " \"alloc_blocks\": %lld, \"freed_bytes\": %lld, \"freed_blocks\": %lld,"
-                " \"cpu_samples\": %lld, \"trend\": [",
+                " \"trend\": [",
                 (long long)s->live_bytes, (long long)s->live_blocks, (long long)s->alloc_bytes,
-                (long long)s->alloc_blocks, (long long)s->freed_bytes, (long long)s->freed_blocks,
-                (long long)s->cpu_samples);
+                (long long)s->alloc_blocks, (long long)s->freed_bytes, (long long)s->freed_blocks);
         for (int k = RH_LV_TREND - s->ntrend; k < RH_LV_TREND; k++)
             fprintf(out, "%s%lld", k > RH_LV_TREND - s->ntrend ? ", " : "", (long long)s->trend[k]);
         fprintf(out, "]}");
+    }
+    free(order);
+    fprintf(out, "],\n \"cpu\": [");
+    order = rh_lv_sites_sorted(m, 1, RH_LV_BY_SAMPLES, &n);
+    for (size_t i = 0; order && i < n; i++) {
+        fprintf(out, "%s\n  {\"function\": ", i ? "," : "");
+        rh_json_string(out, order[i]->label);
+        fprintf(out, ", \"samples\": %lld, \"share\": %.1f}", (long long)order[i]->cpu_samples,
+                m->cpu_total > 0 ? 100.0 * (double)order[i]->cpu_samples / (double)m->cpu_total
+                                 : 0.0);
     }
     free(order);
     fprintf(out, "],\n \"threads\": [");
@@ -150,4 +197,42 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
         fprintf(out, "%s[%lld, %lld]", i ? ", " : "", (long long)m->rss[i].t,
                 (long long)m->rss[i].bytes);
     fprintf(out, "]}\n");
+}
+
+void rh_lv_model_text(const struct rh_lv_model *m, FILE *out)
+{
+    char a[32], b[32], c[32], d[32];
+    fprintf(out, "rheaper %s  pid %d  [%s]  %s  (%s)\n", m->following ? "live" : "view", m->pid,
+            m->state, m->exe, m->source);
+    fprintf(out,
+            "live %s in %lld blocks   peak %s at %.3f s   allocated %s in %lld   freed %s in %lld"
+            "   time %.3f s\n",
+            rh_human_bytes(m->live_bytes, a, sizeof a), (long long)m->live_blocks,
+            rh_human_bytes(m->peak_bytes, b, sizeof b), (double)m->peak_t / 1e9,
+            rh_human_bytes(m->alloc_bytes, c, sizeof c), (long long)m->alloc_blocks,
+            rh_human_bytes(m->freed_bytes, d, sizeof d), (long long)m->freed_blocks,
+            (double)m->duration_ns / 1e9);
+    size_t n;
+    const struct rh_lv_site **v = rh_lv_sites_sorted(m, 0, RH_LV_BY_LIVE, &n);
+    fprintf(out, "\nheap: %zu call sites by live bytes (bytes and blocks)\n", v ? n : 0);
+    fprintf(out, "%14s %10s %14s %10s %14s %10s  %s\n", "LIVE", "BLOCKS", "ALLOCATED", "COUNT",
+            "FREED", "COUNT", "CALL SITE");
+    for (size_t i = 0; v && i < n; i++)
+        fprintf(out, "%14lld %10lld %14lld %10lld %14lld %10lld  %s\n", (long long)v[i]->live_bytes,
+                (long long)v[i]->live_blocks, (long long)v[i]->alloc_bytes,
+                (long long)v[i]->alloc_blocks, (long long)v[i]->freed_bytes,
+                (long long)v[i]->freed_blocks, v[i]->label);
+    free(v);
+    v = rh_lv_sites_sorted(m, 1, RH_LV_BY_SAMPLES, &n);
+    if (!m->cpu_total) {
+        fprintf(out, "\ncpu: no CPU samples in this profile\n");
+    } else {
+        fprintf(out, "\ncpu: %lld samples, %zu functions by samples\n", (long long)m->cpu_total,
+                v ? n : 0);
+        fprintf(out, "%14s %7s  %s\n", "SAMPLES", "SHARE", "FUNCTION");
+        for (size_t i = 0; v && i < n; i++)
+            fprintf(out, "%14lld %6.1f%%  %s\n", (long long)v[i]->cpu_samples,
+                    100.0 * (double)v[i]->cpu_samples / (double)m->cpu_total, v[i]->label);
+    }
+    free(v);
 }

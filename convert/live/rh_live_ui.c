@@ -1,17 +1,21 @@
 /* rh_live_ui.c: the ncurses terminal UI of `rheaper live` and `rheaper view`.
  *
  * It draws a struct rh_lv_model (rh_live.h) in four views and only changes
- * it through the source's refresh callback: `1` CPU samples per function, `2` heap call sites with a sparkline of
- * their live bytes, `3` a chart of the total live heap over time, `4` the
- * threads. Keys (docs/live.md): j/k (and the arrows) move the
- * selection, h/l pan the chart, +/- zoom it, Tab cycles the views, s cycles
- * the sort, / filters call sites as --function does (the sites of stacks in
- * which some frame's function matches a POSIX extended regex; the source
- * refills the model; an empty one clears it), p pauses the refresh, q quits. While following a
- * program the model is refreshed through a callback about twice a second; a
- * resize redraws at the new size; when the program ends the last state stays
- * on screen with a line saying so. Sparklines use block characters in a
- * UTF-8 locale and ASCII otherwise.
+ * it through the source's refresh callback: `1` CPU samples per function,
+ * `2` heap call sites with a sparkline of their live bytes, `3` a chart of
+ * the total live heap over time, `4` the threads. Keys (docs/commands.md):
+ * j/k (and the arrows) move the selection, h/l pan the chart, +/- zoom it,
+ * Tab cycles the views, m switches between the heap and the CPU view and c
+ * (or Enter) opens the chart and returns to the view it came from (rsprof's
+ * view-mode and chart keys), s cycles the sort, / filters call sites as
+ * --function does (the sites of stacks in which some frame's function
+ * matches a POSIX extended regex; the source refills the model; an empty one
+ * clears it), p pauses the refresh, q quits. While following a program the
+ * model is refreshed through a callback about twice a second; a resize
+ * redraws at the new size; when the program ends the last state stays on
+ * screen with a line saying so. Sparklines use block characters in a UTF-8
+ * locale and ASCII otherwise. The heap view's columns adapt to the width
+ * (rh_heap_layout): names are cut only after the other columns gave way.
  */
 #define _GNU_SOURCE
 #include <langinfo.h>
@@ -30,6 +34,7 @@ enum { RH_V_CPU = 1, RH_V_HEAP, RH_V_CHART, RH_V_THREADS };
 struct rh_ui {
     struct rh_lv_model *m;
     int view;
+    int back; /* the view `c` returns to from the chart */
     int sel[5], top[5], sort[5];
     regex_t re;
     int have_re;
@@ -75,33 +80,6 @@ static int rh_cmp64(int64_t a, int64_t b)
     return a > b ? -1 : a < b;
 }
 
-static int rh_site_cmp(const void *pa, const void *pb)
-{
-    const struct rh_lv_site *a = *(const struct rh_lv_site *const *)pa;
-    const struct rh_lv_site *b = *(const struct rh_lv_site *const *)pb;
-    int c = 0;
-    switch (rh_sort_key) {
-    case 0:
-        c = rh_cmp64(a->live_bytes, b->live_bytes);
-        break;
-    case 1:
-        c = rh_cmp64(a->alloc_bytes, b->alloc_bytes);
-        break;
-    case 2:
-        c = rh_cmp64(a->alloc_blocks, b->alloc_blocks);
-        break;
-    case 3:
-        c = rh_cmp64(a->freed_bytes, b->freed_bytes);
-        break;
-    case 10:
-        c = rh_cmp64(a->cpu_samples, b->cpu_samples);
-        break;
-    default:
-        break;
-    }
-    return c ? c : strcmp(a->label, b->label);
-}
-
 static int rh_thread_cmp(const void *pa, const void *pb)
 {
     const struct rh_lv_thread *a = *(const struct rh_lv_thread *const *)pa;
@@ -124,25 +102,15 @@ static int rh_thread_cmp(const void *pa, const void *pb)
 }
 
 /* The sites the view lists (heap: those that allocated; CPU: those with
- * samples; the source already applied the filter), sorted. Returns a malloc'd array, *n its length. */
+ * samples; the source already applied the filter), in the view's sort
+ * (rh_lv_sites_sorted). Returns a malloc'd array, *n its length. */
 static const struct rh_lv_site **rh_sites(struct rh_ui *u, int cpu, size_t *n)
 {
-    const struct rh_lv_model *m = u->m;
-    const struct rh_lv_site **v = malloc((m->nsites ? m->nsites : 1) * sizeof *v);
-    *n = 0;
-    if (!v)
-        return NULL;
-    for (size_t i = 0; i < m->nsites; i++) {
-        const struct rh_lv_site *s = &m->sites[i];
-        if (cpu ? !s->cpu_samples : !s->alloc_blocks)
-            continue;
-        v[(*n)++] = s;
-    }
-    rh_sort_key = cpu ? (u->sort[RH_V_CPU] == 0 ? 10 : 99) : u->sort[RH_V_HEAP];
-    if (rh_sort_key == 4)
-        rh_sort_key = 99;
-    qsort(v, *n, sizeof *v, rh_site_cmp);
-    return v;
+    static const enum rh_lv_sort heap[] = {RH_LV_BY_LIVE, RH_LV_BY_ALLOCATED, RH_LV_BY_COUNT,
+                                           RH_LV_BY_FREED, RH_LV_BY_NAME};
+    static const enum rh_lv_sort cpus[] = {RH_LV_BY_SAMPLES, RH_LV_BY_NAME};
+    return rh_lv_sites_sorted(u->m, cpu, cpu ? cpus[u->sort[RH_V_CPU]] : heap[u->sort[RH_V_HEAP]],
+                              n);
 }
 
 /* ---- drawing ---------------------------------------------------------------- */
@@ -232,8 +200,8 @@ static void rh_draw_header(struct rh_ui *u)
 
 static void rh_draw_footer(struct rh_ui *u)
 {
-    const char *help = "j/k move  h/l pan  +/- zoom  Tab/1-4 view  s sort  / filter  p pause  "
-                       "q quit";
+    const char *help = "j/k move  h/l pan  +/- zoom  Tab/1-4 view  m heap/CPU  c chart  s sort  "
+                       "/ filter  p pause  q quit";
     char line[512];
     if (u->msg[0])
         snprintf(line, sizeof line, " %s", u->msg);
@@ -266,16 +234,74 @@ static void rh_clamp(struct rh_ui *u, size_t n, int h)
         u->top[v] = 0;
 }
 
+/* The heap view's columns: five figures, the trend and the call site. */
+static const struct {
+    const char *name;
+    int w;
+} rh_heap_cols[] = {{"LIVE", 10}, {"BLOCKS", 8}, {"ALLOCATED", 10}, {"COUNT", 8}, {"FREED", 10}};
+enum { RH_NCOLS = 5, RH_TREND_MAX = 32, RH_TREND_MIN = 12 };
+
+/* Fits the heap view's columns to the terminal's width, so that the call
+ * sites' names (the longest of the n sites, up to 80 characters) are shown
+ * whole when they can be: the trend column goes when no site has a trend,
+ * narrows from RH_TREND_MAX to RH_TREND_MIN, then FREED, COUNT and ALLOCATED
+ * go, then the trend; only then are names cut. show[i]: figure column i is
+ * drawn. Returns the trend's width (0: none). */
+static int rh_heap_layout(const struct rh_lv_site **v, size_t n, int show[RH_NCOLS])
+{
+    int need = 0, trend = 0;
+    for (size_t i = 0; i < n; i++) {
+        int l = (int)strlen(v[i]->label);
+        if (l > need)
+            need = l;
+        if (v[i]->ntrend > 0)
+            trend = 1;
+    }
+    if (need > 80)
+        need = 80;
+    int tw = trend ? RH_TREND_MAX : 0;
+    for (int i = 0; i < RH_NCOLS; i++)
+        show[i] = 1;
+    static const int drop[] = {4, 3, 2}; /* FREED, COUNT, ALLOCATED */
+    int ndrop = 0;
+    for (;;) {
+        int width = 1 + (tw ? tw + 2 : 0) + 2 + need;
+        for (int i = 0; i < RH_NCOLS; i++)
+            width += show[i] ? rh_heap_cols[i].w + 1 : 0;
+        int over = width - COLS;
+        if (over <= 0)
+            break;
+        if (tw > RH_TREND_MIN)
+            tw = tw - over > RH_TREND_MIN ? tw - over : RH_TREND_MIN;
+        else if (ndrop < 3)
+            show[drop[ndrop++]] = 0;
+        else if (tw)
+            tw = 0;
+        else
+            break; /* names are cut */
+    }
+    return tw;
+}
+
 static void rh_draw_heap(struct rh_ui *u)
 {
     size_t n;
     const struct rh_lv_site **v = rh_sites(u, 0, &n);
     int y0 = 4, h = LINES - y0 - 2;
-    int tw = COLS >= 120 ? 32 : COLS >= 90 ? 20 : 10;
-    char line[2048], a[32], b[32], c[32];
+    int show[RH_NCOLS];
+    int tw = rh_heap_layout(v, v ? n : 0, show);
+    char line[2048], a[32];
+    size_t len = 0;
     attron(A_BOLD);
-    snprintf(line, sizeof line, " %10s %8s %10s %8s %10s  %-*s  %s", "LIVE", "BLOCKS", "ALLOCATED",
-             "COUNT", "FREED", tw, "TREND", "CALL SITE");
+    len += (size_t)snprintf(line, sizeof line, " ");
+    for (int i = 0; i < RH_NCOLS; i++)
+        if (show[i])
+            len += (size_t)snprintf(line + len, sizeof line - len, "%*s ", rh_heap_cols[i].w,
+                                    rh_heap_cols[i].name);
+    if (tw)
+        snprintf(line + len, sizeof line - len, " %-*s  CALL SITE", tw, "TREND");
+    else
+        snprintf(line + len, sizeof line - len, " CALL SITE");
     rh_put(3, 0, COLS, line);
     attroff(A_BOLD);
     if (!v || !n) {
@@ -291,15 +317,26 @@ static void rh_draw_heap(struct rh_ui *u)
         if (selected)
             attron(A_REVERSE);
         mvhline(y0 + r, 0, ' ', COLS);
-        snprintf(line, sizeof line, " %10s %8lld %10s %8lld %10s",
-                 rh_hb(s->live_bytes, a, sizeof a), (long long)s->live_blocks,
-                 rh_hb(s->alloc_bytes, b, sizeof b), (long long)s->alloc_blocks,
-                 rh_hb(s->freed_bytes, c, sizeof c));
+        const int64_t fig[RH_NCOLS] = {s->live_bytes, s->live_blocks, s->alloc_bytes,
+                                       s->alloc_blocks, s->freed_bytes};
+        len = (size_t)snprintf(line, sizeof line, " ");
+        for (int i = 0; i < RH_NCOLS; i++) {
+            if (!show[i])
+                continue;
+            if (i == 1 || i == 3) /* block counts */
+                len += (size_t)snprintf(line + len, sizeof line - len, "%*lld ", rh_heap_cols[i].w,
+                                        (long long)fig[i]);
+            else
+                len += (size_t)snprintf(line + len, sizeof line - len, "%*s ", rh_heap_cols[i].w,
+                                        rh_hb(fig[i], a, sizeof a));
+        }
         rh_put(y0 + r, 0, COLS, line);
-        int x = (int)strlen(line) + 2;
-        if (x + tw < COLS)
-            rh_spark(u, y0 + r, x, tw, s->trend + RH_LV_TREND - s->ntrend, s->ntrend);
-        x += tw + 2;
+        int x = (int)len + 1;
+        if (tw) {
+            if (x + tw <= COLS)
+                rh_spark(u, y0 + r, x, tw, s->trend + RH_LV_TREND - s->ntrend, s->ntrend);
+            x += tw + 2;
+        }
         rh_put(y0 + r, x, COLS - x, s->label);
         if (selected)
             attroff(A_REVERSE);
@@ -612,6 +649,19 @@ static int rh_key(struct rh_ui *u, int k)
         break;
     case '\t':
         u->view = u->view % 4 + 1;
+        break;
+    case 'm': /* the view mode: heap <-> CPU */
+        u->view = u->view == RH_V_HEAP ? RH_V_CPU : RH_V_HEAP;
+        break;
+    case 'c': /* the chart, and back to the view it was opened from */
+    case '\n':
+    case KEY_ENTER:
+        if (u->view == RH_V_CHART) {
+            u->view = u->back ? u->back : RH_V_HEAP;
+        } else {
+            u->back = u->view;
+            u->view = RH_V_CHART;
+        }
         break;
     case KEY_BTAB:
         u->view = (u->view + 2) % 4 + 1;

@@ -58,11 +58,19 @@ int rh_sql_fail(sqlite3 *db, const char *what);
 int rh_sql_exec(sqlite3 *db, const char *sql);
 /* Prepares sql; NULL after the same one line. */
 sqlite3_stmt *rh_sql_prepare(sqlite3 *db, const char *sql);
+/* The integer of a one-value query sql (?1 bound to arg when sql has a
+ * parameter); def when it fails, has no row or gives NULL. */
+int64_t rh_sql_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def);
+/* Drops the TEMP table or view `name` if there is one. Returns 0, or -1
+ * after one line. */
+int rh_temp_drop(sqlite3 *db, const char *name);
 /* 1 when the main database has a table or view `name`, else 0. */
 int rh_table_exists(sqlite3 *db, const char *name);
-/* The meta value of key as an integer (def when absent, NULL or on error),
- * or as text into buf (n bytes; returns buf, or NULL when absent). */
+/* The one accessor of the meta table: the value of key as an integer or a
+ * real (def when absent, NULL or on error), or as text into buf (n bytes;
+ * returns buf, or NULL when absent). */
 int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def);
+double rh_meta_double(sqlite3 *db, const char *key, double def);
 const char *rh_meta_text(sqlite3 *db, const char *key, char *buf, size_t n);
 
 /* ---- rh_query_sites.c: call sites and the leak score -------------------- */
@@ -120,6 +128,23 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i);
  * in its own terms, as the server does for URL parameters); 0: it prints
  * its one line. Per thread. */
 void rh_filter_set_quiet(int on);
+/* The one parser of lifetimes and intervals (--lifetime MIN..MAX, the URL's
+ * lifetime_min/max and group_interval_*): the first len characters of s as a
+ * sum of terms NUMBER UNIT, units h, m, s, ms, us, ns (case-insensitive),
+ * NUMBER possibly fractional; a last term without a unit is seconds
+ * ("250ms", "1.5s", "4h3m2s", "90"). Returns 0 with *ns set, or -1. */
+int rh_parse_interval(const char *s, size_t len, int64_t *ns);
+/* The run's duration in ns, the one every percent bound is a share of:
+ * meta duration_ns, else the last allocation's or free's time. */
+int64_t rh_filter_duration(sqlite3 *db);
+/* The one place --from/--to (and the URL's from/to) become nanoseconds
+ * since the start: seconds, or a percent of dur (rh_filter_duration).
+ * -1 for an unset bound. */
+void rh_filter_window_ns(const struct rh_filter *f, int64_t dur, int64_t *from_ns,
+                         int64_t *to_ns);
+/* rh_filter_window_ns against db's duration (read only when a bound is a
+ * percent). */
+void rh_filter_window(sqlite3 *db, const struct rh_filter *f, int64_t *from_ns, int64_t *to_ns);
 
 /* Builds the scope every command reads, from f (docs/design.md,
  * "How the commands answer"). This is the contract other readers (the server, the
@@ -269,6 +294,9 @@ int64_t rh_cpu_hz(sqlite3 *db);
  * (samples / cpu_hz), and stack_col (SQL over bt, NULL: none) last; n rows.
  * NULL after one line. */
 sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col);
+/* rh_cpu_top_stmt without the rows whose share of the samples in scope is
+ * below min_percent (`top cpu --threshold PCT`; 0: every row). */
+sqlite3_stmt *rh_cpu_top_stmt_min(sqlite3 *db, int n, double min_percent, const char *stack_col);
 
 /* ---- rh_query_params.c: bytehound's filter parameters (URLs) ------------ */
 

@@ -84,12 +84,12 @@ int rh_cpu_scope(sqlite3 *db, const struct rh_filter *f)
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "cpu");
-    int64_t dur = rh_meta_int(db, "duration_ns", 0);
-    if (f->from >= 0)
-        sqlite3_bind_int64(st, 1,
-                           llround(f->from_pct ? f->from / 100.0 * (double)dur : f->from * 1e9));
-    if (f->to >= 0)
-        sqlite3_bind_int64(st, 2, llround(f->to_pct ? f->to / 100.0 * (double)dur : f->to * 1e9));
+    int64_t from, to;
+    rh_filter_window(db, f, &from, &to);
+    if (from >= 0)
+        sqlite3_bind_int64(st, 1, from);
+    if (to >= 0)
+        sqlite3_bind_int64(st, 2, to);
     if (f->thread)
         sqlite3_bind_text(st, 3, f->thread, -1, SQLITE_STATIC);
     for (int k = 0; k < nb; k++)
@@ -113,6 +113,11 @@ int64_t rh_cpu_total(sqlite3 *db)
 
 sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col)
 {
+    return rh_cpu_top_stmt_min(db, n, 0, stack_col);
+}
+
+sqlite3_stmt *rh_cpu_top_stmt_min(sqlite3 *db, int n, double min_percent, const char *stack_col)
+{
     char sql[4096];
     /* percent of the samples in scope; seconds = samples / cpu_hz */
     snprintf(sql, sizeof sql,
@@ -121,7 +126,8 @@ sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col)
              " (SELECT min(s.function) AS function, min(s.location) AS location,"
              " sum(c.samples) AS samples, min(c.bt) AS bt"
              " FROM temp.cpustat c JOIN site s ON s.bt = c.bt GROUP BY s.site)"
-             " WHERE samples > 0 ORDER BY samples DESC, function, location LIMIT ?1",
+             " WHERE samples > 0 AND 100.0 * samples >= ?4 * ?2"
+             " ORDER BY samples DESC, function, location LIMIT ?1",
              stack_col ? ", " : "", stack_col ? stack_col : "");
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
@@ -132,5 +138,6 @@ sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col)
     sqlite3_bind_int64(st, 1, n);
     sqlite3_bind_int64(st, 2, total > 0 ? total : 1);
     sqlite3_bind_int64(st, 3, rh_cpu_hz(db));
+    sqlite3_bind_double(st, 4, min_percent);
     return st;
 }

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,10 +113,7 @@ sqlite3 *rh_query_open(const char *path)
     sqlite3_finalize(st2);
     st2 = NULL;
     if (ok)
-        ok = sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'format_version'", -1, &st2,
-                                NULL) == SQLITE_OK &&
-             sqlite3_step(st2) == SQLITE_ROW;
-    sqlite3_finalize(st2);
+        ok = rh_meta_int(db, "format_version", -1) >= 0;
     if (!ok) {
         fprintf(stderr, "rheaper: %s: is not a rheaper profile\n", path);
         sqlite3_close(db);
@@ -201,6 +199,48 @@ int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def)
     if (!st)
         return def;
     int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+int64_t rh_sql_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t v = def;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_bind_parameter_count(st) >= 1)
+            sqlite3_bind_int64(st, 1, arg);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+            v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+int rh_temp_drop(sqlite3 *db, const char *name)
+{
+    sqlite3_stmt *st = NULL;
+    char type[16] = "";
+    if (sqlite3_prepare_v2(db, "SELECT type FROM temp.sqlite_master WHERE name = ?1", -1, &st,
+                           NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "drop");
+    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        snprintf(type, sizeof type, "%s", sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    if (strcmp(type, "table") && strcmp(type, "view"))
+        return 0;
+    char sql[128];
+    snprintf(sql, sizeof sql, "DROP %s temp.%s", type, name);
+    return rh_sql_exec(db, sql);
+}
+
+double rh_meta_double(sqlite3 *db, const char *key, double def)
+{
+    sqlite3_stmt *st = rh_meta_row(db, key);
+    if (!st)
+        return def;
+    double v = sqlite3_column_double(st, 0);
     sqlite3_finalize(st);
     return v;
 }
@@ -305,4 +345,74 @@ int rh_summary_compute(sqlite3 *db, struct rh_summary *s)
     s->peak_bytes = sc.peak_bytes;
     s->peak_time_ns = sc.peak_time;
     return 0;
+}
+
+/* ---- the run's time bounds, the scope's row, the sampling rule -------------
+ * (read by the filter, the filtered pass and the CPU scope, which call each
+ * other only downwards, to here) */
+
+/* Duration of the run from meta, in ns (0 when unknown). */
+int64_t rh_filter_duration(sqlite3 *db)
+{
+    int64_t d = rh_meta_int(db, "duration_ns", 0);
+    if (d <= 0)
+        d = rh_sql_int(db, "SELECT max(max(alloc_after), coalesce(max(dealloc_after), 0))"
+                           " FROM allocations",
+                       0, 0);
+    return d;
+}
+
+void rh_filter_window_ns(const struct rh_filter *f, int64_t dur, int64_t *from_ns,
+                         int64_t *to_ns)
+{
+    *from_ns = f->from < 0 ? -1
+                           : (int64_t)llround(f->from_pct ? f->from / 100.0 * (double)dur
+                                                          : f->from * 1e9);
+    *to_ns = f->to < 0 ? -1
+                       : (int64_t)llround(f->to_pct ? f->to / 100.0 * (double)dur : f->to * 1e9);
+}
+
+void rh_filter_window(sqlite3 *db, const struct rh_filter *f, int64_t *from_ns, int64_t *to_ns)
+{
+    int64_t dur = f->from_pct || f->to_pct ? rh_filter_duration(db) : 0;
+    rh_filter_window_ns(f, dur, from_ns, to_ns);
+}
+
+int rh_scope_get(sqlite3 *db, struct rh_scope *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT rows, peak_bytes, peak_blocks, peak_time, span, timeline"
+                           " FROM temp.scope",
+                           -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "scope");
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        sc->rows = sqlite3_column_int(st, 0);
+        sc->peak_bytes = sqlite3_column_int64(st, 1);
+        sc->peak_blocks = sqlite3_column_int64(st, 2);
+        sc->peak_time = sqlite3_column_int64(st, 3);
+        sc->span = sqlite3_column_int64(st, 4);
+        sc->timeline = sqlite3_column_int(st, 5);
+    }
+    sqlite3_finalize(st);
+    return 0;
+}
+
+int rh_sample_params(sqlite3 *db, double *rate, int64_t *bytes)
+{
+    int mode = 0;
+    *rate = 0;
+    *bytes = 0;
+    char m[32];
+    if (!rh_meta_text(db, "sample_mode", m, sizeof m))
+        return 0; /* no sampling (or no meta): a full profile */
+    *rate = rh_meta_double(db, "sample_rate", 0);
+    *bytes = rh_meta_int(db, "sample_bytes", 0);
+    if (!strcmp(m, "rate") && *rate > 0)
+        mode = RIP_SAMPLE_RATE;
+    else if (!strcmp(m, "bytes") && *bytes > 0)
+        mode = rh_meta_int(db, "sample_big_always", 0) == 1 ? RIP_SAMPLE_BYTES_BIG
+                                                              : RIP_SAMPLE_BYTES;
+    return mode;
 }

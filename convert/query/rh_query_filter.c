@@ -9,8 +9,9 @@
  *   --not-file RE          every one given must hold
  *   --min-size N / --max-size N   block size bounds, inclusive (k, M, G suffixes)
  *   --lifetime leaked|temporary|MIN..MAX   never freed; temporary; freed with
- *                          a lifetime in [MIN, MAX] (ns, us, ms, s; either end
- *                          may be left out)
+ *                          a lifetime in [MIN, MAX] (rh_parse_interval, the
+ *                          one parser of lifetimes the URL's lifetime_min and
+ *                          lifetime_max also use; either end may be left out)
  *   --thread T             made by thread T: threads.id, kernel tid or name
  *   --temporary-ms T       "temporary" means a lifetime under T ms instead of
  *                          heaptrack's definition (the allocations.temporary
@@ -37,6 +38,7 @@
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rh_query.h"
 #include "rh_convert.h" /* RH_W_*: sampled estimates per row */
@@ -122,34 +124,50 @@ static int rh_parse_size(const char *s, int64_t *v)
     return 0;
 }
 
-/* Parses a duration "250ms", "1.5s", "10us", "100ns" (a unit is required) into
- * ns. Returns 0 or -1. */
-static int rh_parse_duration(const char *s, size_t len, int64_t *ns)
+int rh_parse_interval(const char *s, size_t len, int64_t *ns)
 {
     char buf[64];
     if (len == 0 || len >= sizeof buf)
         return -1;
     memcpy(buf, s, len);
     buf[len] = 0;
-    char *end;
-    errno = 0;
-    double d = strtod(buf, &end);
-    if (end == buf || errno || !isfinite(d) || d < 0)
-        return -1;
-    double mul;
-    if (!strcmp(end, "ns"))
-        mul = 1;
-    else if (!strcmp(end, "us"))
-        mul = 1e3;
-    else if (!strcmp(end, "ms"))
-        mul = 1e6;
-    else if (!strcmp(end, "s"))
-        mul = 1e9;
-    else
-        return -1;
-    if (d * mul > 9e18)
-        return -1;
-    *ns = (int64_t)llround(d * mul);
+    double total = 0;
+    const char *p = buf;
+    while (*p) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        char *end;
+        errno = 0;
+        double num = strtod(p, &end);
+        if (errno || !isfinite(num) || num > 1e12)
+            return -1;
+        const char *u = end;
+        while ((*end >= 'a' && *end <= 'z') || (*end >= 'A' && *end <= 'Z'))
+            end++;
+        size_t ul = (size_t)(end - u);
+        double mul;
+        if (ul == 0 && !*end)
+            mul = 1e9; /* a bare number, last: seconds */
+        else if (ul == 1 && (*u == 'h' || *u == 'H'))
+            mul = 3600e9;
+        else if (ul == 1 && (*u == 'm' || *u == 'M'))
+            mul = 60e9;
+        else if (ul == 1 && (*u == 's' || *u == 'S'))
+            mul = 1e9;
+        else if (ul == 2 && !strncasecmp(u, "ms", 2))
+            mul = 1e6;
+        else if (ul == 2 && !strncasecmp(u, "us", 2))
+            mul = 1e3;
+        else if (ul == 2 && !strncasecmp(u, "ns", 2))
+            mul = 1;
+        else
+            return -1;
+        total += num * mul;
+        if (total > 9e18)
+            return -1;
+        p = end;
+    }
+    *ns = (int64_t)llround(total);
     return 0;
 }
 
@@ -278,9 +296,9 @@ int rh_filter_arg(struct rh_filter *f, int argc, char **argv, int *i)
         if (!dots)
             return rh_bad(opt, val, want);
         f->life_min_ns = f->life_max_ns = -1;
-        if (dots > val && rh_parse_duration(val, (size_t)(dots - val), &f->life_min_ns))
+        if (dots > val && rh_parse_interval(val, (size_t)(dots - val), &f->life_min_ns))
             return rh_bad(opt, val, want);
-        if (dots[2] && rh_parse_duration(dots + 2, strlen(dots + 2), &f->life_max_ns))
+        if (dots[2] && rh_parse_interval(dots + 2, strlen(dots + 2), &f->life_max_ns))
             return rh_bad(opt, val, want);
         f->lifetime = 3;
         break;
@@ -348,40 +366,13 @@ static void rh_bind_text(struct rh_binds *b, const char *v)
     b->s[b->n++] = v;
 }
 
-/* One integer from a one-row query with up to one bound integer (?1), or def
- * when there is no row, the value is NULL or the query fails. */
-static int64_t rh_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = def;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-        if (sqlite3_bind_parameter_count(st) >= 1)
-            sqlite3_bind_int64(st, 1, arg);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-            v = sqlite3_column_int64(st, 0);
-    }
-    sqlite3_finalize(st);
-    return v;
-}
-
-/* Duration of the run from meta, in ns (0 when unknown). */
-static int64_t rh_duration(sqlite3 *db)
-{
-    int64_t d = rh_meta_int(db, "duration_ns", 0);
-    if (d <= 0)
-        d = rh_int(db,
-                   "SELECT max(max(alloc_after), coalesce(max(dealloc_after), 0)) FROM allocations",
-                   0, 0);
-    return d;
-}
-
 /* The smallest row id whose alloc_after is >= t (or > t when strict), or one
  * past the last id: a binary search over the ids, which follow allocation
  * order (meta ids_time_ordered), so no index on time is needed. */
 static int64_t rh_id_at(sqlite3 *db, int64_t t, int strict)
 {
-    int64_t lo = rh_int(db, "SELECT min(id) FROM allocations", 0, 1);
-    int64_t hi = rh_int(db, "SELECT max(id) FROM allocations", 0, 0) + 1;
+    int64_t lo = rh_sql_int(db, "SELECT min(id) FROM allocations", 0, 1);
+    int64_t hi = rh_sql_int(db, "SELECT max(id) FROM allocations", 0, 0) + 1;
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT id, alloc_after FROM allocations WHERE id >= ?1 ORDER BY id"
                                " LIMIT 1", -1, &st, NULL) != SQLITE_OK)
@@ -402,25 +393,6 @@ static int64_t rh_id_at(sqlite3 *db, int64_t t, int strict)
     }
     sqlite3_finalize(st);
     return lo;
-}
-
-/* Drops the TEMP table or view `name` if there is one. Returns 0 or -1. */
-static int rh_drop_temp(sqlite3 *db, const char *name)
-{
-    sqlite3_stmt *st = NULL;
-    char type[16] = "";
-    if (sqlite3_prepare_v2(db, "SELECT type FROM temp.sqlite_master WHERE name = ?1", -1, &st,
-                           NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "filter");
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(type, sizeof type, "%s", sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    if (strcmp(type, "table") && strcmp(type, "view"))
-        return 0;
-    char sql[128];
-    snprintf(sql, sizeof sql, "DROP %s temp.%s", type, name);
-    return rh_sql_exec(db, sql);
 }
 
 /* Runs sql (one statement) with the text values of b bound from ?1 on.
@@ -445,7 +417,7 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
                          struct rh_pass_result *res, int64_t *span)
 {
     char sql[4096], where[2048] = "a.id >= p.lo AND a.id < p.hi";
-    int64_t dur = rh_duration(db);
+    int64_t dur = rh_filter_duration(db);
     int bad = 0, rc = -1;
     struct rh_pass ps = {.id_lo = 0, .id_hi = INT64_MAX, .ordered = ordered, .t_from = -1,
                          .t_to = -1, .min_size = f->min_size, .max_size = f->max_size,
@@ -531,12 +503,8 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
         bad |= rh_cat(where, sizeof where, " AND a.alloc_thread IN (SELECT id FROM temp.selth)");
     }
     if (f->from >= 0 || f->to >= 0) {
-        int64_t from = f->from < 0 ? -1
-                                   : (int64_t)llround(f->from_pct ? f->from / 100.0 * (double)dur
-                                                                  : f->from * 1e9);
-        int64_t to = f->to < 0 ? -1
-                               : (int64_t)llround(f->to_pct ? f->to / 100.0 * (double)dur
-                                                            : f->to * 1e9);
+        int64_t from, to;
+        rh_filter_window_ns(f, dur, &from, &to);
         if (ordered) {
             /* allocation order is time order: an id range */
             if (from >= 0)
@@ -736,7 +704,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     static const char *const temps[] = {"sel",  "sstat", "ssize", "tstat", "stl",   "stls", "slc",
                                         "scope", "selbt", "selth", "selp", NULL};
     for (int k = 0; temps[k]; k++)
-        if (rh_drop_temp(db, temps[k]))
+        if (rh_temp_drop(db, temps[k]))
             return -1;
     if (rows) {
         struct rh_pass_result res;
@@ -763,7 +731,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
         peak = rh_meta_int(db, "peak_bytes", 0);
         blocks = rh_meta_int(db, "peak_blocks", 0);
         pt = rh_meta_int(db, "peak_time_ns", 0);
-        span = rh_duration(db);
+        span = rh_filter_duration(db);
         timeline = rh_meta_int(db, "timeline_columns", 0) == RH_AGG_COLUMNS;
     }
     sqlite3_stmt *st = NULL;
@@ -797,52 +765,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     return 0;
 }
 
-int rh_scope_get(sqlite3 *db, struct rh_scope *sc)
-{
-    memset(sc, 0, sizeof *sc);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT rows, peak_bytes, peak_blocks, peak_time, span, timeline"
-                           " FROM temp.scope",
-                           -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "scope");
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        sc->rows = sqlite3_column_int(st, 0);
-        sc->peak_bytes = sqlite3_column_int64(st, 1);
-        sc->peak_blocks = sqlite3_column_int64(st, 2);
-        sc->peak_time = sqlite3_column_int64(st, 3);
-        sc->span = sqlite3_column_int64(st, 4);
-        sc->timeline = sqlite3_column_int(st, 5);
-    }
-    sqlite3_finalize(st);
-    return 0;
-}
 
-int rh_sample_params(sqlite3 *db, double *rate, int64_t *bytes)
-{
-    sqlite3_stmt *st = NULL;
-    int mode = 0;
-    *rate = 0;
-    *bytes = 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT (SELECT value FROM meta WHERE key = 'sample_mode'),"
-                           " (SELECT value FROM meta WHERE key = 'sample_rate'),"
-                           " (SELECT value FROM meta WHERE key = 'sample_bytes'),"
-                           " (SELECT value FROM meta WHERE key = 'sample_big_always')",
-                           -1, &st, NULL) != SQLITE_OK)
-        return 0; /* no meta: a full profile */
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
-        const char *m = (const char *)sqlite3_column_text(st, 0);
-        *rate = sqlite3_column_double(st, 1);
-        *bytes = sqlite3_column_int64(st, 2);
-        if (!strcmp(m, "rate") && *rate > 0)
-            mode = RIP_SAMPLE_RATE;
-        else if (!strcmp(m, "bytes") && *bytes > 0)
-            mode = sqlite3_column_int(st, 3) == 1 ? RIP_SAMPLE_BYTES_BIG : RIP_SAMPLE_BYTES;
-    }
-    sqlite3_finalize(st);
-    return mode;
-}
 
 int rh_sample_notice(sqlite3 *db)
 {

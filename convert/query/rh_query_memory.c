@@ -80,38 +80,24 @@ int rh_memory_figures(sqlite3 *db, struct rh_memfig *f)
     st = NULL;
     if (!f->samples)
         return 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT " RH_MEM_COLS " FROM memory WHERE rss IS NOT NULL"
-                           " ORDER BY rss DESC, time LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW)
-        goto fail;
-    rh_mem_point(st, &f->peak);
-    sqlite3_finalize(st);
-    st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT " RH_MEM_COLS " FROM memory WHERE rss IS NOT NULL"
-                           " ORDER BY final DESC, time DESC LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW)
-        goto fail;
-    rh_mem_point(st, &f->end);
-    sqlite3_finalize(st);
-    st = NULL;
+    /* the RSS peak (its first moment), and the last sample (the final one) */
+    static const char *const at[2] = {
+        "SELECT " RH_MEM_COLS " FROM memory WHERE rss IS NOT NULL ORDER BY rss DESC, time LIMIT 1",
+        "SELECT " RH_MEM_COLS " FROM memory WHERE rss IS NOT NULL"
+        " ORDER BY final DESC, time DESC LIMIT 1"};
+    struct rh_mem_point *pt[2] = {&f->peak, &f->end};
+    for (int i = 0; i < 2; i++) {
+        if (sqlite3_prepare_v2(db, at[i], -1, &st, NULL) != SQLITE_OK ||
+            sqlite3_step(st) != SQLITE_ROW)
+            goto fail;
+        rh_mem_point(st, pt[i]);
+        sqlite3_finalize(st);
+        st = NULL;
+    }
     rh_mem_alloc_at(db, &f->peak);
     rh_mem_alloc_at(db, &f->end);
-    if (sqlite3_prepare_v2(db,
-                           "SELECT key, value FROM meta WHERE key IN"
-                           " ('memory_allocator', 'memory_interval_ms')",
-                           -1, &st, NULL) != SQLITE_OK)
-        goto fail;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        if (k && !strcmp(k, "memory_allocator") && sqlite3_column_text(st, 1))
-            snprintf(f->allocator, sizeof f->allocator, "%s", sqlite3_column_text(st, 1));
-        else if (k && !strcmp(k, "memory_interval_ms"))
-            f->interval_ms = sqlite3_column_int64(st, 1);
-    }
+    rh_meta_text(db, "memory_allocator", f->allocator, sizeof f->allocator);
+    f->interval_ms = rh_meta_int(db, "memory_interval_ms", f->interval_ms);
     rc = 0;
 fail:
     if (rc)

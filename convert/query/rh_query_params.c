@@ -78,53 +78,6 @@ static int rh_qf_count_pct(const char *s, int64_t *v, int *pct)
     return rh_qf_uint(buf, v) || *v > 100 ? -1 : 0;
 }
 
-/* bytehound's interval: numbers with units h, m, s, ms, us (a bare number is
- * seconds), summed: "1", "250ms", "4h3m2s". Also ns, rheaper's finest unit. */
-static int rh_qf_interval(const char *s, int64_t *ns)
-{
-    int64_t total = 0;
-    if (!*s)
-        return -1;
-    while (*s) {
-        if (*s < '0' || *s > '9')
-            return -1;
-        char *end;
-        errno = 0;
-        unsigned long long num = strtoull(s, &end, 10);
-        if (errno || num > 1000000000000ull)
-            return -1;
-        s = end;
-        const char *u = s;
-        while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))
-            s++;
-        size_t ul = (size_t)(s - u);
-        int64_t mul;
-        if (ul == 0)
-            mul = 1000000000; /* bytehound: a bare number is seconds (last term only) */
-        else if (ul == 1 && (*u == 'h' || *u == 'H'))
-            mul = 3600LL * 1000000000;
-        else if (ul == 1 && (*u == 'm' || *u == 'M'))
-            mul = 60LL * 1000000000;
-        else if (ul == 1 && (*u == 's' || *u == 'S'))
-            mul = 1000000000;
-        else if (ul == 2 && !strncasecmp(u, "ms", 2))
-            mul = 1000000;
-        else if (ul == 2 && !strncasecmp(u, "us", 2))
-            mul = 1000;
-        else if (ul == 2 && !strncasecmp(u, "ns", 2))
-            mul = 1;
-        else
-            return -1;
-        if (ul == 0 && *s)
-            return -1;
-        if ((double)num * (double)mul > 9e18)
-            return -1;
-        total += (int64_t)num * mul;
-    }
-    *ns = total;
-    return 0;
-}
-
 int rh_qfilter_regex_ok(const char *re, char *err, size_t n)
 {
     if (strlen(re) > RH_QF_RE_MAX)
@@ -280,7 +233,7 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
         return 1;
     }
     if (!strcmp(name, "lifetime_min") || !strcmp(name, "lifetime_max")) {
-        if (rh_qf_interval(val, rh_qf_is_min(name) ? &q->life_min_ns : &q->life_max_ns))
+        if (rh_parse_interval(val, strlen(val), rh_qf_is_min(name) ? &q->life_min_ns : &q->life_max_ns))
             return rh_qf_err(err, n, "bad value '%s' for %s: an interval (e.g. 2, 250ms, 1m30s)",
                              val, name);
         return 1;
@@ -290,7 +243,7 @@ int rh_qfilter_param(struct rh_qfilter *q, const char *name, const char *val, ch
         size_t l = strlen(val);
         int64_t v;
         int pct = l && val[l - 1] == '%';
-        if (pct ? rh_qf_count_pct(val, &v, &pct) : rh_qf_interval(val, &v))
+        if (pct ? rh_qf_count_pct(val, &v, &pct) : rh_parse_interval(val, strlen(val), &v))
             return rh_qf_err(err, n, "bad value '%s' for %s: an interval or a percentage", val,
                              name);
         *(mn ? &q->gint_min : &q->gint_max) = v;
@@ -325,44 +278,16 @@ int rh_qfilter_group(const struct rh_qfilter *q)
            q->gleak_min >= 0 || q->gleak_max >= 0;
 }
 
-static int64_t rh_qf_int(sqlite3 *db, const char *sql, int64_t def)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = def;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
-/* Drops the TEMP table or view `name` if there is one. 0 or -1. */
-static int rh_qf_drop(sqlite3 *db, const char *name)
-{
-    sqlite3_stmt *st = NULL;
-    char sql[128] = "";
-    if (sqlite3_prepare_v2(db, "SELECT type FROM sqlite_temp_master WHERE name = ?1", -1, &st,
-                           NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        snprintf(sql, sizeof sql, "DROP %s temp.%s",
-                 strcmp((const char *)sqlite3_column_text(st, 0), "view") ? "TABLE" : "VIEW", name);
-    sqlite3_finalize(st);
-    return sql[0] ? rh_sql_exec(db, sql) : 0;
-}
-
 int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
 {
     /* A connection answers many requests (the server): drop the last scope's
      * sel, which may be a view, before rh_filter_apply() makes a new one. */
-    if (rh_qf_drop(db, "sel") || rh_qf_drop(db, "msel") || rh_filter_apply(db, &q->f))
+    if (rh_temp_drop(db, "sel") || rh_temp_drop(db, "msel") || rh_filter_apply(db, &q->f))
         return -1;
     if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.gall;"))
         return -1;
     /* gall: every group's figures over the whole profile (bytehound's "all") */
-    int agg = rh_qf_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'stack_stats'", 0) &&
-              rh_qf_int(db, "SELECT value FROM meta WHERE key = 'aggregates'", 0) == 1;
+    int agg = rh_table_exists(db, "stack_stats") && rh_meta_int(db, "aggregates", 0) == 1;
     if (rh_sql_exec(db, agg ? "CREATE TEMP TABLE gall AS SELECT bt, count, bytes, leaked_blocks,"
                              " first_alloc, last_alloc FROM main.stack_stats"
                            : "CREATE TEMP TABLE gall AS SELECT bt, count(*) AS count,"
@@ -377,9 +302,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
     char where[2048] = "1";
     size_t w = 1;
 #define RH_W(...) w += (size_t)snprintf(where + w, sizeof where - w, __VA_ARGS__)
-    int64_t dur = rh_qf_int(db, "SELECT value FROM meta WHERE key = 'duration_ns'", 0);
-    if (dur <= 0)
-        dur = rh_qf_int(db, "SELECT max(alloc_after) FROM allocations", 0);
+    int64_t dur = rh_filter_duration(db);
     if (q->addr_min >= 0)
         RH_W(" AND addr >= %lld", (long long)q->addr_min);
     if (q->addr_max >= 0)
@@ -402,9 +325,10 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
              (long long)q->life_max_ns);
     if (q->lifetime == 2 || q->lifetime == 3) {
         /* the current range ends at `to` (its resolved time), else never */
-        int64_t end = INT64_MAX;
-        if (q->f.to >= 0)
-            end = (int64_t)llround(q->f.to_pct ? q->f.to / 100.0 * (double)dur : q->f.to * 1e9);
+        int64_t from, end;
+        rh_filter_window_ns(&q->f, dur, &from, &end);
+        if (end < 0)
+            end = INT64_MAX;
         if (q->lifetime == 2)
             RH_W(" AND (dealloc_after IS NULL OR dealloc_after > %lld)", (long long)end);
         else
@@ -414,7 +338,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
         RH_W(" AND dealloc_after IS NULL AND bt IN (SELECT bt FROM gall WHERE leaked_blocks ="
              " count)");
     if (rh_qfilter_group(q)) {
-        int64_t total = rh_qf_int(db, "SELECT sum(count) FROM gall", 0);
+        int64_t total = rh_sql_int(db, "SELECT sum(count) FROM gall", 0, 0);
         RH_W(" AND bt IN (SELECT bt FROM gall WHERE 1");
         if (q->galloc_min >= 0)
             RH_W(" AND count >= %lld",
@@ -472,7 +396,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
              " FROM msel, (SELECT peak_time AS t FROM temp.scope) p GROUP BY bt;"
              "UPDATE temp.scope SET rows = 1, timeline = 0, leak_buckets = 0;",
              where);
-    if (rh_sql_exec(db, sql) || rh_qf_drop(db, "sel"))
+    if (rh_sql_exec(db, sql) || rh_temp_drop(db, "sel"))
         return -1;
     return rh_sql_exec(db, "CREATE TEMP VIEW sel AS SELECT * FROM msel");
 }

@@ -94,12 +94,21 @@ static int rh_pass_ins(sqlite3_stmt *st, const int64_t *v, int n)
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int rh_leak_order(const void *x, const void *y)
+/* The scope's INSERTs by enum rh_agg_table, and ssize beside stack_stats. */
+struct rh_pass_rows {
+    sqlite3_stmt *st[4], *sz;
+    const int64_t *ids, *mm;
+};
+
+static int rh_pass_emit(void *ctx, enum rh_agg_table t, uint32_t si, const int64_t *v, int n)
 {
-    const struct rh_agg_leak *a = x, *b = y;
-    if (a->si != b->si)
-        return a->si < b->si ? -1 : 1;
-    return a->t < b->t ? -1 : a->t > b->t;
+    struct rh_pass_rows *r = ctx;
+    if (rh_pass_ins(r->st[t], v, n))
+        return -1;
+    if (t != RH_AGG_T_STACKS)
+        return 0;
+    int64_t z[3] = {r->ids[si], r->mm[2 * si], r->mm[2 * si + 1]};
+    return rh_pass_ins(r->sz, z, 3);
 }
 
 /* The filtered timeline's temp file failed (errno set): one line, and the
@@ -119,63 +128,27 @@ static void rh_pass_tl_lost(struct rh_agg *a, const char *what)
  * Returns 0 or -1 after a message. */
 static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, const int64_t *mm)
 {
-    sqlite3_stmt *ss = NULL, *ts = NULL, *tl = NULL, *tp = NULL, *lc = NULL, *sz = NULL;
+    struct rh_pass_rows r = {{NULL}, NULL, ids, mm};
+    sqlite3_stmt *tp = NULL;
     int rc = -1;
-    if (sqlite3_prepare_v2(db, "INSERT INTO temp.sstat VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1, &ss,
-                           NULL) ||
-        sqlite3_prepare_v2(db, "INSERT INTO temp.ssize VALUES(?,?,?)", -1, &sz, NULL) ||
-        sqlite3_prepare_v2(db, "INSERT INTO temp.tstat VALUES(?,?,?,?,?,?,?,?,?)", -1, &ts, NULL) ||
-        sqlite3_prepare_v2(db, "INSERT INTO temp.stl VALUES(?,?,?,?,?,?)", -1, &tl, NULL) ||
+    /* the tables of rh_agg_rows, in the order of enum rh_agg_table */
+    if (sqlite3_prepare_v2(db, "INSERT INTO temp.sstat VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1,
+                           &r.st[RH_AGG_T_STACKS], NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.ssize VALUES(?,?,?)", -1, &r.sz, NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.tstat VALUES(?,?,?,?,?,?,?,?,?)", -1,
+                           &r.st[RH_AGG_T_THREADS], NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.stl VALUES(?,?,?,?,?,?)", -1,
+                           &r.st[RH_AGG_T_TIMELINE], NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.stls VALUES(?,?,?,?)", -1, &tp, NULL) ||
-        sqlite3_prepare_v2(db, "INSERT INTO temp.slc VALUES(?,?,?,?,?,?)", -1, &lc, NULL))
+        sqlite3_prepare_v2(db, "INSERT INTO temp.slc VALUES(?,?,?,?,?,?)", -1,
+                           &r.st[RH_AGG_T_LEAKS], NULL))
         goto out;
     /* one transaction on the TEMP database for all of them */
     if (rh_sql_exec(db, "SAVEPOINT rh_pass"))
         goto out;
-    for (size_t i = 0; i < a->nst; i++) {
-        const struct rh_agg_stack *s = &a->st[i];
-        if (!s->count)
-            continue;
-        /* block counts in 1/bscale units on a sampled profile */
-        int64_t v[12] = {ids[i],
-                         rh_agg_blocks(a, s->count),
-                         s->bytes,
-                         rh_agg_blocks(a, s->freed_blocks),
-                         s->freed_bytes,
-                         rh_agg_blocks(a, s->leaked_blocks),
-                         s->leaked_bytes,
-                         rh_agg_blocks(a, s->peak_blocks),
-                         s->peak_bytes,
-                         rh_agg_blocks(a, s->temporary),
-                         s->first_ns,
-                         s->last_ns};
-        if (rh_pass_ins(ss, v, 12))
-            goto out;
-        int64_t z[3] = {ids[i], mm[2 * i], mm[2 * i + 1]};
-        if (rh_pass_ins(sz, z, 3))
-            goto out;
-    }
-    for (size_t i = 0; i < a->nth; i++) {
-        const struct rh_agg_thread *t = &a->th[i];
-        int64_t v[9] = {(int64_t)i + 1,
-                        rh_agg_blocks(a, t->alloc_blocks),
-                        t->alloc_bytes,
-                        rh_agg_blocks(a, t->freed_blocks),
-                        t->freed_bytes,
-                        rh_agg_blocks(a, t->others_blocks),
-                        t->others_bytes,
-                        rh_agg_blocks(a, t->live_blocks),
-                        t->live_bytes};
-        if (rh_pass_ins(ts, v, 9))
-            goto out;
-    }
-    for (int c = 1; a->tl_ok && c <= RH_AGG_COLUMNS; c++) {
-        const struct rh_agg_col *k = &a->col[c];
-        int64_t v[6] = {c, (int64_t)((__int128)a->span * c / RH_AGG_COLUMNS), k->max_bytes,
-                        k->max_time, k->end_bytes, k->active};
-        if (rh_pass_ins(tl, v, 6))
-            goto out;
-    }
+    /* stacks, threads, timeline and leak curve as the converter stores them */
+    if (rh_agg_rows(a, ids, rh_pass_emit, &r))
+        goto out;
     /* the per-column stack figures, read back from the aggregates' temp
      * file a column at a time; if it failed, the scope has no stored
      * timeline (the caller reads a->tl_ok) and the chart replays the rows */
@@ -194,35 +167,15 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
         if (n < 0)
             rh_pass_tl_lost(a, "read back");
     }
-    /* the leak curve, as rh_db_agg.c stores it */
-    const int nb = RH_AGG_LEAK_BUCKETS;
-    if (a->nlk > 1)
-        qsort(a->lk, a->nlk, sizeof *a->lk, rh_leak_order);
-    for (size_t i = 0; i < a->nlk;) {
-        uint32_t si = a->lk[i].si;
-        int k = rh_leak_bucket(a->lk[i].t, nb, a->duration);
-        int64_t v[6] = {ids[si], k, 0, 0, a->lk[i].t, a->lk[i].t};
-        while (i < a->nlk && a->lk[i].si == si && rh_leak_bucket(a->lk[i].t, nb, a->duration) == k) {
-            v[2] += a->lk[i].blocks;
-            v[3] += a->lk[i].size;
-            v[5] = a->lk[i].t;
-            i++;
-        }
-        v[2] = rh_agg_blocks(a, v[2]);
-        if (rh_pass_ins(lc, v, 6))
-            goto out;
-    }
     rc = 0;
 out:
     sqlite3_exec(db, "RELEASE rh_pass", NULL, NULL, NULL);
     if (rc)
         fprintf(stderr, "rheaper: filter: SQLite error (%s)\n", sqlite3_errmsg(db));
-    sqlite3_finalize(ss);
-    sqlite3_finalize(ts);
-    sqlite3_finalize(tl);
+    for (int i = 0; i < 4; i++)
+        sqlite3_finalize(r.st[i]);
+    sqlite3_finalize(r.sz);
     sqlite3_finalize(tp);
-    sqlite3_finalize(lc);
-    sqlite3_finalize(sz);
     return rc;
 }
 

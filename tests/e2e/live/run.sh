@@ -84,6 +84,40 @@ live_on_screen() {
         printf "%d\n", $1 * m}'
 }
 
+# spark W VALUES...: the sparkline rh_spark (rh_live_ui.c) draws of VALUES
+# (oldest first) in W cells with ASCII glyphs (LC_ALL=C): each cell the
+# highest value of its share, at level ceil(8 * value / the highest of all).
+spark() {
+    _w=$1
+    shift
+    echo "$@" | awk -v w="$_w" '{
+        n = NF; mx = 0
+        for (i = 1; i <= n; i++) if ($i > mx) mx = $i
+        cells = n < w ? n : w; s = ""
+        for (c = 0; c < w - cells; c++) s = s " "
+        for (c = 0; c < cells; c++) {
+            a = int(c * n / cells); b = int((c + 1) * n / cells); x = 0
+            for (i = a; i < b; i++) if ($(i + 1) > x) x = $(i + 1)
+            lv = mx > 0 ? int((x * 8 + mx - 1) / mx) : 0
+            if (lv > 8) lv = 8
+            s = s substr(" ._-=+*#@", lv + 1, 1)
+        }
+        print s }'
+}
+# trend_cols: the heap view's TREND column on the screen now: its first
+# column in TC and its width in TW (from the header line).
+trend_cols() {
+    _h=$(screen | sed -n 4p)
+    TC=$(printf '%s\n' "$_h" | awk '{ print index($0, "TREND") }')
+    _c=$(printf '%s\n' "$_h" | awk '{ print index($0, "CALL SITE") }')
+    [ "$TC" -gt 0 ] && [ "$_c" -gt "$TC" ] || fail "no TREND column: $_h"
+    TW=$((_c - TC - 2))
+}
+# trend_on_screen LABEL: the TREND cells of LABEL's row (after trend_cols).
+trend_on_screen() {
+    screen | grep -F " $1" | head -1 | cut -c"$TC-$((TC + TW - 1))"
+}
+
 case $CASE in
 live-tmux)
     # A program that grows grow_site by 8000 bytes every 20 ms, watched live.
@@ -260,6 +294,146 @@ torn-record)
     [ "$(field live_bytes "$s2")" = 6000 ] && [ "$(field live_bytes "$s1")" = 6000 ] ||
         fail "grow_site: $s1 / $s2"
     ;;
+view-trend)
+    # `rheaper view` draws each site's live bytes over the whole run: grow_site
+    # grows by 8000 bytes every 20 ms for 2 s (a ramp), then holds. The
+    # sparkline on the screen is the one the JSON's trend gives, rising; at 90
+    # columns the names stay whole (the columns adapt); m and c switch to the
+    # CPU view and the chart and back. CPU samples are recorded beside (their
+    # stacks are call sites without heap figures, which must not cost the
+    # others their trends). Without an argument view opens the most recent
+    # profile.
+    require_tool jq jq
+    start lvramp RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=199
+    cmd "spin on"
+    cmd "grow 1 3000"
+    cmd "auto on"
+    sleep 2
+    cmd "auto off"
+    cmd "spin off"
+    sleep 0.3
+    cmd "thread 3 500"
+    stop
+    "$BIN/rheaper-convert" "rip-$LAST" p.db 2>conv.err || fail "convert"
+    "$RH" view p.db --once --json >v.json 2>view.err || fail "view --once --json"
+    tr=$(jq -r '.sites[] | select(.function == "grow_site") | .trend | map(tostring) | join(" ")' v.json)
+    live=$(jq -r '.sites[] | select(.function == "grow_site") | .live_bytes' v.json)
+    set -- $tr
+    [ $# = 180 ] || fail "grow_site's trend has $# points, not 180"
+    echo "$tr" | awk -v live="$live" '{ for (i = 2; i <= NF; i++) if ($i < $(i - 1)) exit 1
+        if ($NF != live || $1 * 4 > live) exit 1 }' ||
+        fail "grow_site's trend is not a ramp from under a quarter to its $live live bytes: $tr"
+    tm new-session -d -s t -x 120 -y 30 "LC_ALL=C '$RH' view p.db 2>view.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'TREND .*CALL SITE'
+    trend_cols
+    got=$(trend_on_screen "grow_site lv_grow.c")
+    want=$(spark "$TW" $tr)
+    [ "$got" = "$want" ] || fail "grow_site's trend at 120 columns: '$got', want '$want'"
+    # rising: the first cell below the last, the last the highest glyph
+    case $got in *@) ;; *) fail "the trend does not end at the top: '$got'" ;; esac
+    first=$(printf '%s' "$got" | cut -c1)
+    [ "$first" != "@" ] || fail "the trend does not rise: '$got'"
+    # every site's trend, from the JSON
+    jq -r '.sites[] | "\(.site)\t\(.trend | map(tostring) | join(" "))"' v.json >trends
+    [ "$(wc -l <trends)" -ge 3 ] || fail "fewer than 3 sites: $(cat trends)"
+    tm resize-window -t "$S" -x 90 -y 30
+    _w=0
+    until [ "$(screen | sed -n 4p | wc -c)" -le 91 ] && screen | sed -n 4p | grep -q TREND; do
+        _w=$((_w + 1)); [ $_w -gt 100 ] && fail "no redraw at 90 columns"; sleep 0.1
+    done
+    trend_cols
+    while IFS="$(printf '\t')" read -r label vals; do
+        screen | grep -qF " $label" || fail "site '$label' is not shown whole at 90 columns"
+        got=$(trend_on_screen "$label")
+        [ "$TW" -ge 12 ] || fail "trend column $TW wide at 90 columns"
+        [ "$got" = "$(spark "$TW" $vals)" ] || fail "trend of $label at 90 columns: '$got'"
+    done <trends
+    screen | sed -n 4p | grep -q 'LIVE .*BLOCKS .*TREND .*CALL SITE' || fail "heap header at 90 columns"
+    # m: the view mode (heap <-> CPU); c: the chart, and back
+    tm send-keys -t "$S" m
+    wait_screen 'SAMPLES .*SHARE .*FUNCTION'
+    screen | sed -n 5p | grep -q 'burn_site lv_grow.c' || fail "m: burn_site is not the top CPU row"
+    tm send-keys -t "$S" m
+    wait_screen 'TREND .*CALL SITE'
+    tm send-keys -t "$S" c
+    wait_screen 'total live heap over time'
+    tm send-keys -t "$S" c
+    wait_screen 'TREND .*CALL SITE'
+    tm send-keys -t "$S" 4 c
+    wait_screen 'total live heap over time'
+    tm send-keys -t "$S" c
+    wait_screen 'ID .*TID .*NAME'
+    screen | grep -q ' m heap/CPU  c chart ' || fail "help line without m and c"
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    # no argument: the most recent profile here, not a rip being recorded
+    mkdir -p recent && cp "rip-$LAST" recent/ && sleep 1.1 && cp p.db recent/q.db
+    cd recent || fail "cd"
+    start lvbusy RHEAPER_ENABLE=1
+    cmd "grow 2 100"
+    [ -e "rip-$LAST" ] || fail "no rip being recorded"
+    "$RH" view --once --json >../n1.json 2>../n1.err || fail "view without argument: $(cat ../n1.err)"
+    grep -q 'view: ./q.db (the most recent profile)' ../n1.err || fail "n1: $(cat ../n1.err)"
+    touch "rip-$(jq -r .pid ../v.json)"
+    "$RH" view --once --json >../n2.json 2>../n2.err || fail "view without argument (rip)"
+    grep -q "view: ./rip-$(jq -r .pid ../v.json) (the most recent" ../n2.err || fail "n2: $(cat ../n2.err)"
+    stop
+    cd .. || fail "cd"
+    S1='[.sites[] | "\(.site) \(.alloc_blocks) \(.live_bytes)"] | join(",")'
+    [ "$(jq -r "$S1" n1.json)" = "$(jq -r "$S1" v.json)" ] || fail "view of q.db differs from p.db's"
+    [ "$(jq -r "$S1" n2.json)" = "$(jq -r "$S1" v.json)" ] || fail "view of the rip differs from p.db's"
+    mkdir -p none && cd none || fail "cd"
+    RHEAPER_PROFILE_DIR= "$RH" view 2>none.err && fail "view without a profile succeeded"
+    grep -q 'no profile in \.' none.err || fail "none: $(cat none.err)"
+    cd .. || fail "cd"
+    ;;
+once-table)
+    # `live --once` as text: the heap's sites under their header, by live
+    # bytes, then the CPU functions apart; --json in the same order.
+    require_tool jq jq
+    start lvtable RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=199
+    cmd "grow 10 1000"
+    cmd "free 4"
+    cmd "thread 5 333"
+    cmd "grow 3 70000"
+    cmd "spin on"
+    sleep 1
+    cmd "spin off"
+    "$RH" live --once "$LAST" >t.txt 2>t.err || fail "live --once: $(cat t.err)"
+    "$RH" live --once --json "$LAST" >t.json 2>>t.err || fail "live --once --json"
+    cat t.txt >screen
+    h=$(grep -n '^heap: [0-9]* call sites by live bytes' t.txt | cut -d: -f1)
+    c=$(grep -n '^cpu: [0-9]* samples, [0-9]* functions by samples' t.txt | cut -d: -f1)
+    [ -n "$h" ] && [ -n "$c" ] && [ "$c" -gt "$h" ] || fail "no heap and cpu sections"
+    sed -n "$((h + 1))p" t.txt | grep -q '^ *LIVE  *BLOCKS  *ALLOCATED  *COUNT  *FREED  *COUNT  CALL SITE$' ||
+        fail "heap header: $(sed -n "$((h + 1))p" t.txt)"
+    sed -n "$((c + 1))p" t.txt | grep -q '^ *SAMPLES  *SHARE  FUNCTION$' || fail "cpu header"
+    sed -n "$((h + 2)),$((c - 2))p" t.txt >heap.rows
+    sed -n "$((c + 2)),\$p" t.txt >cpu.rows
+    nh=$(sed -n "${h}p" t.txt | awk '{ print $2 }')
+    [ "$(wc -l <heap.rows)" = "$nh" ] || fail "heap: $nh sites said, $(wc -l <heap.rows) listed"
+    awk 'NR > 1 && $1 > prev { exit 1 } { prev = $1 }' heap.rows || fail "heap rows not by live bytes"
+    awk 'NR > 1 && $1 > prev { exit 1 } { prev = $1 }' cpu.rows || fail "cpu rows not by samples"
+    # the figures lv_grow made: 3 x 70000 live first, grow_site 6000 + 210000
+    head -1 heap.rows | grep -q '^ *216000  *9  *220000  *13  *4000  *4  grow_site lv_grow.c:' ||
+        fail "first heap row: $(head -1 heap.rows)"
+    grep -q '^ *0  *0  *1665  *5  *1665  *5  worker_site lv_grow.c:' heap.rows ||
+        fail "worker_site row: $(grep worker_site heap.rows)"
+    grep -q 'burn_site' heap.rows && fail "a CPU function among the heap's sites"
+    grep -q 'burn_site lv_grow.c' cpu.rows || fail "burn_site not among the CPU functions"
+    grep -q 'grow_site' cpu.rows && fail "a heap site among the CPU functions"
+    tot=$(sed -n "${c}p" t.txt | awk '{ print $2 }')
+    [ "$(awk '{ s += $1 } END { print s }' cpu.rows)" = "$tot" ] || fail "cpu rows do not add up to $tot"
+    # --json: the same sites in the same order, the CPU functions apart
+    [ "$(jq -r '.sites[].site' t.json)" = "$(awk '{ $1 = $2 = $3 = $4 = $5 = $6 = ""; sub(/^ */, ""); print }' heap.rows)" ] ||
+        fail "--json sites differ from the table's"
+    [ "$(jq -r '.cpu[].function' t.json)" = "$(awk '{ $1 = $2 = ""; sub(/^ */, ""); print }' cpu.rows)" ] ||
+        fail "--json cpu differs from the table's"
+    [ "$(jq '[.cpu[].samples] | add' t.json)" = "$tot" ] || fail "--json cpu samples"
+    jq -e '[.sites[] | select(.function == "burn_site")] | length == 0' t.json >/dev/null ||
+        fail "--json: burn_site among the sites"
+    stop
+    ;;
 view-tmux)
     # A saved profile: the top site shows, + zooms, q quits.
     start lvview RHEAPER_ENABLE=1
@@ -356,6 +530,14 @@ cpu-tmux)
     db=$(sqlite3 p.db "SELECT sum(samples) FROM cpu_stack_stats")
     pct=$(awk -v n="$n" -v t="$db" 'BEGIN { printf "%.1f", 100 * n / t }')
     [ "$n" -gt 40 ] && [ "$n" -le "$db" ] || fail "burn_site has $n samples of $db"
+    # --threshold PCT: the rows with at least PCT % of the samples, no other
+    for pc in 1 10 30; do
+        want=$(awk -F, -v t="$db" -v p="$pc" 'NR > 1 && 100 * $3 >= p * t { print $1 "," $2 }' top.csv)
+        got=$("$RH" top cpu p.db -n 50 --threshold "$pc" --csv 2>/dev/null | awk -F, 'NR > 1 { print $1 "," $2 }')
+        [ -n "$got" ] && [ "$got" = "$want" ] || fail "--threshold $pc: '$got', want '$want'"
+    done
+    [ "$("$RH" top cpu p.db --threshold 100 --csv 2>/dev/null | wc -l)" -le 1 ] || fail "--threshold 100"
+    "$RH" top cpu p.db --threshold 101 2>/dev/null && fail "--threshold 101 accepted"
     S=t2
     tm new-session -d -s "$S" -x 120 -y 30 "'$RH' view p.db 2>view.err; echo EXIT=\$?; sleep 600"
     wait_screen 'LIVE .*CALL SITE'

@@ -333,7 +333,7 @@ static int errors(const char *bin, const char *src, const char *work)
     CHECK_EQ(r.err_lines, 1);
     cl_free(&r);
     const char *bad[][2] = {{"--by", "size"},         {"--function", "("},   {"--lifetime", "long"},
-                            {"--lifetime", "1h..2h"}, {"--min-size", "big"}, {"--from", "-1"},
+                            {"--lifetime", "1d..2d"}, {"--min-size", "big"}, {"--from", "-1"},
                             {"--temporary-ms", "x"},  {"-n", "many"}};
     for (int i = 0; i < 8; i++) {
         cl_rh(&r, "top", db, bad[i][0], bad[i][1], NULL);
