@@ -328,8 +328,11 @@ for r in 40 60; do
     RHEAPER_ENABLE=1 RHEAPER_STREAM=127.0.0.1:$PORT "$H/push_leak" $r >/dev/null 2>stream.err || fail "streamed run"
 done
 i=0
-until [ "$(ch 2 -q "SELECT count() FROM system.tables WHERE database = 'col' AND name = 'profiles'")" = 1 ] &&
-    [ "$(ch 2 -q "SELECT count() FROM col.profiles")" = 2 ]; do
+# polled without ch's fail: a query of system.tables can meet a staging table
+# that collect is dropping at that moment and fail, and the table may not be
+# there yet
+until [ "$(clickhouse-client --port "$TCP2" -q "EXISTS TABLE col.profiles" 2>/dev/null)" = 1 ] &&
+    [ "$(clickhouse-client --port "$TCP2" -q "SELECT count() FROM col.profiles" 2>/dev/null)" = 2 ]; do
     i=$((i + 1)); [ $i -gt 300 ] && fail "collect did not push two profiles in 30 s"; sleep 0.1
 done
 kill -TERM "$CPID"
