@@ -23,7 +23,7 @@ struct rh_cc_scan {
     int cxx_lib;    /* -lstdc++ or -lc++ (a C++ link through the C driver) */
     int static_cxx; /* -static-libstdc++ */
     int shared_cxx; /* -shared-libstdc++ (rheaper's own opt-out, not passed on) */
-    int libcxx;     /* -stdlib=libc++ (whose static archive is often not installed) */
+    int libcxx;     /* -stdlib=libc++ or -lc++ (libc++'s static archive is often not installed) */
     int inputs;     /* arguments that are not options (source, object files) */
     int skip_next;  /* internal: the next argument belongs to an option (2: to -l) */
 };

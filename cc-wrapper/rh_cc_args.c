@@ -189,8 +189,10 @@ static const char *rh_long_alias(const char *a)
 void rh_cc_scan_arg(struct rh_cc_scan *s, const char *a, int depth)
 {
     if (s->skip_next) {
-        if (s->skip_next == 2 && (strcmp(a, "stdc++") == 0 || strcmp(a, "c++") == 0))
+        if (s->skip_next == 2 && (strcmp(a, "stdc++") == 0 || strcmp(a, "c++") == 0)) {
             s->cxx_lib = 1; /* "-l stdc++" */
+            s->libcxx |= strcmp(a, "c++") == 0;
+        }
         s->skip_next = 0;
         return;
     }
@@ -223,6 +225,7 @@ void rh_cc_scan_arg(struct rh_cc_scan *s, const char *a, int depth)
         s->libcxx = 1;
     } else if (strcmp(a, "-lstdc++") == 0 || strcmp(a, "-lc++") == 0) {
         s->cxx_lib = 1;
+        s->libcxx |= strcmp(a, "-lc++") == 0;
     } else if (strcmp(a, "--version") == 0 || strcmp(a, "--help") == 0 || rh_starts(a, "--help=") ||
                strcmp(a, "-dumpversion") == 0 || strcmp(a, "-dumpfullversion") == 0 ||
                strcmp(a, "-dumpmachine") == 0 || strcmp(a, "-dumpspecs") == 0 ||

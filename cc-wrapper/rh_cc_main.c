@@ -239,6 +239,15 @@ static int rh_add_exe_link(struct rh_argv *a, const struct rh_cc_scan *s, int cx
     if (ipcxx)
         rh_push(a, ipcxx);
     rh_push(a, "-Wl,--no-whole-archive");
+    /* The interposed operators find the real ones in the shared C++ library
+     * (dlsym RTLD_NEXT), but the executable now defines every operator itself,
+     * so a linker run with --as-needed (Debian's default) would drop a library
+     * the program calls for nothing else, and the first new would abort. */
+    if (ipcxx) {
+        rh_push(a, "-Wl,--push-state,--no-as-needed");
+        rh_push(a, s->libcxx ? "-lc++" : "-lstdc++");
+        rh_push(a, "-Wl,--pop-state");
+    }
     rh_push(a, "-lpthread");
     rh_push(a, "-ldl");
     return 0;

@@ -15,9 +15,9 @@
 #   run.sh BIN_DIR SRC_DIR WORK_DIR CASE
 set -u
 bin=$1 src=$2 work=$3 case=$4
-rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 CASE=$case RH_DUMP=
 . "$(dirname "$0")/../../lib/check.sh" # fail, ok, bad, checks_done
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
 
 # sums `rheaper top --csv` counts per function; compares with SITE lines
 check_sites() {

@@ -10,6 +10,8 @@
 # linker produced (nm), and exits with the number of failed checks.
 set -u
 . "$(dirname "$0")/../../lib/require.sh"
+CASE= RH_DUMP=
+. "$(dirname "$0")/../../lib/check.sh" # ok, bad, checks_done
 bindir=$1
 case_name=$2
 RCC="$bindir/rheaper-cc"
@@ -18,8 +20,6 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/rh-cc-test.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 unset RHEAPER_CC RHEAPER_CXX RHEAPER_LIBDIR RHEAPER_CC_VERBOSE RHEAPER_CC_FAMILY RHEAPER_ENABLE
-CASE= RH_DUMP=
-. "$(dirname "$0")/../../lib/check.sh" # ok, bad, checks_done
 # check DESCRIPTION EXPECTED ACTUAL
 check() { if [ "$2" = "$3" ]; then ok; else bad "$1: expected [$2], got [$3]"; fi; }
 # has DESCRIPTION FILE FIXED-STRING: the file contains the string
@@ -65,6 +65,22 @@ int main()
     std::string s(200, 'y');
     std::printf("%zu %d %zu\n", v.size(), p[3], s.size());
     delete[] p;
+    return 0;
+}
+EOF
+
+cat > newonly.cc <<'EOF'
+#include <cstdio>
+int *volatile sink;
+int main()
+{
+    for (int i = 0; i < 5; i++) {
+        sink = new int[10];
+        delete[] sink;
+    }
+    sink = new int(3);
+    delete sink;
+    std::puts("done");
     return 0;
 }
 EOF
@@ -254,6 +270,7 @@ case_static() {
 # rheaper-c++ links libstdc++ statically by default (its internal allocations
 # are then wrapped); RHEAPER_STATIC_LIBSTDCXX=0 and -shared-libstdc++ opt out.
 case_static_cxx() {
+    have sqlite3
     for cxx in g++ clang++; do
         if ! have "$cxx"; then
             echo "SKIP: $cxx not installed"
@@ -282,6 +299,18 @@ case_static_cxx() {
         hasnt "$cxx -shared-libstdc++: not passed to the compiler" v.txt "libstdc++"
         check "$cxx -shared-libstdc++: libstdc++.so needed" 1 \
             "$(readelf -d f_$cxx | grep -c 'NEEDED.*libstdc++')"
+        # A program whose only C++ library calls are new and delete: the
+        # executable defines the operators, and libstdc++ must stay needed
+        # for their real definitions (--as-needed would drop it).
+        RHEAPER_CXX=$cxx "$RCXX" -O1 newonly.cc -shared-libstdc++ -o n_$cxx
+        check "$cxx -shared-libstdc++, new only: link status" 0 $?
+        check "$cxx -shared-libstdc++, new only: libstdc++.so needed" 1 \
+            "$(readelf -d n_$cxx | grep -c 'NEEDED.*libstdc++')"
+        profiled "$cxx -shared-libstdc++, new only" n_$cxx "done"
+        "$bindir/rheaper-convert" --quiet prof/rip-* n_$cxx.db 2>/dev/null
+        check "$cxx -shared-libstdc++, new only: new[] and new recorded" "new|1|4 new[]|5|200" \
+            "$(sqlite3 n_$cxx.db "SELECT kind, count(*), sum(size) FROM allocations
+                                  WHERE kind LIKE 'new%' GROUP BY kind ORDER BY kind" | tr '\n' ' ' | sed 's/ $//')"
     done
     # Compiling, a C++ shared library and the C driver naming -lstdc++: unchanged.
     RHEAPER_CC_VERBOSE=1 "$RCXX" -c alloc.cc -o a.o 2>v.txt
