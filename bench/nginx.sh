@@ -67,7 +67,7 @@ build_one() {
 build_one plain cc
 build_one rheaper "$bin/rheaper-cc"
 
-port=$((30000 + $$ % 20000))
+port=$((20000 + $$ % 10000)) # below the ephemeral ports ab connects from
 conf() {
     rm -rf "$1" && mkdir -p "$1/conf" "$1/logs" "$1/html"
     head -c 612 /dev/zero | tr '\0' x > "$1/html/index.html"

@@ -74,8 +74,11 @@ t0=$(date +%s)
 echo "ok: nginx built with rheaper-cc in $(($(date +%s) - t0)) s"
 ngx="$work/tree/objs/nginx"
 
-# A free loopback port: nginx says so when it cannot bind.
-port=$((20000 + $$ % 20000))
+# A free loopback port: nginx says so when it cannot bind. Below the kernel's
+# ephemeral range (32768 and up), which ab's client sockets take their ports
+# from: a client socket left in TIME_WAIT on the port would make a later
+# nginx's bind fail.
+port=$((20000 + $$ % 10000))
 
 # conf DIR: a configuration in DIR/conf, logs in DIR/logs, pages in DIR/html.
 conf() {
