@@ -410,6 +410,12 @@ extern RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("i
 /* 0 under RHEAPER_WALK_CACHE=0 (every walk then goes to the end): set at
  * init, read once per walk. */
 extern RH_HIDDEN int rh_wc_on;
+/* Whether a walk that ended k records after its start is kept in the cache:
+ * deep enough to be worth it, short enough to fit, and the cache on. */
+static inline int rh_wc_keeps(uint32_t k)
+{
+    return k + 1 >= RH_WC_MIN && k < RH_WC_CAP && __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED);
+}
 struct rh_walk_rest;
 /* A walk from record start at the record equal to cached entry m, k records
  * later, with nsofar frames (the one there included) hashed into h: checks the outer records against memory. Returns 1 with the whole
@@ -486,8 +492,7 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
                 for (uint32_t i = 0; i < mn; i++)
                     h = rh_walk_add(h, tm->f[i]);
                 left -= mn;
-                if (k + 1 >= RH_WC_MIN && k < RH_WC_CAP &&
-                    __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED))
+                if (rh_wc_keeps(k))
                     rh_wc_fill((uintptr_t)fp, k, cur, raw, ((const uintptr_t *)cur)[0], tm->f,
                                mn, 0);
                 break;
@@ -501,7 +506,7 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
         if (RH_WORD_MISALIGNED(next) || next < cur + RH_FRAME_REC || next > top) {
             uint32_t k = max - left - 1;
             cut = next != 0;
-            if (k + 1 >= RH_WC_MIN && k < RH_WC_CAP && __atomic_load_n(&rh_wc_on, __ATOMIC_RELAXED))
+            if (rh_wc_keeps(k))
                 rh_wc_fill((uintptr_t)fp, k, cur, raw, next, NULL, 0, cut);
             break;
         }

@@ -51,17 +51,6 @@ struct rh_req {
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-static int64_t rh_q_int(sqlite3 *db, const char *sql, int64_t def)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = def;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW &&
-        sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 /* The failure of a query: 503 when the budget ran out, else 500. */
 static int rh_q_fail(struct rh_req *q)
 {
@@ -230,19 +219,19 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
         sqlite3 *db = rh_serve_db(s, i);
         if (!db)
             return rh_resp_error(r, 500, NULL, "cannot open %s", s->p[i].path);
-        int64_t dur = rh_q_int(db, "SELECT value FROM meta WHERE key = 'duration_ns'", 0);
-        int agg = rh_q_int(db, "SELECT value FROM meta WHERE key = 'aggregates'", 0) == 1;
+        int64_t dur = rh_meta_int(db, "duration_ns", 0);
+        int agg = rh_meta_int(db, "aggregates", 0) == 1;
         int64_t leaked_b, leaked_n, n;
         if (agg) {
-            leaked_b = rh_q_int(db, "SELECT sum(leaked_bytes) FROM stack_stats", 0);
-            leaked_n = rh_q_int(db, "SELECT sum(leaked_blocks) FROM stack_stats", 0);
-            n = rh_q_int(db, "SELECT sum(count) FROM stack_stats", 0);
+            leaked_b = rh_sql_int(db, "SELECT sum(leaked_bytes) FROM stack_stats", 0, 0);
+            leaked_n = rh_sql_int(db, "SELECT sum(leaked_blocks) FROM stack_stats", 0, 0);
+            n = rh_sql_int(db, "SELECT sum(count) FROM stack_stats", 0, 0);
         } else {
-            leaked_b =
-                rh_q_int(db, "SELECT sum(size) FROM allocations WHERE dealloc_after IS NULL", 0);
-            leaked_n =
-                rh_q_int(db, "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL", 0);
-            n = rh_q_int(db, "SELECT count(*) FROM allocations", 0);
+            leaked_b = rh_sql_int(
+                db, "SELECT sum(size) FROM allocations WHERE dealloc_after IS NULL", 0, 0);
+            leaked_n = rh_sql_int(
+                db, "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL", 0, 0);
+            n = rh_sql_int(db, "SELECT count(*) FROM allocations", 0, 0);
         }
         fprintf(o, "%s{\"id\":\"%s\",\"executable\":", i ? "," : "", s->p[i].id);
         rh_json_string(o, s->p[i].name);
@@ -257,23 +246,24 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
         fputs(",\"architecture\":", o);
         rh_json_string(o, arch);
         fprintf(o,
-                ",\"final_allocated\":%" PRId64
-                ",\"final_allocated_count\":%" PRId64 ",\"runtime\":",
+                ",\"final_allocated\":%" PRId64 ",\"final_allocated_count\":%" PRId64
+                ",\"runtime\":",
                 leaked_b, leaked_n);
         rh_tv(o, dur);
         fprintf(o,
                 ",\"unique_backtrace_count\":%" PRId64 ",\"maximum_backtrace_depth\":%" PRId64
                 ",\"timestamp\":",
-                rh_q_int(db, "SELECT count(*) FROM stacks", 0),
-                rh_q_int(db, "SELECT max(depth) FROM stacks", 0));
+                rh_sql_int(db, "SELECT count(*) FROM stacks", 0, 0),
+                rh_sql_int(db, "SELECT max(depth) FROM stacks", 0, 0));
         rh_tv(o, 0);
         fputs(",\"path\":", o);
         rh_json_string(o, s->p[i].path);
-        fprintf(o, ",\"allocations\":%" PRId64 ",\"cpu_hz\":%" PRId64 ",\"cpu_samples\":%" PRId64
-                   ",\"cpu_samples_dropped\":%" PRId64 ",\"sample_mode\":",
-                n, rh_q_int(db, "SELECT value FROM meta WHERE key = 'cpu_hz'", 0),
-                rh_q_int(db, "SELECT coalesce(sum(samples), 0) FROM cpu_stack_stats", 0),
-                rh_q_int(db, "SELECT value FROM meta WHERE key = 'cpu_samples_dropped'", 0));
+        fprintf(o,
+                ",\"allocations\":%" PRId64 ",\"cpu_hz\":%" PRId64 ",\"cpu_samples\":%" PRId64
+                ",\"cpu_samples_dropped\":%" PRId64 ",\"sample_mode\":",
+                n, rh_cpu_hz(db),
+                rh_sql_int(db, "SELECT coalesce(sum(samples), 0) FROM cpu_stack_stats", 0, 0),
+                rh_cpu_dropped(db));
         sqlite3_stmt *st = NULL;
         if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'sample_mode'", -1, &st,
                                NULL) == SQLITE_OK &&
@@ -292,10 +282,10 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
 
 static int rh_has_weight(sqlite3 *db)
 {
-    return rh_q_int(db,
-                    "SELECT count(*) FROM pragma_table_info('allocations') WHERE name ="
-                    " 'weight'",
-                    0) > 0;
+    return rh_sql_int(db,
+                      "SELECT count(*) FROM pragma_table_info('allocations') WHERE name ="
+                      " 'weight'",
+                      0, 0) > 0;
 }
 
 static int rh_ep_allocations(struct rh_req *q)
@@ -319,7 +309,7 @@ static int rh_ep_allocations(struct rh_req *q)
     const char *dir = q->order && !strcmp(q->order, "dsc") ? "DESC" : "ASC";
     int weight = rh_has_weight(q->db), capped;
     int64_t limit = rh_limit(q, &capped);
-    int64_t total = rh_q_int(q->db, "SELECT count(*) FROM msel", -1);
+    int64_t total = rh_sql_int(q->db, "SELECT count(*) FROM msel", 0, -1);
     if (total < 0)
         return rh_q_fail(q);
     char sql[1024];
@@ -449,7 +439,7 @@ static int rh_ep_groups(struct rh_req *q)
         return rh_q_fail(q);
     int capped;
     int64_t limit = rh_limit(q, &capped);
-    int64_t total = rh_q_int(q->db, "SELECT count(*) FROM grp", -1);
+    int64_t total = rh_sql_int(q->db, "SELECT count(*) FROM grp", 0, -1);
     char sql[2048];
     /* all.min_size / all.max_size are read per listed group by
      * rh_group_sizes (stack_sizes; on older profiles from the rows when
@@ -647,7 +637,6 @@ out:
     return rc ? rh_q_fail(q) : 0;
 }
 
-
 /* ---- the web UI's views: summary, call sites, trees, CPU ----------------------------- */
 
 /* The value of parameter name of the request, or NULL. */
@@ -688,9 +677,9 @@ static int rh_ep_summary(struct rh_req *q)
 static int rh_ep_sites(struct rh_req *q)
 {
     static const char *const own[] = {"sort_by", "order", "count", "skip", NULL};
-    static const char *const cols[] = {"bytes", "count",    "leaked_bytes", "leaked_blocks",
-                                       "peak_bytes", "temporary", "score", "first",
-                                       "last", "stacks", "function", "location", NULL};
+    static const char *const cols[] = {
+        "bytes", "count", "leaked_bytes", "leaked_blocks", "peak_bytes", "temporary", "score",
+        "first", "last",  "stacks",       "function",      "location",   NULL};
     if (rh_take_params(q, own))
         return -1;
     const char *col = q->sort_by ? NULL : "bytes";
@@ -720,7 +709,7 @@ static int rh_ep_sites(struct rh_req *q)
     sqlite3_bind_int64(st, 1, limit);
     sqlite3_bind_int64(st, 2, q->skip);
     fprintf(q->out, "{\"total_count\":%" PRId64 ",\"sort_by\":\"%s\",\"order\":\"%s\",\"sites\":",
-            rh_q_int(q->db, "SELECT count(*) FROM temp.sitetab", 0), col,
+            rh_sql_int(q->db, "SELECT count(*) FROM temp.sitetab", 0, 0), col,
             dir[0] == 'A' ? "asc" : "dsc");
     int rc = rh_print_stmt(st, RH_FMT_JSON, q->out);
     sqlite3_finalize(st);
@@ -747,8 +736,7 @@ static int rh_ep_site(struct rh_req *q)
         return rh_q_fail(q);
     int rc = rh_site_detail_json(q->db, fn, loc, q->count > 0 ? (int)q->count : 50, q->out);
     if (rc > 0)
-        return rh_resp_error(q->r, 404, "function", "no call site %s at %s in this scope", fn,
-                             loc);
+        return rh_resp_error(q->r, 404, "function", "no call site %s at %s in this scope", fn, loc);
     return rc ? rh_q_fail(q) : 0;
 }
 
@@ -769,8 +757,8 @@ static int rh_ep_timeline_sites(struct rh_req *q)
  * (rh_tree_json). */
 static int rh_ep_tree(struct rh_req *q)
 {
-    static const char *const own[] = {"kind", "function", "cpu", "sort_by", "min_share", "count",
-                                      NULL};
+    static const char *const own[] = {"kind",      "function", "cpu", "sort_by",
+                                      "min_share", "count",    NULL};
     static const char *const kinds[] = {"top-down", "bottom-up", "callers", "callees", NULL};
     static const char *const sorts[] = {"bytes", "count", "leaked", "peak", "temporary", NULL};
     if (rh_take_params(q, own))
@@ -833,8 +821,7 @@ static int rh_ep_cpu(struct rh_req *q)
     sqlite3_stmt *st = rh_cpu_top_stmt(q->db, q->count > 0 ? (int)q->count : 50, NULL);
     if (!st)
         return rh_q_fail(q);
-    fprintf(q->out,
-            "{\"hz\":%" PRId64 ",\"samples\":%" PRId64 ",\"dropped\":%" PRId64 ",\"top\":",
+    fprintf(q->out, "{\"hz\":%" PRId64 ",\"samples\":%" PRId64 ",\"dropped\":%" PRId64 ",\"top\":",
             rh_cpu_hz(q->db), rh_cpu_total(q->db), rh_cpu_dropped(q->db));
     int rc = rh_print_stmt(st, RH_FMT_JSON, q->out);
     sqlite3_finalize(st);
@@ -853,8 +840,11 @@ static int rh_flame_mode(struct rh_req *q, enum rh_flame_weight *w)
     static const struct {
         const char *name;
         enum rh_flame_weight w;
-    } modes[] = {{"allocated", RH_FLAME_ALL}, {"leaked", RH_FLAME_LEAKED}, {"peak", RH_FLAME_PEAK},
-                 {"temporary", RH_FLAME_TEMP}, {"cpu", RH_FLAME_CPU}};
+    } modes[] = {{"allocated", RH_FLAME_ALL},
+                 {"leaked", RH_FLAME_LEAKED},
+                 {"peak", RH_FLAME_PEAK},
+                 {"temporary", RH_FLAME_TEMP},
+                 {"cpu", RH_FLAME_CPU}};
     const char *v = rh_param(q, "mode");
     *w = RH_FLAME_ALL;
     if (!v)
@@ -1261,8 +1251,8 @@ static int rh_ep_diff(struct rh_req *q, const char *other)
         char *end;
         noise = strtod(v, &end);
         if (end == v || *end || !(noise >= 0 && noise <= 100))
-            return rh_resp_error(q->r, 400, "noise",
-                                 "bad value '%s' for noise: a percentage 0-100", v);
+            return rh_resp_error(q->r, 400, "noise", "bad value '%s' for noise: a percentage 0-100",
+                                 v);
     }
     sqlite3 *b = rh_serve_db(q->s, oi);
     if (!b)
@@ -1351,7 +1341,7 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
         rc = rh_resp_error(r, 500, NULL, "cannot open %s", s->p[q.pi].path);
         goto done;
     }
-    q.duration = rh_q_int(q.db, "SELECT value FROM meta WHERE key = 'duration_ns'", 0);
+    q.duration = rh_meta_int(q.db, "duration_ns", 0);
     const char *ep = slash + 1;
     if (!strcmp(ep, "allocations"))
         rc = rh_ep_allocations(&q);
