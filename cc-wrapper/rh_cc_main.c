@@ -7,10 +7,11 @@
  *
  * What it adds, around the user's arguments (which pass unchanged, in order):
  *   compiling (always, unless preprocessing or an info query):
- *     before: -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
- *             -fno-optimize-sibling-calls, and -g1 (gcc) / -gline-tables-only
- *             (clang, when the compiler's name contains "clang", or
- *             RHEAPER_CC_FAMILY=clang) unless the user gave a -g level;
+ *     before: -fno-omit-frame-pointer, -mno-omit-leaf-frame-pointer (x86,
+ *             AArch64), -marm (32-bit ARM), -fno-optimize-sibling-calls, and
+ *             -g1 (gcc) / -gline-tables-only (clang, when the compiler's name
+ *             contains "clang", or RHEAPER_CC_FAMILY=clang) unless the user
+ *             gave a -g level;
  *   linking an executable, after: -Wl,--wrap=SYM for every table function (the
  *     dynamic-only ones not with -static), -Wl,--export-dynamic-symbol=__wrap_SYM
  *     (not with -static), -static-libstdc++ for rheaper-c++ (below),
@@ -169,6 +170,14 @@ static void rh_add_compile_flags(struct rh_argv *a, const struct rh_cc_scan *s, 
         rh_push(a, "-mno-omit-leaf-frame-pointer");
 #elif defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
     rh_push(a, "-mno-omit-leaf-frame-pointer");
+#endif
+    /* 32-bit ARM: ARM code, whose frames keep a frame record at the frame
+     * pointer (Thumb-2's, the usual default, keep none: runtime/rh_arch.h) */
+#if defined(RH_CC_ARM_MODE)
+    if (RH_CC_ARM_MODE)
+        rh_push(a, "-marm");
+#elif defined(__arm__)
+    rh_push(a, "-marm");
 #endif
     rh_push(a, "-fno-optimize-sibling-calls");
     if (!s->has_g)

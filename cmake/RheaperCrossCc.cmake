@@ -6,7 +6,8 @@
 # (RHEAPER_HOST_CC, default cc) and drive the target's compilers by default
 # (the toolchain file's CMAKE_C_COMPILER, and RHEAPER_TARGET_CXX or
 # CMAKE_CXX_COMPILER for rheaper-c++). Whether -mno-omit-leaf-frame-pointer is
-# passed follows the target's processor, not the host's. They find the target
+# passed follows the target's processor, not the host's, and so does -marm
+# (32-bit ARM targets: the top-level RH_TARGET_ARM). They find the target
 # runtime in build/lib like the native ones.
 
 set(RHEAPER_HOST_CC "cc" CACHE STRING "the build machine's C compiler, for rheaper-cc")
@@ -23,6 +24,11 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|amd64|i.86|aarch64|arm64)$")
 else()
   set(_rh_leaf_fp 0)
 endif()
+if(RH_TARGET_ARM)
+  set(_rh_arm_mode 1)
+else()
+  set(_rh_arm_mode 0)
+endif()
 
 set(_rh_cc_dir "${CMAKE_CURRENT_SOURCE_DIR}")
 set(_rh_cc_out "${CMAKE_BINARY_DIR}/bin/rheaper-cc")
@@ -33,7 +39,7 @@ add_custom_command(
           "-DRH_CC_REL_LIBDIR=\"../lib\""
           "-DRH_CC_DEFAULT_CC=\"${CMAKE_C_COMPILER}\""
           "-DRH_CC_DEFAULT_CXX=\"${RHEAPER_TARGET_CXX}\""
-          "-DRH_CC_LEAF_FP=${_rh_leaf_fp}"
+          "-DRH_CC_LEAF_FP=${_rh_leaf_fp}" "-DRH_CC_ARM_MODE=${_rh_arm_mode}"
           -o "${_rh_cc_out}"
           "${_rh_cc_dir}/rh_cc_main.c" "${_rh_cc_dir}/rh_cc_args.c" "${_rh_cc_dir}/rh_cc_alloc.c"
   COMMAND "${CMAKE_COMMAND}" -E create_symlink rheaper-cc "${CMAKE_BINARY_DIR}/bin/rheaper-c++"

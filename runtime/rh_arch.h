@@ -19,28 +19,53 @@
 #include <unistd.h>
 
 /* ---- frame records ---------------------------------------------------------
- * A frame record is {saved frame pointer, return address}, two words at the
- * frame pointer: x86_64 (rbp), i386 (ebp) and AArch64 (x29, x30). The walk
- * steps through them. gcc lays out ARM and MIPS64 frames differently: the
- * walk is not ported there (RH_ARCH_FP below, docs/platforms.md). */
+ * A frame record is {saved frame pointer, return address}, two words. On
+ * x86_64 (rbp), i386 (ebp) and AArch64 (x29, x30) it sits at the frame
+ * pointer, and the saved frame pointer is the caller's record. ARM code
+ * built with -marm (rheaper-cc passes it there) keeps one too: gcc's
+ * prologue is `push {..., fp, lr}; add fp, sp, #4*k`, so fp points at the
+ * saved lr and the record starts a word below it, and its saved fp points at
+ * the caller's saved lr: the next record is the saved fp minus a word. The
+ * walk reads a record at rec as rec[0] (through rh_arch_rec_next) and rec[1]
+ * (the return address), and never adds the bias itself. gcc's Thumb-2 code
+ * (Debian armhf's default) and MIPS64 frames keep no record at a fixed place
+ * (RH_ARCH_FP below, docs/platforms.md). */
 #define RH_WORD ((uintptr_t)sizeof(uintptr_t))
 #define RH_FRAME_REC (2u * RH_WORD) /* bytes of a frame record */
 #define RH_WORD_MISALIGNED(p) (((uintptr_t)(p)) & (RH_WORD - 1u))
+#if defined(__arm__) && !defined(__thumb__)
+#define RH_ARCH_REC_BIAS 4u /* bytes from a frame record up to its frame pointer */
+#else
+#define RH_ARCH_REC_BIAS 0u
+#endif
 
-/* The frame address a wrapper records (wrap/rh_shims.h's RH_FP): where a
- * frame record starts the walk, fp[1] being the return address into the
- * wrapper's caller. gcc's ARM (Thumb-2, Debian's armhf default) and MIPS64
- * frames have no record at a fixed offset from the frame pointer, so there the
- * wrapper hands over a record of its own, on its own stack for as long as the
- * call that records it: {0, its return address}. The walk reads the caller
- * from it and stops at the 0 (docs/platforms.md: one frame on these targets).
- * Must be used in the wrapper's own body, in the block of the call. */
-#if defined(__arm__) || defined(__mips__)
+/* The frame record a frame pointer value designates; 0 (the outermost frame's
+ * saved frame pointer) stays 0. */
+static inline __attribute__((always_inline)) uintptr_t rh_arch_rec_of_fp(uintptr_t fp)
+{
+    return RH_ARCH_REC_BIAS && fp ? fp - RH_ARCH_REC_BIAS : fp;
+}
+/* The caller's frame record from the record at rec (its saved frame
+ * pointer, as a record), or 0 at the outermost one. */
+static inline __attribute__((always_inline)) uintptr_t rh_arch_rec_next(uintptr_t rec)
+{
+    return rh_arch_rec_of_fp(((const uintptr_t *)rec)[0]);
+}
+
+/* The frame record a wrapper records (wrap/rh_shims.h's RH_FP): where the
+ * walk starts, [1] being the return address into the wrapper's caller. Where
+ * gcc keeps no record at a fixed offset from the frame pointer (Thumb-2,
+ * MIPS64) the wrapper hands over a record of its own, on its own stack for
+ * as long as the call that records it: {0, its return address}. The walk
+ * reads the caller from it and stops at the 0 (docs/platforms.md: one frame
+ * on these targets). Must be used in the wrapper's own body, in the block of
+ * the call. */
+#if (defined(__arm__) && defined(__thumb__)) || defined(__mips__)
 #define RH_ARCH_FRAME_RECORDS 0
 #define RH_ARCH_FP() ((void *)(uintptr_t[2]){0, (uintptr_t)__builtin_return_address(0)})
 #else
 #define RH_ARCH_FRAME_RECORDS 1
-#define RH_ARCH_FP() __builtin_frame_address(0)
+#define RH_ARCH_FP() ((void *)rh_arch_rec_of_fp((uintptr_t)__builtin_frame_address(0)))
 #endif
 
 /* A return address as the program can use it: AArch64 code built with

@@ -493,16 +493,16 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
                     h = rh_walk_add(h, tm->f[i]);
                 left -= mn;
                 if (rh_wc_keeps(k))
-                    rh_wc_fill((uintptr_t)fp, k, cur, raw, ((const uintptr_t *)cur)[0], tm->f,
+                    rh_wc_fill((uintptr_t)fp, k, cur, raw, rh_arch_rec_next(cur), tm->f,
                                mn, 0);
                 break;
             }
-            rh_stack_walk_cont(ret, cur + RH_FRAME_REC, ((const uintptr_t *)cur)[0], lo, hi, max, h,
+            rh_stack_walk_cont(ret, cur + RH_FRAME_REC, rh_arch_rec_next(cur), lo, hi, max, h,
                                max - left, &o);
             h = o.h, n = o.n, cut = o.cut;
             goto done;
         }
-        uintptr_t next = ((const uintptr_t *)cur)[0];
+        uintptr_t next = rh_arch_rec_next(cur);
         if (RH_WORD_MISALIGNED(next) || next < cur + RH_FRAME_REC || next > top) {
             uint32_t k = max - left - 1;
             cut = next != 0;

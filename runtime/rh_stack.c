@@ -241,7 +241,7 @@ static inline void rh_wc_stack(struct rh_wcache *wc, int base, uintptr_t start, 
     uintptr_t r[RH_WC_CAP];
     r[0] = start;
     for (uint32_t j = 1; j < k; j++)
-        r[j] = ((const uintptr_t *)r[j - 1])[0];
+        r[j] = rh_arch_rec_next(r[j - 1]);
     for (uint32_t j = 1; j <= k; j++) {
         int i = base + (int)j;
         t += rh_arch_ret(raw) * pw; /* the frame of the entry below */
@@ -269,11 +269,11 @@ int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max
     uintptr_t f = fp[m];
     for (int i = m; i > 0; i--) {
         uintptr_t g = fp[i - 1];
-        if (((const uintptr_t *)f)[0] != g || ((const uintptr_t *)g)[1] != rw[i - 1])
+        if (rh_arch_rec_next(f) != g || ((const uintptr_t *)g)[1] != rw[i - 1])
             return 0;
         f = g;
     }
-    if (((const uintptr_t *)f)[0] != wc->term_next)
+    if (rh_arch_rec_next(f) != wc->term_next)
         return 0;
     o->h = h * wc->pw[m] + wc->t[m];
     o->n = total;
@@ -391,7 +391,7 @@ static void rh_ws_run(struct rh_ws *s, uintptr_t pc, uintptr_t rsp, uintptr_t rb
                 return;
             pc = ret;
             rsp = rbp + RH_FRAME_REC;
-            rbp = ((const uintptr_t *)rbp)[0];
+            rbp = rh_arch_rec_next(rbp);
             continue;
         }
         if (kind == RH_UW_SIGNAL) {
@@ -474,7 +474,7 @@ void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_re
     const uintptr_t *f = (const uintptr_t *)fp;
     struct rh_ws s = {0, 0, h, 1, max, 0, NULL, 0, NULL, 0};
     if (rh_ws_start(&s, fp))
-        rh_ws_run(&s, rh_arch_ret(f[1]), fp + RH_FRAME_REC, f[0]);
+        rh_ws_run(&s, rh_arch_ret(f[1]), fp + RH_FRAME_REC, rh_arch_rec_next(fp));
     else
         s.cut = 1;
     rh_ws_result(&s, o);
@@ -501,7 +501,7 @@ uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p)
     s.enc = p;
     s.prev = ret0;
     if (nframes > 1 && rh_ws_start(&s, (uintptr_t)fp))
-        rh_ws_run(&s, ret0, (uintptr_t)fp + RH_FRAME_REC, f[0]);
+        rh_ws_run(&s, ret0, (uintptr_t)fp + RH_FRAME_REC, rh_arch_rec_next((uintptr_t)fp));
     errno = e;
     return s.enc;
 }

@@ -27,9 +27,11 @@ musl-aarch64) triple=aarch64-linux-musl qemu=qemu-aarch64 arch=aarch64 runs="sta
 # cxx, cxx-static: cross_prog_cxx.cc (operator new takes a 32-bit size_t)
 i386) triple=i686-linux-gnu qemu=qemu-i386 arch=x86 runs="static dynamic cxx cxx-static"
     native_runs="dynamic cxx" cxx=i686-linux-gnu-g++ ;;
-# ARM (Thumb-2) and MIPS64 frames have no frame record: a stack is the
-# allocating function alone (runtime/rh_arch.h, docs/platforms.md)
-armhf) triple=arm-linux-gnueabihf qemu=qemu-arm arch=arm runs="dynamic static" frames=1 ;;
+# ARM: rheaper-cc builds ARM code (-marm), whose frames keep a frame record;
+# the C library is Thumb-2 code, which keeps none (checked below).
+armhf) triple=arm-linux-gnueabihf qemu=qemu-arm arch=arm runs="dynamic static" ;;
+# MIPS64 frames have no frame record: a stack is the allocating function alone
+# (runtime/rh_arch.h, docs/platforms.md)
 mips64el) triple=mips64el-linux-gnuabi64 qemu=qemu-mips64el arch=mips64 runs="dynamic static" frames=1 ;;
 *) echo "unknown target $target"; exit 2 ;;
 esac
@@ -166,6 +168,34 @@ f_thread:malloc:14:896"
          FROM (SELECT DISTINCT bt FROM $mine) a
          JOIN backtraces b0 ON b0.id = a.bt AND b0.frame_no = 0 AND b0.sym <> 'f_thread'
          LEFT JOIN backtraces b1 ON b1.id = a.bt AND b1.frame_no = 1 ORDER BY 1)" "$want"
+    if [ "$target" = armhf ]; then
+        # The whole stack of each of the program's functions, with the stack's
+        # truncated flag: main calls them (f_thread is a thread's start
+        # function). The walk then takes main's return address into the C
+        # library (__libc_start_call_main; in a dynamic program a frame of
+        # libc.so.6, which the host cannot name) and stops: Debian's glibc is
+        # Thumb-2 code, whose r11 is no frame pointer. A thread's walk ends
+        # complete at start_thread.
+        fr="coalesce(b.sym, '[' || replace(b.module, rtrim(b.module, replace(b.module, '/', '')), '') || ']')"
+        base=__libc_start_call_main tbase=start_thread
+        [ "$run" = dynamic ] && base="[libc.so.6]" tbase="[libc.so.6]"
+        eq "$db" "the program's stacks (frames:truncated)" \
+            "SELECT group_concat(s, ' ') FROM (SELECT DISTINCT (SELECT group_concat(f, '<') FROM
+             (SELECT $fr AS f FROM backtraces b WHERE b.id = a.bt ORDER BY b.frame_no)) || ':' || st.truncated AS s
+             FROM (SELECT DISTINCT bt FROM $mine) a JOIN stacks st ON st.id = a.bt ORDER BY 1)" \
+            "f_calloc<main<$base:1 f_leak<main<$base:1 f_malloc<main<$base:1 f_realloc<main<$base:1 f_strdup<main<$base:1 f_thread<$tbase:0"
+        # The C library's own allocations (a static program's start-up, each
+        # thread's TLS block) keep one frame, the glibc function that called
+        # malloc: its Thumb-2 frame hides every caller.
+        eq "$db" "depth of the C library's own stacks" \
+            "SELECT group_concat(DISTINCT st.depth) FROM allocations a JOIN stacks st ON st.id = a.bt
+             WHERE a.id NOT IN (SELECT id FROM $mine)" "1"
+        if [ "$run" = static ]; then
+            eq "$db" "the threads' TLS blocks (function:count)" \
+                "SELECT b.sym || ':' || count(*) FROM allocations a JOIN backtraces b ON b.id = a.bt
+                 AND b.frame_no = 0 AND b.sym = '_dl_allocate_tls'" "_dl_allocate_tls:2"
+        fi
+    fi
     if [ "$run" = cpu ]; then
         samples=$(q "$db" "SELECT count(*) FROM cpu_samples")
         spin=$(q "$db" "SELECT count(*) FROM cpu_samples c WHERE EXISTS (SELECT 1 FROM backtraces b
