@@ -4,7 +4,8 @@
 # (and, for i386, cross_prog_cxx.cc) through that build's rheaper-cc, runs it
 # under qemu-user (natively for x86_64 musl and i386 dynamic), converts every
 # profile with the host's rheaper-convert and checks the database against the
-# counts the program knows.
+# counts the program knows. For aarch64, live_stream.sh then checks the live
+# view and streaming.
 #
 #   check_cross.sh SRC_DIR HOST_BIN_DIR WORK_DIR TARGET
 #
@@ -261,5 +262,7 @@ if [ "$target" = aarch64 ]; then
         cat "$e/cc.log" "$e/err.txt" "$e/convert.err" 2>/dev/null
     fi
 fi
+# AArch64: the live view and streaming, read by the host's tools
+[ "$target" = aarch64 ] && . "$here/live_stream.sh"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
