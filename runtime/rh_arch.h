@@ -52,6 +52,18 @@ static inline __attribute__((always_inline)) uintptr_t rh_arch_rec_next(uintptr_
     return rh_arch_rec_of_fp(((const uintptr_t *)rec)[0]);
 }
 
+/* 1 when the return address ret read from a record cannot be one because it
+ * lies in the stack [lo, hi) being walked: on ARM a leaf function saves only
+ * fp (`push {fp}; add fp, sp, #0`), so the word above the record its fp
+ * designates is the caller's saved fp. Only a CPU sample's walk starts in a
+ * leaf; it stops there (the leaf is frame 0, its caller is unknown). Never
+ * on the other targets, whose leaf functions keep whole records or none. */
+#if RH_ARCH_REC_BIAS
+#define RH_ARCH_NOT_A_RECORD(ret, lo, hi) ((ret) >= (lo) && (ret) < (hi))
+#else
+#define RH_ARCH_NOT_A_RECORD(ret, lo, hi) 0
+#endif
+
 /* The frame record a wrapper records (wrap/rh_shims.h's RH_FP): where the
  * walk starts, [1] being the return address into the wrapper's caller. Where
  * gcc keeps no record at a fixed offset from the frame pointer (Thumb-2,
@@ -85,7 +97,8 @@ static inline __attribute__((always_inline)) uintptr_t rh_arch_ret(uintptr_t r)
 
 /* ---- signal contexts ------------------------------------------------------
  * The interrupted pc, stack pointer and frame pointer of a signal's ucontext
- * (the CPU sampler). Returns 0, or -1 where this port does not know them. The
+ * (the CPU sampler; on ARM the frame pointer's record, rh_arch_rec_of_fp).
+ * Returns 0, or -1 where this port does not know them. The
  * gregs indices are the kernel ABI's (REG_RIP 16, REG_RSP 15, REG_RBP 10 on
  * x86_64; REG_EIP 14, REG_ESP 7, REG_EBP 6 on i386), written as numbers so
  * that no file needs _GNU_SOURCE for them. */
@@ -107,6 +120,12 @@ static inline int rh_arch_uc_regs(const void *ucv, uintptr_t *pc, uintptr_t *sp,
     *pc = (uintptr_t)uc->uc_mcontext.pc;
     *sp = (uintptr_t)uc->uc_mcontext.sp;
     *fp = (uintptr_t)uc->uc_mcontext.regs[29];
+    return 0;
+#elif defined(__arm__) && !defined(__thumb__)
+    /* fp as the frame record it designates (ARM code: see frame records) */
+    *pc = (uintptr_t)uc->uc_mcontext.arm_pc;
+    *sp = (uintptr_t)uc->uc_mcontext.arm_sp;
+    *fp = rh_arch_rec_of_fp((uintptr_t)uc->uc_mcontext.arm_fp);
     return 0;
 #else
     (void)uc, (void)pc, (void)sp, (void)fp;

@@ -262,9 +262,9 @@ void rh_cpu_carry_flush(void)
         } else {
             if (!rh_tls_stack_hi)
                 rh_stack_bounds_compute();
-            const uintptr_t *fp = __builtin_frame_address(0);
+            uintptr_t rec = rh_arch_rec_of_fp((uintptr_t)__builtin_frame_address(0));
             uintptr_t ret = (uintptr_t)__builtin_return_address(0);
-            if (rh_cpu_sample_on(ret - 1, (uintptr_t)fp + 16, fp[0], carry - 1) != 0)
+            if (rh_cpu_sample_on(ret - 1, rec + RH_FRAME_REC, rh_arch_rec_next(rec), carry - 1) != 0)
                 rh_cpu_drop_n(carry);
         }
     }

@@ -385,7 +385,7 @@ static void rh_ws_run(struct rh_ws *s, uintptr_t pc, uintptr_t rsp, uintptr_t rb
                 rbp > s->hi - RH_FRAME_REC)
                 goto stuck;
             ret = rh_arch_ret(((const uintptr_t *)rbp)[1]);
-            if (ret <= 4096u)
+            if (ret <= 4096u || RH_ARCH_NOT_A_RECORD(ret, s->lo, s->hi))
                 goto stuck;
             if (!rh_ws_emit(s, ret))
                 return;

@@ -30,7 +30,7 @@ i386) triple=i686-linux-gnu qemu=qemu-i386 arch=x86 runs="static dynamic cxx cxx
     native_runs="dynamic cxx" cxx=i686-linux-gnu-g++ ;;
 # ARM: rheaper-cc builds ARM code (-marm), whose frames keep a frame record;
 # the C library is Thumb-2 code, which keeps none (checked below).
-armhf) triple=arm-linux-gnueabihf qemu=qemu-arm arch=arm runs="dynamic static" ;;
+armhf) triple=arm-linux-gnueabihf qemu=qemu-arm arch=arm runs="dynamic static cpu cpuleaf" ;;
 # MIPS64 frames have no frame record: a stack is the allocating function alone
 # (runtime/rh_arch.h, docs/platforms.md)
 mips64el) triple=mips64el-linux-gnuabi64 qemu=qemu-mips64el arch=mips64 runs="dynamic static" frames=1 ;;
@@ -80,6 +80,7 @@ for run in $runs; do
     static | cxx-static) flags="$flags -static" ;;
     pac) flags="$flags -mbranch-protection=standard" ;;
     cpu) args=spin ;;
+    cpuleaf) args=leafspin ;;
     esac
     driver=rheaper-cc prog=cross_prog.c
     case $run in cxx*) driver=rheaper-c++ prog=cross_prog_cxx.cc ;; esac
@@ -87,7 +88,7 @@ for run in $runs; do
     "$build/bin/$driver" $flags -o "$d/prog" "$here/$prog" > "$d/cc.log" 2>&1 ||
         { bad "$driver $flags"; cat "$d/cc.log"; continue; }
     run_env="RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR=$d"
-    [ "$run" = cpu ] && run_env="$run_env RHEAPER_CPU_HZ=100"
+    case $run in cpu*) run_env="$run_env RHEAPER_CPU_HZ=100" ;; esac
     native=0
     case " $native_runs " in *" $run "*) native=1 ;; esac
     if [ -n "$qemu" ] && [ $native = 0 ]; then
@@ -179,7 +180,7 @@ f_thread:malloc:14:896"
         # complete at start_thread.
         fr="coalesce(b.sym, '[' || replace(b.module, rtrim(b.module, replace(b.module, '/', '')), '') || ']')"
         base=__libc_start_call_main tbase=start_thread
-        [ "$run" = dynamic ] && base="[libc.so.6]" tbase="[libc.so.6]"
+        [ "$run" != static ] && base="[libc.so.6]" tbase="[libc.so.6]"
         eq "$db" "the program's stacks (frames:truncated)" \
             "SELECT group_concat(s, ' ') FROM (SELECT DISTINCT (SELECT group_concat(f, '<') FROM
              (SELECT $fr AS f FROM backtraces b WHERE b.id = a.bt ORDER BY b.frame_no)) || ':' || st.truncated AS s
@@ -206,6 +207,16 @@ f_thread:malloc:14:896"
         echo "[$target/$run] cpu samples: $samples, in f_spin called from main: $spin, dropped: $dropped"
         # 0.3 s of thread CPU time at 100 Hz: about 30 periods
         if [ "$samples" -ge 10 ] && [ "$spin" -ge $((samples * 8 / 10)) ]; then ok; else bad "cpu samples"; fi
+    fi
+    if [ "$run" = cpuleaf ]; then
+        # ARM: a leaf function saves only fp, so a sample in it has no record
+        # to go on from: the leaf alone, truncated (not a stray frame above)
+        samples=$(q "$db" "SELECT count(*) FROM cpu_samples")
+        leaf=$(q "$db" "SELECT count(*) FROM cpu_samples c JOIN stacks st ON st.id = c.stack_id
+               AND st.depth = 1 AND st.truncated = 1 JOIN backtraces b ON b.id = c.stack_id
+               AND b.frame_no = 0 AND b.sym = 'f_leafspin'")
+        echo "[$target/$run] cpu samples: $samples, f_leafspin alone: $leaf"
+        if [ "$samples" -ge 10 ] && [ "$leaf" -ge $((samples * 8 / 10)) ]; then ok; else bad "cpu samples in a leaf"; fi
     fi
     echo "[$target/$run] $(q "$db" "SELECT count(*) || ' allocations, ' || sum(size) || ' bytes' FROM allocations")"
 done

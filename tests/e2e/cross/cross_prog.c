@@ -9,6 +9,8 @@
  *   f_thread    two threads, 7 malloc(64) each, freed: 896 bytes
  *   f_leak      1 malloc(777), never freed
  *   f_spin      burns about 0.3 s of CPU (for the CPU sampler)
+ *   f_leafspin  the same in a leaf function with locals, called by
+ *               f_leafloop (argument leafspin)
  * The C library's own allocations (a static program's start-up, each
  * thread's TLS block) come on top; their stacks hold none of these functions.
  * Every function is noinline and stores through a volatile pointer, so that
@@ -84,6 +86,26 @@ NOINLINE static void f_spin(void)
     } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 300000000L);
 }
 
+/* A leaf function (it calls nothing) with a local array: on ARM it saves
+ * only fp, and a CPU sample taken in it finds no whole record. */
+NOINLINE static unsigned f_leafspin(unsigned n)
+{
+    volatile unsigned a[8];
+    for (unsigned i = 0; i < n; i++)
+        a[i & 7u] += i;
+    return a[3];
+}
+
+NOINLINE static void f_leafloop(void)
+{
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    do {
+        f_leafspin(1000000);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 300000000L);
+}
+
 int main(int argc, char **argv)
 {
     f_malloc();
@@ -99,5 +121,7 @@ int main(int argc, char **argv)
     f_leak();
     if (argc > 1 && strcmp(argv[1], "spin") == 0)
         f_spin();
+    if (argc > 1 && strcmp(argv[1], "leafspin") == 0)
+        f_leafloop();
     return 0;
 }
