@@ -13,6 +13,10 @@
 #   file-based dynamic run converted to: every count, byte total, leak and
 #   event, and the live view of the collected file agrees with it too.
 
+# lseq WHAT GOT WANT: one check of a value the shell computed.
+lseq() {
+    if [ "$2" = "$3" ]; then ok; else bad "$1: got '$2', want '$3'"; fi
+}
 # field NAME JSON-LINE: the integer value of "NAME": in the line.
 lsfield() { printf '%s\n' "$2" | sed -n "s/.*\"$1\": \([0-9-]*\).*/\1/p"; }
 # lssite FUNCTION FILE: the JSON line of that call site in a snapshot.
@@ -72,15 +76,15 @@ else
             s=$(lssite grow_site "$l/a.json")
             # live bytes:blocks, allocated blocks:bytes, freed blocks:bytes
             got="$(lsfield live_bytes "$s"):$(lsfield live_blocks "$s"):$(lsfield alloc_blocks "$s"):$(lsfield alloc_bytes "$s"):$(lsfield freed_blocks "$s"):$(lsfield freed_bytes "$s")"
-            [ "$got" = "6000:6:10:10000:4:4000" ] && ok || bad "grow_site in the live view: $got, want 6000:6:10:10000:4:4000"
+            lseq "grow_site in the live view" "$got" "6000:6:10:10000:4:4000"
             top=$(grep -m 1 '"function": ' "$l/a.json" | sed -n 's/.*"function": "\([^"]*\)".*/\1/p')
-            [ "$top" = grow_site ] && ok || bad "the live view's top site: '$top', want grow_site"
+            lseq "the live view's top site" "$top" grow_site
             s=$(lssite worker_site "$l/a.json")
             got="$(lsfield alloc_blocks "$s"):$(lsfield alloc_bytes "$s"):$(lsfield freed_blocks "$s"):$(lsfield live_bytes "$s")"
-            [ "$got" = "5:1665:5:0" ] && ok || bad "worker_site in the live view: $got, want 5:1665:5:0"
+            lseq "worker_site in the live view" "$got" "5:1665:5:0"
             t=$(grep '"name": "lvworker"' "$l/a.json")
             got="$(lsfield alloc_blocks "$t"):$(lsfield freed_by_others_blocks "$t"):$(lsfield freed_by_others_bytes "$t")"
-            [ "$got" = "5:5:1665" ] && ok || bad "the worker thread in the live view: $got, want 5:5:1665"
+            lseq "the worker thread in the live view" "$got" "5:5:1665"
             grep -q '"state": "running", "ended": false' "$l/a.json" && ok || bad "the live view does not say running"
             echo "[$target/live] running: $(head -1 "$l/a.json" | sed 's/.*"live_bytes"/"live_bytes"/; s/, "unknown_frees".*//')"
         else
@@ -97,12 +101,12 @@ else
         grep -q '"ended": true' "$l/c.json" && ok || bad "the live view of the finished rip does not say ended"
         want=$(q "$l/profile.db" "$lsdbtotals")
         got=$(lstotals "$(head -1 "$l/c.json")")
-        [ "$got" = "$want" ] && ok ||
-            bad "live view of the finished rip $got, database $want (live bytes:blocks, allocated blocks:bytes, freed blocks:bytes, peak)"
+        lseq "live view of the finished rip = database (live bytes:blocks, allocated blocks:bytes, freed blocks:bytes, peak)" \
+            "$got" "$want"
         # the running program's snapshot: nothing is allocated or freed after
         # it but the program's exit, which frees nothing the wrappers see
         got=$(lstotals "$(head -1 "$l/a.json" 2>/dev/null)")
-        [ "${got%:*}" = "${want%:*}" ] && ok || bad "live view of the running program ${got%:*}, database ${want%:*}"
+        lseq "live view of the running program = database" "${got%:*}" "${want%:*}"
         eq "$l/profile.db" "grow_site in the database (allocated:bytes:live:live bytes)" \
             "SELECT count(*) || ':' || sum(a.size) || ':' || sum(a.dealloc_after IS NULL) || ':' ||
              sum(CASE WHEN a.dealloc_after IS NULL THEN a.size ELSE 0 END) FROM allocations a
@@ -140,7 +144,7 @@ else
     grep -q "^rheaper: streamed [0-9]* events to collector 127.0.0.1:$port\$" "$st/err" && ok ||
         bad "no 'streamed' line: $(cat "$st/err")"
     lswait "$st/col.out" 'complete)' && ok || bad "the collector did not report a complete stream"
-    [ -z "$(ls "$st" | grep '^rip-')" ] && ok || bad "a streamed run wrote a local file"
+    lseq "local files of a streamed run" "$(find "$st" -maxdepth 1 -name 'rip-*' | wc -l)" 0
     set -- "$st"/col/rip-*
     if [ $# = 1 ] && [ -f "$1" ] && "$hostbin/rheaper-convert" --quiet "$1" "$st/profile.db" 2> "$st/convert.err"; then
         sdb=$st/profile.db
@@ -162,7 +166,7 @@ else
         if "$hostbin/rheaper" live --once --json "$1" > "$st/c.json" 2> "$st/c.err"; then
             got=$(lstotals "$(head -1 "$st/c.json")")
             want=$(q "$sdb" "$lsdbtotals")
-            [ "$got" = "$want" ] && ok || bad "live view of the collected file $got, database $want"
+            lseq "live view of the collected file = its database" "$got" "$want"
         else
             bad "rheaper live --once --json on the collected file"
             cat "$st/c.err"
