@@ -59,8 +59,8 @@ extern RH_HIDDEN int rh_scope_process;
  * shim's frame (rh_tls_hint_fp, NULL when no hint is set), so strdup's block
  * is one row of kind strdup at the caller's stack, and a stdio buffer getline
  * allocates on the way is a row too. */
-extern RH_HIDDEN __thread void *rh_tls_hint_fp __attribute__((tls_model("initial-exec")));
-extern RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread void *rh_tls_hint_fp __attribute__((tls_model("local-exec")));
+extern RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("local-exec")));
 extern RH_HIDDEN const int rh_ip_linked __attribute__((weak));
 
 /* Per-thread reentrancy guard. volatile plus barriers: gcc -O2 otherwise drops
@@ -73,7 +73,7 @@ extern RH_HIDDEN const int rh_ip_linked __attribute__((weak));
  * signal handler's (or another re-entry into the runtime): it passes through
  * unrecorded and is counted (rh_prof.reentered, meta reentered_unrecorded). */
 enum { RH_GUARD_CALL = 1, RH_GUARD_LEAF = 2 };
-extern RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("local-exec")));
 /* Counts one call that passed through unrecorded because it re-entered a
  * malloc-family call. Async-signal-safe (one relaxed atomic add). */
 RH_HIDDEN void rh_note_reentry(void) __attribute__((noinline, cold));
@@ -141,7 +141,7 @@ static inline int rh_hook_begin_leaf(void)
 /* CPU sampling: periods whose signal came while this thread was inside the
  * runtime, not yet written (rh_cpu.c); rh_hook_end writes them as a sample of
  * the hooked call's stack once the call's record is complete. */
-extern RH_HIDDEN __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("local-exec")));
 RH_HIDDEN void rh_cpu_carry_flush(void) __attribute__((noinline, cold));
 
 static inline void rh_hook_end(void)

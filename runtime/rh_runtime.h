@@ -312,8 +312,8 @@ static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi
  * rh_stack_bounds_compute (cold, keeps errno) has run on this thread. Computed
  * from the thread (never from where the first walk happens to run), so a
  * first allocation on a coroutine stack cannot spoil them. */
-extern RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
-extern RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("local-exec")));
+extern RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("local-exec")));
 RH_HIDDEN void rh_stack_bounds_compute(void) RH_COLD;
 
 /* The calling thread's tail memo (rh_stack.c says why it is sound): the
@@ -326,7 +326,7 @@ struct rh_tail {
     uint32_t n;
     uintptr_t f[RH_TAIL_MAX];
 };
-extern RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("local-exec")));
 
 /* What the out-of-line part of a walk returns. */
 struct rh_walk_rest {
@@ -406,7 +406,7 @@ struct rh_wcache {
     uintptr_t fp[RH_WC_CAP], raw[RH_WC_CAP];
     uint64_t t[RH_WC_CAP], pw[RH_WC_CAP];
 };
-extern RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("local-exec")));
 /* 0 under RHEAPER_WALK_CACHE=0 (every walk then goes to the end): set at
  * init, read once per walk. */
 extern RH_HIDDEN int rh_wc_on;
@@ -649,7 +649,7 @@ struct rh_slot {
 } __attribute__((aligned(RH_CACHE_LINE)));
 
 /* The calling thread's slot, NULL when it has none. */
-extern RH_HIDDEN __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("local-exec")));
 extern RH_HIDDEN int rh_shared_lock;
 extern RH_HIDDEN struct rh_writer rh_shared;
 
@@ -700,7 +700,7 @@ extern RH_HIDDEN _Atomic int rh_sample_mode;
 /* Rate mode: the calling thread's splitmix64 state (one step: add RH_SS_K,
  * then rh_mix64), valid when rh_tls_sample_key == rh_sample_rkey; a block is
  * taken when the step's value is below rh_sample_threshold. */
-extern RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("local-exec")));
 extern RH_HIDDEN _Atomic uint64_t rh_sample_threshold;
 /* Generations (rh_sample.c): the recording's generation in bytes mode
  * (rh_sample_bkey) or rate mode (rh_sample_rkey), RH_SAMPLE_NOKEY in the
@@ -716,7 +716,7 @@ struct rh_tls_sampler {
     int64_t left;
     uint64_t key;
 };
-extern RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("local-exec")));
 #define rh_tls_sample_key (rh_tls_samp.key)
 #define RH_SS_K 0x9e3779b97f4a7c15ull
 RH_ALWAYS_INLINE uint64_t rh_mix64(uint64_t z)

@@ -159,6 +159,6 @@ RH_INLINE void rh_shim_realloc_done(unsigned kind, void *old, void *q, size_t si
 }
 
 /* shims_libc.c: set by a calloc recorded while open_memstream runs (see there). */
-extern RH_HIDDEN __thread int rh_memstream_probe __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread int rh_memstream_probe __attribute__((tls_model("local-exec")));
 
 #endif
