@@ -347,34 +347,27 @@ RH_HIDDEN void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h,
 
 /* The walk's hash: Horner's rule over the frames, innermost first, h = h * K
  * + ret (mod 2^64), so H = sum of ret_i * K^(n-1-i); then the kind, the frame
- * count and the cut flag through two xor-multiply steps and murmur3's 64-bit
- * finaliser. The outer frames' part of H does not depend on the inner ones:
- * H = (hash of frames 0..j-1) * K^(n-j) + (hash of frames j..n-1), so a hit
- * of the walk cache adds the cached hash of the frames outer than the hit in
- * one multiply and one add. Per frame: one multiply and one add, off the
- * chain of loads the walk follows. The hash never leaves the process (stack
- * ids are the table's insertion order), so it may change between versions. */
+ * count and the cut flag, packed in one word, through one xor-multiply step,
+ * and the high half folded into the low one. The outer frames' part of H does
+ * not depend on the inner ones: H = (hash of frames 0..j-1) * K^(n-j) + (hash
+ * of frames j..n-1), so a hit of the walk cache adds the cached hash of the
+ * frames outer than the hit in one multiply and one add. Per frame: one
+ * multiply and one add, off the chain of loads the walk follows. The final
+ * step is a bijection of H for a given kind, count and cut, so two stacks
+ * share a hash exactly as often as their sums do; the fold only spreads the
+ * product's well-mixed high bits over the low ones, which pick the stack
+ * table's entry. The hash never leaves the process (stack ids are the table's
+ * insertion order), so it may change between versions. */
 #define RH_WALK_K 0x9e3779b97f4a7c15ull
-static inline uint64_t rh_walk_step(uint64_t h, uint64_t v)
-{
-    return (h ^ v) * RH_WALK_K;
-}
 static inline uint64_t rh_walk_add(uint64_t h, uint64_t ret)
 {
     return h * RH_WALK_K + ret;
 }
-static inline uint64_t rh_walk_fmix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 33);
-}
 /* The stack hash of a finished walk: frames hashed into h, n frames. */
 static inline uint64_t rh_walk_final(uint64_t h, unsigned kind, uint32_t n, uint32_t cut)
 {
-    h = rh_walk_fmix(rh_walk_step(rh_walk_step(h, kind), ((uint64_t)n << 1) | cut));
+    h = (h ^ (((uint64_t)kind << 32) | ((uint64_t)n << 1) | cut)) * RH_WALK_K;
+    h ^= h >> 32;
     return h ? h : 1;
 }
 
@@ -516,11 +509,12 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
             cut = 1;
             break;
         }
-        if (rh_unlikely(!left)) {
+        /* the depth limit (max is far below 2^31): one decrement and its sign */
+        if (rh_unlikely((int32_t)--left < 0)) {
+            left = 0;
             cut = 1;
             break;
         }
-        left--;
         h = rh_walk_add(h, ret);
         cur = next;
         raw = nraw;
