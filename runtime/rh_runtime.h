@@ -252,19 +252,21 @@ struct rh_uw_slot {
 extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
 
 /* The set of return addresses known to lie in frame-pointer code: direct-mapped
- * like the rule cache, one word per slot holding the address itself (a whole
- * aligned word: never torn). Filled by rh_unwind_lookup. */
+ * by the address's low bits (return addresses are spread evenly over them, so
+ * no multiply is needed for the index, which the walk computes for every
+ * frame), one word per slot holding the address itself (a whole aligned word:
+ * never torn). Filled by rh_unwind_lookup. */
 extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
+#define RH_UW_FPSLOT(ret) ((ret) & ((1u << RH_UW_CACHE_BITS) - 1u))
 
 /* The hot-path test, made for every frame of every walk: 1 when the function
  * holding return address ret is known to keep a frame record (the
  * frame-pointer step is right); 0 when it does not, or is not known yet (then
- * the out-of-line walk asks rh_unwind_lookup). One multiply, one load, one
+ * the out-of-line walk asks rh_unwind_lookup). One mask, one load, one
  * compare. */
 static inline int rh_unwind_fp_frame(uintptr_t ret)
 {
-    return __atomic_load_n(&rh_uw_fpset[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)],
-                           __ATOMIC_RELAXED) == ret;
+    return __atomic_load_n(&rh_uw_fpset[RH_UW_FPSLOT(ret)], __ATOMIC_RELAXED) == ret;
 }
 
 /* Frames of the stack whose shim frame is fp while they lack a frame pointer.
@@ -899,8 +901,14 @@ RH_ALWAYS_INLINE void rh_event_done(struct rh_writer *w, uint8_t *q)
     struct rip_chunk_header *h = w->chunk;
     h->events++;
     /* read by rh_thread_totals_locked from another thread at close: a relaxed
-     * atomic store (the same plain store on x86) keeps that read defined */
+     * atomic store keeps that read defined. On x86_64 one add to memory
+     * (only this thread writes the count; an aligned 8-byte store is never
+     * torn) instead of a load, an add and a store. */
+#if defined(__x86_64__)
+    __asm__("addq $1, %0" : "+m"(w->total_events));
+#else
     __atomic_store_n(&w->total_events, w->total_events + 1, __ATOMIC_RELAXED);
+#endif
     __atomic_store_n(&h->used, (uint32_t)(q - ((uint8_t *)h + RIP_CHUNK_HDR_SIZE)),
                      __ATOMIC_RELEASE);
     if (rh_unlikely(--w->calib_left == 0))
