@@ -125,6 +125,27 @@ static inline __attribute__((always_inline)) int rh_hook_begin_as(int value)
     return 1;
 }
 
+/* rh_hook_begin_as out of line, for rh_hook_begin_hot's uncommon cases. */
+static __attribute__((noinline, cold, unused)) int rh_hook_begin_other(int value)
+{
+    return rh_hook_begin_as(value);
+}
+
+/* rh_hook_begin_as for the recording halves of the hot shims
+ * (wrap/shims_malloc.c), which a shim enters once it has seen a state other
+ * than RH_OFF: the common case, recording and not nested, is two tests; every
+ * other case goes out of line to the same decision. */
+static inline __attribute__((always_inline)) int rh_hook_begin_hot(int value)
+{
+    int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
+    if (rh_likely(s == RH_ON) && rh_likely(!rh_guard)) {
+        rh_guard = value;
+        rh_barrier();
+        return 1;
+    }
+    return rh_hook_begin_other(value);
+}
+
 /* For shims whose real function may call other wrapped functions. */
 static inline int rh_hook_begin(void)
 {

@@ -74,7 +74,7 @@ RH_HIDDEN void (*rh_pass_free)(void *) = __real_free;
  * guard (or passes a nested call through) and records from its own frame. */
 RH_HOOKED_WALK void *rh_malloc_hooked(size_t n)
 {
-    if (!rh_hook_begin_leaf())
+    if (!rh_hook_begin_hot(RH_GUARD_LEAF))
         return __real_malloc(n);
     void *p = RH_PASS(malloc)(n);
     rh_alloc_done(RH_KIND_MALLOC, p, n, RH_FP());
@@ -118,7 +118,7 @@ RH_WRAP void *__wrap_calloc(size_t n, size_t m)
  * (allocators like Lua's allocate this way). */
 RH_HOOKED_WALK void *rh_realloc0_hooked(void *p, size_t n)
 {
-    if (!rh_hook_begin_leaf())
+    if (!rh_hook_begin_hot(RH_GUARD_LEAF))
         return __real_realloc(p, n);
     void *q = RH_PASS(realloc)(NULL, n);
     rh_alloc_done(RH_KIND_REALLOC, q, n, RH_FP());
@@ -127,7 +127,7 @@ RH_HOOKED_WALK void *rh_realloc0_hooked(void *p, size_t n)
 
 RH_HOOKED_WALK void *rh_realloc1_hooked(void *p, size_t n)
 {
-    if (!rh_hook_begin_leaf())
+    if (!rh_hook_begin_hot(RH_GUARD_LEAF))
         return __real_realloc(p, n);
     /* sampling: no clock read when the old block cannot have been
      * recorded (the live map's filter); the runtime reads it if p is sampled */
@@ -181,7 +181,7 @@ RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
  * no frame of the shim's (a free has no stack): the shim jumps to it. */
 RH_HOOKED void rh_free_hooked(void *p)
 {
-    if (p == NULL || !rh_hook_begin_leaf()) {
+    if (p == NULL || !rh_hook_begin_hot(RH_GUARD_LEAF)) {
         __real_free(p);
         return;
     }
