@@ -17,7 +17,10 @@
  * and a free takes its time BEFORE the real call and records before it too.
  * `fp` is the shim's own frame address: fp[1] is the return address into the
  * code that called the allocation function, which becomes frame 0 of the stack.
- * Shims must be compiled with frame pointers and without sibling calls.
+ * Shims must be compiled with frame pointers and without sibling calls; the
+ * hot ones (malloc, realloc, free) instead jump to a recording half of their
+ * own signature, whose frame record then holds what theirs would, and which
+ * records with its own frame address (wrap/shims_malloc.c).
  *
  * Everything here is hidden, allocation-free and async-signal-safe in the sense
  * that a nested call (signal handler, or libc calling back into a wrapped

@@ -18,8 +18,9 @@
 #include "rh_runtime.h" /* rh_record_*_inline: the hot shims' recording */
 #include "rh_wrap_gen.h"
 
-/* The frame address a shim records: must be taken in the shim's own body, so
- * that fp[1] is the return address into the code that called the shim
+/* The frame address a shim records: must be taken in the shim's own body (or
+ * in the recording half a hot shim jumps to, shims_malloc.c), so that fp[1]
+ * is the return address into the code that called the shim
  * (runtime/rh_arch.h: a record of the shim's own where frames have none). */
 #define RH_FP() RH_ARCH_FP()
 
