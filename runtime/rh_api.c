@@ -26,7 +26,7 @@ RH_HIDDEN int rh_state;
 /* rh_state under a public name: rheaper.h's inline client requests (pools,
  * rh_pool.c) test it before calling into the runtime. */
 extern int rheaper_tracking_ __attribute__((alias("rh_state"), visibility("default")));
-RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("local-exec")));
 
 /* 0 not started, 1 in progress, 2 done. */
 static int rh_init_state;

@@ -101,14 +101,14 @@ static int rh_cpu_key_ok;
 /* Periods whose signal came while the thread was inside the runtime: the end
  * of the hooked call (rh_cpu_carry_flush) or the thread's next sample writes
  * them (the handler's own thread only). */
-RH_HIDDEN __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("local-exec")));
 /* The file (rh_epoch) the carried periods belong to: a carry from an earlier
  * file was counted as dropped there and is not written into the next. */
-static __thread uint32_t rh_tls_carry_epoch __attribute__((tls_model("initial-exec")));
+static __thread uint32_t rh_tls_carry_epoch __attribute__((tls_model("local-exec")));
 /* Set while the handler samples its own thread. */
-static __thread int rh_tls_in_handler __attribute__((tls_model("initial-exec")));
+static __thread int rh_tls_in_handler __attribute__((tls_model("local-exec")));
 /* The calling thread's registry entry + 1; 0 when unknown. */
-static __thread int rh_tls_cpu __attribute__((tls_model("initial-exec")));
+static __thread int rh_tls_cpu __attribute__((tls_model("local-exec")));
 
 extern RH_HIDDEN volatile int rh_ctl_self; /* rh_control.c: our own sigaction calls */
 

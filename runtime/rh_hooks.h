@@ -17,7 +17,10 @@
  * and a free takes its time BEFORE the real call and records before it too.
  * `fp` is the shim's own frame address: fp[1] is the return address into the
  * code that called the allocation function, which becomes frame 0 of the stack.
- * Shims must be compiled with frame pointers and without sibling calls.
+ * Shims must be compiled with frame pointers and without sibling calls; the
+ * hot ones (malloc, realloc, free) instead jump to a recording half of their
+ * own signature, whose frame record then holds what theirs would, and which
+ * records with its own frame address (wrap/shims_malloc.c).
  *
  * Everything here is hidden, allocation-free and async-signal-safe in the sense
  * that a nested call (signal handler, or libc calling back into a wrapped
@@ -59,8 +62,8 @@ extern RH_HIDDEN int rh_scope_process;
  * shim's frame (rh_tls_hint_fp, NULL when no hint is set), so strdup's block
  * is one row of kind strdup at the caller's stack, and a stdio buffer getline
  * allocates on the way is a row too. */
-extern RH_HIDDEN __thread void *rh_tls_hint_fp __attribute__((tls_model("initial-exec")));
-extern RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread void *rh_tls_hint_fp __attribute__((tls_model("local-exec")));
+extern RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("local-exec")));
 extern RH_HIDDEN const int rh_ip_linked __attribute__((weak));
 
 /* Per-thread reentrancy guard. volatile plus barriers: gcc -O2 otherwise drops
@@ -73,7 +76,7 @@ extern RH_HIDDEN const int rh_ip_linked __attribute__((weak));
  * signal handler's (or another re-entry into the runtime): it passes through
  * unrecorded and is counted (rh_prof.reentered, meta reentered_unrecorded). */
 enum { RH_GUARD_CALL = 1, RH_GUARD_LEAF = 2 };
-extern RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("local-exec")));
 /* Counts one call that passed through unrecorded because it re-entered a
  * malloc-family call. Async-signal-safe (one relaxed atomic add). */
 RH_HIDDEN void rh_note_reentry(void) __attribute__((noinline, cold));
@@ -125,6 +128,27 @@ static inline __attribute__((always_inline)) int rh_hook_begin_as(int value)
     return 1;
 }
 
+/* rh_hook_begin_as out of line, for rh_hook_begin_hot's uncommon cases. */
+static __attribute__((noinline, cold, unused)) int rh_hook_begin_other(int value)
+{
+    return rh_hook_begin_as(value);
+}
+
+/* rh_hook_begin_as for the recording halves of the hot shims
+ * (wrap/shims_malloc.c), which a shim enters once it has seen a state other
+ * than RH_OFF: the common case, recording and not nested, is two tests; every
+ * other case goes out of line to the same decision. */
+static inline __attribute__((always_inline)) int rh_hook_begin_hot(int value)
+{
+    int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
+    if (rh_likely(s == RH_ON) && rh_likely(!rh_guard)) {
+        rh_guard = value;
+        rh_barrier();
+        return 1;
+    }
+    return rh_hook_begin_other(value);
+}
+
 /* For shims whose real function may call other wrapped functions. */
 static inline int rh_hook_begin(void)
 {
@@ -141,7 +165,7 @@ static inline int rh_hook_begin_leaf(void)
 /* CPU sampling: periods whose signal came while this thread was inside the
  * runtime, not yet written (rh_cpu.c); rh_hook_end writes them as a sample of
  * the hooked call's stack once the call's record is complete. */
-extern RH_HIDDEN __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread unsigned rh_tls_cpu_carry __attribute__((tls_model("local-exec")));
 RH_HIDDEN void rh_cpu_carry_flush(void) __attribute__((noinline, cold));
 
 static inline void rh_hook_end(void)

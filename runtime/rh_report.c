@@ -65,7 +65,7 @@ struct rh_sfr {
 
 static struct rh_tstat *rh_rep_thr;
 static uint32_t rh_rep_nthr; /* atomic: thread records handed out */
-static __thread uint32_t rh_tls_rep_idx __attribute__((tls_model("initial-exec"))); /* +1 */
+static __thread uint32_t rh_tls_rep_idx __attribute__((tls_model("local-exec"))); /* +1 */
 
 static struct rh_sstat *rh_rep_st;  /* indexed by stack id */
 static struct rh_sfr *rh_rep_fr;    /* indexed by stack id */

@@ -252,19 +252,21 @@ struct rh_uw_slot {
 extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
 
 /* The set of return addresses known to lie in frame-pointer code: direct-mapped
- * like the rule cache, one word per slot holding the address itself (a whole
- * aligned word: never torn). Filled by rh_unwind_lookup. */
+ * by the address's low bits (return addresses are spread evenly over them, so
+ * no multiply is needed for the index, which the walk computes for every
+ * frame), one word per slot holding the address itself (a whole aligned word:
+ * never torn). Filled by rh_unwind_lookup. */
 extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
+#define RH_UW_FPSLOT(ret) ((ret) & ((1u << RH_UW_CACHE_BITS) - 1u))
 
 /* The hot-path test, made for every frame of every walk: 1 when the function
  * holding return address ret is known to keep a frame record (the
  * frame-pointer step is right); 0 when it does not, or is not known yet (then
- * the out-of-line walk asks rh_unwind_lookup). One multiply, one load, one
+ * the out-of-line walk asks rh_unwind_lookup). One mask, one load, one
  * compare. */
 static inline int rh_unwind_fp_frame(uintptr_t ret)
 {
-    return __atomic_load_n(&rh_uw_fpset[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)],
-                           __ATOMIC_RELAXED) == ret;
+    return __atomic_load_n(&rh_uw_fpset[RH_UW_FPSLOT(ret)], __ATOMIC_RELAXED) == ret;
 }
 
 /* Frames of the stack whose shim frame is fp while they lack a frame pointer.
@@ -312,8 +314,8 @@ static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi
  * rh_stack_bounds_compute (cold, keeps errno) has run on this thread. Computed
  * from the thread (never from where the first walk happens to run), so a
  * first allocation on a coroutine stack cannot spoil them. */
-extern RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
-extern RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("local-exec")));
+extern RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("local-exec")));
 RH_HIDDEN void rh_stack_bounds_compute(void) RH_COLD;
 
 /* The calling thread's tail memo (rh_stack.c says why it is sound): the
@@ -326,7 +328,7 @@ struct rh_tail {
     uint32_t n;
     uintptr_t f[RH_TAIL_MAX];
 };
-extern RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("local-exec")));
 
 /* What the out-of-line part of a walk returns. */
 struct rh_walk_rest {
@@ -347,34 +349,27 @@ RH_HIDDEN void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h,
 
 /* The walk's hash: Horner's rule over the frames, innermost first, h = h * K
  * + ret (mod 2^64), so H = sum of ret_i * K^(n-1-i); then the kind, the frame
- * count and the cut flag through two xor-multiply steps and murmur3's 64-bit
- * finaliser. The outer frames' part of H does not depend on the inner ones:
- * H = (hash of frames 0..j-1) * K^(n-j) + (hash of frames j..n-1), so a hit
- * of the walk cache adds the cached hash of the frames outer than the hit in
- * one multiply and one add. Per frame: one multiply and one add, off the
- * chain of loads the walk follows. The hash never leaves the process (stack
- * ids are the table's insertion order), so it may change between versions. */
+ * count and the cut flag, packed in one word, through one xor-multiply step,
+ * and the high half folded into the low one. The outer frames' part of H does
+ * not depend on the inner ones: H = (hash of frames 0..j-1) * K^(n-j) + (hash
+ * of frames j..n-1), so a hit of the walk cache adds the cached hash of the
+ * frames outer than the hit in one multiply and one add. Per frame: one
+ * multiply and one add, off the chain of loads the walk follows. The final
+ * step is a bijection of H for a given kind, count and cut, so two stacks
+ * share a hash exactly as often as their sums do; the fold only spreads the
+ * product's well-mixed high bits over the low ones, which pick the stack
+ * table's entry. The hash never leaves the process (stack ids are the table's
+ * insertion order), so it may change between versions. */
 #define RH_WALK_K 0x9e3779b97f4a7c15ull
-static inline uint64_t rh_walk_step(uint64_t h, uint64_t v)
-{
-    return (h ^ v) * RH_WALK_K;
-}
 static inline uint64_t rh_walk_add(uint64_t h, uint64_t ret)
 {
     return h * RH_WALK_K + ret;
 }
-static inline uint64_t rh_walk_fmix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 33);
-}
 /* The stack hash of a finished walk: frames hashed into h, n frames. */
 static inline uint64_t rh_walk_final(uint64_t h, unsigned kind, uint32_t n, uint32_t cut)
 {
-    h = rh_walk_fmix(rh_walk_step(rh_walk_step(h, kind), ((uint64_t)n << 1) | cut));
+    h = (h ^ (((uint64_t)kind << 32) | ((uint64_t)n << 1) | cut)) * RH_WALK_K;
+    h ^= h >> 32;
     return h ? h : 1;
 }
 
@@ -406,7 +401,7 @@ struct rh_wcache {
     uintptr_t fp[RH_WC_CAP], raw[RH_WC_CAP];
     uint64_t t[RH_WC_CAP], pw[RH_WC_CAP];
 };
-extern RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("local-exec")));
 /* 0 under RHEAPER_WALK_CACHE=0 (every walk then goes to the end): set at
  * init, read once per walk. */
 extern RH_HIDDEN int rh_wc_on;
@@ -516,11 +511,12 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
             cut = 1;
             break;
         }
-        if (rh_unlikely(!left)) {
+        /* the depth limit (max is far below 2^31): one decrement and its sign */
+        if (rh_unlikely((int32_t)--left < 0)) {
+            left = 0;
             cut = 1;
             break;
         }
-        left--;
         h = rh_walk_add(h, ret);
         cur = next;
         raw = nraw;
@@ -649,7 +645,7 @@ struct rh_slot {
 } __attribute__((aligned(RH_CACHE_LINE)));
 
 /* The calling thread's slot, NULL when it has none. */
-extern RH_HIDDEN __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("local-exec")));
 extern RH_HIDDEN int rh_shared_lock;
 extern RH_HIDDEN struct rh_writer rh_shared;
 
@@ -700,7 +696,7 @@ extern RH_HIDDEN _Atomic int rh_sample_mode;
 /* Rate mode: the calling thread's splitmix64 state (one step: add RH_SS_K,
  * then rh_mix64), valid when rh_tls_sample_key == rh_sample_rkey; a block is
  * taken when the step's value is below rh_sample_threshold. */
-extern RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("local-exec")));
 extern RH_HIDDEN _Atomic uint64_t rh_sample_threshold;
 /* Generations (rh_sample.c): the recording's generation in bytes mode
  * (rh_sample_bkey) or rate mode (rh_sample_rkey), RH_SAMPLE_NOKEY in the
@@ -716,7 +712,7 @@ struct rh_tls_sampler {
     int64_t left;
     uint64_t key;
 };
-extern RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("local-exec")));
 #define rh_tls_sample_key (rh_tls_samp.key)
 #define RH_SS_K 0x9e3779b97f4a7c15ull
 RH_ALWAYS_INLINE uint64_t rh_mix64(uint64_t z)
@@ -905,8 +901,14 @@ RH_ALWAYS_INLINE void rh_event_done(struct rh_writer *w, uint8_t *q)
     struct rip_chunk_header *h = w->chunk;
     h->events++;
     /* read by rh_thread_totals_locked from another thread at close: a relaxed
-     * atomic store (the same plain store on x86) keeps that read defined */
+     * atomic store keeps that read defined. On x86_64 one add to memory
+     * (only this thread writes the count; an aligned 8-byte store is never
+     * torn) instead of a load, an add and a store. */
+#if defined(__x86_64__)
+    __asm__("addq $1, %0" : "+m"(w->total_events));
+#else
     __atomic_store_n(&w->total_events, w->total_events + 1, __ATOMIC_RELAXED);
+#endif
     __atomic_store_n(&h->used, (uint32_t)(q - ((uint8_t *)h + RIP_CHUNK_HDR_SIZE)),
                      __ATOMIC_RELEASE);
     if (rh_unlikely(--w->calib_left == 0))

@@ -48,9 +48,9 @@
 #include "rh_runtime.h"
 
 RH_HIDDEN _Atomic int rh_sample_mode; /* _Atomic: set at enable while other threads read it */
-RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("initial-exec")));
-static __thread int64_t rh_tls_sample_more __attribute__((tls_model("initial-exec")));
-RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("local-exec")));
+static __thread int64_t rh_tls_sample_more __attribute__((tls_model("local-exec")));
+RH_HIDDEN __thread uint64_t rh_tls_rng __attribute__((tls_model("local-exec")));
 
 RH_HIDDEN _Atomic uint64_t rh_sample_threshold; /* rate mode: take when next() < this */
 RH_HIDDEN _Atomic uint64_t rh_sample_bkey = RH_SAMPLE_NOKEY;

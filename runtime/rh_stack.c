@@ -41,8 +41,8 @@
 
 #define RH_STACK_TABLE_BITS 21
 
-RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
-RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("local-exec")));
+RH_HIDDEN __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("local-exec")));
 
 /* The table's size in bits. Every mapping counts against RLIMIT_AS, even a
  * MAP_NORESERVE or PROT_NONE one, so under a finite limit the table takes at
@@ -182,7 +182,7 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
  * reaches them, and the memo spares it their CFI steps. Keyed by (pc, rsp): the
  * same return address in the same stack slot, which near the base can only be
  * the same activation. Per thread, in TLS. */
-RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("local-exec")));
 
 /* The walk cache (struct rh_wcache, rh_runtime.h). Consecutive events of a
  * thread mostly come from the same outer frames: a Lua interpreter allocates
@@ -228,7 +228,7 @@ RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-
  * below the stack's top), so between the current frame and the top of the
  * thread's stack. Costs: about 8 instructions per compared record where a
  * step costs about 23, and no hash work for them. */
-RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("local-exec")));
 RH_HIDDEN int rh_wc_on = 1;
 
 /* Rebuilds entries above entry base (its record and end already in place)

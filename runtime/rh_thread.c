@@ -33,11 +33,11 @@
 /* The thread's relation to slots. */
 enum { RH_TM_NONE = 0, RH_TM_SLOT = 1, RH_TM_NOSLOT = 2, RH_TM_RELEASED = 3 };
 
-RH_HIDDEN __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("initial-exec")));
-static __thread uint32_t rh_tls_tid __attribute__((tls_model("initial-exec")));
-static __thread uint8_t rh_tls_mode __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("local-exec")));
+static __thread uint32_t rh_tls_tid __attribute__((tls_model("local-exec")));
+static __thread uint8_t rh_tls_mode __attribute__((tls_model("local-exec")));
 /* Epoch in which RH_TM_NOSLOT was decided: a new file retries. */
-static __thread uint32_t rh_tls_noslot_epoch __attribute__((tls_model("initial-exec")));
+static __thread uint32_t rh_tls_noslot_epoch __attribute__((tls_model("local-exec")));
 
 RH_HIDDEN int rh_shared_lock;
 RH_HIDDEN struct rh_writer rh_shared = {.slot_id = RIP_SLOT_SHARED, .type = RIP_CHUNK_SHARED};
@@ -327,9 +327,9 @@ void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks)
 
 /* The forking thread's guard, set across fork so that a sampling signal
  * between prepare and parent/child (locks held) is dropped, not deadlocked. */
-static __thread int rh_tls_fork_guard __attribute__((tls_model("initial-exec")));
+static __thread int rh_tls_fork_guard __attribute__((tls_model("local-exec")));
 /* The prepare handler created the pending profile (rh_file_create_for_fork_locked). */
-static __thread int rh_tls_fork_created __attribute__((tls_model("initial-exec")));
+static __thread int rh_tls_fork_created __attribute__((tls_model("local-exec")));
 
 static void rh_fork_prepare(void)
 {

@@ -750,8 +750,7 @@ uint64_t rh_unwind_lookup(uintptr_t ret)
         __atomic_store_n(&s->check, ret ^ rh_uw_mixinfo(info), __ATOMIC_RELAXED);
     }
     if (info == RH_UW_FP) /* the inline walk's one-word test (rh_unwind_fp_frame) */
-        __atomic_store_n(&rh_uw_fpset[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)], ret,
-                         __ATOMIC_RELAXED);
+        __atomic_store_n(&rh_uw_fpset[RH_UW_FPSLOT(ret)], ret, __ATOMIC_RELAXED);
     return info;
 }
 

@@ -76,7 +76,7 @@ static struct {
 
 /* 0 unresolved, 1 being resolved, 2 resolved (release store after rh_next). */
 static int rh_ip_state;
-static __thread int rh_ip_resolving __attribute__((tls_model("initial-exec")));
+static __thread int rh_ip_resolving __attribute__((tls_model("local-exec")));
 
 /* The bootstrap arena: 16-byte header (the block's size) before each block. */
 #define RH_BOOT_SIZE 65536

@@ -18,8 +18,9 @@
 #include "rh_runtime.h" /* rh_record_*_inline: the hot shims' recording */
 #include "rh_wrap_gen.h"
 
-/* The frame address a shim records: must be taken in the shim's own body, so
- * that fp[1] is the return address into the code that called the shim
+/* The frame address a shim records: must be taken in the shim's own body (or
+ * in the recording half a hot shim jumps to, shims_malloc.c), so that fp[1]
+ * is the return address into the code that called the shim
  * (runtime/rh_arch.h: a record of the shim's own where frames have none). */
 #define RH_FP() RH_ARCH_FP()
 
@@ -159,6 +160,6 @@ RH_INLINE void rh_shim_realloc_done(unsigned kind, void *old, void *q, size_t si
 }
 
 /* shims_libc.c: set by a calloc recorded while open_memstream runs (see there). */
-extern RH_HIDDEN __thread int rh_memstream_probe __attribute__((tls_model("initial-exec")));
+extern RH_HIDDEN __thread int rh_memstream_probe __attribute__((tls_model("local-exec")));
 
 #endif

@@ -33,9 +33,9 @@
 #define RH_REAL_DYN __attribute__((weak))
 #include "rh_shims.h"
 
-RH_HIDDEN __thread int rh_memstream_probe __attribute__((tls_model("initial-exec")));
-RH_HIDDEN __thread void *rh_tls_hint_fp __attribute__((tls_model("initial-exec")));
-RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("initial-exec")));
+RH_HIDDEN __thread int rh_memstream_probe __attribute__((tls_model("local-exec")));
+RH_HIDDEN __thread void *rh_tls_hint_fp __attribute__((tls_model("local-exec")));
+RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("local-exec")));
 
 /* 1 when this shim's real call must run unguarded under a kind hint: the
  * executable's interposed malloc family records (dynamic link, tracking on,

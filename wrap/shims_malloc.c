@@ -12,10 +12,13 @@
  * allocate and never use stdio.
  *
  * The hot shims keep their pass-through path tiny: the recording half lives in
- * a separate noinline function (rh_*_hooked) that gets the shim's frame address,
- * so the shim itself needs no saved registers when tracking is off (1 push
- * instead of 5 with gcc 12). The shim's frame stays on the stack during that
- * call (no sibling calls), so the recorded frame is still the shim's. The
+ * a separate noinline function (rh_*_hooked) with the shim's own signature,
+ * which the shim reaches by a tail jump, so the shim itself has no frame and
+ * saves no register. The recording half's own frame record then holds what
+ * the shim's would: the return address into the code that called malloc and
+ * that code's frame pointer, so the walk starts from it (RH_FP() in the
+ * recording half). The tail jump is required, not hoped for: gcc is given
+ * sibling calls for these functions, clang `musttail`. The
  * recording halves of malloc, realloc and free do not save errno: rh_record_*
  * keep it (their fast path makes no libc call; their cold paths save it), which
  * spares two calls to __errno_location per event. They record through the
@@ -42,15 +45,24 @@
 /* A recording half that inlines the stack walk (see RH_WALK_ALIGNED). */
 #define RH_HOOKED_WALK RH_HOOKED RH_WALK_ALIGNED
 
-/* The hot shims' pass-through is a tail jump to __real_SYM: gcc gets sibling
- * calls back for these three functions (the file is built without them), so a
- * program that does not track pays a load, a compare and a jump. The recording
- * half is never a tail call: rh_barrier() after it keeps the shim's frame,
- * whose address the hooked half records, on the stack. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define RH_SIBCALLS __attribute__((optimize("optimize-sibling-calls")))
-#else
+/* The hot shims are a few tests and a tail jump: to __real_SYM (the
+ * pass-through, so a program that does not track pays a load, a compare and a
+ * jump) or to their recording half, whose frame record must sit where the
+ * shim's would (see above). gcc gets sibling calls back for these functions
+ * (the file is built without them) and makes both jumps, as the two functions
+ * have the same signature; clang is told with musttail, which fails the build
+ * rather than make a call. */
+#if defined(__clang__)
+#if !__has_attribute(musttail)
+#error "the hot shims need clang's musttail (clang 13 or later)"
+#endif
 #define RH_SIBCALLS
+#define RH_TAILCALL __attribute__((musttail))
+#elif defined(__GNUC__)
+#define RH_SIBCALLS __attribute__((optimize("optimize-sibling-calls")))
+#define RH_TAILCALL
+#else
+#error "the hot shims need gcc or clang (a guaranteed tail jump)"
 #endif
 #define RH_HOT_SHIM RH_WRAP RH_SIBCALLS
 
@@ -58,11 +70,14 @@ RH_HIDDEN void *(*rh_pass_malloc)(size_t) = __real_malloc;
 RH_HIDDEN void *(*rh_pass_realloc)(void *, size_t) = __real_realloc;
 RH_HIDDEN void (*rh_pass_free)(void *) = __real_free;
 
-/* The recording half of __wrap_malloc: called with the guard set. */
-RH_HOOKED_WALK void *rh_malloc_hooked(size_t n, void *fp)
+/* The recording half of __wrap_malloc, reached by its tail jump: sets the
+ * guard (or passes a nested call through) and records from its own frame. */
+RH_HOOKED_WALK void *rh_malloc_hooked(size_t n)
 {
+    if (!rh_hook_begin_hot(RH_GUARD_LEAF))
+        return __real_malloc(n);
     void *p = RH_PASS(malloc)(n);
-    rh_alloc_done(RH_KIND_MALLOC, p, n, fp);
+    rh_alloc_done(RH_KIND_MALLOC, p, n, RH_FP());
     return p;
 }
 
@@ -71,11 +86,7 @@ RH_HOT_SHIM void *__wrap_malloc(size_t n)
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
     if (rh_likely(s == RH_OFF) || rh_fast_unsampled_alloc(s, n) || s == RH_CPUONLY)
         return RH_PASS(malloc)(n);
-    if (!rh_hook_begin_leaf())
-        return __real_malloc(n);
-    void *p = rh_malloc_hooked(n, RH_FP());
-    rh_barrier();
-    return p;
+    RH_TAILCALL return rh_malloc_hooked(n);
 }
 
 /* calloc: records n * m bytes (SIZE_MAX when that overflows and calloc fails).
@@ -101,17 +112,23 @@ RH_WRAP void *__wrap_calloc(size_t n, size_t m)
  * REALLOC event old -> new with times before and after the real call; a
  * realloc(p, 0) that returns NULL freed p; any other NULL is a failure and p
  * stays live. */
-/* realloc(NULL, n), apart from the rest so that it saves as few registers as
- * rh_malloc_hooked does (allocators like Lua's allocate this way). */
-RH_HOOKED_WALK void *rh_realloc0_hooked(size_t n, void *fp)
+/* The recording halves of __wrap_realloc, reached by its tail jump (their
+ * frame stands for the shim's, as rh_malloc_hooked's): realloc(NULL, n) apart
+ * from the rest, so that it saves as few registers as rh_malloc_hooked does
+ * (allocators like Lua's allocate this way). */
+RH_HOOKED_WALK void *rh_realloc0_hooked(void *p, size_t n)
 {
+    if (!rh_hook_begin_hot(RH_GUARD_LEAF))
+        return __real_realloc(p, n);
     void *q = RH_PASS(realloc)(NULL, n);
-    rh_alloc_done(RH_KIND_REALLOC, q, n, fp);
+    rh_alloc_done(RH_KIND_REALLOC, q, n, RH_FP());
     return q;
 }
 
-RH_HOOKED_WALK void *rh_realloc1_hooked(void *p, size_t n, void *fp)
+RH_HOOKED_WALK void *rh_realloc1_hooked(void *p, size_t n)
 {
+    if (!rh_hook_begin_hot(RH_GUARD_LEAF))
+        return __real_realloc(p, n);
     /* sampling: no clock read when the old block cannot have been
      * recorded (the live map's filter); the runtime reads it if p is sampled */
     int lazy = rh_unlikely(rh_sample_mode) && !rh_live_maybe(p);
@@ -119,24 +136,13 @@ RH_HOOKED_WALK void *rh_realloc1_hooked(void *p, size_t n, void *fp)
     void *q = RH_PASS(realloc)(p, n);
     uint64_t t_after = lazy ? 0 : rh_now();
     if (rh_likely(q != NULL))
-        rh_record_realloc_inline(RH_KIND_REALLOC, p, q, n, t_before, t_after, fp);
+        rh_record_realloc_inline(RH_KIND_REALLOC, p, q, n, t_before, t_after, RH_FP());
     else if (n == 0)
         rh_record_free(p, t_before);
     else
-        rh_record_fail(RH_KIND_REALLOC, n, fp);
+        rh_record_fail(RH_KIND_REALLOC, n, RH_FP());
     rh_hook_end();
     return q;
-}
-
-/* The recording half of __wrap_realloc: picks one of the two above with a
- * tail jump (fp is the shim's frame, which stays on the stack), so that
- * neither the shim's pass-through nor realloc(NULL, n) saves more registers
- * than it needs. */
-RH_HOOKED RH_SIBCALLS void *rh_realloc_hooked(void *p, size_t n, void *fp)
-{
-    if (p == NULL)
-        return rh_realloc0_hooked(n, fp);
-    return rh_realloc1_hooked(p, n, fp);
 }
 
 RH_HOT_SHIM void *__wrap_realloc(void *p, size_t n)
@@ -146,11 +152,9 @@ RH_HOT_SHIM void *__wrap_realloc(void *p, size_t n)
         ((p == NULL || rh_fast_unsampled_free(s, p)) && rh_fast_unsampled_alloc(s, n)) ||
         s == RH_CPUONLY)
         return RH_PASS(realloc)(p, n);
-    if (!rh_hook_begin_leaf())
-        return __real_realloc(p, n);
-    void *q = rh_realloc_hooked(p, n, RH_FP());
-    rh_barrier();
-    return q;
+    if (p == NULL)
+        RH_TAILCALL return rh_realloc0_hooked(p, n);
+    RH_TAILCALL return rh_realloc1_hooked(p, n);
 }
 
 /* reallocarray: as realloc for n * m bytes. An overflowing product fails with
@@ -173,9 +177,14 @@ RH_WRAP void *__wrap_reallocarray(void *p, size_t n, size_t m)
 
 /* free: free(NULL) records nothing. Otherwise the free is recorded, with its
  * time, before the real free, so the address cannot be handed out again (in
- * another thread) before its free is in the profile. */
+ * another thread) before its free is in the profile. The recording half needs
+ * no frame of the shim's (a free has no stack): the shim jumps to it. */
 RH_HOOKED void rh_free_hooked(void *p)
 {
+    if (p == NULL || !rh_hook_begin_hot(RH_GUARD_LEAF)) {
+        __real_free(p);
+        return;
+    }
     rh_record_free_now(p);
     RH_PASS(free)(p);
     rh_hook_end();
@@ -188,12 +197,7 @@ RH_HOT_SHIM void __wrap_free(void *p)
         RH_PASS(free)(p);
         return;
     }
-    if (p == NULL || !rh_hook_begin_leaf()) {
-        __real_free(p);
-        return;
-    }
     rh_free_hooked(p);
-    rh_barrier();
 }
 
 /* posix_memalign: an allocation only when it returns 0. ENOMEM is a failure;

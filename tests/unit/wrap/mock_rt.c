@@ -19,7 +19,7 @@
 
 int rh_state = RH_UNINIT;
 int rh_scope_process = 1;
-__thread volatile int rh_guard __attribute__((tls_model("initial-exec")));
+__thread volatile int rh_guard __attribute__((tls_model("local-exec")));
 int rh_clock_tsc = 1;
 
 struct mock_ev mock_log[MOCK_LOG_MAX];
@@ -41,7 +41,7 @@ void rh_note_reentry(void)
 }
 
 /* CPU sampling's carried periods (rh_hooks.h): never any without a sampler */
-__thread unsigned rh_tls_cpu_carry __attribute__((tls_model("initial-exec")));
+__thread unsigned rh_tls_cpu_carry __attribute__((tls_model("local-exec")));
 void rh_cpu_carry_flush(void)
 {
     rh_tls_cpu_carry = 0;
@@ -168,16 +168,16 @@ void rh_record_fail(unsigned kind, size_t size, void *fp)
 
 /* ---- the inline fast path's out-of-line parts (rh_runtime.h) ------------ */
 
-__thread struct rh_slot *rh_tls_slot __attribute__((tls_model("initial-exec"))); /* always NULL */
+__thread struct rh_slot *rh_tls_slot __attribute__((tls_model("local-exec"))); /* always NULL */
 uint32_t rh_epoch;
 uint32_t rh_clock_shift;
 struct rh_config rh_cfg;
-__thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("initial-exec")));
-__thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("initial-exec")));
+__thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("local-exec")));
+__thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("local-exec")));
 #if RH_UNWIND_CFI
 struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
 uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
-__thread struct rh_tail rh_tls_tail __attribute__((tls_model("initial-exec")));
+__thread struct rh_tail rh_tls_tail __attribute__((tls_model("local-exec")));
 #endif
 int mock_slow_calls;
 
@@ -225,8 +225,8 @@ void rh_stack_bounds_compute(void)
  * rh_live_on stay 0 and the keys RH_SAMPLE_NOKEY, so their entry points are
  * never reached. */
 _Atomic int rh_sample_mode;
-__thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("initial-exec")));
-__thread uint64_t rh_tls_rng __attribute__((tls_model("initial-exec")));
+__thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("local-exec")));
+__thread uint64_t rh_tls_rng __attribute__((tls_model("local-exec")));
 _Atomic uint64_t rh_sample_bkey = RH_SAMPLE_NOKEY, rh_sample_rkey = RH_SAMPLE_NOKEY;
 _Atomic uint64_t rh_sample_threshold;
 int rh_sample_alloc_slow(void *p, size_t size)
@@ -266,7 +266,7 @@ void rh_stack_walk_cached(void *fp, unsigned kind, unsigned max, struct rh_walk 
     (void)fp, (void)kind, (void)max, (void)w;
     abort();
 }
-__thread struct rh_wcache rh_tls_wc __attribute__((tls_model("initial-exec")));
+__thread struct rh_wcache rh_tls_wc __attribute__((tls_model("local-exec")));
 int rh_wc_on;
 int rh_wc_take(uintptr_t start, int m, uint32_t k, uint32_t nsofar, uint32_t max, uint64_t h,
                struct rh_walk_rest *o)
