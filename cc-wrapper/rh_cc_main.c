@@ -8,7 +8,8 @@
  * What it adds, around the user's arguments (which pass unchanged, in order):
  *   compiling (always, unless preprocessing or an info query):
  *     before: -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
- *             -fno-optimize-sibling-calls, and -g1 (gcc) / -gline-tables-only
+ *             -fno-optimize-sibling-calls, -fasynchronous-unwind-tables for
+ *             MIPS targets (the walk steps by CFI there), and -g1 (gcc) / -gline-tables-only
  *             (clang, when the compiler's name contains "clang", or
  *             RHEAPER_CC_FAMILY=clang) unless the user gave a -g level;
  *   linking an executable, after: -Wl,--wrap=SYM for every table function (the
@@ -169,6 +170,14 @@ static void rh_add_compile_flags(struct rh_argv *a, const struct rh_cc_scan *s, 
         rh_push(a, "-mno-omit-leaf-frame-pointer");
 #elif defined(__x86_64__) || defined(__i386__) || defined(__aarch64__)
     rh_push(a, "-mno-omit-leaf-frame-pointer");
+#endif
+    /* MIPS: gcc emits no .eh_frame for C there, and the stack walk steps
+     * through MIPS64 frames by CFI (runtime/rh_arch.h) */
+#if defined(RH_CC_UNWIND_TABLES)
+    if (RH_CC_UNWIND_TABLES)
+        rh_push(a, "-fasynchronous-unwind-tables");
+#elif defined(__mips__)
+    rh_push(a, "-fasynchronous-unwind-tables");
 #endif
     rh_push(a, "-fno-optimize-sibling-calls");
     if (!s->has_g)
