@@ -213,9 +213,9 @@ RH_HIDDEN uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int 
 
 /* ---- rh_unwind.c -------------------------------------------------------- */
 
-/* CFI steps for frames without a frame pointer (x86_64 and AArch64,
- * rh_arch.h's RH_ARCH_CFI; elsewhere the walk is frame-pointer only and
- * rh_unwind_prefix always returns 0). */
+/* CFI steps for frames without a frame pointer (x86_64, AArch64, and every
+ * frame on MIPS64: rh_arch.h's RH_ARCH_CFI; elsewhere the walk is
+ * frame-pointer only and rh_unwind_prefix always returns 0). */
 #if RH_ARCH_CFI && !defined(RH_NO_UNWIND_CFI)
 #define RH_UNWIND_CFI 1
 #else

@@ -133,7 +133,7 @@ static uint64_t rh_uw_u(struct rh_uw_cur *c, size_t n)
     if (!rh_uw_has(c, n))
         return 0;
     uint64_t v = 0;
-    memcpy(&v, c->p, n); /* little-endian targets only (x86_64, AArch64) */
+    memcpy(&v, c->p, n); /* little-endian targets only (rh_arch.h) */
     c->p += n;
     return v;
 }
@@ -541,7 +541,8 @@ static void rh_uw_classify(const struct rh_uw_row *row, struct rh_unwind_rule *r
  * general register under -fomit-frame-pointer) reads as a frame record too:
  * the frame-pointer step then stops there or misses its caller, as it did
  * without CFI. Anything else that saves the return address in the frame is a
- * CFI step. */
+ * CFI step, and so is every frame on MIPS64 (RH_CFI_RECORDS 0: gcc saves ra
+ * and fp as a pair there too, but fp points at the frame's bottom). */
 static void rh_uw_classify(const struct rh_uw_row *row, struct rh_unwind_rule *r)
 {
     r->kind = RH_UW_FP;

@@ -21,7 +21,8 @@ L_a_outer=$(cfi_line a_outer cross_cfi.c) L_b_cb=$(cfi_line b_cb cross_cfi.c)
 L_b_outer=$(cfi_line b_outer cross_cfi.c) L_q_cmp=$(cfi_line q_cmp cross_cfi.c)
 L_q_outer=$(cfi_line q_outer cross_cfi.c) L_t_start=$(cfi_line t_start cross_cfi.c)
 L_main_a=$(cfi_line main:a cross_cfi.c) L_main_b=$(cfi_line main:b cross_cfi.c)
-L_main_q=$(cfi_line main:q cross_cfi.c)
+L_main_q=$(cfi_line main:q cross_cfi.c) L_main_s=$(cfi_line main:s cross_cfi.c)
+L_s_handler=$(cfi_line s_handler cross_cfi.c) L_s_outer=$(cfi_line s_outer cross_cfi.c)
 
 # cfi_chain DB SIZE FRAME0: "truncated|frames" of the allocation of SIZE
 # bytes whose frame 0 is FRAME0, frames as sym:line ('?' unresolved)
@@ -77,8 +78,19 @@ for cfi in $cfi_runs; do
         start="__libc_start_call_main __libc_start_main $start_fn"
         thread=$thread_s qsort="msort_with_tmp.part.0"
         qsort="$qsort $qsort $qsort $qsort $qsort $qsort qsort_r"
+        raise="__pthread_kill_implementation.constprop.0 raise"
     else
-        start="? ? $start_fn" thread=$thread_d qsort="? ? ? ? ? ? ?"
+        start="? ? $start_fn" thread=$thread_d qsort="? ? ? ? ? ? ?" raise="? ?"
+    fi
+    # A signal handler's: the handler returns to qemu-user's trampoline (no
+    # CFI, '?'); on AArch64 the walk goes on through the frame record qemu,
+    # like the kernel, pushes with the signal frame: {the interrupted x29, x30},
+    # so the next frame is the interrupted code's x30, here inside glibc's
+    # __pthread_kill_implementation, which raise called. MIPS64: not crossed.
+    if [ "$target" = mips64el ]; then
+        sig="1|s_handler:$L_s_handler ?"
+    else
+        sig="0|s_handler:$L_s_handler ? $raise s_outer:$L_s_outer main:$L_main_s $start"
     fi
     # truncated|frames, innermost first
     cfi_eq "frame 0 without a record (40 bytes)" "$(cfi_chain "$db" 40 n_alloc)" \
@@ -89,8 +101,34 @@ for cfi in $cfi_runs; do
         "$end|q_cmp:$L_q_cmp $qsort q_outer:$L_q_outer main:$L_main_q $start"
     cfi_eq "a thread's (56 bytes)" "$(cfi_chain "$db" 56 n_alloc)" \
         "$end|n_alloc:$L_n_alloc n_mid:$L_n_mid t_start:$L_t_start $thread"
+    cfi_eq "a signal handler's (72 bytes)" "$(cfi_chain "$db" 72 s_handler)" "$sig"
     echo "[$target/$run] $(cfi_chain "$db" 24 q_cmp)"
+    echo "[$target/$run] $(cfi_chain "$db" 72 s_handler)"
 done
+
+# AArch64: the rules and steps of hand-written functions whose CFI is known
+# exactly (tests/unit/runtime/test_unwind_aarch64.c), built as
+# tests/unit/runtime/CMakeLists.txt builds its programs, under qemu
+if [ "$target" = aarch64 ]; then
+    run=unit-unwind
+    u=$work/unit-unwind
+    mkdir -p "$u"
+    if "$cc" -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls \
+        -fno-inline-small-functions -pthread -I "$src/runtime" -I "$src/tests/unit/runtime" \
+        -I "$src/tests" -I "$build/gen" -o "$u/test" "$src/tests/unit/runtime/test_unwind_aarch64.c" \
+        "$build/lib/librheaper_rt.a" -pthread > "$u/cc.log" 2>&1; then
+        if (cd "$u" && timeout 120 "$qemu" -L "$sysroot" ./test > out.txt 2>&1); then
+            ok
+            echo "[$target/$run] test_unwind_aarch64: $(tail -n 1 "$u/out.txt")"
+        else
+            bad "test_unwind_aarch64"
+            tail -n 20 "$u/out.txt"
+        fi
+    else
+        bad "test_unwind_aarch64 does not build"
+        cat "$u/cc.log"
+    fi
+fi
 
 # The same program on a runtime without CFI: the frame-pointer walk alone.
 # A function without a record hides its caller: n_alloc's stack jumps from

@@ -8,11 +8,15 @@
  *   24 bytes  main -> q_outer -> qsort -> ... -> q_cmp   (the C library's own
  *             frames in the middle, once: the first comparison)
  *   56 bytes  a thread: t_start -> n_mid -> n_alloc      (to the thread's start)
+ *   72 bytes  main -> s_outer -> raise -> (signal) -> s_handler (a signal
+ *             frame: raise is synchronous, so the interrupted code is known)
  * Each line with a call the chain goes through carries a marker comment the
  * script finds the line by.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NOINLINE __attribute__((noinline))
 void *volatile cfi_sink;
@@ -69,6 +73,19 @@ NOINLINE static void *t_start(void *arg)
     return NULL;
 }
 
+NOINLINE static void s_handler(int sig)
+{
+    (void)sig;
+    cfi_sink = malloc(72); /* @s_handler */
+    free(cfi_sink);
+}
+
+NOINLINE static void s_outer(void)
+{
+    raise(SIGUSR1); /* @s_outer */
+    cfi_sink = NULL;
+}
+
 int main(void)
 {
     a_outer(); /* @main:a */
@@ -78,5 +95,11 @@ int main(void)
     if (pthread_create(&t, NULL, t_start, NULL) != 0)
         return 1;
     pthread_join(t, NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_handler;
+    if (sigaction(SIGUSR1, &sa, NULL) != 0)
+        return 1;
+    s_outer(); /* @main:s */
     return 0;
 }
