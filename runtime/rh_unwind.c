@@ -821,6 +821,15 @@ static RH_COLD uint64_t rh_uw_compute(uintptr_t ret)
     return rh_uw_pack(&r);
 }
 
+/* AArch64: the outermost frames (_start, clone's child), whose CFI leaves the
+ * return address undefined, sit below frame records whose saved x29 is 0
+ * (glibc's and musl's start code clear x29), so the frame-pointer step ends
+ * the walk there as complete by itself. Counting them as frame-pointer code
+ * keeps the walks that reach them (almost all) in the inline walk; as an
+ * end rule they would send every walk out of line at its last frame, where
+ * finding the shim's CFA re-reads the whole chain of records. */
+#define RH_UW_END_IS_FP (RH_CFI_RECORDS && !RH_CFI_RA_AT_CFA)
+
 uint64_t rh_unwind_lookup(uintptr_t ret)
 {
     struct rh_uw_slot *s = &rh_uw_cache[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)];
@@ -831,7 +840,8 @@ uint64_t rh_unwind_lookup(uintptr_t ret)
         __atomic_store_n(&s->info, info, __ATOMIC_RELAXED);
         __atomic_store_n(&s->check, ret ^ rh_uw_mixinfo(info), __ATOMIC_RELAXED);
     }
-    if ((info & 0xff) == RH_UW_FP) /* the inline walk's one-word test (rh_unwind_fp_frame) */
+    if ((info & 0xff) == RH_UW_FP || (RH_UW_END_IS_FP && (info & 0xff) == RH_UW_END))
+        /* the inline walk's one-word test (rh_unwind_fp_frame) */
         __atomic_store_n(&rh_uw_fpset[(ret * RH_UW_CHECK_K) >> (64 - RH_UW_CACHE_BITS)], ret,
                          __ATOMIC_RELAXED);
     return info;
