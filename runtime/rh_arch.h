@@ -42,7 +42,7 @@
 #if defined(__mips__)
 #define RH_ARCH_FRAME_RECORDS 0
 #define RH_ARCH_FP()                                                                               \
-    ((void *)(uintptr_t[4]){0, (uintptr_t)__builtin_return_address(0),                            \
+    ((void *)(uintptr_t[4]){0, (uintptr_t)__builtin_return_address(0),                             \
                             (uintptr_t)__builtin_dwarf_cfa(), ({                                   \
                                 __label__ rh_fp_here;                                              \
                             rh_fp_here:                                                            \

@@ -663,7 +663,8 @@ int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi, ui
     }
 
     /* the CIE's initial row, then the FDE's rows up to the call */
-    struct rh_uw_row row = {RH_DW_RSP, RH_CFI_RA_AT_CFA ? 8 : 0, 0, RH_RULE_SAME, RH_RULE_SAME, 0, 0};
+    struct rh_uw_row row = {RH_DW_RSP, RH_CFI_RA_AT_CFA ? 8 : 0, 0, RH_RULE_SAME, RH_RULE_SAME, 0,
+                            0};
     struct rh_uw_cur ci = {cie.insns, cie.insns_end, 0};
     if (rh_uw_run(&ci, &cie, 0, UINT64_MAX, &row, &row, cie.fde_enc) != 0)
         return -1;
@@ -930,7 +931,8 @@ uintptr_t rh_unwind_start_sp(uintptr_t rec)
     }
     return rec + RH_FRAME_REC;
 }
-#else /* no frame records: the shim's record {0, ret, cfa, pc} (rh_arch.h) */
+#else
+/* No frame records (MIPS64): the shim's record {0, ret, cfa, pc} (rh_arch.h). */
 
 uintptr_t rh_unwind_start_sp(uintptr_t rec)
 {
