@@ -8,7 +8,8 @@
  * What it adds, around the user's arguments (which pass unchanged, in order):
  *   compiling (always, unless preprocessing or an info query):
  *     before: -fno-omit-frame-pointer, -mno-omit-leaf-frame-pointer (x86,
- *             AArch64), -marm (32-bit ARM), -fno-optimize-sibling-calls, and
+ *             AArch64), -marm (32-bit ARM), -fasynchronous-unwind-tables (MIPS,
+ *             whose walk steps by CFI), -fno-optimize-sibling-calls, and
  *             -g1 (gcc) / -gline-tables-only (clang, when the compiler's name
  *             contains "clang", or RHEAPER_CC_FAMILY=clang) unless the user
  *             gave a -g level;
@@ -178,6 +179,14 @@ static void rh_add_compile_flags(struct rh_argv *a, const struct rh_cc_scan *s, 
         rh_push(a, "-marm");
 #elif defined(__arm__)
     rh_push(a, "-marm");
+#endif
+    /* MIPS: gcc emits no .eh_frame for C there, and the stack walk steps
+     * through MIPS64 frames by CFI (runtime/rh_arch.h) */
+#if defined(RH_CC_UNWIND_TABLES)
+    if (RH_CC_UNWIND_TABLES)
+        rh_push(a, "-fasynchronous-unwind-tables");
+#elif defined(__mips__)
+    rh_push(a, "-fasynchronous-unwind-tables");
 #endif
     rh_push(a, "-fno-optimize-sibling-calls");
     if (!s->has_g)

@@ -29,6 +29,12 @@ if(RH_TARGET_ARM)
 else()
   set(_rh_arm_mode 0)
 endif()
+# MIPS: .eh_frame for the program's C code too (the walk steps by CFI there)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^mips")
+  set(_rh_unwind_tables 1)
+else()
+  set(_rh_unwind_tables 0)
+endif()
 
 set(_rh_cc_dir "${CMAKE_CURRENT_SOURCE_DIR}")
 set(_rh_cc_out "${CMAKE_BINARY_DIR}/bin/rheaper-cc")
@@ -40,6 +46,7 @@ add_custom_command(
           "-DRH_CC_DEFAULT_CC=\"${CMAKE_C_COMPILER}\""
           "-DRH_CC_DEFAULT_CXX=\"${RHEAPER_TARGET_CXX}\""
           "-DRH_CC_LEAF_FP=${_rh_leaf_fp}" "-DRH_CC_ARM_MODE=${_rh_arm_mode}"
+          "-DRH_CC_UNWIND_TABLES=${_rh_unwind_tables}"
           -o "${_rh_cc_out}"
           "${_rh_cc_dir}/rh_cc_main.c" "${_rh_cc_dir}/rh_cc_args.c" "${_rh_cc_dir}/rh_cc_alloc.c"
   COMMAND "${CMAKE_COMMAND}" -E create_symlink rheaper-cc "${CMAKE_BINARY_DIR}/bin/rheaper-c++"

@@ -68,11 +68,24 @@ static inline __attribute__((always_inline)) uintptr_t rh_arch_rec_next(uintptr_
  * walk starts, [1] being the return address into the wrapper's caller. Where
  * gcc keeps no record at a fixed offset from the frame pointer (Thumb-2,
  * MIPS64) the wrapper hands over a record of its own, on its own stack for
- * as long as the call that records it: {0, its return address}. The walk
- * reads the caller from it and stops at the 0 (docs/platforms.md: one frame
- * on these targets). Must be used in the wrapper's own body, in the block of
- * the call. */
-#if (defined(__arm__) && defined(__thumb__)) || defined(__mips__)
+ * as long as the call that records it: {0, its return address}. The
+ * frame-pointer walk reads the caller from it and stops at the 0
+ * (docs/platforms.md: one frame in Thumb-2 code). On MIPS64 the record goes
+ * on with what the CFI walk starts from (rh_unwind.c, rh_unwind_start_sp):
+ * the wrapper's CFA (its caller's stack pointer at the call) and an address
+ * inside the wrapper, whose FDE says where the wrapper saved its caller's
+ * frame pointer. Must be used in the wrapper's own body, in the block of the
+ * call. */
+#if defined(__mips__)
+#define RH_ARCH_FRAME_RECORDS 0
+#define RH_ARCH_FP()                                                                               \
+    ((void *)(uintptr_t[4]){0, (uintptr_t)__builtin_return_address(0),                             \
+                            (uintptr_t)__builtin_dwarf_cfa(), ({                                   \
+                                __label__ rh_fp_here;                                              \
+                            rh_fp_here:                                                            \
+                                (uintptr_t) && rh_fp_here;                                         \
+                            })})
+#elif defined(__arm__) && defined(__thumb__)
 #define RH_ARCH_FRAME_RECORDS 0
 #define RH_ARCH_FP() ((void *)(uintptr_t[2]){0, (uintptr_t)__builtin_return_address(0)})
 #else
@@ -94,6 +107,49 @@ static inline __attribute__((always_inline)) uintptr_t rh_arch_ret(uintptr_t r)
     return r;
 #endif
 }
+
+/* ---- CFI registers ---------------------------------------------------------
+ * What the CFI walk (rh_unwind.c) needs of an architecture: the DWARF numbers
+ * of its frame pointer, stack pointer and return-address column, and where a
+ * return address is found. RH_ARCH_CFI is 0 where the walk does not run CFI.
+ *   x86_64: rbp 6, rsp 7, return address 16, always at CFA - 8 (the call
+ *     pushed it); a frame record {rbp, ret} sits at CFA - 16.
+ *   AArch64: x29 29, sp 31, x30 30; x30 is saved wherever the function's FDE
+ *     says (signed under pac-ret: rh_arch_ret strips it). A frame record
+ *     {x29, x30} sits where the FDE saves the pair, anywhere in the frame
+ *     (gcc: at its bottom, below the locals), so the CFA of a frame-record
+ *     function is the record's address minus the x29 slot's offset.
+ *   MIPS64 (little-endian, n64): fp 30, sp 29, ra 31. gcc saves ra and fp at
+ *     CFA - 8 and CFA - 16 but points fp at the bottom of the frame, so there
+ *     are no frame records: every step is a CFI step, and the walk needs
+ *     .eh_frame everywhere (rheaper-cc and the MIPS64 toolchain file add
+ *     -fasynchronous-unwind-tables; Debian's libc has it).
+ * RH_CFI_RA_AT_CFA: the return address is always the word below the CFA.
+ * RH_CFI_RECORDS: the frame pointer points at a frame record. */
+#if defined(__x86_64__)
+#define RH_ARCH_CFI 1
+#define RH_CFI_FP 6
+#define RH_CFI_SP 7
+#define RH_CFI_RA 16
+#define RH_CFI_RA_AT_CFA 1
+#define RH_CFI_RECORDS 1
+#elif defined(__aarch64__)
+#define RH_ARCH_CFI 1
+#define RH_CFI_FP 29
+#define RH_CFI_SP 31
+#define RH_CFI_RA 30
+#define RH_CFI_RA_AT_CFA 0
+#define RH_CFI_RECORDS 1
+#elif defined(__mips__) && defined(__mips64) && defined(__MIPSEL__)
+#define RH_ARCH_CFI 1
+#define RH_CFI_FP 30
+#define RH_CFI_SP 29
+#define RH_CFI_RA 31
+#define RH_CFI_RA_AT_CFA 0
+#define RH_CFI_RECORDS 0
+#else
+#define RH_ARCH_CFI 0
+#endif
 
 /* ---- signal contexts ------------------------------------------------------
  * The interrupted pc, stack pointer and frame pointer of a signal's ucontext

@@ -213,9 +213,10 @@ RH_HIDDEN uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int 
 
 /* ---- rh_unwind.c -------------------------------------------------------- */
 
-/* CFI steps for frames without a frame pointer (x86_64; elsewhere the walk is
+/* CFI steps for frames without a frame pointer (x86_64, AArch64, and every
+ * frame on MIPS64: rh_arch.h's RH_ARCH_CFI; elsewhere the walk is
  * frame-pointer only and rh_unwind_prefix always returns 0). */
-#if defined(__x86_64__) && !defined(RH_NO_UNWIND_CFI)
+#if RH_ARCH_CFI && !defined(RH_NO_UNWIND_CFI)
 #define RH_UNWIND_CFI 1
 #else
 #define RH_UNWIND_CFI 0
@@ -226,7 +227,7 @@ RH_HIDDEN uint32_t rh_stack_lookup(struct rh_stack_table *t, uint64_t hash, int 
 /* How to find the caller of a frame, from the CFI row at its call. */
 enum {
     RH_UW_FP = 1,      /* frame record at rbp (or no usable CFI): frame-pointer step */
-    RH_UW_CFA_RSP = 2, /* CFA = rsp + cfa_off; return address at CFA - 8 */
+    RH_UW_CFA_RSP = 2, /* CFA = rsp + cfa_off; return address at CFA + ra_off */
     RH_UW_CFA_RBP = 3, /* CFA = rbp + cfa_off, not the standard frame record */
     RH_UW_END = 4,     /* the return address is undefined: outermost frame */
     RH_UW_SIGNAL = 5,  /* a signal trampoline (CIE augmentation 'S'): the kernel's
@@ -235,8 +236,45 @@ enum {
 struct rh_unwind_rule {
     int kind;        /* RH_UW_* */
     int32_t cfa_off; /* CFA offset from rsp or rbp */
-    int32_t rbp_off; /* rbp's save slot relative to the CFA; 0: rbp unchanged */
+    int32_t rbp_off; /* rbp's save slot relative to the CFA; 0: rbp unchanged.
+                        AArch64 RH_UW_FP: the frame record's (x29's slot) */
+    int32_t ra_off;  /* the return address's slot relative to the CFA (-8 on
+                        x86_64) */
 };
+
+/* The packed rule (the cache's info word, never 0). x86_64: bits 0-7 kind,
+ * 8-39 CFA offset, 40-55 rbp slot (int16); the return address is at CFA - 8.
+ * Elsewhere: bits 0-7 kind, 8-31 CFA offset (up to 16 MiB), 32-47 frame
+ * pointer slot, 48-63 return-address slot (int16 each). Here "rsp" and "rbp"
+ * name the architecture's stack and frame pointers (rh_arch.h). */
+static inline struct rh_unwind_rule rh_uw_rule_of_info(uint64_t info)
+{
+#if RH_ARCH_CFI && RH_CFI_RA_AT_CFA
+    struct rh_unwind_rule r = {(int)(info & 0xff), (int32_t)(uint32_t)(info >> 8),
+                               (int16_t)(uint16_t)(info >> 40), -8};
+#else
+    struct rh_unwind_rule r = {(int)(info & 0xff), (int32_t)((info >> 8) & 0xffffffu),
+                               (int16_t)(uint16_t)(info >> 32), (int16_t)(uint16_t)(info >> 48)};
+#endif
+    return r;
+}
+static inline uint64_t rh_uw_info_of_rule(const struct rh_unwind_rule *r)
+{
+#if RH_ARCH_CFI && RH_CFI_RA_AT_CFA
+    return (uint64_t)(uint8_t)r->kind | ((uint64_t)(uint32_t)r->cfa_off << 8) |
+           ((uint64_t)(uint16_t)(int16_t)r->rbp_off << 40);
+#else
+    return (uint64_t)(uint8_t)r->kind | ((uint64_t)((uint32_t)r->cfa_off & 0xffffffu) << 8) |
+           ((uint64_t)(uint16_t)(int16_t)r->rbp_off << 32) |
+           ((uint64_t)(uint16_t)(int16_t)r->ra_off << 48);
+#endif
+}
+/* Largest CFA offset a packed rule holds. */
+#if RH_ARCH_CFI && RH_CFI_RA_AT_CFA
+#define RH_UW_CFA_MAX INT32_MAX
+#else
+#define RH_UW_CFA_MAX 0xffffff
+#endif
 
 #if RH_UNWIND_CFI
 /* The rule cache (rh_unwind.c): direct-mapped by return address, lock-free. An
@@ -257,7 +295,11 @@ extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
  * frame), one word per slot holding the address itself (a whole aligned word:
  * never torn). Filled by rh_unwind_lookup. */
 extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
+#if defined(__x86_64__) || defined(__i386__)
 #define RH_UW_FPSLOT(ret) ((ret) & ((1u << RH_UW_CACHE_BITS) - 1u))
+#else /* fixed-size instructions: a return address's low 2 bits are 0 */
+#define RH_UW_FPSLOT(ret) (((ret) >> 2) & ((1u << RH_UW_CACHE_BITS) - 1u))
+#endif
 
 /* The hot-path test, made for every frame of every walk: 1 when the function
  * holding return address ret is known to keep a frame record (the
@@ -269,6 +311,7 @@ static inline int rh_unwind_fp_frame(uintptr_t ret)
     return __atomic_load_n(&rh_uw_fpset[RH_UW_FPSLOT(ret)], __ATOMIC_RELAXED) == ret;
 }
 
+#if RH_CFI_RA_AT_CFA
 /* Frames of the stack whose shim frame is fp while they lack a frame pointer.
  * Returns 0 (nothing written, one cache probe) when frame 0's function keeps a
  * frame record: the caller does its frame-pointer walk. Otherwise writes n >= 1
@@ -278,6 +321,23 @@ static inline int rh_unwind_fp_frame(uintptr_t ret)
  * Requires fp inside [lo, hi - 16]. Never faults, allocates or locks. */
 RH_HIDDEN uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max,
                                     uintptr_t *pcs, uintptr_t *resume, uint32_t *cut);
+#elif RH_CFI_RECORDS
+/* The caller's stack pointer after a frame-pointer step through record rec of
+ * the function holding return address pc: the function's CFA, from the
+ * record's offset in its rule (rec + one record when its CFI does not say). */
+RH_HIDDEN uintptr_t rh_unwind_fp_cfa(uintptr_t pc, uintptr_t rec);
+/* The same for a record rec of a function on the calling thread's current
+ * call chain (the shim that started the walk, or a frame-record function
+ * the inline walk reached) whose return address the walk does not have:
+ * found by following the frame records from the caller up to rec. */
+RH_HIDDEN uintptr_t rh_unwind_start_sp(uintptr_t rec);
+#else
+/* Without frame records (MIPS64), from the shim's record rec (rh_arch.h's
+ * RH_ARCH_FP): its caller's stack pointer at the call, and its caller's frame
+ * pointer there (fp when the shim's CFI does not say). */
+RH_HIDDEN uintptr_t rh_unwind_start_sp(uintptr_t rec);
+RH_HIDDEN uintptr_t rh_unwind_start_fp(uintptr_t rec, uintptr_t fp);
+#endif
 /* The packed, cached rule of return address ret (computed on a miss). */
 RH_HIDDEN uint64_t rh_unwind_lookup(uintptr_t ret);
 /* The rule of return address ret, unpacked (tests). */
@@ -298,6 +358,51 @@ static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi
 {
     (void)fp, (void)lo, (void)hi, (void)max, (void)pcs, (void)resume, (void)cut;
     return 0;
+}
+#endif
+
+/* The architecture's parts of a walk step (rh_stack.c's rh_ws_run), "rsp" and
+ * "rbp" being its stack and frame pointers:
+ *   RH_UW_START_SP(rec): the stack pointer, at its call, of the caller of the
+ *     function whose frame record is rec (that function's CFA), rec being on
+ *     the current call chain (the shim's record, where a walk starts);
+ *   RH_UW_START_FP(rec, fp): the frame pointer there (fp: the record's saved
+ *     one, except on MIPS64, whose shim record holds none);
+ *   RH_UW_FP_SP(pc, rec): the same after a frame-pointer step from return
+ *     address pc through record rec;
+ *   RH_UW_FP_STEPS: 0 where the frame pointer points at no frame record (a
+ *     frame without CFI then ends the walk);
+ *   rh_uw_ret_at: the return address of a CFI frame whose CFA is cfa (already
+ *     checked: aligned, above rsp, inside the stack), 0 when rule r puts its
+ *     slot outside [rsp, cfa). */
+#if !RH_UNWIND_CFI || RH_CFI_RECORDS
+#define RH_UW_START_FP(rec, fp) (fp)
+#define RH_UW_FP_STEPS 1
+#else
+#define RH_UW_START_FP(rec, fp) rh_unwind_start_fp(rec, fp)
+#define RH_UW_FP_STEPS 0
+#endif
+#if !RH_UNWIND_CFI || RH_CFI_RA_AT_CFA
+#define RH_UW_START_SP(rec) ((rec) + RH_FRAME_REC)
+#define RH_UW_FP_SP(pc, rec) ((void)(pc), (rec) + RH_FRAME_REC)
+static inline uintptr_t rh_uw_ret_at(uintptr_t cfa, uintptr_t rsp, const struct rh_unwind_rule *r)
+{
+    (void)rsp, (void)r;
+    return ((const uintptr_t *)cfa)[-1];
+}
+#else
+#define RH_UW_START_SP(rec) rh_unwind_start_sp(rec)
+#if RH_CFI_RECORDS
+#define RH_UW_FP_SP(pc, rec) rh_unwind_fp_cfa(pc, rec)
+#else
+#define RH_UW_FP_SP(pc, rec) ((void)(pc), (rec) + RH_FRAME_REC) /* not reached */
+#endif
+static inline uintptr_t rh_uw_ret_at(uintptr_t cfa, uintptr_t rsp, const struct rh_unwind_rule *r)
+{
+    uintptr_t slot = cfa + (uintptr_t)(intptr_t)r->ra_off;
+    if (slot < rsp || slot > cfa - RH_WORD || RH_WORD_MISALIGNED(slot))
+        return 0;
+    return rh_arch_ret(*(const uintptr_t *)slot);
 }
 #endif
 
@@ -337,8 +442,9 @@ struct rh_walk_rest {
 };
 /* The rest of a walk whose last frame, ret (already hashed into h, n frames so
  * far), belongs to a function whose rule is not a cached frame-pointer one.
- * rsp is that function's stack pointer at its call (the callee's CFA), rbp its
- * rbp; [lo, hi) the thread's stack. Keeps errno. */
+ * rsp is the callee's frame record plus one record (on x86_64 the callee's
+ * CFA: that function's stack pointer at its call; elsewhere RH_UW_START_SP
+ * finds it), rbp its rbp; [lo, hi) the thread's stack. Keeps errno. */
 RH_HIDDEN void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t lo,
                                   uintptr_t hi, unsigned max, uint64_t h, uint32_t n,
                                   struct rh_walk_rest *o) RH_COLD;

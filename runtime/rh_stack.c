@@ -305,11 +305,20 @@ void rh_wc_fill(uintptr_t start, uint32_t k, uintptr_t cur, uintptr_t raw, uintp
 }
 
 /* The signal frame's registers (x86_64 ucontext_t: uc_mcontext.gregs starts at
- * byte 40; REG_RBP 10, REG_RSP 15, REG_RIP 16). */
+ * byte 40; REG_RBP 10, REG_RSP 15, REG_RIP 16). AArch64: the handler's CFA
+ * is the kernel's rt_sigframe, a siginfo_t (128 bytes) then the ucontext_t,
+ * whose uc_mcontext.regs start at byte 184, with sp and pc after x30. */
+#if defined(__aarch64__)
+#define RH_UC_GREGS (128 + 184)
+#define RH_REG_RBP 29
+#define RH_REG_RSP 31
+#define RH_REG_RIP 32
+#else
 #define RH_UC_GREGS 40
 #define RH_REG_RBP 10
 #define RH_REG_RSP 15
 #define RH_REG_RIP 16
+#endif
 
 /* Picks the bounds of the stack holding sp: the current one, the thread's, or
  * the sigaltstack we run on. 0 when sp is on none of them. */
@@ -347,8 +356,7 @@ static void rh_ws_run(struct rh_ws *s, uintptr_t pc, uintptr_t rsp, uintptr_t rb
          * walk does) without the rule cache's probe and store */
         uint64_t info = rh_unwind_fp_frame(pc) ? (uint64_t)RH_UW_FP : rh_unwind_lookup(pc);
         int kind = (int)(info & 0xff);
-        struct rh_unwind_rule r = {kind, (int32_t)(uint32_t)(info >> 8),
-                                   (int16_t)(uint16_t)(info >> 40)};
+        struct rh_unwind_rule r = rh_uw_rule_of_info(info);
 #else
         int kind = RH_UW_FP;
         struct rh_unwind_rule r = {kind, 0, 0};
@@ -379,6 +387,8 @@ static void rh_ws_run(struct rh_ws *s, uintptr_t pc, uintptr_t rsp, uintptr_t rb
             return; /* the outermost frame: complete */
         }
         if (kind == RH_UW_FP) {
+            if (!RH_UW_FP_STEPS)
+                goto stuck; /* no CFI, and no frame record to read */
             if (rbp == 0)
                 return; /* the outermost frame record */
             if (RH_WORD_MISALIGNED(rbp) || rbp < rsp || s->hi < RH_FRAME_REC ||
@@ -389,8 +399,8 @@ static void rh_ws_run(struct rh_ws *s, uintptr_t pc, uintptr_t rsp, uintptr_t rb
                 goto stuck;
             if (!rh_ws_emit(s, ret))
                 return;
+            rsp = RH_UW_FP_SP(pc, rbp);
             pc = ret;
-            rsp = rbp + RH_FRAME_REC;
             rbp = rh_arch_rec_next(rbp);
             continue;
         }
@@ -418,7 +428,7 @@ static void rh_ws_run(struct rh_ws *s, uintptr_t pc, uintptr_t rsp, uintptr_t rb
         uintptr_t cfa = (kind == RH_UW_CFA_RSP ? rsp : rbp) + (uintptr_t)(uint32_t)r.cfa_off;
         if ((cfa & 7u) || cfa <= rsp || cfa > s->hi || cfa - 8 < s->lo)
             goto stuck;
-        ret = ((const uintptr_t *)cfa)[-1];
+        ret = rh_uw_ret_at(cfa, rsp, &r);
         if (ret <= 4096u)
             goto stuck;
         if (r.rbp_off) {
@@ -452,7 +462,7 @@ void rh_stack_walk_cont(uintptr_t ret, uintptr_t rsp, uintptr_t rbp, uintptr_t l
 {
     int e = errno; /* a rule-cache miss may look at modules */
     struct rh_ws s = {lo, hi, h, n, max, 0, NULL, 0, NULL, 0};
-    rh_ws_run(&s, ret, rsp, rbp);
+    rh_ws_run(&s, ret, RH_UW_START_SP(rsp - RH_FRAME_REC), RH_UW_START_FP(rsp - RH_FRAME_REC, rbp));
     rh_ws_result(&s, o);
     errno = e;
 }
@@ -474,7 +484,7 @@ void rh_stack_walk_far(uintptr_t fp, unsigned max, uint64_t h, struct rh_walk_re
     const uintptr_t *f = (const uintptr_t *)fp;
     struct rh_ws s = {0, 0, h, 1, max, 0, NULL, 0, NULL, 0};
     if (rh_ws_start(&s, fp))
-        rh_ws_run(&s, rh_arch_ret(f[1]), fp + RH_FRAME_REC, rh_arch_rec_next(fp));
+        rh_ws_run(&s, rh_arch_ret(f[1]), RH_UW_START_SP(fp), RH_UW_START_FP(fp, rh_arch_rec_next(fp)));
     else
         s.cut = 1;
     rh_ws_result(&s, o);
@@ -501,7 +511,8 @@ uint8_t *rh_stack_encode(void *fp, uint32_t nframes, uint8_t *p)
     s.enc = p;
     s.prev = ret0;
     if (nframes > 1 && rh_ws_start(&s, (uintptr_t)fp))
-        rh_ws_run(&s, ret0, (uintptr_t)fp + RH_FRAME_REC, rh_arch_rec_next((uintptr_t)fp));
+        rh_ws_run(&s, ret0, RH_UW_START_SP((uintptr_t)fp),
+                  RH_UW_START_FP((uintptr_t)fp, rh_arch_rec_next((uintptr_t)fp)));
     errno = e;
     return s.enc;
 }

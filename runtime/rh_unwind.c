@@ -20,9 +20,10 @@
  * binaries too: _dl_find_object reports no eh_frame there, and rheaper-cc links
  * them with --eh-frame-hdr), otherwise glibc's _dl_find_object (2.35+,
  * lock-free, no allocation); then the binary-search table of .eh_frame_hdr.
- * Only the DWARF CFA instructions compilers emit for x86_64 code are run
+ * Only the DWARF CFA instructions compilers emit for these targets are run
  * (advance_loc*, def_cfa*, offset*, restore*, remember/restore_state, nop,
- * undefined, same_value, GNU_args_size, and expressions on registers that do
+ * undefined, same_value, GNU_args_size, AArch64's negate_ra_state, and
+ * expressions on registers that do
  * not matter here); anything else gives up, and a frame we cannot describe takes
  * the frame-pointer step, as before.
  *
@@ -35,14 +36,28 @@
  * is frame-pointer code costs one inline table probe in rh_stack_walk (13
  * instructions; callgrind counted 590 instructions per 24-frame walk before and
  * after, where an out-of-line probe had cost +84). A walk whose frame 0 lacks a
- * frame pointer pays about 115 more instructions per CFI frame (cache hits). x86_64 only; elsewhere the walk
- * stays frame-pointer only (rh_runtime.h stubs rh_unwind_prefix).
+ * frame pointer pays about 115 more instructions per CFI frame (cache hits).
+ *
+ * Architectures (rh_arch.h's CFI registers): x86_64 as above. AArch64: x29,
+ * sp and x30 for rbp, rsp and the return address, which sits wherever the
+ * FDE saved x30 (the rule keeps its slot) and is stripped of its pointer
+ * authentication code; a frame record is x29 and x30 saved as a pair, which
+ * gcc puts at the bottom of the frame, so the rule of a frame-record function
+ * keeps the record's offset from the CFA: after a frame-pointer step the walk
+ * knows the caller's sp (rh_unwind_fp_cfa), and the shim's own CFA comes from
+ * the rule of the shim's return address into it, found by following the
+ * runtime's own frame records up to the shim's (rh_unwind_start_sp).
+ * MIPS64: no frame records; every frame is a CFI step, and the shim hands
+ * over its CFA and an address inside it (rh_arch.h's RH_ARCH_FP), whose rule
+ * says where it saved its caller's $fp. Elsewhere the walk stays
+ * frame-pointer only (rh_runtime.h stubs rh_unwind_prefix).
  *
  * rh_unwind_prefix is the older, frame-0-only form of the walk, kept for the
  * unit tests of the rules; the walk itself (rh_stack.c, rh_ws_run) asks
  * rh_unwind_lookup for the rule of every frame whose function the inline
  * cache probe does not know as frame-pointer code, anywhere in the stack, and
- * RH_UW_SIGNAL marks glibc's signal trampoline (CIE augmentation 'S').
+ * RH_UW_SIGNAL marks a signal trampoline (CIE augmentation 'S': glibc's
+ * __restore_rt on x86_64, the kernel vDSO's __kernel_rt_sigreturn on AArch64).
  *
  * Limits: a library unloaded and another loaded at the same address keep the
  * first one's cached rules.
@@ -58,10 +73,11 @@
 #include <string.h>
 #include <sys/auxv.h>
 
-/* DWARF register numbers of x86_64. */
-#define RH_DW_RBP 6
-#define RH_DW_RSP 7
-#define RH_DW_RA 16
+/* DWARF register numbers (rh_arch.h's CFI section): "rbp" and "rsp" below
+ * are the architecture's frame and stack pointers (x29 and sp on AArch64). */
+#define RH_DW_RBP RH_CFI_FP
+#define RH_DW_RSP RH_CFI_SP
+#define RH_DW_RA RH_CFI_RA
 
 /* Pointer encodings (DW_EH_PE_*). */
 #define RH_PE_OMIT 0xff
@@ -84,19 +100,15 @@ static inline uint64_t rh_uw_mixinfo(uint64_t info)
     return RH_UW_MIXINFO(info);
 }
 
-/* Packed rule: bits 0-7 kind, 8-39 CFA offset, 40-55 rbp save slot relative to
- * the CFA (int16, 0: rbp unchanged). */
+/* Packed rule: rh_runtime.h's rh_uw_info_of_rule / rh_uw_rule_of_info. */
 static inline uint64_t rh_uw_pack(const struct rh_unwind_rule *r)
 {
-    return (uint64_t)(uint8_t)r->kind | ((uint64_t)(uint32_t)r->cfa_off << 8) |
-           ((uint64_t)(uint16_t)(int16_t)r->rbp_off << 40);
+    return rh_uw_info_of_rule(r);
 }
 
 static inline void rh_uw_unpack(uint64_t v, struct rh_unwind_rule *r)
 {
-    r->kind = (int)(v & 0xff);
-    r->cfa_off = (int32_t)(uint32_t)(v >> 8);
-    r->rbp_off = (int16_t)(uint16_t)(v >> 40);
+    *r = rh_uw_rule_of_info(v);
 }
 
 /* ---- bounded reads of CFI ----------------------------------------------- */
@@ -121,7 +133,7 @@ static uint64_t rh_uw_u(struct rh_uw_cur *c, size_t n)
     if (!rh_uw_has(c, n))
         return 0;
     uint64_t v = 0;
-    memcpy(&v, c->p, n); /* little-endian x86_64 */
+    memcpy(&v, c->p, n); /* little-endian targets only (rh_arch.h) */
     c->p += n;
     return v;
 }
@@ -392,6 +404,12 @@ static int rh_uw_run(struct rh_uw_cur *c, const struct rh_uw_cie *cie, uint64_t 
         case 0x2e: /* DW_CFA_GNU_args_size */
             (void)rh_uw_uleb(c);
             continue;
+#if defined(__aarch64__)
+        case 0x2d: /* DW_CFA_AARCH64_negate_ra_state (-mbranch-protection): the
+                      return address is signed from here on; the walk strips
+                      every return address (rh_arch_ret) whether signed or not */
+            continue;
+#endif
         default:
             return -1;
         }
@@ -474,11 +492,13 @@ static int rh_uw_parse_cie(const uint8_t *cie_p, const uint8_t *lo, const uint8_
 }
 
 /* Classifies the row in effect at the call into a rule for the walk. */
+#if RH_CFI_RA_AT_CFA
 static void rh_uw_classify(const struct rh_uw_row *row, struct rh_unwind_rule *r)
 {
     r->kind = RH_UW_FP;
     r->cfa_off = 0;
     r->rbp_off = 0;
+    r->ra_off = -8;
     if (row->ra_rule == RH_RULE_UNDEF) {
         r->kind = RH_UW_END; /* the outermost frame (_start, clone) */
         return;
@@ -508,12 +528,70 @@ static void rh_uw_classify(const struct rh_uw_row *row, struct rh_unwind_rule *r
     r->cfa_off = (int32_t)row->cfa_off;
     r->rbp_off = rbp_off;
 }
+#else
+/* The same where the return address is saved wherever the FDE says (AArch64:
+ * x30's slot). A frame record is the frame pointer and the return address
+ * saved as a pair, the return address in the word above: the frame-pointer
+ * step is right there, and the rule keeps the record's offset from the CFA
+ * (rbp_off), from which the walk knows the caller's stack pointer after a
+ * frame-pointer step (rh_unwind_fp_cfa). gcc keeps the CFA of such functions
+ * sp-based (the record at the bottom of the frame, x29 = sp); with an
+ * x29-based CFA the record must be the one x29 points at. A function that
+ * pairs x29 and x30 without making x29 its frame pointer (x29 used as a
+ * general register under -fomit-frame-pointer) reads as a frame record too:
+ * the frame-pointer step then stops there or misses its caller, as it did
+ * without CFI. Anything else that saves the return address in the frame is a
+ * CFI step, and so is every frame on MIPS64 (RH_CFI_RECORDS 0: gcc saves ra
+ * and fp as a pair there too, but fp points at the frame's bottom). */
+static void rh_uw_classify(const struct rh_uw_row *row, struct rh_unwind_rule *r)
+{
+    r->kind = RH_UW_FP;
+    r->cfa_off = 0;
+    r->rbp_off = 0;
+    r->ra_off = 0;
+    if (row->ra_rule == RH_RULE_UNDEF) {
+        r->kind = RH_UW_END; /* the outermost frame (_start, clone) */
+        return;
+    }
+    if (row->cfa_expr || row->ra_rule != RH_RULE_OFFSET)
+        return;
+    int64_t cfa = row->cfa_off, ra = row->ra_off;
+    if (cfa < (int64_t)RH_WORD || cfa > RH_UW_CFA_MAX || (cfa & (int64_t)(RH_WORD - 1)))
+        return;
+    if (ra >= 0 || ra < -cfa || ra < INT16_MIN || (ra & (int64_t)(RH_WORD - 1)))
+        return;
+    int32_t fp_off = 0;
+    if (row->rbp_rule == RH_RULE_OFFSET) {
+        if (row->rbp_off >= 0 || row->rbp_off < -cfa || row->rbp_off < INT16_MIN ||
+            (row->rbp_off & (int64_t)(RH_WORD - 1)))
+            return;
+        fp_off = (int32_t)row->rbp_off;
+    } else if (row->rbp_rule != RH_RULE_SAME) {
+        return;
+    }
+    if (RH_CFI_RECORDS && fp_off && ra == fp_off + (int64_t)RH_WORD &&
+        (row->cfa_reg == RH_DW_RSP || (row->cfa_reg == RH_DW_RBP && fp_off == -cfa))) {
+        r->rbp_off = fp_off; /* a frame record at CFA + fp_off */
+        return;
+    }
+    if (row->cfa_reg == RH_DW_RBP)
+        r->kind = RH_UW_CFA_RBP;
+    else if (row->cfa_reg == RH_DW_RSP)
+        r->kind = RH_UW_CFA_RSP;
+    else
+        return;
+    r->cfa_off = (int32_t)cfa;
+    r->rbp_off = fp_off;
+    r->ra_off = (int32_t)ra;
+}
+#endif
 
 int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi, uintptr_t ret,
                     struct rh_unwind_rule *r)
 {
     r->kind = RH_UW_FP;
     r->cfa_off = r->rbp_off = 0;
+    r->ra_off = RH_CFI_RA_AT_CFA ? -8 : 0;
     if (!hdr || hdr < lo || hdr >= hi || ret < 2)
         return -1;
     uint64_t target = ret - 1; /* inside the call instruction */
@@ -567,6 +645,10 @@ int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi, ui
     uint64_t pc_range = rh_uw_encoded(&f, cie.fde_enc & 0x0f, hdr);
     if (f.bad || target < pc_begin || target - pc_begin >= pc_range)
         return -1;
+#if !defined(__x86_64__) && !defined(__aarch64__)
+    if (cie.signal)
+        return -1; /* rh_stack.c knows no signal frame of this architecture */
+#endif
     if (cie.signal) {
         /* glibc's __restore_rt: the kernel's signal frame is at the CFA (see
          * rh_stack.c, rh_ws_signal); its CFI expressions need not be run */
@@ -581,7 +663,8 @@ int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi, ui
     }
 
     /* the CIE's initial row, then the FDE's rows up to the call */
-    struct rh_uw_row row = {RH_DW_RSP, 8, 0, RH_RULE_SAME, RH_RULE_SAME, 0, 0};
+    struct rh_uw_row row = {RH_DW_RSP, RH_CFI_RA_AT_CFA ? 8 : 0, 0, RH_RULE_SAME, RH_RULE_SAME, 0,
+                            0};
     struct rh_uw_cur ci = {cie.insns, cie.insns_end, 0};
     if (rh_uw_run(&ci, &cie, 0, UINT64_MAX, &row, &row, cie.fde_enc) != 0)
         return -1;
@@ -732,12 +815,21 @@ static int rh_uw_find_object(uintptr_t pc, struct rh_uw_obj *o)
 /* Computes the rule of return address ret (cold: once per distinct pc). */
 static RH_COLD uint64_t rh_uw_compute(uintptr_t ret)
 {
-    struct rh_unwind_rule r = {RH_UW_FP, 0, 0};
+    struct rh_unwind_rule r = {RH_UW_FP, 0, 0, 0};
     struct rh_uw_obj o;
     if (rh_uw_find_object(ret - 1, &o) == 0)
         (void)rh_unwind_parse(o.hdr, o.lo, o.hi, ret, &r);
     return rh_uw_pack(&r);
 }
+
+/* AArch64: the outermost frames (_start, clone's child), whose CFI leaves the
+ * return address undefined, sit below frame records whose saved x29 is 0
+ * (glibc's and musl's start code clear x29), so the frame-pointer step ends
+ * the walk there as complete by itself. Counting them as frame-pointer code
+ * keeps the walks that reach them (almost all) in the inline walk; as an
+ * end rule they would send every walk out of line at its last frame, where
+ * finding the shim's CFA re-reads the whole chain of records. */
+#define RH_UW_END_IS_FP (RH_CFI_RECORDS && !RH_CFI_RA_AT_CFA)
 
 uint64_t rh_unwind_lookup(uintptr_t ret)
 {
@@ -749,7 +841,8 @@ uint64_t rh_unwind_lookup(uintptr_t ret)
         __atomic_store_n(&s->info, info, __ATOMIC_RELAXED);
         __atomic_store_n(&s->check, ret ^ rh_uw_mixinfo(info), __ATOMIC_RELAXED);
     }
-    if (info == RH_UW_FP) /* the inline walk's one-word test (rh_unwind_fp_frame) */
+    if ((info & 0xff) == RH_UW_FP || (RH_UW_END_IS_FP && (info & 0xff) == RH_UW_END))
+        /* the inline walk's one-word test (rh_unwind_fp_frame) */
         __atomic_store_n(&rh_uw_fpset[RH_UW_FPSLOT(ret)], ret, __ATOMIC_RELAXED);
     return info;
 }
@@ -759,6 +852,7 @@ void rh_unwind_rule_of(uintptr_t ret, struct rh_unwind_rule *r)
     rh_uw_unpack(rh_unwind_lookup(ret), r);
 }
 
+#if RH_CFI_RA_AT_CFA
 uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max, uintptr_t *pcs,
                           uintptr_t *resume, uint32_t *cut)
 {
@@ -807,5 +901,55 @@ uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max
         info = rh_unwind_lookup(pc);
     }
 }
+
+#elif RH_CFI_RECORDS /* the return address where the FDE says */
+
+uintptr_t rh_unwind_fp_cfa(uintptr_t pc, uintptr_t rec)
+{
+    struct rh_unwind_rule r = rh_uw_rule_of_info(rh_unwind_lookup(pc));
+    if (r.kind == RH_UW_FP && r.rbp_off < 0)
+        return rec - (uintptr_t)(intptr_t)r.rbp_off;
+    return rec + RH_FRAME_REC;
+}
+
+/* Follows the frame records from this function's own (the runtime keeps
+ * frame records: -fno-omit-frame-pointer) up the chain that called it to the
+ * record whose saved frame pointer is rec: its return address lies in the
+ * function that owns rec. Every record read lies between this frame and rec,
+ * strictly increasing, on the stack the walk runs on. */
+uintptr_t rh_unwind_start_sp(uintptr_t rec)
+{
+    const uintptr_t *r = (const uintptr_t *)__builtin_frame_address(0);
+    for (unsigned i = 0; i < 4096; i++) {
+        uintptr_t next = r[0];
+        if (next == rec)
+            return rh_unwind_fp_cfa(rh_arch_ret(r[1]), rec);
+        if (next <= (uintptr_t)r || RH_WORD_MISALIGNED(next) || next > rec)
+            break;
+        r = (const uintptr_t *)next;
+    }
+    return rec + RH_FRAME_REC;
+}
+#else
+/* No frame records (MIPS64): the shim's record {0, ret, cfa, pc} (rh_arch.h). */
+
+uintptr_t rh_unwind_start_sp(uintptr_t rec)
+{
+    return ((const uintptr_t *)rec)[2];
+}
+
+/* The shim's rule at the address inside it says where it saved its caller's
+ * frame pointer, relative to its CFA (the record's [2]); the slot lies in the
+ * shim's frame, on the stack the walk runs on. */
+uintptr_t rh_unwind_start_fp(uintptr_t rec, uintptr_t fp)
+{
+    const uintptr_t *r = (const uintptr_t *)rec;
+    struct rh_unwind_rule u = rh_uw_rule_of_info(rh_unwind_lookup(r[3] + 1));
+    if ((u.kind == RH_UW_CFA_RSP || u.kind == RH_UW_CFA_RBP) && u.rbp_off < 0 &&
+        r[2] > rec + 4 * RH_WORD)
+        return *(const uintptr_t *)(r[2] + (uintptr_t)(intptr_t)u.rbp_off);
+    return fp;
+}
+#endif
 
 #endif /* RH_UNWIND_CFI */

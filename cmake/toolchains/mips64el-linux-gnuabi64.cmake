@@ -10,3 +10,8 @@ set(CMAKE_FIND_ROOT_PATH /usr/mips64el-linux-gnuabi64)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
+# gcc emits no .eh_frame for C on MIPS unless asked, and the runtime's stack
+# walk steps through every MIPS64 frame by CFI (runtime/rh_arch.h), the
+# runtime's own shims included
+set(CMAKE_C_FLAGS_INIT "-fasynchronous-unwind-tables")
+set(CMAKE_CXX_FLAGS_INIT "-fasynchronous-unwind-tables")

@@ -18,12 +18,13 @@
 # Debian's libc6-i386 provides their loader): under Debian 12's qemu-i386 (7.2)
 # any dynamic glibc program hangs in its first pthread_create, rheaper or not.
 set -eu
-native_runs="" frames=many cxx=
+native_runs="" frames=many cxx= cfi_runs= cfi_nofp_flags= cfi_nofp_compare=0
 src=$1 hostbin=$2 work=$3 target=$4
 here=$src/tests/e2e/cross
 
 case $target in
-aarch64) triple=aarch64-linux-gnu qemu=qemu-aarch64 arch=aarch64 runs="dynamic static pac cpu" ;;
+aarch64) triple=aarch64-linux-gnu qemu=qemu-aarch64 arch=aarch64 runs="dynamic static pac cpu"
+    cfi_runs="dynamic static pac" cfi_nofp_compare=1 ;;
 musl) triple=musl qemu= arch=x86_64 runs="static dynamic" ;;
 musl-aarch64) triple=aarch64-linux-musl qemu=qemu-aarch64 arch=aarch64 runs="static" ;;
 # cxx, cxx-static: cross_prog_cxx.cc (operator new takes a 32-bit size_t)
@@ -33,9 +34,9 @@ i386) triple=i686-linux-gnu qemu=qemu-i386 arch=x86 runs="static dynamic cxx cxx
 # the C library is Thumb-2 code, which keeps none (checked below).
 # libc: cross_libc_calls.c, static: allocations inside the C library
 armhf) triple=arm-linux-gnueabihf qemu=qemu-arm arch=arm runs="dynamic static cpu cpuleaf libc" ;;
-# MIPS64 frames have no frame record: a stack is the allocating function alone
-# (runtime/rh_arch.h, docs/platforms.md)
-mips64el) triple=mips64el-linux-gnuabi64 qemu=qemu-mips64el arch=mips64 runs="dynamic static" frames=1 ;;
+# MIPS64 has no frame records: its walk steps by CFI alone
+mips64el) triple=mips64el-linux-gnuabi64 qemu=qemu-mips64el arch=mips64 runs="dynamic static"
+    cfi_runs="dynamic static" cfi_nofp_flags=-fasynchronous-unwind-tables ;;
 *) echo "unknown target $target"; exit 2 ;;
 esac
 case $triple in
@@ -248,6 +249,10 @@ f_thread:malloc:14:896"
     fi
     echo "[$target/$run] $(q "$db" "SELECT count(*) || ' allocations, ' || sum(size) || ' bytes' FROM allocations")"
 done
+# The CFI walk through code without frame records (check_cross_cfi.sh)
+if [ -n "$cfi_runs" ]; then
+    . "$here/check_cross_cfi.sh"
+fi
 # AArch64: a part of the suite under qemu as well. The runtime's unit tests,
 # built as tests/unit/runtime/CMakeLists.txt builds them, against this build's
 # runtime; two are left out: unit-runtime-env re-executes itself, and an
