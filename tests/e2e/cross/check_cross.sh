@@ -26,7 +26,7 @@ case $target in
 aarch64) triple=aarch64-linux-gnu qemu=qemu-aarch64 arch=aarch64 runs="dynamic static pac cpu"
     cfi_runs="dynamic static pac" cfi_nofp_compare=1 ;;
 musl) triple=musl qemu= arch=x86_64 runs="static dynamic" ;;
-musl-aarch64) triple=aarch64-linux-musl qemu=qemu-aarch64 arch=aarch64 runs="static" ;;
+musl-aarch64) triple=aarch64-linux-musl qemu=qemu-aarch64 arch=aarch64 runs="static" cfi_runs="static" ;;
 # cxx, cxx-static: cross_prog_cxx.cc (operator new takes a 32-bit size_t)
 i386) triple=i686-linux-gnu qemu=qemu-i386 arch=x86 runs="static dynamic cxx cxx-static"
     native_runs="dynamic cxx" cxx=i686-linux-gnu-g++ ;;
