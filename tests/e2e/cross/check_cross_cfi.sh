@@ -79,9 +79,10 @@ for cfi in $cfi_runs; do
     if [ "$target" = musl-aarch64 ]; then
         # musl (static): its start code and clone are assembly without CFI,
         # so stacks end, truncated, at the last C function with it; its qsort
-        # is a smoothsort (sift). The signal trampoline (__restore_rt, an
-        # assembly symbol without a size) is named after whatever symbol
-        # precedes it, so that one frame is not compared.
+        # is a smoothsort (sift). The signal trampoline's frame is named by
+        # the byte before __restore_rt (frames are named by their call
+        # instruction), which is the end of whatever function precedes it,
+        # so that one frame is not compared.
         end=1 start="libc_start_main_stage2" thread="start __clone" qsort="sift qsort_r"
         raise="raise" sig_any=1
     elif [ "$cfi" = static ]; then
