@@ -22,7 +22,10 @@
 # 2. Time per clock read (clock_cost.c): callgrind counts rdtsc as one
 #    instruction whatever it costs.
 # 3. Wall time: RUNS (default 7) interleaved rounds of plain, tracking off,
-#    full recording and heaptrack (on the plain build), medians and ratios to
+#    full recording, heaptrack (on the plain build) and the floor (floor.c
+#    linked into the plain build: its wrappers passing through, floor-pass;
+#    a recorder cut down to a clock read and a stored event, floor-clock; and
+#    that plus a frame-pointer walk, floor-walk), medians and ratios to
 #    plain from the same run, with the load average before and after; and the
 #    overhead in ns per event (median tracked - median plain, / events).
 #
@@ -60,20 +63,30 @@ case $(uname -m) in x86_64|i?86|aarch64) ;; *) flags=$(echo "$flags" | sed 's/ -
 # ---- builds
 "$cc" -O2 -I"$root/runtime" -o "$out/rh_bench" "$here/rh_bench.c"
 "$cc" -O2 -o "$out/clock_cost" "$here/clock_cost.c"
+# the floor's wrappers (floor.c), linked into plain builds
+"$cc" -O2 -fno-omit-frame-pointer -c -o "$out/floor.o" "$here/floor.c"
+fwrap="-Wl,--wrap=malloc -Wl,--wrap=free -Wl,--wrap=realloc -Wl,--wrap=calloc"
 for w in wl_synth wl_deep; do
     "$cc" $flags -pthread -o "$out/$w.plain" "$here/$w.c"
+    "$cc" $flags -pthread -o "$out/$w.floor" "$here/$w.c" $fwrap "$out/floor.o"
     "$bin/rheaper-cc" -O2 -pthread -o "$out/$w.rh" "$here/$w.c"
 done
 lua=0
 rc=0
 sh "$root/tests/e2e/programs/fetch_source.sh" lua5.4 "$out/lua" || rc=$?
 if [ "$rc" -eq 0 ] && [ -d "$out/lua/src" ]; then
-    for v in plain rh; do
-        if [ "$v" = plain ]; then c="$cc -std=gnu99 $flags"; else c="$bin/rheaper-cc -std=gnu99"; fi
+    for v in plain floor rh; do
+        set --
+        case $v in
+        plain) c="$cc -std=gnu99 $flags" ;;
+        floor) c="$cc -std=gnu99 $flags"; set -- MYLDFLAGS="$fwrap" MYLIBS="$out/floor.o" ;;
+        rh) c="$bin/rheaper-cc -std=gnu99" ;;
+        esac
         if [ ! -x "$out/lua-$v/src/lua" ] || [ "$bin/rheaper-cc" -nt "$out/lua-$v/src/lua" ] ||
-            [ "$build/lib/librheaper_rt.a" -nt "$out/lua-$v/src/lua" ]; then
+            [ "$build/lib/librheaper_rt.a" -nt "$out/lua-$v/src/lua" ] ||
+            [ "$here/floor.c" -nt "$out/lua-$v/src/lua" ]; then
             rm -rf "$out/lua-$v" && cp -r "$out/lua/src" "$out/lua-$v"
-            make -s -j2 -C "$out/lua-$v" linux CC="$c" > "$out/lua-$v.log" 2>&1 ||
+            make -s -j2 -C "$out/lua-$v" linux CC="$c" "$@" > "$out/lua-$v.log" 2>&1 ||
                 { echo "FAIL: building Lua ($v); see $out/lua-$v.log"; exit 1; }
         fi
     done
@@ -82,12 +95,12 @@ else
     echo "breakdown: note: Lua skipped (its source could not be fetched)"
 fi
 
-# workload table: ID PLAIN RH ARGS(callgrind size) ARGS(wall size)
-wls="synth|$out/wl_synth.plain|$out/wl_synth.rh|1 200000|1 3000000"
+# workload table: ID PLAIN RH ARGS(callgrind size) ARGS(wall size) FLOOR
+wls="synth|$out/wl_synth.plain|$out/wl_synth.rh|1 200000|1 3000000|$out/wl_synth.floor"
 [ "$lua" = 1 ] && wls="$wls
-lua|$out/lua-plain/src/lua|$out/lua-rh/src/lua|$here/alloc.lua 20000|$here/alloc.lua 300000"
+lua|$out/lua-plain/src/lua|$out/lua-rh/src/lua|$here/alloc.lua 20000|$here/alloc.lua 300000|$out/lua-floor/src/lua"
 wls="$wls
-deep|$out/wl_deep.plain|$out/wl_deep.rh|50 100000|50 1000000"
+deep|$out/wl_deep.plain|$out/wl_deep.rh|50 100000|50 1000000|$out/wl_deep.floor"
 [ -n "$only" ] && wls=$(echo "$wls" | grep "^$only|")
 
 # ---- the functions of the runtime and the shims, by source line
@@ -125,7 +138,7 @@ cg() {
 
 [ "$cgon" = 1 ] && echo "## Instructions per event (callgrind)" && echo &&
     echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores, $(uname -m)" && echo
-[ "$cgon" = 1 ] && echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs; do
+[ "$cgon" = 1 ] && echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs fbin; do
     ip=$(cg "$id" plain "$pbin" "$cgargs")
     io=$(cg "$id" off "$rbin" "$cgargs")
     ion=$(cg "$id" on "$rbin" "$cgargs")
@@ -184,7 +197,7 @@ htbin=$(command -v heaptrack || true)
 [ "$ht" = 1 ] && [ -n "$htbin" ] || htbin=
 [ -n "$htbin" ] || echo "breakdown: note: heaptrack skipped"
 mkdir -p "$out/wall"
-# one ID VARIANT PLAIN RH ARGS: prints the wall seconds of one run
+# one ID VARIANT PLAIN RH ARGS FLOOR: prints the wall microseconds of one run
 one() {
     d=$out/wall/$1-$2
     rm -rf "$d" && mkdir -p "$d"
@@ -193,6 +206,9 @@ one() {
     off) set -- "$4" $5 ;;
     on) set -- env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d" "$4" $5 ;;
     heaptrack) set -- "$htbin" -o "$d/ht" "$3" $5 ;;
+    floor-pass) set -- env FLOOR_MODE=0 "$6" $5 ;;
+    floor-clock) set -- env FLOOR_MODE=1 "$6" $5 ;;
+    floor-walk) set -- env FLOOR_MODE=2 "$6" $5 ;;
     esac
     s=$(date +%s%N)
     "$@" > /dev/null 2>&1 || { echo "FAIL: wall run $d" >&2; exit 1; }
@@ -201,15 +217,16 @@ one() {
 }
 variants="plain off on"
 [ -n "$htbin" ] && variants="$variants heaptrack"
+variants="$variants floor-pass floor-clock floor-walk"
 echo "## Wall time, $runs interleaved rounds"
 echo
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 : > "$out/wall/runs.txt"
 i=0
 while [ "$i" -lt "$runs" ]; do
-    echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs; do
+    echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs fbin; do
         for v in $variants; do
-            echo "$id $v $(one "$id" "$v" "$pbin" "$rbin" "$wargs")" >> "$out/wall/runs.txt"
+            echo "$id $v $(one "$id" "$v" "$pbin" "$rbin" "$wargs" "$fbin")" >> "$out/wall/runs.txt"
         done
     done
     i=$((i + 1))
@@ -220,7 +237,7 @@ med() { grep "^$1 $2 " "$out/wall/runs.txt" | awk '{print $3}' | sort -n |
         awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 echo "| workload | variant | wall median (s) | min (s) | max (s) | wall / plain |"
 echo "|---|---|--:|--:|--:|--:|"
-echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs; do
+echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs fbin; do
     p=$(med "$id" plain)
     for v in $variants; do
         m=$(med "$id" "$v")
@@ -231,7 +248,7 @@ echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs; do
 done
 echo
 echo "Overhead of full recording per event (wall median tracked - plain, / events of the last tracked run):"
-echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs; do
+echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs fbin; do
     ev=$("$out/rh_bench" --events "$(ls "$out/wall/$id-on"/rip-* | head -n 1)")
     awk -v id="$id" -v p="$(med "$id" plain)" -v o="$(med "$id" on)" -v ev="$ev" \
         'BEGIN {printf "- %s: %.1f ns per event (%d events)\n", id, ev ? (o - p) * 1000 / ev : 0, ev}'

@@ -1,5 +1,5 @@
 /* floor.c: the least any full recorder can cost per event on this machine
- * (bench/floor.sh).
+ * (bench/breakdown.sh's floor-clock and floor-walk rows).
  *
  * rheaper's full recording pays, per event, a clock read, a record write and,
  * per allocation, a stack walk, plus its guard, state checks, stack table and
