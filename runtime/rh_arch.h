@@ -189,6 +189,24 @@ static inline int rh_arch_uc_regs(const void *ucv, uintptr_t *pc, uintptr_t *sp,
 #endif
 }
 
+/* Where a signal trampoline frame's registers are, for the walk through it
+ * (rh_stack.c), in words from byte RH_UC_GREGS above the trampoline's CFA
+ * (x86_64: the CFA is the ucontext_t, whose uc_mcontext.gregs starts at
+ * byte 40; REG_RBP 10, REG_RSP 15, REG_RIP 16). AArch64: the handler's CFA
+ * is the kernel's rt_sigframe, a siginfo_t (128 bytes) then the ucontext_t,
+ * whose uc_mcontext.regs start at byte 184, with sp and pc after x30. */
+#if defined(__aarch64__)
+#define RH_UC_GREGS (128 + 184)
+#define RH_REG_RBP 29
+#define RH_REG_RSP 31
+#define RH_REG_RIP 32
+#else
+#define RH_UC_GREGS 40
+#define RH_REG_RBP 10
+#define RH_REG_RSP 15
+#define RH_REG_RIP 16
+#endif
+
 /* ---- system calls ---------------------------------------------------------
  * AArch64 (and every newer port) has only the *at forms. */
 static inline long rh_arch_unlink(const char *path)

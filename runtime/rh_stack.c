@@ -304,22 +304,6 @@ void rh_wc_fill(uintptr_t start, uint32_t k, uintptr_t cur, uintptr_t raw, uintp
     rh_wc_stack(wc, 0, start, k);
 }
 
-/* The signal frame's registers (x86_64 ucontext_t: uc_mcontext.gregs starts at
- * byte 40; REG_RBP 10, REG_RSP 15, REG_RIP 16). AArch64: the handler's CFA
- * is the kernel's rt_sigframe, a siginfo_t (128 bytes) then the ucontext_t,
- * whose uc_mcontext.regs start at byte 184, with sp and pc after x30. */
-#if defined(__aarch64__)
-#define RH_UC_GREGS (128 + 184)
-#define RH_REG_RBP 29
-#define RH_REG_RSP 31
-#define RH_REG_RIP 32
-#else
-#define RH_UC_GREGS 40
-#define RH_REG_RBP 10
-#define RH_REG_RSP 15
-#define RH_REG_RIP 16
-#endif
-
 /* Picks the bounds of the stack holding sp: the current one, the thread's, or
  * the sigaltstack we run on. 0 when sp is on none of them. */
 static int rh_ws_stack_of(struct rh_ws *s, uintptr_t sp)
