@@ -462,6 +462,11 @@ void rh_agg_end(struct rh_agg *a, int64_t duration_ns)
 int rh_agg_row(struct rh_agg *a, const struct rh_row *row)
 {
     struct rh_agg_stack *s = rh_agg_stk(a, row->stack_index);
+    /* Grow the thread table to the larger id before taking either pointer:
+     * a block freed by a thread that appeared after its allocating thread
+     * would otherwise move the table under the first pointer. */
+    uint32_t hi = row->alloc_thread > row->dealloc_thread ? row->alloc_thread : row->dealloc_thread;
+    (void)rh_agg_thr(a, hi);
     struct rh_agg_thread *ta = rh_agg_thr(a, row->alloc_thread);
     struct rh_agg_thread *td = rh_agg_thr(a, row->dealloc_thread);
     if (!s || a->oom)
