@@ -26,8 +26,12 @@
  *
  * DIR is RHEAPER_PROFILE_DIR made absolute when the process arms, so a daemon
  * that chdirs later still writes where the marker says. Only regular files the
- * runtime creates itself are written (O_NOFOLLOW, O_EXCL temp name). Nothing
- * here allocates; every system call is a raw one.
+ * runtime creates itself are written (rh_open_safe: an O_EXCL temporary name,
+ * and in place only the inode it wrote last), so a FIFO, a directory or a
+ * link another user puts at either name can neither block nor redirect it.
+ * `rheaper record` trusts the marker only when it belongs to the process's
+ * user or root and names its pid and start time. Nothing here allocates;
+ * every system call is a raw one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +54,7 @@ static int rh_ctl_marker_pid;   /* pid the marker path was made for */
 static char rh_ctl_marker[RH_PATH_MAX];
 static unsigned long long rh_ctl_start;
 static int rh_ctl_gone_pid; /* the marker was removed at exit by this pid */
+static struct rh_fid rh_ctl_fid; /* the marker's inode, as this process wrote it */
 
 int rh_ctl_armed(void)
 {
@@ -77,7 +82,7 @@ static void rh_ctl_handler(int sig)
 static unsigned long long rh_ctl_read_start(void)
 {
     char buf[1024];
-    int fd = rh_sys_open("/proc/self/stat", O_RDONLY | O_CLOEXEC, 0);
+    int fd = rh_open_proc("/proc/self/stat", O_RDONLY);
     if (fd < 0)
         return 0;
     ssize_t n = rh_sys_read(fd, buf, sizeof buf - 1);
@@ -133,16 +138,52 @@ static void rh_ctl_absolute_dir(void)
 
 /* Rewrites the existing marker in place: after a privilege drop the process
  * may no longer create files in the directory (a root-owned 0755 one), but
- * it owns its marker (rh_priv.c handed it over). A reader may see a torn
- * marker for a moment; `rheaper record` reads it again. */
+ * it owns its marker (rh_priv.c handed it over). Only the inode this process
+ * (or the parent it was forked from) wrote last is rewritten: a name another
+ * user swapped for a FIFO, a link or a file of theirs is left alone, and the
+ * open cannot wait on a FIFO (rh_open_safe). A reader may see a torn marker
+ * for a moment; `rheaper record` reads it again. */
 static void rh_ctl_marker_in_place(const char *text, size_t n)
 {
-    int fd = rh_sys_open(rh_ctl_marker, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
+    int fd = rh_open_safe(rh_ctl_marker, O_WRONLY, 0, RH_OPEN_INODE | RH_OPEN_ONE_LINK,
+                          &rh_ctl_fid, NULL);
     if (fd < 0)
         return;
     if ((ssize_t)rh_arch_pwrite(fd, text, n, 0) == (ssize_t)n)
         (void)rh_arch_ftruncate(fd, n);
     rh_sys_close(fd);
+}
+
+/* Creates a fresh temporary marker next to the marker, holding text, into
+ * tmp (size bytes). Another user may have put anything at the usual name (a
+ * directory, a FIFO): it is unlinked when it can be, and otherwise the next
+ * names carry a suffix from the clock, which nobody can place in advance.
+ * Returns 0 with *fid set, or -1. */
+static int rh_ctl_marker_tmp(const char *text, size_t n, char *tmp, size_t size,
+                             struct rh_fid *fid)
+{
+    int pid = rh_ctl_marker_pid;
+    for (unsigned k = 0; k < 4; k++) {
+        if (!k)
+            rh_fmt(tmp, size, "%s/.rheaper-%d.ctl.tmp", rh_cfg.profile_dir, pid);
+        else
+            rh_fmt(tmp, size, "%s/.rheaper-%d.ctl.tmp.%x", rh_cfg.profile_dir, pid,
+                   (unsigned)(rh_real_ns() ^ (k * 0x9e3779b9u)));
+        (void)rh_arch_unlink(tmp);
+        int fd = rh_open_safe(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600, 0, NULL, fid);
+        if (fd < 0) {
+            if (errno == EEXIST)
+                continue;
+            return -1;
+        }
+        ssize_t w = (ssize_t)syscall(SYS_write, fd, text, n);
+        rh_sys_close(fd);
+        if (w == (ssize_t)n)
+            return 0;
+        (void)rh_arch_unlink(tmp);
+        return -1;
+    }
+    return -1;
 }
 
 void rh_ctl_marker_update(void)
@@ -153,10 +194,9 @@ void rh_ctl_marker_update(void)
     if (pid != rh_ctl_marker_pid) {
         rh_ctl_marker_pid = pid;
         rh_ctl_start = rh_ctl_read_start();
+        rh_ctl_fid.dev = rh_ctl_fid.ino = 0; /* a fork child: the parent's is not ours */
         rh_fmt(rh_ctl_marker, sizeof rh_ctl_marker, "%s/rheaper-%d.ctl", rh_cfg.profile_dir, pid);
     }
-    char tmp[RH_PATH_MAX + 32];
-    rh_fmt(tmp, sizeof tmp, "%s/.rheaper-%d.ctl.tmp", rh_cfg.profile_dir, pid);
     const char *state = __atomic_load_n(&rh_ctl_aside, __ATOMIC_ACQUIRE) ? "aside"
                         : (rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)) &&
                            __atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE))
@@ -169,19 +209,33 @@ void rh_ctl_marker_update(void)
                       pid, rh_ctl_start, rh_cfg.ctl_signal, state, rh_prof.seq,
                       rh_prof.end_reason == RIP_END_SIZE_LIMIT ? "size-limit" : "normal",
                       rh_prof.seq ? rh_prof.path : "");
-    (void)rh_arch_unlink(tmp);
-    int fd =
-        rh_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-    if (fd < 0) {
+    char tmp[RH_PATH_MAX + 32];
+    struct rh_fid fid;
+    if (rh_ctl_marker_tmp(text, n, tmp, sizeof tmp, &fid) != 0) {
         rh_ctl_marker_in_place(text, n);
         return;
     }
-    ssize_t w = (ssize_t)syscall(SYS_write, fd, text, n);
-    rh_sys_close(fd);
-    if (w != (ssize_t)n || rh_arch_rename(tmp, rh_ctl_marker) != 0) {
+    if (rh_arch_rename(tmp, rh_ctl_marker) != 0) {
         (void)rh_arch_unlink(tmp);
         rh_ctl_marker_in_place(text, n);
+        return;
     }
+    rh_ctl_fid = fid;
+}
+
+unsigned long long rh_ctl_start_time(void)
+{
+    if (rh_ctl_marker_pid != (int)getpid() || !rh_ctl_start)
+        return rh_ctl_read_start();
+    return rh_ctl_start;
+}
+
+int rh_ctl_marker_fid(struct rh_fid *out)
+{
+    if (rh_ctl_marker_pid != (int)getpid() || !rh_ctl_fid.ino)
+        return -1;
+    *out = rh_ctl_fid;
+    return 0;
 }
 
 const char *rh_ctl_marker_path(void)

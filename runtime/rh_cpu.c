@@ -412,7 +412,7 @@ static void rh_cpu_apply(const int *tids, int n, unsigned gen, int *full)
 static int rh_cpu_scan(void)
 {
     rh_spin_lock(&rh_cpu_scan_lock);
-    int fd = rh_sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    int fd = rh_open_proc("/proc/self/task", O_RDONLY | O_DIRECTORY);
     if (fd < 0) {
         rh_spin_unlock(&rh_cpu_scan_lock);
         return -1;
@@ -578,19 +578,65 @@ static void rh_cpu_install(void)
     __atomic_store_n(&rh_cpu_ready, 1, __ATOMIC_RELEASE);
 }
 
+/* The value of "KEY " on a line of text, parsed as a decimal number into
+ * *out. Returns 0, or -1 when the line is missing or not a number. */
+static int rh_cpu_req_field(const char *text, const char *key, unsigned long long *out)
+{
+    size_t k = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, k) || p[k] != ' ')
+            continue;
+        const char *q = p + k + 1;
+        unsigned long long v = 0;
+        if (*q < '0' || *q > '9')
+            return -1;
+        for (; *q >= '0' && *q <= '9'; q++) {
+            if (v > (~0ull - 9) / 10)
+                return -1;
+            v = v * 10 + (unsigned)(*q - '0');
+        }
+        if (*q && *q != '\n')
+            return -1;
+        *out = v;
+        return 0;
+    }
+    return -1;
+}
+
 unsigned rh_cpu_requested_hz(void)
 {
-    char path[RH_PATH_MAX + 64], buf[32];
+    char path[RH_PATH_MAX + 64], buf[128];
     rh_fmt(path, sizeof path, "%s/rheaper-%d.cpu-hz", rh_cfg.profile_dir, (int)getpid());
-    int fd = rh_sys_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
-    if (fd < 0)
+    /* written by `rheaper record`, run by this process's user or root; the
+     * name alone could have been put there by anyone who can write the
+     * directory: a FIFO (the open must not wait for a writer), a link, or a
+     * rate another user chose */
+    int fd = rh_open_safe(path, O_RDONLY, 0, RH_OPEN_OWNER | RH_OPEN_ROOT | RH_OPEN_ONE_LINK,
+                          NULL, NULL);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            rh_warn("ignoring the CPU rate request %s: %s", path,
+                    errno == EINVAL  ? "not a regular file"
+                    : errno == EPERM ? "it belongs to another user"
+                    : errno == EMLINK ? "it has more than one link"
+                                      : rh_arch_strerror(errno));
         return 0;
+    }
     ssize_t n = rh_sys_read(fd, buf, sizeof buf - 1);
     rh_sys_close(fd);
     (void)rh_arch_unlink(path); /* one request, one recording */
     if (n <= 0)
         return 0;
     buf[n] = '\0';
+    /* "HZ\npid PID\nstart START\n": for this process, not one that had its pid */
+    unsigned long long rpid = 0, rstart = 0;
+    if (rh_cpu_req_field(buf, "pid", &rpid) != 0 || rh_cpu_req_field(buf, "start", &rstart) != 0 ||
+        rpid != (unsigned long long)getpid() || !rstart || rstart != rh_ctl_start_time()) {
+        rh_warn("ignoring the CPU rate request %s: it does not name this process (pid %d and "
+                "its start time)",
+                path, (int)getpid());
+        return 0;
+    }
     buf[strcspn(buf, "\n")] = '\0';
     unsigned hz;
     if (rh_parse_uint(buf, 1, RH_MAX_CPU_HZ, &hz) != 0) {

@@ -57,7 +57,7 @@ struct rh_sym_ctx *rh_sym_open(void)
         return NULL;
     c->maps_cap = 1u << 20;
     c->maps = rh_sym_mmap(c->maps_cap);
-    int fd = rh_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+    int fd = rh_open_proc("/proc/self/maps", O_RDONLY);
     while (c->maps && fd >= 0) {
         if (c->maps_len + 4096 > c->maps_cap) {
             if (c->maps_cap >= RH_SYM_MAPS_MAX)
@@ -168,7 +168,7 @@ static struct rh_sym_mod *rh_sym_mod(struct rh_sym_ctx *c, const char *path)
         n = sizeof m->path - 1;
     memcpy(m->path, path, n);
     m->path[n] = 0;
-    int fd = rh_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = rh_open_safe(path, O_RDONLY, 0, 0, NULL, NULL) /* a module: regular file */;
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size >= (off_t)sizeof(ElfW(Ehdr))) {
         void *img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);

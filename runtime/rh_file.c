@@ -12,8 +12,8 @@
  * File descriptors: the runtime holds none between operations. The program may
  * close, dup2 over or reuse any fd number at any moment (daemons close every fd
  * at start-up and reopen their log on fd 3), so each operation that needs the
- * file (map a chunk, write a chunk) opens it by path with O_NOFOLLOW|O_CLOEXEC,
- * checks that it is still the inode created, does its work and closes it again:
+ * file (map a chunk, write a chunk) opens it by path (rh_open_safe: no link
+ * followed, no FIFO waited on), checks that it is still the inode created, does its work and closes it again:
  * a MAP_SHARED mapping outlives its fd. Every system call made here is a raw
  * one (rh_sys_*), never a glibc cancellation point, so a thread with a pending
  * pthread_cancel cannot die inside the runtime while holding rh_prof_lock. When
@@ -80,11 +80,6 @@ static const char *rh_errstr(int err)
 /* ---- raw system calls ---------------------------------------------------
  * glibc's open, read, pwrite and close are cancellation points; syscall() is
  * not. Each returns what the system call does, with errno set on -1. */
-
-int rh_sys_open(const char *path, int flags, unsigned mode)
-{
-    return (int)syscall(SYS_openat, AT_FDCWD, path, flags | RH_O_LARGEFILE, mode);
-}
 
 void rh_sys_close(int fd)
 {
@@ -180,26 +175,17 @@ static int rh_fd_starved(int err)
     return err == EMFILE || err == ENFILE;
 }
 
-/* Opens the current profile for one operation: by path, O_NOFOLLOW|O_CLOEXEC,
+/* Opens the current profile for one operation: by path (rh_open_safe),
  * then checks it is the inode rh_file_create_locked made (a renamed or
  * replaced file is never written). Caller holds rh_prof_lock and closes the fd
  * with rh_sys_close before releasing it. Returns the fd, or -1 with *err set
  * (ESTALE for another inode). */
 static int rh_file_open_locked(int *err)
 {
-    int fd;
-    do
-        fd = rh_sys_open(rh_prof.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0);
-    while (fd < 0 && errno == EINTR);
+    struct rh_fid want = {rh_prof.dev, rh_prof.ino};
+    int fd = rh_open_safe(rh_prof.path, O_RDWR, 0, RH_OPEN_INODE, &want, NULL);
     if (fd < 0) {
-        *err = errno;
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != rh_prof.dev ||
-        (uint64_t)st.st_ino != rh_prof.ino || !S_ISREG(st.st_mode)) {
-        *err = ESTALE;
-        rh_sys_close(fd);
+        *err = errno == EINVAL ? ESTALE : errno; /* not a regular file: another one */
         return -1;
     }
     return fd;
@@ -326,7 +312,7 @@ int rh_file_create_locked(void)
     for (unsigned k = 0; k < 100000; k++) {
         if (k)
             rh_fmt(path + n, sizeof path - n, ".%u", k);
-        fd = rh_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        fd = rh_open_safe(path, O_RDWR | O_CREAT | O_EXCL, 0600, 0, NULL, NULL);
         if (fd >= 0 || (errno != EEXIST && errno != EINTR))
             break;
     }

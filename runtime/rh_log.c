@@ -16,8 +16,12 @@
  * is a file name template (%p pid, %t seconds since the epoch, %e the
  * executable's name, %% a '%') appended to, one open-write-close per line
  * (the runtime holds no fd), mode 0600; made absolute when read, so a daemon
- * that changes directory keeps writing there. If that file cannot be opened,
- * a warning goes to fd 2 instead.
+ * that changes directory keeps writing there. The file is created with
+ * O_EXCL; an existing one is appended to only when it is the one this process
+ * created or a regular file of its own user with one link (rh_log_open), so a
+ * FIFO there cannot block the program and a file or link another user put
+ * there is never written. If that file cannot be opened, a warning goes to
+ * fd 2 instead.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -162,6 +166,7 @@ static int rh_log_file_lock;              /* guards the expansion */
 static uint64_t rh_log_seen[RH_LOG_CAUSES]; /* atomic: causes already written */
 static int rh_log_seen_pid;                    /* atomic: the process they were for */
 static unsigned long long rh_log_repeats;      /* atomic: lines left out as repeats */
+static struct rh_fid rh_log_fid; /* atomic: the log file this process created */
 
 size_t rh_expand_template(char *buf, size_t size, const char *t, unsigned seq)
 {
@@ -297,6 +302,44 @@ unsigned long long rh_log_repeated(void)
     return __atomic_load_n(&rh_log_repeats, __ATOMIC_RELAXED);
 }
 
+/* Opens the log file for one line, appending. The file is created with
+ * O_EXCL when it does not exist (its identity is kept: the inode this process,
+ * or the parent it was forked from, created); an existing one is appended to
+ * only when it is that inode, or a regular file of the process's effective
+ * user with one link (an earlier run of the same user). A FIFO, a link, or a
+ * file another user placed there is never opened for writing nor waited on.
+ * Returns the fd or -1. */
+static int rh_log_open(void)
+{
+    const char *path = rh_log_path();
+    struct rh_fid fid, want;
+    int fd = rh_open_safe(path, O_WRONLY | O_APPEND | O_CREAT | O_EXCL, 0600, 0, NULL, &fid);
+    if (fd >= 0) {
+        __atomic_store_n(&rh_log_fid.dev, fid.dev, __ATOMIC_RELAXED);
+        __atomic_store_n(&rh_log_fid.ino, fid.ino, __ATOMIC_RELEASE);
+        return fd;
+    }
+    if (errno != EEXIST)
+        return -1;
+    want.ino = __atomic_load_n(&rh_log_fid.ino, __ATOMIC_ACQUIRE);
+    want.dev = __atomic_load_n(&rh_log_fid.dev, __ATOMIC_RELAXED);
+    if (want.ino) {
+        fd = rh_open_safe(path, O_WRONLY | O_APPEND, 0, RH_OPEN_INODE | RH_OPEN_ONE_LINK, &want,
+                          NULL);
+        if (fd >= 0)
+            return fd;
+    }
+    return rh_open_safe(path, O_WRONLY | O_APPEND, 0, RH_OPEN_OWNER | RH_OPEN_ONE_LINK, NULL,
+                        NULL);
+}
+
+int rh_log_fid_get(struct rh_fid *out)
+{
+    out->ino = __atomic_load_n(&rh_log_fid.ino, __ATOMIC_ACQUIRE);
+    out->dev = __atomic_load_n(&rh_log_fid.dev, __ATOMIC_RELAXED);
+    return out->ino ? 0 : -1;
+}
+
 /* 1 when fd 2 is a terminal (TCGETS succeeds). */
 static int rh_stderr_is_tty(void)
 {
@@ -322,9 +365,7 @@ static void rh_log_emit(int notice, const char *fmt, va_list ap)
         return;
     buf[n++] = '\n';
     if (mode == RH_LOG_FILE) {
-        int fd = rh_sys_open(rh_log_path(),
-                             O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
-                             0600);
+        int fd = rh_log_open();
         if (fd >= 0) {
             rh_write_all(fd, buf, n);
             rh_sys_close(fd);

@@ -32,7 +32,7 @@
  *
  * Reading RSS allocates nothing and holds no file descriptor between
  * samples: open, read and close of /proc/self/statm by raw system calls
- * (rh_sys_open and friends, none a cancellation point); statm's resident and
+ * (rh_open_proc and rh_sys_read, none a cancellation point); statm's resident and
  * shared pages give RSS and its file-backed part (RssFile + RssShmem), the
  * rest is anonymous. mallinfo2's walk costs time in proportion to the free
  * chunks in the bins, so it is timed, and the allocator's figures are read
@@ -80,7 +80,7 @@ struct rh_mem_fig {
  * read (then f's RSS figures stay 0). The fd lives only inside this call. */
 static int rh_mem_statm(struct rh_mem_fig *f)
 {
-    int fd = rh_sys_open("/proc/self/statm", O_RDONLY | O_CLOEXEC, 0);
+    int fd = rh_open_proc("/proc/self/statm", O_RDONLY);
     if (fd < 0)
         return -1;
     char buf[160];

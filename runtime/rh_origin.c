@@ -54,7 +54,7 @@ static size_t rh_read_self(const char *path, uint8_t *buf, size_t size, int *mor
 {
     size_t got = 0;
     *more = 0;
-    int fd = rh_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+    int fd = rh_open_proc(path, O_RDONLY);
     if (fd < 0)
         return 0;
     for (;;) {

@@ -16,7 +16,10 @@
  *     the recording is closed cleanly with one line (the file could not be
  *     reopened afterwards);
  *   - the profile, the marker and the log file are handed to the new
- *     effective (file-system) user and group with fchown. Their mode stays
+ *     effective (file-system) user and group with fchown on a descriptor of
+ *     the inode the runtime created (opened by rh_open_safe and checked by
+ *     identity), never by path: a name another user has since pointed at
+ *     another file hands nothing over. Their mode stays
  *     0600: nothing becomes readable or writable by anyone else than the old
  *     user (root, or the owner it had) and the new one.
  *
@@ -44,23 +47,35 @@
 
 #include "rh_runtime.h"
 
-/* Hands path to uid/gid (RH_ID_KEEP: that one unchanged) when it is not
- * theirs already. The user change must succeed; the group change is best
- * effort (a non-root owner may not be in the group). Returns 0 or an errno
- * value. Never follows a symbolic link. */
-static int rh_priv_chown_path(const char *path, unsigned uid, unsigned gid)
+/* Hands the file at path to uid/gid (RH_ID_KEEP: that one unchanged) when it
+ * is not theirs already, with fchown on a descriptor of the very inode the
+ * runtime created (*want: the profile, the marker, the log), never by path: a
+ * name another user replaced since (a hard link to a root-only file, a FIFO, a
+ * symlink) is left alone and nothing else changes owner. The user change
+ * must succeed; the group change is best effort (a non-root owner may not be
+ * in the group). Returns 0 (done, nothing to do, or the name no longer names
+ * the runtime's file) or an errno value. */
+static int rh_priv_chown_fid(const char *path, const struct rh_fid *want, unsigned uid,
+                             unsigned gid)
 {
-    struct stat st;
-    if (!path[0] || fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return errno == ENOENT ? 0 : errno;
-    if (!S_ISREG(st.st_mode))
+    if (!path[0] || !want->ino)
         return 0;
-    if (uid != RH_ID_KEEP && uid != 0 && st.st_uid != uid &&
-        syscall(SYS_fchownat, AT_FDCWD, path, uid, -1, AT_SYMLINK_NOFOLLOW) != 0)
-        return errno;
-    if (gid != RH_ID_KEEP && st.st_gid != gid)
-        (void)syscall(SYS_fchownat, AT_FDCWD, path, -1, gid, AT_SYMLINK_NOFOLLOW);
-    return 0;
+    int fd = rh_open_safe(path, O_RDONLY, 0, RH_OPEN_INODE, want, NULL);
+    if (fd < 0)
+        return 0; /* gone or replaced: not ours to hand over */
+    struct stat st;
+    int err = 0;
+    if (fstat(fd, &st) != 0) {
+        err = errno;
+    } else {
+        if (uid != RH_ID_KEEP && uid != 0 && st.st_uid != uid &&
+            syscall(SYS_fchown, fd, uid, -1) != 0)
+            err = errno;
+        if (!err && gid != RH_ID_KEEP && st.st_gid != gid)
+            (void)syscall(SYS_fchown, fd, -1, gid);
+    }
+    rh_sys_close(fd);
+    return err;
 }
 
 /* 1 when user uid (with the process's current group and supplementary
@@ -119,8 +134,9 @@ int rh_priv_change(unsigned uid, unsigned gid)
     path[0] = '\0';
     rh_spin_lock(&rh_prof_lock);
     if (rh_prof.open && !rh_stream_on()) {
+        struct rh_fid prof = {rh_prof.dev, rh_prof.ino};
         memcpy(path, rh_prof.path, sizeof path);
-        err = rh_priv_chown_path(path, uid, gid);
+        err = rh_priv_chown_fid(path, &prof, uid, gid);
     }
     rh_spin_unlock(&rh_prof_lock);
     if (!err && path[0] && !rh_priv_can_reach(path, uid, gid)) {
@@ -135,9 +151,11 @@ int rh_priv_change(unsigned uid, unsigned gid)
                 path, uid, rh_arch_strerror(err));
         rh_stop_clean(RIP_END_CREDENTIALS);
     }
-    if (rh_ctl_armed())
-        (void)rh_priv_chown_path(rh_ctl_marker_path(), uid, gid);
-    (void)rh_priv_chown_path(rh_log_path(), uid, gid);
+    struct rh_fid fid;
+    if (rh_ctl_armed() && rh_ctl_marker_fid(&fid) == 0)
+        (void)rh_priv_chown_fid(rh_ctl_marker_path(), &fid, uid, gid);
+    if (rh_log_fid_get(&fid) == 0)
+        (void)rh_priv_chown_fid(rh_log_path(), &fid, uid, gid);
     rh_guard_leave(g);
     errno = e;
     return err ? -1 : 0;

@@ -332,7 +332,7 @@ static void rh_rep_comm(uint32_t tid, char *name, size_t len)
 {
     char path[64];
     rh_fmt(path, sizeof path, "/proc/self/task/%u/comm", tid);
-    int fd = tid ? rh_sys_open(path, O_RDONLY | O_CLOEXEC, 0) : -1;
+    int fd = tid ? rh_open_proc(path, O_RDONLY) : -1;
     ssize_t r = fd >= 0 ? rh_sys_read(fd, name, len - 1) : -1;
     if (fd >= 0)
         rh_sys_close(fd);
@@ -567,7 +567,7 @@ void rh_report_ctl(void)
     for (unsigned k = 0; k < 1000 && fd < 0; k++) {
         rh_fmt(path, sizeof path, "%s/rheaper-report-%d-%u.txt", rh_cfg.profile_dir, (int)getpid(),
                ++rh_rep_seq);
-        fd = rh_sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        fd = rh_open_safe(path, O_WRONLY | O_CREAT | O_EXCL, 0600, 0, NULL, NULL);
         if (fd < 0 && errno != EEXIST)
             break;
     }

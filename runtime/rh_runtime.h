@@ -19,6 +19,8 @@
 #include "rh_hooks.h"
 #include "rip_format.h"
 
+struct rh_fid; /* rh_open.c */
+
 #ifndef RH_DEBUG_LEVEL
 #define RH_DEBUG_LEVEL 1
 #endif
@@ -85,6 +87,9 @@ RH_HIDDEN void rh_notice(const char *fmt, ...) __attribute__((format(printf, 1, 
 RH_HIDDEN int rh_log_configure(const char *value);
 /* The log file of this process under RHEAPER_LOG=FILE, else "". */
 RH_HIDDEN const char *rh_log_path(void);
+/* The identity of the log file this process (or its parent) created; -1
+ * when it created none. */
+RH_HIDDEN int rh_log_fid_get(struct rh_fid *out);
 /* Warnings left out because their cause was already written. */
 RH_HIDDEN unsigned long long rh_log_repeated(void);
 /* Expands a file name template into buf: %p pid, %t seconds since the epoch,
@@ -685,8 +690,32 @@ extern RH_HIDDEN int rh_prof_lock;
 RH_HIDDEN void rh_spin_lock(int *l);
 RH_HIDDEN void rh_spin_unlock(int *l);
 
+/* ---- rh_open.c: the one way the runtime opens a path ---------------------- */
+
+/* A file's identity (st_dev, st_ino); ino 0 means none yet. */
+struct rh_fid {
+    uint64_t dev, ino;
+};
+#define RH_OPEN_DIR 1u      /* a directory instead of a regular file */
+#define RH_OPEN_OWNER 2u    /* owned by the effective user */
+#define RH_OPEN_ROOT 4u     /* with RH_OPEN_OWNER: root's files too */
+#define RH_OPEN_ONE_LINK 8u /* st_nlink == 1 */
+#define RH_OPEN_INODE 16u   /* the inode *want names (ESTALE otherwise) */
+/* Opens path with flags (O_CREAT|O_EXCL and mode for a new file) plus
+ * O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC|O_NOCTTY, then checks on the descriptor that
+ * it is a regular file (a directory with RH_OPEN_DIR) and the rules; *got (when
+ * not NULL) receives its identity. Returns the fd, or -1 with errno: the
+ * open's, EINVAL (not a regular file), EPERM (owner), EMLINK (links), ESTALE
+ * (another inode). Raw system calls only: no allocation, no cancellation
+ * point. The caller closes the fd with rh_sys_close. */
+RH_HIDDEN int rh_open_safe(const char *path, int flags, unsigned mode, unsigned rules,
+                           const struct rh_fid *want, struct rh_fid *got);
+/* rh_open_safe for a /proc file of this process (a directory with O_DIRECTORY). */
+RH_HIDDEN int rh_open_proc(const char *path, int flags);
+/* The identity of an open fd into *out. Returns 0 or -1. */
+RH_HIDDEN int rh_fid_of(int fd, struct rh_fid *out);
+
 /* Raw system calls (never cancellation points); errno set on -1. */
-RH_HIDDEN int rh_sys_open(const char *path, int flags, unsigned mode);
 RH_HIDDEN void rh_sys_close(int fd); /* keeps errno */
 RH_HIDDEN ssize_t rh_sys_read(int fd, void *buf, size_t len);
 /* The runtime's own mappings: raw system calls, never `mmap`/`munmap`, which
@@ -1245,6 +1274,10 @@ RH_HIDDEN void rh_ctl_fork_child(void);
 
 /* The marker's path ("" before the process armed or wrote one). */
 RH_HIDDEN const char *rh_ctl_marker_path(void);
+/* The identity of the marker this process wrote last; -1 when none. */
+RH_HIDDEN int rh_ctl_marker_fid(struct rh_fid *out);
+/* This process's start time (/proc/self/stat field 22), as the marker says. */
+RH_HIDDEN unsigned long long rh_ctl_start_time(void);
 
 /* ---- rh_origin.c: the start command line, the fork origin, the title ------ */
 
