@@ -93,3 +93,36 @@ int rh_safe_open(const char *path, int flags, mode_t mode, unsigned rules, uid_t
         (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     return fd;
 }
+
+ssize_t rh_safe_read_small(const char *path, char *buf, size_t size, unsigned rules, uid_t owner,
+                           char *err, size_t errlen)
+{
+    if (!size) {
+        errno = EINVAL;
+        return -1;
+    }
+    int fd = rh_safe_open(path, O_RDONLY, 0, rules, owner, err, errlen);
+    if (fd < 0)
+        return -1;
+    size_t n = 0;
+    while (n + 1 < size) {
+        ssize_t r = read(fd, buf + n, size - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            if (err)
+                snprintf(err, errlen, "%s: %s", path, strerror(e));
+            close(fd);
+            buf[n] = '\0';
+            errno = e;
+            return -1;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = '\0';
+    return (ssize_t)n;
+}

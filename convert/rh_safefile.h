@@ -36,4 +36,13 @@ __attribute__((visibility("hidden"))) int rh_safe_open(const char *path, int fla
 __attribute__((visibility("hidden"))) int rh_safe_check_fd(int fd, const char *path, unsigned rules,
                                                            uid_t owner, char *err, size_t errlen);
 
+/* rh_safe_read_small(): reads a whole small file (a marker, a /proc file) into
+ * buf, NUL-terminated, through rh_safe_open(path, O_RDONLY, rules, owner).
+ * Returns its length (at most size - 1; more is cut), or -1 with errno set and
+ * the message in err. */
+__attribute__((visibility("hidden"))) ssize_t rh_safe_read_small(const char *path, char *buf,
+                                                                 size_t size, unsigned rules,
+                                                                 uid_t owner, char *err,
+                                                                 size_t errlen);
+
 #endif

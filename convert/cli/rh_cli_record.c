@@ -3,23 +3,36 @@
  * Records a running process that was built with rheaper-cc and started with
  * RHEAPER_ENABLE=signal (docs/record.md), without root:
  *
- *   1. The marker DIR/rheaper-PID.ctl (runtime/rh_control.c) must exist, name
- *      this process (pid and start time from /proc/PID/stat) and say "armed".
- *      It gives the signal, the recording count and the current profile. DIR
- *      is --dir, else searched (rh_rec_marker_dirs): the RHEAPER_PROFILE_DIR
- *      of /proc/PID/environ when readable and intact (servers overwrite it
- *      with their title), the process's working directory, then this
- *      command's RHEAPER_PROFILE_DIR and working directory. Without a marker
- *      the process is "not armed", whatever its environment says.
- *   2. The marker's state must be "armed" (not recording, not aside).
- *   3. Signal; wait until the marker shows a new recording (the toggle happens
+ *   1. /proc/PID/environ, when it is readable and intact (servers overwrite it
+ *      with their title), must hold RHEAPER_ENABLE=signal; it also gives the
+ *      process's RHEAPER_SIGNAL and RHEAPER_PROFILE_DIR.
+ *   2. The marker DIR/rheaper-PID.ctl (runtime/rh_control.c) must exist, be a
+ *      regular file with one link that belongs to the process's effective
+ *      user or root, name this process (pid and start time from
+ *      /proc/PID/stat, always compared) and say "armed". DIR is --dir, else
+ *      searched (rh_rec_marker_dirs): the RHEAPER_PROFILE_DIR of the
+ *      environment, the process's working directory, then this command's
+ *      RHEAPER_PROFILE_DIR and working directory. Without such a marker the
+ *      process is "not armed", whatever its environment says; a marker of
+ *      another user is named and ignored.
+ *   3. The signal is the runtime's own: RHEAPER_SIGNAL of the environment as
+ *      the runtime parses it, else its default SIGRTMAX-5; the marker must
+ *      agree. Only when the environment was overwritten does the marker's
+ *      signal stand, and only one the runtime accepts for RHEAPER_SIGNAL. In
+ *      every case /proc/PID/status must show the process catching it (SigCgt),
+ *      so a signal it has no handler for is never sent.
+ *   4. Signal; wait until the marker shows a new recording (the toggle happens
  *      at the process's next allocation); wait DURATION or until Ctrl-C;
  *      signal again unless the recording already ended (size limit, exit);
  *      wait until the marker says it ended (the trailer is written by then);
  *      convert the profile with the converter library and print the summary.
+ *      Before each signal the start time is compared again, so a pid that now
+ *      names another process gets nothing.
  *
- * Sending a signal the process has no handler for would kill it, which is why
- * nothing is sent until the marker says the handler is rheaper's.
+ * Every file is opened with rh_safe_open (no FIFO waited on, no symlink
+ * followed, checked on the descriptor). The CPU rate request (--cpu-hz) is
+ * written under a fresh O_EXCL name and renamed into place; it names the
+ * process (pid and start time) so the runtime can check it is its own.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,6 +48,7 @@
 
 #include "rh_cli.h"
 #include "rh_convert.h"
+#include "rh_safefile.h"
 
 /* How long to wait for the process to act on a signal (its next allocation). */
 #define RH_REC_ACK_SEC 10.0
@@ -90,24 +104,11 @@ static int rh_rec_duration(const char *s, double *out)
     return 0;
 }
 
-/* Reads a whole small file; returns its length or -1. */
+/* Reads a whole small file of /proc (or a file the caller trusts by its
+ * place); returns its length or -1. */
 static ssize_t rh_rec_slurp(const char *path, char *buf, size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t n = 0;
-    while (n + 1 < size) {
-        ssize_t r = read(fd, buf + n, size - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = '\0';
-    return (ssize_t)n;
+    return rh_safe_read_small(path, buf, size, RH_SAFE_REGULAR, 0, NULL, 0);
 }
 
 /* Field 22 of /proc/PID/stat, 0 when unreadable. */
@@ -132,15 +133,71 @@ static unsigned long long rh_rec_start(int pid)
     return 0;
 }
 
-/* Parses the marker at path. Returns 0, or -1 when missing or unreadable. */
-static int rh_rec_marker(const char *path, struct rh_marker *m)
+/* What /proc/PID says about the process now. */
+struct rh_target {
+    int pid;
+    uid_t euid;                /* its effective user: the owner of its files */
+    unsigned long long start;  /* start time, clock ticks (never 0 when read) */
+    unsigned long long sigcgt; /* signals it catches: bit sig-1 */
+};
+
+/* Reads t for pid from /proc/PID/status and /proc/PID/stat. Returns 0, or -1
+ * when the process is gone or unreadable. */
+static int rh_rec_target(int pid, struct rh_target *t)
 {
-    char buf[PATH_MAX + 1024];
+    char path[64], buf[8192];
+    memset(t, 0, sizeof *t);
+    t->pid = pid;
+    snprintf(path, sizeof path, "/proc/%d/status", pid);
     if (rh_rec_slurp(path, buf, sizeof buf) <= 0)
         return -1;
-    memset(m, 0, sizeof *m);
-    if (strncmp(buf, "rheaper-control 1\n", 18) != 0)
+    int have_uid = 0, have_sig = 0;
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        unsigned long r, e;
+        unsigned long long m;
+        if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2)
+            t->euid = (uid_t)e, have_uid = 1;
+        else if (sscanf(line, "SigCgt: %llx", &m) == 1)
+            t->sigcgt = m, have_sig = 1;
+    }
+    t->start = rh_rec_start(pid);
+    return have_uid && have_sig && t->start ? 0 : -1;
+}
+
+/* 1 when t catches sig (a handler is installed, per SigCgt). */
+static int rh_rec_catches(const struct rh_target *t, int sig)
+{
+    return sig >= 1 && sig <= 64 && ((t->sigcgt >> (sig - 1)) & 1);
+}
+
+/* Parses the marker at path for target t. Accepted only when it is a
+ * regular file with one link belonging to t's effective user (as it is now:
+ * t->euid is brought up to date) or root, and names t (pid and start time,
+ * both always compared). Returns 0, or -1 with a reason in why (empty when
+ * the file is simply missing). */
+static int rh_rec_marker(const char *path, struct rh_target *t, struct rh_marker *m,
+                         char *why, size_t whylen)
+{
+    char buf[PATH_MAX + 1024], err[PATH_MAX + 128];
+    why[0] = '\0';
+    struct rh_target now; /* a privilege drop hands the marker to the new user */
+    if (rh_rec_target(t->pid, &now) == 0 && now.start == t->start)
+        t->euid = now.euid;
+    if (rh_safe_read_small(path, buf, sizeof buf, RH_SAFE_OWNER | RH_SAFE_ONE_LINK, t->euid, err,
+                           sizeof err) <= 0) {
+        if (errno != ENOENT)
+            snprintf(why, whylen, "%s", err);
         return -1;
+    }
+    memset(m, 0, sizeof *m);
+    if (strncmp(buf, "rheaper-control 1\n", 18) != 0) {
+        snprintf(why, whylen, "%s: not a marker", path);
+        return -1;
+    }
+    int have_start = 0;
     for (char *line = buf, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
@@ -152,7 +209,7 @@ static int rh_rec_marker(const char *path, struct rh_marker *m)
         if (!strcmp(line, "pid"))
             m->pid = atoi(v);
         else if (!strcmp(line, "start"))
-            m->start = strtoull(v, NULL, 10);
+            m->start = strtoull(v, NULL, 10), have_start = 1;
         else if (!strcmp(line, "signal"))
             m->sig = atoi(v);
         else if (!strcmp(line, "state"))
@@ -164,22 +221,17 @@ static int rh_rec_marker(const char *path, struct rh_marker *m)
         else if (!strcmp(line, "profile"))
             snprintf(m->profile, sizeof m->profile, "%s", v);
     }
-    return m->pid > 0 && m->sig > 0 ? 0 : -1;
+    if (m->pid != t->pid || !have_start || m->start != t->start) {
+        snprintf(why, whylen, "%s: names pid %d started at %llu, not process %d started at %llu",
+                 path, m->pid, m->start, t->pid, t->start);
+        return -1;
+    }
+    return m->sig > 0 ? 0 : -1;
 }
 
 static int rh_rec_alive(int pid)
 {
     return kill(pid, 0) == 0 || errno == EPERM;
-}
-
-/* Finds the value of NAME in the NUL-separated environment block env[0, n). */
-static const char *rh_rec_env(const char *env, size_t n, const char *name)
-{
-    size_t len = strlen(name);
-    for (size_t i = 0; i < n; i += strlen(env + i) + 1)
-        if (!strncmp(env + i, name, len) && env[i + len] == '=')
-            return env + i + len + 1;
-    return NULL;
 }
 
 /* Makes rel absolute against the process's working directory into out.
@@ -203,26 +255,131 @@ static int rh_rec_abs(int pid, const char *rel, char *out, size_t size)
     return 0;
 }
 
+/* What the process's environment says (/proc/PID/environ). */
+enum { RH_ENV_UNKNOWN, RH_ENV_ARMED, RH_ENV_OFF };
+struct rh_env {
+    int state;       /* RH_ENV_*: UNKNOWN when unreadable or overwritten */
+    int sig;         /* the runtime's signal by this environment; 0 when UNKNOWN */
+    char dir[PATH_MAX]; /* RHEAPER_PROFILE_DIR ("" when unset or UNKNOWN) */
+};
+
+/* The signal names RHEAPER_SIGNAL takes, as the runtime's parser has them
+ * (runtime/rh_config.c). */
+static const struct {
+    const char *name;
+    int sig;
+} rh_rec_signames[] = {
+    {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT},   {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},   {"ALRM", SIGALRM},   {"TERM", SIGTERM},
+    {"CHLD", SIGCHLD}, {"CONT", SIGCONT},   {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},
+    {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM},
+    {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"POLL", SIGPOLL},   {"PWR", SIGPWR},
+    {"SYS", SIGSYS},
+};
+
+/* 1 when the runtime accepts sig for RHEAPER_SIGNAL (never one that kills,
+ * stops or belongs to a fault). */
+static int rh_rec_sig_ok(int sig)
+{
+    return sig > 0 && sig <= SIGRTMAX && sig != SIGKILL && sig != SIGSTOP && sig != SIGSEGV &&
+           sig != SIGBUS && sig != SIGILL && sig != SIGFPE && sig != SIGABRT && sig != SIGTRAP &&
+           sig != SIGCHLD;
+}
+
+/* An unsigned decimal in [lo, hi] covering all of s; -1 otherwise. */
+static long rh_rec_num(const char *s, long lo, long hi)
+{
+    if (*s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    return errno || *end || v < lo || v > hi ? -1 : v;
+}
+
+/* RHEAPER_SIGNAL's value as the runtime reads it: the signal, or the default
+ * SIGRTMAX-5 for a value it ignores (it warns and keeps the default). */
+static int rh_rec_parse_signal(const char *s)
+{
+    int v = -1;
+    if (!strncmp(s, "SIG", 3))
+        s += 3;
+    long n = rh_rec_num(s, 1, SIGRTMAX);
+    if (n > 0)
+        v = (int)n;
+    for (size_t i = 0; v < 0 && i < sizeof rh_rec_signames / sizeof rh_rec_signames[0]; i++)
+        if (!strcmp(s, rh_rec_signames[i].name))
+            v = rh_rec_signames[i].sig;
+    if (v < 0 && (!strncmp(s, "RTMIN", 5) || !strncmp(s, "RTMAX", 5))) {
+        int up = s[3] == 'I';
+        const char *r = s + 5;
+        if (!*r)
+            v = up ? SIGRTMIN : SIGRTMAX;
+        else if (*r == (up ? '+' : '-') && (n = rh_rec_num(r + 1, 0, SIGRTMAX - SIGRTMIN)) >= 0)
+            v = up ? SIGRTMIN + (int)n : SIGRTMAX - (int)n;
+    }
+    return rh_rec_sig_ok(v) ? v : SIGRTMAX - 5;
+}
+
+/* Reads the environment of pid into e. It is taken as intact when it holds
+ * at least one entry and every entry looks like NAME=VALUE; a server that
+ * wrote its title over it (nginx, PostgreSQL) leaves zeros or text, and then
+ * it says nothing (RH_ENV_UNKNOWN). */
+static void rh_rec_environ(int pid, struct rh_env *e)
+{
+    static char env[1 << 20];
+    char path[64];
+    memset(e, 0, sizeof *e);
+    snprintf(path, sizeof path, "/proc/%d/environ", pid);
+    ssize_t n = rh_rec_slurp(path, env, sizeof env);
+    if (n <= 0)
+        return;
+    size_t entries = 0;
+    const char *enable = NULL, *sig = NULL, *dir = NULL;
+    for (size_t i = 0; i < (size_t)n; i += strlen(env + i) + 1) {
+        const char *x = env + i;
+        if (!*x)
+            continue;
+        const char *eq = strchr(x, '=');
+        if (!eq || eq == x)
+            return; /* not an environment any more */
+        for (const char *c = x; c < eq; c++)
+            if (*c <= ' ' || *c > '~')
+                return;
+        entries++;
+        size_t k = (size_t)(eq - x);
+        if (k == 14 && !strncmp(x, "RHEAPER_ENABLE", k))
+            enable = eq + 1;
+        else if (k == 14 && !strncmp(x, "RHEAPER_SIGNAL", k))
+            sig = eq + 1;
+        else if (k == 19 && !strncmp(x, "RHEAPER_PROFILE_DIR", k))
+            dir = eq + 1;
+    }
+    if (!entries)
+        return;
+    e->state = enable && !strcmp(enable, "signal") ? RH_ENV_ARMED : RH_ENV_OFF;
+    e->sig = sig ? rh_rec_parse_signal(sig) : SIGRTMAX - 5;
+    if (dir)
+        snprintf(e->dir, sizeof e->dir, "%s", dir);
+}
+
 /* The directories where process pid's marker may be, in the order searched:
- * --dir DIR; RHEAPER_PROFILE_DIR from /proc/PID/environ when it is readable
- * and still holds it (a server's title may have overwritten it); the
- * process's working directory; this command's RHEAPER_PROFILE_DIR; this
- * command's working directory. Returns how many (duplicates dropped). */
-static int rh_rec_marker_dirs(int pid, const char *opt, char dirs[5][PATH_MAX + 64])
+ * --dir DIR; RHEAPER_PROFILE_DIR of its environment (e; "." when unset) when
+ * the environment is intact; the process's working directory; this command's
+ * RHEAPER_PROFILE_DIR; this command's working directory. Returns how many
+ * (duplicates dropped). */
+static int rh_rec_marker_dirs(int pid, const char *opt, const struct rh_env *e,
+                              char dirs[5][PATH_MAX + 64])
 {
     int n = 0;
     char cand[PATH_MAX + 64];
-    static char env[1 << 20];
-    char path[64];
     for (int step = 0; step < 5; step++) {
         cand[0] = '\0';
         if (step == 0 && opt) {
             snprintf(cand, sizeof cand, "%s", opt);
         } else if (step == 1) {
-            snprintf(path, sizeof path, "/proc/%d/environ", pid);
-            ssize_t en = rh_rec_slurp(path, env, sizeof env);
-            const char *d = en > 0 ? rh_rec_env(env, (size_t)en, "RHEAPER_PROFILE_DIR") : NULL;
-            if (en > 0 && rh_rec_abs(pid, d && *d ? d : ".", cand, sizeof cand) != 0)
+            if (e->state != RH_ENV_UNKNOWN &&
+                rh_rec_abs(pid, e->dir[0] ? e->dir : ".", cand, sizeof cand) != 0)
                 cand[0] = '\0';
         } else if (step == 2) {
             if (rh_rec_abs(pid, ".", cand, sizeof cand) != 0)
@@ -246,6 +403,32 @@ static int rh_rec_marker_dirs(int pid, const char *opt, char dirs[5][PATH_MAX + 
     return n;
 }
 
+/* Sends sig to the process t names, after checking that its pid still names
+ * it (start time) and that it still catches sig. Returns 0, or 1 after one
+ * line. */
+static int rh_rec_signal(const struct rh_target *t, int sig)
+{
+    struct rh_target now;
+    if (rh_rec_target(t->pid, &now) != 0 || now.start != t->start) {
+        fprintf(stderr, "rheaper: record: process %d is gone (its pid no longer names the "
+                        "process that was armed); nothing was sent\n",
+                t->pid);
+        return 1;
+    }
+    if (!rh_rec_catches(&now, sig)) {
+        fprintf(stderr, "rheaper: record: process %d no longer catches signal %d; nothing was "
+                        "sent\n",
+                t->pid, sig);
+        return 1;
+    }
+    if (kill(t->pid, sig) != 0) {
+        fprintf(stderr, "rheaper: record: cannot signal process %d: %s\n", t->pid,
+                strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 static int rh_rec_usage(const char *msg)
 {
     if (msg)
@@ -260,17 +443,26 @@ static int rh_rec_usage(const char *msg)
     return 2;
 }
 
-/* Writes DIR/rheaper-PID.cpu-hz holding hz (a temporary file renamed over
- * it, mode 0600). Returns 0, or 1 after one line. */
-static int rh_rec_cpu_request(const char *dir, int pid, long hz)
+/* Writes DIR/rheaper-PID.cpu-hz holding hz and naming the process (pid and
+ * start time: the runtime takes the request only when both are its own, and
+ * only from its own user or root): a fresh O_EXCL temporary name renamed over
+ * it, mode 0600. Returns 0, or 1 after one line. */
+static int rh_rec_cpu_request(const char *dir, const struct rh_target *t, long hz)
 {
-    char path[PATH_MAX + 128], tmp[PATH_MAX + 160];
-    snprintf(path, sizeof path, "%s/rheaper-%d.cpu-hz", dir, pid);
-    snprintf(tmp, sizeof tmp, "%s/.rheaper-%d.cpu-hz.%d", dir, pid, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    char text[32];
-    int n = snprintf(text, sizeof text, "%ld\n", hz);
-    if (fd < 0 || write(fd, text, (size_t)n) != n || close(fd) != 0 || rename(tmp, path) != 0) {
+    char path[PATH_MAX + 128], tmp[PATH_MAX + 160], err[PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s/rheaper-%d.cpu-hz", dir, t->pid);
+    snprintf(tmp, sizeof tmp, "%s/.rheaper-%d.cpu-hz.%d", dir, t->pid, (int)getpid());
+    int fd = rh_safe_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600, RH_SAFE_REGULAR, 0, err,
+                          sizeof err);
+    if (fd < 0) {
+        fprintf(stderr, "rheaper: record: cannot write the CPU rate request: %s\n", err);
+        return 1;
+    }
+    char text[128];
+    int n = snprintf(text, sizeof text, "%ld\npid %d\nstart %llu\n", hz, t->pid, t->start);
+    int bad = write(fd, text, (size_t)n) != n;
+    bad |= close(fd) != 0;
+    if (bad || rename(tmp, path) != 0) {
         fprintf(stderr, "rheaper: record: cannot write %s: %s\n", path, strerror(errno));
         unlink(tmp);
         return 1;
@@ -336,25 +528,47 @@ int rh_cmd_record(int argc, char **argv)
         return 1;
     }
 
-    /* 1. Where its marker is (the marker, which the runtime writes, is the
+    /* 1. Its environment, when intact, says whether it was started armed. */
+    struct rh_target tgt;
+    if (rh_rec_target(pid, &tgt) != 0) {
+        fprintf(stderr, "rheaper: record: cannot read /proc/%d (status and stat): %s\n", pid,
+                strerror(errno));
+        return 1;
+    }
+    struct rh_env env;
+    rh_rec_environ(pid, &env);
+    if (env.state == RH_ENV_OFF) {
+        fprintf(stderr,
+                "rheaper: record: process %d is not armed: its environment (/proc/%d/environ) "
+                "has no RHEAPER_ENABLE=signal (start it with RHEAPER_ENABLE=signal, built with "
+                "rheaper-cc); nothing was sent\n",
+                pid, pid);
+        return 1;
+    }
+
+    /* 2. Where its marker is (the marker, which the runtime writes, is the
      * source of truth: a server may have overwritten its environment with
      * its title, and a worker that dropped privileges cannot be read). */
     char dirs[5][PATH_MAX + 64];
-    int ndirs = rh_rec_marker_dirs(pid, dir_opt, dirs);
-    char mpath[PATH_MAX + 128] = "";
+    int ndirs = rh_rec_marker_dirs(pid, dir_opt, &env, dirs);
+    char mpath[PATH_MAX + 128] = "", why[PATH_MAX + 256] = "", lastwhy[PATH_MAX + 256] = "";
     struct rh_marker m;
     int bad = 1;
     /* The runtime arms at the process's first allocation: allow it a second. */
     for (int tries = 0; tries < 50 && bad; tries++) {
         for (int i = 0; i < ndirs && bad; i++) {
             snprintf(mpath, sizeof mpath, "%s/rheaper-%d.ctl", dirs[i], pid);
-            bad = rh_rec_marker(mpath, &m) != 0 || m.pid != pid ||
-                  (m.start && m.start != rh_rec_start(pid));
+            bad = rh_rec_marker(mpath, &tgt, &m, why, sizeof why) != 0;
+            if (bad && why[0])
+                memcpy(lastwhy, why, sizeof why);
         }
         if (bad)
             rh_rec_nap();
     }
     if (bad) {
+        if (lastwhy[0])
+            fprintf(stderr, "rheaper: record: ignored a marker that is not this process's: %s\n",
+                    lastwhy);
         fprintf(stderr, "rheaper: record: process %d is not armed: no marker rheaper-%d.ctl in",
                 pid, pid);
         for (int i = 0; i < ndirs; i++)
@@ -380,25 +594,47 @@ int rh_cmd_record(int argc, char **argv)
         return 1;
     }
 
+    /* 3. The runtime's own signal, which the process must be catching. */
+    int sig = env.state == RH_ENV_ARMED ? env.sig : m.sig;
+    if (env.state == RH_ENV_ARMED && m.sig != sig) {
+        fprintf(stderr,
+                "rheaper: record: the marker %s names signal %d, but the process's "
+                "RHEAPER_SIGNAL gives %d; nothing was sent\n",
+                mpath, m.sig, sig);
+        return 1;
+    }
+    if (!rh_rec_sig_ok(sig)) {
+        fprintf(stderr,
+                "rheaper: record: the marker %s names signal %d, which rheaper never uses; "
+                "nothing was sent\n",
+                mpath, sig);
+        return 1;
+    }
+    if (!rh_rec_catches(&tgt, sig)) {
+        fprintf(stderr,
+                "rheaper: record: process %d does not catch signal %d (no handler: rheaper's is "
+                "not installed), so it would be killed or stopped; nothing was sent\n",
+                pid, sig);
+        return 1;
+    }
+
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = rh_rec_on_int;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    /* 3. Start, after the CPU rate request (the runtime reads and removes it
+    /* 4. Start, after the CPU rate request (the runtime reads and removes it
      * when it toggles on: runtime/rh_cpu.c rh_cpu_requested_hz). */
-    if (cpu_hz > 0 && rh_rec_cpu_request(dir, pid, cpu_hz) != 0)
+    if (cpu_hz > 0 && rh_rec_cpu_request(dir, &tgt, cpu_hz) != 0)
         return 1;
     unsigned seq0 = m.seq;
-    if (kill(pid, m.sig) != 0) {
-        fprintf(stderr, "rheaper: record: cannot signal process %d: %s\n", pid, strerror(errno));
+    if (rh_rec_signal(&tgt, sig) != 0)
         return 1;
-    }
     double t0 = rh_rec_now();
     struct rh_marker cur = m;
     for (;;) {
-        if (rh_rec_marker(mpath, &cur) == 0 && cur.seq > seq0)
+        if (rh_rec_marker(mpath, &tgt, &cur, why, sizeof why) == 0 && cur.seq > seq0)
             break;
         if (!rh_rec_alive(pid)) {
             fprintf(stderr, "rheaper: record: process %d exited before it started recording\n",
@@ -410,7 +646,7 @@ int rh_cmd_record(int argc, char **argv)
                     "rheaper: record: process %d did not start recording within %.0f s: the "
                     "toggle happens at its next allocation (is it idle, or does it block signal "
                     "%d?); when it allocates it will record until signalled again\n",
-                    pid, RH_REC_ACK_SEC, m.sig);
+                    pid, RH_REC_ACK_SEC, sig);
             return 1;
         }
         rh_rec_nap();
@@ -427,7 +663,8 @@ int rh_cmd_record(int argc, char **argv)
     double t1 = rh_rec_now();
     int ended = 0;
     while (!rh_rec_interrupted && (duration < 0 || rh_rec_now() - t1 < duration)) {
-        if (rh_rec_marker(mpath, &cur) != 0 || cur.seq != seq || strcmp(cur.state, "recording")) {
+        if (rh_rec_marker(mpath, &tgt, &cur, why, sizeof why) != 0 || cur.seq != seq ||
+            strcmp(cur.state, "recording")) {
             ended = 1;
             break;
         }
@@ -436,14 +673,11 @@ int rh_cmd_record(int argc, char **argv)
 
     /* Stop, unless it already stopped (size limit, exit, the program itself). */
     if (!ended && rh_rec_alive(pid)) {
-        if (kill(pid, m.sig) != 0) {
-            fprintf(stderr, "rheaper: record: cannot signal process %d: %s\n", pid,
-                    strerror(errno));
+        if (rh_rec_signal(&tgt, sig) != 0)
             return 1;
-        }
         double t2 = rh_rec_now();
         for (;;) {
-            if (rh_rec_marker(mpath, &cur) != 0 || cur.seq != seq ||
+            if (rh_rec_marker(mpath, &tgt, &cur, why, sizeof why) != 0 || cur.seq != seq ||
                 strcmp(cur.state, "recording") != 0)
                 break; /* closed (or the process is gone: its exit wrote the trailer) */
             if (!rh_rec_alive(pid))
@@ -461,6 +695,16 @@ int rh_cmd_record(int argc, char **argv)
         fprintf(stderr, "rheaper: the recording stopped at RHEAPER_MAX_PROFILE_SIZE\n");
     }
 
+    /* the profile the marker names must be the process's own file */
+    char err[PATH_MAX + 256];
+    int rfd = rh_safe_open(rip, O_RDONLY, 0, RH_SAFE_OWNER | RH_SAFE_ONE_LINK, tgt.euid, err,
+                           sizeof err);
+    if (rfd < 0) {
+        fprintf(stderr, "rheaper: record: not converting the profile the marker names: %s\n",
+                err);
+        return 1;
+    }
+    close(rfd);
     int rc = rh_convert_file("rheaper", rip, out, force, 0, NULL);
     if (rc) {
         fprintf(stderr, "rheaper: the profile stays in %s\n", rip);

@@ -161,7 +161,7 @@ not-armed)
     exec 3>in
     wait_line out '^ready'
     "$RH" record -p "$SPID" -d 1s 2>rec.err && fail "record succeeded"
-    grep -q "process $SPID is not armed: no marker rheaper-$SPID.ctl in .*$WORK" rec.err ||
+    grep -q "process $SPID is not armed: its environment (/proc/$SPID/environ) has no RHEAPER_ENABLE=signal" rec.err ||
         fail "unclear message: $(cat rec.err)"
     kill -0 "$SPID" || fail "the process died"
     nreq 5; sync_to 5; stop_server
