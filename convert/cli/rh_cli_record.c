@@ -48,19 +48,12 @@
 
 #include "rh_cli.h"
 #include "rh_convert.h"
+#include "rh_live.h"
 #include "rh_safefile.h"
 
 /* How long to wait for the process to act on a signal (its next allocation). */
 #define RH_REC_ACK_SEC 10.0
 
-struct rh_marker {
-    int pid, sig;
-    unsigned long long start;
-    unsigned seq;
-    char state[32];
-    char end[32];
-    char profile[PATH_MAX + 64];
-};
 
 static volatile sig_atomic_t rh_rec_interrupted;
 
@@ -104,130 +97,6 @@ static int rh_rec_duration(const char *s, double *out)
     return 0;
 }
 
-/* Reads a whole small file of /proc (or a file the caller trusts by its
- * place); returns its length or -1. */
-static ssize_t rh_rec_slurp(const char *path, char *buf, size_t size)
-{
-    return rh_safe_read_small(path, buf, size, RH_SAFE_REGULAR, 0, NULL, 0);
-}
-
-/* Field 22 of /proc/PID/stat, 0 when unreadable. */
-static unsigned long long rh_rec_start(int pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    if (rh_rec_slurp(path, buf, sizeof buf) <= 0)
-        return 0;
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return 0;
-    int field = 2;
-    for (p++; *p; p++) {
-        if (*p == ' ') {
-            field++;
-            continue;
-        }
-        if (field == 22)
-            return strtoull(p, NULL, 10);
-    }
-    return 0;
-}
-
-/* What /proc/PID says about the process now. */
-struct rh_target {
-    int pid;
-    uid_t euid;                /* its effective user: the owner of its files */
-    unsigned long long start;  /* start time, clock ticks (never 0 when read) */
-    unsigned long long sigcgt; /* signals it catches: bit sig-1 */
-};
-
-/* Reads t for pid from /proc/PID/status and /proc/PID/stat. Returns 0, or -1
- * when the process is gone or unreadable. */
-static int rh_rec_target(int pid, struct rh_target *t)
-{
-    char path[64], buf[8192];
-    memset(t, 0, sizeof *t);
-    t->pid = pid;
-    snprintf(path, sizeof path, "/proc/%d/status", pid);
-    if (rh_rec_slurp(path, buf, sizeof buf) <= 0)
-        return -1;
-    int have_uid = 0, have_sig = 0;
-    for (char *line = buf, *next; line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        unsigned long r, e;
-        unsigned long long m;
-        if (sscanf(line, "Uid: %lu %lu", &r, &e) == 2)
-            t->euid = (uid_t)e, have_uid = 1;
-        else if (sscanf(line, "SigCgt: %llx", &m) == 1)
-            t->sigcgt = m, have_sig = 1;
-    }
-    t->start = rh_rec_start(pid);
-    return have_uid && have_sig && t->start ? 0 : -1;
-}
-
-/* 1 when t catches sig (a handler is installed, per SigCgt). */
-static int rh_rec_catches(const struct rh_target *t, int sig)
-{
-    return sig >= 1 && sig <= 64 && ((t->sigcgt >> (sig - 1)) & 1);
-}
-
-/* Parses the marker at path for target t. Accepted only when it is a
- * regular file with one link belonging to t's effective user (as it is now:
- * t->euid is brought up to date) or root, and names t (pid and start time,
- * both always compared). Returns 0, or -1 with a reason in why (empty when
- * the file is simply missing). */
-static int rh_rec_marker(const char *path, struct rh_target *t, struct rh_marker *m,
-                         char *why, size_t whylen)
-{
-    char buf[PATH_MAX + 1024], err[PATH_MAX + 128];
-    why[0] = '\0';
-    struct rh_target now; /* a privilege drop hands the marker to the new user */
-    if (rh_rec_target(t->pid, &now) == 0 && now.start == t->start)
-        t->euid = now.euid;
-    if (rh_safe_read_small(path, buf, sizeof buf, RH_SAFE_OWNER | RH_SAFE_ONE_LINK, t->euid, err,
-                           sizeof err) <= 0) {
-        if (errno != ENOENT)
-            snprintf(why, whylen, "%s", err);
-        return -1;
-    }
-    memset(m, 0, sizeof *m);
-    if (strncmp(buf, "rheaper-control 1\n", 18) != 0) {
-        snprintf(why, whylen, "%s: not a marker", path);
-        return -1;
-    }
-    int have_start = 0;
-    for (char *line = buf, *next; line && *line; line = next) {
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        char *v = strchr(line, ' ');
-        if (!v)
-            continue;
-        *v++ = '\0';
-        if (!strcmp(line, "pid"))
-            m->pid = atoi(v);
-        else if (!strcmp(line, "start"))
-            m->start = strtoull(v, NULL, 10), have_start = 1;
-        else if (!strcmp(line, "signal"))
-            m->sig = atoi(v);
-        else if (!strcmp(line, "state"))
-            snprintf(m->state, sizeof m->state, "%s", v);
-        else if (!strcmp(line, "seq"))
-            m->seq = (unsigned)strtoul(v, NULL, 10);
-        else if (!strcmp(line, "end"))
-            snprintf(m->end, sizeof m->end, "%s", v);
-        else if (!strcmp(line, "profile"))
-            snprintf(m->profile, sizeof m->profile, "%s", v);
-    }
-    if (m->pid != t->pid || !have_start || m->start != t->start) {
-        snprintf(why, whylen, "%s: names pid %d started at %llu, not process %d started at %llu",
-                 path, m->pid, m->start, t->pid, t->start);
-        return -1;
-    }
-    return m->sig > 0 ? 0 : -1;
-}
 
 static int rh_rec_alive(int pid)
 {
@@ -255,113 +124,6 @@ static int rh_rec_abs(int pid, const char *rel, char *out, size_t size)
     return 0;
 }
 
-/* What the process's environment says (/proc/PID/environ). */
-enum { RH_ENV_UNKNOWN, RH_ENV_ARMED, RH_ENV_OFF };
-struct rh_env {
-    int state;       /* RH_ENV_*: UNKNOWN when unreadable or overwritten */
-    int sig;         /* the runtime's signal by this environment; 0 when UNKNOWN */
-    char dir[PATH_MAX]; /* RHEAPER_PROFILE_DIR ("" when unset or UNKNOWN) */
-};
-
-/* The signal names RHEAPER_SIGNAL takes, as the runtime's parser has them
- * (runtime/rh_config.c). */
-static const struct {
-    const char *name;
-    int sig;
-} rh_rec_signames[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT},   {"USR1", SIGUSR1},
-    {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},   {"ALRM", SIGALRM},   {"TERM", SIGTERM},
-    {"CHLD", SIGCHLD}, {"CONT", SIGCONT},   {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},
-    {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM},
-    {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"POLL", SIGPOLL},   {"PWR", SIGPWR},
-    {"SYS", SIGSYS},
-};
-
-/* 1 when the runtime accepts sig for RHEAPER_SIGNAL (never one that kills,
- * stops or belongs to a fault). */
-static int rh_rec_sig_ok(int sig)
-{
-    return sig > 0 && sig <= SIGRTMAX && sig != SIGKILL && sig != SIGSTOP && sig != SIGSEGV &&
-           sig != SIGBUS && sig != SIGILL && sig != SIGFPE && sig != SIGABRT && sig != SIGTRAP &&
-           sig != SIGCHLD;
-}
-
-/* An unsigned decimal in [lo, hi] covering all of s; -1 otherwise. */
-static long rh_rec_num(const char *s, long lo, long hi)
-{
-    if (*s < '0' || *s > '9')
-        return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    return errno || *end || v < lo || v > hi ? -1 : v;
-}
-
-/* RHEAPER_SIGNAL's value as the runtime reads it: the signal, or the default
- * SIGRTMAX-5 for a value it ignores (it warns and keeps the default). */
-static int rh_rec_parse_signal(const char *s)
-{
-    int v = -1;
-    if (!strncmp(s, "SIG", 3))
-        s += 3;
-    long n = rh_rec_num(s, 1, SIGRTMAX);
-    if (n > 0)
-        v = (int)n;
-    for (size_t i = 0; v < 0 && i < sizeof rh_rec_signames / sizeof rh_rec_signames[0]; i++)
-        if (!strcmp(s, rh_rec_signames[i].name))
-            v = rh_rec_signames[i].sig;
-    if (v < 0 && (!strncmp(s, "RTMIN", 5) || !strncmp(s, "RTMAX", 5))) {
-        int up = s[3] == 'I';
-        const char *r = s + 5;
-        if (!*r)
-            v = up ? SIGRTMIN : SIGRTMAX;
-        else if (*r == (up ? '+' : '-') && (n = rh_rec_num(r + 1, 0, SIGRTMAX - SIGRTMIN)) >= 0)
-            v = up ? SIGRTMIN + (int)n : SIGRTMAX - (int)n;
-    }
-    return rh_rec_sig_ok(v) ? v : SIGRTMAX - 5;
-}
-
-/* Reads the environment of pid into e. It is taken as intact when it holds
- * at least one entry and every entry looks like NAME=VALUE; a server that
- * wrote its title over it (nginx, PostgreSQL) leaves zeros or text, and then
- * it says nothing (RH_ENV_UNKNOWN). */
-static void rh_rec_environ(int pid, struct rh_env *e)
-{
-    static char env[1 << 20];
-    char path[64];
-    memset(e, 0, sizeof *e);
-    snprintf(path, sizeof path, "/proc/%d/environ", pid);
-    ssize_t n = rh_rec_slurp(path, env, sizeof env);
-    if (n <= 0)
-        return;
-    size_t entries = 0;
-    const char *enable = NULL, *sig = NULL, *dir = NULL;
-    for (size_t i = 0; i < (size_t)n; i += strlen(env + i) + 1) {
-        const char *x = env + i;
-        if (!*x)
-            continue;
-        const char *eq = strchr(x, '=');
-        if (!eq || eq == x)
-            return; /* not an environment any more */
-        for (const char *c = x; c < eq; c++)
-            if (*c <= ' ' || *c > '~')
-                return;
-        entries++;
-        size_t k = (size_t)(eq - x);
-        if (k == 14 && !strncmp(x, "RHEAPER_ENABLE", k))
-            enable = eq + 1;
-        else if (k == 14 && !strncmp(x, "RHEAPER_SIGNAL", k))
-            sig = eq + 1;
-        else if (k == 19 && !strncmp(x, "RHEAPER_PROFILE_DIR", k))
-            dir = eq + 1;
-    }
-    if (!entries)
-        return;
-    e->state = enable && !strcmp(enable, "signal") ? RH_ENV_ARMED : RH_ENV_OFF;
-    e->sig = sig ? rh_rec_parse_signal(sig) : SIGRTMAX - 5;
-    if (dir)
-        snprintf(e->dir, sizeof e->dir, "%s", dir);
-}
 
 /* The directories where process pid's marker may be, in the order searched:
  * --dir DIR; RHEAPER_PROFILE_DIR of its environment (e; "." when unset) when
@@ -409,13 +171,13 @@ static int rh_rec_marker_dirs(int pid, const char *opt, const struct rh_env *e,
 static int rh_rec_signal(const struct rh_target *t, int sig)
 {
     struct rh_target now;
-    if (rh_rec_target(t->pid, &now) != 0 || now.start != t->start) {
+    if (rh_proc_target(t->pid, &now) != 0 || now.start != t->start) {
         fprintf(stderr, "rheaper: record: process %d is gone (its pid no longer names the "
                         "process that was armed); nothing was sent\n",
                 t->pid);
         return 1;
     }
-    if (!rh_rec_catches(&now, sig)) {
+    if (!rh_proc_catches(&now, sig)) {
         fprintf(stderr, "rheaper: record: process %d no longer catches signal %d; nothing was "
                         "sent\n",
                 t->pid, sig);
@@ -530,13 +292,13 @@ int rh_cmd_record(int argc, char **argv)
 
     /* 1. Its environment, when intact, says whether it was started armed. */
     struct rh_target tgt;
-    if (rh_rec_target(pid, &tgt) != 0) {
+    if (rh_proc_target(pid, &tgt) != 0) {
         fprintf(stderr, "rheaper: record: cannot read /proc/%d (status and stat): %s\n", pid,
                 strerror(errno));
         return 1;
     }
     struct rh_env env;
-    rh_rec_environ(pid, &env);
+    rh_proc_environ(pid, &env);
     if (env.state == RH_ENV_OFF) {
         fprintf(stderr,
                 "rheaper: record: process %d is not armed: its environment (/proc/%d/environ) "
@@ -558,7 +320,7 @@ int rh_cmd_record(int argc, char **argv)
     for (int tries = 0; tries < 50 && bad; tries++) {
         for (int i = 0; i < ndirs && bad; i++) {
             snprintf(mpath, sizeof mpath, "%s/rheaper-%d.ctl", dirs[i], pid);
-            bad = rh_rec_marker(mpath, &tgt, &m, why, sizeof why) != 0;
+            bad = rh_marker_read(mpath, &tgt, &m, why, sizeof why) != 0;
             if (bad && why[0])
                 memcpy(lastwhy, why, sizeof why);
         }
@@ -603,14 +365,14 @@ int rh_cmd_record(int argc, char **argv)
                 mpath, m.sig, sig);
         return 1;
     }
-    if (!rh_rec_sig_ok(sig)) {
+    if (!rh_ctl_signal_ok(sig)) {
         fprintf(stderr,
                 "rheaper: record: the marker %s names signal %d, which rheaper never uses; "
                 "nothing was sent\n",
                 mpath, sig);
         return 1;
     }
-    if (!rh_rec_catches(&tgt, sig)) {
+    if (!rh_proc_catches(&tgt, sig)) {
         fprintf(stderr,
                 "rheaper: record: process %d does not catch signal %d (no handler: rheaper's is "
                 "not installed), so it would be killed or stopped; nothing was sent\n",
@@ -634,7 +396,7 @@ int rh_cmd_record(int argc, char **argv)
     double t0 = rh_rec_now();
     struct rh_marker cur = m;
     for (;;) {
-        if (rh_rec_marker(mpath, &tgt, &cur, why, sizeof why) == 0 && cur.seq > seq0)
+        if (rh_marker_read(mpath, &tgt, &cur, why, sizeof why) == 0 && cur.seq > seq0)
             break;
         if (!rh_rec_alive(pid)) {
             fprintf(stderr, "rheaper: record: process %d exited before it started recording\n",
@@ -663,7 +425,7 @@ int rh_cmd_record(int argc, char **argv)
     double t1 = rh_rec_now();
     int ended = 0;
     while (!rh_rec_interrupted && (duration < 0 || rh_rec_now() - t1 < duration)) {
-        if (rh_rec_marker(mpath, &tgt, &cur, why, sizeof why) != 0 || cur.seq != seq ||
+        if (rh_marker_read(mpath, &tgt, &cur, why, sizeof why) != 0 || cur.seq != seq ||
             strcmp(cur.state, "recording")) {
             ended = 1;
             break;
@@ -677,7 +439,7 @@ int rh_cmd_record(int argc, char **argv)
             return 1;
         double t2 = rh_rec_now();
         for (;;) {
-            if (rh_rec_marker(mpath, &tgt, &cur, why, sizeof why) != 0 || cur.seq != seq ||
+            if (rh_marker_read(mpath, &tgt, &cur, why, sizeof why) != 0 || cur.seq != seq ||
                 strcmp(cur.state, "recording") != 0)
                 break; /* closed (or the process is gone: its exit wrote the trailer) */
             if (!rh_rec_alive(pid))

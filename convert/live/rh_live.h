@@ -15,7 +15,9 @@
 #ifndef RH_LIVE_H
 #define RH_LIVE_H
 
+#include <limits.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <stdio.h>
 
 /* The stack kind of a CPU sample's stack (frame 0 is the
@@ -179,5 +181,55 @@ int rh_list_newest(char *out, size_t n);
  * executable base name is `name`. When none or several match, prints one
  * line "rheaper: CMD: ..." (and the matches, one per line) and returns 0. */
 int rh_proc_by_name(const char *cmd, const char *name);
+
+/* ---- rh_live_marker.c: the process and its control marker ---------------- */
+
+/* The marker DIR/rheaper-PID.ctl (runtime/rh_control.c), parsed. */
+struct rh_marker {
+    int pid, sig;
+    unsigned long long start;
+    unsigned seq;
+    char state[32];
+    char end[32];
+    char profile[PATH_MAX + 64];
+};
+
+/* What /proc/PID says about the process now. */
+struct rh_target {
+    int pid;
+    uid_t euid;                /* its effective user: the owner of its files */
+    unsigned long long start;  /* start time, clock ticks (never 0 when read) */
+    unsigned long long sigcgt; /* signals it catches: bit sig-1 */
+};
+
+/* What the process's environment says (/proc/PID/environ). */
+enum { RH_ENV_UNKNOWN, RH_ENV_ARMED, RH_ENV_OFF };
+struct rh_env {
+    int state;       /* RH_ENV_*: UNKNOWN when unreadable or overwritten */
+    int sig;         /* the runtime's signal by this environment; 0 when UNKNOWN */
+    char dir[PATH_MAX]; /* RHEAPER_PROFILE_DIR ("" when unset or UNKNOWN) */
+};
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks), 0 when unreadable. */
+unsigned long long rh_proc_start(int pid);
+/* Reads t for pid (/proc/PID/status and stat). Returns 0, or -1 when the
+ * process is gone or unreadable. */
+int rh_proc_target(int pid, struct rh_target *t);
+/* 1 when t catches sig (a handler is installed, per SigCgt). */
+int rh_proc_catches(const struct rh_target *t, int sig);
+/* Reads the marker at path for t: accepted only when it is a regular file
+ * with one link of t's effective user (brought up to date in t->euid) or
+ * root, naming t's pid and start time. Returns 0, or -1 with the reason in
+ * why ("" when the file is missing). */
+int rh_marker_read(const char *path, struct rh_target *t, struct rh_marker *m, char *why,
+                   size_t whylen);
+/* 1 when the runtime accepts sig for RHEAPER_SIGNAL. */
+int rh_ctl_signal_ok(int sig);
+/* RHEAPER_SIGNAL's value as the runtime reads it (its default SIGRTMAX-5 for
+ * a value it would ignore). */
+int rh_ctl_parse_signal(const char *s);
+/* Reads pid's environment into e (RH_ENV_UNKNOWN when unreadable or written
+ * over by a process title). */
+void rh_proc_environ(int pid, struct rh_env *e);
 
 #endif

@@ -29,6 +29,7 @@
 #include "rh_query.h"
 #include "rh_convert.h"
 #include "rh_live.h"
+#include "rh_safefile.h"
 
 static int rh_live_usage(const char *msg)
 {
@@ -38,10 +39,14 @@ static int rh_live_usage(const char *msg)
     return 2;
 }
 
-/* 1 when path is a rip file whose header names pid (any pid when 0). */
-static int rh_is_rip_of(const char *path, int pid)
+/* 1 when path is a rip file whose header names pid (any pid when 0). With
+ * t, the file must also belong to t's effective user or root and have one
+ * link: a path found in a directory others can write is only the process's
+ * profile if it is the process's file. */
+static int rh_is_rip_of(const char *path, int pid, const struct rh_target *t)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = rh_safe_open(path, O_RDONLY, 0, t ? RH_SAFE_OWNER | RH_SAFE_ONE_LINK : 0,
+                          t ? t->euid : 0, NULL, 0);
     if (fd < 0)
         return 0;
     uint8_t b[RIP_HEADER_SIZE];
@@ -52,24 +57,20 @@ static int rh_is_rip_of(const char *path, int pid)
            (!pid || h.pid == (uint32_t)pid);
 }
 
-/* The value of NAME in a NUL-separated environment block, or NULL. */
-static const char *rh_env_of(const char *env, size_t n, const char *name)
-{
-    size_t l = strlen(name);
-    for (size_t i = 0; i < n; i += strlen(env + i) + 1)
-        if (!strncmp(env + i, name, l) && env[i + l] == '=')
-            return env + i + l + 1;
-    return NULL;
-}
-
 /* Finds the rip file process pid is writing, into out. Returns 0, or -1
  * after one line on stderr. */
 static int rh_rip_of_pid(int pid, char *out, size_t n)
 {
     char path[128], line[PATH_MAX + 256], best[PATH_MAX] = "";
     snprintf(path, sizeof path, "/proc/%d/maps", pid);
-    FILE *f = fopen(path, "re");
-    if (!f) {
+    struct rh_target t;
+    int fd = rh_safe_open(path, O_RDONLY, 0, 0, 0, NULL, 0);
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f || rh_proc_target(pid, &t) != 0) {
+        if (f)
+            fclose(f);
+        else if (fd >= 0)
+            close(fd);
         fprintf(stderr, "rheaper: live: no process %d (%s)\n", pid, strerror(errno));
         return -1;
     }
@@ -90,7 +91,7 @@ static int rh_rip_of_pid(int pid, char *out, size_t n)
             if (!strstr(line, "rw-s"))
                 continue;
         }
-        if (rh_is_rip_of(p, pid))
+        if (rh_is_rip_of(p, pid, &t))
             snprintf(best, sizeof best, "%s", p);
     }
     fclose(f);
@@ -98,44 +99,34 @@ static int rh_rip_of_pid(int pid, char *out, size_t n)
         snprintf(out, n, "%s", best);
         return 0;
     }
-    /* 2. its profile directory: the marker of `rheaper record`, or rip-PID */
-    static char env[1 << 20];
-    snprintf(path, sizeof path, "/proc/%d/environ", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t en = fd >= 0 ? read(fd, env, sizeof env - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    const char *dir = en > 0 ? rh_env_of(env, (size_t)en, "RHEAPER_PROFILE_DIR") : NULL;
+    /* 2. its profile directory: the marker of `rheaper record` (only one of
+     * its own user naming it: rh_marker_read), or rip-PID */
+    struct rh_env env;
+    rh_proc_environ(pid, &env);
+    const char *dir = env.dir;
     char cwd[PATH_MAX] = "", d[PATH_MAX + 8];
     snprintf(path, sizeof path, "/proc/%d/cwd", pid);
     ssize_t k = readlink(path, cwd, sizeof cwd - 1);
     if (k > 0)
         cwd[k] = 0;
-    if (!dir || !*dir)
+    if (!*dir)
         dir = ".";
     if (dir[0] == '/')
         snprintf(d, sizeof d, "%s", dir);
     else
         snprintf(d, sizeof d, "%s/%s", cwd, dir);
-    char mpath[PATH_MAX + 64], buf[PATH_MAX + 1024];
+    char mpath[PATH_MAX + 64], why[PATH_MAX + 256];
+    struct rh_marker mk;
     snprintf(mpath, sizeof mpath, "%s/rheaper-%d.ctl", d, pid);
-    fd = open(mpath, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-        ssize_t m = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        buf[m > 0 ? m : 0] = 0;
-        char *p = strstr(buf, "\nprofile ");
-        if (p && strstr(buf, "\nstate recording")) {
-            p += 9;
-            p[strcspn(p, "\n")] = 0;
-            if (rh_is_rip_of(p, pid)) {
-                snprintf(out, n, "%s", p);
-                return 0;
-            }
-        }
+    if (rh_marker_read(mpath, &t, &mk, why, sizeof why) == 0 && !strcmp(mk.state, "recording") &&
+        rh_is_rip_of(mk.profile, pid, &t)) {
+        snprintf(out, n, "%s", mk.profile);
+        return 0;
     }
+    if (why[0])
+        fprintf(stderr, "rheaper: live: ignored a marker that is not this process's: %s\n", why);
     snprintf(mpath, sizeof mpath, "%s/rip-%d", d, pid);
-    if (rh_is_rip_of(mpath, pid)) {
+    if (rh_is_rip_of(mpath, pid, &t)) {
         snprintf(out, n, "%s", mpath);
         return 0;
     }
@@ -292,7 +283,7 @@ int rh_cmd_view(int argc, char **argv)
     struct rh_lv_model m;
     memset(&m, 0, sizeof m);
     int rc = 1;
-    if (rh_is_rip_of(path, 0)) {
+    if (rh_is_rip_of(path, 0, NULL)) {
         const char *t = getenv("TMPDIR");
         snprintf(tmpdir, sizeof tmpdir, "%s/rheaper-view.XXXXXX", t && *t ? t : "/tmp");
         if (!mkdtemp(tmpdir)) {

@@ -44,6 +44,7 @@
 
 #include "rh_convert.h"
 #include "rh_live.h"
+#include "rh_safefile.h"
 
 /* Polls a held-back free survives before it counts as unknown. */
 #define RH_FOLLOW_HOLD 8
@@ -791,9 +792,10 @@ struct rh_follow *rh_follow_open(const char *path, int pid_hint)
     snprintf(f->path, sizeof f->path, "%s", path);
     f->pid = pid_hint;
     f->trend_sec = -1;
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    char err[PATH_MAX + 128];
+    f->fd = rh_safe_open(path, O_RDONLY, 0, 0, 0, err, sizeof err);
     if (f->fd < 0) {
-        fprintf(stderr, "rheaper: %s: cannot open (%s)\n", path, strerror(errno));
+        fprintf(stderr, "rheaper: cannot open %s\n", err);
         free(f);
         return NULL;
     }

@@ -32,6 +32,7 @@
 #include "rh_query.h"
 #include "rh_convert.h"
 #include "rh_live.h"
+#include "rh_safefile.h"
 
 struct rh_prof_row {
     char path[PATH_MAX];
@@ -51,28 +52,28 @@ static int rh_list_writing(uint32_t pid, ino_t ino, const char *dir)
     if (!pid || (kill((pid_t)pid, 0) != 0 && errno != EPERM))
         return 0;
     char path[PATH_MAX + 64], line[PATH_MAX + 256];
-    /* the marker of an armed process says which file it records */
+    /* the marker of an armed process says which file it records (a marker
+     * only counts when it is the process's own: rh_marker_read) */
+    struct rh_target t;
+    if (rh_proc_target((int)pid, &t) != 0)
+        return 0;
     snprintf(path, sizeof path, "%s/rheaper-%u.ctl", dir, pid);
-    FILE *f = fopen(path, "re");
-    if (f) {
-        int recording = 0;
-        char prof[PATH_MAX] = "";
-        while (fgets(line, sizeof line, f)) {
-            line[strcspn(line, "\n")] = 0;
-            if (!strcmp(line, "state recording"))
-                recording = 1;
-            else if (!strncmp(line, "profile ", 8))
-                snprintf(prof, sizeof prof, "%s", line + 8);
-        }
-        fclose(f);
+    struct rh_marker mk;
+    char why[PATH_MAX + 256];
+    if (rh_marker_read(path, &t, &mk, why, sizeof why) == 0 && !strcmp(mk.state, "recording") &&
+        mk.profile[0]) {
         struct stat sb;
-        if (recording && prof[0] && stat(prof, &sb) == 0 && sb.st_ino == ino)
+        if (stat(mk.profile, &sb) == 0 && sb.st_ino == ino)
             return 1;
     }
     snprintf(path, sizeof path, "/proc/%u/maps", pid);
-    f = fopen(path, "re");
-    if (!f)
+    int fd = rh_safe_open(path, O_RDONLY, 0, 0, 0, NULL, 0);
+    FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return 0;
+    }
     int yes = 0;
     while (!yes && fgets(line, sizeof line, f)) {
         unsigned long long inode = 0;
@@ -101,11 +102,7 @@ static void rh_list_live_role(struct rh_prof_row *row)
     char path[64];
     uint8_t buf[256];
     snprintf(path, sizeof path, "/proc/%u/cmdline", row->pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    ssize_t n = read(fd, buf, sizeof buf);
-    close(fd);
+    ssize_t n = rh_safe_read_small(path, (char *)buf, sizeof buf, 0, 0, NULL, 0);
     if (n > 0)
         rh_list_role(row, buf, (size_t)n);
 }
@@ -114,7 +111,7 @@ static void rh_list_live_role(struct rh_prof_row *row)
  * Returns 1 for a rip file, 0 for anything else. */
 static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *row)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = rh_safe_open(path, O_RDONLY, 0, 0, 0, NULL, 0); /* a FIFO is no profile */
     if (fd < 0)
         return 0;
     struct stat sb;
@@ -210,7 +207,7 @@ static int rh_list_default_dirs(const char *dirs[2])
 static int rh_is_profile_db(const char *path)
 {
     char magic[16];
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = rh_safe_open(path, O_RDONLY, 0, 0, 0, NULL, 0);
     if (fd < 0)
         return 0;
     ssize_t k = pread(fd, magic, sizeof magic, 0);

@@ -22,19 +22,12 @@
 #include <unistd.h>
 
 #include "rh_live.h"
+#include "rh_safefile.h"
 
 /* Reads up to n-1 bytes of path into buf, NUL-terminated; -1 when unreadable. */
 static ssize_t rh_proc_read(const char *path, char *buf, size_t n)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t k = read(fd, buf, n - 1);
-    close(fd);
-    if (k < 0)
-        return -1;
-    buf[k] = 0;
-    return k;
+    return rh_safe_read_small(path, buf, n, 0, 0, NULL, 0);
 }
 
 static int rh_proc_matches(int pid, const char *name)
