@@ -247,6 +247,12 @@ void rh_ctl_marker_remove(void)
 {
     if (rh_ctl_marker_pid == (int)getpid() && rh_ctl_marker[0]) {
         rh_ctl_gone_pid = rh_ctl_marker_pid;
+        /* only the marker this process wrote: a file another user put at
+         * the name (in a directory they own) is theirs to keep */
+        int fd = rh_open_safe(rh_ctl_marker, O_RDONLY, 0, RH_OPEN_INODE, &rh_ctl_fid, NULL);
+        if (fd < 0)
+            return;
+        rh_sys_close(fd);
         if (rh_arch_unlink(rh_ctl_marker) != 0) {
             /* a directory the process may no longer write: say it is gone */
             static const char gone[] = "rheaper-control 1\npid 0\nstate exited\n";

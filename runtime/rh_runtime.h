@@ -1266,7 +1266,8 @@ RH_HIDDEN unsigned rh_ctl_take_toggles(void);
 /* Rewrites the marker file (state, current profile). Cold; no lock needed
  * beyond the caller's. */
 RH_HIDDEN void rh_ctl_marker_update(void);
-/* Removes the marker (exit). */
+/* Removes the marker this process wrote (exit); a file another user put at
+ * its name is left alone. */
 RH_HIDDEN void rh_ctl_marker_remove(void);
 /* Fork child: the child is armed too but has no marker until its next hooked
  * call writes one. */
