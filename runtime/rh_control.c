@@ -139,7 +139,7 @@ static void rh_ctl_absolute_dir(void)
 /* Rewrites the existing marker in place: after a privilege drop the process
  * may no longer create files in the directory (a root-owned 0755 one), but
  * it owns its marker (rh_priv.c handed it over). Only the inode this process
- * (or the parent it was forked from) wrote last is rewritten: a name another
+ * wrote last is rewritten: a name another
  * user swapped for a FIFO, a link or a file of theirs is left alone, and the
  * open cannot wait on a FIFO (rh_open_safe). A reader may see a torn marker
  * for a moment; `rheaper record` reads it again. */

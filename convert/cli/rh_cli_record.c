@@ -425,8 +425,15 @@ int rh_cmd_record(int argc, char **argv)
     double t1 = rh_rec_now();
     int ended = 0;
     while (!rh_rec_interrupted && (duration < 0 || rh_rec_now() - t1 < duration)) {
-        if (rh_marker_read(mpath, &tgt, &cur, why, sizeof why) != 0 || cur.seq != seq ||
-            strcmp(cur.state, "recording")) {
+        int r = rh_marker_read(mpath, &tgt, &cur, why, sizeof why);
+        if (r != 0 && why[0] && rh_rec_alive(pid)) {
+            /* a file that is not the process's own took the marker's place
+             * (someone else can write the directory): says nothing; the
+             * window goes on and ends with the runtime's signal */
+            rh_rec_nap();
+            continue;
+        }
+        if (r != 0 || cur.seq != seq || strcmp(cur.state, "recording")) {
             ended = 1;
             break;
         }
