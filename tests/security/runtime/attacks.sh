@@ -31,6 +31,8 @@
 #             the marker's names (made by root: protected_hardlinks=1 on this
 #             host keeps nobody from linking root's files), then a privilege
 #             drop to nobody
+#   rootdir   servers.md's root-owned 0755 directory: a recording across a
+#             privilege drop, the marker rewritten in place (only its own inode)
 # Every step is bounded (the program must answer each command within 10 s,
 # every tool runs under timeout). The checks: nothing hangs, nothing is
 # signalled (alive, not stopped), chowned, appended to or read that should not
@@ -397,6 +399,26 @@ hardlink)
     eq "the root-only file at the end" "$(stat -c '%U:%G %a' "$R/secret") $(cat "$R/secret")" \
         "$before secret"
     check_rip "$D/rip-$P" nobody 1
+    ;;
+rootdir)
+    # servers.md's third layout, root's 0755 directory: no one else can place
+    # a name, and after the drop the program can create nothing there, so its
+    # marker is rewritten in place, which must still work with the identity
+    # check
+    chmod 0755 "$D"
+    start_prog "$D" RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$D"
+    M=$D/rheaper-$SPID.ctl
+    cmd p
+    kill -s "$SIG" "$SPID"
+    cmd p a d a
+    eq "the marker after the drop" "$(stat -c '%U %a' "$M")" "nobody 600"
+    grep -qx 'state recording' "$M" || fail "the marker does not say recording: $(cat "$M")"
+    kill -s "$SIG" "$SPID"
+    cmd p
+    grep -qx 'state armed' "$M" || fail "the marker was not rewritten in place: $(cat "$M")"
+    P=$SPID
+    finish 2 0
+    check_rip "$D/rip-$P" nobody 2
     ;;
 *) fail "unknown case $CASE" ;;
 esac
