@@ -1399,7 +1399,9 @@ RH_HIDDEN void rh_cpu_thread_known(void) RH_COLD;
 RH_HIDDEN void rh_cpu_start(void);
 RH_HIDDEN void rh_cpu_stop(void);
 /* The rate `rheaper record -p PID --cpu-hz N` asked for in
- * DIR/rheaper-PID.cpu-hz (removed once read), or 0. Armed mode, at a toggle. */
+ * DIR/rheaper-PID.cpu-hz (removed once read), or 0. Taken only from a regular
+ * file with one link of the effective user or root that names this pid and
+ * start time; 1 to RH_MAX_CPU_HZ. Armed mode, at a toggle. */
 RH_HIDDEN unsigned rh_cpu_requested_hz(void);
 /* Samples written and dropped since the current file was created (trailer). */
 RH_HIDDEN void rh_cpu_counts(uint64_t *samples, uint64_t *dropped);
