@@ -145,8 +145,8 @@ static void rh_ctl_absolute_dir(void)
  * for a moment; `rheaper record` reads it again. */
 static void rh_ctl_marker_in_place(const char *text, size_t n)
 {
-    int fd = rh_open_safe(rh_ctl_marker, O_WRONLY, 0, RH_OPEN_INODE | RH_OPEN_ONE_LINK,
-                          &rh_ctl_fid, NULL);
+    int fd = rh_open_safe(rh_ctl_marker, O_WRONLY, 0, RH_OPEN_INODE | RH_OPEN_ONE_LINK, &rh_ctl_fid,
+                          NULL);
     if (fd < 0)
         return;
     if ((ssize_t)rh_arch_pwrite(fd, text, n, 0) == (ssize_t)n)
@@ -159,8 +159,7 @@ static void rh_ctl_marker_in_place(const char *text, size_t n)
  * directory, a FIFO): it is unlinked when it can be, and otherwise the next
  * names carry a suffix from the clock, which nobody can place in advance.
  * Returns 0 with *fid set, or -1. */
-static int rh_ctl_marker_tmp(const char *text, size_t n, char *tmp, size_t size,
-                             struct rh_fid *fid)
+static int rh_ctl_marker_tmp(const char *text, size_t n, char *tmp, size_t size, struct rh_fid *fid)
 {
     int pid = rh_ctl_marker_pid;
     for (unsigned k = 0; k < 4; k++) {

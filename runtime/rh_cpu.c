@@ -611,13 +611,13 @@ unsigned rh_cpu_requested_hz(void)
      * name alone could have been put there by anyone who can write the
      * directory: a FIFO (the open must not wait for a writer), a link, or a
      * rate another user chose */
-    int fd = rh_open_safe(path, O_RDONLY, 0, RH_OPEN_OWNER | RH_OPEN_ROOT | RH_OPEN_ONE_LINK,
-                          NULL, NULL);
+    int fd = rh_open_safe(path, O_RDONLY, 0, RH_OPEN_OWNER | RH_OPEN_ROOT | RH_OPEN_ONE_LINK, NULL,
+                          NULL);
     if (fd < 0) {
         if (errno != ENOENT)
             rh_warn("ignoring the CPU rate request %s: %s", path,
-                    errno == EINVAL  ? "not a regular file"
-                    : errno == EPERM ? "it belongs to another user"
+                    errno == EINVAL   ? "not a regular file"
+                    : errno == EPERM  ? "it belongs to another user"
                     : errno == EMLINK ? "it has more than one link"
                                       : rh_arch_strerror(errno));
         return 0;

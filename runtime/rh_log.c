@@ -166,7 +166,7 @@ static int rh_log_file_lock;              /* guards the expansion */
 static uint64_t rh_log_seen[RH_LOG_CAUSES]; /* atomic: causes already written */
 static int rh_log_seen_pid;                    /* atomic: the process they were for */
 static unsigned long long rh_log_repeats;      /* atomic: lines left out as repeats */
-static struct rh_fid rh_log_fid; /* atomic: the log file this process created */
+static struct rh_fid rh_log_fid;               /* atomic: the log file this process created */
 
 size_t rh_expand_template(char *buf, size_t size, const char *t, unsigned seq)
 {
@@ -329,8 +329,7 @@ static int rh_log_open(void)
         if (fd >= 0)
             return fd;
     }
-    return rh_open_safe(path, O_WRONLY | O_APPEND, 0, RH_OPEN_OWNER | RH_OPEN_ONE_LINK, NULL,
-                        NULL);
+    return rh_open_safe(path, O_WRONLY | O_APPEND, 0, RH_OPEN_OWNER | RH_OPEN_ONE_LINK, NULL, NULL);
 }
 
 int rh_log_fid_get(struct rh_fid *out)

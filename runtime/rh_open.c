@@ -70,9 +70,8 @@ int rh_open_safe(const char *path, int flags, unsigned mode, unsigned rules,
         err = EPERM;
     else if ((rules & RH_OPEN_ONE_LINK) && st.st_nlink != 1)
         err = EMLINK;
-    else if ((rules & RH_OPEN_INODE) &&
-             (!want || !want->ino || want->dev != (uint64_t)st.st_dev ||
-              want->ino != (uint64_t)st.st_ino))
+    else if ((rules & RH_OPEN_INODE) && (!want || !want->ino || want->dev != (uint64_t)st.st_dev ||
+                                         want->ino != (uint64_t)st.st_ino))
         err = ESTALE; /* another file than the one created */
     if (err) {
         syscall(SYS_close, fd);

@@ -54,7 +54,6 @@
 /* How long to wait for the process to act on a signal (its next allocation). */
 #define RH_REC_ACK_SEC 10.0
 
-
 static volatile sig_atomic_t rh_rec_interrupted;
 
 static void rh_rec_on_int(int sig)
@@ -97,7 +96,6 @@ static int rh_rec_duration(const char *s, double *out)
     return 0;
 }
 
-
 static int rh_rec_alive(int pid)
 {
     return kill(pid, 0) == 0 || errno == EPERM;
@@ -123,7 +121,6 @@ static int rh_rec_abs(int pid, const char *rel, char *out, size_t size)
         snprintf(out, size, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel);
     return 0;
 }
-
 
 /* The directories where process pid's marker may be, in the order searched:
  * --dir DIR; RHEAPER_PROFILE_DIR of its environment (e; "." when unset) when
@@ -172,20 +169,21 @@ static int rh_rec_signal(const struct rh_target *t, int sig)
 {
     struct rh_target now;
     if (rh_proc_target(t->pid, &now) != 0 || now.start != t->start) {
-        fprintf(stderr, "rheaper: record: process %d is gone (its pid no longer names the "
-                        "process that was armed); nothing was sent\n",
+        fprintf(stderr,
+                "rheaper: record: process %d is gone (its pid no longer names the "
+                "process that was armed); nothing was sent\n",
                 t->pid);
         return 1;
     }
     if (!rh_proc_catches(&now, sig)) {
-        fprintf(stderr, "rheaper: record: process %d no longer catches signal %d; nothing was "
-                        "sent\n",
+        fprintf(stderr,
+                "rheaper: record: process %d no longer catches signal %d; nothing was "
+                "sent\n",
                 t->pid, sig);
         return 1;
     }
     if (kill(t->pid, sig) != 0) {
-        fprintf(stderr, "rheaper: record: cannot signal process %d: %s\n", t->pid,
-                strerror(errno));
+        fprintf(stderr, "rheaper: record: cannot signal process %d: %s\n", t->pid, strerror(errno));
         return 1;
     }
     return 0;
@@ -214,8 +212,8 @@ static int rh_rec_cpu_request(const char *dir, const struct rh_target *t, long h
     char path[PATH_MAX + 128], tmp[PATH_MAX + 160], err[PATH_MAX + 256];
     snprintf(path, sizeof path, "%s/rheaper-%d.cpu-hz", dir, t->pid);
     snprintf(tmp, sizeof tmp, "%s/.rheaper-%d.cpu-hz.%d", dir, t->pid, (int)getpid());
-    int fd = rh_safe_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600, RH_SAFE_REGULAR, 0, err,
-                          sizeof err);
+    int fd =
+        rh_safe_open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600, RH_SAFE_REGULAR, 0, err, sizeof err);
     if (fd < 0) {
         fprintf(stderr, "rheaper: record: cannot write the CPU rate request: %s\n", err);
         return 1;
@@ -466,11 +464,10 @@ int rh_cmd_record(int argc, char **argv)
 
     /* the profile the marker names must be the process's own file */
     char err[PATH_MAX + 256];
-    int rfd = rh_safe_open(rip, O_RDONLY, 0, RH_SAFE_OWNER | RH_SAFE_ONE_LINK, tgt.euid, err,
-                           sizeof err);
+    int rfd =
+        rh_safe_open(rip, O_RDONLY, 0, RH_SAFE_OWNER | RH_SAFE_ONE_LINK, tgt.euid, err, sizeof err);
     if (rfd < 0) {
-        fprintf(stderr, "rheaper: record: not converting the profile the marker names: %s\n",
-                err);
+        fprintf(stderr, "rheaper: record: not converting the profile the marker names: %s\n", err);
         return 1;
     }
     close(rfd);

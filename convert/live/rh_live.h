@@ -205,8 +205,8 @@ struct rh_target {
 /* What the process's environment says (/proc/PID/environ). */
 enum { RH_ENV_UNKNOWN, RH_ENV_ARMED, RH_ENV_OFF };
 struct rh_env {
-    int state;       /* RH_ENV_*: UNKNOWN when unreadable or overwritten */
-    int sig;         /* the runtime's signal by this environment; 0 when UNKNOWN */
+    int state;          /* RH_ENV_*: UNKNOWN when unreadable or overwritten */
+    int sig;            /* the runtime's signal by this environment; 0 when UNKNOWN */
     char dir[PATH_MAX]; /* RHEAPER_PROFILE_DIR ("" when unset or UNKNOWN) */
 };
 

@@ -92,8 +92,8 @@ int rh_proc_catches(const struct rh_target *t, int sig)
  * t->euid is brought up to date) or root, and names t (pid and start time,
  * both always compared). Returns 0, or -1 with a reason in why (empty when
  * the file is simply missing). */
-int rh_marker_read(const char *path, struct rh_target *t, struct rh_marker *m,
-                         char *why, size_t whylen)
+int rh_marker_read(const char *path, struct rh_target *t, struct rh_marker *m, char *why,
+                   size_t whylen)
 {
     char buf[PATH_MAX + 1024], err[PATH_MAX + 128];
     why[0] = '\0';
@@ -149,11 +149,11 @@ static const struct {
     const char *name;
     int sig;
 } rh_ctl_signames[] = {
-    {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT},   {"USR1", SIGUSR1},
-    {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},   {"ALRM", SIGALRM},   {"TERM", SIGTERM},
-    {"CHLD", SIGCHLD}, {"CONT", SIGCONT},   {"TTIN", SIGTTIN},   {"TTOU", SIGTTOU},
-    {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},   {"VTALRM", SIGVTALRM},
-    {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"POLL", SIGPOLL},   {"PWR", SIGPWR},
+    {"HUP", SIGHUP},   {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+    {"USR2", SIGUSR2}, {"PIPE", SIGPIPE},   {"ALRM", SIGALRM}, {"TERM", SIGTERM},
+    {"CHLD", SIGCHLD}, {"CONT", SIGCONT},   {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},
+    {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM},
+    {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"POLL", SIGPOLL}, {"PWR", SIGPWR},
     {"SYS", SIGSYS},
 };
 

@@ -96,8 +96,8 @@ int main(int argc, char **argv)
             clobber_environ();
         } else if (c == 'q') {
             char line[128];
-            int k = snprintf(line, sizeof line, "batches on %ld off %ld mixed %ld\n", on, off,
-                             mixed);
+            int k =
+                snprintf(line, sizeof line, "batches on %ld off %ld mixed %ld\n", on, off, mixed);
             if (write(1, line, (size_t)k) != k)
                 return 3;
             return 0;
