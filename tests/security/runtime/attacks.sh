@@ -281,7 +281,7 @@ rate)
     finish 6 0
     ;;
 forged)
-    # 1. never armed (no RHEAPER_ENABLE), the marker: start 0, signal 9
+    # 1. never armed (no RHEAPER_ENABLE), a marker with start 0 and signal 9
     start_prog "$D"
     cmd p
     as_nobody "printf 'rheaper-control 1\npid $SPID\nstart 0\nsignal 9\nstate armed\nseq 0\nend normal\nprofile \n' > '$D/rheaper-$SPID.ctl'"
