@@ -19,6 +19,8 @@
  *     followed by an allocation of the same size in that thread, which
  *     glibc serves from the freed chunk;
  *   - realloc chains: reallocs of a slot that was itself reallocated.
+ * There are 18 to 48 threads, so that thread tables sized in powers of two
+ * (16, 32) grow while a later thread frees an older block.
  * Every worker names itself fw-K (K = 1, 2, ... in creation order) before
  * its first allocation, and leaks a few blocks from leak_keep. Blocks still
  * in the table at the end are leaked too.
@@ -42,7 +44,7 @@
 void *lib_alloc(size_t n);
 
 #define NSLOT 96
-#define MAXT 12
+#define MAXT 48
 
 enum { S_SMALL, S_BIG, S_CALLOC, S_LIB, S_REALLOC, S_TEMP, S_LEAK, S_NSITES };
 
@@ -180,12 +182,12 @@ static void op_alloc(int me)
 
 /* Frees a block of the table, whoever made it; then, half the time,
  * allocates the same size at once (glibc hands back the freed chunk: the
- * address is reused by this thread). */
-static void op_free(int me, int reuse)
+ * address is reused by this thread). Returns 1 when it freed a block. */
+static int op_free(int me, int reuse)
 {
     int i = (int)pick(NSLOT);
     if (!tab[i].p)
-        return;
+        return 0;
     size_t n = tab[i].size;
     on_free(&tab[i]);
     free(tab[i].p);
@@ -194,20 +196,22 @@ static void op_free(int me, int reuse)
         tab[i] = (struct slot){site_small(n), n, site_of(S_SMALL, me)};
         on_alloc(n, tab[i].site);
     }
+    return 1;
 }
 
 /* Reallocs a block of the table, whoever made it (a chain when the slot
- * was reallocated before). */
-static void op_realloc(int me)
+ * was reallocated before). Returns 1 when it did. */
+static int op_realloc(int me)
 {
     int i = (int)pick(NSLOT);
     if (!tab[i].p)
-        return;
+        return 0;
     size_t n = 16 + pick(3000);
     on_free(&tab[i]);
     char *q = site_realloc(tab[i].p, n);
     tab[i] = (struct slot){q, n, site_of(S_REALLOC, me)};
     on_alloc(n, tab[i].site);
+    return 1;
 }
 
 static void op_temp(int me)
@@ -240,10 +244,15 @@ static void op_spawn(void)
 __attribute__((noinline)) static void burst(int me)
 {
     if (fresh[me]) {
-        /* frees and reallocs of others' blocks before anything of its own */
+        /* frees and reallocs of others' blocks before anything of its own:
+         * the thread's first event is a free (its id in the profile, given
+         * in order of appearance, comes with a free of an older block) */
         fresh[me] = 0;
-        for (int k = 0; k < 6; k++)
-            pick(2) ? op_free(me, 0) : op_realloc(me);
+        int done = 0;
+        for (int k = 0; k < 400 && !done; k++)
+            done = op_free(me, 0);
+        for (int k = 0; k < 400 && done < 6; k++)
+            done += pick(2) ? op_free(me, 0) : op_realloc(me);
         for (int k = 0; k < 3; k++) {
             size_t n = 40 + 8 * (size_t)me;
             leak_keep(n);
@@ -325,7 +334,9 @@ int main(int argc, char **argv)
         rng = 1;
     for (int k = 0; k < 5; k++)
         rnd();
-    want_threads = 4 + (int)pick(MAXT - 3); /* 3 to MAXT workers, plus main */
+    /* 17 to MAXT - 1 workers, plus main: past 16 and often 32 threads, where
+     * a reader's thread table grows */
+    want_threads = 18 + (int)pick(MAXT - 17);
     int turns = 250 + (int)pick(150);
     alive[0] = 1;
     pthread_mutex_lock(&mu);

@@ -275,6 +275,14 @@ for seed in "$@"; do
     eq "seed $seed: the plan = summary" \
         "$(jq -r '"plan alloc_blocks \(.alloc_blocks) alloc_bytes \(.alloc_bytes) freed_blocks \(.freed_blocks) freed_bytes \(.freed_bytes) leaked_blocks \(.leaked_blocks) leaked_bytes \(.leaked_bytes) temporary \(.temporary_blocks) threads \(.threads | length)"' "$W/sum.json")" \
         "$plan"
+    # heaptrack's rule in SQL: a free just after an allocation of the same
+    # size and stack, all threads' events in time order
+    eq "seed $seed: temporary blocks = heaptrack's rule in SQL" "$(jq .temporary_blocks "$W/sum.json")" \
+        "$(sqlite3 "$DB" "WITH ev(t, k, size, bt) AS (SELECT alloc_after, 1, size, bt FROM allocations
+            UNION ALL SELECT dealloc_after, 2, size, bt FROM allocations WHERE dealloc_after IS NOT NULL),
+          o AS (SELECT k, size, bt, lag(k) OVER w AS pk, lag(size) OVER w AS ps, lag(bt) OVER w AS pb
+            FROM ev WINDOW w AS (ORDER BY t))
+          SELECT count(*) FROM o WHERE k = 2 AND pk = 1 AND ps = size AND pb = bt")"
     # the class this test guards: frees by a thread that appeared after the
     # block's allocating thread (threads.id follows first appearance)
     late=$(sqlite3 "$DB" "SELECT count(*) FROM allocations WHERE dealloc_thread > alloc_thread")
@@ -305,6 +313,13 @@ for seed in "$@"; do
             fail "[$URL] flamegraph.pl mode=freed: $(head -c 300 "$W/body")"
         fi
     done
+    # the mode's name and title say what it shows; the former name says the new one
+    get "/data/0/export/flamegraph?mode=freed" >/dev/null
+    CHECKS=$((CHECKS + 1))
+    grep -q '>Flamegraph: bytes of freed blocks (' "$W/body" || fail "the freed-blocks flamegraph's title"
+    eq "mode=temporary: refused" "$(get "/data/0/export/flamegraph?mode=temporary")" 400
+    CHECKS=$((CHECKS + 1))
+    grep -q 'mode=freed' "$W/body" || fail "mode=temporary does not name mode=freed: $(cat "$W/body")"
     rh_stop
     # view's `/` filter, driven as a person drives it
     tmux -S "$TMUX_SOCK" new-session -d -s v -x 160 -y 50 \
