@@ -24,7 +24,9 @@
 #                            and /timeline_sites, whose stacked series must
 #                            add up to its total at every column, the total
 #                            equal the scope's timeline (temp.stl) and its
-#                            highest column hold the peak at the peak's time
+#                            highest column hold the peak at the peak's time;
+#                            unfiltered, every site's line (/site) summed
+#                            must be that total too
 # are compared with plain SQL through the sqlite3 shell (a call site is frame
 # 0: the program has no allocator wrappers; the peak is the running sum of
 # the selected blocks' allocations and frees in time order). The flamegraph
@@ -146,6 +148,7 @@ check_filter() { # CLI URL WHERE
         fail "[$URL] /summary: $(head -c 300 "$W/body")"
     fi
     if [ "$(get "/data/0/sites?${P}count=100000")" = 200 ]; then
+        cp "$W/body" "$W/got.sites.json"
         jq -r '.sites[] | select(.count > 0) | "\(.function)|\(.location)|\(.count)|\(.bytes)|\(.leaked_blocks)|\(.leaked_bytes)|\(.peak_bytes)|\(.temporary)"' \
             "$W/body" | sort >"$W/got.sites"
         eq "[$URL] /sites" "$(cat "$W/got.sites")" "$(cat "$W/want.top")"
@@ -205,6 +208,22 @@ check_stacked() { # URL CLI NSEL
     "$RH" query "$DB" "SELECT max_bytes FROM temp.stl ORDER BY col" $2 --csv 2>>"$W/err" |
         tail -n +2 >"$W/stl"
     eq "[$1] /timeline_sites total = the scope's timeline" "$(cat "$W/ts.total")" "$(cat "$W/stl")"
+    if [ -z "$1" ]; then
+        # one site's line (/site): every site's line, summed, is the total
+        cp "$W/body" "$W/ts.json"
+        jq -r '.sites[] | "function=\(.function)&location=\(.location)"' "$W/got.sites.json" >"$W/site.q"
+        rm -f "$W/lines"
+        while read -r q; do
+            if [ "$(get "/data/0/site?$q")" = 200 ]; then
+                jq -c '.timeline.series[0].values' "$W/body" >>"$W/lines"
+            else
+                fail "/site?$q: $(head -c 300 "$W/body")"
+            fi
+        done <"$W/site.q"
+        eq "/site: the sites' lines add up to the total at every column" \
+            "$(jq -s -r 'transpose | .[] | add' "$W/lines")" "$(cat "$W/ts.total")"
+        cp "$W/ts.json" "$W/body"
+    fi
     pk=$(sql "$WH" "SELECT bytes || ' ' || t FROM pk")
     top=$(jq -r '[.total, .xs] | transpose | (map(.[0]) | max) as $m | map(select(.[0] == $m)) | .[0] |
         "\(.[0]) \(.[1])"' "$W/body")
