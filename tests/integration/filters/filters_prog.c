@@ -8,7 +8,7 @@
  * events whatever the scheduler does, and the same seed gives the same run.
  * The holder of the baton runs a burst of operations on a shared table of
  * blocks, then hands the baton to a thread picked at random (often the
- * newest). What the plan is made of, on purpose:
+ * newest, or one that has not had a turn yet: every worker gets one). What the plan is made of, on purpose:
  *   - threads created in every order: any thread (main or a worker) may
  *     create the next worker during its burst, so creator and created come
  *     in random order, and a worker may retire (return) after any turn;
@@ -275,13 +275,24 @@ __attribute__((noinline)) static void burst(int me)
     }
 }
 
-/* Hands the baton on: to the newest thread half the time, else to any
- * live one. Called with mu held. */
+/* The oldest worker that has not had a turn yet, or 0. */
+static int first_fresh(void)
+{
+    for (int k = 1; k < nthreads; k++)
+        if (fresh[k])
+            return k;
+    return 0;
+}
+
+/* Hands the baton on: to the newest thread half the time, else to a worker
+ * that has not had its turn yet, else to any live one. Called with mu held. */
 static void pass_baton(void)
 {
     int next = 0;
     if (pick(2) && alive[nthreads - 1])
         next = nthreads - 1;
+    else if (first_fresh())
+        next = first_fresh();
     else {
         int live[MAXT + 1], n = 0;
         for (int k = 0; k < nthreads; k++)
@@ -340,7 +351,7 @@ int main(int argc, char **argv)
     int turns = 250 + (int)pick(150);
     alive[0] = 1;
     pthread_mutex_lock(&mu);
-    for (int t = 0; t < turns || nthreads < want_threads; t++) {
+    for (int t = 0; t < turns || nthreads < want_threads || first_fresh(); t++) {
         while (turn != 0)
             pthread_cond_wait(&cv, &mu);
         burst(0);

@@ -20,7 +20,9 @@
 #   rheaper leaks --json     per call site: leaked blocks and bytes
 #   rheaper peak --json      per call site: blocks and bytes at the peak
 #   rheaper serve            /summary, /sites, /allocation_groups (per
-#                            stack), /allocations (total_count), /threads
+#                            stack), /allocations (total_count), /threads,
+#                            /tree's total, /timeline's peak and end,
+#                            /leaks, flamegraph.pl's bytes
 #                            and /timeline_sites, whose stacked series must
 #                            add up to its total at every column, the total
 #                            equal the scope's timeline (temp.stl) and its
@@ -178,6 +180,40 @@ check_filter() { # CLI URL WHERE
             "$want_th"
     else
         fail "[$URL] /threads: $(head -c 300 "$W/body")"
+    fi
+    # /tree: the total of every root; /timeline: the peak and the end
+    tot=$(sql "$WH" "SELECT coalesce(sum(size), 0) || ' ' || count(*) || ' '
+        || coalesce(sum(CASE WHEN dealloc_after IS NULL THEN size END), 0) || ' ' || pk.bytes || ' '
+        || coalesce(sum(temporary), 0) || ' ' || (count(*) - count(dealloc_after)) FROM s, pk")
+    if [ "$(get "/data/0/tree?${P}count=1")" = 200 ]; then
+        eq "[$URL] /tree total (bytes, blocks, leaked, peak, temporary)" "$(jq -r '.total | join(" ")' "$W/body")" \
+            "${tot% *}"
+    else
+        fail "[$URL] /tree: $(head -c 300 "$W/body")"
+    fi
+    if [ "$(get "/data/0/timeline?$URL")" = 200 ]; then
+        set -- $tot
+        # end_count is null without filters (rest-api.md: the converter's
+        # timeline keeps bytes)
+        eb=$6 ec='.end_count | last // 0'
+        [ -n "$URL" ] || eb=null ec='.end_count | last'
+        eq "[$URL] /timeline: highest, end bytes, end blocks" \
+            "$(jq -r "\"\\(.max_size | max // 0) \\(.end_size | last // 0) \\($ec)\"" "$W/body")" "$4 $3 $eb"
+    else
+        fail "[$URL] /timeline: $(head -c 300 "$W/body")"
+    fi
+    if [ "$(get "/data/0/leaks?${P}count=100000")" = 200 ]; then
+        jq -r '.leaks[] | "\(.function)|\(.location)\t\(.leaked_count)\t\(.leaked_size)"' "$W/body" |
+            awk -F'\t' '{ n[$1] += $2; b[$1] += $3 } END { for (k in n) if (n[k] > 0) print k "|" n[k] "|" b[k] }' |
+            sort >"$W/got.sleaks"
+        eq "[$URL] /leaks" "$(cat "$W/got.sleaks")" "$(cat "$W/want.leaks")"
+    else
+        fail "[$URL] /leaks: $(head -c 300 "$W/body")"
+    fi
+    if [ "$(get "/data/0/export/flamegraph.pl?$URL")" = 200 ]; then
+        eq "[$URL] flamegraph.pl: bytes" "$(awk '{ n += $NF } END { print n + 0 }' "$W/body")" "${tot%% *}"
+    else
+        fail "[$URL] flamegraph.pl: $(head -c 300 "$W/body")"
     fi
     check_stacked "$URL" "$CLI" "$nsel"
 }
