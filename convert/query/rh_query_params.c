@@ -373,9 +373,9 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
      * leaks) sees bytehound's filters too. The scope's peak is that of msel's
      * rows (the highest running sum of their allocations and frees in time
      * order, first reached), and the peak columns are taken at its time, as
-     * the pass takes them for the CLI's filters. The pass's timeline and leak curve do not know bytehound's
-     * filters: timeline = 0 and leak_buckets = 0 make their readers compute
-     * them from sel's rows. */
+     * the pass takes them for the CLI's filters. The pass's timeline and
+     * leak curve do not know bytehound's filters: timeline = 0 and
+     * leak_buckets = 0 make their readers compute them from sel's rows. */
     /* sstat's figures are estimates on a sampled profile, summed
      * as the converter and the C pass sum them (RH_W_N, rh_convert.h) */
     char sql[8192];

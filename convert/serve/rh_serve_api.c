@@ -877,8 +877,8 @@ static int rh_ep_export(struct rh_req *q, const char *what)
             if (!strcmp(q->pr->k[i], "lifetime") && q->pr->v[i] && *q->pr->v[i] &&
                 strcmp(q->pr->v[i], "only_temporary"))
                 return rh_resp_error(q->r, 400, "lifetime",
-                                     "mode=freed selects the freed blocks (lifetime=only_temporary); lifetime=%s"
-                                     " contradicts it",
+                                     "mode=freed selects the freed blocks"
+                                     " (lifetime=only_temporary); lifetime=%s contradicts it",
                                      q->pr->v[i]);
     }
     if (rh_take_params(q, strcmp(what, "heaptrack") ? own : NULL))

@@ -56,12 +56,12 @@ struct slot {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int turn;                /* who holds the baton: 0 = main, K = worker K */
-static int quit;                /* set by main at the end: workers return */
-static int nthreads = 1;        /* threads created so far, main included */
-static int want_threads;        /* workers to create, plus main */
-static int alive[MAXT + 1];     /* 1 while thread K takes turns */
-static int fresh[MAXT + 1];     /* 1 until worker K's first turn */
+static int turn;            /* who holds the baton: 0 = main, K = worker K */
+static int quit;            /* set by main at the end: workers return */
+static int nthreads = 1;    /* threads created so far, main included */
+static int want_threads;    /* workers to create, plus main */
+static int alive[MAXT + 1]; /* 1 while thread K takes turns */
+static int fresh[MAXT + 1]; /* 1 until worker K's first turn */
 static pthread_t tids[MAXT + 1];
 static uint64_t rng;
 static struct slot tab[NSLOT];
@@ -348,7 +348,7 @@ int main(int argc, char **argv)
     /* 17 to MAXT - 1 workers, plus main: past 16 and often 32 threads, where
      * a reader's thread table grows */
     want_threads = 18 + (int)pick(MAXT - 17);
-    int turns = 250 + (int)pick(150);
+    int turns = 150 + (int)pick(100);
     alive[0] = 1;
     pthread_mutex_lock(&mu);
     for (int t = 0; t < turns || nthreads < want_threads || first_fresh(); t++) {
