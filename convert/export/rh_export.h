@@ -14,9 +14,9 @@
 /* ---- rh_export_svg.c: flamegraph and timeline --------------------------- */
 
 /* RH_FLAME_CPU: CPU samples (TEMP TABLE cpustat) instead of bytes.
- * RH_FLAME_TEMP: the bytes of the scope, which the caller has narrowed to the
- * temporary blocks (titled so). */
-enum rh_flame_weight { RH_FLAME_ALL, RH_FLAME_LEAKED, RH_FLAME_PEAK, RH_FLAME_CPU, RH_FLAME_TEMP };
+ * RH_FLAME_FREED: the bytes of the scope, which the caller has narrowed to the
+ * freed blocks (titled so). */
+enum rh_flame_weight { RH_FLAME_ALL, RH_FLAME_LEAKED, RH_FLAME_PEAK, RH_FLAME_CPU, RH_FLAME_FREED };
 
 /* Writes a self-contained interactive SVG flamegraph of `sel` (click to zoom,
  * hover for details). embedded = 1 omits the XML prolog for inlining in HTML.

@@ -267,7 +267,7 @@ static int rh_ftree_build(sqlite3 *db, enum rh_flame_weight w, struct rh_ftree *
         [RH_FLAME_PEAK] = "SELECT bt, peak_bytes, peak_blocks FROM temp.sstat"
                           " WHERE peak_blocks > 0 ORDER BY bt",
         [RH_FLAME_CPU] = "SELECT bt, samples, samples FROM temp.cpustat ORDER BY bt",
-        [RH_FLAME_TEMP] = "SELECT bt, bytes, count FROM temp.sstat ORDER BY bt",
+        [RH_FLAME_FREED] = "SELECT bt, bytes, count FROM temp.sstat ORDER BY bt",
     };
     memset(t, 0, sizeof *t);
     int32_t root_name = rh_ftree_name(t, "all");
@@ -479,7 +479,7 @@ static const char *const rh_weight_title[] = {
     [RH_FLAME_LEAKED] = "leaked bytes",
     [RH_FLAME_PEAK] = "bytes live at the peak",
     [RH_FLAME_CPU] = "CPU samples",
-    [RH_FLAME_TEMP] = "bytes of temporary blocks",
+    [RH_FLAME_FREED] = "bytes of freed blocks",
 };
 
 /* Writes the SVG's opening tag (with the XML prolog unless embedded). */

@@ -370,16 +370,24 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
     }
     /* msel holds the rows; sel becomes a view of it and sstat is summed
      * again, so every writer that reads sel or sstat (flamegraph, heaptrack,
-     * leaks) sees bytehound's filters too. The peak columns keep the scope's
-     * peak time. The pass's timeline and leak curve do not know bytehound's
-     * filters: timeline = 0 and leak_buckets = 0 make their readers compute
-     * them from sel's rows. */
+     * leaks) sees bytehound's filters too. The scope's peak is that of msel's
+     * rows (the highest running sum of their allocations and frees in time
+     * order, first reached), and the peak columns are taken at its time, as
+     * the pass takes them for the CLI's filters. The pass's timeline and
+     * leak curve do not know bytehound's filters: timeline = 0 and
+     * leak_buckets = 0 make their readers compute them from sel's rows. */
     /* sstat's figures are estimates on a sampled profile, summed
      * as the converter and the C pass sum them (RH_W_N, rh_convert.h) */
     char sql[8192];
     snprintf(sql, sizeof sql,
              "CREATE TEMP TABLE msel AS SELECT * FROM sel WHERE %s ORDER BY id;"
              "CREATE INDEX temp.msel_bt ON msel(bt);"
+             "WITH ev(t, d) AS (SELECT alloc_after, " RH_W_ROW_B " FROM msel UNION ALL"
+             " SELECT dealloc_after, -" RH_W_ROW_B " FROM msel WHERE dealloc_after IS NOT NULL),"
+             " run AS (SELECT t, sum(d) OVER (ORDER BY t ROWS UNBOUNDED PRECEDING) AS live FROM ev),"
+             " top AS (SELECT live, t FROM run ORDER BY live DESC, t LIMIT 1)"
+             " UPDATE temp.scope SET peak_bytes = coalesce((SELECT live FROM top), 0),"
+             " peak_time = coalesce((SELECT t FROM top), 0);"
              "DROP TABLE temp.sstat;"
              "CREATE TEMP TABLE sstat AS SELECT bt, " RH_W_N("1") " AS count,"
              " sum(" RH_W_ROW_B ") AS bytes,"
@@ -394,7 +402,8 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
              " " RH_W_N("temporary") " AS temporary, min(alloc_after) AS first_alloc,"
              " max(alloc_after) AS last_alloc"
              " FROM msel, (SELECT peak_time AS t FROM temp.scope) p GROUP BY bt;"
-             "UPDATE temp.scope SET rows = 1, timeline = 0, leak_buckets = 0;",
+             "UPDATE temp.scope SET rows = 1, timeline = 0, leak_buckets = 0,"
+             " peak_blocks = (SELECT coalesce(sum(peak_blocks), 0) FROM temp.sstat);",
              where);
     if (rh_sql_exec(db, sql) || rh_temp_drop(db, "sel"))
         return -1;

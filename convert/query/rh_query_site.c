@@ -136,7 +136,8 @@ static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites
         if (r != SQLITE_ROW && r != SQLITE_DONE)
             goto sqlfail;
         more = r == SQLITE_ROW;
-        int64_t col = more ? sqlite3_column_int64(ch, 0) : ncol;
+        /* stls counts columns from 1, as timeline does; c and vals from 0 */
+        int64_t col = more ? sqlite3_column_int64(ch, 0) - 1 : ncol;
         /* finish the columns up to col: the changed ones take their deltas */
         while (c < col && c < ncol) {
             if (c >= 0)

@@ -833,8 +833,11 @@ static int rh_ep_cpu(struct rh_req *q)
 
 /* ---- exports ------------------------------------------------------------------------ */
 
-/* The flamegraphs' `mode`: what the frames' widths count. temporary is the
- * bytes of the scope's temporary blocks (the lifetime filter is set). */
+/* The flamegraphs' `mode`: what the frames' widths count. freed is the
+ * bytes of the scope's freed blocks (bytehound's lifetime=only_temporary is
+ * set); "temporary" is heaptrack's word here (lifetime=only_heaptrack_temporary),
+ * so the mode of that name, which showed every freed block, is refused with
+ * its new name. */
 static int rh_flame_mode(struct rh_req *q, enum rh_flame_weight *w)
 {
     static const struct {
@@ -843,19 +846,23 @@ static int rh_flame_mode(struct rh_req *q, enum rh_flame_weight *w)
     } modes[] = {{"allocated", RH_FLAME_ALL},
                  {"leaked", RH_FLAME_LEAKED},
                  {"peak", RH_FLAME_PEAK},
-                 {"temporary", RH_FLAME_TEMP},
+                 {"freed", RH_FLAME_FREED},
                  {"cpu", RH_FLAME_CPU}};
     const char *v = rh_param(q, "mode");
     *w = RH_FLAME_ALL;
     if (!v)
         return 0;
+    if (!strcmp(v, "temporary"))
+        return rh_resp_error(q->r, 400, "mode",
+                             "mode=temporary is now mode=freed (the bytes of every freed block);"
+                             " for the temporary blocks use lifetime=only_heaptrack_temporary");
     for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
         if (!strcmp(v, modes[k].name)) {
             *w = modes[k].w;
             return 0;
         }
     return rh_resp_error(q->r, 400, "mode",
-                         "bad value '%s' for mode: allocated, leaked, peak, temporary or cpu", v);
+                         "bad value '%s' for mode: allocated, leaked, peak, freed or cpu", v);
 }
 
 static int rh_ep_export(struct rh_req *q, const char *what)
@@ -864,19 +871,19 @@ static int rh_ep_export(struct rh_req *q, const char *what)
     enum rh_flame_weight w = RH_FLAME_ALL;
     if (strcmp(what, "heaptrack") && rh_flame_mode(q, &w))
         return -1;
-    if (w == RH_FLAME_TEMP) {
-        /* the temporary blocks: set the lifetime filter unless one is set */
+    if (w == RH_FLAME_FREED) {
+        /* the freed blocks: set the lifetime filter unless one is set */
         for (int i = 0; i < q->pr->n; i++)
             if (!strcmp(q->pr->k[i], "lifetime") && q->pr->v[i] && *q->pr->v[i] &&
                 strcmp(q->pr->v[i], "only_temporary"))
                 return rh_resp_error(q->r, 400, "lifetime",
-                                     "mode=temporary selects the temporary blocks; lifetime=%s"
-                                     " contradicts it",
+                                     "mode=freed selects the freed blocks"
+                                     " (lifetime=only_temporary); lifetime=%s contradicts it",
                                      q->pr->v[i]);
     }
     if (rh_take_params(q, strcmp(what, "heaptrack") ? own : NULL))
         return -1;
-    if (w == RH_FLAME_TEMP && q->q.lifetime != 4) {
+    if (w == RH_FLAME_FREED && q->q.lifetime != 4) {
         char err[256];
         if (rh_qfilter_param(&q->q, "lifetime", "only_temporary", err, sizeof err) < 0)
             return rh_resp_error(q->r, 400, "lifetime", "%s", err);

@@ -4,15 +4,18 @@
 // uses it: opens views, sorts, types a search, and reads what the page
 // shows. Saves a screenshot of each view.
 //
-// usage: node browser.mjs CHROMIUM BASE_URL OUT_DIR CACHE_PEAK_DELTA
+// usage: node browser.mjs CHROMIUM BASE_URL OUT_DIR CACHE_PEAK_DELTA FREED_BYTES
+//        FREED_BLOCKS TEMPORARY
 // CACHE_PEAK_DELTA: the change of the bytes cache_store held at each
-// profile's peak, from the two databases (the shell reads it with SQL).
+// profile's peak, from the two databases (the shell reads it with SQL);
+// FREED_BYTES, FREED_BLOCKS: the first profile's freed blocks; TEMPORARY:
+// its temporary blocks by heaptrack's rule, computed in SQL from the events.
 // Prints one line per check ("ok: ..." or "FAIL: ...") and ends with
 // "N passed, N failed"; exits 1 when a check failed.
 import { spawn } from "node:child_process";
 import { writeFileSync, mkdirSync } from "node:fs";
 
-const [chromiumPath, base, outDir, cacheDelta] = process.argv.slice(2);
+const [chromiumPath, base, outDir, cacheDelta, freedBytes, freedBlocks, temporary] = process.argv.slice(2);
 mkdirSync(outDir, { recursive: true });
 let passed = 0, failed = 0;
 function check(what, got, want) {
@@ -111,6 +114,12 @@ async function main() {
     check("overview: allocated in units", cards.allocated, (v) => /^[0-9.]+ (KiB|MiB|GiB)$/.test(v));
     check("overview: duration in seconds", cards.duration, (v) => /^[0-9.]+ s$/.test(v));
     check("overview: CPU time shown", cards.CPU, (v) => /^[0-9.]+ (ms|s)$/.test(v));
+    const tempTitle = await evaluate(`[...document.querySelectorAll(".card")].filter((c) =>
+        c.querySelector(".k").textContent === "temporary").map((c) => c.querySelector(".v").title).join()`);
+    check("overview: temporary is heaptrack's rule's count", tempTitle, `${temporary} blocks`);
+    const lifeMenu = await evaluate(`[...document.querySelectorAll('select[name="lifetime"] option')].map((o) => o.value + "=" + o.textContent)`);
+    check("filters: the lifetime menu calls bytehound's only_temporary freed", lifeMenu.includes("only_temporary=freed (only_temporary)"), true);
+    check("filters: and heaptrack's temporary temporary", lifeMenu.includes("only_heaptrack_temporary=temporary (only_heaptrack_temporary)"), true);
     check("overview: series stacked by call site", await evaluate(`Number(document.getElementById("timeline").dataset.series)`), (n) => n >= 3);
     await shot("overview");
 
@@ -175,6 +184,16 @@ async function main() {
         return f.src.includes("mode=leaked") && f.contentDocument && f.contentDocument.querySelector("svg > text") ?
         f.contentDocument.querySelector("svg > text").textContent : null; })()`, "the leaked flamegraph");
     check("flamegraph: the leaked one says so", leakedTitle, (t) => t.startsWith("Flamegraph: leaked bytes"));
+    /* every freed block (bytehound's only_temporary), named after what it shows */
+    check("freed-blocks flamegraph loads", await open("?tab=flame&p=0&mode=freed"), "1");
+    const freedTitle = await until(`(() => { const f = document.getElementById("flame");
+        return f.src.includes("mode=freed") && f.contentDocument && f.contentDocument.querySelector("svg > text") ?
+        f.contentDocument.querySelector("svg > text").textContent : null; })()`, "the freed-blocks flamegraph");
+    check("flamegraph: the freed one says so", freedTitle, (t) => t.startsWith("Flamegraph: bytes of freed blocks"));
+    check("flamegraph: the mode's label", await evaluate(`document.querySelector("#flame-mode option:checked").textContent`), "freed blocks' bytes");
+    check("flamegraph: no mode is called temporary", await evaluate(`[...document.querySelectorAll("#flame-mode option")].some((o) => /temporar/.test(o.value + o.textContent))`), false);
+    check("flamegraph: freed blocks weigh the freed bytes", await evaluate(`document.getElementById("flame").contentDocument.querySelector("title").textContent`),
+        (t) => t.startsWith(`all (${freedBytes} bytes, 100.00%, ${freedBlocks} allocations)`));
 
     /* the CPU view lists the hot function */
     check("CPU view loads", await open("?tab=cpu&p=0"), "1");

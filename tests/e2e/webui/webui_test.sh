@@ -6,7 +6,9 @@
 # the leaks view and in the call sites by leaked bytes, one row per site,
 # sizes in units, a search narrowing the tree and the flamegraph, the hot
 # function in the CPU view, the cache first in the comparison with its
-# delta, a bad regex reported beside its field. Screenshots: WORK/shots.
+# delta, a bad regex reported beside its field, "temporary" as heaptrack counts
+# it on the overview and the freed-blocks flamegraph weighing the freed bytes
+# (the two meanings, each under its own word). Screenshots: WORK/shots.
 # Without chromium or node it fails under CI=true and skips (77) elsewhere.
 #
 # usage: webui_test.sh BIN SRC WORK
@@ -41,7 +43,18 @@ held() { # DB: the bytes cache_store held at the profile's peak
     DB=$1 sq "SELECT sum(peak_bytes) FROM stack_stats WHERE bt IN (SELECT s.id FROM stacks s JOIN backtraces b ON b.id = s.id AND b.frame_no = s.callsite WHERE b.sym = 'cache_store')"
 }
 delta=$(($(held "$W/b.db") - $(held "$W/a.db")))
-node "$SRC/browser.mjs" "$CHROMIUM" "$B" "$W/shots" "$delta" >"$W/browser.out" 2>&1
+# the freed blocks, and the temporary ones by heaptrack's rule (a free just
+# after an allocation of the same size and stack, all threads in time order)
+DB=$W/a.db
+freed_bytes=$(sq "SELECT sum(size) FROM allocations WHERE dealloc_after IS NOT NULL")
+freed_blocks=$(sq "SELECT count(*) FROM allocations WHERE dealloc_after IS NOT NULL")
+temporary=$(sq "WITH ev(t, k, size, bt) AS (SELECT alloc_after, 1, size, bt FROM allocations UNION ALL
+    SELECT dealloc_after, 2, size, bt FROM allocations WHERE dealloc_after IS NOT NULL),
+  o AS (SELECT k, size, bt, lag(k) OVER w AS pk, lag(size) OVER w AS ps, lag(bt) OVER w AS pb
+    FROM ev WINDOW w AS (ORDER BY t))
+  SELECT count(*) FROM o WHERE k = 2 AND pk = 1 AND ps = size AND pb = bt")
+node "$SRC/browser.mjs" "$CHROMIUM" "$B" "$W/shots" "$delta" "$freed_bytes" "$freed_blocks" "$temporary" \
+    >"$W/browser.out" 2>&1
 st=$?
 cat "$W/browser.out"
 eq "browser checks" "$st" 0
