@@ -162,6 +162,7 @@ struct rh_thread {
     uint32_t tid;
     uint8_t named;
     char name[17];
+    uint64_t name_time; /* stream time (event units) of the THREADNAME that set name */
 };
 
 /* Decoder state of one stream (one slot's EVENTS chunks, or the SHARED ones). */

@@ -781,6 +781,13 @@ RH_HIDDEN void rh_thread_init(void);
 RH_HIDDEN void rh_thread_seal_self_locked(void);
 /* Counts events and open chunks over the slot array. Caller holds rh_prof_lock. */
 RH_HIDDEN void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks);
+/* Restates, in the shared stream, the name of every other thread that holds a
+ * slot of the current recording, read from /proc/self/task/TID/comm: names
+ * set by another thread (pthread_setname_np from main after pthread_create)
+ * or after the thread's last seal reach the profile of a thread still running
+ * at the close. Caller holds rh_shared_lock and rh_prof_lock, before the
+ * shared chunk is sealed. */
+RH_HIDDEN void rh_thread_names_locked(void);
 
 /* ---- rh_record.c -------------------------------------------------------- */
 
