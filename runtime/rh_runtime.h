@@ -1328,6 +1328,11 @@ RH_HIDDEN int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch);
  * events are counted lost, as are those of a chunk of another or a failed
  * recording. Any lock or none may be held (rh_sq's lock is a leaf). */
 RH_HIDDEN void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt);
+/* A chunk mapping of recording `epoch` was opened for a writer (EVENTS or
+ * SHARED; its header filled): the sender sends what it holds while it is
+ * open (partial chunks, FORMAT.md "Streaming"), until rh_stream_push takes
+ * it. Any lock or none may be held. */
+RH_HIDDEN void rh_stream_chunk_opened(void *map, uint32_t epoch);
 /* Queues the end of recording `epoch`'s connection (after its trailer). */
 RH_HIDDEN void rh_stream_end_locked(uint32_t epoch);
 /* Writes the trailer's stream fields (FORMAT.md, version 3 streaming). */

@@ -123,6 +123,8 @@ static int rh_writer_open_as(struct rh_writer *w, uint64_t t, int locked)
         w->end -= RH_NAME_RESERVE; /* room to restate the name at seal */
     } else
         rh_writer_setthread(w); /* the caller holds rh_shared_lock and writes next */
+    if (rh_stream_on())
+        rh_stream_chunk_opened(h, w->epoch); /* sent while open, within a second */
     return 0;
 }
 
