@@ -20,7 +20,10 @@
  *   stream_prog idle|busy      one block of 77777 bytes from marker_alloc,
  *                              prints "allocated", then idle: sleeps (120 s);
  *                              busy: a malloc/free pair of 24 bytes every
- *                              100 us (120 s); the test kills it before
+ *                              10 ms (120 s: its chunk fills in no less than
+ *                              10 s, so only what open chunks hold can reach
+ *                              the collector sooner); the test kills it
+ *                              before
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -142,11 +145,11 @@ static int run_marker(int busy)
             sleep(1);
         return 0;
     }
-    for (int i = 0; i < 1200000; i++) {
+    for (int i = 0; i < 12000; i++) {
         void *p = malloc(24);
         sink = p;
         free(p);
-        usleep(100);
+        usleep(10000);
     }
     return 0;
 }
