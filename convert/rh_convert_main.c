@@ -66,7 +66,8 @@ int main(int argc, char **argv)
                 search[nsearch++] = argv[++i];
             } else if (!strcmp(a, "--debug-dir")) {
                 if (i + 1 >= argc || ndebug == 16) {
-                    fprintf(stderr, "rheaper-convert: --debug-dir needs a directory (at most 16)\n");
+                    fprintf(stderr,
+                            "rheaper-convert: --debug-dir needs a directory (at most 16)\n");
                     return 2;
                 }
                 debug_dirs[ndebug++] = argv[++i];

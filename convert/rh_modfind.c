@@ -74,8 +74,8 @@ int rh_modfind_open(const char *path, char *real, size_t reallen, char *why, siz
     if (fd < 0) {
         /* err names the resolved path; the caller names the recorded one */
         const char *colon = strstr(err, ": ");
-        snprintf(why, whylen, "%s%s", errno == EINVAL ? "" : "cannot open: ",
-                 colon ? colon + 2 : err);
+        snprintf(why, whylen, "%s%s",
+                 errno == EINVAL ? "" : "cannot open: ", colon ? colon + 2 : err);
         return -1;
     }
     memcpy(real, buf, strlen(buf) + 1);
@@ -84,8 +84,8 @@ int rh_modfind_open(const char *path, char *real, size_t reallen, char *why, siz
 
 /* Writes DIR/.build-id/xx/yyyy[suffix] for build id (id, len). Returns 0, or
  * -1 when it does not fit or the id is too short to name a file. */
-static int rh_buildid_path(char *out, size_t size, const char *dir, const uint8_t *id,
-                           unsigned len, const char *suffix)
+static int rh_buildid_path(char *out, size_t size, const char *dir, const uint8_t *id, unsigned len,
+                           const char *suffix)
 {
     if (len < 2)
         return -1;
@@ -114,8 +114,8 @@ int rh_modfind_candidates(const struct rh_modfind_paths *p, const char *path, co
     const char *base = path ? strrchr(path, '/') : NULL;
     base = base ? base + 1 : path;
     for (size_t i = 0; base && base[0] && p && p->search && p->search[i]; i++)
-        if (n < max && snprintf(out[n], RH_MODFIND_PATH, "%s/%s", p->search[i], base) <
-                           RH_MODFIND_PATH)
+        if (n < max &&
+            snprintf(out[n], RH_MODFIND_PATH, "%s/%s", p->search[i], base) < RH_MODFIND_PATH)
             n++;
     return n;
 }
@@ -230,9 +230,9 @@ static int rh_debug_try(const char *cand, const char *self, const uint8_t *want,
     return fd;
 }
 
-int rh_modfind_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-                         Dwarf_Addr base, const char *file_name, const char *debuglink_file,
-                         GElf_Word debuglink_crc, char **debuginfo_file_name)
+int rh_modfind_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                         const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                         char **debuginfo_file_name)
 {
     (void)modname;
     (void)base;
@@ -285,8 +285,7 @@ int rh_modfind_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
     for (size_t i = 0; rh_modfind_dir(p, i); i++)
         if (snprintf(cand, sizeof cand, "%s%s/%s", rh_modfind_dir(p, i), dir, debuglink_file) <
                 (int)sizeof cand &&
-            (fd = rh_debug_try(cand, self, want, wantlen, debuglink_crc,
-                               debuginfo_file_name)) >= 0)
+            (fd = rh_debug_try(cand, self, want, wantlen, debuglink_crc, debuginfo_file_name)) >= 0)
             return fd;
     return -1;
 }

@@ -18,18 +18,15 @@
  * descriptor and the resolved path in real, or -1 with why ("cannot open: No
  * such file or directory", "is a FIFO, not a regular file"). */
 __attribute__((visibility("hidden"))) int rh_modfind_open(const char *path, char *real,
-                                                          size_t reallen, char *why,
-                                                          size_t whylen);
+                                                          size_t reallen, char *why, size_t whylen);
 
 /* Writes the files to try for a module recorded at path with build id
  * (id, idlen), in order: path, by build id under each debug directory
  * (D/.build-id/xx/yyyy, then its .debug), DIR/basename(path) for each search
  * directory. Returns how many (at most max). */
-__attribute__((visibility("hidden"))) int rh_modfind_candidates(const struct rh_modfind_paths *p,
-                                                                const char *path,
-                                                                const uint8_t *id, unsigned idlen,
-                                                                char (*out)[RH_MODFIND_PATH],
-                                                                int max);
+__attribute__((visibility("hidden"))) int
+rh_modfind_candidates(const struct rh_modfind_paths *p, const char *path, const uint8_t *id,
+                      unsigned idlen, char (*out)[RH_MODFIND_PATH], int max);
 
 /* Dwfl_Callbacks.find_debuginfo: the module's separate debug file (or the dwz
  * file of its alt link) by build id under the debug directories, then by

@@ -768,7 +768,8 @@ static void rh_mod_load(struct rh_symbolizer *s, struct rh_symmod *m)
     char real[RH_MODFIND_PATH], why[512] = "cannot open: no candidate file", other[512];
     int fd = -1;
     for (int i = 0; i < n && fd < 0; i++)
-        fd = rh_mod_try(m, cands[i], real, sizeof real, i ? other : why, i ? sizeof other : sizeof why);
+        fd = rh_mod_try(m, cands[i], real, sizeof real, i ? other : why,
+                        i ? sizeof other : sizeof why);
     if (fd < 0) {
         rh_sym_warn(m->path, "%s", why);
         return;

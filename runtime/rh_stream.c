@@ -238,9 +238,9 @@ static int rh_sq_ring_locked(void)
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
-    void *o = rh_sys_mmap(NULL, (size_t)RH_SQ_OPEN_CAP * sizeof(struct rh_sq_open),
-                          PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-                          0);
+    void *o =
+        rh_sys_mmap(NULL, (size_t)RH_SQ_OPEN_CAP * sizeof(struct rh_sq_open),
+                    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (o == MAP_FAILED) {
         rh_sys_munmap(m, (size_t)cap * sizeof(struct rh_sq_item));
         return -1;
@@ -599,8 +599,7 @@ static void rh_sq_partials(int drain)
             struct rh_sq_open *e = &rh_sq.open[i];
             struct rip_chunk_header *h = e->h;
             uint32_t used = h ? __atomic_load_n(&h->used, __ATOMIC_ACQUIRE) : 0;
-            if (!h || e->epoch != epoch || rh_sq.failed || used > h->capacity ||
-                used <= e->sent) {
+            if (!h || e->epoch != epoch || rh_sq.failed || used > h->capacity || used <= e->sent) {
                 rh_spin_unlock(&rh_sq.lock);
                 break;
             }

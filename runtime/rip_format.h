@@ -138,7 +138,7 @@ enum rip_chunk_type {
 #define RIP_STREAM_QUEUE_FULL 2u     /* streamed; stopped when the queue was full */
 #define RIP_STREAM_MAGIC "RHSTREAM"  /* hello: magic, u32 wire version, u32 zero */
 #define RIP_STREAM_HELLO_SIZE 16u
-#define RIP_STREAM_WIRE_VERSION 2u  /* 2: partial chunks (RIP_CHUNK_F_PART) */
+#define RIP_STREAM_WIRE_VERSION 2u /* 2: partial chunks (RIP_CHUNK_F_PART) */
 #define RIP_STREAM_WIRE_VERSION_MIN 1u
 #define RIP_STREAM_ACK_MAGIC "RHSTDONE" /* ack: magic, u64 bytes received */
 #define RIP_STREAM_ACK_SIZE 16u

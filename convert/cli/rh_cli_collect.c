@@ -369,8 +369,8 @@ static const char *rh_collect_step(struct rh_conn *c, const char *dir)
         if (memcmp(c->buf, RIP_STREAM_MAGIC, 8) != 0)
             return "not a rheaper stream (bad hello magic)";
         if (v < RIP_STREAM_WIRE_VERSION_MIN || v > RIP_STREAM_WIRE_VERSION) {
-            snprintf(why, sizeof why, "unsupported stream version %u (this collector: %u to %u)",
-                     v, RIP_STREAM_WIRE_VERSION_MIN, RIP_STREAM_WIRE_VERSION);
+            snprintf(why, sizeof why, "unsupported stream version %u (this collector: %u to %u)", v,
+                     RIP_STREAM_WIRE_VERSION_MIN, RIP_STREAM_WIRE_VERSION);
             return why;
         }
         c->version = v;

@@ -11,14 +11,15 @@
 
 static void *volatile sink;
 
-/* each allocation's line is taken on its own line: `KEEP(x(...)); l = __LINE__;` */
 #define KEEP(p) (sink = (p), free(sink))
+/* AT(call, l): call, with l set to the line it is written on */
+#define AT(call, l) ((l) = __LINE__, (call))
 
 __attribute__((noinline)) static void make_table(void)
 {
     int l = 0;
     for (int i = 0; i < 1500; i++) {
-        KEEP(xcalloc(4, 16)); l = __LINE__;
+        KEEP(AT(xcalloc(4, 16), l));
     }
     printf("SITE make_table 1500\nLINE make_table %d 1500\n", l);
 }
@@ -27,10 +28,10 @@ __attribute__((noinline)) static void two_tables(void)
 {
     int l1 = 0, l2 = 0;
     for (int i = 0; i < 70; i++) {
-        KEEP(xcalloc(2, 8)); l1 = __LINE__;
+        KEEP(AT(xcalloc(2, 8), l1));
     }
     for (int i = 0; i < 30; i++) {
-        KEEP(xcalloc(3, 8)); l2 = __LINE__;
+        KEEP(AT(xcalloc(3, 8), l2));
     }
     printf("SITE two_tables 100\nLINE two_tables %d 70\nLINE two_tables %d 30\n", l1, l2);
 }
@@ -40,7 +41,7 @@ __attribute__((noinline)) static void copy_names(void)
     static const char *names[] = {"alpha", "beta", "gamma", "delta"};
     int l = 0;
     for (int i = 0; i < 200; i++) {
-        KEEP(xstrdup(names[i % 4])); l = __LINE__;
+        KEEP(AT(xstrdup(names[i % 4]), l));
     }
     printf("SITE copy_names 200\nLINE copy_names %d 200\n", l);
 }

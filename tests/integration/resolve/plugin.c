@@ -12,12 +12,12 @@ void *volatile plugin_sink[4];
 
 __attribute__((noinline)) int plugin_alpha(void)
 {
-    plugin_sink[0] = malloc(7001 + VARIANT); return __LINE__;
+    return (plugin_sink[0] = malloc(7001 + VARIANT), __LINE__);
 }
 
 __attribute__((noinline)) int plugin_beta(void)
 {
-    plugin_sink[1] = calloc(1, 7002 + VARIANT); return __LINE__;
+    return (plugin_sink[1] = calloc(1, 7002 + VARIANT), __LINE__);
 }
 
 /* fills lines[] with the line of each allocation; returns how many */
