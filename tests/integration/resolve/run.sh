@@ -8,9 +8,9 @@
 #              found by build id (and without --debug-dir the frames stay
 #              unresolved, with the warning)
 #   search     the plugin moved away; --search DIR finds it
-#   fifo       the plugin's path is now a FIFO, and in a second run the
-#              plugin's .gnu_debuglink file is a FIFO: the converter warns
-#              and finishes (under a timeout), the rest resolves
+#   fifo       the plugin's .gnu_debuglink file, then the plugin's path, then
+#              the program's path is a FIFO: the converter warns and
+#              finishes (under a timeout), the rest resolves
 #
 #   run.sh BIN_DIR SRC_DIR WORK_DIR CASE
 set -u
@@ -108,7 +108,18 @@ fifo)
     got=$(sqlite3 "$work/p2.db" "SELECT coalesce(b.sym, 'unresolved') FROM allocations a JOIN backtraces b
           ON b.id = a.bt AND b.frame_no = 0 WHERE a.size = 7001")
     expect "the 7001-byte block's frame" "$got" unresolved
-    rm -f plugin.so
+    rm -f plugin.so && mv plugin.so.real plugin.so
+    # the program itself is a FIFO: one warning, the plugin's frames resolve
+    mv host host.real && mkfifo host
+    convert p3.db
+    rc=$?
+    expect "conversion status with a FIFO program" "$rc" 0
+    grep -q "/host: is a FIFO, not a regular file" "$work/conv.err" && ok ||
+        bad "no FIFO warning for the program: $(cat "$work/conv.err")"
+    got=$(sqlite3 "$work/p3.db" "SELECT b.sym FROM allocations a JOIN backtraces b ON b.id = a.bt
+          AND b.frame_no = 0 WHERE a.size = 7001")
+    expect "the 7001-byte block's function" "$got" plugin_alpha
+    rm -f host
     ;;
 *) fail "unknown case" ;;
 esac
