@@ -1335,7 +1335,10 @@ RH_HIDDEN void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int 
 RH_HIDDEN void rh_stream_chunk_opened(void *map, uint32_t epoch);
 /* Queues the end of recording `epoch`'s connection (after its trailer). */
 RH_HIDDEN void rh_stream_end_locked(uint32_t epoch);
-/* Writes the trailer's stream fields (FORMAT.md, version 3 streaming). */
+/* Writes the trailer's stream fields (FORMAT.md, version 3 streaming) and adds
+ * to its open count (bytes 40..43, written before) the chunks the collector
+ * holds open because the queue refused their sealed form after parts of them
+ * were sent. */
 RH_HIDDEN void rh_stream_trailer_fields(uint8_t *trailer);
 /* Notes the recording just closed (its trailer counted `events`): the exit
  * handler waits for it and reports it. Caller holds rh_prof_lock. */

@@ -123,6 +123,7 @@ static struct {
     uint32_t close_epoch;  /* the recording whose END is queued (0: none) */
     struct rh_sq_open *open; /* RH_SQ_OPEN_CAP entries, mapped with the ring */
     uint32_t open_hi;        /* entries [0, open_hi) may be in use */
+    uint32_t part_dropped;   /* chunks sent in part whose sealed form was refused */
 } rh_sq;
 
 /* The collector's address, parsed once from RHEAPER_STREAM. */
@@ -282,6 +283,7 @@ int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch)
     rh_sq.cut = 0;
     rh_sq.failed = 0;
     rh_sq.peak = 0;
+    rh_sq.part_dropped = 0;
     rh_sq.ring[rh_sq.tail++ % rh_sq.cap] =
         (struct rh_sq_item){m, RIP_HEADER_SIZE, RIP_HEADER_SIZE, 0, RH_SQ_HDR, epoch};
     __atomic_add_fetch(&rh_sq.wake, 1, __ATOMIC_RELEASE);
@@ -326,16 +328,19 @@ void rh_stream_chunk_opened(void *map, uint32_t epoch)
     rh_spin_unlock(&rh_sq.lock);
 }
 
-/* Forgets the open chunk at map, if registered. Caller holds rh_sq.lock. */
-static void rh_sq_forget_open_locked(const void *map)
+/* Forgets the open chunk at map, if registered. Caller holds rh_sq.lock.
+ * Returns 1 when parts of it were sent (the collector holds it open). */
+static int rh_sq_forget_open_locked(const void *map)
 {
     for (uint32_t i = 0; rh_sq.open && i < rh_sq.open_hi; i++)
         if (rh_sq.open[i].h == map) {
+            int sent = rh_sq.open[i].sent != 0 && rh_sq.open[i].epoch == rh_sq.epoch;
             __atomic_store_n(&rh_sq.open[i].h, NULL, __ATOMIC_RELAXED);
             while (rh_sq.open_hi && !rh_sq.open[rh_sq.open_hi - 1].h)
                 rh_sq.open_hi--;
-            return;
+            return sent;
         }
+    return 0;
 }
 
 void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt)
@@ -350,7 +355,7 @@ void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt)
     rh_spin_lock(&rh_sq.lock);
     /* out of the registry under the lock: the sender copies open chunks
      * under it, and this one is unmapped below when it is not queued */
-    rh_sq_forget_open_locked(map);
+    int in_part = rh_sq_forget_open_locked(map);
     if (rh_sq.ring && epoch == rh_sq.epoch && !rh_sq.failed) {
         uint32_t items = rh_sq.tail - rh_sq.head;
         int full = exempt ? items >= rh_sq.cap
@@ -368,6 +373,9 @@ void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt)
             __atomic_add_fetch(&rh_sq.wake, 1, __ATOMIC_RELEASE);
         } else if (!exempt) {
             rh_sq_cut_locked();
+            /* the collector keeps what its parts brought, unsealed: the
+             * trailer counts it with the open chunks (FORMAT.md) */
+            rh_sq.part_dropped += (uint32_t)in_part;
         }
     }
     rh_spin_unlock(&rh_sq.lock);
@@ -397,7 +405,12 @@ void rh_stream_trailer_fields(uint8_t *t)
     rh_spin_lock(&rh_sq.lock);
     uint32_t state = rh_sq.cut ? RIP_STREAM_QUEUE_FULL : RIP_STREAM_SENT;
     uint64_t peak = rh_sq.peak;
+    uint32_t dropped = rh_sq.part_dropped;
     rh_spin_unlock(&rh_sq.lock);
+    uint32_t open_chunks;
+    memcpy(&open_chunks, t + 40, 4);
+    open_chunks += dropped;
+    memcpy(t + 40, &open_chunks, 4);
     memcpy(t + RIP_TRAILER_STREAM_OFF, &state, 4);
     memcpy(t + RIP_TRAILER_STREAM_OFF + 8, &peak, 8);
 }
