@@ -102,6 +102,38 @@ killed-idle | killed-busy)
     fi
     echo "ok: $CASE"
     ;;
+partial-rules)
+    # Partial chunks by hand (stream_partial.c): one in a version 1 stream and
+    # a gap between parts are refused; parts land in their chunk's place (one
+    # chunk per slot, its header's used the last part's end), the sealed form
+    # replaces them, and a chunk never sealed stays open with what came.
+    start_collector
+    "$H/stream_partial" "$PORT" >g.out 2>g.err || fail "stream_partial failed: $(cat g.err)"
+    grep -q '^sent 3$' g.out || fail "stream_partial: $(cat g.out)"
+    for why in 'partial chunk in a version 1 stream' 'partial chunk out of order'; do
+        grep -q "$why" col.err || fail "collector did not report '$why'"
+    done
+    stop_collector
+    f=col/rip-515151
+    [ -f "$f" ] || fail "no $f: $(ls col)"
+    # chunk headers at 4096 and 8192 (slot, used, flags), nothing after them
+    size=$(stat -c %s "$f")
+    [ "$size" = 12288 ] || fail "the file has $size bytes, expected the header and two 4096-byte chunks"
+    # words: magic, type|flags<<8|hsize<<16, capacity, used, crc, slot
+    set -- $(od -An -tu4 -j4096 -N24 "$f")
+    [ "$6" = 3 ] && [ "$4" = 49 ] && [ $(( ($2 >> 8) & 255 )) = 1 ] ||
+        fail "first chunk (slot, used, flags): $6 $4 $(( ($2 >> 8) & 255 )), expected 3 49 1 (sealed)"
+    set -- $(od -An -tu4 -j8192 -N24 "$f")
+    [ "$6" = 4 ] && [ "$4" = 21 ] && [ $(( ($2 >> 8) & 255 )) = 0 ] ||
+        fail "second chunk (slot, used, flags): $6 $4 $(( ($2 >> 8) & 255 )), expected 4 21 0 (open)"
+    p=$(od -An -c -j$((8192 + 64)) -N21 "$f" | tr -d ' \n')
+    case $p in *aaaa*bbbb*cccc*) ;; *) fail "the open chunk's payload: $p" ;; esac
+    # what a reader makes of it: each thread's last name of its records
+    "$BIN/rheaper-convert" --quiet "$f" p.db 2>conv.err || fail "convert $f: $(cat conv.err)"
+    n=$(q p.db "select group_concat(tid || '=' || name, ' ') from (select * from threads order by tid)")
+    [ "$n" = "103=gggg 104=cccc" ] || fail "threads: $n, expected 103=gggg 104=cccc"
+    echo "ok: $CASE"
+    ;;
 match-local)
     # The collected profile converts to the same counts as a local recording.
     start_collector
