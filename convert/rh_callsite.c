@@ -36,14 +36,15 @@
  *        per address;
  *     4. or F is an allocator layer's entry point: F is a layer function --
  *        in a layer file (one that holds a wrapper by rules 1-3, pass 1),
- *        never frame 0 (it calls no allocator itself), and every frame below
- *        it in its own file or in frame 0's file, itself a layer file (two
- *        levels: a pool over its allocation file) -- that meets rules 1 and
- *        2 and has no caller in its own file: Redis's zrealloc_usable,
- *        nginx's ngx_create_pool
+ *        and every frame below it in its own file or in frame 0's file,
+ *        itself a layer file (two levels: a pool over its allocation file)
+ *        -- that meets rules 1 and 2 and has no caller in its own file:
+ *        Redis's zrealloc_usable, nginx's ngx_create_pool
  *        (called from ngx_event_accept and ngx_http_alloc_request, reaching
- *        posix_memalign through ngx_alloc.c), or xcalloc and xstrdup over
- *        xmalloc in their own file, each with one caller. ngx_memalign
+ *        posix_memalign through ngx_alloc.c), or xcalloc and xstrdup in
+ *        xmalloc's file, each with one caller, whether they forward to
+ *        xmalloc or call calloc and strdup themselves (git's wrapper.c: the
+ *        file's functions are its layer's entry points). ngx_memalign
  *        under ngx_create_pool and the block refill is then a wrapper by
  *        rule 3: the pool is one layer.
  *   A stack's call site is its first frame from the base whose function is
@@ -207,10 +208,11 @@ static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
         return 0; /* recursion: not a wrapper */
     F->state = 3;
     /* a function of the allocator layer: in a layer file (one that holds a
-     * wrapper by rules 1-3), calling no allocator itself, and every frame
-     * below it in its own file or in frame 0's, a layer file (pass 2) */
-    int deep = c->pass == 2 && F->file >= 0 && c->layer[F->file] && !F->frame0 &&
-               !F->below_nonlayer;
+     * wrapper by rules 1-3), and every frame below it in its own file or in
+     * frame 0's, a layer file (pass 2). It may call the allocator itself: a
+     * wrapper file's xcalloc that calls calloc is as much an entry point of
+     * its layer as one that forwards to the file's many-caller xmalloc */
+    int deep = c->pass == 2 && F->file >= 0 && c->layer[F->file] && !F->below_nonlayer;
     /* rule 2: one place per kind; a layer function of the upper level (a
      * file above frame 0's: ngx_palloc.c over ngx_alloc.c) may branch to
      * different functions (ngx_palloc: the small or the large path), but two

@@ -61,6 +61,20 @@ int rh_sym_resolve(struct rh_symbolizer *s, uint64_t addr, struct rh_sym_frame *
 /* Frees everything, including all strings handed out. NULL is fine. */
 void rh_sym_free(struct rh_symbolizer *s);
 
+/* Where module files are looked for besides their recorded paths: search
+ * (rheaper-convert --search) and debug_dirs (--debug-dir, before
+ * /usr/lib/debug), NULL-terminated lists or NULL. rh_modfind.c. */
+struct rh_modfind_paths {
+    const char *const *search;
+    const char *const *debug_dirs;
+};
+
+/* Sets the places rh_sym_add_module's modules are looked for: the recorded
+ * path, then the build id under the debug directories, then each search
+ * directory (DIR/basename); the first file whose build id is the recorded one
+ * is read. The lists must outlive s. */
+void rh_sym_set_paths(struct rh_symbolizer *s, const struct rh_modfind_paths *p);
+
 /* The registered modules, and for module i (0 <= i < rh_sym_nmodules) its path
  * in *path and what its frames were resolved with: "debug info", "debug info
  * from DEBUGFILE" (a separate file, /usr/lib/debug/.build-id/ or
@@ -162,6 +176,7 @@ struct rh_thread {
     uint32_t tid;
     uint8_t named;
     char name[17];
+    uint64_t name_time; /* stream time (event units) of the THREADNAME that set name */
 };
 
 /* Decoder state of one stream (one slot's EVENTS chunks, or the SHARED ones). */
@@ -922,8 +937,8 @@ RH_HIDDEN const char *rh_db_temp_path(void);
 /* Converts the rip file rip_path into the database db_path (refused when it
  * exists, unless force). Errors and, unless quiet, warnings are printed as one
  * line each, prefixed "PROG: ". search: NULL, or a NULL-terminated list of
- * directories where modules are looked for by file name before their recorded
- * paths. Returns the exit status: 0 (a profile cut short included, with one
+ * directories where modules are looked for by file name after their recorded
+ * paths and their build ids. Returns the exit status: 0 (a profile cut short included, with one
  * line saying so) or 1. */
 int rh_convert_file(const char *prog, const char *rip_path, const char *db_path, int force,
                     int quiet, const char *const *search);
@@ -931,7 +946,8 @@ int rh_convert_file(const char *prog, const char *rip_path, const char *db_path,
 /* The same with every option of a conversion. */
 struct rh_convert_opts {
     int force, quiet;
-    const char *const *search;
+    const char *const *search;     /* --search: after the path and the build id */
+    const char *const *debug_dirs; /* --debug-dir: searched by build id before /usr/lib/debug */
     int64_t min_lifetime_ns; /* --min-lifetime: cull rows of shorter-lived blocks; 0: none */
     const char *parent;      /* --parent: the parent's profile of a fork child; NULL: found */
 };

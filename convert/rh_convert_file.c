@@ -78,36 +78,21 @@ static void rh_sink_progress(void *ctx, uint64_t done, uint64_t total)
     rh_show_progress(&((struct rh_sink_ctx *)ctx)->prog, done, total);
 }
 
-/* The file to read for a module: DIR/basename(path) from the first search
- * directory that has it, else the recorded path. Writes into buf. */
-static const char *rh_module_file(const char *path, const char *const *search, char *buf,
-                                  size_t len)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    for (int i = 0; search && search[i]; i++) {
-        if (snprintf(buf, len, "%s/%s", search[i], base) < (int)len && access(buf, R_OK) == 0)
-            return buf;
-    }
-    return path;
-}
-
 /* Registers the modules of every snapshot with the symbolizer, latest snapshot
  * first (it is the one that covers an address when modules were reloaded).
- * search: NULL-terminated directories to look in first (rheaper-convert
- * --search), for converting on another machine; the symbolizer still checks
+ * paths: where a module whose recorded path does not hold it is looked for (by
+ * build id under the debug directories, then --search DIR/basename, for
+ * converting on another machine or after a rebuild); the symbolizer checks
  * each file's build id against the recorded one. */
-static struct rh_symbolizer *rh_make_symbolizer(struct rh_rip *r, const char *const *search)
+static struct rh_symbolizer *rh_make_symbolizer(struct rh_rip *r,
+                                                const struct rh_modfind_paths *paths)
 {
     struct rh_symbolizer *s = rh_sym_new();
     if (!s)
         return NULL;
-    char buf[4096];
+    rh_sym_set_paths(s, paths);
     for (size_t i = r->nmods; i-- > 0;) {
-        struct rh_module m = r->mods[i];
-        if (m.path)
-            m.path = rh_module_file(m.path, search, buf, sizeof buf);
-        if (rh_sym_add_module(s, &m) != 0)
+        if (rh_sym_add_module(s, &r->mods[i]) != 0)
             break;
     }
     return s;
@@ -172,7 +157,7 @@ static void rh_report_damage(const char *prog, const struct rh_rip *r,
 int rh_convert_file(const char *prog, const char *rip_path, const char *db_path, int force,
                     int quiet, const char *const *search)
 {
-    struct rh_convert_opts o = {force, quiet, search, 0, NULL};
+    struct rh_convert_opts o = {force, quiet, search, NULL, 0, NULL};
     return rh_convert_file_opts(prog, rip_path, db_path, &o);
 }
 
@@ -180,7 +165,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
                          const struct rh_convert_opts *o)
 {
     int force = o->force, quiet = o->quiet;
-    const char *const *search = o->search;
+    const struct rh_modfind_paths paths = {o->search, o->debug_dirs};
     struct stat st;
     if (!force && lstat(db_path, &st) == 0) {
         fprintf(stderr, "%s: %s exists; use --force to overwrite\n", prog, db_path);
@@ -282,7 +267,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         return 1;
     }
 
-    struct rh_symbolizer *sym = rh_make_symbolizer(&r, search);
+    struct rh_symbolizer *sym = rh_make_symbolizer(&r, &paths);
     rc = rh_db_finish(sc.db, &r, &ms, sym, force, err, sizeof err);
     rh_sym_free(sym);
     rh_agg_free(agg);

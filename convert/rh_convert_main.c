@@ -23,13 +23,16 @@
 #endif
 
 static const char rh_usage[] =
-    "usage: rheaper-convert [--force] [--quiet] [--search DIR]... [--min-lifetime T] [--parent RIP] "
-    "RIP DB\n"
+    "usage: rheaper-convert [--force] [--quiet] [--search DIR]... [--debug-dir DIR]... "
+    "[--min-lifetime T] [--parent RIP] RIP DB\n"
     "Converts the rheaper profile RIP (rip-<pid>) into the SQLite database DB.\n"
     "  --force    overwrite DB if it exists\n"
     "  --quiet    no warnings or progress, errors only\n"
-    "  --search DIR  look for the program and its libraries in DIR first (by file\n"
-    "             name; build ids must match), e.g. to convert on another machine\n"
+    "  --search DIR  look for the program and its libraries in DIR (by file name;\n"
+    "             build ids must match) when neither their recorded paths nor\n"
+    "             their build ids find them, e.g. to convert on another machine\n"
+    "  --debug-dir DIR  look for files by build id under DIR/.build-id before\n"
+    "             /usr/lib/debug/.build-id (the modules and their debug files)\n"
     "  --min-lifetime T  write rows only for blocks that lived at least T (ns, us,\n"
     "             ms, s, e.g. 10ms) or were never freed; aggregates still count\n"
     "             every event\n"
@@ -41,10 +44,11 @@ static const char rh_usage[] =
 
 int main(int argc, char **argv)
 {
-    int force = 0, quiet = 0, dashdash = 0, nsearch = 0;
+    int force = 0, quiet = 0, dashdash = 0, nsearch = 0, ndebug = 0;
     int64_t min_life = 0;
     const char *parent = NULL;
     const char *search[17] = {0};
+    const char *debug_dirs[17] = {0};
     const char *paths[2];
     int npaths = 0;
     for (int i = 1; i < argc; i++) {
@@ -60,6 +64,13 @@ int main(int argc, char **argv)
                     return 2;
                 }
                 search[nsearch++] = argv[++i];
+            } else if (!strcmp(a, "--debug-dir")) {
+                if (i + 1 >= argc || ndebug == 16) {
+                    fprintf(stderr,
+                            "rheaper-convert: --debug-dir needs a directory (at most 16)\n");
+                    return 2;
+                }
+                debug_dirs[ndebug++] = argv[++i];
             } else if (!strcmp(a, "--min-lifetime")) {
                 if (i + 1 >= argc || rh_parse_lifetime_arg(argv[i + 1], &min_life)) {
                     fprintf(stderr, "rheaper-convert: --min-lifetime needs a duration with a "
@@ -97,6 +108,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "rheaper-convert: expected RIP and DB\n%s", rh_usage);
         return 2;
     }
-    struct rh_convert_opts o = {force, quiet, search, min_life, parent};
+    struct rh_convert_opts o = {force, quiet, search, debug_dirs, min_life, parent};
     return rh_convert_file_opts("rheaper-convert", paths[0], paths[1], &o);
 }

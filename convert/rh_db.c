@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "rh_convert.h"
+#include "rh_modfind.h"
 
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"
@@ -826,11 +827,14 @@ static void rh_meta_text(struct rh_meta *m, const char *key, const char *v)
 
 /* The architecture of the profiled program, from its ELF header (e_machine
  * in the file's own byte order, e_ident's class for MIPS): the name the
- * server reports, or NULL when the file cannot be read or is none we name. */
+ * server reports, or NULL when the file cannot be read or is none we name.
+ * The path comes from the profile: opened as the symbolizer opens modules
+ * (rh_modfind_open), so a FIFO there never blocks the conversion. */
 static const char *rh_elf_arch(const char *path)
 {
     unsigned char h[20];
-    int fd = path && *path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    char real[RH_MODFIND_PATH], why[RH_MODFIND_PATH + 64];
+    int fd = path && *path ? rh_modfind_open(path, real, sizeof real, why, sizeof why) : -1;
     if (fd < 0)
         return NULL;
     ssize_t n = pread(fd, h, sizeof h, 0);

@@ -127,11 +127,17 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
     if (sub == RIP_EXT_THREADNAME) {
         if (!s->thread && rh_stream_set_tid(r, s, s->tid))
             return RH_DEC_OOM;
+        /* the latest name in time wins, whichever stream carries it: the
+         * names restated in the shared stream at the close (FORMAT.md) come
+         * after the one a running thread's chunk opened with */
         struct rh_thread *t = &r->threads[s->thread - 1];
-        size_t n = len < 16 ? len : 16;
-        memcpy(t->name, b, n);
-        t->name[n] = 0;
-        t->named = 1;
+        if (!t->named || s->time >= t->name_time) {
+            size_t n = len < 16 ? len : 16;
+            memcpy(t->name, b, n);
+            t->name[n] = 0;
+            t->named = 1;
+            t->name_time = s->time;
+        }
     } else if (sub == RIP_EXT_KINDNAME) {
         const uint8_t *q = b;
         uint64_t kind;

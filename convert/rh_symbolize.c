@@ -29,6 +29,7 @@
  * DWARF and falls back to symbol names.
  */
 #include "rh_convert.h"
+#include "rh_modfind.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -109,6 +110,7 @@ struct rh_symmod {
     uint64_t order; /* registration order: where ranges overlap, the lowest wins */
     uint64_t hash;
     enum rh_mod_state state;
+    const char *file; /* the file read (interned): the path, or found by build id or --search */
     Dwfl *dwfl;
     Dwfl_Module *mod;
     Dwarf *dwarf;         /* NULL when the module has no DWARF */
@@ -164,6 +166,9 @@ struct rh_symbolizer {
     size_t nsegs;
     int segs_dirty;
 
+    /* where module files are looked for (rh_modfind.c) */
+    struct rh_modfind_paths paths;
+
     /* per-address cache */
     struct rh_addr_ent *cache;
     size_t cache_cap, cache_n;
@@ -171,11 +176,12 @@ struct rh_symbolizer {
     size_t nframes, capframes;
 };
 
+/* libdwfl never opens a file by name: the main file comes as a descriptor,
+ * separate debug files from rh_modfind_debuginfo (no FIFO can block it). */
 static const Dwfl_Callbacks rh_dwfl_callbacks = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_elf = rh_modfind_no_elf,
+    .find_debuginfo = rh_modfind_debuginfo,
     .section_address = dwfl_offline_section_address,
-    .debuginfo_path = NULL, /* the default: ":.debug:/usr/lib/debug" */
 };
 
 /* ---- small helpers ----------------------------------------------------- */
@@ -405,6 +411,12 @@ static void rh_cache_clear(struct rh_symbolizer *s)
         s->cache_n = 0;
         s->nframes = 0;
     }
+}
+
+void rh_sym_set_paths(struct rh_symbolizer *s, const struct rh_modfind_paths *p)
+{
+    if (s)
+        s->paths = p ? *p : (struct rh_modfind_paths){NULL, NULL};
 }
 
 /* Contract in rh_convert.h. In addition: where the ranges of two modules overlap
@@ -688,58 +700,86 @@ static int rh_elf_sound(Elf *e, uint64_t size, char *why, size_t whylen)
     return 1;
 }
 
-/* Opens m's file and reports it to a Dwfl session of its own. On any problem
- * prints one warning naming the path and marks the module failed, so its frames
- * stay unresolved; it is never retried. The fd is owned by libdwfl on success. */
-static void rh_mod_load(struct rh_symmod *m)
+/* Opens one candidate file for m and checks it: a regular file (never
+ * blocking: rh_modfind_open), sound ELF, the recorded build id (or, without
+ * one, the recorded executable segments). Returns the descriptor, with the
+ * file's resolved path in real, or -1 with the reason in why. */
+static int rh_mod_try(const struct rh_symmod *m, const char *cand, char *real, size_t reallen,
+                      char *why, size_t whylen)
+{
+    int fd = rh_modfind_open(cand, real, reallen, why, whylen);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        snprintf(why, whylen, "cannot open: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    if (!e || elf_kind(e) != ELF_K_ELF) {
+        snprintf(why, whylen, "not an ELF file (%s)", elf_errmsg(-1));
+        if (e)
+            elf_end(e);
+        close(fd);
+        return -1;
+    }
+    if (!rh_elf_sound(e, (uint64_t)st.st_size, why, whylen)) {
+        elf_end(e);
+        close(fd);
+        return -1;
+    }
+    const void *bid = NULL;
+    ssize_t bl = dwelf_elf_gnu_build_id(e, &bid);
+    int ok = 1;
+    if (bl > 0 && m->build_id_len) {
+        if ((size_t)bl != m->build_id_len || memcmp(bid, m->build_id, (size_t)bl) != 0) {
+            snprintf(why, whylen, "build id differs from the profiled program");
+            ok = 0;
+        }
+    } else if (!m->build_id_len && !rh_segments_match(e, m)) {
+        snprintf(why, whylen, "its executable segments differ from the profiled program");
+        ok = 0;
+    }
+    elf_end(e);
+    if (!ok) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Finds m's file (the recorded path, then by build id under the debug
+ * directories, then --search: rh_modfind_candidates; the first that passes
+ * rh_mod_try) and reports it to a Dwfl session of its own. On failure prints
+ * one warning naming the recorded path and why the path itself could not be
+ * used, and marks the module failed, so its frames stay unresolved; it is
+ * never retried. The fd is owned by libdwfl on success. */
+static void rh_mod_load(struct rh_symbolizer *s, struct rh_symmod *m)
 {
     m->state = RH_MOD_FAILED;
     if (!m->path[0]) {
         rh_sym_warn("(unnamed module)", "no path was recorded");
         return;
     }
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    static char cands[RH_MODFIND_MAX][RH_MODFIND_PATH];
+    int n = rh_modfind_candidates(&s->paths, m->path, m->build_id, m->build_id_len, cands,
+                                  RH_MODFIND_MAX);
+    char real[RH_MODFIND_PATH], why[512] = "cannot open: no candidate file", other[512];
+    int fd = -1;
+    for (int i = 0; i < n && fd < 0; i++)
+        fd = rh_mod_try(m, cands[i], real, sizeof real, i ? other : why,
+                        i ? sizeof other : sizeof why);
     if (fd < 0) {
-        rh_sym_warn(m->path, "cannot open: %s", strerror(errno));
-        return;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rh_sym_warn(m->path, "not a regular file");
-        close(fd);
-        return;
-    }
-    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    if (!e || elf_kind(e) != ELF_K_ELF) {
-        rh_sym_warn(m->path, "not an ELF file (%s)", elf_errmsg(-1));
-        if (e)
-            elf_end(e);
-        close(fd);
-        return;
-    }
-    char why[256];
-    if (!rh_elf_sound(e, (uint64_t)st.st_size, why, sizeof why)) {
         rh_sym_warn(m->path, "%s", why);
-        elf_end(e);
+        return;
+    }
+    struct rh_pool_ent *fe = rh_intern_ent(s, real, strlen(real));
+    m->file = fe ? fe->str : NULL;
+    if (!m->file) {
         close(fd);
         return;
     }
-    const void *bid = NULL;
-    ssize_t bl = dwelf_elf_gnu_build_id(e, &bid);
-    if (bl > 0 && m->build_id_len) {
-        if ((size_t)bl != m->build_id_len || memcmp(bid, m->build_id, (size_t)bl) != 0) {
-            rh_sym_warn(m->path, "build id differs from the profiled program");
-            elf_end(e);
-            close(fd);
-            return;
-        }
-    } else if (!m->build_id_len && !rh_segments_match(e, m)) {
-        rh_sym_warn(m->path, "its executable segments differ from the profiled program");
-        elf_end(e);
-        close(fd);
-        return;
-    }
-    elf_end(e);
 
     Dwfl *d = dwfl_begin(&rh_dwfl_callbacks);
     if (!d) {
@@ -752,7 +792,7 @@ static void rh_mod_load(struct rh_symmod *m)
      * add_p_vaddr = true libdwfl places an ET_DYN file at base + p_vaddr, which is
      * right for PIE, shared libraries and even prelinked ones (p_vaddr != 0). For
      * ET_EXEC libdwfl ignores base and uses the file's own addresses (bias 0). */
-    Dwfl_Module *mod = dwfl_report_elf(d, m->path, m->path, fd, m->base, true);
+    Dwfl_Module *mod = dwfl_report_elf(d, m->path, m->file, fd, m->base, true);
     if (!mod) {
         rh_sym_warn(m->path, "cannot read: %s", dwfl_errmsg(-1));
         dwfl_report_end(d, NULL, NULL);
@@ -765,6 +805,11 @@ static void rh_mod_load(struct rh_symmod *m)
         dwfl_end(d);
         return;
     }
+    /* the debug file lookup reads the search places from the module's userdata */
+    void **ud = NULL;
+    dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+    if (ud)
+        *ud = &s->paths;
     m->dwfl = d;
     m->mod = mod;
     /* Finds and loads the DWARF (maybe from a separate debug file). NULL is fine:
@@ -794,6 +839,11 @@ const char *rh_sym_module_debug(struct rh_symbolizer *s, size_t i, const char **
         dwfl_module_info(m->mod, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
         if (debugfile && (!mainfile || strcmp(debugfile, mainfile) != 0)) {
             snprintf(buf, len, "debug info from %s", debugfile);
+            return buf;
+        }
+        if (m->file && strcmp(m->file, m->path) != 0) {
+            /* found by build id or --search: say which file */
+            snprintf(buf, len, "debug info from %s", m->file);
             return buf;
         }
         return "debug info";
@@ -1408,7 +1458,7 @@ int rh_sym_resolve(struct rh_symbolizer *s, uint64_t addr, struct rh_sym_frame *
     fr[0] = (struct rh_sym_frame){NULL, addr, NULL, 0, NULL, 0, 0};
     if (m) {
         if (m->state == RH_MOD_UNLOADED)
-            rh_mod_load(m);
+            rh_mod_load(s, m);
         fr[0].module = m->path;
         fr[0].rel_addr = addr - m->base;
         if (m->state == RH_MOD_READY && addr > 0) {

@@ -279,6 +279,7 @@ static void rh_flush_locked(int close_fd)
     if (close_fd)
         rh_cpu_stop(); /* no samples after the trailer */
     rh_thread_seal_self_locked();
+    rh_thread_names_locked(); /* the names of the threads still running */
     if (rh_shared.chunk && rh_shared.epoch == rh_epoch)
         rh_writer_seal(&rh_shared, 1);
     rh_file_close_locked(close_fd);

@@ -546,7 +546,119 @@ struct rh_mod_buf {
     uint32_t count;
     int overflow;
     uint64_t adds, subs;
+    char *work; /* RH_MOD_WORK bytes after end: reading /proc/self/maps */
 };
+
+/* Scratch for resolving a relative module name: a read buffer for
+ * /proc/self/maps and the absolute path. */
+#define RH_MOD_MAPS_BUF 12288u
+#define RH_MOD_WORK (RH_MOD_MAPS_BUF + RIP_MAX_PATH)
+
+static int rh_hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* One line of /proc/self/maps ("start-end perms offset dev inode   path"):
+ * when addr lies in [start, end) and the mapping names an absolute path,
+ * copies the path (without " (deleted)") to out and returns its length;
+ * else 0. */
+static size_t rh_maps_line(const char *l, const char *e, uint64_t addr, char *out, size_t outlen)
+{
+    uint64_t lo = 0, hi = 0;
+    int d;
+    while (l < e && (d = rh_hexval(*l)) >= 0)
+        lo = lo << 4 | (uint64_t)d, l++;
+    if (l >= e || *l++ != '-')
+        return 0;
+    while (l < e && (d = rh_hexval(*l)) >= 0)
+        hi = hi << 4 | (uint64_t)d, l++;
+    if (addr < lo || addr >= hi)
+        return 0;
+    for (int f = 0; f < 4; f++) { /* perms, offset, device, inode */
+        while (l < e && *l == ' ')
+            l++;
+        while (l < e && *l != ' ')
+            l++;
+    }
+    while (l < e && *l == ' ')
+        l++;
+    if (l >= e || *l != '/')
+        return 0;
+    size_t n = (size_t)(e - l);
+    if (n > 10 && !memcmp(e - 10, " (deleted)", 10))
+        n -= 10;
+    if (n >= outlen)
+        return 0;
+    memcpy(out, l, n);
+    out[n] = '\0';
+    return n;
+}
+
+/* The absolute path of a module the loader names relatively ("./plugin.so"
+ * after dlopen("./plugin.so")): the file mapped at its first PT_LOAD, from
+ * /proc/self/maps, which the kernel resolved when the module was mapped, so a
+ * later chdir does not change it; else the current directory joined with the
+ * name. Raw system calls, no allocation (work is the snapshot's scratch), the
+ * descriptor lives only inside this call. Returns the path in work +
+ * RH_MOD_MAPS_BUF, or NULL. */
+static const char *rh_mod_abs_path(const struct dl_phdr_info *info, const char *name, char *work)
+{
+    char *out = work + RH_MOD_MAPS_BUF;
+    uint64_t addr = 0;
+    int have = 0;
+    for (int i = 0; i < info->dlpi_phnum && !have; i++)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+            addr = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            have = 1;
+        }
+    int fd = -1;
+    if (have)
+        do
+            fd = rh_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC | O_NOCTTY, 0);
+        while (fd < 0 && errno == EINTR);
+    if (fd >= 0) {
+        size_t fill = 0, found = 0;
+        for (;;) {
+            ssize_t r = rh_sys_read(fd, work + fill, RH_MOD_MAPS_BUF - fill);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            fill += (size_t)r;
+            char *l = work, *end = work + fill, *nl;
+            while (!found && (nl = memchr(l, '\n', (size_t)(end - l)))) {
+                found = rh_maps_line(l, nl, addr, out, RIP_MAX_PATH);
+                l = nl + 1;
+            }
+            if (found)
+                break;
+            fill = (size_t)(end - l);
+            if (fill == RH_MOD_MAPS_BUF) /* a line longer than the buffer */
+                fill = 0;
+            memmove(work, l, fill);
+        }
+        rh_sys_close(fd);
+        if (found)
+            return out;
+    }
+    long n = syscall(SYS_getcwd, out, RIP_MAX_PATH);
+    if (n <= 1 || out[0] != '/')
+        return NULL;
+    size_t len = strnlen(out, RIP_MAX_PATH);
+    while (name[0] == '.' && name[1] == '/')
+        name += 2;
+    size_t nl = strnlen(name, RIP_MAX_PATH);
+    if (len + 1 + nl >= RIP_MAX_PATH)
+        return NULL;
+    out[len] = '/';
+    memcpy(out + len + 1, name, nl + 1);
+    return out;
+}
 
 /* Appends len bytes, or marks the buffer overflowed. */
 static void rh_mod_put(struct rh_mod_buf *b, const void *src, size_t len)
@@ -613,6 +725,12 @@ static int rh_mod_cb(struct dl_phdr_info *info, size_t size, void *arg)
         ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = '\0';
         path = exe;
+    } else if (path[0] && path[0] != '/' && strchr(path, '/')) {
+        /* dlopen("./plugin.so") or "lib/x.so": the profile names it absolutely
+         * (a name without a slash is the vDSO's, which has no file) */
+        const char *abs = rh_mod_abs_path(info, path, b->work);
+        if (abs)
+            path = abs;
     }
     uint64_t base = info->dlpi_addr;
     size_t plen = strnlen(path, RIP_MAX_PATH);
@@ -657,7 +775,8 @@ void rh_modules_snapshot(int force)
     uint64_t tick = rh_now();
     memcpy(scratch, &tick, 8);
     b.p = scratch + 12;
-    b.end = scratch + RH_MOD_SCRATCH;
+    b.end = scratch + RH_MOD_SCRATCH - RH_MOD_WORK;
+    b.work = (char *)b.end;
     dl_iterate_phdr(rh_mod_cb, &b);
     memcpy(scratch + 8, &b.count, 4);
     if (b.overflow)

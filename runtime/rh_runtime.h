@@ -810,6 +810,13 @@ RH_HIDDEN void rh_thread_init(void);
 RH_HIDDEN void rh_thread_seal_self_locked(void);
 /* Counts events and open chunks over the slot array. Caller holds rh_prof_lock. */
 RH_HIDDEN void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks);
+/* Restates, in the shared stream, the name of every other thread that holds a
+ * slot of the current recording, read from /proc/self/task/TID/comm: names
+ * set by another thread (pthread_setname_np from main after pthread_create)
+ * or after the thread's last seal reach the profile of a thread still running
+ * at the close. Caller holds rh_shared_lock and rh_prof_lock, before the
+ * shared chunk is sealed. */
+RH_HIDDEN void rh_thread_names_locked(void);
 
 /* ---- rh_record.c -------------------------------------------------------- */
 
@@ -1355,9 +1362,17 @@ RH_HIDDEN int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch);
  * events are counted lost, as are those of a chunk of another or a failed
  * recording. Any lock or none may be held (rh_sq's lock is a leaf). */
 RH_HIDDEN void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt);
+/* A chunk mapping of recording `epoch` was opened for a writer (EVENTS or
+ * SHARED; its header filled): the sender sends what it holds while it is
+ * open (partial chunks, FORMAT.md "Streaming"), until rh_stream_push takes
+ * it. Any lock or none may be held. */
+RH_HIDDEN void rh_stream_chunk_opened(void *map, uint32_t epoch);
 /* Queues the end of recording `epoch`'s connection (after its trailer). */
 RH_HIDDEN void rh_stream_end_locked(uint32_t epoch);
-/* Writes the trailer's stream fields (FORMAT.md, version 3 streaming). */
+/* Writes the trailer's stream fields (FORMAT.md, version 3 streaming) and adds
+ * to its open count (bytes 40..43, written before) the chunks the collector
+ * holds open because the queue refused their sealed form after parts of them
+ * were sent. */
 RH_HIDDEN void rh_stream_trailer_fields(uint8_t *trailer);
 /* Notes the recording just closed (its trailer counted `events`): the exit
  * handler waits for it and reports it. Caller holds rh_prof_lock. */

@@ -27,6 +27,19 @@
  * next hooked call of a program thread prints it; the exit handler prints what
  * is still pending.
  *
+ * Delivery within a second. A chunk is queued only when it is sealed, and a
+ * quiet thread's chunk may stay open for the rest of the run, so the sender
+ * also sends what open chunks hold: every chunk a writer opens is registered
+ * (rh_stream_chunk_opened) until its seal pushes it, and every
+ * RH_SQ_FLUSH_NS the sender copies, under the queue's lock, the complete
+ * records each registered chunk gained since the last time (its `used`,
+ * stored after each record) and sends them as a partial chunk (FORMAT.md
+ * "Streaming"); the collector writes them in place, where the sealed chunk
+ * lands later. The lock keeps the memory mapped while it is copied: a chunk
+ * leaves the registry under it before anyone unmaps it. Items queued before a
+ * copy are sent before it, so a slot's chunks reach the collector in seq
+ * order. A program killed loses at most the records of the last interval.
+ *
  * Policy when the queue is full (RHEAPER_STREAM_QUEUE bytes of chunk memory):
  * recording stops with one warning and the recording is closed cleanly, like the
  * size limit: the chunk that did not fit and any later one are counted as lost,
@@ -78,6 +91,20 @@ struct rh_sq_item {
  * trailer, end). */
 #define RH_SQ_RESERVE 64u
 
+/* How often the sender sends what open chunks gained, and the most payload
+ * bytes one partial chunk carries (a larger gain goes in several). */
+#define RH_SQ_FLUSH_NS 250000000ull
+#define RH_SQ_PART_MAX (1u << 20)
+/* Open chunks the sender can follow: every slot's and the shared writer's. */
+#define RH_SQ_OPEN_CAP (RH_MAX_TRACKERS + 16u)
+
+/* An open chunk (FORMAT.md "Streaming", partial chunks). */
+struct rh_sq_open {
+    struct rip_chunk_header *h; /* NULL: a free entry */
+    uint32_t sent;              /* payload bytes the collector has */
+    uint32_t epoch;
+};
+
 static struct {
     int lock;                 /* spin lock: everything below but the sender's own */
     struct rh_sq_item *ring;  /* cap entries, mapped once */
@@ -94,6 +121,9 @@ static struct {
     char msg[512];
     uint64_t close_events; /* events the last trailer counted */
     uint32_t close_epoch;  /* the recording whose END is queued (0: none) */
+    struct rh_sq_open *open; /* RH_SQ_OPEN_CAP entries, mapped with the ring */
+    uint32_t open_hi;        /* entries [0, open_hi) may be in use */
+    uint32_t part_dropped;   /* chunks sent in part whose sealed form was refused */
 } rh_sq;
 
 /* The collector's address, parsed once from RHEAPER_STREAM. */
@@ -179,7 +209,8 @@ static void rh_sq_warn_later(const char *fmt, ...)
     rh_ctl_request();
 }
 
-/* Pops and unmaps every queued item. Caller holds rh_sq.lock. */
+/* Pops and unmaps every queued item, and forgets the open chunks (their
+ * writers still own them). Caller holds rh_sq.lock. */
 static void rh_sq_clear_locked(void)
 {
     while (rh_sq.head != rh_sq.tail) {
@@ -188,6 +219,9 @@ static void rh_sq_clear_locked(void)
     }
     rh_sq.head = rh_sq.tail = 0;
     rh_sq.bytes = 0;
+    for (uint32_t i = 0; rh_sq.open && i < rh_sq.open_hi; i++)
+        __atomic_store_n(&rh_sq.open[i].h, NULL, __ATOMIC_RELAXED);
+    rh_sq.open_hi = 0;
 }
 
 /* Maps the ring once per process (the fork child keeps its copy). Caller
@@ -205,8 +239,17 @@ static int rh_sq_ring_locked(void)
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
+    void *o =
+        rh_sys_mmap(NULL, (size_t)RH_SQ_OPEN_CAP * sizeof(struct rh_sq_open),
+                    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (o == MAP_FAILED) {
+        rh_sys_munmap(m, (size_t)cap * sizeof(struct rh_sq_item));
+        return -1;
+    }
     rh_sq.ring = m;
     rh_sq.cap = (uint32_t)cap;
+    rh_sq.open = o;
+    rh_sq.open_hi = 0;
     return 0;
 }
 
@@ -240,6 +283,7 @@ int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch)
     rh_sq.cut = 0;
     rh_sq.failed = 0;
     rh_sq.peak = 0;
+    rh_sq.part_dropped = 0;
     rh_sq.ring[rh_sq.tail++ % rh_sq.cap] =
         (struct rh_sq_item){m, RIP_HEADER_SIZE, RIP_HEADER_SIZE, 0, RH_SQ_HDR, epoch};
     __atomic_add_fetch(&rh_sq.wake, 1, __ATOMIC_RELEASE);
@@ -264,15 +308,54 @@ static void rh_sq_cut_locked(void)
     rh_ctl_request();
 }
 
+void rh_stream_chunk_opened(void *map, uint32_t epoch)
+{
+    rh_spin_lock(&rh_sq.lock);
+    if (rh_sq.open && epoch == rh_sq.epoch && !rh_sq.failed) {
+        for (uint32_t i = 0; i < RH_SQ_OPEN_CAP; i++) {
+            struct rh_sq_open *e = &rh_sq.open[i];
+            if (e->h)
+                continue;
+            e->sent = 0;
+            e->epoch = epoch;
+            __atomic_store_n(&e->h, (struct rip_chunk_header *)map, __ATOMIC_RELAXED);
+            if (i >= rh_sq.open_hi)
+                __atomic_store_n(&rh_sq.open_hi, i + 1, __ATOMIC_RELAXED);
+            break;
+        }
+        /* none free: that chunk is sent when sealed, as every chunk was */
+    }
+    rh_spin_unlock(&rh_sq.lock);
+}
+
+/* Forgets the open chunk at map, if registered. Caller holds rh_sq.lock.
+ * Returns 1 when parts of it were sent (the collector holds it open). */
+static int rh_sq_forget_open_locked(const void *map)
+{
+    for (uint32_t i = 0; rh_sq.open && i < rh_sq.open_hi; i++)
+        if (rh_sq.open[i].h == map) {
+            int sent = rh_sq.open[i].sent != 0 && rh_sq.open[i].epoch == rh_sq.epoch;
+            __atomic_store_n(&rh_sq.open[i].h, NULL, __ATOMIC_RELAXED);
+            while (rh_sq.open_hi && !rh_sq.open[rh_sq.open_hi - 1].h)
+                rh_sq.open_hi--;
+            return sent;
+        }
+    return 0;
+}
+
 void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt)
 {
     struct rip_chunk_header *h = map;
     uint32_t send_len = RIP_CHUNK_HDR_SIZE + h->used;
     uint32_t acct = (send_len + RIP_ALIGN - 1) & ~(RIP_ALIGN - 1);
-    if (acct < map_size) /* the untouched tail goes back at once */
+    if (acct < map_size) /* the untouched tail goes back at once (the sender
+                            copies open chunks below `used` only) */
         madvise((char *)map + acct, map_size - acct, MADV_DONTNEED);
     int queued = 0;
     rh_spin_lock(&rh_sq.lock);
+    /* out of the registry under the lock: the sender copies open chunks
+     * under it, and this one is unmapped below when it is not queued */
+    int in_part = rh_sq_forget_open_locked(map);
     if (rh_sq.ring && epoch == rh_sq.epoch && !rh_sq.failed) {
         uint32_t items = rh_sq.tail - rh_sq.head;
         int full = exempt ? items >= rh_sq.cap
@@ -290,6 +373,9 @@ void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt)
             __atomic_add_fetch(&rh_sq.wake, 1, __ATOMIC_RELEASE);
         } else if (!exempt) {
             rh_sq_cut_locked();
+            /* the collector keeps what its parts brought, unsealed: the
+             * trailer counts it with the open chunks (FORMAT.md) */
+            rh_sq.part_dropped += (uint32_t)in_part;
         }
     }
     rh_spin_unlock(&rh_sq.lock);
@@ -319,7 +405,12 @@ void rh_stream_trailer_fields(uint8_t *t)
     rh_spin_lock(&rh_sq.lock);
     uint32_t state = rh_sq.cut ? RIP_STREAM_QUEUE_FULL : RIP_STREAM_SENT;
     uint64_t peak = rh_sq.peak;
+    uint32_t dropped = rh_sq.part_dropped;
     rh_spin_unlock(&rh_sq.lock);
+    uint32_t open_chunks;
+    memcpy(&open_chunks, t + 40, 4);
+    open_chunks += dropped;
+    memcpy(t + 40, &open_chunks, 4);
     memcpy(t + RIP_TRAILER_STREAM_OFF, &state, 4);
     memcpy(t + RIP_TRAILER_STREAM_OFF + 8, &peak, 8);
 }
@@ -328,6 +419,8 @@ void rh_stream_trailer_fields(uint8_t *t)
 
 static int rh_sq_sock = -1; /* in the sender's own fd table only */
 static uint64_t rh_sq_sent; /* bytes sent on the current connection */
+static uint32_t rh_sq_conn_epoch; /* the recording of the current connection */
+static uint8_t *rh_sq_part;       /* a partial chunk being sent: header and payload */
 
 /* Sends all of buf (MSG_NOSIGNAL, raw sendto: never SIGPIPE, never a
  * cancellation point). Returns 0 or an errno value. */
@@ -469,6 +562,89 @@ static int rh_sq_finish(const char **what)
     return 0;
 }
 
+static void rh_sq_handle(const struct rh_sq_item *it);
+
+/* Pops and handles the item at the head if it was queued before position
+ * `upto` (any item when all is set). Returns 1 when one was handled. */
+static int rh_sq_pop(uint32_t upto, int all)
+{
+    rh_spin_lock(&rh_sq.lock);
+    if (rh_sq.head == rh_sq.tail || (!all && (int32_t)(upto - rh_sq.head) <= 0)) {
+        rh_spin_unlock(&rh_sq.lock);
+        return 0;
+    }
+    struct rh_sq_item it = rh_sq.ring[rh_sq.head++ % rh_sq.cap];
+    rh_sq.bytes -= it.acct;
+    rh_spin_unlock(&rh_sq.lock);
+    rh_sq_handle(&it);
+    if (it.map)
+        rh_sys_munmap(it.map, it.map_size);
+    return 1;
+}
+
+/* Sends what each open chunk of the connection's recording gained since the
+ * last time, as partial chunks (FORMAT.md "Streaming"): a copy of its header
+ * with RIP_CHUNK_F_PART set, `reserved` the payload offset of the first byte
+ * sent and `used` the end, then those bytes. The copy is taken under the
+ * queue's lock, so the chunk stays mapped (rh_stream_push forgets it first).
+ * drain: send the items queued before each copy first (a slot's earlier,
+ * sealed chunks precede its open one); at the end of a recording, where all
+ * of them were sent, 0. */
+static void rh_sq_partials(int drain)
+{
+    if (rh_sq_sock < 0)
+        return;
+    if (!rh_sq_part) {
+        void *m = rh_sys_mmap(NULL, RIP_CHUNK_HDR_SIZE + RH_SQ_PART_MAX, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED)
+            return; /* sealed chunks still go */
+        rh_sq_part = m;
+    }
+    uint32_t epoch = rh_sq_conn_epoch;
+    uint32_t hi = __atomic_load_n(&rh_sq.open_hi, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < hi && i < RH_SQ_OPEN_CAP; i++) {
+        if (!__atomic_load_n(&rh_sq.open[i].h, __ATOMIC_RELAXED))
+            continue;
+        uint32_t from, to, upto;
+        for (;;) {
+            rh_spin_lock(&rh_sq.lock);
+            struct rh_sq_open *e = &rh_sq.open[i];
+            struct rip_chunk_header *h = e->h;
+            uint32_t used = h ? __atomic_load_n(&h->used, __ATOMIC_ACQUIRE) : 0;
+            if (!h || e->epoch != epoch || rh_sq.failed || used > h->capacity || used <= e->sent) {
+                rh_spin_unlock(&rh_sq.lock);
+                break;
+            }
+            from = e->sent;
+            to = used - from > RH_SQ_PART_MAX ? from + RH_SQ_PART_MAX : used;
+            memcpy(rh_sq_part, h, RIP_CHUNK_HDR_SIZE);
+            memcpy(rh_sq_part + RIP_CHUNK_HDR_SIZE, (uint8_t *)h + RIP_CHUNK_HDR_SIZE + from,
+                   to - from);
+            e->sent = to;
+            upto = rh_sq.tail;
+            rh_spin_unlock(&rh_sq.lock);
+            while (drain && rh_sq_pop(upto, 0))
+                ;
+            if (rh_sq_sock < 0 || rh_sq_conn_epoch != epoch)
+                return; /* the connection ended while the queue went out */
+            struct rip_chunk_header *c = (struct rip_chunk_header *)rh_sq_part;
+            /* open as far as the collector knows; a pair of this moment (the
+             * writer may be refreshing its own) */
+            c->flags = (uint8_t)((c->flags & ~RIP_CHUNK_F_SEALED) | RIP_CHUNK_F_PART);
+            c->crc = 0;
+            c->used = to;
+            c->reserved = from;
+            rh_calib_pair(&c->calib_tick, &c->calib_ns);
+            int err = rh_sq_send(rh_sq_part, RIP_CHUNK_HDR_SIZE + (size_t)(to - from));
+            if (err) {
+                rh_sq_fail(epoch, "cannot send", err);
+                return;
+            }
+        }
+    }
+}
+
 /* Handles one popped item. Runs without any lock. */
 static void rh_sq_handle(const struct rh_sq_item *it)
 {
@@ -477,6 +653,8 @@ static void rh_sq_handle(const struct rh_sq_item *it)
     switch (it->kind) {
     case RH_SQ_HDR:
         err = rh_sq_connect(it->map, &what);
+        if (!err)
+            rh_sq_conn_epoch = it->epoch;
         break;
     case RH_SQ_CHUNK:
         if (rh_sq_sock < 0)
@@ -496,6 +674,9 @@ static void rh_sq_handle(const struct rh_sq_item *it)
             rh_sq_fail(it->epoch, "the collector went away", 0);
             return;
         }
+        rh_sq_partials(0); /* the chunks of threads still running, as a file keeps them */
+        if (rh_sq_sock < 0)
+            return;
         err = rh_sq_finish(&what);
         if (!err) {
             rh_spin_lock(&rh_sq.lock);
@@ -539,21 +720,23 @@ static void *rh_sq_main(void *arg)
         __atomic_store_n(&rh_sq.started, 2, __ATOMIC_RELEASE);
         return NULL; /* later recordings fail at rh_stream_start */
     }
+    uint64_t next_flush = rh_mono_ns() + RH_SQ_FLUSH_NS;
     for (;;) {
         rh_spin_lock(&rh_sq.lock);
         uint32_t seen = __atomic_load_n(&rh_sq.wake, __ATOMIC_ACQUIRE);
-        if (rh_sq.head == rh_sq.tail) {
-            rh_spin_unlock(&rh_sq.lock);
-            rh_futex_wait(&rh_sq.wake, seen, 1000);
+        int empty = rh_sq.head == rh_sq.tail;
+        rh_spin_unlock(&rh_sq.lock);
+        if (!empty)
+            rh_sq_pop(0, 1);
+        uint64_t now = rh_mono_ns();
+        if (now >= next_flush) {
+            /* busy or idle, what open chunks hold goes out every interval */
+            rh_sq_partials(1);
+            next_flush = now + RH_SQ_FLUSH_NS;
             continue;
         }
-        struct rh_sq_item it = rh_sq.ring[rh_sq.head++ % rh_sq.cap];
-        rh_sq.bytes -= it.acct;
-        rh_spin_unlock(&rh_sq.lock);
-
-        rh_sq_handle(&it);
-        if (it.map)
-            rh_sys_munmap(it.map, it.map_size);
+        if (empty)
+            rh_futex_wait(&rh_sq.wake, seen, (unsigned)((next_flush - now) / 1000000u) + 1);
     }
     return NULL;
 }

@@ -17,6 +17,8 @@
  * of rip-<childpid>.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
@@ -73,13 +75,16 @@ void rh_writer_threadname(struct rh_writer *w)
     rh_writer_commit(w);
 }
 
-int rh_writer_open(struct rh_writer *w, uint64_t t)
+/* rh_writer_open; `locked`: the caller holds rh_prof_lock already. */
+static int rh_writer_open_as(struct rh_writer *w, uint64_t t, int locked)
 {
     if (w->chunk)
-        rh_writer_seal(w, 0);
-    rh_spin_lock(&rh_prof_lock);
+        rh_writer_seal(w, locked);
+    if (!locked)
+        rh_spin_lock(&rh_prof_lock);
     if (w->epoch != rh_epoch || !rh_prof.open) {
-        rh_spin_unlock(&rh_prof_lock);
+        if (!locked)
+            rh_spin_unlock(&rh_prof_lock);
         return -1;
     }
     uint32_t max = rh_prof.max_chunk;
@@ -88,12 +93,14 @@ int rh_writer_open(struct rh_writer *w, uint64_t t)
         size = max;
     struct rip_chunk_header *h = rh_file_map_chunk_locked(size);
     if (!h) {
-        rh_spin_unlock(&rh_prof_lock);
+        if (!locked)
+            rh_spin_unlock(&rh_prof_lock);
         return -1;
     }
     w->chunk = h;
     w->chunk_size = size;
-    rh_spin_unlock(&rh_prof_lock);
+    if (!locked)
+        rh_spin_unlock(&rh_prof_lock);
 
     w->next_size = size >= max / 2 ? max : size * 2;
     uint64_t base = t > w->prev_time ? t : w->prev_time;
@@ -116,7 +123,14 @@ int rh_writer_open(struct rh_writer *w, uint64_t t)
         w->end -= RH_NAME_RESERVE; /* room to restate the name at seal */
     } else
         rh_writer_setthread(w); /* the caller holds rh_shared_lock and writes next */
+    if (rh_stream_on())
+        rh_stream_chunk_opened(h, w->epoch); /* sent while open, within a second */
     return 0;
+}
+
+int rh_writer_open(struct rh_writer *w, uint64_t t)
+{
+    return rh_writer_open_as(w, t, 0);
 }
 
 void rh_writer_setthread(struct rh_writer *w)
@@ -320,6 +334,88 @@ void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks)
         *events += __atomic_load_n(&arr[i].w.total_events, __ATOMIC_RELAXED);
         if (arr[i].w.chunk)
             (*open_chunks)++;
+    }
+}
+
+/* Reads the name of thread tid of this process (/proc/self/task/TID/comm,
+ * what pthread_setname_np from any thread and prctl(PR_SET_NAME) set) into
+ * name[16] without its newline. Raw system calls: no allocation, no stdio, no
+ * cancellation point; the descriptor lives only inside this call. Returns the
+ * length, or -1 (the thread is gone, /proc is not there: a chroot). */
+static int rh_thread_comm(uint32_t tid, char name[16])
+{
+    char path[48];
+    rh_fmt(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
+    int fd;
+    do
+        fd = rh_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY, 0);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return -1;
+    char buf[32];
+    ssize_t n;
+    do
+        n = rh_sys_read(fd, buf, sizeof buf);
+    while (n < 0 && errno == EINTR);
+    rh_sys_close(fd);
+    if (n <= 0)
+        return -1;
+    size_t len = 0;
+    while (len < (size_t)n && len < 16 && buf[len] != '\n' && buf[len] != '\0')
+        len++;
+    memcpy(name, buf, len);
+    return (int)len;
+}
+
+void rh_thread_names_locked(void)
+{
+    struct rh_slot *arr = rh_prof.slots;
+    struct rh_writer *w = &rh_shared;
+    uint32_t self = rh_gettid();
+    if (!arr || !rh_prof.open)
+        return;
+    if (w->epoch != rh_epoch) {
+        /* the shared writer's first use in this recording (as rh_shared_begin) */
+        if (w->chunk)
+            rh_writer_seal(w, 1);
+        w->epoch = rh_epoch;
+        w->stacks = rh_prof.stacks;
+        w->seq = 0;
+        w->total_events = 0;
+        w->next_size = 0;
+        w->tid = 0;
+    }
+    for (unsigned i = 0; i < rh_prof.nslots; i++) {
+        if (!__atomic_load_n(&arr[i].in_use, __ATOMIC_ACQUIRE) || arr[i].w.epoch != rh_epoch)
+            continue;
+        uint32_t tid = __atomic_load_n(&arr[i].w.tid, __ATOMIC_RELAXED);
+        if (!tid || tid == self) /* the caller restates its own name at its seal */
+            continue;
+        char name[16];
+        int len = rh_thread_comm(tid, name);
+        if (len < 0)
+            continue;
+        uint8_t tmp[10];
+        uint8_t n = (uint8_t)(rip_put_varint(tmp, tid) - tmp);
+        size_t need = 3u + n + 3u + (size_t)len;
+        if (!w->chunk || (size_t)(w->end - w->pos) < need) {
+            uint64_t t = rh_now() >> rh_clock_shift;
+            if (rh_writer_open_as(w, t, 1) != 0 || (size_t)(w->end - w->pos) < need)
+                return;
+        }
+        uint8_t *q = w->pos;
+        *q++ = RIP_OP_EXT;
+        *q++ = RIP_EXT_SETTHREAD;
+        *q++ = n;
+        memcpy(q, tmp, n);
+        q += n;
+        *q++ = RIP_OP_EXT;
+        *q++ = RIP_EXT_THREADNAME;
+        *q++ = (uint8_t)len;
+        memcpy(q, name, (size_t)len);
+        w->pos = q + len;
+        w->tid = tid; /* the next shared event of another thread switches back */
+        rh_writer_commit(w);
     }
 }
 

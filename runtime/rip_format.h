@@ -83,6 +83,9 @@ enum rip_chunk_type {
 };
 
 #define RIP_CHUNK_F_SEALED 1u
+/* On the stream's wire only (version 2, FORMAT.md "Streaming"): a partial
+ * chunk, `reserved` the payload offset of its first byte. Never in a file. */
+#define RIP_CHUNK_F_PART 0x80u
 /* Trailer: the payload of version 1 (events .. reserved), 48 bytes; later
  * fields follow it (FORMAT.md "TRAILER payload"). */
 #define RIP_TRAILER_V1_SIZE 48u
@@ -135,7 +138,8 @@ enum rip_chunk_type {
 #define RIP_STREAM_QUEUE_FULL 2u     /* streamed; stopped when the queue was full */
 #define RIP_STREAM_MAGIC "RHSTREAM"  /* hello: magic, u32 wire version, u32 zero */
 #define RIP_STREAM_HELLO_SIZE 16u
-#define RIP_STREAM_WIRE_VERSION 1u
+#define RIP_STREAM_WIRE_VERSION 2u /* 2: partial chunks (RIP_CHUNK_F_PART) */
+#define RIP_STREAM_WIRE_VERSION_MIN 1u
 #define RIP_STREAM_ACK_MAGIC "RHSTDONE" /* ack: magic, u64 bytes received */
 #define RIP_STREAM_ACK_SIZE 16u
 

@@ -15,6 +15,12 @@
  * chunk: a stream cut off mid-chunk leaves a profile that converts as cut short,
  * a stream that carried its trailer a clean one. After the sender's half-close
  * the collector confirms with a 16-byte ack naming the bytes it received.
+ * A version 2 stream also carries partial chunks (what an open chunk gained,
+ * sent within a second of being recorded): the first one of a chunk reserves
+ * the chunk's place in the file, each later one and finally the sealed chunk
+ * itself are written there (rh_collect_place), so a program killed while its
+ * chunks were open leaves their records in the file, unsealed, as a local
+ * file would hold them.
  *
  * Bad input closes that connection with one line on stderr and disturbs no
  * other. There is no authentication: a listen address that is not loopback is
@@ -52,6 +58,17 @@
 
 enum { CP_HELLO, CP_HEADER, CP_CHDR, CP_PAYLOAD };
 
+/* A chunk the stream sent in part (version 2): where it was placed. */
+struct rh_part {
+    uint8_t type;
+    uint32_t slot, seq, capacity;
+    uint64_t off;  /* its file offset */
+    uint32_t have; /* payload bytes written */
+};
+/* Open chunks one stream may have in part at once: each slot's and the
+ * shared writer's (the runtime's RH_MAX_TRACKERS, and some). */
+#define RH_COLLECT_MAX_PARTS 65600u
+
 /* One streaming program. */
 struct rh_conn {
     int fd;    /* the socket, -1 when the entry is free */
@@ -69,6 +86,12 @@ struct rh_conn {
     uint64_t chunks;
     int trailer;
     uint32_t pid;
+    uint32_t version;      /* the stream's wire version */
+    uint64_t cur_off;      /* file offset of the chunk whose payload is arriving */
+    int32_t cur_part;      /* its entry in parts, -1: a chunk placed at the end */
+    int cur_is_part;       /* it is a partial chunk */
+    struct rh_part *parts; /* chunks sent in part, not yet sealed */
+    size_t nparts, capparts;
 };
 
 static volatile sig_atomic_t rh_collect_stop;
@@ -278,6 +301,61 @@ static void rh_collect_close(struct rh_conn *c, const char *why)
         close(c->fd);
     c->fd = -1;
     c->file = -1;
+    free(c->parts);
+    c->parts = NULL;
+    c->nparts = c->capparts = 0;
+}
+
+/* Where the chunk in c->ch goes (c->cur_off): an EVENTS or SHARED chunk that
+ * came in part before goes to its place, checked to be the same chunk (slot,
+ * seq, capacity) and, when partial, to continue where the last part ended;
+ * the first part of a chunk reserves its place at the end of the file; any
+ * other chunk goes to the end when it is complete (rh_collect_chunk_done).
+ * Returns NULL, or why the stream is rejected. */
+static const char *rh_collect_place(struct rh_conn *c, int part, uint32_t from)
+{
+    const struct rip_chunk_header *h = &c->ch;
+    c->cur_part = -1;
+    c->cur_is_part = part;
+    c->cur_off = c->off;
+    if (h->type != RIP_CHUNK_EVENTS && h->type != RIP_CHUNK_SHARED)
+        return NULL;
+    for (size_t i = 0; i < c->nparts; i++) {
+        struct rh_part *p = &c->parts[i];
+        if (p->type != h->type || p->slot != h->slot || p->seq != h->seq)
+            continue;
+        if (p->capacity != h->capacity)
+            return "a chunk sent in part changed its capacity";
+        if (part && from != p->have)
+            return "partial chunk out of order (a gap or an overlap in its payload)";
+        c->cur_part = (int32_t)i;
+        c->cur_off = p->off;
+        return NULL;
+    }
+    if (!part)
+        return NULL;
+    if (from != 0)
+        return "partial chunk out of order (its first part does not start at 0)";
+    if (c->nparts >= RH_COLLECT_MAX_PARTS)
+        return "too many chunks open at once";
+    if (c->nparts == c->capparts) {
+        size_t n = c->capparts ? c->capparts * 2 : 64;
+        struct rh_part *np = realloc(c->parts, n * sizeof *np);
+        if (!np)
+            return "out of memory";
+        c->parts = np;
+        c->capparts = n;
+    }
+    /* its place: a chunk's stride at the end, a hole until written */
+    uint64_t stride = rh_rip_chunk_stride(h);
+    if (ftruncate(c->file, (off_t)(c->off + stride)) != 0)
+        return "cannot extend the profile";
+    c->parts[c->nparts] = (struct rh_part){h->type, h->slot, h->seq, h->capacity, c->off, 0};
+    c->cur_part = (int32_t)c->nparts++;
+    c->cur_off = c->off;
+    c->off += stride;
+    c->chunks++;
+    return NULL;
 }
 
 /* A complete hello, header or chunk header is in c->buf: act on it. Returns
@@ -290,11 +368,12 @@ static const char *rh_collect_step(struct rh_conn *c, const char *dir)
         memcpy(&v, c->buf + 8, 4);
         if (memcmp(c->buf, RIP_STREAM_MAGIC, 8) != 0)
             return "not a rheaper stream (bad hello magic)";
-        if (v != RIP_STREAM_WIRE_VERSION) {
-            snprintf(why, sizeof why, "unsupported stream version %u (this collector: %u)", v,
-                     RIP_STREAM_WIRE_VERSION);
+        if (v < RIP_STREAM_WIRE_VERSION_MIN || v > RIP_STREAM_WIRE_VERSION) {
+            snprintf(why, sizeof why, "unsupported stream version %u (this collector: %u to %u)", v,
+                     RIP_STREAM_WIRE_VERSION_MIN, RIP_STREAM_WIRE_VERSION);
             return why;
         }
+        c->version = v;
         c->phase = CP_HEADER;
         return NULL;
     }
@@ -335,14 +414,32 @@ static const char *rh_collect_step(struct rh_conn *c, const char *dir)
     }
     /* CP_CHDR: the rules a reader enforces (FORMAT.md "Limits") */
     memcpy(&c->ch, c->buf, sizeof c->ch);
-    const struct rip_chunk_header *h = &c->ch;
+    struct rip_chunk_header *h = &c->ch;
+    int part = (h->flags & RIP_CHUNK_F_PART) != 0;
+    uint32_t from = 0;
+    if (part) {
+        /* a partial chunk: what is written is an open chunk, as a file holds it */
+        if (c->version < 2)
+            return "partial chunk in a version 1 stream";
+        if ((h->type != RIP_CHUNK_EVENTS && h->type != RIP_CHUNK_SHARED) ||
+            (h->flags & RIP_CHUNK_F_SEALED))
+            return "partial chunk that is not an open event chunk";
+        from = h->reserved;
+        h->flags &= (uint8_t)~RIP_CHUNK_F_PART;
+        h->reserved = 0;
+    }
     const char *bad = rh_rip_chunk_check(h);
     if (bad) {
         snprintf(why, sizeof why, "bad chunk header at stream byte %llu (%s)",
                  (unsigned long long)(c->received), bad);
         return why;
     }
-    c->payload_left = h->used;
+    if (part && from > h->used)
+        return "partial chunk that starts past its end";
+    bad = rh_collect_place(c, part, from);
+    if (bad)
+        return bad;
+    c->payload_left = h->used - from;
     c->phase = CP_PAYLOAD;
     return NULL;
 }
@@ -352,6 +449,21 @@ static const char *rh_collect_step(struct rh_conn *c, const char *dir)
 static const char *rh_collect_chunk_done(struct rh_conn *c)
 {
     static char why[4400];
+    if (c->cur_part >= 0) {
+        /* in its place: the header (with the new `used`) last, as always */
+        int err = rh_collect_pwrite(c->file, &c->ch, sizeof c->ch, c->cur_off);
+        if (err) {
+            snprintf(why, sizeof why, "cannot write %s at offset %llu: %s", c->path,
+                     (unsigned long long)c->cur_off, strerror(err));
+            return why;
+        }
+        if (c->cur_is_part)
+            c->parts[c->cur_part].have = c->ch.used;
+        else
+            c->parts[c->cur_part] = c->parts[--c->nparts]; /* sealed: done with it */
+        c->phase = CP_CHDR;
+        return NULL;
+    }
     uint64_t stride = rh_rip_chunk_stride(&c->ch);
     int err = rh_collect_pwrite(c->file, &c->ch, sizeof c->ch, c->off);
     if (!err && ftruncate(c->file, (off_t)(c->off + stride)) != 0)
@@ -376,7 +488,7 @@ static const char *rh_collect_feed(struct rh_conn *c, const uint8_t *p, size_t n
     while (n) {
         if (c->phase == CP_PAYLOAD) {
             size_t k = n < c->payload_left ? n : c->payload_left;
-            uint64_t at = c->off + RIP_CHUNK_HDR_SIZE + (c->ch.used - c->payload_left);
+            uint64_t at = c->cur_off + RIP_CHUNK_HDR_SIZE + (c->ch.used - c->payload_left);
             int err = rh_collect_pwrite(c->file, p, k, at);
             if (err) {
                 snprintf(why, sizeof why, "cannot write %s at offset %llu: %s", c->path,

@@ -11,6 +11,11 @@
 #         two-level pool and single-caller xcalloc/xstrdup over xmalloc; the
 #         callers are the call sites with the program's counts, no layer
 #         function is one, and two_lines (two allocating lines) stays one.
+#   wrapper  wrapapp.c, wrapper.c (rheaper-cc): git's wrapper.c shape, an
+#         xmalloc with three callers beside an xcalloc and an xstrdup that
+#         call calloc and strdup themselves; the callers of xcalloc and
+#         xstrdup are the call sites, with the program's count per function
+#         and per calling line, and no x-allocator is one.
 #
 #   run.sh BIN_DIR SRC_DIR WORK_DIR CASE
 set -u
@@ -64,6 +69,28 @@ pool)
     done
     n=$(awk -F, '$1 == "two_lines"' top.csv | wc -l)
     [ "$n" = 2 ] && ok || bad "two_lines has $n call sites, expected its two lines"
+    ;;
+wrapper)
+    for f in wrapapp wrapper; do
+        "$bin/rheaper-cc" -O2 -c "$src/$f.c" -o "$f.o" || fail "rheaper-cc $f.c failed"
+    done
+    "$bin/rheaper-cc" wrapapp.o wrapper.o -o prog || fail "link failed"
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" ./prog > out.txt 2> prog.err || fail "the program failed"
+    "$bin/rheaper-convert" --quiet rip-* p.db || fail "conversion failed"
+    check_sites
+    # per calling line: `rheaper top` keeps function and file:line apart
+    while read -r tag fn line want; do
+        [ "$tag" = LINE ] || continue
+        got=$(awk -F, -v f="$fn" -v l="wrapapp.c:$line" '$1 == f && $2 == l { n += $3 } END { print n + 0 }' top.csv)
+        if [ "$got" = "$want" ]; then ok; else bad "$fn at wrapapp.c:$line: top counts $got, the program made $want"; fi
+    done < out.txt
+    for f in xmalloc xcalloc xstrdup; do
+        if grep -q "^$f," top.csv; then bad "the x-allocator $f is a call site"; else ok; fi
+        grep -q "[ ,]$f[ ,]" top.err && ok || bad "the notice does not name $f: $(cat top.err)"
+    done
+    # nothing but the six callers (and no row of wrapper.c)
+    n=$(awk -F, 'NR > 1' top.csv | wc -l)
+    [ "$n" = 7 ] && ok || bad "top has $n rows, expected 7 (six callers, two_tables twice): $(cat top.csv)"
     ;;
 *)
     fail "unknown case" ;;

@@ -51,7 +51,89 @@ counts() {
     q "$1" "select count(*) || '|' || coalesce(sum(size),0) || '|' || coalesce(sum(dealloc_after is null),0) from allocations ${2:-}"
 }
 
+# mono: CLOCK_MONOTONIC in ms (/proc/uptime has 10 ms steps)
+mono() { awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime; }
+
 case $CASE in
+killed-idle | killed-busy)
+    # Delivered within a second, busy or idle: the program allocates a
+    # 77777-byte block, prints "allocated", then sleeps (idle) or keeps
+    # allocating small blocks (busy). The block must reach the collector
+    # while the program still runs (polled for up to 5 s; the program runs
+    # 120 s), and the profile of the program SIGKILLed afterwards has it,
+    # with its function. The time it took is printed, not asserted.
+    mode=${CASE#killed-}
+    start_collector
+    # no memory samples: the busy loop alone fills its chunk, slowly
+    RHEAPER_ENABLE=1 RHEAPER_RSS_MS=0 RHEAPER_STREAM=127.0.0.1:$PORT "$H/stream_prog" "$mode" >out 2>err &
+    PPID_=$!
+    wait_line out allocated
+    t0=$(mono)
+    seen=
+    for i in $(seq 100); do
+        set -- col/rip-*
+        if [ -f "$1" ] && "$BIN/rheaper-convert" --quiet --force "$1" poll.db 2>/dev/null &&
+            [ "$(q poll.db 'select count(*) from allocations where size = 77777')" = 1 ]; then
+            seen=$(($(mono) - t0))
+            break
+        fi
+        sleep 0.05
+    done
+    kill -0 "$PPID_" 2>/dev/null || fail "the program ended before the block was seen"
+    [ -n "$seen" ] || fail "the block allocated before the program went $mode did not reach the collector within 5 s"
+    echo "ok: $CASE: the block reached the collector ${seen} ms after the program printed it"
+    sleep 1.5
+    kill -KILL "$PPID_"
+    wait "$PPID_" 2>/dev/null
+    PPID_=
+    wait_line col.out "no trailer\|cut short"
+    stop_collector
+    set -- col/rip-*
+    [ $# = 1 ] || fail "expected one collected profile, got: $*"
+    convert "$1" col.db
+    [ "$(q col.db 'select count(*) from allocations where size = 77777')" = 1 ] ||
+        fail "the killed program's profile lacks its 77777-byte block"
+    fn=$(q col.db "select b.sym from allocations a join backtraces b on b.id = a.bt and b.frame_no = 0 where a.size = 77777")
+    [ "$fn" = marker_alloc ] || fail "the block's frame is '$fn', not marker_alloc"
+    if [ "$mode" = busy ]; then
+        n=$(q col.db 'select count(*) from allocations where size = 24')
+        [ "$n" -gt 0 ] || fail "no 24-byte block of the busy loop arrived"
+        echo "ok: $CASE: $n blocks of the busy loop arrived"
+    fi
+    echo "ok: $CASE"
+    ;;
+partial-rules)
+    # Partial chunks by hand (stream_partial.c): one in a version 1 stream and
+    # a gap between parts are refused; parts land in their chunk's place (one
+    # chunk per slot, its header's used the last part's end), the sealed form
+    # replaces them, and a chunk never sealed stays open with what came.
+    start_collector
+    "$H/stream_partial" "$PORT" >g.out 2>g.err || fail "stream_partial failed: $(cat g.err)"
+    grep -q '^sent 3$' g.out || fail "stream_partial: $(cat g.out)"
+    for why in 'partial chunk in a version 1 stream' 'partial chunk out of order'; do
+        grep -q "$why" col.err || fail "collector did not report '$why'"
+    done
+    stop_collector
+    f=col/rip-515151
+    [ -f "$f" ] || fail "no $f: $(ls col)"
+    # chunk headers at 4096 and 8192 (slot, used, flags), nothing after them
+    size=$(stat -c %s "$f")
+    [ "$size" = 12288 ] || fail "the file has $size bytes, expected the header and two 4096-byte chunks"
+    # words: magic, type|flags<<8|hsize<<16, capacity, used, crc, slot
+    set -- $(od -An -tu4 -j4096 -N24 "$f")
+    [ "$6" = 3 ] && [ "$4" = 49 ] && [ $(( ($2 >> 8) & 255 )) = 1 ] ||
+        fail "first chunk (slot, used, flags): $6 $4 $(( ($2 >> 8) & 255 )), expected 3 49 1 (sealed)"
+    set -- $(od -An -tu4 -j8192 -N24 "$f")
+    [ "$6" = 4 ] && [ "$4" = 21 ] && [ $(( ($2 >> 8) & 255 )) = 0 ] ||
+        fail "second chunk (slot, used, flags): $6 $4 $(( ($2 >> 8) & 255 )), expected 4 21 0 (open)"
+    p=$(od -An -c -j$((8192 + 64)) -N21 "$f" | tr -d ' \n')
+    case $p in *aaaa*bbbb*cccc*) ;; *) fail "the open chunk's payload: $p" ;; esac
+    # what a reader makes of it: each thread's last name of its records
+    "$BIN/rheaper-convert" --quiet "$f" p.db 2>conv.err || fail "convert $f: $(cat conv.err)"
+    n=$(q p.db "select group_concat(tid || '=' || name, ' ') from (select * from threads order by tid)")
+    [ "$n" = "103=gggg 104=cccc" ] || fail "threads: $n, expected 103=gggg 104=cccc"
+    echo "ok: $CASE"
+    ;;
 match-local)
     # The collected profile converts to the same counts as a local recording.
     start_collector

@@ -17,6 +17,13 @@
  *   stream_prog fork           parent: 5 leaked blocks of 111 bytes; fork;
  *                              child: 20 blocks of 222 bytes, 3 leaked, exit;
  *                              parent: waits, 7 leaked blocks of 333 bytes
+ *   stream_prog idle|busy      one block of 77777 bytes from marker_alloc,
+ *                              prints "allocated", then idle: sleeps (120 s);
+ *                              busy: a malloc/free pair of 24 bytes every
+ *                              10 ms (120 s: its chunk fills in no less than
+ *                              10 s, so only what open chunks hold can reach
+ *                              the collector sooner); the test kills it
+ *                              before
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -121,8 +128,36 @@ static int run_fork(void)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
+__attribute__((noinline)) static void *marker_alloc(void)
+{
+    return malloc(77777);
+}
+
+/* stream_prog idle|busy: the block the collector must have within a second */
+static int run_marker(int busy)
+{
+    static char obuf[256];
+    setvbuf(stdout, obuf, _IOLBF, sizeof obuf); /* no allocation of stdio's */
+    sink = marker_alloc();
+    printf("allocated\n");
+    if (!busy) {
+        for (int i = 0; i < 120; i++)
+            sleep(1);
+        return 0;
+    }
+    for (int i = 0; i < 12000; i++) {
+        void *p = malloc(24);
+        sink = p;
+        free(p);
+        usleep(10000);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && (!strcmp(argv[1], "idle") || !strcmp(argv[1], "busy")))
+        return run_marker(!strcmp(argv[1], "busy"));
     if (argc >= 2 && !strcmp(argv[1], "threads"))
         return run_threads(argc >= 3 && !strcmp(argv[2], "fill"));
     if (argc >= 3 && !strcmp(argv[1], "pause"))
