@@ -619,7 +619,7 @@ static const char *rh_mod_abs_path(const struct dl_phdr_info *info, const char *
     int fd = -1;
     if (have)
         do
-            fd = rh_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC | O_NOCTTY, 0);
+            fd = rh_open_proc("/proc/self/maps", O_RDONLY);
         while (fd < 0 && errno == EINTR);
     if (fd >= 0) {
         size_t fill = 0, found = 0;

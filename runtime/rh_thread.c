@@ -348,7 +348,7 @@ static int rh_thread_comm(uint32_t tid, char name[16])
     rh_fmt(path, sizeof path, "/proc/self/task/%u/comm", (unsigned)tid);
     int fd;
     do
-        fd = rh_sys_open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY, 0);
+        fd = rh_open_proc(path, O_RDONLY);
     while (fd < 0 && errno == EINTR);
     if (fd < 0)
         return -1;
