@@ -107,7 +107,7 @@ if [ -n "$rip" ] && "$bin/rheaper-convert" --quiet "$rip" "$work/prog.db"; then
     . "$src/../../e2e/programs/expect.sh"
     expect_each "$RH_EXPECT_FILE" . "$work/prog.db" expect_sql
     rh_passed=$((rh_passed + ex_pass)) rh_failed=$((rh_failed + ex_fail))
-    [ "$ex_pass" -ge 10 ] || bad "only $ex_pass of the program's expectations held"
+    [ "$ex_pass" -ge 12 ] || bad "only $ex_pass of the program's expectations held"
 else
     bad "tracked run: no profile or conversion failed ($(ls on))"
 fi

@@ -4,6 +4,9 @@
  * every reference the program makes to the allocator. Built with
  * -DRH_LINK_JE, -DRH_LINK_TC or -DRH_LINK_MI (tests/integration/alloc/check_link.sh).
  *
+ * It also allocates through the allocator's own API (mallocx/sdallocx,
+ * tc_malloc/tc_free, mi_malloc/mi_free), which the wraps rename as well.
+ *
  * It proves the allocator in use is the named library's without asking the
  * linker for any other of its functions: the one it uses to ask is a weak
  * reference, which neither makes a shared library needed nor takes a member
@@ -27,18 +30,35 @@
 
 #define NOINLINE __attribute__((noinline))
 
+/* FAM_ALLOC / FAM_FREE: the allocator's own API, which the wraps rename too
+ * (a call of a weak NULL __real_ there was a crash with tracking off). */
 #if defined(RH_LINK_JE)
 #define RH_LIB_NAME "jemalloc"
 #define RH_LIB_FILE "libjemalloc"
 extern int mallctl(const char *, void *, size_t *, void *, size_t) __attribute__((weak));
+extern void *mallocx(size_t, int);
+extern void sdallocx(void *, size_t, int);
+#define FAM_KIND "mallocx"
+#define FAM_ALLOC(n) mallocx(n, 0)
+#define FAM_FREE(p, n) sdallocx(p, n, 0)
 #elif defined(RH_LINK_TC)
 #define RH_LIB_NAME "tcmalloc"
 #define RH_LIB_FILE "libtcmalloc"
 extern struct mallinfo tc_mallinfo(void) __attribute__((weak));
+extern void *tc_malloc(size_t);
+extern void tc_free(void *);
+#define FAM_KIND "tc_malloc"
+#define FAM_ALLOC(n) tc_malloc(n)
+#define FAM_FREE(p, n) tc_free(p)
 #elif defined(RH_LINK_MI)
 #define RH_LIB_NAME "mimalloc"
 #define RH_LIB_FILE "libmimalloc"
 extern _Bool mi_is_in_heap_region(const void *) __attribute__((weak));
+extern void *mi_malloc(size_t);
+extern void mi_free(void *);
+#define FAM_KIND "mi_malloc"
+#define FAM_ALLOC(n) mi_malloc(n)
+#define FAM_FREE(p, n) mi_free(p)
 #else
 #error "define RH_LINK_JE, RH_LINK_TC or RH_LINK_MI"
 #endif
@@ -46,6 +66,7 @@ extern _Bool mi_is_in_heap_region(const void *) __attribute__((weak));
 NOINLINE void *lp_malloc(size_t n) { return malloc(n); }
 NOINLINE void *lp_calloc(size_t n, size_t m) { return calloc(n, m); }
 NOINLINE void *lp_realloc(void *p, size_t n) { return realloc(p, n); }
+NOINLINE void *lp_family(size_t n) { return FAM_ALLOC(n); }
 
 /* Fails the program with one line naming what is wrong. */
 static int lp_fail(const char *what)
@@ -138,6 +159,17 @@ int main(void)
     }
     KEEP(r);
 
+    /* 4. 6 blocks of 300 bytes from the allocator's own API, 4 freed by it. */
+    void *f[6];
+    for (int i = 0; i < 6; i++) {
+        f[i] = lp_family(300);
+        memset(f[i], 4, 300);
+    }
+    for (int i = 0; i < 4; i++)
+        FAM_FREE(f[i], 300);
+    KEEP(f[4]);
+    KEEP(f[5]);
+
     EXPECT(40, "SELECT count(*) FROM allocations WHERE kind = 'malloc' AND " AT_SYM("lp_malloc"));
     EXPECT(a_bytes, "SELECT sum(size) FROM allocations WHERE " AT_SYM("lp_malloc"));
     EXPECT(25, "SELECT count(*) FROM leaks WHERE " AT_SYM("lp_malloc"));
@@ -148,6 +180,9 @@ int main(void)
     EXPECT(8, "SELECT count(*) FROM allocations WHERE kind = 'realloc' AND " AT_SYM("lp_realloc"));
     EXPECT(1, "SELECT count(*) FROM leaks WHERE " AT_SYM("lp_realloc"));
     EXPECT(800, "SELECT sum(size) FROM leaks WHERE " AT_SYM("lp_realloc"));
+    EXPECT(6, "SELECT count(*) FROM allocations WHERE kind = '" FAM_KIND "' AND size = 300 AND "
+              AT_SYM("lp_family"));
+    EXPECT(2, "SELECT count(*) FROM leaks WHERE " AT_SYM("lp_family"));
     printf("allocator: %s\n", RH_LIB_NAME);
     return 0;
 }
