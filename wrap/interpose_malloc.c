@@ -46,6 +46,9 @@ extern char **__environ;
  * Calls then reach that allocator directly, the runtime's __real_ functions
  * included, and the functions here that remain (reallocarray, dlopen) forward
  * to the next definition as before. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmissing-attributes" /* glibc's leaf and nothrow need not hold */
+#endif
 extern __typeof__(malloc) rh_ip_own_malloc __attribute__((alias("malloc"), visibility("hidden")));
 extern __typeof__(free) rh_ip_own_free __attribute__((alias("free"), visibility("hidden")));
 extern __typeof__(realloc) rh_ip_own_realloc __attribute__((alias("realloc"), visibility("hidden")));
