@@ -6,7 +6,8 @@
  * start-up process with an _exit inside libc, which --wrap reaches only in a
  * static link. Each shim first asks the runtime to do that exit work
  * (rh_exit_now, runtime/rh_api.c), then makes the real call with its
- * arguments unchanged; exec and daemon return what the real call returns,
+ * arguments unchanged (execl, execlp and execle go on as execv, execvp and
+ * execve with the vector glibc itself would build); exec and daemon return what the real call returns,
  * with its errno, and a failed exec goes on recording after the trailer.
  *
  * These calls happen where little is allowed: _exit and execve are
@@ -18,6 +19,8 @@
  * and uses no stdio. The runtime's entry point is a weak reference so the
  * shim tests' stand-in runtime needs no copy of it.
  */
+#include <stdarg.h>
+
 #include "rh_shims.h"
 
 extern RH_HIDDEN void rh_exit_now(int mem_final) __attribute__((weak));
@@ -79,4 +82,47 @@ RH_WRAP int __wrap_fexecve(int fd, char *const *argv, char *const *envp)
 {
     rh_exiting(0);
     return __real_fexecve(fd, argv, envp);
+}
+
+/* execl, execlp, execle: the list after arg, up to its NULL (for execle the
+ * environment after it), as a vector on the stack, as glibc builds it; then
+ * the vector form of the call. */
+#define RH_EXEC_LIST(ARG, AP, ARGV)                                                                \
+    size_t n_ = 1;                                                                                 \
+    va_start(AP, ARG);                                                                             \
+    while (va_arg(AP, const char *) != NULL)                                                       \
+        n_++;                                                                                      \
+    va_end(AP);                                                                                    \
+    const char *ARGV[n_ + 1];                                                                      \
+    ARGV[0] = ARG;                                                                                 \
+    va_start(AP, ARG);                                                                             \
+    for (size_t i_ = 1; i_ <= n_; i_++)                                                            \
+        ARGV[i_] = va_arg(AP, const char *)
+
+RH_WRAP int __wrap_execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    RH_EXEC_LIST(arg, ap, argv);
+    va_end(ap);
+    rh_exiting(0);
+    return __real_execv(path, (char *const *)argv);
+}
+
+RH_WRAP int __wrap_execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    RH_EXEC_LIST(arg, ap, argv);
+    va_end(ap);
+    rh_exiting(0);
+    return __real_execvp(file, (char *const *)argv);
+}
+
+RH_WRAP int __wrap_execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    RH_EXEC_LIST(arg, ap, argv);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    rh_exiting(0);
+    return __real_execve(path, (char *const *)argv, envp);
 }

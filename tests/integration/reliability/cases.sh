@@ -175,7 +175,7 @@ case_exit_exit() { exits _exit 1; }
 case_exit_Exit() { exits _Exit 1; }
 case_exit_fork_exit() { exits fork-_exit 2; }
 case_exit_signal_exit() { exits signal-_exit 1; }
-case_exit_exec() { exits exec 2; }
+case_exit_exec() { exits exec 3; }
 # The vfork child's _exit leaves its parent's profile alone: one close, by the
 # parent at its exit, counting all 5 of its blocks' events (a close by the
 # child, in the memory it shares with its parent, would count 3).

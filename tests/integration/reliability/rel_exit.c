@@ -14,7 +14,8 @@
  *                           the parent then makes 2 of 3008
  *   rel_exit signal-_exit   4 blocks of 3009; a signal handler calls _exit
  *   rel_exit exec           a fork child makes 5 blocks of 3010, then execv
- *                           /bin/true (no exit at all); the parent 1 of 3011
+ *                           /bin/true (no exit at all), another 2 of 3012,
+ *                           then execlp true; the parent 1 of 3011
  *
  * Every fact is stated (EXPECT, "@rip-PID" for each process) before the exit
  * it is about. The blocks are written through a volatile sink so none is
@@ -146,6 +147,15 @@ int main(int argc, char **argv)
             _exit(127);
         }
         int bad = wait_ok(c, "fork + execv");
+        c = fork();
+        if (c == 0) {
+            int pid = (int)getpid();
+            ex_blocks(2, 3012, 1);
+            ex_expect(pid, 2, 3012, 1);
+            execlp("true", "true", (char *)NULL);
+            _exit(127);
+        }
+        bad += wait_ok(c, "fork + execlp");
         ex_blocks(1, 3011, 0);
         ex_expect(me, 1, 3011, 0);
         EXPECT(0, "@rip-%d SELECT count(*) FROM allocations WHERE size = 3010", me);
