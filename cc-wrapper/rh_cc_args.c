@@ -282,10 +282,12 @@ static const char *const rh_ld_sep_opts[] = {
 /* Whether a linker option string (the text after -Wl, split at commas, or a
  * -Xlinker value) names a library: -lNAME, -l NAME (the next piece) or a
  * library path that is not another option's value. */
-static int rh_linker_names_lib(const char *opts, int split)
+static int rh_linker_names_lib(const char *opts, int split, int *ld_value)
 {
-    int want_next = 0, skip = 0;
+    int want_next = 0, skip = *ld_value;
     const char *p = opts;
+    int found = 0;
+    *ld_value = 0;
     for (;;) {
         const char *end = split ? strchr(p, ',') : NULL;
         size_t n = end ? (size_t)(end - p) : strlen(p);
@@ -295,7 +297,7 @@ static int rh_linker_names_lib(const char *opts, int split)
         memcpy(piece, p, n);
         piece[n] = '\0';
         if (want_next && n > 0)
-            return 1;
+            found = 1;
         want_next = strcmp(piece, "-l") == 0 || strcmp(piece, "--library") == 0;
         if (skip) {
             skip = 0;
@@ -303,13 +305,15 @@ static int rh_linker_names_lib(const char *opts, int split)
             skip = 1;
         } else if ((n > 2 && strncmp(piece, "-l", 2) == 0) ||
                    strncmp(piece, "--library=", 10) == 0) {
-            return 1;
+            found = 1;
         } else if (n > 0 && p[0] != '-') {
             if (rh_is_lib_path(piece))
-                return 1;
+                found = 1;
         }
-        if (!end)
-            return 0;
+        if (!end) {
+            *ld_value = skip; /* -Wl,-soname -Wl,libx.so.1: the value comes next */
+            return found;
+        }
         p = end + 1;
     }
 }
@@ -366,10 +370,11 @@ static int rh_rsp_names_library(const char *path, int depth)
     close(fd);
     struct rh_lib_rsp r = {0};
     rh_cc_split_response(buf, got, rh_lib_rsp_arg, &r);
-    int found = r.oom;
+    int found = r.oom, ld_value = 0;
     for (size_t i = 0; !found && i < r.n;) {
         int used = 1;
-        found = rh_cc_names_library(r.v[i], i + 1 < r.n ? r.v[i + 1] : NULL, &used, depth + 1);
+        found = rh_cc_names_library(r.v[i], i + 1 < r.n ? r.v[i + 1] : NULL, &used, &ld_value,
+                                    depth + 1);
         i += (size_t)used;
     }
     free(r.v);
@@ -377,9 +382,20 @@ static int rh_rsp_names_library(const char *path, int depth)
     return found;
 }
 
-int rh_cc_names_library(const char *a, const char *next, int *used, int depth)
+int rh_cc_names_library(const char *a, const char *next, int *used, int *ld_value, int depth)
 {
     *used = 1;
+    int value = *ld_value; /* this unit's first linker piece is an option's value */
+    *ld_value = 0;
+    if (value) {
+        /* nothing may come between a linker option and its value: the unit
+         * is passed over (its value is consumed, the rest is rarely a library) */
+        if (strncmp(a, "-Wl,", 4) == 0)
+            rh_linker_names_lib(a + 4, 1, &value);
+        else if (strcmp(a, "-Xlinker") == 0 && next)
+            *used = 2;
+        return 0;
+    }
     if (a[0] == '@' && a[1] != '\0')
         return depth < RH_CC_RSP_DEPTH && rh_rsp_names_library(a + 1, depth);
     if (a[0] != '-' || a[1] == '\0')
@@ -392,10 +408,10 @@ int rh_cc_names_library(const char *a, const char *next, int *used, int depth)
     if (a[1] == 'l')
         return 1; /* -lNAME, -l:FILE */
     if (strncmp(a, "-Wl,", 4) == 0)
-        return rh_linker_names_lib(a + 4, 1);
+        return rh_linker_names_lib(a + 4, 1, ld_value);
     if (strcmp(a, "-Xlinker") == 0) {
         *used = next ? 2 : 1;
-        return next && rh_linker_names_lib(next, 0);
+        return next && rh_linker_names_lib(next, 0, ld_value);
     }
     if (rh_in_list(a, rh_cc_sep_opts) && next)
         *used = 2; /* -o lib.so: the output, not an input */

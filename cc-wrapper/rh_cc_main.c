@@ -468,10 +468,11 @@ int main(int argc, char **argv)
     if ((mode == RH_CC_LINK_EXE || mode == RH_CC_LINK_SO) &&
         !(weak = rh_find_lib("librheaper_weak.a")))
         return 1;
-    for (int i = 1, lib_left = 0; i < argc; i++) {
+    for (int i = 1, lib_left = 0, ld_value = 0; i < argc; i++) {
         if (lib_left == 0 && weak) {
             int used = 1;
-            if (rh_cc_names_library(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used, 0)) {
+            if (rh_cc_names_library(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used, &ld_value,
+                                    0)) {
                 rh_push(&a, "-Xlinker");
                 rh_push(&a, weak);
             }

@@ -196,12 +196,12 @@ static const char *libs_of(const char *const *argv)
 {
     static char out[64];
     size_t o = 0;
-    int n = 0;
+    int n = 0, ld_value = 0;
     while (argv[n])
         n++;
     for (int i = 0; i < n && o + 3 < sizeof out;) {
         int used = 1;
-        int lib = rh_cc_names_library(argv[i], i + 1 < n ? argv[i + 1] : NULL, &used, 0);
+        int lib = rh_cc_names_library(argv[i], i + 1 < n ? argv[i + 1] : NULL, &used, &ld_value, 0);
         out[o++] = lib ? 'L' : '.';
         if (used == 2)
             out[o++] = '+';
@@ -236,6 +236,10 @@ static void test_libraries(void)
     LIBS("L+", "-Xlinker", "-lm");
     LIBS(".+", "-Xlinker", "--gc-sections");
     LIBS("..", "-O2", "-Wl,--as-needed");
+    /* libtool's and the hand-split spellings: the soname is -soname's value */
+    LIBS("..L", "-Wl,-soname", "-Wl,libx.so.1", "-lm");
+    LIBS(".+.+L", "-Xlinker", "-soname", "-Xlinker", "libx.so.1", "libz.a");
+    LIBS("..L", "-Wl,-rpath", "-Wl,/opt/lib.a", "-Wl,-lz");
 
     char dir[] = "/tmp/rh-cc-libs-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
