@@ -63,6 +63,19 @@ enum rh_cc_mode rh_cc_mode_of(const struct rh_cc_scan *s);
 int rh_cc_static_cxx_default(const struct rh_cc_scan *s, enum rh_cc_mode mode, int cxx,
                              const char *env_value);
 
+/* Whether the command-line unit starting at argument `a` (`next` is the
+ * argument after it, or NULL) names a library for the linker: -lNAME, -l NAME,
+ * -l:FILE, a path ending in .a, .so or .so.N, a -Wl, or -Xlinker argument
+ * holding one, or a response file (@FILE, read as rh_cc_scan_arg does, depth
+ * its nesting) containing one. *used is set to the number of arguments the
+ * unit takes (2 for an option with a separate value: -l NAME, -Xlinker X,
+ * -o lib.so, whose value is the output, not a library). *ld_value (0 before
+ * the first argument) carries a linker option still waiting for its value
+ * from one unit to the next (-Wl,-soname -Wl,libx.so.1, -Xlinker -soname
+ * -Xlinker libx.so.1): such a value is no library, and nothing may be put in
+ * front of it. */
+int rh_cc_names_library(const char *a, const char *next, int *used, int *ld_value, int depth);
+
 /* ---- rh_cc_alloc.c: the user's allocator families ---- */
 
 /* Reads one allocator file (--rheaper-allocator=FILE, $RHEAPER_ALLOCATORS).

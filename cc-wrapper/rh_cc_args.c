@@ -251,6 +251,173 @@ enum rh_cc_mode rh_cc_mode_of(const struct rh_cc_scan *s)
     return RH_CC_LINK_EXE;
 }
 
+/* Whether one plain argument (not an option value) names a library file: a
+ * path ending in .a, .so or .so.N (the version digits and dots only). */
+static int rh_is_lib_path(const char *a)
+{
+    size_t n = strlen(a);
+    if (n >= 2 && strcmp(a + n - 2, ".a") == 0)
+        return 1;
+    const char *so = NULL;
+    for (const char *p = strstr(a, ".so"); p; p = strstr(p + 1, ".so"))
+        so = p;
+    if (!so)
+        return 0;
+    for (const char *p = so + 3; *p; p++)
+        if (*p != '.' && (*p < '0' || *p > '9'))
+            return 0;
+    return so[3] == '\0' || so[3] == '.';
+}
+
+/* Linker options whose value is the next piece of a -Wl, list (a file name
+ * there is not an input). */
+static const char *const rh_ld_sep_opts[] = {
+    "-soname", "-h", "-rpath", "-rpath-link", "-R", "-Map", "-T", "-o", "-e", "-u", "-y",
+    "-z", "-a", "-A", "-m", "-b", "-F", "-f", "-G", "-I", "-dynamic-linker", "--version-script",
+    "--dynamic-list", "--script", "--output", "--entry", "--undefined", "--trace-symbol",
+    "--retain-symbols-file", "--wrap", "--defsym", "--just-symbols", "-L", "--library-path",
+    NULL,
+};
+
+/* Whether a linker option string (the text after -Wl, split at commas, or a
+ * -Xlinker value) names a library: -lNAME, -l NAME (the next piece) or a
+ * library path that is not another option's value. */
+static int rh_linker_names_lib(const char *opts, int split, int *ld_value)
+{
+    int want_next = 0, skip = *ld_value;
+    const char *p = opts;
+    int found = 0;
+    *ld_value = 0;
+    for (;;) {
+        const char *end = split ? strchr(p, ',') : NULL;
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        char piece[4096];
+        if (n >= sizeof piece)
+            n = sizeof piece - 1;
+        memcpy(piece, p, n);
+        piece[n] = '\0';
+        if (want_next && n > 0)
+            found = 1;
+        want_next = strcmp(piece, "-l") == 0 || strcmp(piece, "--library") == 0;
+        if (skip) {
+            skip = 0;
+        } else if (rh_in_list(piece, rh_ld_sep_opts)) {
+            skip = 1;
+        } else if ((n > 2 && strncmp(piece, "-l", 2) == 0) ||
+                   strncmp(piece, "--library=", 10) == 0) {
+            found = 1;
+        } else if (n > 0 && p[0] != '-') {
+            if (rh_is_lib_path(piece))
+                found = 1;
+        }
+        if (!end) {
+            *ld_value = skip; /* -Wl,-soname -Wl,libx.so.1: the value comes next */
+            return found;
+        }
+        p = end + 1;
+    }
+}
+
+/* The arguments of a response file, collected for rh_cc_names_library. */
+struct rh_lib_rsp {
+    const char **v;
+    size_t n, cap;
+    int oom;
+};
+
+static void rh_lib_rsp_arg(const char *arg, void *ctx)
+{
+    struct rh_lib_rsp *r = ctx;
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 64;
+        const char **v = realloc(r->v, cap * sizeof *v);
+        if (!v) {
+            r->oom = 1;
+            return;
+        }
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[r->n++] = arg;
+}
+
+/* rh_cc_names_library for the arguments of response file `path`. */
+static int rh_rsp_names_library(const char *path, int depth)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rh_is_lib_path(path); /* not a response file: GCC takes "@path" as a file */
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (unsigned long long)st.st_size > RH_CC_RSP_MAX) {
+        close(fd);
+        return 0;
+    }
+    size_t len = (size_t)st.st_size, got = 0;
+    char *buf = malloc(len + 1);
+    if (!buf) {
+        close(fd);
+        return 1; /* cannot tell: one more archive on the line costs nothing */
+    }
+    while (got < len) {
+        ssize_t r = read(fd, buf + got, len - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    struct rh_lib_rsp r = {0};
+    rh_cc_split_response(buf, got, rh_lib_rsp_arg, &r);
+    int found = r.oom, ld_value = 0;
+    for (size_t i = 0; !found && i < r.n;) {
+        int used = 1;
+        found = rh_cc_names_library(r.v[i], i + 1 < r.n ? r.v[i + 1] : NULL, &used, &ld_value,
+                                    depth + 1);
+        i += (size_t)used;
+    }
+    free(r.v);
+    free(buf);
+    return found;
+}
+
+int rh_cc_names_library(const char *a, const char *next, int *used, int *ld_value, int depth)
+{
+    *used = 1;
+    int value = *ld_value; /* this unit's first linker piece is an option's value */
+    *ld_value = 0;
+    if (value) {
+        /* nothing may come between a linker option and its value: the unit
+         * is passed over (its value is consumed, the rest is rarely a library) */
+        if (strncmp(a, "-Wl,", 4) == 0)
+            rh_linker_names_lib(a + 4, 1, &value);
+        else if (strcmp(a, "-Xlinker") == 0 && next)
+            *used = 2;
+        return 0;
+    }
+    if (a[0] == '@' && a[1] != '\0')
+        return depth < RH_CC_RSP_DEPTH && rh_rsp_names_library(a + 1, depth);
+    if (a[0] != '-' || a[1] == '\0')
+        return a[0] != '-' && rh_is_lib_path(a);
+    a = rh_long_alias(a);
+    if (strcmp(a, "-l") == 0) {
+        *used = next ? 2 : 1;
+        return 1;
+    }
+    if (a[1] == 'l')
+        return 1; /* -lNAME, -l:FILE */
+    if (strncmp(a, "-Wl,", 4) == 0)
+        return rh_linker_names_lib(a + 4, 1, ld_value);
+    if (strcmp(a, "-Xlinker") == 0) {
+        *used = next ? 2 : 1;
+        return next && rh_linker_names_lib(next, 0, ld_value);
+    }
+    if (rh_in_list(a, rh_cc_sep_opts) && next)
+        *used = 2; /* -o lib.so: the output, not an input */
+    return 0;
+}
+
 int rh_cc_static_cxx_default(const struct rh_cc_scan *s, enum rh_cc_mode mode, int cxx,
                              const char *env_value)
 {

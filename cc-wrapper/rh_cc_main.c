@@ -24,7 +24,26 @@
  *     libstdc++ librheaper_ipcxx.a, the operators, plus their
  *     -Wl,--export-dynamic-symbol flags), -lpthread -ldl;
  *   linking a shared library (-shared), after: the wrap flags and
- *     librheaper_weak.a (weak fallbacks, one archive member per function).
+ *     librheaper_weak.a (weak fallbacks, one archive member per function);
+ *   linking either, in front of every library the user names (-lNAME, -l NAME,
+ *     a path to libX.a or libX.so[.N], one inside -Wl, or -Xlinker, a response
+ *     file holding one), and once more after the user's arguments, in front
+ *     of the libraries the driver adds: -Xlinker librheaper_weak.a.
+ *
+ * The link line is the plain build's: --wrap renames the program's undefined
+ * references (malloc becomes __wrap_malloc), so when the linker reaches the
+ * user's -ljemalloc nothing asks for its malloc any more. With --as-needed
+ * (Debian's default) libjemalloc.so is then dropped from DT_NEEDED, the
+ * program runs on glibc's allocator, and a weak __real_sdallocx is left NULL;
+ * a libjemalloc.a gives no member at all. The weak fallbacks put the names
+ * back where the user's references are: the linker takes the member of
+ * __wrap_malloc from the archive only if the objects before that point call
+ * malloc (a weak reference pulls nothing), and the member asks for malloc by
+ * its real name (its strong __real_malloc), so the library that follows is
+ * needed, or its archive member taken, exactly when the plain build would do
+ * it. In an executable the runtime's strong __wrap_ functions later replace
+ * the weak ones; a static allocator's malloc replaces the interposed one
+ * (wrap/interpose_malloc.c defines it weak).
  *
  * A static libstdc++ by default: rheaper-c++ links executables with
  * -static-libstdc++ because a shared libstdc++.so calls malloc and operator new
@@ -440,10 +459,36 @@ int main(int argc, char **argv)
     rh_push(&a, compiler);
     if (mode != RH_CC_PASS)
         rh_add_compile_flags(&a, &scan, clang);
-    for (int i = 1; i < argc; i++)
+    /* Links: the weak fallbacks go in front of every library the user names,
+     * so that a library keeps the place it has in the plain build (below). */
+    char *weak = NULL, *rt = NULL;
+    if (mode == RH_CC_LINK_EXE && !(rt = rh_find_lib("librheaper_rt.a")))
+        return 1; /* the runtime is the one a user misses first: named first */
+    free(rt);
+    if ((mode == RH_CC_LINK_EXE || mode == RH_CC_LINK_SO) &&
+        !(weak = rh_find_lib("librheaper_weak.a")))
+        return 1;
+    for (int i = 1, lib_left = 0, ld_value = 0; i < argc; i++) {
+        if (lib_left == 0 && weak) {
+            int used = 1;
+            if (rh_cc_names_library(argv[i], i + 1 < argc ? argv[i + 1] : NULL, &used, &ld_value,
+                                    0)) {
+                rh_push(&a, "-Xlinker");
+                rh_push(&a, weak);
+            }
+            lib_left = used;
+        }
+        if (lib_left > 0)
+            lib_left--;
         if (strcmp(argv[i], "-shared-libstdc++") != 0 && /* ours: the compilers reject them */
             strncmp(argv[i], RH_ALLOC_OPT, strlen(RH_ALLOC_OPT)) != 0)
             rh_push(&a, argv[i]);
+    }
+    if (weak) {
+        /* and in front of the libraries the driver adds (libc, libstdc++) */
+        rh_push(&a, "-Xlinker");
+        rh_push(&a, weak);
+    }
     char tmpdir[PATH_MAX] = "";
     if (mode == RH_CC_LINK_EXE || mode == RH_CC_LINK_SO) {
         if (rh_read_allocator_files(argc, argv) != 0)

@@ -7,13 +7,16 @@
  * pending: it is created by the first recorded event, so a fork child that only
  * execs leaves no file. rheaper_enable() creates its file at once so it can
  * report a bad directory. A destructor(101), which runs after every other exit
- * handler, writes the trailer; tracking goes on working after it.
+ * handler, writes the trailer; tracking goes on working after it. The exits
+ * that run no exit handler (_exit, _Exit, daemon(3)'s parent, exec) do the
+ * same work first through rh_exit_now (wrap/shims_exit.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rh_runtime.h"
@@ -30,6 +33,13 @@ RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("local-exec"))
 
 /* 0 not started, 1 in progress, 2 done. */
 static int rh_init_state;
+/* The process whose exit work ran (0: none yet): the exit handlers and an
+ * _exit after them (a static libc's exit() ends in the wrapped _exit) do it
+ * once. And the process this memory belongs to, by its own account: set at
+ * start and by the fork handler, so a vfork child, which shares its parent's
+ * memory and runs no fork handler, sees its parent's pid here. */
+static int rh_exit_done_pid;
+static int rh_proc_pid;
 /* The configuration the environment gave (rheaper_enable overlays on it). */
 static struct rh_config rh_cfg_env;
 /* Set by our constructor: libc is fully initialised. */
@@ -106,6 +116,7 @@ int rh_init_lazy(void)
                 rh_cfg_env = rh_cfg; /* the profile directory made absolute */
             }
         }
+        rh_proc_pid = (int)syscall(SYS_getpid);
         __atomic_store_n(&rh_init_state, 2, __ATOMIC_RELEASE);
     } else {
         while (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
@@ -434,9 +445,40 @@ __attribute__((constructor(101))) static void rh_runtime_ctor(void)
 /* Runs last at exit: trailer, the caller's chunk sealed, one line on stderr.
  * The file stays open, so events after this land in new chunks; a second call
  * (or a later rheaper_disable) finds the work done. */
-static void rh_runtime_dtor_flush(void);
+static void rh_runtime_dtor_flush(int mem_final);
+static void rh_exit_work(int mem_final);
 
 __attribute__((destructor(101))) static void rh_runtime_dtor(void)
+{
+    rh_exit_done_pid = (int)syscall(SYS_getpid);
+    rh_exit_work(1);
+}
+
+void rh_exit_fork_child(void)
+{
+    rh_proc_pid = (int)syscall(SYS_getpid);
+}
+
+void rh_exit_now(int mem_final)
+{
+    /* Inside the runtime or a hooked call (a signal handler's _exit there):
+     * this thread may hold the locks the close needs. */
+    if (rh_guard || __atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
+        return;
+    int pid = (int)syscall(SYS_getpid);
+    if (pid != rh_proc_pid)
+        return; /* a vfork child (posix_spawn's too): the profile is its parent's */
+    if (__atomic_exchange_n(&rh_exit_done_pid, pid, __ATOMIC_ACQ_REL) == pid)
+        return;
+    int e = errno;
+    rh_exit_work(mem_final);
+    errno = e;
+}
+
+/* The exit work: the cut close of a size limit, the trailer, the stream's
+ * drain, the marker. mem_final 0: no final memory sample (it asks the
+ * allocator, whose lock an interrupted thread may hold). */
+static void rh_exit_work(int mem_final)
 {
     if (__atomic_load_n(&rh_prof.limit_hit, __ATOMIC_ACQUIRE)) {
         int g = rh_guard_enter();
@@ -445,7 +487,7 @@ __attribute__((destructor(101))) static void rh_runtime_dtor(void)
         rh_spin_unlock(&rh_ctl_lock);
         rh_guard_leave(g);
     }
-    rh_runtime_dtor_flush();
+    rh_runtime_dtor_flush(mem_final);
     if (rh_stream_on()) { /* the queue drained and confirmed, or one warning */
         int g = rh_guard_enter();
         rh_stream_exit();
@@ -456,12 +498,12 @@ __attribute__((destructor(101))) static void rh_runtime_dtor(void)
         rh_ctl_marker_remove();
 }
 
-static void rh_runtime_dtor_flush(void)
+static void rh_runtime_dtor_flush(int mem_final)
 {
     if (!rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))
         return;
     int g = rh_guard_enter();
-    if (rh_prof.open && !rh_prof.exit_flushed)
+    if (mem_final && rh_prof.open && !rh_prof.exit_flushed)
         rh_mem_final(); /* before the locks: mallinfo2 takes the allocator's */
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);

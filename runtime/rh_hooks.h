@@ -57,14 +57,16 @@ extern RH_HIDDEN int rh_scope_process;
 
 /* The kind hint of a libc shim (wrap/shims_libc.c) whose real call runs
  * unguarded because the executable's interposed malloc family
- * (wrap/interpose_malloc.c, which defines rh_ip_linked) records libc's inner
+ * (wrap/interpose_malloc.c, where rh_ip_linked says so) records libc's inner
  * allocations itself: each one is recorded with the shim's kind and from the
  * shim's frame (rh_tls_hint_fp, NULL when no hint is set), so strdup's block
  * is one row of kind strdup at the caller's stack, and a stdio buffer getline
  * allocates on the way is a row too. */
 extern RH_HIDDEN __thread void *rh_tls_hint_fp __attribute__((tls_model("local-exec")));
 extern RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("local-exec")));
-extern RH_HIDDEN const int rh_ip_linked __attribute__((weak));
+/* 1 when the interposed malloc family is linked and is the program's malloc
+ * (NULL function when not linked: static links). */
+extern RH_HIDDEN int rh_ip_linked(void) __attribute__((weak));
 
 /* Per-thread reentrancy guard. volatile plus barriers: gcc -O2 otherwise drops
  * the store around calls it believes are leaf (strdup) and recursion follows.

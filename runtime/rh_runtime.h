@@ -1326,6 +1326,16 @@ RH_HIDDEN void rh_priv_chroot(const char *dir);
  * `reason` (RIP_END_*) in its trailer. Caller has the guard set and holds no
  * runtime lock. (rh_api.c) */
 RH_HIDDEN void rh_stop_clean(uint32_t reason);
+/* The exit work of the last exit handler (trailer, stream drain, marker), for
+ * an exit that runs none (_exit, _Exit, daemon(3)'s parent, exec): once per
+ * process, and not at all in a vfork child (whose memory is its parent's) or
+ * when this thread is inside the runtime or a hooked call (a signal handler
+ * that interrupted one: the locks may be this thread's). mem_final 0 skips
+ * the final memory sample, which asks the allocator (async-signal contexts).
+ * Keeps errno. */
+RH_HIDDEN void rh_exit_now(int mem_final);
+/* The fork child's side of rh_exit_now: this memory is now the child's. */
+RH_HIDDEN void rh_exit_fork_child(void);
 
 /* The calling thread's guard, saved and set around API work. */
 RH_HIDDEN int rh_guard_enter(void);

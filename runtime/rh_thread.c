@@ -477,6 +477,7 @@ static void rh_fork_child(void)
     rh_tls_tid = 0;
     rh_origin_fork_child(rh_prof.open && rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)));
     rh_file_forget_in_child();
+    rh_exit_fork_child();
     rh_origin_fork_child_done();
     rh_prof_lock = 0;
     rh_shared_lock = 0;

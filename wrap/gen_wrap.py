@@ -73,6 +73,12 @@ class Fn:
         self.ret = ret
         self.params = params  # list of type strings; [] for (void)
         self.vafwd = vafwd  # name of the v-function, or None
+        # "argv" / "argv+envp": the variadic part is a NULL-terminated list of
+        # strings (execl), forwarded as a vector to vafwd (execv); with envp the
+        # list is followed by an environment vector (execle -> execve)
+        self.valist = None
+        if vafwd and " " in vafwd:
+            self.valist, self.vafwd = vafwd.split(None, 1)
         self.flags = flags  # RH_WRAP_F_* bits
 
     @property
@@ -175,7 +181,16 @@ def parse_table(path):
             raise TableError("%s:%d: unknown kind '%s'" % (path, fn.line, fn.kind))
         by_sym[fn.sym] = fn
     for fn in fns:
-        if fn.vafwd:
+        if fn.valist:
+            tgt = by_sym.get(fn.vafwd)
+            want = fn.params[:-2] + ["char *const *"] * (2 if fn.valist == "argv+envp" else 1)
+            if fn.valist not in ("argv", "argv+envp") or len(fn.params) < 3 \
+                    or fn.params[-2] != "const char *" or not tgt or tgt.params != want \
+                    or tgt.ret != fn.ret:
+                raise TableError("%s:%d: VA-FORWARD '%s %s' must be argv or argv+envp and a "
+                                 "table fn taking the leading parameters and the vector(s)"
+                                 % (path, fn.line, fn.valist, fn.vafwd))
+        elif fn.vafwd:
             tgt = by_sym.get(fn.vafwd)
             if not tgt or not tgt.params or tgt.params[-1] != "va_list" \
                     or tgt.params[:-1] != fn.params[:-1] or tgt.ret != fn.ret:
@@ -389,7 +404,29 @@ def gen_weak_c(fns):
         out.append(proto(fn.ret, "__wrap_" + fn.sym, fn.params, names=True))
         out.append("{")
         void = fn.ret == "void"
-        if fn.variadic:
+        if fn.valist:
+            # the list after the last fixed string, up to its NULL, as a vector
+            fixed = len(fn.params) - 1
+            lead = ", ".join("a%d" % j for j in range(fixed - 1))
+            first = "a%d" % (fixed - 1)
+            out.append("    va_list ap;")
+            out.append("    size_t n = 1;")
+            out.append("    va_start(ap, %s);" % first)
+            out.append("    while (va_arg(ap, const char *) != NULL)")
+            out.append("        n++;")
+            out.append("    va_end(ap);")
+            out.append("    const char *argv[n + 1];")
+            out.append("    argv[0] = %s;" % first)
+            out.append("    va_start(ap, %s);" % first)
+            out.append("    for (size_t i = 1; i <= n; i++)")
+            out.append("        argv[i] = va_arg(ap, const char *);")
+            vecs = "(char *const *)argv"
+            if fn.valist == "argv+envp":
+                out.append("    char *const *envp = va_arg(ap, char *const *);")
+                vecs += ", envp"
+            out.append("    va_end(ap);")
+            out.append("    return __real_%s(%s%s%s);" % (fn.vafwd, lead, ", " if lead else "", vecs))
+        elif fn.variadic:
             fixed = len(fn.params) - 1
             args = ", ".join("a%d" % j for j in range(fixed))
             out.append("    va_list ap;")

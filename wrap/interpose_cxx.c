@@ -94,6 +94,10 @@ static void rh_ipcxx_unwind(struct rh_ipcxx_pending *c)
     }
 }
 
+/* Exported and kept, and weak: a program that links an allocator's operators
+ * statically (libtcmalloc.a) or defines its own keeps those. */
+#define RH_IPCXX RH_WRAP __attribute__((weak))
+
 #define RH_IP_NEW(SYM, KIND, PARAMS, ARGS)                                                         \
     RH_NEXT_FN(SYM, void *, PARAMS)                                                               \
     RH_HOOKED void *rh_ipcxx_hooked_##SYM(void *fp, RH_UNPAREN PARAMS)                             \
@@ -104,7 +108,7 @@ static void rh_ipcxx_unwind(struct rh_ipcxx_pending *c)
         rh_alloc_done(KIND, p, n, fp);                                                             \
         return p;                                                                                  \
     }                                                                                              \
-    RH_WRAP void *SYM PARAMS                                                                       \
+    RH_IPCXX void *SYM PARAMS                                                                      \
     {                                                                                              \
         if (!rh_ipcxx_begin())                                                                     \
             return rh_get_##SYM() ARGS;                                                            \
@@ -132,7 +136,7 @@ RH_IP_NEW(_ZnamSt11align_val_tRKSt9nothrow_t, RH_KIND_NEW_ARRAY,
         rh_get_##SYM() ARGS;                                                                       \
         rh_hook_end();                                                                             \
     }                                                                                              \
-    RH_WRAP void SYM PARAMS                                                                        \
+    RH_IPCXX void SYM PARAMS                                                                       \
     {                                                                                              \
         if (p == NULL || !rh_ipcxx_begin()) {                                                      \
             rh_get_##SYM() ARGS;                                                                   \

@@ -40,9 +40,35 @@
 
 extern char **__environ;
 
+/* This file's own malloc, free and realloc, by hidden aliases: the exported
+ * names are weak (RH_IP), and a program that links an allocator statically
+ * (libjemalloc.a, a dlmalloc of its own) replaces them with its strong ones.
+ * Calls then reach that allocator directly, the runtime's __real_ functions
+ * included, and the functions here that remain (reallocarray, dlopen) forward
+ * to the next definition as before. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmissing-attributes" /* glibc's leaf and nothrow need not hold */
+#endif
+extern __typeof__(malloc) rh_ip_own_malloc __attribute__((alias("malloc"), visibility("hidden")));
+extern __typeof__(free) rh_ip_own_free __attribute__((alias("free"), visibility("hidden")));
+extern __typeof__(realloc) rh_ip_own_realloc __attribute__((alias("realloc"), visibility("hidden")));
+
+/* 1 when the program's malloc is this file's, 0 when a definition of the
+ * program's own replaced it. The address is read at run time (through the
+ * GOT or a relocated immediate), never folded. */
+static int rh_ip_is_ours(void *used, void *own)
+{
+    __asm__("" : "+r"(used));
+    return used == own;
+}
+
 /* Tells the libc shims (shims_libc.c) that libc's inner allocations reach this
- * file: they then record through it, with a kind hint (rh_hooks.h). */
-RH_HIDDEN const int rh_ip_linked = 1;
+ * file: they then record through it, with a kind hint (rh_hooks.h). Not when
+ * the program's own malloc replaced this file's (libc's calls go there). */
+RH_HIDDEN int rh_ip_linked(void)
+{
+    return rh_ip_is_ours((void *)&malloc, (void *)&rh_ip_own_malloc);
+}
 
 /* The kind and walk start of a call recorded here: its own, or a libc shim's
  * hint when one is set (the shim's frame is still on the stack: the call runs
@@ -55,7 +81,7 @@ RH_HIDDEN const int rh_ip_linked = 1;
         }                                                                                          \
     } while (0)
 
-#define RH_IP RH_WRAP /* exported, kept */
+#define RH_IP RH_WRAP __attribute__((weak)) /* exported, kept, yields to the program's own */
 #define RH_HOOKED static __attribute__((noinline))
 
 /* The next definition of every function defined here. */
@@ -166,11 +192,17 @@ static __attribute__((noinline, cold)) int rh_ip_resolve(void)
          * nothing on success), free and realloc go straight to the next
          * allocator too: that spares the arena test, 7 and 19 instructions
          * per call on a tracking-off Lua run (bench/sample_bench.sh). */
+        /* Each only where this file's function is the program's: a static
+         * allocator's replacement stays the shims' __real_ target. */
         int boot = __atomic_load_n(&rh_boot_used, __ATOMIC_RELAXED) != 0;
-        __atomic_store_n(&rh_pass_malloc, rh_next.malloc, __ATOMIC_RELAXED);
-        __atomic_store_n(&rh_pass_realloc, boot ? rh_ip_pass_realloc : rh_next.realloc,
-                         __ATOMIC_RELAXED);
-        __atomic_store_n(&rh_pass_free, boot ? rh_ip_pass_free : rh_next.free, __ATOMIC_RELAXED);
+        if (rh_ip_is_ours((void *)&malloc, (void *)&rh_ip_own_malloc))
+            __atomic_store_n(&rh_pass_malloc, rh_next.malloc, __ATOMIC_RELAXED);
+        if (rh_ip_is_ours((void *)&realloc, (void *)&rh_ip_own_realloc))
+            __atomic_store_n(&rh_pass_realloc, boot ? rh_ip_pass_realloc : rh_next.realloc,
+                             __ATOMIC_RELAXED);
+        if (rh_ip_is_ours((void *)&free, (void *)&rh_ip_own_free))
+            __atomic_store_n(&rh_pass_free, boot ? rh_ip_pass_free : rh_next.free,
+                             __ATOMIC_RELAXED);
         return 1;
     }
     while (__atomic_load_n(&rh_ip_state, __ATOMIC_ACQUIRE) != 2)

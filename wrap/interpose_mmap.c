@@ -28,7 +28,7 @@
 extern char **__environ;
 extern int __libc_mallopt(int, int);
 
-#define RH_IP RH_WRAP /* exported, kept */
+#define RH_IP RH_WRAP __attribute__((weak)) /* exported, kept, yields to the program's own */
 
 /* rh_hook_begin for the functions here: 0 when tracking is off, inside a
  * hooked call, before the environment exists, under RHEAPER_SCOPE=program,

@@ -43,7 +43,7 @@ RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("local-exe
 RH_INLINE int rh_libc_defer(void)
 {
     return &rh_ip_linked != NULL && __atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_ON &&
-           !rh_guard && rh_scope_process && rh_tls_hint_fp == NULL;
+           !rh_guard && rh_scope_process && rh_tls_hint_fp == NULL && rh_ip_linked();
 }
 
 /* The start of a libc shim returning TYPE from CALL: under rh_libc_defer the

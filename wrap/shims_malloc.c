@@ -41,6 +41,19 @@
 
 #include "rh_shims.h"
 
+/* Functions a replacement allocator may leave out (jemalloc has no pvalloc)
+ * and libc.a defines in malloc.o beside its malloc: their real ones are asked
+ * for weakly, so that a static link of such an allocator (-static -ljemalloc)
+ * does not also take libc.a's malloc.o for them, and collide. A program that
+ * calls one asks for it itself: rheaper-cc puts the weak fallbacks, whose
+ * __real_ references are strong, behind the user's arguments
+ * (cc-wrapper/rh_cc_main.c); and a static link whose malloc is libc's has
+ * malloc.o, so them, anyway. (reallocarray is a member of its own, which
+ * calls realloc: asked for as usual.) */
+#pragma weak __real_pvalloc
+#pragma weak __real_valloc
+#pragma weak __real_memalign
+
 #define RH_HOOKED static __attribute__((noinline))
 /* A recording half that inlines the stack walk (see RH_WALK_ALIGNED). */
 #define RH_HOOKED_WALK RH_HOOKED RH_WALK_ALIGNED

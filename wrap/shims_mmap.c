@@ -22,6 +22,12 @@
 
 #include "rh_shims.h"
 
+/* A static allocator (-static -ljemalloc) defines no mallopt: asked for weakly,
+ * libc.a's malloc.o is not taken for it alone (it would collide with the
+ * allocator's malloc). A program that calls mallopt asks for it itself
+ * (rheaper-cc's weak fallbacks, cc-wrapper/rh_cc_main.c). */
+#pragma weak __real_mallopt
+
 /* The records of one call each (rh_shims.h; wrap/interpose_mmap.c uses them
  * too): the fields as FORMAT.md lists them, a failure's errno, fp the frame
  * of the function the program called. */

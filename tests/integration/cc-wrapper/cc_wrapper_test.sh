@@ -402,6 +402,20 @@ EOF
     rm -rf prof && mkdir prof
     out=$(RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work/prof" ./host_rh ./libplugxx.so 2>/dev/null)
     check "tracked C host + C++ plugin" "hi world" "$out"
+    # A library that names its allocator keeps it, as its plain link does:
+    # --as-needed (given here, whatever the distribution's default) would drop
+    # libjemalloc once the wraps renamed malloc and free.
+    if [ -e /usr/include/jemalloc/jemalloc.h ]; then
+        cc -shared -fPIC -Wl,--as-needed plug.c -o libplug_plain_je.so -ljemalloc
+        "$RCC" -shared -fPIC -Wl,--as-needed plug.c -o libplug_je.so -ljemalloc 2>err.txt
+        check "shared -ljemalloc: link status" 0 $?
+        check "shared -ljemalloc: plain link needs it" 1 \
+            "$(readelf -d libplug_plain_je.so | grep -c 'NEEDED.*libjemalloc')"
+        check "shared -ljemalloc: needed" 1 "$(readelf -d libplug_je.so | grep -c 'NEEDED.*libjemalloc')"
+        # (not dlopened: jemalloc's initial-exec TLS does not fit a dlopen)
+    else
+        require_file /usr/include/jemalloc/jemalloc.h libjemalloc-dev
+    fi
 }
 
 case_lto() {

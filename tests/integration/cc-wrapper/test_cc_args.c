@@ -189,9 +189,81 @@ static void test_response_files(void)
     rmdir(dir);
 }
 
+/* Which arguments of a command line name a library: returns a string with
+ * one character per argument unit, 'L' for a library, '.' otherwise, and the
+ * units' lengths as digits after a '+' when a unit takes two arguments. */
+static const char *libs_of(const char *const *argv)
+{
+    static char out[64];
+    size_t o = 0;
+    int n = 0, ld_value = 0;
+    while (argv[n])
+        n++;
+    for (int i = 0; i < n && o + 3 < sizeof out;) {
+        int used = 1;
+        int lib = rh_cc_names_library(argv[i], i + 1 < n ? argv[i + 1] : NULL, &used, &ld_value, 0);
+        out[o++] = lib ? 'L' : '.';
+        if (used == 2)
+            out[o++] = '+';
+        i += used;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+#define LIBS(expect, ...)                                                                          \
+    do {                                                                                           \
+        const char *const argv_[] = {__VA_ARGS__, NULL};                                           \
+        const char *got_ = libs_of(argv_);                                                         \
+        if (strcmp(got_, expect) != 0)                                                             \
+            fprintf(stderr, "libraries of %s...: got %s, want %s\n", argv_[0], got_, expect);      \
+        CHECK_EQ(strcmp(got_, expect), 0);                                                         \
+    } while (0)
+
+static void test_libraries(void)
+{
+    LIBS(".L", "x.c", "-ljemalloc");
+    LIBS(".L+", "x.o", "-l", "jemalloc");
+    LIBS("L", "-l:libjemalloc.so.2");
+    LIBS("..LL", "x.o", "y.o", "/usr/lib/libtcmalloc.so", "libz.a");
+    LIBS("L.", "libfoo.so.1.2", "foo.sos");
+    LIBS(".+.", "-o", "libout.so", "x.o");         /* the output, not an input */
+    LIBS(".+.", "-L", "/usr/lib/x.a", "x.o");      /* an option's value */
+    LIBS("L", "-Wl,--as-needed,-ljemalloc");
+    LIBS("L", "-Wl,-l,jemalloc");
+    LIBS(".", "-Wl,-soname,libx.so.1");              /* soname is not an input */
+    LIBS("L", "-Wl,--start-group,libx.a,liby.a,--end-group");
+    LIBS("L+", "-Xlinker", "-lm");
+    LIBS(".+", "-Xlinker", "--gc-sections");
+    LIBS("..", "-O2", "-Wl,--as-needed");
+    /* libtool's and the hand-split spellings: the soname is -soname's value */
+    LIBS("..L", "-Wl,-soname", "-Wl,libx.so.1", "-lm");
+    LIBS(".+.+L", "-Xlinker", "-soname", "-Xlinker", "libx.so.1", "libz.a");
+    LIBS("..L", "-Wl,-rpath", "-Wl,/opt/lib.a", "-Wl,-lz");
+
+    char dir[] = "/tmp/rh-cc-libs-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char rsp[64], at[80], rsp2[64], at2[80];
+    snprintf(rsp, sizeof rsp, "%s/libs.rsp", dir);
+    snprintf(rsp2, sizeof rsp2, "%s/none.rsp", dir);
+    snprintf(at, sizeof at, "@%s", rsp);
+    snprintf(at2, sizeof at2, "@%s", rsp2);
+    FILE *f = fopen(rsp, "w");
+    fputs("x.o -o prog '-ljemalloc'\n", f);
+    fclose(f);
+    f = fopen(rsp2, "w");
+    fputs("x.o -o libnot.so\n", f);
+    fclose(f);
+    LIBS("L.", at, at2);
+    unlink(rsp);
+    unlink(rsp2);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_split();
+    test_libraries();
     test_modes();
     test_static_cxx_default();
     test_response_files();

@@ -153,6 +153,58 @@ case_life_exit_thread() {
 # Events after the exit trailer open chunks that stay unsealed: still clean.
 case_life_exit_late() { life exit-late; expect "profiles" "$(nrips)" 1; }
 
+# ---- exits that run no exit handler --------------------------------------------
+
+# exits MODE PROFILES [ARG]: rel_exit ends one of its processes without exit
+# handlers; every profile is whole: `rheaper list` says complete (no
+# damaged), the converter says nothing (no "cut short"), and the rows are the
+# program's.
+exits() {
+    prog RHEAPER_LOG=stderr "$helpers/rel_exit" "$1" ${3:-}
+    expect "exit status of rel_exit $1" "$rc" 0
+    expect "profiles" "$(nrips)" "$2"
+    "$bin/rheaper" list "$prof" > "$w/list.txt" 2>&1
+    expect "profiles listed complete" "$(grep -c ' complete ' "$w/list.txt")" "$2"
+    expect "profiles listed damaged" "$(grep -c 'damaged' "$w/list.txt" || true)" 0
+    convert_all --loud
+    expect "converter lines" "$(grep -c . "$w/conv.err" || true)" 0
+    if grep -q 'cut short' "$w/conv.err"; then bad "the converter says: $(cat "$w/conv.err")"; fi
+    check_expect
+}
+case_exit_exit() { exits _exit 1; }
+case_exit_Exit() { exits _Exit 1; }
+case_exit_fork_exit() { exits fork-_exit 2; }
+case_exit_signal_exit() { exits signal-_exit 1; }
+case_exit_exec() { exits exec 3; }
+# The vfork child's _exit leaves its parent's profile alone: one close, by the
+# parent at its exit, counting all 5 of its blocks' events (a close by the
+# child, in the memory it shares with its parent, would count 3).
+case_exit_vfork_exit() {
+    exits vfork-_exit 1
+    expect "close notices" "$(grep -c '^rheaper: wrote ' "$w/err" || true)" 1
+    yes_ "the close counts the parent's 5 events" grep -q '^rheaper: wrote .* (5 events)' "$w/err"
+}
+# glibc's daemon(3): the start-up process ends in _exit inside libc; the daemon
+# goes on and returns from main. Its pid is known once it wrote it.
+case_exit_daemon() {
+    prog "$helpers/rel_exit" daemon "$w/daemon.pid"
+    expect "exit status of rel_exit daemon" "$rc" 0
+    i=0
+    while [ $i -lt 100 ]; do
+        if [ -s "$w/daemon.pid" ] && ! kill -0 "$(cat "$w/daemon.pid")" 2> /dev/null; then break; fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ $i -lt 100 ] || bad "the daemon did not end within 10 s"
+    expect "profiles" "$(nrips)" 2
+    "$bin/rheaper" list "$prof" > "$w/list.txt" 2>&1
+    expect "profiles listed complete" "$(grep -c ' complete ' "$w/list.txt")" 2
+    expect "profiles listed damaged" "$(grep -c 'damaged' "$w/list.txt" || true)" 0
+    convert_all --loud
+    expect "converter lines" "$(grep -c . "$w/conv.err" || true)" 0
+    check_expect
+}
+
 # ---- files and privileges ----------------------------------------------------
 
 # Profiles are mode 0600 whatever the umask.
