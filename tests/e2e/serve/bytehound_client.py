@@ -199,6 +199,18 @@ if len(chain) == 3:
         check("grow: chain_lifetime is first allocation to last free",
               ns(life), ns(end["timestamp"]) - ns(chain[0]["timestamp"]))
 
+# grow_many in two threads at once: two chains of 50 whose reallocs interleave
+STEPS = 50
+for base in (100, 5000):
+    mine = sorted((a for a in allocs if "grow_many" in fns(a["backtrace"])[:2]
+                   and base + 16 <= a["size"] <= base + 16 * STEPS), key=lambda a: a["size"])
+    check(f"grow_many({base}): the sizes", [a["size"] for a in mine],
+          [base + 16 * k for k in range(1, STEPS + 1)])
+    check(f"grow_many({base}): one chain of {STEPS}, in size order",
+          [(a.get("chain_length"), a.get("position_in_chain")) for a in mine],
+          [(STEPS, k) for k in range(STEPS)])
+    check(f"grow_many({base}): one thread", len({a["thread"] for a in mine}), 1)
+
 # the web UI's filters, sorting and paging, with bytehound's parameter names
 r = get("/data/last/allocations?size_min=123456&size_max=123456")
 check("size_min=size_max=123456: total_count", r["total_count"], 1)
@@ -209,9 +221,11 @@ r = get("/data/last/allocations?function_regex=%5Eseven%24&count=3&skip=5&sort_b
 check("seven: count=3 skip=5 pages the 7", (r["total_count"], len(r["allocations"])), (7, 2))
 r = get("/data/last/allocations?sort_by=size&order=dsc&count=1")
 check("sort_by=size order=dsc count=1", [a["size"] for a in r["allocations"]], [123456])
-r = get("/data/last/allocations?lifetime=only_leaked&function_regex=%5Emain%24")
-check("only_leaked from main: the 123456 block", [a["size"] for a in r["allocations"]],
+r = get("/data/last/allocations?lifetime=only_leaked&function_regex=%5Efoobar_2%24")
+check("only_leaked through foobar_2: the 123456 block", [a["size"] for a in r["allocations"]],
       [123456])
+r = get("/data/last/allocations?lifetime=only_leaked&function_regex=%5Egrow")
+check("only_leaked through grow*: none (all freed)", r["total_count"], 0)
 
 # /data/last/allocation_groups: one group per stack
 groups = get("/data/last/allocation_groups")

@@ -10,7 +10,7 @@ BIN=$1 SRC=$2 W=$3
 . "$SRC/lib.sh"
 rm -rf "$W"
 mkdir -p "$W/rec"
-"$BIN/rheaper-cc" -O0 -o "$W/bytehound_prog" "$SRC/bytehound_prog.c" || { echo "rheaper-cc failed"; exit 1; }
+"$BIN/rheaper-cc" -O0 -pthread -o "$W/bytehound_prog" "$SRC/bytehound_prog.c" || { echo "rheaper-cc failed"; exit 1; }
 (cd "$W/rec" && RHEAPER_ENABLE=1 ../bytehound_prog) || { echo "bytehound_prog failed"; exit 1; }
 set -- "$W"/rec/rip-*
 "$BIN/rheaper" convert "$1" "$W/b.db" --quiet --force || { echo "convert failed"; exit 1; }
