@@ -10,9 +10,18 @@
 # with ctest's own summary line and exits with ctest's status.
 set -eu
 
-BUILD_PKGS="cmake make gcc g++ python3 pkg-config libdw-dev libelf-dev libsqlite3-dev libncurses-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libmicrohttpd-dev libjs-chart.js libcurl4-openssl-dev pandoc"
+# What a plain build needs, each for a part it cannot build without: cmake,
+# make, gcc and g++ (the wrappers cover C and C++); python3 (generated
+# sources); pkg-config; libdw-dev and libelf-dev (the symbolizer);
+# libsqlite3-dev; libncurses-dev (view, live); libprotobuf-c-dev and
+# protobuf-c-compiler (pprof export); zlib1g-dev (gzip); libmicrohttpd-dev and
+# libjs-chart.js (serve and its UI); libcurl4-openssl-dev (push). The demo adds
+# the sqlite3 shell, which prints its result. .ci/fresh-demo installs nothing
+# else on a fresh Debian 12 root, so a package missing here fails CI. pandoc
+# (the man pages) is optional for a build and one of the test packages.
+BUILD_PKGS="cmake make gcc g++ python3 pkg-config libdw-dev libelf-dev libsqlite3-dev libncurses-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libmicrohttpd-dev libjs-chart.js libcurl4-openssl-dev"
 DEMO_PKGS="sqlite3"
-TEST_PKGS="clang lld binutils valgrind heaptrack libclang-rt-14-dev sqlite3 libxml2-utils librsvg2-bin libjemalloc-dev zlib1g-dev libxml2-dev time tmux golang-go curl jq chromium apache2-utils patch clickhouse-server clickhouse-client man-db groff-base qemu-user musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-i686-linux-gnu libc6-dev-i386-cross libc6-i386 g++-i686-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross musl-dev:arm64 nodejs libgoogle-perftools-dev libmimalloc-dev"
+TEST_PKGS="clang lld binutils valgrind heaptrack libclang-rt-14-dev sqlite3 libxml2-utils librsvg2-bin libjemalloc-dev zlib1g-dev libxml2-dev time tmux golang-go curl jq chromium apache2-utils patch clickhouse-server clickhouse-client man-db groff-base qemu-user musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-i686-linux-gnu libc6-dev-i386-cross libc6-i386 g++-i686-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross musl-dev:arm64 nodejs libgoogle-perftools-dev libmimalloc-dev pandoc"
 # Wanted by the test mode but optional to install: without it the Chromium
 # tests fail under CI=true and skip elsewhere (tests/lib/require.sh).
 OPTIONAL_TEST_PKGS="chromium"

@@ -481,6 +481,10 @@ struct rh_merge_sink {
      * index and id and its size (rh_postings.c); may be NULL. Non-zero
      * stops the merge. */
     int (*alloc)(void *ctx, uint32_t stack_index, uint64_t stack, uint64_t id, uint64_t size);
+    /* Called when a realloc moved block `prev` (a row id) into the new row
+     * `id`, in increasing id order, before the alloc call of id; may be NULL.
+     * Non-zero stops the merge. */
+    int (*realloc)(void *ctx, uint64_t prev, uint64_t id);
 };
 
 /* heaptrack's temporary allocations, as its analyzer counts them: a free is
@@ -732,6 +736,23 @@ RH_HIDDEN void rh_post_free(struct rh_post *p);
 /* The index rh_db_finish() writes (NULL: none); the caller frees it after. */
 struct rh_db;
 RH_HIDDEN void rh_db_set_post(struct rh_db *db, struct rh_post *p);
+
+/* ---- rh_chains.c: the realloc chains (table realloc_chains) --------------- */
+
+struct rh_chains;
+/* An empty list of links, kept in a temp file beside db_path made at the
+ * first link (rh_spill_open). NULL when memory is short. */
+RH_HIDDEN struct rh_chains *rh_chains_new(const char *db_path);
+/* Adds one link: the realloc that ended row prev started row id (id greater
+ * than any added before, prev < id). Returns 0: a temp file that cannot be
+ * made or written fails rh_chains_write() instead, naming it. */
+RH_HIDDEN int rh_chains_add(struct rh_chains *c, uint64_t prev, uint64_t id);
+/* Creates and fills table realloc_chains in db (a sqlite3 *, inside the
+ * conversion's transaction). Returns 0, or -1 with err set. */
+RH_HIDDEN int rh_chains_write(struct rh_chains *c, void *db, char *err, size_t errlen);
+RH_HIDDEN void rh_chains_free(struct rh_chains *c);
+/* The chains rh_db_finish() writes (NULL: none); the caller frees them after. */
+RH_HIDDEN void rh_db_set_chains(struct rh_db *db, struct rh_chains *c);
 
 /* ---- rh_db_agg.c: the aggregate tables ----------------------------------- */
 

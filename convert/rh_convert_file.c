@@ -50,6 +50,7 @@ static void rh_show_progress(struct rh_progress *p, uint64_t done, uint64_t tota
 struct rh_sink_ctx {
     struct rh_db *db;
     struct rh_post *post; /* the per-stack row index (rh_postings.c) */
+    struct rh_chains *chains; /* the realloc chains (rh_chains.c) */
     struct rh_progress prog;
 };
 
@@ -71,6 +72,11 @@ static int rh_sink_cpu(void *ctx, int64_t t, uint32_t thread, uint64_t stack, ui
 static int rh_sink_alloc(void *ctx, uint32_t si, uint64_t stack, uint64_t id, uint64_t size)
 {
     return rh_post_add(((struct rh_sink_ctx *)ctx)->post, si, stack, id, size);
+}
+
+static int rh_sink_realloc(void *ctx, uint64_t prev, uint64_t id)
+{
+    return rh_chains_add(((struct rh_sink_ctx *)ctx)->chains, prev, id);
 }
 
 static void rh_sink_progress(void *ctx, uint64_t done, uint64_t total)
@@ -244,12 +250,23 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         return 1;
     }
     rh_db_set_post(sc.db, sc.post);
+    sc.chains = rh_chains_new(db_path);
+    if (!sc.chains) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        rh_db_abort(sc.db);
+        rh_agg_free(agg);
+        rh_post_free(sc.post);
+        rh_rip_close(&r);
+        rh_inherit_free(&inh);
+        return 1;
+    }
+    rh_db_set_chains(sc.db, sc.chains);
     /* The mean time between allocations, from the trailer (its events are
      * allocations and frees, about half each): rows then store small times. */
     if (r.has_trailer && r.tr_events >= 2)
         rh_db_set_time_step(sc.db, rh_run_duration(&r, 0) / (int64_t)(r.tr_events / 2));
     struct rh_merge_sink sink = {rh_sink_row, rh_sink_progress, &sc, agg, rh_sink_ext,
-                                 rh_sink_cpu, rh_sink_alloc};
+                                 rh_sink_cpu, rh_sink_alloc, rh_sink_realloc};
     struct rh_merge_stats ms;
     int rc = rh_merge_run(&r, &sink, &ms);
     if (sc.prog.on)
@@ -262,6 +279,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         rh_db_abort(sc.db);
         rh_agg_free(agg);
         rh_post_free(sc.post);
+        rh_chains_free(sc.chains);
         rh_rip_close(&r);
         rh_inherit_free(&inh);
         return 1;
@@ -272,6 +290,7 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
     rh_sym_free(sym);
     rh_agg_free(agg);
     rh_post_free(sc.post);
+    rh_chains_free(sc.chains);
     if (rc) {
         fprintf(stderr, "%s: %s\n", prog, err);
         rh_rip_close(&r);

@@ -63,6 +63,7 @@ struct rh_db {
     sqlite3_stmt *cpu_ins; /* cpu_samples, prepared at the first sample */
     struct rh_agg *agg;      /* NULL: no aggregate tables */
     struct rh_post *post;    /* NULL: no table stack_rows (rh_postings.c) */
+    struct rh_chains *chains; /* NULL: no table realloc_chains (rh_chains.c) */
     int64_t min_lifetime_ns; /* culling (rheaper-convert --min-lifetime); 0: none */
     uint64_t culled;         /* rows not written by culling */
     /* Rows arrive in free order but their ids are in allocation order; a
@@ -1097,6 +1098,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         rh_db_meta_debug(d, sym, err, errlen) ||
         (d->agg && rh_agg_write(d->agg, d->db, err, errlen)) ||
         (d->post && rh_post_write(d->post, d->db, err, errlen)) ||
+        (d->chains && rh_chains_write(d->chains, d->db, err, errlen)) ||
         rh_db_view(d, r, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
         rh_callsite_write(d->db, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
         goto fail;
@@ -1129,6 +1131,11 @@ void rh_db_set_agg(struct rh_db *d, struct rh_agg *agg, int64_t min_lifetime_ns)
 void rh_db_set_post(struct rh_db *d, struct rh_post *p)
 {
     d->post = p;
+}
+
+void rh_db_set_chains(struct rh_db *d, struct rh_chains *c)
+{
+    d->chains = c;
 }
 
 const char *rh_db_error(const struct rh_db *d)

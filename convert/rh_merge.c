@@ -153,7 +153,34 @@ struct rh_merge {
     double heap_bytes, heap_blocks; /* the live heap (weighted when sampled), for
                                        the memory table's rows */
     size_t calib_hint; /* rh_rip_ns_hint()'s segment */
+    /* Per thread, the row id of the block its last realloc freed (0: none), for
+     * the realloc chains: a thread's RFREE and RALLOC halves are consecutive
+     * in its own stream, other threads' events may come between. */
+    uint64_t *rfree_id;
+    size_t rfree_cap;
 };
+
+/* Remembers (id != 0) or forgets (0) the block thread's realloc just freed.
+ * Returns 0, or -1 when out of memory (the chain is then not linked, nothing
+ * else is lost). */
+static int rh_merge_rfree(struct rh_merge *m, uint32_t thread, uint64_t id)
+{
+    if (thread >= m->rfree_cap) {
+        if (!id)
+            return 0;
+        size_t cap = m->rfree_cap ? m->rfree_cap : 64;
+        while (cap <= thread)
+            cap *= 2;
+        uint64_t *v = realloc(m->rfree_id, cap * sizeof *v);
+        if (!v)
+            return -1;
+        memset(v + m->rfree_cap, 0, (cap - m->rfree_cap) * sizeof *v);
+        m->rfree_id = v;
+        m->rfree_cap = cap;
+    }
+    m->rfree_id[thread] = id;
+    return 0;
+}
 
 /* The time of the next merged event in ns since enable: the clock's, raised to
  * 1 ns after the previous event's when the clock did not advance (equal ticks,
@@ -265,6 +292,8 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
     case RH_EV_FREE:
     case RH_EV_RFREE: {
         struct rh_live *b = rh_live_find(&m->live, ev->addr);
+        if (ev->op == RH_EV_RFREE && m->sink->realloc)
+            (void)rh_merge_rfree(m, ev->thread, b ? b->id : 0);
         if (!b) {
             m->st->unknown_frees++;
             return 0;
@@ -285,6 +314,13 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
                 return rc;
         }
         struct rh_live b = {ev->addr, ++m->nalloc, t, ev->size, si, ev->thread ? ev->thread : 1};
+        if (ev->op == RH_EV_RALLOC && m->sink->realloc && ev->thread < m->rfree_cap &&
+            m->rfree_id[ev->thread]) {
+            uint64_t prev = m->rfree_id[ev->thread];
+            m->rfree_id[ev->thread] = 0;
+            if (m->sink->realloc(m->sink->ctx, prev, b.id))
+                return -1;
+        }
         if (m->sink->alloc &&
             m->sink->alloc(m->sink->ctx, si, m->r->stacks[si].id, b.id, ev->size))
             return -1;
@@ -443,6 +479,7 @@ out:
     free(heap);
     free(evs);
     free(m.live.tab);
+    free(m.rfree_id);
     return rc;
 }
 
@@ -480,5 +517,6 @@ void rh_merge_free(struct rh_merge *m)
     if (!m)
         return;
     free(m->live.tab);
+    free(m->rfree_id);
     free(m);
 }

@@ -256,6 +256,13 @@ enum rh_fmt { RH_FMT_TEXT, RH_FMT_CSV, RH_FMT_JSON };
  * keyed by column name. Returns 0, or -1 after printing SQLite's message. */
 int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out);
 
+/* Formats d for CSV and JSON as a person reads it: the shortest decimal that
+ * reads back (strtod) as the same double, with %.15g, %.16g or %.17g, so a
+ * value rounded in the query (round(x, 2) = 0.74) prints as "0.74" and any
+ * other value loses nothing. Non-finite values give "null" with json set,
+ * else "inf", "-inf" or "nan". Returns buf. */
+const char *rh_fmt_real(double d, int json, char *buf, size_t n);
+
 /* Writes s as one RFC 4180 CSV field, quoted when it holds a comma, quote or
  * line end. */
 void rh_csv_field(FILE *out, const char *s);

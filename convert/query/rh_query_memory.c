@@ -18,6 +18,7 @@
  * memory rows: the figures say so (samples 0) and the readers leave their
  * memory lines out.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -183,11 +184,15 @@ int rh_memory_columns(sqlite3 *db, int64_t span, int ncols, int64_t *rss)
 
 static void rh_mem_json_point(FILE *o, const char *name, const struct rh_mem_point *p)
 {
+    /* heap_share: the ratio rounded to 6 decimals, printed as a person writes
+     * it (0.74, not 0.740000), as every real of the readers' JSON */
+    char share[40];
+    rh_fmt_real(round(p->share * 1e6) / 1e6, 1, share, sizeof share);
     fprintf(o,
             "\"%s\":{\"time_ns\":%lld,\"rss\":%lld,\"rss_anon\":%lld,\"rss_file\":%lld,"
-            "\"heap\":%lld,\"heap_share\":%.6f,\"unexplained\":%lld",
+            "\"heap\":%lld,\"heap_share\":%s,\"unexplained\":%lld",
             name, (long long)p->t, (long long)p->rss, (long long)p->anon, (long long)p->file,
-            (long long)p->heap, p->share, (long long)p->unexplained);
+            (long long)p->heap, share, (long long)p->unexplained);
     if (p->has_alloc)
         fprintf(o, ",\"alloc_system\":%lld,\"alloc_in_use\":%lld,\"alloc_free\":%lld",
                 (long long)p->a_system, (long long)p->a_in_use, (long long)p->a_free);

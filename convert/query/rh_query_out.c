@@ -5,6 +5,8 @@
  * aligned, NULL as empty), CSV is RFC 4180 quoting with a header line and LF
  * line ends, JSON is one array of objects keyed by column name (integers and
  * reals as numbers, NULL as null, text as strings, blobs as hex strings).
+ * Reals in CSV and JSON are the shortest decimal that reads back as the same
+ * double (rh_fmt_real): a ratio the query rounded prints as it was rounded.
  * rh_json_string() is the one JSON string escaper of the readers.
  */
 #define _GNU_SOURCE
@@ -33,6 +35,22 @@ void rh_json_string(FILE *out, const char *s)
             fputc(*p, out);
     }
     fputc('"', out);
+}
+
+const char *rh_fmt_real(double d, int json, char *buf, size_t n)
+{
+    if (!isfinite(d)) {
+        snprintf(buf, n, "%s", json ? "null" : isnan(d) ? "nan" : d < 0 ? "-inf" : "inf");
+        return buf;
+    }
+    /* 17 significant digits always read back as the same double; fewer do
+     * for most values a query rounded, and then read as the person wrote them. */
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, n, "%.*g", prec, d);
+        if (prec == 17 || strtod(buf, NULL) == d)
+            break;
+    }
+    return buf;
 }
 
 void rh_csv_field(FILE *out, const char *s)
@@ -271,11 +289,8 @@ int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out)
                 } else if (t == SQLITE_INTEGER) {
                     fprintf(out, "%lld", (long long)sqlite3_column_int64(st, i));
                 } else if (t == SQLITE_FLOAT) {
-                    double d = sqlite3_column_double(st, i);
-                    if (isfinite(d))
-                        fprintf(out, "%.17g", d);
-                    else
-                        fputs("null", out);
+                    char num[40];
+                    fputs(rh_fmt_real(sqlite3_column_double(st, i), 1, num, sizeof num), out);
                 } else {
                     char *c = rh_cell(st, i);
                     rh_json_string(out, c ? c : "");
@@ -285,7 +300,8 @@ int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out)
                 if (i)
                     fputc(',', out);
                 if (t == SQLITE_FLOAT) {
-                    fprintf(out, "%.17g", sqlite3_column_double(st, i));
+                    char num[40];
+                    fputs(rh_fmt_real(sqlite3_column_double(st, i), 0, num, sizeof num), out);
                 } else {
                     char *c = rh_cell(st, i);
                     rh_csv_field(out, c ? c : "");

@@ -9,6 +9,7 @@
  *   /data/ID/export/flamegraph.pl?F         folded stacks (rh_folded)
  *   /data/ID/export/heaptrack?F             heaptrack's format (rh_heaptrack_write)
  *   /data/ID/mmaps, /data/ID/mallopts       the mmaps and mallopts tables
+ *   /data/ID/maps?id&with_regions&with_usage_history   bytehound's maps (mmaps)
  *   /data/ID/timeline?F, /threads?F, /leaks?F&count, /diff/OTHER?F&count
  *   /data/ID/memory?F&count                 RSS and the allocator beside the heap,
  *                                           the top churn sites (rh_query_memory.c)
@@ -72,9 +73,27 @@ static void rh_tv(FILE *o, int64_t ns)
             ns % 1000000000);
 }
 
-static double rh_pct(const struct rh_req *q, int64_t ns)
+/* bytehound's timestamp_relative_p of a time in ns: its fraction of the run,
+ * 0 to 1, printed as the shortest decimal that reads back (rh_fmt_real). */
+static void rh_relp(FILE *o, const struct rh_req *q, int64_t ns)
 {
-    return q->duration > 0 ? 100.0 * (double)ns / (double)q->duration : 0;
+    char num[40];
+    fputs(rh_fmt_real(q->duration > 0 ? (double)ns / (double)q->duration : 0, 1, num, sizeof num),
+          o);
+}
+
+/* The name of the allocation function a stack of kind `kind` called, for the
+ * frame that ends a bytehound backtrace ("operator new" for new, ...), or NULL
+ * when the kind is not known. */
+static const char *rh_alloc_fn(const char *kind)
+{
+    if (!kind || !*kind || !strcmp(kind, "unknown"))
+        return NULL;
+    if (!strcmp(kind, "new"))
+        return "operator new";
+    if (!strcmp(kind, "new[]"))
+        return "operator new[]";
+    return kind;
 }
 
 static void rh_json_text_or_null(FILE *o, sqlite3_stmt *st, int col)
@@ -93,14 +112,19 @@ static void rh_json_int_or_null(FILE *o, sqlite3_stmt *st, int col)
         fprintf(o, "%" PRId64, (int64_t)sqlite3_column_int64(st, col));
 }
 
-/* Writes the frames of stack bt as bytehound's Frame list, innermost (frame
- * 0) first. Returns 0 or -1. */
-static int rh_frames(struct rh_req *q, int64_t bt)
+/* Writes the frames of stack bt as bytehound's Frame list, in bytehound's
+ * order: outermost first (the reverse of frame_no), then one frame for the
+ * allocation function fn that the innermost frame called (NULL: none), as
+ * bytehound's backtraces end in its malloc hook. The recorded stacks have no
+ * allocator frame (the wraps record from the caller's frame), so that last
+ * frame has only a function and "allocator": true; every other frame has
+ * "allocator": false. Returns the number of recorded frames, or -1. */
+static int rh_frames(struct rh_req *q, int64_t bt, const char *fn)
 {
     if (!q->frames &&
         sqlite3_prepare_v2(q->db,
                            "SELECT coalesce(address, 0), module, sym, file, line, inlined"
-                           " FROM backtraces WHERE id = ?1 ORDER BY frame_no",
+                           " FROM backtraces WHERE id = ?1 ORDER BY frame_no DESC",
                            -1, &q->frames, NULL) != SQLITE_OK)
         return -1;
     sqlite3_stmt *st = q->frames;
@@ -110,7 +134,7 @@ static int rh_frames(struct rh_req *q, int64_t bt)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t a = sqlite3_column_int64(st, 0);
         fprintf(q->out,
-                "%s{\"address\":%" PRId64 ",\"address_s\":\"0x%" PRIx64 "\",\"count\":null,",
+                "%s{\"address\":%" PRId64 ",\"address_s\":\"%016" PRIX64 "\",\"count\":null,",
                 n++ ? "," : "", a, (uint64_t)a);
         fputs("\"library\":", q->out);
         rh_json_text_or_null(q->out, st, 1);
@@ -122,12 +146,23 @@ static int rh_frames(struct rh_req *q, int64_t bt)
         rh_json_text_or_null(q->out, st, 3);
         fputs(",\"line\":", q->out);
         rh_json_int_or_null(q->out, st, 4);
-        fprintf(q->out, ",\"column\":null,\"is_inline\":%s}",
+        fprintf(q->out, ",\"column\":null,\"is_inline\":%s,\"allocator\":false}",
                 sqlite3_column_int(st, 5) ? "true" : "false");
     }
     sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return -1;
+    if (fn) {
+        fprintf(q->out, "%s{\"address\":0,\"address_s\":\"%016x\",\"count\":null,\"library\":null,"
+                        "\"function\":", n ? "," : "", 0);
+        rh_json_string(q->out, fn);
+        fputs(",\"raw_function\":", q->out);
+        rh_json_string(q->out, fn);
+        fputs(",\"source\":null,\"line\":null,\"column\":null,\"is_inline\":false,"
+              "\"allocator\":true}", q->out);
+    }
     fputc(']', q->out);
-    return rc == SQLITE_DONE ? 0 : -1;
+    return n;
 }
 
 /* Parses count and skip. Returns 0 or -1 (400 set). */
@@ -280,6 +315,67 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
 
 /* ---- /allocations ----------------------------------------------------------------- */
 
+/* bytehound's realloc chain fields of allocation id (chain_length,
+ * position_in_chain, chain_lifetime, chain_deallocation), from the converter's
+ * table realloc_chains (rh_chains.c) through *chain, prepared on first use; all
+ * null in a database converted before it. chain_deallocation is the free of
+ * the chain's last block, given on the other blocks of the chain (null on the
+ * last, as bytehound's); chain_lifetime runs from the first block's allocation
+ * to that free (null while the last block lives). Returns 0 or -1. */
+static int rh_chain_fields(struct rh_req *q, sqlite3_stmt **chain, int64_t id)
+{
+    FILE *o = q->out;
+    if (!*chain) {
+        if (!rh_table_exists(q->db, "realloc_chains")) {
+            fputs(",\"chain_length\":null,\"position_in_chain\":null,\"chain_lifetime\":null,"
+                  "\"chain_deallocation\":null",
+                  o);
+            return 0;
+        }
+        if (sqlite3_prepare_v2(
+                q->db,
+                "WITH me AS (SELECT coalesce((SELECT first FROM realloc_chains WHERE id = ?1), ?1)"
+                " AS first, coalesce((SELECT pos FROM realloc_chains WHERE id = ?1), 0) AS pos),"
+                " ch AS (SELECT first, pos, coalesce((SELECT id FROM realloc_chains r"
+                " WHERE r.first = me.first ORDER BY r.pos DESC LIMIT 1), first) AS last,"
+                " 1 + coalesce((SELECT max(r.pos) FROM realloc_chains r WHERE r.first = me.first),"
+                " 0) AS len FROM me)"
+                " SELECT ch.pos, ch.len, ch.last, l.dealloc_after,"
+                " (SELECT tid FROM threads WHERE id = l.dealloc_thread),"
+                " (SELECT alloc_after FROM allocations WHERE id = ch.first)"
+                " FROM ch LEFT JOIN allocations l ON l.id = ch.last",
+                -1, chain, NULL) != SQLITE_OK)
+            return -1;
+    }
+    sqlite3_bind_int64(*chain, 1, id);
+    if (sqlite3_step(*chain) != SQLITE_ROW) {
+        sqlite3_reset(*chain);
+        return -1;
+    }
+    int64_t last = sqlite3_column_int64(*chain, 2);
+    int freed = sqlite3_column_type(*chain, 3) != SQLITE_NULL;
+    fprintf(o,
+            ",\"chain_length\":%" PRId64 ",\"position_in_chain\":%" PRId64
+            ",\"chain_lifetime\":",
+            (int64_t)sqlite3_column_int64(*chain, 1), (int64_t)sqlite3_column_int64(*chain, 0));
+    if (freed && sqlite3_column_type(*chain, 5) != SQLITE_NULL)
+        rh_tv(o, sqlite3_column_int64(*chain, 3) - sqlite3_column_int64(*chain, 5));
+    else
+        fputs("null", o);
+    fputs(",\"chain_deallocation\":", o);
+    if (freed && last != id) {
+        fputs("{\"timestamp\":", o);
+        rh_tv(o, sqlite3_column_int64(*chain, 3));
+        fputs(",\"thread\":", o);
+        rh_json_int_or_null(o, *chain, 4);
+        fputc('}', o);
+    } else {
+        fputs("null", o);
+    }
+    sqlite3_reset(*chain);
+    return 0;
+}
+
 static int rh_has_weight(sqlite3 *db)
 {
     return rh_sql_int(db,
@@ -327,16 +423,19 @@ static int rh_ep_allocations(struct rh_req *q)
     sqlite3_bind_int64(st, 1, limit);
     sqlite3_bind_int64(st, 2, q->skip);
     FILE *o = q->out;
+    sqlite3_stmt *chain = NULL;
     fputs("{\"allocations\":[", o);
     int n = 0, rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t addr = sqlite3_column_int64(st, 0), t = sqlite3_column_int64(st, 1);
-        fprintf(o, "%s{\"address\":%" PRId64 ",\"address_s\":\"0x%" PRIx64 "\",\"timestamp\":",
+        fprintf(o, "%s{\"address\":%" PRId64 ",\"address_s\":\"%016" PRIX64 "\",\"timestamp\":",
                 n++ ? "," : "", addr, (uint64_t)addr);
         rh_tv(o, t);
         fputs(",\"timestamp_relative\":", o);
         rh_tv(o, t);
-        fprintf(o, ",\"timestamp_relative_p\":%.4f,\"thread\":", rh_pct(q, t));
+        fputs(",\"timestamp_relative_p\":", o);
+        rh_relp(o, q, t);
+        fputs(",\"thread\":", o);
         rh_json_int_or_null(o, st, 3);
         fprintf(o, ",\"size\":%" PRId64 ",\"backtrace_id\":%" PRId64 ",\"deallocation\":",
                 (int64_t)sqlite3_column_int64(st, 5), (int64_t)sqlite3_column_int64(st, 6));
@@ -350,16 +449,28 @@ static int rh_ep_allocations(struct rh_req *q)
             fputc('}', o);
         }
         fputs(",\"backtrace\":", o);
-        if (rh_frames(q, sqlite3_column_int64(st, 6))) {
+        int nf = rh_frames(q, sqlite3_column_int64(st, 6),
+                           rh_alloc_fn((const char *)sqlite3_column_text(st, 7)));
+        if (nf < 0) {
+            sqlite3_finalize(chain);
             sqlite3_finalize(st);
             return rh_q_fail(q);
         }
-        fputs(",\"is_mmaped\":null,\"in_main_arena\":null,\"extra_space\":null,\"kind\":", o);
+        fputs(",\"is_mmaped\":null,\"in_main_arena\":null,\"extra_space\":null", o);
+        if (rh_chain_fields(q, &chain, sqlite3_column_int64(st, 10))) {
+            sqlite3_finalize(chain);
+            sqlite3_finalize(st);
+            return rh_q_fail(q);
+        }
+        fputs(",\"kind\":", o);
         rh_json_text_or_null(o, st, 7);
-        fprintf(o, ",\"callsite\":%d,\"weight\":%.6g,\"id\":%" PRId64 "}",
-                sqlite3_column_int(st, 8), sqlite3_column_double(st, 9),
+        char num[40];
+        fprintf(o, ",\"callsite\":%d,\"weight\":%s,\"id\":%" PRId64 "}",
+                nf > 0 ? nf - 1 - sqlite3_column_int(st, 8) : 0,
+                rh_fmt_real(sqlite3_column_double(st, 9), 1, num, sizeof num),
                 (int64_t)sqlite3_column_int64(st, 10));
     }
+    sqlite3_finalize(chain);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
         return rh_q_fail(q);
@@ -385,11 +496,15 @@ static void rh_group_data(struct rh_req *q, sqlite3_stmt *st, int c)
     rh_tv(o, mn);
     fputs(",\"min_timestamp_relative\":", o);
     rh_tv(o, mn);
-    fprintf(o, ",\"min_timestamp_relative_p\":%.4f,\"max_timestamp\":", rh_pct(q, mn));
+    fputs(",\"min_timestamp_relative_p\":", o);
+    rh_relp(o, q, mn);
+    fputs(",\"max_timestamp\":", o);
     rh_tv(o, mx);
     fputs(",\"max_timestamp_relative\":", o);
     rh_tv(o, mx);
-    fprintf(o, ",\"max_timestamp_relative_p\":%.4f,\"interval\":", rh_pct(q, mx));
+    fputs(",\"max_timestamp_relative_p\":", o);
+    rh_relp(o, q, mx);
+    fputs(",\"interval\":", o);
     rh_tv(o, mx - mn);
     fprintf(o, ",\"leaked_count\":%" PRId64 ",\"allocated_count\":%" PRId64 "}",
             (int64_t)sqlite3_column_int64(st, c + 5), (int64_t)sqlite3_column_int64(st, c + 6));
@@ -452,7 +567,8 @@ static int rh_ep_groups(struct rh_req *q)
              " SELECT g.bt, g.m_size, coalesce(g.m_min_size, %s), coalesce(g.m_max_size, %s),"
              " g.m_min_t, g.m_max_t, g.m_leaked, g.m_count, g.bytes, %s, %s,"
              " g.first_alloc, g.last_alloc, g.leaked_blocks, g.count,"
-             " (SELECT frame FROM temp.cs WHERE bt = g.bt)"
+             " (SELECT frame FROM temp.cs WHERE bt = g.bt),"
+             " (SELECT kind FROM stacks WHERE id = g.bt)"
              " FROM page g ORDER BY g.k %s, g.bt %s",
              col, dir, dir, amin, amax, amin, amax, dir, dir);
     sqlite3_stmt *st = NULL;
@@ -486,24 +602,28 @@ static int rh_ep_groups(struct rh_req *q)
             rh_tv(oo, mn);
             fputs(",\"min_timestamp_relative\":", oo);
             rh_tv(oo, mn);
-            fprintf(oo, ",\"min_timestamp_relative_p\":%.4f,\"max_timestamp\":", rh_pct(q, mn));
+            fputs(",\"min_timestamp_relative_p\":", oo);
+            rh_relp(oo, q, mn);
+            fputs(",\"max_timestamp\":", oo);
             rh_tv(oo, mx);
             fputs(",\"max_timestamp_relative\":", oo);
             rh_tv(oo, mx);
-            fprintf(oo, ",\"max_timestamp_relative_p\":%.4f,\"interval\":", rh_pct(q, mx));
+            fputs(",\"max_timestamp_relative_p\":", oo);
+            rh_relp(oo, q, mx);
+            fputs(",\"interval\":", oo);
             rh_tv(oo, mx - mn);
             fprintf(oo, ",\"leaked_count\":%" PRId64 ",\"allocated_count\":%" PRId64 "}",
                     (int64_t)sqlite3_column_int64(st, 13), (int64_t)sqlite3_column_int64(st, 14));
         }
         fputs(",\"only_matched\":", o);
         rh_group_data(q, st, 1);
-        fprintf(o, ",\"backtrace_id\":%" PRId64 ",\"callsite\":%d,\"backtrace\":", bt,
-                sqlite3_column_int(st, 15));
-        if (rh_frames(q, bt)) {
+        fprintf(o, ",\"backtrace_id\":%" PRId64 ",\"backtrace\":", bt);
+        int nf = rh_frames(q, bt, rh_alloc_fn((const char *)sqlite3_column_text(st, 16)));
+        if (nf < 0) {
             sqlite3_finalize(st);
             return rh_q_fail(q);
         }
-        fputc('}', o);
+        fprintf(o, ",\"callsite\":%d}", nf > 0 ? nf - 1 - sqlite3_column_int(st, 15) : 0);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
@@ -946,7 +1066,7 @@ static int rh_ep_mmaps(struct rh_req *q)
                     ",\"backtrace_id\":%" PRId64 ",\"backtrace\":",
                     ptr, (uint64_t)ptr, (int64_t)sqlite3_column_int64(st, 4),
                     (int64_t)sqlite3_column_int64(st, 12));
-            if (rh_frames(q, sqlite3_column_int64(st, 12))) {
+            if (rh_frames(q, sqlite3_column_int64(st, 12), op) < 0) {
                 sqlite3_finalize(st);
                 return rh_q_fail(q);
             }
@@ -982,6 +1102,212 @@ static int rh_ep_mmaps(struct rh_req *q)
             return rh_q_fail(q);
     }
     fputc(']', o);
+    rh_cap_note(q, capped);
+    fputs("}\n", o);
+    return 0;
+}
+
+/* ---- /maps: bytehound's memory maps -------------------------------------------- */
+
+/* bytehound's MapSource of the mmaps call at columns c (time), c + 1 (thread
+ * tid), c + 2 (stack id), its backtrace ending in fn. Returns 0 or -1. */
+static int rh_map_source(struct rh_req *q, sqlite3_stmt *st, int c, const char *fn)
+{
+    FILE *o = q->out;
+    int64_t t = sqlite3_column_int64(st, c);
+    fputs("{\"timestamp\":", o);
+    rh_tv(o, t);
+    fputs(",\"timestamp_relative\":", o);
+    rh_tv(o, t);
+    fputs(",\"timestamp_relative_p\":", o);
+    rh_relp(o, q, t);
+    fputs(",\"thread\":", o);
+    rh_json_int_or_null(o, st, c + 1);
+    fprintf(o, ",\"backtrace_id\":%" PRId64 ",\"backtrace\":", (int64_t)sqlite3_column_int64(st, c + 2));
+    if (rh_frames(q, sqlite3_column_int64(st, c + 2), fn) < 0)
+        return -1;
+    fputc('}', o);
+    return 0;
+}
+
+/* /data/ID/maps?id&with_regions&with_usage_history&sort_by&order&count&skip:
+ * bytehound's Map list, one map per successful mmap of the mmaps table. A map
+ * ends (deallocation) at the first later successful munmap that covers all of
+ * it; its one region (with_regions) is the whole map, and the region's
+ * deallocation sources are the successful munmaps that overlapped it up to
+ * that end. rheaper samples no per-map usage: usage_history is empty and
+ * peak_rss, inode, major and minor are null. Without an mmaps table (a profile
+ * of a program whose mmap calls were not recorded) the list is empty. */
+static int rh_ep_maps(struct rh_req *q)
+{
+    int64_t id = -1;
+    int regions = 0, usage = 0;
+    q->count = -1;
+    for (int i = 0; i < q->pr->n; i++) {
+        const char *k = q->pr->k[i], *v = q->pr->v[i] ? q->pr->v[i] : "";
+        int taken;
+        if (rh_count_skip(q, k, v, &taken))
+            return -1;
+        if (taken)
+            continue;
+        if (!strcmp(k, "with_regions") || !strcmp(k, "with_usage_history")) {
+            if (strcmp(v, "true") && strcmp(v, "false"))
+                return rh_resp_error(q->r, 400, k, "bad value '%s' for %s: true or false", v, k);
+            *(!strcmp(k, "with_regions") ? &regions : &usage) = !strcmp(v, "true");
+        } else if (!strcmp(k, "id")) {
+            char *end;
+            unsigned long long x = strtoull(v, &end, 10);
+            if (!*v || *end || *v == '-' || x > (unsigned long long)INT64_MAX)
+                return rh_resp_error(q->r, 400, k, "bad value '%s' for id: a map id", v);
+            id = (int64_t)x;
+        } else if (!strcmp(k, "sort_by")) {
+            q->sort_by = v;
+        } else if (!strcmp(k, "order")) {
+            q->order = v;
+        } else {
+            return rh_resp_error(q->r, 400, k,
+                                 "parameter '%s' is not supported by /maps (id, with_regions,"
+                                 " with_usage_history, sort_by, order, count, skip)",
+                                 k);
+        }
+    }
+    const char *col = "m.time";
+    if (q->sort_by && !strcmp(q->sort_by, "address"))
+        col = "m.addr";
+    else if (q->sort_by && !strcmp(q->sort_by, "size"))
+        col = "m.length";
+    else if (q->sort_by && strcmp(q->sort_by, "timestamp"))
+        return rh_resp_error(q->r, 400, "sort_by",
+                             "bad value '%s' for sort_by: timestamp, address or size", q->sort_by);
+    if (q->order && strcmp(q->order, "asc") && strcmp(q->order, "dsc"))
+        return rh_resp_error(q->r, 400, "order", "bad value '%s' for order: asc or dsc", q->order);
+    const char *dir = q->order && !strcmp(q->order, "dsc") ? "DESC" : "ASC";
+    FILE *o = q->out;
+    int capped;
+    int64_t limit = rh_limit(q, &capped), total = 0;
+    fputs("{\"maps\":[", o);
+    if (rh_table_exists(q->db, "mmaps")) {
+        /* the maps, each with the munmap that ends it (columns 9..) */
+        static const char maps_sql[] =
+            "WITH mp AS (SELECT id, time, thread, coalesce(new_address, address) AS addr, length,"
+            " prot, flags, offset, stack_id FROM mmaps WHERE op = 'mmap' AND result = 0"
+            " AND (?3 < 0 OR id = ?3)),"
+            " m AS (SELECT mp.*, (SELECT x.id FROM mmaps x WHERE x.op = 'munmap' AND x.result = 0"
+            " AND x.time > mp.time AND x.address <= mp.addr"
+            " AND x.address + x.length >= mp.addr + mp.length ORDER BY x.time, x.id LIMIT 1)"
+            " AS end_id FROM mp)"
+            " SELECT m.id, m.time, (SELECT tid FROM threads WHERE id = m.thread), m.stack_id,"
+            " m.addr, m.length, m.prot, m.flags, m.offset,"
+            " u.time, (SELECT tid FROM threads WHERE id = u.thread), u.stack_id, u.id"
+            " FROM m LEFT JOIN mmaps u ON u.id = m.end_id"
+            " ORDER BY %s %s, m.id %s LIMIT ?1 OFFSET ?2";
+        char sql[sizeof maps_sql + 64];
+        snprintf(sql, sizeof sql, maps_sql, col, dir, dir);
+        /* the munmaps that overlapped a map [?1, ?2) from ?3 up to its end ?4 */
+        static const char parts_sql[] =
+            "SELECT address, length, time, (SELECT tid FROM threads WHERE id = x.thread), stack_id"
+            " FROM mmaps x WHERE op = 'munmap' AND result = 0 AND time > ?3 AND time <= ?4"
+            " AND address < ?2 AND address + length > ?1 ORDER BY time, id";
+        total = rh_sql_int(q->db,
+                           "SELECT count(*) FROM mmaps WHERE op = 'mmap' AND result = 0"
+                           " AND (?1 < 0 OR id = ?1)",
+                           id, -1);
+        sqlite3_stmt *st = NULL, *parts = NULL;
+        if (total < 0 || sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK ||
+            sqlite3_prepare_v2(q->db, parts_sql, -1, &parts, NULL) != SQLITE_OK) {
+            sqlite3_finalize(st);
+            return rh_q_fail(q);
+        }
+        sqlite3_bind_int64(st, 1, limit);
+        sqlite3_bind_int64(st, 2, q->skip);
+        sqlite3_bind_int64(st, 3, id);
+        int n = 0, rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            int64_t t = sqlite3_column_int64(st, 1), addr = sqlite3_column_int64(st, 4),
+                    len = sqlite3_column_int64(st, 5), prot = sqlite3_column_int64(st, 6),
+                    fl = sqlite3_column_int64(st, 7);
+            int ended = sqlite3_column_type(st, 12) != SQLITE_NULL;
+            const char *r_ = prot & 1 ? "true" : "false", *w_ = prot & 2 ? "true" : "false",
+                       *x_ = prot & 4 ? "true" : "false", *sh = fl & 1 ? "true" : "false";
+            fprintf(o,
+                    "%s{\"id\":%" PRId64 ",\"address\":%" PRId64 ",\"address_s\":\"%016" PRIX64
+                    "\",\"timestamp\":",
+                    n++ ? "," : "", (int64_t)sqlite3_column_int64(st, 0), addr, (uint64_t)addr);
+            rh_tv(o, t);
+            fputs(",\"timestamp_relative\":", o);
+            rh_tv(o, t);
+            fputs(",\"timestamp_relative_p\":", o);
+            rh_relp(o, q, t);
+            fprintf(o, ",\"size\":%" PRId64 ",\"source\":", len);
+            int bad = rh_map_source(q, st, 1, "mmap");
+            fputs(",\"deallocation\":", o);
+            if (!bad && ended) {
+                fputs("{\"timestamp\":", o);
+                rh_tv(o, sqlite3_column_int64(st, 9));
+                fputs(",\"source\":", o);
+                bad = rh_map_source(q, st, 9, "munmap");
+                fputc('}', o);
+            } else {
+                fputs("null", o);
+            }
+            fprintf(o,
+                    ",\"is_readable\":%s,\"is_writable\":%s,\"is_executable\":%s,\"is_shared\":%s,"
+                    "\"name\":\"\",\"peak_rss\":null,\"graph_preview_url\":null,\"graph_url\":null",
+                    r_, w_, x_, sh);
+            if (!bad && regions) {
+                fprintf(o, ",\"regions\":[{\"address\":%" PRId64 ",\"address_s\":\"%016" PRIX64
+                           "\",\"timestamp\":",
+                        addr, (uint64_t)addr);
+                rh_tv(o, t);
+                fputs(",\"timestamp_relative\":", o);
+                rh_tv(o, t);
+                fputs(",\"timestamp_relative_p\":", o);
+                rh_relp(o, q, t);
+                fprintf(o, ",\"size\":%" PRId64 ",\"deallocation\":", len);
+                if (ended) {
+                    fputs("{\"timestamp\":", o);
+                    rh_tv(o, sqlite3_column_int64(st, 9));
+                    fputs(",\"sources\":[", o);
+                    sqlite3_bind_int64(parts, 1, addr);
+                    sqlite3_bind_int64(parts, 2, addr + len);
+                    sqlite3_bind_int64(parts, 3, t);
+                    sqlite3_bind_int64(parts, 4, sqlite3_column_int64(st, 9));
+                    int k = 0, prc;
+                    while (!bad && (prc = sqlite3_step(parts)) == SQLITE_ROW) {
+                        fprintf(o, "%s{\"address\":%" PRId64 ",\"length\":%" PRId64 ",\"source\":",
+                                k++ ? "," : "", (int64_t)sqlite3_column_int64(parts, 0),
+                                (int64_t)sqlite3_column_int64(parts, 1));
+                        bad = rh_map_source(q, parts, 2, "munmap");
+                        fputc('}', o);
+                    }
+                    if (!bad && prc != SQLITE_DONE)
+                        bad = -1;
+                    sqlite3_reset(parts);
+                    fputs("]}", o);
+                } else {
+                    fputs("null", o);
+                }
+                fprintf(o,
+                        ",\"is_readable\":%s,\"is_writable\":%s,\"is_executable\":%s,"
+                        "\"is_shared\":%s,\"file_offset\":%" PRId64
+                        ",\"inode\":null,\"major\":null,\"minor\":null,\"name\":\"\"}]",
+                        r_, w_, x_, sh, (int64_t)sqlite3_column_int64(st, 8));
+            }
+            if (usage)
+                fputs(",\"usage_history\":[]", o);
+            fputc('}', o);
+            if (bad) {
+                sqlite3_finalize(parts);
+                sqlite3_finalize(st);
+                return rh_q_fail(q);
+            }
+        }
+        sqlite3_finalize(parts);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return rh_q_fail(q);
+    }
+    fprintf(o, "],\"total_count\":%" PRId64, total);
     rh_cap_note(q, capped);
     fputs("}\n", o);
     return 0;
@@ -1040,7 +1366,7 @@ static int rh_ep_mallopts(struct rh_req *q)
             rh_json_int_or_null(o, st, 1);
             fprintf(o, ",\"backtrace_id\":%" PRId64 ",\"backtrace\":",
                     (int64_t)sqlite3_column_int64(st, 5));
-            if (rh_frames(q, sqlite3_column_int64(st, 5))) {
+            if (rh_frames(q, sqlite3_column_int64(st, 5), "mallopt") < 0) {
                 sqlite3_finalize(st);
                 return rh_q_fail(q);
             }
@@ -1361,6 +1687,8 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
         rc = rh_ep_export(&q, ep + 7);
     else if (!strcmp(ep, "mmaps"))
         rc = rh_ep_mmaps(&q);
+    else if (!strcmp(ep, "maps"))
+        rc = rh_ep_maps(&q);
     else if (!strcmp(ep, "mallopts"))
         rc = rh_ep_mallopts(&q);
     else if (!strcmp(ep, "timeline"))

@@ -186,18 +186,21 @@ eq "group all figures" "$(jq -r '.allocations[0].all|"\(.size) \(.min_size) \(.m
 eq "group all.allocated_count is the plan's 20" "$(jq '.allocations[0].all.allocated_count' "$W/body")" 20
 eq "group only_matched.leaked_count is the plan's 12" "$(jq '.allocations[0].only_matched.leaked_count' "$W/body")" 12
 
-# frames: the biggest allocation's backtrace, innermost first
+# frames: the biggest allocation's backtrace in bytehound's order, outermost
+# first (frame_no descending), ending in a frame for the allocation function
 get "/data/0/allocations?sort_by=size&order=dsc&count=1" >/dev/null
 BT=$(jq '.allocations[0].backtrace_id' "$W/body")
+KIND=$(sq "SELECT kind FROM stacks WHERE id = $BT")
 eq "frames: functions" "$(jq -r '[.allocations[0].backtrace[].function]|join(";")' "$W/body")" \
-    "$(sq "SELECT group_concat(coalesce(sym, 'null'), ';') FROM (SELECT sym FROM backtraces WHERE id = $BT ORDER BY frame_no)")"
+    "$(sq "SELECT group_concat(coalesce(sym, 'null'), ';') FROM (SELECT sym FROM backtraces WHERE id = $BT ORDER BY frame_no DESC)");$KIND"
+eq "frames: only the last is the allocator's" "$(jq -r '[.allocations[0].backtrace[]|select(.allocator)|.function]|join(";")' "$W/body")" "$KIND"
 eq "frames: sources and lines" "$(jq -r '[.allocations[0].backtrace[]|"\(.source):\(.line)"]|join(";")' "$W/body")" \
-    "$(sq "SELECT group_concat(coalesce(file, 'null') || ':' || coalesce(line, 'null'), ';') FROM (SELECT file, line FROM backtraces WHERE id = $BT ORDER BY frame_no)")"
+    "$(sq "SELECT group_concat(coalesce(file, 'null') || ':' || coalesce(line, 'null'), ';') FROM (SELECT file, line FROM backtraces WHERE id = $BT ORDER BY frame_no DESC)");null:null"
 eq "frames: addresses" "$(jq -r '[.allocations[0].backtrace[].address]|join(";")' "$W/body")" \
-    "$(sq "SELECT group_concat(coalesce(address, 0), ';') FROM (SELECT address FROM backtraces WHERE id = $BT ORDER BY frame_no)")"
+    "$(sq "SELECT group_concat(coalesce(address, 0), ';') FROM (SELECT address FROM backtraces WHERE id = $BT ORDER BY frame_no DESC)");0"
 eq "frames: call site is big_block" "$(jq -r '.allocations[0]|.backtrace[.callsite].function' "$W/body")" big_block
 eq "allocation fields" "$(jq -r '.allocations[0]|"\(.size) \(.address) \(.address_s) \(.deallocation) \(.thread)"' "$W/body")" \
-    "$(sq "SELECT a.size || ' ' || a.addr || ' ' || printf('0x%x', a.addr) || ' null ' || t.tid FROM allocations a JOIN threads t ON t.id = a.alloc_thread ORDER BY size DESC, a.id DESC LIMIT 1")"
+    "$(sq "SELECT a.size || ' ' || a.addr || ' ' || printf('%016X', a.addr) || ' null ' || t.tid FROM allocations a JOIN threads t ON t.id = a.alloc_thread ORDER BY size DESC, a.id DESC LIMIT 1")"
 get "/data/0/allocations?thread=$WORKER&count=1" >/dev/null
 eq "deallocation of a freed block" "$(jq -r '.allocations[0].deallocation|"\(.timestamp.secs * 1000000000 + .timestamp.fract_nsecs) \(.thread)"' "$W/body")" \
     "$(sq "SELECT a.dealloc_after || ' ' || t.tid FROM allocations a JOIN threads t ON t.id = a.dealloc_thread WHERE a.alloc_thread = $WORKER ORDER BY a.alloc_after, a.id LIMIT 1")"
@@ -219,6 +222,7 @@ eq "flamegraph names big_block" "$(grep -c 'big_block' "$W/body" | awk '{print (
 eq "flamegraph leaked: no temp_churn" "$(grep -c 'temp_churn' "$W/body")" 0
 
 # mmaps and mallopts: empty without the tables, bytehound's shapes with them
+# (each backtrace ends in a frame for the call: mmap, munmap, mallopt)
 eq "mmaps without table" "$(get /data/0/mmaps)" 200
 eq "mmaps empty" "$(jq -c .operations "$W/body")" "[]"
 eq "mallopts without table" "$(get /data/0/mallopts)" 200
@@ -237,7 +241,7 @@ sqlite3 "$W/m.db" "DROP TABLE IF EXISTS mmaps; DROP TABLE IF EXISTS mallopts;
 rh_serve "$W/m.db"
 get /data/0/mmaps >/dev/null
 eq "mmaps: mmap" "$(jq -r '.operations[0].mmap|"\(.pointer) \(.length) \(.is_readable) \(.is_writable) \(.is_executable) \(.is_private) \(.is_anonymous) \(.file_descriptor) \(.timestamp.fract_nsecs) \(.backtrace|length)"' "$W/body")" \
-    "139800000000000 8192 true true false true true -1 5000 $(sq "SELECT count(*) FROM backtraces WHERE id = 1")"
+    "139800000000000 8192 true true false true true -1 5000 $(sq "SELECT count(*) + 1 FROM backtraces WHERE id = 1")"
 eq "mmaps: munmap" "$(jq -r '.operations[1].munmap|"\(.pointer) \(.length)"' "$W/body")" "139800000000000 8192"
 get /data/0/mallopts >/dev/null
 eq "mallopts" "$(jq -r '.[0]|"\(.raw_param) \(.param) \(.value) \(.result) \(.timestamp.fract_nsecs)"' "$W/body")" \

@@ -209,6 +209,36 @@ static int figures(const char *bin, const char *src, const char *work)
     CHECK_EQ(cl_jint(r.out, "$[3].blocks"), STEADY_N / 2);
     CHECK_EQ(cl_jint(r.out, "$[4]"), -999999);
     cl_free(&r);
+    /* peak --csv: each site's percent of the peak is the query's
+     * round(100 * bytes / peak, 2) as a person writes it ("48.64", "0.2",
+     * "51"), not the double's 17 digits */
+    cl_rh(&r, "peak", db, "--csv", NULL);
+    CHECK(!strncmp(r.out, "function,location,blocks,bytes,percent\n", 39));
+    {
+        int sites = 0, short_form = 0;
+        for (char *p = strchr(r.out, '\n'); p && p[1]; p = strchr(p + 1, '\n')) {
+            long long bytes = -1;
+            char pct[64] = "", want[64];
+            /* function,location,blocks,bytes,percent: no commas in these names */
+            if (sscanf(p + 1, "%*[^,],%*[^,],%*d,%lld,%63[^\n]", &bytes, pct) != 2)
+                break;
+            snprintf(want, sizeof want, "%.2f", 100.0 * (double)bytes / (double)PEAK_BYTES);
+            char *e = want + strlen(want);
+            while (e[-1] == '0')
+                *--e = 0;
+            if (e[-1] == '.')
+                e[-1] = 0;
+            if (strcmp(pct, want))
+                fprintf(stderr, "peak --csv: %lld bytes: percent '%s', want '%s'\n", bytes, pct,
+                        want);
+            else
+                short_form++;
+            sites++;
+        }
+        CHECK_EQ(sites, 4);
+        CHECK_EQ(short_form, 4);
+    }
+    cl_free(&r);
     cl_rh(&r, "peak", db, NULL);
     snprintf(line, sizeof line, "peak: %lld bytes", PEAK_BYTES);
     CHECK(!strncmp(r.out, line, strlen(line)));
@@ -258,6 +288,19 @@ static int figures(const char *bin, const char *src, const char *work)
     CHECK(cl_json_valid(r.out));
     CHECK(cl_jdbl(r.out, "$[0].r") == 1.5);
     CHECK(!strcmp(cl_jstr(r.out, "$[0].s", buf, sizeof buf), "q\""));
+    cl_free(&r);
+    /* reals in CSV and JSON: the shortest text that reads back as the same
+     * double, so a rounded ratio reads as rounded and nothing is lost */
+    cl_rh(&r, "query", db,
+          "SELECT 0.74 AS r, round(2.0 / 3, 4) AS q, 0.1 + 0.2 AS s, 1e300 * 1e300 AS i", "--csv",
+          NULL);
+    CHECK(!strcmp(r.out, "r,q,s,i\n0.74,0.6667,0.30000000000000004,inf\n"));
+    cl_free(&r);
+    cl_rh(&r, "query", db,
+          "SELECT 0.74 AS r, round(2.0 / 3, 4) AS q, 0.1 + 0.2 AS s, 1e300 * 1e300 AS i", "--json",
+          NULL);
+    CHECK(!strcmp(r.out, "[\n{\"r\":0.74,\"q\":0.6667,\"s\":0.30000000000000004,\"i\":null}\n]\n"));
+    CHECK(cl_jdbl(r.out, "$[0].s") == 0.1 + 0.2);
     cl_free(&r);
     CHECK_EQ(query_int("SELECT count(*) FROM temporary"), TEMPORARY_BLOCKS);
     CHECK_EQ(query_int("SELECT max(live_bytes) FROM heap_timeline"), PEAK_BYTES);

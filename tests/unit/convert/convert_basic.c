@@ -1,7 +1,8 @@
 /* convert_basic.c: rheaper-convert on profiles whose every row is known.
  *
  * Builds the reference profile of convtest.h (several slots, SHARED with
- * SETTHREAD, sealed and unsealed chunks, reallocs in place and moving, a
+ * SETTHREAD, sealed and unsealed chunks, reallocs in place and moving (and
+ * their chains, also when two threads' reallocs interleave), a
  * cross-thread free, address reuse at an equal time, a missed free, a FAIL, an
  * unknown free, a stack defined after its first use and one never defined),
  * once cut short and once with a trailer, converts both, and checks the rows,
@@ -77,6 +78,13 @@ static void check_rows(sqlite3 *db)
     CHECK_EQ(ct_int(db, "SELECT count(*) FROM temporary"), 2);
 }
 
+/* The realloc_chains rows as NEW<PREV@FIRST#POS, by the sizes of the rows, in
+ * id order. */
+#define RH_CHAINS_SQL                                                                              \
+    "SELECT group_concat(x, ',') FROM (SELECT n.size || '<' || p.size || '@' || f.size || '#' ||" \
+    " c.pos AS x FROM realloc_chains c JOIN allocations n ON n.id = c.id JOIN allocations p"      \
+    " ON p.id = c.prev JOIN allocations f ON f.id = c.first ORDER BY c.id)"
+
 static void check_tables(sqlite3 *db)
 {
     char buf[256];
@@ -115,6 +123,10 @@ static void check_tables(sqlite3 *db)
     CHECK_EQ(ct_int(db, "SELECT address FROM backtraces WHERE id = 1 AND frame_no = 0"), 0x1000);
     CHECK_EQ(ct_int(db, "SELECT address FROM backtraces WHERE id = 1 AND frame_no = 1"), 0x1100);
     CHECK_EQ(ct_int(db, "SELECT count(*) FROM backtraces WHERE id = 1 AND sym IS NULL"), 2);
+
+    /* realloc chains: 32 -> 64 (in place) -> 128 (moved), one chain of three;
+     * as NEW<PREV@FIRST#POS by the sizes of the rows */
+    CHECK(!strcmp(ct_text(db, RH_CHAINS_SQL, buf, sizeof buf), "64<32@32#1,128<64@32#2"));
 
     /* modules */
     CHECK_EQ(ct_int(db, "SELECT count(*) FROM modules"), 1);
@@ -202,6 +214,55 @@ static void convert_reference(const char *dir, int trailer)
         CHECK_EQ(ct_int(db, "SELECT value FROM meta WHERE key = 'events_lost'"), 0);
     sqlite3_close(db);
     CHECK_EQ(ct_count_prefix(dir, trailer ? "out-1.db.tmp" : "out-0.db.tmp"), 0);
+}
+
+/* Realloc chains when two threads' reallocs interleave: thread 2000's realloc
+ * at 200 takes until 500 (its free half at 200, its alloc half at 500), and
+ * thread 2001 reallocs (300 -> 310) and mallocs (400) in between. Each new
+ * block is linked to the block its own thread's realloc freed:
+ *   2000: 10 @100 -> 20 @500 -> 30 @610, freed at 700
+ *   2001: 40 @150 -> 50 @310, freed at 800; 60 @400 (a malloc), freed at 810 */
+static void check_chains_interleaved(const char *dir)
+{
+    char rip[4096], out[4096], buf[256];
+    struct rw_file f;
+    rw_new(&f, 2000, "/opt/test/prog", "./prog", 6);
+    static const uint64_t s1[] = {0x401000}, s3[] = {0x401300};
+    struct rw_chunk c;
+    rw_begin(&c, &f, RIP_CHUNK_EVENTS, 0, 2000, 0);
+    rw_stack(&c, 1, 1, s1, 1, 0);
+    rw_stack(&c, 3, 3, s3, 1, 0);
+    rw_alloc(&c, 100, 1, 10, 0xa000);
+    rw_realloc(&c, 200, 300, 3, 20, 0xa000, 0xb000);
+    rw_realloc(&c, 600, 10, 3, 30, 0xb000, 0xc000);
+    rw_free(&c, 700, 0xc000);
+    rw_end(&c, 1, 700);
+    rw_begin(&c, &f, RIP_CHUNK_EVENTS, 1, 2001, 150);
+    rw_alloc(&c, 150, 1, 40, 0xd000);
+    rw_realloc(&c, 300, 10, 3, 50, 0xd000, 0xe000);
+    rw_alloc(&c, 400, 1, 60, 0xf000);
+    rw_free(&c, 800, 0xe000);
+    rw_free(&c, 810, 0xf000);
+    rw_end(&c, 1, 810);
+    rw_trailer(&f, 9, 1000, 2, 0);
+    snprintf(rip, sizeof rip, "%s/rip-chains", dir);
+    snprintf(out, sizeof out, "%s/chains.db", dir);
+    CHECK_EQ(rw_save(&f, rip), 0);
+    rw_free_file(&f);
+    struct ct_run r;
+    const char *args[] = {rip, out, NULL};
+    CHECK_EQ(ct_exec(&r, conv, args), 0);
+    CHECK(ct_exited(&r, 0));
+    sqlite3 *db = ct_open_db(out);
+    CHECK(db != NULL);
+    if (!db)
+        return;
+    CHECK_EQ(ct_int(db, "SELECT count(*) FROM allocations"), 6);
+    const char *got = ct_text(db, RH_CHAINS_SQL, buf, sizeof buf);
+    CHECK(!strcmp(got, "50<40@40#1,20<10@10#1,30<20@10#2"));
+    if (strcmp(got, "50<40@40#1,20<10@10#1,30<20@10#2"))
+        fprintf(stderr, "realloc_chains: %s\n", got);
+    sqlite3_close(db);
 }
 
 /* Calibration: TSC-like ticks (2 per ns), tick_shift 1, pairs from the
@@ -304,6 +365,7 @@ int main(int argc, char **argv)
     ct_scratch(dir, sizeof dir, "convert_basic");
     convert_reference(dir, 0);
     convert_reference(dir, 1);
+    check_chains_interleaved(dir);
     check_calibration();
     check_open_chunks();
     return rh_test_summary();
