@@ -173,6 +173,13 @@ void rh_filter_window(sqlite3 *db, const struct rh_filter *f, int64_t *from_ns, 
  *                        is never materialized: reading it scans the rows
  *                        (the selected id range), so commands read the
  *                        tables above instead
+ *   shist(bt, class, blocks, bytes), sthr(bt, thread, blocks, bytes,
+ *                        leaked_bytes)   per stack of the scope, its rows by
+ *                        size class and lifetime class (stack_hist's
+ *                        classes) and by allocating thread (0: none): a call
+ *                        site's detail. Only when they count exactly the rows
+ *                        of sel: absent on a sampled profile (estimates
+ *                        rounded per stack) and, unfiltered, on a culled one
  *   selbt, selth, selp   the resolved stack set, thread set and bound values
  *                        that sel and the pass use (only when filtered)
  * Without row filters on a profile with aggregates, sstat and tstat copy

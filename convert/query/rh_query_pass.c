@@ -96,7 +96,7 @@ static int rh_pass_ins(sqlite3_stmt *st, const int64_t *v, int n)
 
 /* The scope's INSERTs by enum rh_agg_table, and ssize beside stack_stats. */
 struct rh_pass_rows {
-    sqlite3_stmt *st[4], *sz;
+    sqlite3_stmt *st[RH_AGG_T_N], *sz;
     const int64_t *ids, *mm;
 };
 
@@ -141,7 +141,11 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
                            &r.st[RH_AGG_T_TIMELINE], NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.stls VALUES(?,?,?,?)", -1, &tp, NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.slc VALUES(?,?,?,?,?,?)", -1,
-                           &r.st[RH_AGG_T_LEAKS], NULL))
+                           &r.st[RH_AGG_T_LEAKS], NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.shist VALUES(?,?,?,?)", -1,
+                           &r.st[RH_AGG_T_HIST], NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.sthr VALUES(?,?,?,?,?)", -1,
+                           &r.st[RH_AGG_T_STHREADS], NULL))
         goto out;
     /* one transaction on the TEMP database for all of them */
     if (rh_sql_exec(db, "SAVEPOINT rh_pass"))
@@ -172,7 +176,7 @@ out:
     sqlite3_exec(db, "RELEASE rh_pass", NULL, NULL, NULL);
     if (rc)
         fprintf(stderr, "rheaper: filter: SQLite error (%s)\n", sqlite3_errmsg(db));
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < RH_AGG_T_N; i++)
         sqlite3_finalize(r.st[i]);
     sqlite3_finalize(r.sz);
     sqlite3_finalize(tp);
@@ -559,7 +563,8 @@ static int rh_pass_use_index(sqlite3 *db, const struct rh_pass *p, const int64_t
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
 {
     memset(res, 0, sizeof *res);
-    if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.tstat;"
+    if (rh_temp_drop(db, "shist") || rh_temp_drop(db, "sthr") ||
+        rh_sql_exec(db, "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.tstat;"
                          "DROP TABLE IF EXISTS temp.stl; DROP TABLE IF EXISTS temp.stls;"
                          "DROP TABLE IF EXISTS temp.slc; DROP TABLE IF EXISTS temp.ssize;"
                          /* the columns of stack_stats, thread_stats, timeline,
@@ -575,7 +580,12 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                          "CREATE TEMP TABLE stls(col, bt, at_max, at_end,"
                          " PRIMARY KEY(col, bt)) WITHOUT ROWID;"
                          "CREATE TEMP TABLE slc(bt, bucket, blocks, bytes, first, last);"
-                         "CREATE TEMP TABLE ssize(bt INTEGER PRIMARY KEY, min_size, max_size);"))
+                         "CREATE TEMP TABLE ssize(bt INTEGER PRIMARY KEY, min_size, max_size);"
+                         /* stack_hist's and stack_threads' columns */
+                         "CREATE TEMP TABLE shist(bt, class, blocks, bytes,"
+                         " PRIMARY KEY(bt, class)) WITHOUT ROWID;"
+                         "CREATE TEMP TABLE sthr(bt, thread, blocks, bytes, leaked_bytes,"
+                         " PRIMARY KEY(bt, thread)) WITHOUT ROWID;"))
         return -1;
     /* Every stack gets a dense index: the aggregates are arrays. */
     struct rh_map idx = {0};
