@@ -703,7 +703,8 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     rh_sample_notice(db); /* one line on a sampled profile: figures are estimates */
     static const char *const temps[] = {"sel",   "sstat", "ssize", "tstat", "stl",
                                         "stls",  "slc",   "scope", "selbt", "selth",
-                                        "selp",  "shist", "sthr",  NULL};
+                                        "selp",  "shist", "sthr",  "scopekey",
+                                        "sctl",  NULL};
     for (int k = 0; temps[k]; k++)
         if (rh_temp_drop(db, temps[k]))
             return -1;

@@ -560,10 +560,57 @@ static int rh_pass_use_index(sqlite3 *db, const struct rh_pass *p, const int64_t
     return 0;
 }
 
+/* The server's heap over time (rh_timeline_compute: RH_SCOPE_TL_COLS + 1
+ * columns of [0, span], each with the highest live bytes reached after any
+ * event in it, and the live bytes and blocks after its last), kept beside
+ * the aggregates while the pass replays the events in time order, so a
+ * filtered chart reads no row again. Blocks in 1/4096 units as the SQL
+ * path counts them (RH_W_N). */
+struct rh_pass_ctl {
+    int64_t span, live, nlive;
+    int64_t max[RH_SCOPE_TL_COLS + 1], end[RH_SCOPE_TL_COLS + 1], cnt[RH_SCOPE_TL_COLS + 1];
+    uint8_t act[RH_SCOPE_TL_COLS + 1];
+};
+
+/* One event at t of a block of size bytes at addr (alloc: 1, free: 0). */
+static void rh_pass_ctl_event(struct rh_pass_ctl *c, const struct rh_agg *a, int64_t t,
+                              uint64_t size, uint64_t addr, int alloc)
+{
+    const int cols = RH_SCOPE_TL_COLS;
+    int64_t d = rh_agg_est_bytes(a, size, addr);
+    int64_t w = rh_agg_est_blocks(a, size, addr) * (RH_AGG_BSCALE / a->bscale);
+    __int128 c128 = ((__int128)t * cols + c->span - 1) / c->span;
+    int k = c128 < 0 ? 0 : c128 > cols ? cols : (int)c128;
+    c->live += alloc ? d : -d;
+    c->nlive += alloc ? w : -w;
+    if (!c->act[k] || c->live > c->max[k])
+        c->max[k] = c->live;
+    c->act[k] = 1;
+    c->end[k] = c->live;
+    c->cnt[k] = c->nlive >= 0 ? (c->nlive + 2048) / 4096 : -((-c->nlive + 2048) / 4096);
+}
+
+/* TEMP TABLE sctl(col, span, max_bytes, end_bytes, end_count, active) from c. */
+static int rh_pass_ctl_store(sqlite3 *db, const struct rh_pass_ctl *c)
+{
+    sqlite3_stmt *st = NULL;
+    if (rh_sql_exec(db, "CREATE TEMP TABLE sctl(col INTEGER PRIMARY KEY, span, max_bytes,"
+                        " end_bytes, end_count, active)") ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.sctl VALUES(?,?,?,?,?,?)", -1, &st, NULL))
+        return rh_sql_fail(db, "filter");
+    int rc = 0;
+    for (int k = 0; k <= RH_SCOPE_TL_COLS && !rc; k++) {
+        int64_t v[6] = {k, c->span, c->max[k], c->end[k], c->cnt[k], c->act[k]};
+        rc = rh_pass_ins(st, v, 6) ? rh_sql_fail(db, "filter") : 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
 {
     memset(res, 0, sizeof *res);
-    if (rh_temp_drop(db, "shist") || rh_temp_drop(db, "sthr") ||
+    if (rh_temp_drop(db, "shist") || rh_temp_drop(db, "sthr") || rh_temp_drop(db, "sctl") ||
         rh_sql_exec(db, "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.tstat;"
                          "DROP TABLE IF EXISTS temp.stl; DROP TABLE IF EXISTS temp.stls;"
                          "DROP TABLE IF EXISTS temp.slc; DROP TABLE IF EXISTS temp.ssize;"
@@ -596,6 +643,7 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     uint32_t *direct = NULL; /* stack id -> index for ids below ndirect */
     struct rh_agg *a = NULL;
     struct rh_rip *samp = NULL; /* the sampling parameters of a sampled profile */
+    struct rh_pass_ctl *ctl = NULL; /* the server's chart (sctl), or NULL */
     struct rh_pheap h = {0};
     sqlite3_stmt *st = NULL;
     struct rh_pq q = {0};
@@ -635,6 +683,14 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     if (rh_pass_sampling(db, &samp))
         goto oom;
     a = rh_agg_new(samp, p->span);
+    /* the server's chart, when the rows come in time order (ids follow
+     * time: allocations by id, frees from the heap, every time distinct) */
+    if (a && p->ordered && p->t_from < 0 && p->t_to < 0) {
+        ctl = calloc(1, sizeof *ctl);
+        if (!ctl)
+            goto oom;
+        ctl->span = p->span > 0 ? p->span : 1;
+    }
     if (!a)
         goto oom;
     /* the timeline's per-column stack figures go to a temp file; in $TMPDIR,
@@ -753,10 +809,16 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                 if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size,
                                  h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0))
                     goto oom;
+                if (ctl)
+                    rh_pass_ctl_event(ctl, a, h.v[0].t, (uint64_t)h.v[0].size,
+                                      h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0);
                 rh_pheap_pop(&h);
             }
             if (rh_agg_event(a, si, w->ta, (uint64_t)w->size, w->pool ? RIP_POOL_TAG(1) : 0, 1))
                 goto oom;
+            if (ctl)
+                rh_pass_ctl_event(ctl, a, w->ta, (uint64_t)w->size, w->pool ? RIP_POOL_TAG(1) : 0,
+                                  1);
             struct rh_row row = {.alloc_ns = w->ta,
                                  .dealloc_ns = w->td,
                                  .stack_index = si,
@@ -790,6 +852,9 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
         if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size,
                          h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0))
             goto oom;
+        if (ctl)
+            rh_pass_ctl_event(ctl, a, h.v[0].t, (uint64_t)h.v[0].size,
+                              h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0);
         rh_pheap_pop(&h);
     }
     rh_agg_end(a, p->span);
@@ -807,6 +872,8 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     }
     rc = rh_pass_store(db, a, ids, mm);
     res->timeline = a->tl_ok; /* after the store: its temp file may fail */
+    if (!rc && ctl)
+        rc = rh_pass_ctl_store(db, ctl);
     goto out;
 oom:
     fprintf(stderr, "rheaper: filter: out of memory\n");
@@ -836,5 +903,6 @@ out:
     free(mm);
     free(direct);
     free(h.v);
+    free(ctl);
     return rc;
 }
