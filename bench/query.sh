@@ -7,6 +7,7 @@
 #                     [--build DIR] [--label TEXT]
 #   sh bench/query.sh --tiny          # 20 000 allocations of wl_scale, 1 run
 #
+# (The site endpoint asks for each filter set's own top site.)
 # PROFILE.db is a conversion of the scale workload (bench/wl_scale.c: 4
 # threads, 4096 stacks, 4 step frames per stack; bench/scale.sh --keep leaves
 # one). For each filter set below (unfiltered, the 13 filters of the readers'
@@ -94,25 +95,40 @@ EOF
 median() { sort -n | awk '{ v[++n] = $1 } END { if (!n) { print "-"; exit }
     i = int((n + 1) / 2); j = n % 2 ? i : i + 1; printf "%.3f\n", (v[i] + v[j]) / 2 }'; }
 
-"$bin/rheaper" serve "$db" --listen 127.0.0.1:0 --budget-ms 600000 --no-cache \
-    > "$out/serve.out" 2> "$out/serve.err" &
-spid=$!
+# start_server: rheaper serve on an ephemeral port (spid, base)
+start_server() {
+    "$bin/rheaper" serve "$db" --listen 127.0.0.1:0 --budget-ms 600000 --no-cache \
+        > "$out/serve.out" 2> "$out/serve.err" &
+    spid=$!
+    base=
+    for _ in $(seq 1 100); do
+        port=$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$out/serve.out")
+        [ -n "$port" ] && { base=http://127.0.0.1:$port; break; }
+        sleep 0.1
+    done
+    [ -n "$base" ] || { echo "FAIL: rheaper serve did not start: $(cat "$out/serve.err")"; exit 1; }
+}
+start_server
 trap 'kill "$spid" 2>/dev/null || true' EXIT INT TERM
-base=
-for _ in $(seq 1 100); do
-    port=$(sed -n 's/.*http:\/\/127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$out/serve.out")
-    [ -n "$port" ] && { base=http://127.0.0.1:$port; break; }
-    sleep 0.1
-done
-[ -n "$base" ] || { echo "FAIL: rheaper serve did not start: $(cat "$out/serve.err")"; exit 1; }
 tck=$(getconf CLK_TCK)
 # the server's user + system CPU in ticks
 scpu() { awk '{ print $14 + $15 }' "/proc/$spid/stat"; }
 
-# the top site of the unfiltered scope, for the site endpoint
-site=$(curl -sf "$base/data/0/sites?count=1&sort_by=bytes" |
-    sed -n 's/.*"function":"\([^"]*\)","location":"\([^"]*\)".*/function=\1\&location=\2/p' | head -n 1)
-[ -n "$site" ] || fail "no top site from /sites"
+# each filter set's top site by bytes, for the site endpoint ("-" when the
+# scope has none); then a fresh server, so that no scope is kept from this
+top_site() {
+    curl -sf -g "$base/data/0/sites?${1:+$1&}count=1&sort_by=bytes" |
+        sed -n 's/.*"function":"\([^"]*\)","location":"\([^"]*\)".*/function=\1\&location=\2/p' |
+        head -n 1
+}
+: > "$out/sites"
+while IFS='|' read -r name opts params; do
+    echo "$name|$(top_site "$params")" >> "$out/sites"
+done < "$out/filters"
+kill "$spid" 2>/dev/null || true
+wait "$spid" 2>/dev/null || true
+start_server
+[ -n "$(sed -n 's/^none|//p' "$out/sites")" ] || fail "no top site from /sites"
 
 cmds="summary top leaks peak flamegraph timeline report"
 eps="summary sites site timeline timeline_sites tree leaks threads export/flamegraph allocation_groups"
@@ -160,7 +176,11 @@ while IFS='|' read -r name opts params; do
     done
     for e in $eps; do
         q=$params
-        [ "$e" = site ] && q="${q:+$q&}$site"
+        if [ "$e" = site ]; then
+            site=$(sed -n "s/^$name|//p" "$out/sites" | head -n 1)
+            if [ -z "$site" ]; then row="$row - |"; continue; fi
+            q="${q:+$q&}$site"
+        fi
         [ "$e" = allocation_groups ] && q="${q:+$q&}count=100"
         : > "$out/cpu"
         k=0
