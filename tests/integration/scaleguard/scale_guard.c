@@ -162,9 +162,9 @@ int main(int argc, char **argv)
         CHECK(apply(db, f) == 0);
         CHECK_EQ(g_reads, 0);
         /* plain SQL: the rows of the site in scope */
-        sqlite3_stmt *st = rh_sql_prepare(
-            db, "SELECT count(*) FROM msel a JOIN temp.site s ON s.bt = a.bt"
-                " WHERE s.function = ?1 AND s.location = ?2");
+        sqlite3_stmt *st =
+            rh_sql_prepare(db, "SELECT count(*) FROM msel a JOIN temp.site s ON s.bt = a.bt"
+                               " WHERE s.function = ?1 AND s.location = ?2");
         long long rows = -1;
         if (st) {
             sqlite3_bind_text(st, 1, fn, -1, SQLITE_STATIC);
