@@ -14,7 +14,9 @@
  *   - the heap timeline: RH_AGG_COLUMNS columns over the run, each with the
  *     highest live bytes reached in it (so the chart's top is the exact peak)
  *     and, per stack, its live bytes at that moment;
- *   - the leak curve: per stack and leak bucket, the never-freed blocks.
+ *   - the leak curve: per stack and leak bucket, the never-freed blocks;
+ *   - a call site's detail: per stack, its rows by size class and lifetime
+ *     class, and by allocating thread (sparse: the pairs that occur).
  * The timeline's per-stack figures grow with columns times stacks (2 M
  * points, 50 MB as an array, for the scale benchmark's 4096 stacks; gigabytes
  * for a server with 100 k stacks), so each column's go to an unlinked temp
@@ -148,6 +150,10 @@ void rh_agg_free(struct rh_agg *a)
     free(a->lk);
     free(a->cpu_st);
     free(a->cpu_th);
+    free(a->hist);
+    rh_map_free(&a->hist_map);
+    free(a->sthr);
+    rh_map_free(&a->sthr_map);
     free(a);
 }
 
@@ -459,6 +465,58 @@ void rh_agg_end(struct rh_agg *a, int64_t duration_ns)
     a->ended = 1;
 }
 
+/* The lifetime class of a block freed after life ns (stack_hist). */
+static uint32_t rh_agg_life_class(int64_t life)
+{
+    uint32_t k = 0;
+    for (int64_t lim = 1000; k < 8 && life >= lim; lim *= 10)
+        k++;
+    return RH_HIST_LIFE + k;
+}
+
+/* Adds nb blocks and size bytes to stack index si's class cls. Returns 0 or
+ * -1 (out of memory, a->oom set). */
+static int rh_agg_hist_add(struct rh_agg *a, uint32_t si, uint32_t cls, int64_t nb, int64_t size)
+{
+    uint64_t key = (uint64_t)si << 8 | cls;
+    uint32_t i = rh_map_get(&a->hist_map, key);
+    if (i == UINT32_MAX) {
+        if (a->nhist >= UINT32_MAX - 1 ||
+            rh_grow(&a->hist, &a->caphist, a->nhist + 1, sizeof *a->hist) ||
+            rh_map_put(&a->hist_map, key, (uint32_t)a->nhist)) {
+            a->oom = 1;
+            return -1;
+        }
+        i = (uint32_t)a->nhist++;
+        a->hist[i] = (struct rh_agg_hist){si, cls, 0, 0};
+    }
+    a->hist[i].blocks += nb;
+    a->hist[i].bytes += size;
+    return 0;
+}
+
+/* A row's share of its stack's figures by allocating thread. Returns 0 or -1. */
+static int rh_agg_sthr_add(struct rh_agg *a, const struct rh_row *row, int64_t nb, int64_t size)
+{
+    uint64_t key = (uint64_t)row->stack_index << 32 | row->alloc_thread;
+    uint32_t i = rh_map_get(&a->sthr_map, key);
+    if (i == UINT32_MAX) {
+        if (a->nsthr >= UINT32_MAX - 1 ||
+            rh_grow(&a->sthr, &a->capsthr, a->nsthr + 1, sizeof *a->sthr) ||
+            rh_map_put(&a->sthr_map, key, (uint32_t)a->nsthr)) {
+            a->oom = 1;
+            return -1;
+        }
+        i = (uint32_t)a->nsthr++;
+        a->sthr[i] = (struct rh_agg_sthr){row->stack_index, row->alloc_thread, 0, 0, 0};
+    }
+    a->sthr[i].blocks += nb;
+    a->sthr[i].bytes += size;
+    if (row->dealloc_ns < 0)
+        a->sthr[i].leaked_bytes += size;
+    return 0;
+}
+
 int rh_agg_row(struct rh_agg *a, const struct rh_row *row)
 {
     struct rh_agg_stack *s = rh_agg_stk(a, row->stack_index);
@@ -472,6 +530,16 @@ int rh_agg_row(struct rh_agg *a, const struct rh_row *row)
     if (!s || a->oom)
         return -1;
     int64_t size = rh_agg_eb(a, row->size, row->addr), nb = rh_agg_ek(a, row->size, row->addr);
+    uint32_t sk = 0;
+    while (sk < 64 && ((uint64_t)1 << sk) < row->size)
+        sk++;
+    if (rh_agg_hist_add(a, row->stack_index, sk, nb, size) ||
+        rh_agg_hist_add(a, row->stack_index,
+                        row->dealloc_ns < 0 ? RH_HIST_LEAKED
+                                            : rh_agg_life_class(row->dealloc_ns - row->alloc_ns),
+                        nb, size) ||
+        rh_agg_sthr_add(a, row, nb, size))
+        return -1;
     s->count += nb;
     s->bytes += size;
     if (row->alloc_ns < s->first_ns)
@@ -581,6 +649,21 @@ int rh_agg_rows(struct rh_agg *a, const int64_t *ids, rh_agg_emit_fn emit, void 
         }
         v[2] = rh_agg_blocks(a, v[2]);
         if (emit(ctx, RH_AGG_T_LEAKS, si, v, 6))
+            return -1;
+    }
+    /* a call site's detail: blocks rounded per stack and class (exact on a
+     * full profile, where readers use them) */
+    for (size_t i = 0; i < a->nhist; i++) {
+        const struct rh_agg_hist *h = &a->hist[i];
+        int64_t v[4] = {RH_ID(h->si), h->cls, rh_agg_blocks(a, h->blocks), h->bytes};
+        if (emit(ctx, RH_AGG_T_HIST, h->si, v, 4))
+            return -1;
+    }
+    for (size_t i = 0; i < a->nsthr; i++) {
+        const struct rh_agg_sthr *t = &a->sthr[i];
+        int64_t v[5] = {RH_ID(t->si), t->thread, rh_agg_blocks(a, t->blocks), t->bytes,
+                        t->leaked_bytes};
+        if (emit(ctx, RH_AGG_T_STHREADS, t->si, v, 5))
             return -1;
     }
 #undef RH_ID

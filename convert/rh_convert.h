@@ -576,6 +576,22 @@ struct rh_agg_point {
     int64_t at_max, at_end;
 };
 
+/* Classes of stack_hist: a row's size class k (0..64: the smallest k with
+ * 2^k >= size) and its lifetime class (RH_HIST_LIFE + 0..8: under 1 us,
+ * 10 us, ... 10 s, and 10 s or more; RH_HIST_LIFE + 9: never freed), the
+ * classes a call site's detail shows (rh_query_site.c). */
+#define RH_HIST_LIFE 100
+#define RH_HIST_LEAKED (RH_HIST_LIFE + 9)
+struct rh_agg_hist {
+    uint32_t si, cls;
+    int64_t blocks, bytes; /* blocks in 1/bscale units */
+};
+/* One stack's rows made by one thread (threads.id, 0: none). */
+struct rh_agg_sthr {
+    uint32_t si, thread;
+    int64_t blocks, bytes, leaked_bytes;
+};
+
 /* A never-freed row, kept until the run's length is known (leak curve). */
 struct rh_agg_leak {
     uint32_t si;
@@ -631,6 +647,15 @@ struct rh_agg {
     int64_t *cpu_th;
     size_t ncpu_th, capcpu_th;
     int64_t cpu_total;
+    /* a call site's detail (stack_hist, stack_threads): per stack, its rows
+     * by size class and lifetime class, and by allocating thread; sparse,
+     * one entry per pair that occurs, found through the maps */
+    struct rh_agg_hist *hist;
+    size_t nhist, caphist;
+    struct rh_map hist_map; /* si << 8 | class -> index into hist */
+    struct rh_agg_sthr *sthr;
+    size_t nsthr, capsthr;
+    struct rh_map sthr_map; /* si << 32 | thread -> index into sthr */
     /* sampling: the figures above are estimates, each event weighted
      * by rh_agg_weight(); block counts are kept in units of 1/bscale block so
      * that fractional weights add up exactly (bscale 1 on a full profile) */
@@ -691,14 +716,25 @@ RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
 RH_HIDDEN void rh_agg_end(struct rh_agg *a, int64_t duration_ns);
 /* The tables the aggregates are stored in, and their rows' columns
  * (docs/sql.md): stack_stats (12), thread_stats (9), timeline (6),
- * leak_curve (6). timeline_stacks is read with rh_agg_tl_next. */
-enum rh_agg_table { RH_AGG_T_STACKS, RH_AGG_T_THREADS, RH_AGG_T_TIMELINE, RH_AGG_T_LEAKS };
+ * leak_curve (6), stack_hist (4: bt, class, blocks, bytes), stack_threads
+ * (5: bt, thread, blocks, bytes, leaked_bytes). timeline_stacks is read
+ * with rh_agg_tl_next. */
+enum rh_agg_table {
+    RH_AGG_T_STACKS,
+    RH_AGG_T_THREADS,
+    RH_AGG_T_TIMELINE,
+    RH_AGG_T_LEAKS,
+    RH_AGG_T_HIST,
+    RH_AGG_T_STHREADS,
+    RH_AGG_T_N
+};
 /* Receives one row v[0..n-1] of table t (si: the stack index of a
  * stack_stats or leak_curve row). Returns 0, or -1 to stop. */
 typedef int (*rh_agg_emit_fn)(void *ctx, enum rh_agg_table t, uint32_t si, const int64_t *v,
                               int n);
 /* The one serialisation of the aggregates: every row of stack_stats,
- * thread_stats, timeline (when a->tl_ok) and leak_curve, in that order, as
+ * thread_stats, timeline (when a->tl_ok), leak_curve, stack_hist and
+ * stack_threads, in that order, as
  * the converter stores them (rh_db_agg.c) and the filtered pass stores a
  * scope's (rh_query_pass.c), each passed to emit. ids: the stack id of each
  * stack index (NULL: the rip's, a->r->stacks[i].id). Sorts a's leak rows.

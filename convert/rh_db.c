@@ -197,6 +197,12 @@ static const char rh_schema[] =
     " PRIMARY KEY(col, bt)) WITHOUT ROWID;"
     "CREATE TABLE leak_curve(bt INTEGER, bucket INTEGER, blocks INTEGER, bytes INTEGER,"
     " first INTEGER, last INTEGER, PRIMARY KEY(bt, bucket)) WITHOUT ROWID;"
+    /* a call site's detail: per stack, rows by size and lifetime class and
+     * by allocating thread (rh_aggregate.c) */
+    "CREATE TABLE stack_hist(bt INTEGER, class INTEGER, blocks INTEGER, bytes INTEGER,"
+    " PRIMARY KEY(bt, class)) WITHOUT ROWID;"
+    "CREATE TABLE stack_threads(bt INTEGER, thread INTEGER, blocks INTEGER, bytes INTEGER,"
+    " leaked_bytes INTEGER, PRIMARY KEY(bt, thread)) WITHOUT ROWID;"
     "CREATE TABLE skipped_functions(sym TEXT PRIMARY KEY, callers INTEGER, stacks INTEGER);"
     "CREATE TABLE threads(id INTEGER PRIMARY KEY, tid INTEGER, name TEXT);"
     "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT,"

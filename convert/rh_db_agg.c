@@ -9,6 +9,8 @@
  *   timeline(col, t, max_bytes, max_time, end_bytes, active)   the heap over time
  *   timeline_stacks(col, bt, at_max, at_end)     per stack, where it changed
  *   leak_curve(bt, bucket, blocks, bytes, first, last)   never-freed blocks
+ *   stack_hist(bt, class, blocks, bytes)         rows by size and lifetime class
+ *   stack_threads(bt, thread, blocks, bytes, leaked_bytes)   rows by thread
  *   cpu_stack_stats(stack_id, samples), cpu_thread_stats(thread, samples)
  *                                                CPU samples
  * and the meta keys peak_bytes, peak_blocks, peak_time_ns, timeline_columns,
@@ -58,7 +60,7 @@ static int rh_aw_ins(struct rh_aw *w, sqlite3_stmt *st, const int64_t *v, int n)
 /* The prepared INSERTs of the row tables, by enum rh_agg_table. */
 struct rh_aw_rows {
     struct rh_aw *w;
-    sqlite3_stmt *st[4];
+    sqlite3_stmt *st[RH_AGG_T_N];
 };
 
 static int rh_aw_emit(void *ctx, enum rh_agg_table t, uint32_t si, const int64_t *v, int n)
@@ -68,21 +70,23 @@ static int rh_aw_emit(void *ctx, enum rh_agg_table t, uint32_t si, const int64_t
     return rh_aw_ins(r->w, r->st[t], v, n);
 }
 
-/* stack_stats, thread_stats, timeline and leak_curve, from rh_agg_rows. */
+/* stack_stats, thread_stats, timeline, leak_curve, stack_hist and
+ * stack_threads, from rh_agg_rows. */
 static int rh_aw_rows(struct rh_aw *w, struct rh_agg *a)
 {
-    static const char *const sql[4] = {
+    static const char *const sql[RH_AGG_T_N] = {
         "INSERT INTO stack_stats VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
         "INSERT INTO thread_stats VALUES(?,?,?,?,?,?,?,?,?)",
-        "INSERT INTO timeline VALUES(?,?,?,?,?,?)", "INSERT INTO leak_curve VALUES(?,?,?,?,?,?)"};
+        "INSERT INTO timeline VALUES(?,?,?,?,?,?)", "INSERT INTO leak_curve VALUES(?,?,?,?,?,?)",
+        "INSERT INTO stack_hist VALUES(?,?,?,?)", "INSERT INTO stack_threads VALUES(?,?,?,?,?)"};
     struct rh_aw_rows r = {w, {NULL}};
     int rc = 0;
-    for (int i = 0; i < 4 && !rc; i++)
+    for (int i = 0; i < RH_AGG_T_N && !rc; i++)
         if (!(r.st[i] = rh_aw_prep(w, sql[i])))
             rc = -1;
     if (!rc)
         rc = rh_agg_rows(a, NULL, rh_aw_emit, &r);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < RH_AGG_T_N; i++)
         sqlite3_finalize(r.st[i]);
     return rc;
 }

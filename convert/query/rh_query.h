@@ -173,6 +173,18 @@ void rh_filter_window(sqlite3 *db, const struct rh_filter *f, int64_t *from_ns, 
  *                        is never materialized: reading it scans the rows
  *                        (the selected id range), so commands read the
  *                        tables above instead
+ *   shist(bt, class, blocks, bytes), sthr(bt, thread, blocks, bytes,
+ *                        leaked_bytes)   per stack of the scope, its rows by
+ *                        size class and lifetime class (stack_hist's
+ *                        classes) and by allocating thread (0: none): a call
+ *                        site's detail. Only when they count exactly the rows
+ *                        of sel: absent on a sampled profile (estimates
+ *                        rounded per stack) and, unfiltered, on a culled one
+ *   sctl(col, span, max_bytes, end_bytes, end_count, active)   a filtered
+ *                        scope's heap over time in RH_SCOPE_TL_COLS + 1
+ *                        columns of [0, span], as rh_timeline_compute counts
+ *                        it from msel (only when the pass read the rows in
+ *                        time order)
  *   selbt, selth, selp   the resolved stack set, thread set and bound values
  *                        that sel and the pass use (only when filtered)
  * Without row filters on a profile with aggregates, sstat and tstat copy
@@ -186,6 +198,10 @@ void rh_filter_window(sqlite3 *db, const struct rh_filter *f, int64_t *from_ns, 
  * on stderr. All values are bound, never pasted into SQL. Returns 0, or -1
  * after printing one line. */
 int rh_filter_apply(sqlite3 *db, const struct rh_filter *f);
+
+/* The columns of the server's heap over time (rh_timeline_compute) that a
+ * filtered pass keeps beside the scope (TEMP TABLE sctl). */
+#define RH_SCOPE_TL_COLS 300
 
 /* The scope's figures (from TEMP TABLE scope): 1 when computed from rows. */
 struct rh_scope {
@@ -350,7 +366,11 @@ int rh_qfilter_group(const struct rh_qfilter *q);
 /* rh_filter_apply(q->f), then TEMP TABLE gall(bt, count, bytes, leaked_blocks,
  * first_alloc, last_alloc) (each group over the whole profile) and `msel`:
  * the rows of sel that also pass bytehound's own filters (a view of sel when
- * there are none). Returns 0 or -1 after one line on stderr. */
+ * there are none). The scope is kept with the key of q (TEMP TABLE scopekey):
+ * a second call with the same filters on the same connection returns at
+ * once, as long as no rh_filter_apply() came between. Callers build their
+ * own tables over the scope (site, sitetab, grp, ...) anew each time and
+ * never change the scope's. Returns 0 or -1 after one line on stderr. */
 int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q);
 
 /* ---- rh_query_diff.c: comparing two profiles ---------------------------- */

@@ -701,14 +701,21 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     int64_t peak = 0, blocks = 0, pt = 0, span = 0;
     int timeline = 0;
     rh_sample_notice(db); /* one line on a sampled profile: figures are estimates */
-    static const char *const temps[] = {"sel",  "sstat", "ssize", "tstat", "stl",   "stls", "slc",
-                                        "scope", "selbt", "selth", "selp", NULL};
+    static const char *const temps[] = {"sel",   "sstat", "ssize", "tstat", "stl",
+                                        "stls",  "slc",   "scope", "selbt", "selth",
+                                        "selp",  "shist", "sthr",  "scopekey",
+                                        "sctl",  "stlsb", NULL};
     for (int k = 0; temps[k]; k++)
         if (rh_temp_drop(db, temps[k]))
             return -1;
     if (rows) {
         struct rh_pass_result res;
         if (rh_scope_rows(db, f, ordered, &res, &span))
+            return -1;
+        /* estimates are rounded per stack and class: a sampled site's
+         * detail sums its rows instead */
+        if (rh_sample_params(db, &(double){0}, &(int64_t){0}) &&
+            (rh_temp_drop(db, "shist") || rh_temp_drop(db, "sthr")))
             return -1;
         peak = res.peak_bytes;
         blocks = res.peak_blocks;
@@ -727,6 +734,13 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
                          "CREATE TEMP VIEW stl AS SELECT * FROM main.timeline;"
                          "CREATE TEMP VIEW stls AS SELECT * FROM main.timeline_stacks;"
                          "CREATE TEMP VIEW slc AS SELECT * FROM main.leak_curve;"))
+            return -1;
+        /* a call site's detail from the converter's per-stack classes,
+         * when they count exactly the stored rows: every row was kept */
+        if (rh_table_exists(db, "stack_hist") && rh_table_exists(db, "stack_threads") &&
+            culled == 0 && !rh_sample_params(db, &(double){0}, &(int64_t){0}) &&
+            rh_sql_exec(db, "CREATE TEMP VIEW shist AS SELECT * FROM main.stack_hist;"
+                            "CREATE TEMP VIEW sthr AS SELECT * FROM main.stack_threads;"))
             return -1;
         peak = rh_meta_int(db, "peak_bytes", 0);
         blocks = rh_meta_int(db, "peak_blocks", 0);

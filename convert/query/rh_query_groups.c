@@ -189,7 +189,8 @@ int rh_timeline_compute(sqlite3 *db, int64_t span, int cols, struct rh_timeline 
     }
     /* Else the heap over time of msel in cols + 1 columns: for each, its end
      * time, the highest live bytes within it and the live bytes and blocks
-     * at its end. One ordered pass over the allocations and frees. */
+     * at its end. One ordered pass over the allocations and frees, or the
+     * same columns the filtered pass kept (sctl) when msel is sel. */
     if (span <= 0)
         span = 1;
     int n = cols + 1;
@@ -200,9 +201,38 @@ int rh_timeline_compute(sqlite3 *db, int64_t span, int cols, struct rh_timeline 
     t->end_count = calloc((size_t)n, sizeof *t->end_count);
     char *act = calloc((size_t)n, 1);
     sqlite3_stmt *st = NULL;
-    int rc = -1;
+    int rc = -1, r;
     if (!t->xs || !t->max_bytes || !t->end_bytes || !t->end_count || !act)
         goto out;
+    if (cols == RH_SCOPE_TL_COLS &&
+        sqlite3_prepare_v2(db,
+                           "SELECT col, max_bytes, end_bytes, end_count, active FROM temp.sctl"
+                           " WHERE span = ?1 AND (SELECT type FROM temp.sqlite_master"
+                           " WHERE name = 'msel') = 'view' ORDER BY col",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, span);
+        int got = 0;
+        while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+            int c = sqlite3_column_int(st, 0);
+            if (c < 0 || c >= n)
+                continue;
+            t->max_bytes[c] = sqlite3_column_int64(st, 1);
+            t->end_bytes[c] = sqlite3_column_int64(st, 2);
+            t->end_count[c] = sqlite3_column_int64(st, 3);
+            act[c] = (char)sqlite3_column_int(st, 4);
+            got++;
+        }
+        sqlite3_finalize(st);
+        st = NULL;
+        if (r != SQLITE_DONE)
+            goto out;
+        if (got == n)
+            goto carry;
+        memset(act, 0, (size_t)n);
+        memset(t->max_bytes, 0, (size_t)n * sizeof *t->max_bytes);
+        memset(t->end_bytes, 0, (size_t)n * sizeof *t->end_bytes);
+        memset(t->end_count, 0, (size_t)n * sizeof *t->end_count);
+    }
     if (sqlite3_prepare_v2(db,
                            /* d: estimated bytes, w: estimated 1/4096 blocks
                             * (RH_W_N, rh_convert.h), the converter's weights */
@@ -214,7 +244,6 @@ int rh_timeline_compute(sqlite3 *db, int64_t span, int cols, struct rh_timeline 
                            -1, &st, NULL) != SQLITE_OK)
         goto out;
     int64_t live = 0, nlive = 0;
-    int r;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t x = sqlite3_column_int64(st, 0), d = sqlite3_column_int64(st, 1),
                 w = sqlite3_column_int64(st, 2);
@@ -230,6 +259,7 @@ int rh_timeline_compute(sqlite3 *db, int64_t span, int cols, struct rh_timeline 
     }
     if (r != SQLITE_DONE)
         goto out;
+carry:
     /* columns without events carry the level before them */
     for (int c = 1; c < n; c++)
         if (!act[c]) {

@@ -278,7 +278,93 @@ int rh_qfilter_group(const struct rh_qfilter *q)
            q->gleak_min >= 0 || q->gleak_max >= 0;
 }
 
+/* Writes every field of q that selects rows or call sites into buf (n
+ * bytes), strings with their lengths, so two filters have the same key
+ * exactly when they build the same scope. Returns 0, or -1 when it does not
+ * fit. */
+static int rh_qfilter_key(const struct rh_qfilter *q, char *buf, size_t n)
+{
+    const struct rh_filter *f = &q->f;
+    size_t o = 0;
+#define RH_KEY(...)                                                                                \
+    do {                                                                                           \
+        int k_ = snprintf(buf + o, n - o, __VA_ARGS__);                                            \
+        if (k_ < 0 || (size_t)k_ >= n - o)                                                         \
+            return -1;                                                                             \
+        o += (size_t)k_;                                                                           \
+    } while (0)
+#define RH_KEY_STRS(tag, a, cnt)                                                                   \
+    do {                                                                                           \
+        RH_KEY("%s%d", tag, cnt);                                                                  \
+        for (int i_ = 0; i_ < (cnt); i_++)                                                         \
+            RH_KEY(":%zu:%s", strlen((a)[i_]), (a)[i_]);                                           \
+    } while (0)
+    RH_KEY("t%.17g,%d,%.17g,%d;s%lld,%lld;l%d,%lld,%lld;m%.17g;", f->from, f->from_pct, f->to,
+           f->to_pct, (long long)f->min_size, (long long)f->max_size, f->lifetime,
+           (long long)f->life_min_ns, (long long)f->life_max_ns, f->temporary_ms);
+    RH_KEY_STRS("F", f->func_re, f->nfunc);
+    RH_KEY_STRS("G", f->not_func_re, f->nnot_func);
+    RH_KEY_STRS("S", f->file_re, f->nfile);
+    RH_KEY_STRS("T", f->not_file_re, f->nnot_file);
+    RH_KEY_STRS("K", f->kind, f->nkind);
+    RH_KEY_STRS("L", f->not_kind, f->nnot_kind);
+    RH_KEY_STRS("X", f->skip_re, f->nskip);
+    RH_KEY("n%d;h", f->no_skip);
+    if (f->thread)
+        RH_KEY("%zu:%s", strlen(f->thread), f->thread);
+    RH_KEY(";q%d,%lld,%lld,%lld,%lld,%lld,%lld,%lld", q->lifetime, (long long)q->addr_min,
+           (long long)q->addr_max, (long long)q->backtrace, (long long)q->depth_min,
+           (long long)q->depth_max, (long long)q->life_min_ns, (long long)q->life_max_ns);
+    RH_KEY(";g%lld,%lld,%d,%d,%lld,%lld,%d,%d,%lld,%lld,%d,%d", (long long)q->gint_min,
+           (long long)q->gint_max, q->gint_min_pct, q->gint_max_pct, (long long)q->galloc_min,
+           (long long)q->galloc_max, q->galloc_min_pct, q->galloc_max_pct,
+           (long long)q->gleak_min, (long long)q->gleak_max, q->gleak_min_pct, q->gleak_max_pct);
+#undef RH_KEY_STRS
+#undef RH_KEY
+    return 0;
+}
+
+/* 1 when db's scope was built by rh_qfilter_apply from a filter with this
+ * key and nothing has replaced it since (TEMP TABLE scopekey). */
+static int rh_scope_is(sqlite3 *db, const char *key)
+{
+    sqlite3_stmt *st = NULL; /* no such table: nothing kept */
+    int same = 0;
+    if (sqlite3_prepare_v2(db, "SELECT k = ?1 FROM temp.scopekey", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        same = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+    }
+    sqlite3_finalize(st);
+    return same;
+}
+
+static int rh_qfilter_build(sqlite3 *db, const struct rh_qfilter *q);
+
 int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
+{
+    /* The server asks one connection again and again, often with the same
+     * filters (a page's views): the scope it built last is kept, with the key
+     * of its filter, and reused when the key is the same. */
+    char key[8192];
+    int keyed = rh_qfilter_key(q, key, sizeof key) == 0;
+    if (keyed && rh_scope_is(db, key))
+        return 0;
+    if (rh_temp_drop(db, "scopekey") || rh_qfilter_build(db, q))
+        return -1;
+    if (!keyed)
+        return 0;
+    sqlite3_stmt *st = NULL;
+    if (rh_sql_exec(db, "CREATE TEMP TABLE scopekey(k TEXT)") ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.scopekey VALUES(?1)", -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "filter");
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : rh_sql_fail(db, "filter");
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* The scope of q (rh_qfilter_apply's contract), built anew. */
+static int rh_qfilter_build(sqlite3 *db, const struct rh_qfilter *q)
 {
     /* A connection answers many requests (the server): drop the last scope's
      * sel, which may be a view, before rh_filter_apply() makes a new one. */

@@ -96,7 +96,7 @@ static int rh_pass_ins(sqlite3_stmt *st, const int64_t *v, int n)
 
 /* The scope's INSERTs by enum rh_agg_table, and ssize beside stack_stats. */
 struct rh_pass_rows {
-    sqlite3_stmt *st[4], *sz;
+    sqlite3_stmt *st[RH_AGG_T_N], *sz;
     const int64_t *ids, *mm;
 };
 
@@ -123,6 +123,198 @@ static void rh_pass_tl_lost(struct rh_agg *a, const char *what)
     a->tl_ok = 0;
 }
 
+/* ---- stls: the scope's per-stack timeline, one BLOB per column -------------
+ * A filtered scope's stls has a row per stack and column where the stack
+ * changed: hundreds of thousands of rows that most commands never read, and
+ * inserting them one by one into a keyed table cost as much as reading the
+ * rows of the profile. So the pass stores one row per column in TEMP TABLE
+ * stlsb(col, pts): the column's points by stack id, each as the varints bt,
+ * zigzag at_max, zigzag at_end; and stls is a view that unpacks them with
+ * the table-valued function rh_pts(pts) -> (bt, at_max, at_end). */
+
+struct rh_pts_cur {
+    sqlite3_vtab_cursor base;
+    uint8_t *buf;
+    size_t len, off, next;
+    int64_t v[3];
+    int eof;
+    sqlite3_int64 row;
+};
+
+static int rh_pts_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                          sqlite3_vtab **out, char **err)
+{
+    (void)aux;
+    (void)argc;
+    (void)argv;
+    (void)err;
+    int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(bt, at_max, at_end, pts HIDDEN)");
+    if (rc != SQLITE_OK)
+        return rc;
+    *out = sqlite3_malloc(sizeof **out);
+    if (!*out)
+        return SQLITE_NOMEM;
+    memset(*out, 0, sizeof **out);
+    return SQLITE_OK;
+}
+
+static int rh_pts_disconnect(sqlite3_vtab *v)
+{
+    sqlite3_free(v);
+    return SQLITE_OK;
+}
+
+static int rh_pts_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out)
+{
+    (void)v;
+    struct rh_pts_cur *c = sqlite3_malloc(sizeof *c);
+    if (!c)
+        return SQLITE_NOMEM;
+    memset(c, 0, sizeof *c);
+    *out = &c->base;
+    return SQLITE_OK;
+}
+
+static int rh_pts_close(sqlite3_vtab_cursor *cur)
+{
+    struct rh_pts_cur *c = (struct rh_pts_cur *)cur;
+    free(c->buf);
+    sqlite3_free(c);
+    return SQLITE_OK;
+}
+
+/* Decodes the point at c->off into c->v (eof at the end or on a damaged
+ * varint). */
+static void rh_pts_decode(struct rh_pts_cur *c)
+{
+    size_t o = c->off;
+    for (int k = 0; k < 3; k++) {
+        uint64_t x = 0;
+        int sh = 0;
+        for (;;) {
+            if (o >= c->len || sh > 63) {
+                c->eof = 1;
+                return;
+            }
+            uint8_t b = c->buf[o++];
+            x |= (uint64_t)(b & 0x7f) << sh;
+            sh += 7;
+            if (!(b & 0x80))
+                break;
+        }
+        c->v[k] = k ? (int64_t)(x >> 1) ^ -(int64_t)(x & 1) : (int64_t)x;
+    }
+    c->next = o;
+}
+
+static int rh_pts_filter(sqlite3_vtab_cursor *cur, int idx, const char *idxstr, int argc,
+                         sqlite3_value **argv)
+{
+    (void)idxstr;
+    struct rh_pts_cur *c = (struct rh_pts_cur *)cur;
+    free(c->buf);
+    c->buf = NULL;
+    c->len = c->off = 0;
+    c->row = 0;
+    c->eof = 1;
+    if (idx != 1 || argc < 1)
+        return SQLITE_OK;
+    int n = sqlite3_value_bytes(argv[0]);
+    const void *b = sqlite3_value_blob(argv[0]);
+    if (n <= 0 || !b)
+        return SQLITE_OK;
+    if (!(c->buf = malloc((size_t)n)))
+        return SQLITE_NOMEM;
+    memcpy(c->buf, b, (size_t)n);
+    c->len = (size_t)n;
+    c->eof = 0;
+    rh_pts_decode(c);
+    return SQLITE_OK;
+}
+
+static int rh_pts_next(sqlite3_vtab_cursor *cur)
+{
+    struct rh_pts_cur *c = (struct rh_pts_cur *)cur;
+    c->off = c->next;
+    c->row++;
+    rh_pts_decode(c);
+    return SQLITE_OK;
+}
+
+static int rh_pts_eof(sqlite3_vtab_cursor *cur)
+{
+    return ((struct rh_pts_cur *)cur)->eof;
+}
+
+static int rh_pts_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col)
+{
+    struct rh_pts_cur *c = (struct rh_pts_cur *)cur;
+    if (col >= 0 && col < 3)
+        sqlite3_result_int64(ctx, c->v[col]);
+    else
+        sqlite3_result_null(ctx);
+    return SQLITE_OK;
+}
+
+static int rh_pts_rowid(sqlite3_vtab_cursor *cur, sqlite_int64 *rowid)
+{
+    *rowid = ((struct rh_pts_cur *)cur)->row;
+    return SQLITE_OK;
+}
+
+/* Only with pts given (an equality on the hidden column). */
+static int rh_pts_best_index(sqlite3_vtab *v, sqlite3_index_info *info)
+{
+    (void)v;
+    for (int i = 0; i < info->nConstraint; i++)
+        if (info->aConstraint[i].usable && info->aConstraint[i].iColumn == 3 &&
+            info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ) {
+            info->aConstraintUsage[i].argvIndex = 1;
+            info->aConstraintUsage[i].omit = 1;
+            info->idxNum = 1;
+            info->estimatedCost = 10;
+            info->estimatedRows = 1000;
+            return SQLITE_OK;
+        }
+    info->idxNum = 0;
+    info->estimatedCost = 1e12;
+    return SQLITE_OK;
+}
+
+static const sqlite3_module rh_pts_module = {
+    .iVersion = 0,
+    .xCreate = NULL, /* eponymous-only */
+    .xConnect = rh_pts_connect,
+    .xBestIndex = rh_pts_best_index,
+    .xDisconnect = rh_pts_disconnect,
+    .xDestroy = rh_pts_disconnect,
+    .xOpen = rh_pts_open,
+    .xClose = rh_pts_close,
+    .xFilter = rh_pts_filter,
+    .xNext = rh_pts_next,
+    .xEof = rh_pts_eof,
+    .xColumn = rh_pts_column,
+    .xRowid = rh_pts_rowid,
+};
+
+/* Appends x as a LEB128 varint to b (room checked by the caller). */
+static size_t rh_pts_put(uint8_t *b, uint64_t x)
+{
+    size_t n = 0;
+    while (x >= 0x80) {
+        b[n++] = (uint8_t)(x | 0x80);
+        x >>= 7;
+    }
+    b[n++] = (uint8_t)x;
+    return n;
+}
+
+static int rh_pts_cmp(const void *x, const void *y)
+{
+    const int64_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
 /* Writes the aggregates a (stack index i is stack id ids[i]) into the TEMP
  * tables sstat, tstat, stl, stls and slc, created empty by the caller.
  * Returns 0 or -1 after a message. */
@@ -130,6 +322,9 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
 {
     struct rh_pass_rows r = {{NULL}, NULL, ids, mm};
     sqlite3_stmt *tp = NULL;
+    int64_t *sv = NULL; /* one column's points: bt, at_max, at_end */
+    uint8_t *pk = NULL; /* and packed (at most 30 bytes a point) */
+    size_t capsv = 0, cappk = 0;
     int rc = -1;
     /* the tables of rh_agg_rows, in the order of enum rh_agg_table */
     if (sqlite3_prepare_v2(db, "INSERT INTO temp.sstat VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", -1,
@@ -139,9 +334,13 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
                            &r.st[RH_AGG_T_THREADS], NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.stl VALUES(?,?,?,?,?,?)", -1,
                            &r.st[RH_AGG_T_TIMELINE], NULL) ||
-        sqlite3_prepare_v2(db, "INSERT INTO temp.stls VALUES(?,?,?,?)", -1, &tp, NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.stlsb VALUES(?1, ?2)", -1, &tp, NULL) ||
         sqlite3_prepare_v2(db, "INSERT INTO temp.slc VALUES(?,?,?,?,?,?)", -1,
-                           &r.st[RH_AGG_T_LEAKS], NULL))
+                           &r.st[RH_AGG_T_LEAKS], NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.shist VALUES(?,?,?,?)", -1,
+                           &r.st[RH_AGG_T_HIST], NULL) ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.sthr VALUES(?,?,?,?,?)", -1,
+                           &r.st[RH_AGG_T_STHREADS], NULL))
         goto out;
     /* one transaction on the TEMP database for all of them */
     if (rh_sql_exec(db, "SAVEPOINT rh_pass"))
@@ -158,11 +357,31 @@ static int rh_pass_store(sqlite3 *db, struct rh_agg *a, const int64_t *ids, cons
         rh_pass_tl_lost(a, "write");
     } else {
         while (a->tl_ok && (n = rh_agg_tl_next(a, &pts)) > 0) {
-            for (long i = 0; i < n; i++) {
-                int64_t v[4] = {pts[i].col, ids[pts[i].si], pts[i].at_max, pts[i].at_end};
-                if (rh_pass_ins(tp, v, 4))
-                    goto out;
+            /* the column's points by stack id, then packed */
+            if (rh_grow(&sv, &capsv, (size_t)n * 3, sizeof *sv) ||
+                rh_grow(&pk, &cappk, (size_t)n * 30, 1)) {
+                fprintf(stderr, "rheaper: filter: out of memory\n");
+                goto out;
             }
+            for (long i = 0; i < n; i++) {
+                sv[3 * i] = ids[pts[i].si];
+                sv[3 * i + 1] = pts[i].at_max;
+                sv[3 * i + 2] = pts[i].at_end;
+            }
+            qsort(sv, (size_t)n, 3 * sizeof *sv, rh_pts_cmp);
+            size_t len = 0;
+            for (long i = 0; i < n; i++) {
+                len += rh_pts_put(pk + len, (uint64_t)sv[3 * i]);
+                for (int k = 1; k < 3; k++)
+                    len += rh_pts_put(pk + len, ((uint64_t)sv[3 * i + k] << 1) ^
+                                                    (uint64_t)(sv[3 * i + k] >> 63));
+            }
+            sqlite3_bind_int64(tp, 1, pts[0].col);
+            sqlite3_bind_blob(tp, 2, pk, (int)len, SQLITE_STATIC);
+            int r = sqlite3_step(tp);
+            sqlite3_reset(tp);
+            if (r != SQLITE_DONE)
+                goto out;
         }
         if (n < 0)
             rh_pass_tl_lost(a, "read back");
@@ -172,10 +391,12 @@ out:
     sqlite3_exec(db, "RELEASE rh_pass", NULL, NULL, NULL);
     if (rc)
         fprintf(stderr, "rheaper: filter: SQLite error (%s)\n", sqlite3_errmsg(db));
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < RH_AGG_T_N; i++)
         sqlite3_finalize(r.st[i]);
     sqlite3_finalize(r.sz);
     sqlite3_finalize(tp);
+    free(sv);
+    free(pk);
     return rc;
 }
 
@@ -556,11 +777,78 @@ static int rh_pass_use_index(sqlite3 *db, const struct rh_pass *p, const int64_t
     return 0;
 }
 
+/* The server's heap over time (rh_timeline_compute: RH_SCOPE_TL_COLS + 1
+ * columns of [0, span], each with the highest live bytes reached after any
+ * event in it, and the live bytes and blocks after its last), kept beside
+ * the aggregates while the pass replays the events in time order, so a
+ * filtered chart reads no row again. Blocks in 1/4096 units as the SQL
+ * path counts them (RH_W_N). */
+struct rh_pass_ctl {
+    int64_t span, live, nlive;
+    int k; /* the column of the last event: times only grow */
+    int64_t max[RH_SCOPE_TL_COLS + 1], end[RH_SCOPE_TL_COLS + 1], cnt[RH_SCOPE_TL_COLS + 1];
+    uint8_t act[RH_SCOPE_TL_COLS + 1];
+};
+
+/* One event at t of a block of size bytes at addr (alloc: 1, free: 0). */
+static void rh_pass_ctl_event(struct rh_pass_ctl *c, const struct rh_agg *a, int64_t t,
+                              uint64_t size, uint64_t addr, int alloc)
+{
+    const int cols = RH_SCOPE_TL_COLS;
+    int64_t d = (int64_t)size, w = RH_AGG_BSCALE;
+    if (a->bscale != 1) {
+        d = rh_agg_est_bytes(a, size, addr);
+        w = rh_agg_est_blocks(a, size, addr) * (RH_AGG_BSCALE / a->bscale);
+    }
+    /* column k = ceil(t * cols / span) within 0..cols: t * cols <= k * span
+     * and, for k > 0, t * cols > (k - 1) * span; found by stepping on from
+     * the last event's column, or by division if time went back */
+    int k = c->k;
+    __int128 tc = (__int128)t * cols;
+    if (k > 0 && tc <= (__int128)(k - 1) * c->span) {
+        __int128 c128 = (tc + c->span - 1) / c->span;
+        k = c128 < 0 ? 0 : c128 > cols ? cols : (int)c128;
+    } else {
+        while (k < cols && tc > (__int128)k * c->span)
+            k++;
+    }
+    c->k = k;
+    c->live += alloc ? d : -d;
+    c->nlive += alloc ? w : -w;
+    if (!c->act[k] || c->live > c->max[k])
+        c->max[k] = c->live;
+    c->act[k] = 1;
+    c->end[k] = c->live;
+    c->cnt[k] = c->nlive >= 0 ? (c->nlive + 2048) / 4096 : -((-c->nlive + 2048) / 4096);
+}
+
+/* TEMP TABLE sctl(col, span, max_bytes, end_bytes, end_count, active) from c. */
+static int rh_pass_ctl_store(sqlite3 *db, const struct rh_pass_ctl *c)
+{
+    sqlite3_stmt *st = NULL;
+    if (rh_sql_exec(db, "CREATE TEMP TABLE sctl(col INTEGER PRIMARY KEY, span, max_bytes,"
+                        " end_bytes, end_count, active)") ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.sctl VALUES(?,?,?,?,?,?)", -1, &st, NULL))
+        return rh_sql_fail(db, "filter");
+    int rc = 0;
+    for (int k = 0; k <= RH_SCOPE_TL_COLS && !rc; k++) {
+        int64_t v[6] = {k, c->span, c->max[k], c->end[k], c->cnt[k], c->act[k]};
+        rc = rh_pass_ins(st, v, 6) ? rh_sql_fail(db, "filter") : 0;
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
 {
     memset(res, 0, sizeof *res);
-    if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.tstat;"
-                         "DROP TABLE IF EXISTS temp.stl; DROP TABLE IF EXISTS temp.stls;"
+    /* stls unpacks stlsb with rh_pts (above); registering again replaces it */
+    if (sqlite3_create_module(db, "rh_pts", &rh_pts_module, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "filter");
+    if (rh_temp_drop(db, "shist") || rh_temp_drop(db, "sthr") || rh_temp_drop(db, "sctl") ||
+        rh_temp_drop(db, "stls") || rh_temp_drop(db, "stlsb") ||
+        rh_sql_exec(db, "DROP TABLE IF EXISTS temp.sstat; DROP TABLE IF EXISTS temp.tstat;"
+                         "DROP TABLE IF EXISTS temp.stl;"
                          "DROP TABLE IF EXISTS temp.slc; DROP TABLE IF EXISTS temp.ssize;"
                          /* the columns of stack_stats, thread_stats, timeline,
                           * timeline_stacks and leak_curve (rh_db.c) */
@@ -572,10 +860,17 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                          " freed_by_others_bytes, live_blocks, live_bytes);"
                          "CREATE TEMP TABLE stl(col INTEGER PRIMARY KEY, t, max_bytes, max_time,"
                          " end_bytes, active);"
-                         "CREATE TEMP TABLE stls(col, bt, at_max, at_end,"
-                         " PRIMARY KEY(col, bt)) WITHOUT ROWID;"
+                         "CREATE TEMP TABLE stlsb(col INTEGER PRIMARY KEY, pts BLOB);"
+                         "CREATE TEMP VIEW stls AS SELECT b.col AS col, p.bt AS bt,"
+                         " p.at_max AS at_max, p.at_end AS at_end"
+                         " FROM temp.stlsb b, rh_pts(b.pts) p;"
                          "CREATE TEMP TABLE slc(bt, bucket, blocks, bytes, first, last);"
-                         "CREATE TEMP TABLE ssize(bt INTEGER PRIMARY KEY, min_size, max_size);"))
+                         "CREATE TEMP TABLE ssize(bt INTEGER PRIMARY KEY, min_size, max_size);"
+                         /* stack_hist's and stack_threads' columns */
+                         "CREATE TEMP TABLE shist(bt, class, blocks, bytes,"
+                         " PRIMARY KEY(bt, class)) WITHOUT ROWID;"
+                         "CREATE TEMP TABLE sthr(bt, thread, blocks, bytes, leaked_bytes,"
+                         " PRIMARY KEY(bt, thread)) WITHOUT ROWID;"))
         return -1;
     /* Every stack gets a dense index: the aggregates are arrays. */
     struct rh_map idx = {0};
@@ -586,6 +881,7 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     uint32_t *direct = NULL; /* stack id -> index for ids below ndirect */
     struct rh_agg *a = NULL;
     struct rh_rip *samp = NULL; /* the sampling parameters of a sampled profile */
+    struct rh_pass_ctl *ctl = NULL; /* the server's chart (sctl), or NULL */
     struct rh_pheap h = {0};
     sqlite3_stmt *st = NULL;
     struct rh_pq q = {0};
@@ -625,6 +921,14 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     if (rh_pass_sampling(db, &samp))
         goto oom;
     a = rh_agg_new(samp, p->span);
+    /* the server's chart, when the rows come in time order (ids follow
+     * time: allocations by id, frees from the heap, every time distinct) */
+    if (a && p->ordered && p->t_from < 0 && p->t_to < 0) {
+        ctl = calloc(1, sizeof *ctl);
+        if (!ctl)
+            goto oom;
+        ctl->span = p->span > 0 ? p->span : 1;
+    }
     if (!a)
         goto oom;
     /* the timeline's per-column stack figures go to a temp file; in $TMPDIR,
@@ -743,10 +1047,16 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                 if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size,
                                  h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0))
                     goto oom;
+                if (ctl)
+                    rh_pass_ctl_event(ctl, a, h.v[0].t, (uint64_t)h.v[0].size,
+                                      h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0);
                 rh_pheap_pop(&h);
             }
             if (rh_agg_event(a, si, w->ta, (uint64_t)w->size, w->pool ? RIP_POOL_TAG(1) : 0, 1))
                 goto oom;
+            if (ctl)
+                rh_pass_ctl_event(ctl, a, w->ta, (uint64_t)w->size, w->pool ? RIP_POOL_TAG(1) : 0,
+                                  1);
             struct rh_row row = {.alloc_ns = w->ta,
                                  .dealloc_ns = w->td,
                                  .stack_index = si,
@@ -780,6 +1090,9 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
         if (rh_agg_event(a, h.v[0].si, h.v[0].t, (uint64_t)h.v[0].size,
                          h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0))
             goto oom;
+        if (ctl)
+            rh_pass_ctl_event(ctl, a, h.v[0].t, (uint64_t)h.v[0].size,
+                              h.v[0].pool ? RIP_POOL_TAG(1) : 0, 0);
         rh_pheap_pop(&h);
     }
     rh_agg_end(a, p->span);
@@ -797,6 +1110,8 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
     }
     rc = rh_pass_store(db, a, ids, mm);
     res->timeline = a->tl_ok; /* after the store: its temp file may fail */
+    if (!rc && ctl)
+        rc = rh_pass_ctl_store(db, ctl);
     goto out;
 oom:
     fprintf(stderr, "rheaper: filter: out of memory\n");
@@ -826,5 +1141,6 @@ out:
     free(mm);
     free(direct);
     free(h.v);
+    free(ctl);
     return rc;
 }

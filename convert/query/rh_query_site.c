@@ -10,6 +10,11 @@
  * over time from the scope's timeline. The heap over time by call site
  * carries the scope's sparse per-stack timeline (stls: a stack's bytes where
  * they changed) forward column by column.
+ * When the scope has the per-stack classes (shist, sthr: the converter's
+ * stack_hist and stack_threads, or the filtered pass's) and the rows of the
+ * site are those of sel (no filter of bytehound's beyond the CLI's), the
+ * histograms and threads are sums over the site's stacks: opening a site
+ * reads no row.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -18,6 +23,9 @@
 
 #include "rh_convert.h"
 #include "rh_query.h"
+
+#define RH_STR2(x) #x
+#define RH_STR(x) RH_STR2(x)
 
 /* The leak score from which a site is marked as a leak. */
 #define RH_LEAK_BADGE "0.5"
@@ -59,11 +67,37 @@ static int rh_site_rows(sqlite3 *db, const char *sql, const char *function, cons
 #define RH_SITE_ROWS                                                                               \
     " FROM msel a JOIN temp.site s ON s.bt = a.bt WHERE s.function = ?1 AND s.location = ?2"
 
-/* ,"sizes":[...]: blocks and bytes per power-of-two size class. */
-static int rh_site_sizes(sqlite3 *db, const char *function, const char *location, FILE *o)
+/* 1 when the site's histograms and threads can be summed from the scope's
+ * per-stack classes: TEMP shist and sthr exist and msel is the view of sel
+ * (rh_qfilter_apply makes it a table when bytehound's own filters narrow
+ * the rows). */
+static int rh_site_precomputed(sqlite3 *db)
 {
-    sqlite3_stmt *st = rh_sql_prepare(db, "SELECT a.size, " RH_W_N("1") ", " RH_W_B(
-                                              "1") RH_SITE_ROWS " GROUP BY a.size ORDER BY a.size");
+    sqlite3_stmt *st = rh_sql_prepare(
+        db, "SELECT (SELECT count(*) FROM temp.sqlite_master WHERE name IN ('shist', 'sthr')),"
+            " (SELECT type FROM temp.sqlite_master WHERE name = 'msel')");
+    if (!st)
+        return 0;
+    int pre = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 2 &&
+              sqlite3_column_text(st, 1) && !strcmp((const char *)sqlite3_column_text(st, 1), "view");
+    sqlite3_finalize(st);
+    return pre;
+}
+
+/* The site's classes in scope, as a FROM clause over shist (or sthr). */
+#define RH_SITE_CLASSES(T)                                                                         \
+    " FROM temp." T " h JOIN temp.site s ON s.bt = h.bt WHERE s.function = ?1 AND s.location = ?2"
+
+/* ,"sizes":[...]: blocks and bytes per power-of-two size class (pre: from
+ * the per-stack classes). */
+static int rh_site_sizes(sqlite3 *db, const char *function, const char *location, int pre,
+                         FILE *o)
+{
+    sqlite3_stmt *st = rh_sql_prepare(
+        db, pre ? "SELECT h.class, sum(h.blocks), sum(h.bytes)" RH_SITE_CLASSES(
+                      "shist") " AND h.class <= 64 GROUP BY h.class"
+                : "SELECT a.size, " RH_W_N("1") ", " RH_W_B(
+                      "1") RH_SITE_ROWS " GROUP BY a.size ORDER BY a.size");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, function, -1, SQLITE_STATIC);
@@ -73,8 +107,11 @@ static int rh_site_sizes(sqlite3 *db, const char *function, const char *location
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
         uint64_t sz = (uint64_t)sqlite3_column_int64(st, 0);
         int k = 0;
-        while (k < 64 && ((uint64_t)1 << k) < sz)
-            k++;
+        if (pre)
+            k = sz <= 64 ? (int)sz : 64;
+        else
+            while (k < 64 && ((uint64_t)1 << k) < sz)
+                k++;
         cnt[k] += sqlite3_column_int64(st, 1);
         byt[k] += sqlite3_column_int64(st, 2);
     }
@@ -350,15 +387,23 @@ int rh_site_detail_json(sqlite3 *db, const char *function, const char *location,
     if (r != SQLITE_DONE)
         return rh_sql_fail(db, "site stacks");
     fputc(']', o);
-    if (rh_site_sizes(db, function, location, o))
+    int pre = rh_site_precomputed(db);
+    if (rh_site_sizes(db, function, location, pre, o))
         return -1;
     /* lifetimes by decade, the never-freed blocks apart */
     fputs(",\"lifetimes\":", o);
+#define RH_LIFE_LABELS                                                                             \
+    "SELECT CASE k WHEN 0 THEN '<1 us' WHEN 1 THEN '<10 us' WHEN 2 THEN"                           \
+    " '<100 us' WHEN 3 THEN '<1 ms' WHEN 4 THEN '<10 ms' WHEN 5 THEN '<100 ms'"                    \
+    " WHEN 6 THEN '<1 s' WHEN 7 THEN '<10 s' WHEN 8 THEN '>=10 s' ELSE 'leaked'"                   \
+    " END AS label, count, bytes FROM "
     if (rh_site_rows(db,
-                     "SELECT CASE k WHEN 0 THEN '<1 us' WHEN 1 THEN '<10 us' WHEN 2 THEN"
-                     " '<100 us' WHEN 3 THEN '<1 ms' WHEN 4 THEN '<10 ms' WHEN 5 THEN '<100 ms'"
-                     " WHEN 6 THEN '<1 s' WHEN 7 THEN '<10 s' WHEN 8 THEN '>=10 s' ELSE 'leaked'"
-                     " END AS label, count, bytes FROM (SELECT CASE WHEN a.lifetime IS NULL THEN 9"
+                     pre ? RH_LIFE_LABELS "(SELECT h.class - " RH_STR(RH_HIST_LIFE) " AS k,"
+                               " sum(h.blocks) AS count, sum(h.bytes) AS bytes" RH_SITE_CLASSES(
+                                   "shist") " AND h.class >= " RH_STR(RH_HIST_LIFE)
+                               " GROUP BY h.class) ORDER BY k"
+                         : RH_LIFE_LABELS
+                     "(SELECT CASE WHEN a.lifetime IS NULL THEN 9"
                      " WHEN a.lifetime < 1000 THEN 0 WHEN a.lifetime < 10000 THEN 1"
                      " WHEN a.lifetime < 100000 THEN 2 WHEN a.lifetime < 1000000 THEN 3"
                      " WHEN a.lifetime < 10000000 THEN 4 WHEN a.lifetime < 100000000 THEN 5"
@@ -367,14 +412,21 @@ int rh_site_detail_json(sqlite3 *db, const char *function, const char *location,
                      RH_SITE_ROWS " GROUP BY k) ORDER BY k",
                      function, location, o))
         return -1;
+#undef RH_LIFE_LABELS
     fputs(",\"threads\":", o);
     if (rh_site_rows(db,
-                     "SELECT a.alloc_thread AS id, t.tid, t.name, " RH_W_N("1") " AS count,"
-                     " " RH_W_B("1") " AS bytes, " RH_W_B("a.dealloc_after IS NULL")
-                     " AS leaked_bytes FROM msel a JOIN temp.site s ON s.bt = a.bt"
-                     " LEFT JOIN threads t ON t.id = a.alloc_thread"
-                     " WHERE s.function = ?1 AND s.location = ?2"
-                     " GROUP BY a.alloc_thread ORDER BY bytes DESC",
+                     pre ? "SELECT nullif(h.thread, 0) AS id, t.tid, t.name, sum(h.blocks) AS count,"
+                           " sum(h.bytes) AS bytes, sum(h.leaked_bytes) AS leaked_bytes"
+                           " FROM temp.sthr h JOIN temp.site s ON s.bt = h.bt"
+                           " LEFT JOIN threads t ON t.id = h.thread"
+                           " WHERE s.function = ?1 AND s.location = ?2"
+                           " GROUP BY h.thread ORDER BY bytes DESC, id"
+                         : "SELECT a.alloc_thread AS id, t.tid, t.name, " RH_W_N("1") " AS count,"
+                           " " RH_W_B("1") " AS bytes, " RH_W_B("a.dealloc_after IS NULL")
+                           " AS leaked_bytes FROM msel a JOIN temp.site s ON s.bt = a.bt"
+                           " LEFT JOIN threads t ON t.id = a.alloc_thread"
+                           " WHERE s.function = ?1 AND s.location = ?2"
+                           " GROUP BY a.alloc_thread ORDER BY bytes DESC, id",
                      function, location, o))
         return -1;
     fputs(",\"timeline\":{", o);

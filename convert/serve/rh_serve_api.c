@@ -1392,7 +1392,7 @@ static int rh_ep_mallopts(struct rh_req *q)
  * max_size, end_size, end_count (null per column when the converter's
  * timeline answered: it keeps bytes, not counts), rss beside them when the
  * profile sampled it, and stored. */
-#define RH_TL_COLS 300
+#define RH_TL_COLS RH_SCOPE_TL_COLS
 
 /* ,"rss":[...] beside the timeline's n columns ending at xs: the highest RSS
  * sampled in each (rh_memory_series), null where none; nothing without

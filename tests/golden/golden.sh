@@ -37,6 +37,8 @@ SELECT 'thread', id, name FROM threads ORDER BY id;
 SELECT 'meta', key, value FROM meta WHERE key NOT IN ('rheaper_version') AND key NOT LIKE 'debug:%' ORDER BY key;
 SELECT 'callsite', sym, line, count, total_size, leaked_count, leaked_bytes FROM callsites
   WHERE sym IS NOT NULL ORDER BY total_size DESC, sym;
+SELECT 'hist', bt, class, blocks, bytes FROM stack_hist ORDER BY bt, class;
+SELECT 'stack_thread', bt, thread, blocks, bytes, leaked_bytes FROM stack_threads ORDER BY bt, thread;
 SQL
 
 if [ "${3:-}" = --regenerate ]; then
