@@ -24,6 +24,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -337,15 +338,23 @@ static void rh_request_done(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ---- profiles ------------------------------------------------------------------ */
 
-/* 1 when path starts with SQLite's file header, 0 when not, -1 unreadable. */
+/* 1 when path starts with SQLite's file header, 0 when not, -1 unreadable or
+ * not a regular file (a FIFO cannot block the open: O_NONBLOCK). */
 static int rh_is_sqlite(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
         return -1;
+    struct stat st;
     char h[16] = {0};
-    size_t n = fread(h, 1, sizeof h, f);
-    fclose(f);
+    ssize_t n = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        n = pread(fd, h, sizeof h, 0);
+    else
+        errno = EINVAL;
+    close(fd);
+    if (n < 0)
+        return -1;
     return n == 16 && !memcmp(h, "SQLite format 3", 16);
 }
 
