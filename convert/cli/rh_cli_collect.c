@@ -72,7 +72,7 @@
 #define RH_COLLECT_IDLE_S 60          /* default --idle-timeout: a chunk stalls */
 #define RH_COLLECT_MAX_BYTES (32ull << 30) /* default --max-bytes per sender */
 #define RH_COLLECT_BACKOFF_MAX_MS 2000 /* longest pause of accept at EMFILE */
-#define RH_COLLECT_PUSH_WAIT_S 20     /* at stop, for pushes still running */
+#define RH_COLLECT_PUSH_WAIT_S 10     /* at stop, for pushes still running */
 #define RH_COLLECT_MAX_PUSHES 64      /* push children at once */
 
 enum { CP_HELLO, CP_HEADER, CP_CHDR, CP_PAYLOAD };
@@ -770,13 +770,27 @@ int rh_cmd_collect(int argc, char **argv)
                     if (e == EAGAIN || e == EINTR || e == ECONNABORTED)
                         continue;
                     /* out of descriptors or memory: the listening socket stays
-                     * readable, so polling it again at once would spin; pause,
-                     * longer each time, and say so once */
+                     * readable, so polling it again at once would spin. A
+                     * connection still in its handshake gives its descriptor
+                     * to the waiting one; else pause, longer each time. Said
+                     * once. */
+                    struct rh_conn *old = NULL;
+                    for (unsigned i = 0; i < maxc; i++)
+                        if (conns[i].fd >= 0 &&
+                            (conns[i].phase == CP_HELLO || conns[i].phase == CP_HEADER) &&
+                            (!old || conns[i].t0 < old->t0))
+                            old = &conns[i];
                     if (!accept_fail++)
                         fprintf(stderr,
                                 "rheaper collect: accept: %s; pausing new connections (up to %d"
                                 " ms at a time) until descriptors are free; said once\n",
                                 strerror(e), RH_COLLECT_BACKOFF_MAX_MS);
+                    if (old && rh_collect_now_ms() - old->t0 >= 1000) {
+                        rh_collect_close(old, "replaced by a new connection: no descriptor left");
+                        nconn--;
+                        evicted++;
+                        continue;
+                    }
                     backoff = backoff ? backoff * 2 : 50;
                     if (backoff > RH_COLLECT_BACKOFF_MAX_MS)
                         backoff = RH_COLLECT_BACKOFF_MAX_MS;

@@ -39,7 +39,7 @@ def crc32c(data, crc=0):
 
 
 def connect(port):
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s = socket.create_connection(("127.0.0.1", port), timeout=1)
     s.setblocking(False)
     return s
 
@@ -68,7 +68,10 @@ def wait_closed(socks, hold):
 
 def half(port, n, hold):
     socks = []
+    t0 = time.monotonic()
     for _ in range(n):
+        if time.monotonic() - t0 > hold / 2:
+            break
         try:
             s = connect(port)
             s.send(b"GET /list HTTP/1.1\r\nHost: 127.0.0.1\r\n")
@@ -100,7 +103,10 @@ def trickle(port, gap, hold):
 
 def idle(port, n, hold):
     socks = []
+    t0 = time.monotonic()
     for _ in range(n):
+        if time.monotonic() - t0 > hold / 2:
+            break  # the backlog is full: what is open is the attack
         try:
             socks.append(connect(port))
         except OSError:
