@@ -593,7 +593,7 @@ static int rh_collect_usage(void)
 int rh_cmd_collect(int argc, char **argv)
 {
     const char *listen_spec = NULL, *dir = NULL;
-    int any = 0;
+    int any = 0, maxc_given = 0;
     unsigned maxc = 1000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--listen") && i + 1 < argc)
@@ -636,6 +636,7 @@ int rh_cmd_collect(int argc, char **argv)
             if (*end || v < 1 || v > 100000)
                 return rh_collect_usage();
             maxc = (unsigned)v;
+            maxc_given = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             rh_collect_usage();
             return 0;
@@ -653,15 +654,20 @@ int rh_cmd_collect(int argc, char **argv)
     /* each stream holds a socket and a file: no more clients than the
      * descriptor limit leaves room for */
     struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max; /* the soft limit up to the hard one */
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         rlim_t room = rl.rlim_cur > 24 ? (rl.rlim_cur - 16) / 2 : 1;
-        if (maxc > room) {
+        if (maxc > room && (maxc_given || room < 64)) {
             fprintf(stderr,
                     "rheaper collect: --max-clients %u lowered to %u: the open-file limit is %llu"
                     " (each stream needs a socket and a file)\n",
                     maxc, (unsigned)room, (unsigned long long)rl.rlim_cur);
-            maxc = (unsigned)room;
         }
+        if (maxc > room)
+            maxc = (unsigned)room;
     }
     int lfd = rh_collect_listen(listen_spec, any);
     if (lfd < 0)
