@@ -218,8 +218,8 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
     sc.prog.prog = prog;
     sc.prog.on = !quiet && isatty(2);
     sc.prog.last = -1;
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE,
-                               SIGXFSZ, SIGBUS, SIGSEGV, SIGILL, SIGFPE, SIGABRT};
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ,
+                               SIGBUS, SIGSEGV, SIGILL, SIGFPE,  SIGABRT};
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         /* a signal the caller ignores stays ignored (nohup, a pipeline) */
         struct sigaction old;

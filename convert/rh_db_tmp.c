@@ -68,8 +68,9 @@ int rh_dbtmp_sweep(const char *path, const char *prog)
             continue;
         /* only this user's own regular file with one name: never another
          * user's, never through a symlink or FIFO */
-        int fd = rh_safe_open(full, O_RDONLY, 0, RH_SAFE_OWNER | RH_SAFE_OWNER_ONLY | RH_SAFE_ONE_LINK,
-                              geteuid(), NULL, 0);
+        int fd =
+            rh_safe_open(full, O_RDONLY, 0, RH_SAFE_OWNER | RH_SAFE_OWNER_ONLY | RH_SAFE_ONE_LINK,
+                         geteuid(), NULL, 0);
         if (fd < 0)
             continue;
         if (flock(fd, LOCK_EX | LOCK_NB) == 0 && rh_dbtmp_is_sqlite(fd)) {

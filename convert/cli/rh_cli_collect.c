@@ -68,12 +68,12 @@
 #include "rh_safefile.h"
 #include "rip_format.h"
 
-#define RH_COLLECT_HEAD_S 10          /* hello and header within this */
-#define RH_COLLECT_IDLE_S 60          /* default --idle-timeout: a chunk stalls */
+#define RH_COLLECT_HEAD_S 10               /* hello and header within this */
+#define RH_COLLECT_IDLE_S 60               /* default --idle-timeout: a chunk stalls */
 #define RH_COLLECT_MAX_BYTES (32ull << 30) /* default --max-bytes per sender */
-#define RH_COLLECT_BACKOFF_MAX_MS 2000 /* longest pause of accept at EMFILE */
-#define RH_COLLECT_PUSH_WAIT_S 10     /* at stop, for pushes still running */
-#define RH_COLLECT_MAX_PUSHES 64      /* push children at once */
+#define RH_COLLECT_BACKOFF_MAX_MS 2000     /* longest pause of accept at EMFILE */
+#define RH_COLLECT_PUSH_WAIT_S 10          /* at stop, for pushes still running */
+#define RH_COLLECT_MAX_PUSHES 64           /* push children at once */
 
 enum { CP_HELLO, CP_HEADER, CP_CHDR, CP_PAYLOAD };
 
@@ -609,8 +609,7 @@ int rh_cmd_collect(int argc, char **argv)
         else if (!strcmp(argv[i], "--label") && i + 1 < argc) {
             if (rh_push_label_arg("rheaper collect", argv[++i], &rh_collect_push.labels))
                 return 2;
-        }
-        else if (!strcmp(argv[i], "--idle-timeout") && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "--idle-timeout") && i + 1 < argc) {
             char *end;
             unsigned long v = strtoul(argv[++i], &end, 10);
             if (*end || end == argv[i] || v < 1 || v > 86400)

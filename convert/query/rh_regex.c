@@ -114,8 +114,8 @@ static int rh_re_translate(const char *pat, char *out, char *err, size_t errlen)
             continue;
         }
         if (*p == '(' && (p[1] == '?' || p[1] == '*'))
-            return rh_re_say(err, errlen, "'(%c' is not POSIX extended syntax (at offset %d)",
-                             p[1], (int)(p - pat));
+            return rh_re_say(err, errlen, "'(%c' is not POSIX extended syntax (at offset %d)", p[1],
+                             (int)(p - pat));
         if (*p != '[') {
             *o++ = *p;
             continue;
