@@ -12,6 +12,10 @@ the shell test asserts on them.
   trickle PORT GAP HOLD   one connection that sends a request line and then
                           one header line every GAP s; prints "closed S"
                           (seconds until the server closed it, -1: never)
+  kept PORT HOLD          one kept-alive connection: one whole request, its
+                          answer read, then nothing; prints "answered CODE
+                          closed S" (S: seconds from the answer to the
+                          server's close, -1: never)
   idle PORT N HOLD        N connections that send nothing (a collector's
                           handshake), held up to HOLD s; prints
                           "opened N closed K last S"
@@ -101,6 +105,26 @@ def trickle(port, gap, hold):
     print("closed -1")
 
 
+def kept(port, hold):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(b"GET /list HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    while len(body) < length:
+        body += s.recv(65536)
+    code = head.split(b" ")[1].decode()
+    s.setblocking(False)
+    t0 = time.monotonic()
+    k, _ = wait_closed([s], hold)
+    print("answered %s closed %.1f" % (code, time.monotonic() - t0 if k else -1))
+
+
 def idle(port, n, hold):
     socks = []
     t0 = time.monotonic()
@@ -177,6 +201,8 @@ def main():
         half(*a[:3])
     elif mode == "trickle":
         trickle(*a[:3])
+    elif mode == "kept":
+        kept(*a[:2])
     elif mode == "idle":
         idle(*a[:3])
     elif mode in ("chunks", "flood"):

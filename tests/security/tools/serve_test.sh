@@ -2,7 +2,8 @@
 # web pages. Root serves a profile on 127.0.0.1; nobody (setpriv) sends:
 # requests under foreign Host names (DNS rebinding), pathological regular
 # expressions, 300 half requests, one request trickled a header at a time,
-# and a crowd larger than the connection table. Each step is bounded by
+# a kept-alive connection that asks nothing more, and a crowd larger than the
+# connection table. Each step is bounded by
 # `timeout`; the figures are printed.
 #
 # usage: sh serve_test.sh BIN SRC WORK
@@ -121,6 +122,14 @@ le "half requests: seconds until the last close (documented 10 s)" "$(printf %.0
 t=$(sed -n 's/closed \(-*[0-9]*\).*/\1/p' "$W/trickle.out")
 [ "$t" -ge 9 ] && ok "trickle held till the timeout" || bad "trickle closed after $t s, before 10 s"
 le "trickled headers: seconds until closed (documented 10 s)" "$t" 12
+
+# ---- a kept-alive connection that asks nothing more ----
+hostile kept "$PORT" 30 >"$W/kept.out"
+echo "kept-alive: $(cat "$W/kept.out")"
+expect "kept-alive: answered" "$(cut -d' ' -f2 "$W/kept.out")" 200
+t=$(cut -d' ' -f4 "$W/kept.out" | cut -d. -f1)
+[ "$t" -ge 9 ] && ok "kept-alive connection held till the timeout" || bad "kept-alive closed after $t s"
+le "kept-alive: seconds until closed after its answer (documented 10 s)" "$t" 12
 
 # ---- more half requests than the table holds: a real client still gets in ----
 hostile half "$PORT" 560 12 >"$W/crowd.out" &
