@@ -32,7 +32,7 @@
 
 #define RH_RE_COMPILE_BYTES (4u << 20) /* memory one compilation may take */
 #define RH_RE_NEST 32                  /* group nesting */
-#define RH_RE_MATCH_STEPS 5000000u     /* PCRE2 match limit */
+#define RH_RE_MATCH_STEPS 1000000u     /* PCRE2 match limit */
 #define RH_RE_MATCH_DEPTH 10000u       /* backtracking depth */
 #define RH_RE_MATCH_HEAP_KIB 4096u     /* heap for one match's backtracking */
 
