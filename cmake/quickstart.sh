@@ -15,11 +15,12 @@ set -eu
 # sources); pkg-config; libdw-dev and libelf-dev (the symbolizer);
 # libsqlite3-dev; libncurses-dev (view, live); libprotobuf-c-dev and
 # protobuf-c-compiler (pprof export); zlib1g-dev (gzip); libmicrohttpd-dev and
-# libjs-chart.js (serve and its UI); libcurl4-openssl-dev (push). The demo adds
+# libjs-chart.js (serve and its UI); libcurl4-openssl-dev (push); libpcre2-dev
+# (the regular expressions of filters, with bounded matching). The demo adds
 # the sqlite3 shell, which prints its result. .ci/fresh-demo installs nothing
 # else on a fresh Debian 12 root, so a package missing here fails CI. pandoc
 # (the man pages) is optional for a build and one of the test packages.
-BUILD_PKGS="cmake make gcc g++ python3 pkg-config libdw-dev libelf-dev libsqlite3-dev libncurses-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libmicrohttpd-dev libjs-chart.js libcurl4-openssl-dev"
+BUILD_PKGS="cmake make gcc g++ python3 pkg-config libdw-dev libelf-dev libsqlite3-dev libncurses-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libmicrohttpd-dev libjs-chart.js libcurl4-openssl-dev libpcre2-dev"
 DEMO_PKGS="sqlite3"
 TEST_PKGS="clang lld binutils valgrind heaptrack libclang-rt-14-dev sqlite3 libxml2-utils librsvg2-bin libjemalloc-dev zlib1g-dev libxml2-dev time tmux golang-go curl jq chromium apache2-utils patch clickhouse-server clickhouse-client man-db groff-base qemu-user musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-i686-linux-gnu libc6-dev-i386-cross libc6-i386 g++-i686-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross musl-dev:arm64 nodejs libgoogle-perftools-dev libmimalloc-dev pandoc"
 # Wanted by the test mode but optional to install: without it the Chromium

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* ---- rh_symbolize.c ---------------------------------------------------- */
 
@@ -202,6 +203,7 @@ struct rh_rip {
     const uint8_t *base;
     size_t size;
     int mapped;
+    unsigned file_mode; /* the rip file's permission bits (0: not a file) */
     FILE *warn;     /* NULL: silent */
     unsigned nwarn; /* warnings issued (printed up to a limit) */
     char err[768];  /* the error line of a failed rh_rip_open_*() */
@@ -932,6 +934,25 @@ RH_HIDDEN const char *rh_db_error(const struct rh_db *db);
 RH_HIDDEN void rh_db_abort(struct rh_db *db);
 /* Temp file of the conversion in progress ("" if none), for a signal handler. */
 RH_HIDDEN const char *rh_db_temp_path(void);
+
+/* ---- rh_db_tmp.c: the temp database's mode, lock and leftovers ---------- */
+
+/* The mode of the databases rh_db_create() makes from now on (the profile's
+ * own mode; 0600 until set), narrowed by the umask. */
+RH_HIDDEN void rh_db_set_mode(mode_t mode);
+
+/* Creates the temp file named by tmpl (".XXXXXX" at its end, replaced),
+ * exclusively locked and with rh_db_set_mode()'s mode. Returns its fd (kept
+ * open: the lock says the conversion is alive) or -1 with errno. */
+RH_HIDDEN int rh_dbtmp_create(char *tmpl);
+
+/* Removes the PATH.tmp.XXXXXX files of conversions that were killed (this
+ * user's, SQLite's header, no lock held), one line each on stderr after
+ * prog. Returns how many. */
+RH_HIDDEN int rh_dbtmp_sweep(const char *path, const char *prog);
+
+/* 1 when path still names the file open at fd. */
+RH_HIDDEN int rh_dbtmp_same(int fd, const char *path);
 
 /* Bodies of the views heap_timeline and thread_summary over the allocations
  * table T, as string literals: rh_db.c creates the views over `allocations`,

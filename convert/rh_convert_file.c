@@ -5,7 +5,11 @@
  * and pairs its events (rh_merge.c), symbolizes the stacks (rh_symbolize.c) and
  * writes the database (rh_db.c), printing each error as one line prefixed with
  * the calling program's name. Progress goes to stderr only when stderr is a
- * terminal; SIGINT, SIGTERM and SIGHUP remove the temp database on the way out.
+ * terminal. The database gets the profile's mode (a rip is 0600: heap
+ * addresses, argv and paths are the program owner's), never wider than the
+ * umask. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ and the crash
+ * signals remove the temp database on the way out; what SIGKILL leaves, the
+ * next conversion to the same path removes (rh_db_tmp.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -205,9 +209,17 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
     sc.prog.prog = prog;
     sc.prog.on = !quiet && isatty(2);
     sc.prog.last = -1;
-    signal(SIGINT, rh_on_signal);
-    signal(SIGTERM, rh_on_signal);
-    signal(SIGHUP, rh_on_signal);
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGXFSZ,
+                               SIGBUS, SIGSEGV, SIGILL, SIGFPE,  SIGABRT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        /* a signal the caller ignores stays ignored (nohup, a pipeline) */
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            continue;
+        signal(sigs[i], rh_on_signal);
+    }
+    /* private as the profile is: its permission bits, 0600 when unknown */
+    rh_db_set_mode(r.file_mode ? r.file_mode : 0600);
     sc.db = rh_db_create(db_path, err, sizeof err);
     if (!sc.db) {
         fprintf(stderr, "%s: %s\n", prog, err);

@@ -11,7 +11,8 @@
  * (rh_db_feed.c), which is never stored in the file. Indexes and views come after the
  * load; then the file is renamed into place, never over an existing file
  * unless forced. Any failure removes the temp file, so a failed conversion
- * leaves nothing at the requested path.
+ * leaves nothing at the requested path; the temp file's mode, its lock and
+ * the removal of a killed conversion's are rh_db_tmp.c's.
  */
 #define _GNU_SOURCE
 #include <elf.h>
@@ -119,6 +120,15 @@ struct rh_db_side {
 
 /* The temp file of the conversion in progress, for rh_db_temp_path(). */
 static char rh_db_tmp[PATH_MAX + 16];
+/* its descriptor, holding the flock that says the conversion is alive */
+static int rh_db_tmpfd = -1;
+
+static void rh_db_tmp_close(void)
+{
+    if (rh_db_tmpfd >= 0)
+        close(rh_db_tmpfd);
+    rh_db_tmpfd = -1;
+}
 
 const char *rh_db_temp_path(void)
 {
@@ -254,20 +264,16 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
         return NULL;
     }
     strcpy(d->path, path);
+    rh_dbtmp_sweep(path, "rheaper-convert");
     snprintf(rh_db_tmp, sizeof rh_db_tmp, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(rh_db_tmp);
-    if (fd < 0) {
+    rh_db_tmp_close();
+    rh_db_tmpfd = rh_dbtmp_create(rh_db_tmp);
+    if (rh_db_tmpfd < 0) {
         rh_db_seterr(err, errlen, "%s: cannot create (%s)", rh_db_tmp, strerror(errno));
         rh_db_tmp[0] = 0;
         free(d);
         return NULL;
     }
-    mode_t um = umask(0);
-    umask(um);
-    if (fchmod(fd, 0666 & ~um) != 0) {
-        /* keep 0600: safe, only less convenient */
-    }
-    close(fd);
     /* One thread uses SQLite: no mutexes, no allocation statistics. These fail
      * harmlessly (SQLITE_MISUSE) if SQLite was already initialized. */
     sqlite3_config(SQLITE_CONFIG_SINGLETHREAD);
@@ -276,6 +282,12 @@ struct rh_db *rh_db_create(const char *path, char *err, size_t errlen)
         SQLITE_OK) {
         rh_db_seterr(err, errlen, "%s: cannot open as SQLite (%s)", rh_db_tmp,
                      d->db ? sqlite3_errmsg(d->db) : "out of memory");
+        rh_db_abort(d);
+        return NULL;
+    }
+    if (!rh_dbtmp_same(rh_db_tmpfd, rh_db_tmp)) {
+        rh_db_seterr(err, errlen, "%s: replaced by another file while opening", rh_db_tmp);
+        rh_db_tmp[0] = 0; /* not ours any more: not removed */
         rh_db_abort(d);
         return NULL;
     }
@@ -605,9 +617,10 @@ void rh_db_abort(struct rh_db *d)
     rh_mmaps_close(&d->mm);
     rh_memory_close(&d->mem);
     sqlite3_close(d->db);
-    if (rh_db_tmp[0])
+    if (rh_db_tmp[0] && rh_dbtmp_same(rh_db_tmpfd, rh_db_tmp))
         unlink(rh_db_tmp);
     rh_db_tmp[0] = 0;
+    rh_db_tmp_close();
     free(d);
 }
 
@@ -1023,6 +1036,12 @@ static int rh_db_meta_debug(struct rh_db *d, struct rh_symbolizer *sym, char *er
 /* Moves the finished temp file to d->path. */
 static int rh_db_place(struct rh_db *d, int force, char *err, size_t errlen)
 {
+    if (!rh_dbtmp_same(rh_db_tmpfd, rh_db_tmp)) {
+        rh_db_seterr(err, errlen, "%s: replaced by another file; not moved to %s", rh_db_tmp,
+                     d->path);
+        rh_db_tmp[0] = 0;
+        return -1;
+    }
     if (force) {
         if (rename(rh_db_tmp, d->path) == 0)
             return 0;
@@ -1121,6 +1140,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
     if (rh_db_place(d, force, err, errlen))
         goto fail;
     rh_db_tmp[0] = 0;
+    rh_db_tmp_close();
     free(d);
     return 0;
 fail:

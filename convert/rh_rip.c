@@ -783,7 +783,9 @@ int rh_rip_open_file(struct rh_rip *r, const char *path, FILE *warn)
 {
     r->name = path;
     r->warn = warn;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put where a rip was expected cannot block the open
+     * (the checks below refuse it) */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return rh_rip_fail(r, "cannot open (%s)", strerror(errno));
     struct stat st;
@@ -817,6 +819,7 @@ int rh_rip_open_file(struct rh_rip *r, const char *path, FILE *warn)
     r->base = p;
     r->size = (size_t)st.st_size;
     r->mapped = 1;
+    r->file_mode = (unsigned)(st.st_mode & 0777);
     return rh_rip_index(r);
 }
 

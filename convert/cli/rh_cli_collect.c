@@ -2,6 +2,7 @@
  *.
  *
  *     rheaper collect --listen ADDR:PORT --dir DIR [--any] [--max-clients N]
+ *                     [--idle-timeout S] [--max-bytes N]
  *
  * One thread, one poll loop: any number of programs stream at once, each
  * connection written to its own ordinary rip file in DIR (rip-<pid>, or
@@ -28,11 +29,24 @@
  * SIGINT and SIGTERM stop it cleanly: every connection's file is cut at its last
  * whole chunk.
  *
+ * Senders are not trusted. A connection must complete its hello and header
+ * within RH_COLLECT_HEAD_S seconds, and while the table is full a new
+ * connection replaces the oldest one that has not; a chunk once begun must
+ * go on arriving (no byte for --idle-timeout seconds closes it); between
+ * chunks a stream may be quiet as long as its program is (TCP keepalive
+ * finds a peer that is gone). A chunk is stored with the capacity its
+ * payload needs, not the one its header declares (its checksum recomputed,
+ * a bad one kept bad), so headers that declare room and carry nothing cannot
+ * make a huge sparse file, and --max-bytes caps each sender's file. At the
+ * open-file limit the listening socket leaves the poll set for a while
+ * (backing off up to RH_COLLECT_BACKOFF_MAX_MS) and the condition is said
+ * once, not once per attempt.
+ *
  * With --clickhouse URL, each profile whose stream ended cleanly is pushed
  * (rh_push_path: converted into a temp database, sent, the rip kept) by a
  * child process, so receiving goes on while it converts and sends; the
- * collector reaps its children as they end and waits for those still
- * pushing when it stops.
+ * collector reaps its children as they end and, when it stops, waits at most
+ * RH_COLLECT_PUSH_WAIT_S seconds for those still pushing before ending them.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -40,21 +54,32 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rh_cli.h"
 #include "rh_convert.h"
 #include "rh_push.h"
+#include "rh_safefile.h"
 #include "rip_format.h"
+
+#define RH_COLLECT_HEAD_S 10               /* hello and header within this */
+#define RH_COLLECT_IDLE_S 60               /* default --idle-timeout: a chunk stalls */
+#define RH_COLLECT_MAX_BYTES (32ull << 30) /* default --max-bytes per sender */
+#define RH_COLLECT_BACKOFF_MAX_MS 2000     /* longest pause of accept at EMFILE */
+#define RH_COLLECT_PUSH_WAIT_S 10          /* at stop, for pushes still running */
+#define RH_COLLECT_MAX_PUSHES 64           /* push children at once */
 
 enum { CP_HELLO, CP_HEADER, CP_CHDR, CP_PAYLOAD };
 
@@ -92,17 +117,39 @@ struct rh_conn {
     int cur_is_part;       /* it is a partial chunk */
     struct rh_part *parts; /* chunks sent in part, not yet sealed */
     size_t nparts, capparts;
+    uint64_t t0, last; /* ms: accepted, last byte received */
+    uint32_t crc_in;   /* the arriving chunk's checksum as sent, so far */
+    uint32_t crc_out;  /* the checksum of the chunk as stored, so far */
 };
+
+/* limits of every connection (rh_cmd_collect's options) */
+static unsigned rh_collect_idle_s = RH_COLLECT_IDLE_S;
+static uint64_t rh_collect_max_bytes = RH_COLLECT_MAX_BYTES;
+
+static uint64_t rh_collect_now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
 
 static volatile sig_atomic_t rh_collect_stop;
 
 /* --clickhouse: where each complete profile is pushed (url NULL: nowhere) */
 static struct rh_push_opts rh_collect_push;
 static unsigned rh_collect_pushing; /* children still pushing */
+static pid_t rh_collect_pids[RH_COLLECT_MAX_PUSHES];
 
 /* Pushes the profile at path in a child process. */
 static void rh_collect_push_start(const char *path)
 {
+    if (rh_collect_pushing >= RH_COLLECT_MAX_PUSHES) {
+        fprintf(stderr,
+                "rheaper collect: %s: not pushed: %d pushes are running already; push it "
+                "with rheaper push\n",
+                path, RH_COLLECT_MAX_PUSHES);
+        return;
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -122,16 +169,67 @@ static void rh_collect_push_start(const char *path)
         fflush(NULL);
         _exit(rc);
     }
+    for (unsigned i = 0; i < RH_COLLECT_MAX_PUSHES; i++)
+        if (!rh_collect_pids[i]) {
+            rh_collect_pids[i] = pid;
+            break;
+        }
     rh_collect_pushing++;
 }
 
-/* Reaps the push children that ended; with block, waits for all of them. */
-static void rh_collect_reap(int block)
+/* Forgets the push child pid (reaped). */
+static void rh_collect_forget(pid_t pid)
+{
+    for (unsigned i = 0; i < RH_COLLECT_MAX_PUSHES; i++)
+        if (rh_collect_pids[i] == pid) {
+            rh_collect_pids[i] = 0;
+            if (rh_collect_pushing)
+                rh_collect_pushing--;
+            return;
+        }
+}
+
+/* Reaps the push children that ended. */
+static void rh_collect_reap(void)
 {
     int st;
     pid_t pid;
-    while (rh_collect_pushing && (pid = waitpid(-1, &st, block ? 0 : WNOHANG)) > 0)
-        rh_collect_pushing--;
+    while (rh_collect_pushing && (pid = waitpid(-1, &st, WNOHANG)) > 0)
+        rh_collect_forget(pid);
+}
+
+/* At stop: waits up to RH_COLLECT_PUSH_WAIT_S for the pushes still running
+ * (a push can be stuck: a ClickHouse that does not answer, a module file
+ * that blocks), then ends them with SIGTERM, and SIGKILL 2 s later. Their
+ * rips stay; `rheaper push` sends them again (idempotent). */
+static void rh_collect_wait_pushes(void)
+{
+    uint64_t start = rh_collect_now_ms();
+    int termed = 0;
+    while (rh_collect_pushing) {
+        rh_collect_reap();
+        if (!rh_collect_pushing)
+            break;
+        uint64_t waited = rh_collect_now_ms() - start;
+        if (!termed && waited >= RH_COLLECT_PUSH_WAIT_S * 1000u) {
+            fprintf(stderr,
+                    "rheaper collect: %u push%s still running after %d s: ending them; their "
+                    "rips are kept, send them with rheaper push\n",
+                    rh_collect_pushing, rh_collect_pushing == 1 ? "" : "es",
+                    RH_COLLECT_PUSH_WAIT_S);
+            for (unsigned i = 0; i < RH_COLLECT_MAX_PUSHES; i++)
+                if (rh_collect_pids[i])
+                    kill(rh_collect_pids[i], SIGTERM);
+            termed = 1;
+        } else if (termed == 1 && waited >= RH_COLLECT_PUSH_WAIT_S * 1000u + 2000u) {
+            for (unsigned i = 0; i < RH_COLLECT_MAX_PUSHES; i++)
+                if (rh_collect_pids[i])
+                    kill(rh_collect_pids[i], SIGKILL);
+            termed = 2;
+        }
+        struct timespec ts = {0, 50000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 static void rh_collect_on_child(int sig)
@@ -251,8 +349,9 @@ static int rh_collect_pwrite(int fd, const void *buf, size_t len, uint64_t off)
     return 0;
 }
 
-/* Creates DIR/rip-<pid>[.N] (O_EXCL: never an existing file). Returns the fd
- * or -1 with errno. */
+/* Creates DIR/rip-<pid>[.N] (O_EXCL: never an existing file, never through
+ * a symlink, FIFO or another user's file: rh_safe_open). Returns the fd or
+ * -1 with errno. */
 static int rh_collect_create(struct rh_conn *c, const char *dir)
 {
     for (unsigned k = 0; k < 100000; k++) {
@@ -260,7 +359,8 @@ static int rh_collect_create(struct rh_conn *c, const char *dir)
             snprintf(c->path, sizeof c->path, "%s/rip-%u.%u", dir, c->pid, k);
         else
             snprintf(c->path, sizeof c->path, "%s/rip-%u", dir, c->pid);
-        int fd = open(c->path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int fd = rh_safe_open(c->path, O_RDWR | O_CREAT | O_EXCL, 0600,
+                              RH_SAFE_OWNER | RH_SAFE_ONE_LINK, geteuid(), NULL, 0);
         if (fd >= 0 || errno != EEXIST)
             return fd;
     }
@@ -292,9 +392,14 @@ static void rh_collect_close(struct rh_conn *c, const char *why)
             rh_collect_push_start(c->path);
         }
     } else {
-        fprintf(stderr,
-                "rheaper collect: %s: %s before a profile header arrived; nothing written\n",
-                c->peer, why ? why : "connection closed");
+        /* many such connections are an attack, not news: ten lines, then a
+         * count at stop */
+        static unsigned said;
+        if (said < 10)
+            fprintf(stderr,
+                    "rheaper collect: %s: %s before a profile header arrived; nothing written%s\n",
+                    c->peer, why ? why : "connection closed",
+                    ++said == 10 ? " (further ones are counted, not shown)" : "");
     }
     fflush(stdout);
     if (c->fd >= 0)
@@ -348,6 +453,8 @@ static const char *rh_collect_place(struct rh_conn *c, int part, uint32_t from)
     }
     /* its place: a chunk's stride at the end, a hole until written */
     uint64_t stride = rh_rip_chunk_stride(h);
+    if (c->off + stride > rh_collect_max_bytes)
+        return "reached --max-bytes";
     if (ftruncate(c->file, (off_t)(c->off + stride)) != 0)
         return "cannot extend the profile";
     c->parts[c->nparts] = (struct rh_part){h->type, h->slot, h->seq, h->capacity, c->off, 0};
@@ -439,13 +546,35 @@ static const char *rh_collect_step(struct rh_conn *c, const char *dir)
     bad = rh_collect_place(c, part, from);
     if (bad)
         return bad;
+    if (c->cur_part < 0 &&
+        c->off + rh_rip_chunk_stride(&(struct rip_chunk_header){.capacity = h->used}) >
+            rh_collect_max_bytes) {
+        snprintf(why, sizeof why, "reached --max-bytes %llu",
+                 (unsigned long long)rh_collect_max_bytes);
+        return why;
+    }
+    /* a chunk placed at the end is stored with the capacity its payload
+     * needs (see rh_collect_chunk_done); both checksums run over the payload
+     * as it arrives. A chunk sent in parts keeps the place its first part
+     * reserved, at its capacity, and its checksum as sent. */
+    struct rip_chunk_header as_sent = *h, stored = *h;
+    as_sent.crc = 0;
+    stored.crc = 0;
+    stored.capacity = h->used;
+    c->crc_in = rip_crc32c(0, &as_sent, sizeof as_sent);
+    c->crc_out = rip_crc32c(0, &stored, sizeof stored);
     c->payload_left = h->used - from;
     c->phase = CP_PAYLOAD;
     return NULL;
 }
 
-/* The payload of c->ch is complete: write its header, extend the file over the
- * chunk's capacity (a hole, as the runtime leaves one) and move on. */
+/* The payload of c->ch is complete: write its header with the capacity the
+ * payload needs (a sender's declared capacity is room it did not send: kept,
+ * it made files of any apparent size from headers alone), its checksum
+ * recomputed for that header when the one sent was right and left wrong when
+ * it was not (the reader skips the chunk as damaged, as before), extend the
+ * file to the chunk's end and move on. A chunk sent in parts is written in
+ * the place its first part reserved, at its capacity, header last. */
 static const char *rh_collect_chunk_done(struct rh_conn *c)
 {
     static char why[4400];
@@ -463,6 +592,13 @@ static const char *rh_collect_chunk_done(struct rh_conn *c)
             c->parts[c->cur_part] = c->parts[--c->nparts]; /* sealed: done with it */
         c->phase = CP_CHDR;
         return NULL;
+    }
+    if (c->ch.capacity != c->ch.used) {
+        int sealed = (c->ch.flags & RIP_CHUNK_F_SEALED) != 0;
+        int good = c->crc_in == c->ch.crc;
+        c->ch.capacity = c->ch.used;
+        if (sealed)
+            c->ch.crc = good ? c->crc_out : ~c->crc_out;
     }
     uint64_t stride = rh_rip_chunk_stride(&c->ch);
     int err = rh_collect_pwrite(c->file, &c->ch, sizeof c->ch, c->off);
@@ -490,6 +626,8 @@ static const char *rh_collect_feed(struct rh_conn *c, const uint8_t *p, size_t n
             size_t k = n < c->payload_left ? n : c->payload_left;
             uint64_t at = c->cur_off + RIP_CHUNK_HDR_SIZE + (c->ch.used - c->payload_left);
             int err = rh_collect_pwrite(c->file, p, k, at);
+            c->crc_in = rip_crc32c(c->crc_in, p, k);
+            c->crc_out = rip_crc32c(c->crc_out, p, k);
             if (err) {
                 snprintf(why, sizeof why, "cannot write %s at offset %llu: %s", c->path,
                          (unsigned long long)at, strerror(err));
@@ -556,10 +694,14 @@ static void rh_collect_eof(struct rh_conn *c)
 static int rh_collect_usage(void)
 {
     fputs("usage: rheaper collect --listen ADDR:PORT --dir DIR [--any] [--max-clients N]\n"
+          "                       [--idle-timeout S] [--max-bytes N]\n"
           "                       [--clickhouse URL [--database DB] [--label KEY=VALUE]...]\n"
           "  receives profiles streamed by programs run with RHEAPER_STREAM=HOST:PORT and\n"
           "  writes each as DIR/rip-<pid> (never overwriting). ADDR must be loopback\n"
           "  (127.0.0.1, ::1, localhost) unless --any; port 0 picks a free one.\n"
+          "  --idle-timeout S closes a stream stalled mid-chunk for S s (60); hello and\n"
+          "  header must arrive within 10 s. --max-bytes N caps each sender's file\n"
+          "  (32 GiB; K, M, G suffixes; 0: no cap).\n"
           "  --clickhouse pushes each profile once received (as rheaper push does).\n",
           stderr);
     return 2;
@@ -568,7 +710,7 @@ static int rh_collect_usage(void)
 int rh_cmd_collect(int argc, char **argv)
 {
     const char *listen_spec = NULL, *dir = NULL;
-    int any = 0;
+    int any = 0, maxc_given = 0;
     unsigned maxc = 1000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--listen") && i + 1 < argc)
@@ -584,13 +726,33 @@ int rh_cmd_collect(int argc, char **argv)
         else if (!strcmp(argv[i], "--label") && i + 1 < argc) {
             if (rh_push_label_arg("rheaper collect", argv[++i], &rh_collect_push.labels))
                 return 2;
-        }
-        else if (!strcmp(argv[i], "--max-clients") && i + 1 < argc) {
+        } else if (!strcmp(argv[i], "--idle-timeout") && i + 1 < argc) {
+            char *end;
+            unsigned long v = strtoul(argv[++i], &end, 10);
+            if (*end || end == argv[i] || v < 1 || v > 86400)
+                return rh_collect_usage();
+            rh_collect_idle_s = (unsigned)v;
+        } else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(argv[++i], &end, 10);
+            unsigned long long mul = 1;
+            if (*end == 'K' || *end == 'k')
+                mul = 1ull << 10, end++;
+            else if (*end == 'M' || *end == 'm')
+                mul = 1ull << 20, end++;
+            else if (*end == 'G' || *end == 'g')
+                mul = 1ull << 30, end++;
+            if (errno || *end || end == argv[i] || argv[i][0] == '-' || v > UINT64_MAX / mul)
+                return rh_collect_usage();
+            rh_collect_max_bytes = v ? v * mul : UINT64_MAX;
+        } else if (!strcmp(argv[i], "--max-clients") && i + 1 < argc) {
             char *end;
             unsigned long v = strtoul(argv[++i], &end, 10);
             if (*end || v < 1 || v > 100000)
                 return rh_collect_usage();
             maxc = (unsigned)v;
+            maxc_given = 1;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             rh_collect_usage();
             return 0;
@@ -604,6 +766,24 @@ int rh_cmd_collect(int argc, char **argv)
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(dir, W_OK | X_OK) != 0) {
         fprintf(stderr, "rheaper collect: --dir %s: not a writable directory\n", dir);
         return 1;
+    }
+    /* each stream holds a socket and a file: no more clients than the
+     * descriptor limit leaves room for */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max; /* the soft limit up to the hard one */
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        rlim_t room = rl.rlim_cur > 24 ? (rl.rlim_cur - 16) / 2 : 1;
+        if (maxc > room && (maxc_given || room < 64)) {
+            fprintf(stderr,
+                    "rheaper collect: --max-clients %u lowered to %u: the open-file limit is %llu"
+                    " (each stream needs a socket and a file)\n",
+                    maxc, (unsigned)room, (unsigned long long)rl.rlim_cur);
+        }
+        if (maxc > room)
+            maxc = (unsigned)room;
     }
     int lfd = rh_collect_listen(listen_spec, any);
     if (lfd < 0)
@@ -650,10 +830,38 @@ int rh_cmd_collect(int argc, char **argv)
     fflush(stdout);
 
     unsigned nconn = 0;
-    uint64_t total = 0;
+    uint64_t total = 0, accept_fail = 0, cut_head = 0, cut_idle = 0, evicted = 0;
+    uint64_t paused_until = 0; /* ms: accept paused at the open-file limit */
+    unsigned backoff = 0;
     while (!rh_collect_stop) {
+        uint64_t now = rh_collect_now_ms();
+        /* the timeouts: hello and header, then a chunk that stalls */
+        unsigned handshaking = 0;
+        for (unsigned i = 0; i < maxc; i++) {
+            struct rh_conn *c = &conns[i];
+            if (c->fd < 0)
+                continue;
+            int head = c->phase == CP_HELLO || c->phase == CP_HEADER;
+            int midchunk = c->phase == CP_PAYLOAD || (c->phase == CP_CHDR && c->have);
+            if (head && now - c->t0 >= RH_COLLECT_HEAD_S * 1000u) {
+                rh_collect_close(c, "no hello and header within 10 s");
+                nconn--;
+                cut_head++;
+            } else if (midchunk && now - c->last >= rh_collect_idle_s * 1000ull) {
+                char why[96];
+                snprintf(why, sizeof why, "no data for %u s in the middle of a chunk",
+                         rh_collect_idle_s);
+                rh_collect_close(c, why);
+                nconn--;
+                cut_idle++;
+            } else if (head) {
+                handshaking++;
+            }
+        }
         nfds_t n = 0;
-        if (nconn < maxc) {
+        /* full: accept only when a connection still in its handshake can
+         * make room; at the open-file limit: not until the pause is over */
+        if ((nconn < maxc || handshaking) && now >= paused_until) {
             pfd[n] = (struct pollfd){lfd, POLLIN, 0};
             map[n++] = UINT32_MAX;
         }
@@ -662,8 +870,10 @@ int rh_cmd_collect(int argc, char **argv)
                 pfd[n] = (struct pollfd){conns[i].fd, POLLIN, 0};
                 map[n++] = i;
             }
-        int r = ppoll(pfd, n, NULL, &waitmask);
-        rh_collect_reap(0);
+        /* wake for the next deadline: a pause, a handshake, a stalled chunk */
+        struct timespec tick = {0, 250000000L};
+        int r = ppoll(pfd, n, nconn || paused_until > now ? &tick : NULL, &waitmask);
+        rh_collect_reap();
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -678,16 +888,67 @@ int rh_cmd_collect(int argc, char **argv)
                 socklen_t sl = sizeof ss;
                 int cfd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (cfd < 0) {
-                    if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-                        fprintf(stderr, "rheaper collect: accept: %s\n", strerror(errno));
+                    int e = errno;
+                    if (e == EAGAIN || e == EINTR || e == ECONNABORTED)
+                        continue;
+                    /* out of descriptors or memory: the listening socket stays
+                     * readable, so polling it again at once would spin. A
+                     * connection still in its handshake gives its descriptor
+                     * to the waiting one; else pause, longer each time. Said
+                     * once. */
+                    struct rh_conn *old = NULL;
+                    for (unsigned i = 0; i < maxc; i++)
+                        if (conns[i].fd >= 0 &&
+                            (conns[i].phase == CP_HELLO || conns[i].phase == CP_HEADER) &&
+                            (!old || conns[i].t0 < old->t0))
+                            old = &conns[i];
+                    if (!accept_fail++)
+                        fprintf(stderr,
+                                "rheaper collect: accept: %s; pausing new connections (up to %d"
+                                " ms at a time) until descriptors are free; said once\n",
+                                strerror(e), RH_COLLECT_BACKOFF_MAX_MS);
+                    if (old && rh_collect_now_ms() - old->t0 >= 1000) {
+                        rh_collect_close(old, "replaced by a new connection: no descriptor left");
+                        nconn--;
+                        evicted++;
+                        continue;
+                    }
+                    backoff = backoff ? backoff * 2 : 50;
+                    if (backoff > RH_COLLECT_BACKOFF_MAX_MS)
+                        backoff = RH_COLLECT_BACKOFF_MAX_MS;
+                    paused_until = rh_collect_now_ms() + backoff;
                     continue;
                 }
+                backoff = 0;
+                if (nconn >= maxc) {
+                    /* full: the oldest connection still in its handshake
+                     * makes room (a real sender's header follows its connect) */
+                    struct rh_conn *old = NULL;
+                    for (unsigned i = 0; i < maxc; i++)
+                        if (conns[i].fd >= 0 &&
+                            (conns[i].phase == CP_HELLO || conns[i].phase == CP_HEADER) &&
+                            (!old || conns[i].t0 < old->t0))
+                            old = &conns[i];
+                    if (!old) {
+                        close(cfd);
+                        continue;
+                    }
+                    rh_collect_close(old, "replaced by a new connection: the collector is full");
+                    nconn--;
+                    evicted++;
+                }
+                int on = 1, idle = 60, intvl = 10, cnt = 6;
+                setsockopt(cfd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+                setsockopt(cfd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+                setsockopt(cfd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+                setsockopt(cfd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
                 for (unsigned i = 0; i < maxc; i++)
                     if (conns[i].fd < 0) {
                         struct rh_conn *c = &conns[i];
                         memset(c, 0, sizeof *c);
                         c->fd = cfd;
                         c->file = -1;
+                        c->t0 = c->last = rh_collect_now_ms();
                         rh_collect_peer(&ss, c->peer, sizeof c->peer, c->peer6);
                         nconn++;
                         total++;
@@ -696,6 +957,8 @@ int rh_cmd_collect(int argc, char **argv)
                 continue;
             }
             struct rh_conn *c = &conns[map[k]];
+            if (c->fd < 0 || c->fd != pfd[k].fd)
+                continue; /* closed above to make room (its slot may be new) */
             ssize_t got = recv(c->fd, rbuf, 1 << 16, 0);
             if (got < 0 && (errno == EAGAIN || errno == EINTR))
                 continue;
@@ -708,6 +971,7 @@ int rh_cmd_collect(int argc, char **argv)
                 rh_collect_eof(c);
                 nconn--;
             } else {
+                c->last = rh_collect_now_ms();
                 const char *why = rh_collect_feed(c, rbuf, (size_t)got, dir);
                 if (why) {
                     rh_collect_close(c, why);
@@ -722,8 +986,14 @@ int rh_cmd_collect(int argc, char **argv)
     if (rh_collect_pushing) {
         printf("rheaper collect: waiting for %u pushes to end\n", rh_collect_pushing);
         fflush(stdout);
-        rh_collect_reap(1);
+        rh_collect_wait_pushes();
     }
+    if (accept_fail || cut_head || cut_idle || evicted)
+        fprintf(stderr,
+                "rheaper collect: %llu accepts failed at the open-file limit; closed %llu "
+                "connections without a header in 10 s, %llu stalled mid-chunk, %llu to make room\n",
+                (unsigned long long)accept_fail, (unsigned long long)cut_head,
+                (unsigned long long)cut_idle, (unsigned long long)evicted);
     printf("rheaper collect: stopped after %llu connections\n", (unsigned long long)total);
     fflush(stdout);
     close(lfd);

@@ -32,7 +32,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <regex.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -44,6 +43,7 @@
 
 #include "rh_convert.h"
 #include "rh_live.h"
+#include "rh_regex.h"
 #include "rh_safefile.h"
 
 /* Polls a held-back free survives before it counts as unknown. */
@@ -117,7 +117,7 @@ struct rh_follow {
     int pid;
     int oom;
     /* the call-site filter of rh_follow_model */
-    regex_t re;
+    struct rh_re *re;
     int have_re;
     char re_text[256];
     uint32_t re_gen;
@@ -889,7 +889,7 @@ static int rh_fl_filter(struct rh_follow *f, const char *func_re)
 {
     if (!func_re || !*func_re) {
         if (f->have_re)
-            regfree(&f->re);
+            rh_re_free(f->re);
         f->have_re = 0;
         f->re_text[0] = 0;
         return 0;
@@ -897,12 +897,11 @@ static int rh_fl_filter(struct rh_follow *f, const char *func_re)
     if (f->have_re && !strcmp(f->re_text, func_re))
         return 0;
     if (f->have_re)
-        regfree(&f->re);
+        rh_re_free(f->re);
     f->have_re = 0;
-    int rc = regcomp(&f->re, func_re, REG_EXTENDED | REG_NOSUB);
-    if (rc) {
-        char e[128];
-        regerror(rc, &f->re, e, sizeof e);
+    char e[128];
+    f->re = rh_re_compile(func_re, e, sizeof e);
+    if (!f->re) {
         fprintf(stderr, "rheaper: bad function regex /%s/: %s\n", func_re, e);
         return -1;
     }
@@ -926,7 +925,7 @@ static int rh_fl_matches(struct rh_follow *f, uint32_t si)
     for (uint32_t k = 0; st->defined && k < st->nframes && !yes; k++) {
         int n = rh_sym_resolve(f->sym, f->r.frames[st->frames + k], fr, 64);
         for (int j = 0; j < n && !yes; j++)
-            yes = fr[j].sym && regexec(&f->re, fr[j].sym, 0, NULL, 0) == 0;
+            yes = fr[j].sym && rh_re_match(f->re, fr[j].sym) == 1;
     }
     s->match = (uint8_t)yes;
     s->match_gen = f->re_gen;
@@ -1083,7 +1082,7 @@ void rh_follow_close(struct rh_follow *f)
     free(f->rss);
     free(f->held);
     if (f->have_re)
-        regfree(&f->re);
+        rh_re_free(f->re);
     if (f->map != MAP_FAILED && f->map)
         munmap(f->map, f->reserved);
     if (f->fd >= 0)

@@ -21,13 +21,13 @@
 #include <langinfo.h>
 #include <locale.h>
 #include <ncurses.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "rh_query.h"
 #include "rh_live.h"
+#include "rh_regex.h"
 
 enum { RH_V_CPU = 1, RH_V_HEAP, RH_V_CHART, RH_V_THREADS };
 
@@ -36,7 +36,7 @@ struct rh_ui {
     int view;
     int back; /* the view `c` returns to from the chart */
     int sel[5], top[5], sort[5];
-    regex_t re;
+    struct rh_re *re;
     int have_re;
     char re_text[128];
     int paused;
@@ -589,7 +589,7 @@ static void rh_prompt_filter(struct rh_ui *u)
     noecho();
     curs_set(0);
     if (u->have_re) {
-        regfree(&u->re);
+        rh_re_free(u->re);
         u->have_re = 0;
         u->filter_changed = 1;
     }
@@ -606,10 +606,9 @@ static void rh_prompt_filter(struct rh_ui *u)
         snprintf(u->msg, sizeof u->msg, "bad filter: %.200s", why);
         return;
     }
-    int rc = regcomp(&u->re, buf, REG_EXTENDED | REG_NOSUB);
-    if (rc) {
-        char e[128];
-        regerror(rc, &u->re, e, sizeof e);
+    char e[128];
+    u->re = rh_re_compile(buf, e, sizeof e);
+    if (!u->re) {
         snprintf(u->msg, sizeof u->msg, "bad regex /%s/: %s", buf, e);
         return;
     }
@@ -775,6 +774,6 @@ int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh_fn, void *ctx, 
     }
     endwin();
     if (u.have_re)
-        regfree(&u.re);
+        rh_re_free(u.re);
     return rc;
 }

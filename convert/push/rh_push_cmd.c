@@ -13,6 +13,7 @@
  * the sender of a collected profile, else to this machine's name.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 #include "rh_convert.h"
 #include "rh_push.h"
+#include "rh_safefile.h"
 #include "rip_format.h"
 
 static int rh_push_usage(void)
@@ -63,16 +65,18 @@ int rh_push_label_arg(const char *prog, const char *arg, struct rh_push_labels *
     return 0;
 }
 
-/* 1 when the file at path starts like a rip file. */
-static int rh_push_is_rip(const char *path)
+/* 1 when the file at path starts like a rip file, 0 when not, -1 when it is
+ * not a regular file one may read (err says why: a FIFO, a device or a
+ * symlink in a collector's directory cannot block or redirect a push). */
+static int rh_push_is_rip(const char *path, char *err, size_t errlen)
 {
     char magic[8];
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    size_t n = fread(magic, 1, sizeof magic, f);
-    fclose(f);
-    return n == sizeof magic && !memcmp(magic, RIP_MAGIC, sizeof magic);
+    int fd = rh_safe_open(path, O_RDONLY, 0, RH_SAFE_REGULAR, 0, err, errlen);
+    if (fd < 0)
+        return -1;
+    ssize_t n = pread(fd, magic, sizeof magic, 0);
+    close(fd);
+    return n == (ssize_t)sizeof magic && !memcmp(magic, RIP_MAGIC, sizeof magic);
 }
 
 int rh_push_path(const char *prog, const char *path, const struct rh_push_opts *o)
@@ -84,7 +88,12 @@ int rh_push_path(const char *prog, const char *path, const struct rh_push_opts *
         fprintf(stderr, "%s: %s: cannot read (%s)\n", prog, path, strerror(errno));
         return 1;
     }
-    if (rh_push_is_rip(path)) {
+    int isrip = rh_push_is_rip(path, err, sizeof err);
+    if (isrip < 0) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+    }
+    if (isrip) {
         const char *tmp = getenv("TMPDIR");
         snprintf(dir, sizeof dir, "%s/rheaper-push.XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(dir)) {

@@ -19,6 +19,8 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 #include <curl/curl.h>
 
 #include "rh_push.h"
+#include "rh_safefile.h"
 
 struct rh_ch {
     CURL *curl;
@@ -59,10 +62,13 @@ void rh_buf_free(struct rh_buf *b)
  * with err set when it cannot be read. */
 static char *rh_ch_read_secret(const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
+    char why[600];
+    int fd = rh_safe_open(path, O_RDONLY, 0, RH_SAFE_REGULAR, 0, why, sizeof why);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (!f) {
-        snprintf(err, errlen, "RHEAPER_CLICKHOUSE_PASSWORD_FILE %s: cannot open (%s)", path,
-                 strerror(errno));
+        snprintf(err, errlen, "RHEAPER_CLICKHOUSE_PASSWORD_FILE: %s", why);
+        if (fd >= 0)
+            close(fd);
         return NULL;
     }
     char *line = NULL;

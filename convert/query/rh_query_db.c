@@ -4,7 +4,7 @@
  *
  * rh_query_open() opens an existing profile.db read-only (it never creates one),
  * checks that it is a rheaper profile and registers REGEXP, implemented with
- * POSIX extended regular expressions, for the --function and --file filters.
+ * bounded POSIX extended regular expressions (rh_regex.c), for the --function and --file filters.
  * rh_summary_compute() reads the meta table and sums the per-stack figures
  * and takes the peak of the scope that rh_filter_apply() (rh_query_filter.c)
  * built: the converter's aggregates, or the figures of the filtered rows.
@@ -12,26 +12,26 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "rh_query.h"
 #include "rh_convert.h"
+#include "rh_regex.h"
 
 /* ---- REGEXP ------------------------------------------------------------- */
 
 static void rh_regex_free(void *p)
 {
-    regfree(p);
-    free(p);
+    rh_re_free(p);
 }
 
 /* regexp(PATTERN, TEXT): 1 when TEXT matches the POSIX extended regular
- * expression PATTERN anywhere, 0 when not, NULL when TEXT is NULL. The compiled
- * pattern is cached as auxiliary data of the call site. A bad pattern is an
- * SQL error carrying regerror()'s text. */
+ * expression PATTERN anywhere, 0 when not, NULL when TEXT is NULL. The
+ * compiled pattern (rh_regex.c, bounded) is cached as auxiliary data of the
+ * call site. A bad pattern, or a match past the engine's limits, is an SQL
+ * error saying so. */
 static void rh_regexp_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
     (void)argc;
@@ -40,42 +40,39 @@ static void rh_regexp_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
         sqlite3_result_null(ctx);
         return;
     }
-    regex_t *re = sqlite3_get_auxdata(ctx, 0);
+    struct rh_re *re = sqlite3_get_auxdata(ctx, 0), *tmp = NULL;
+    const char *pat = (const char *)sqlite3_value_text(argv[0]);
     if (!re) {
-        const char *pat = (const char *)sqlite3_value_text(argv[0]);
         if (!pat) {
             sqlite3_result_null(ctx);
             return;
         }
-        re = malloc(sizeof *re);
+        char msg[256], full[600];
+        re = rh_re_compile(pat, msg, sizeof msg);
         if (!re) {
-            sqlite3_result_error_nomem(ctx);
-            return;
-        }
-        int rc = regcomp(re, pat, REG_EXTENDED | REG_NOSUB);
-        if (rc) {
-            char msg[256], full[400];
-            regerror(rc, re, msg, sizeof msg);
             snprintf(full, sizeof full, "bad regular expression '%s': %s", pat, msg);
-            free(re);
             sqlite3_result_error(ctx, full, -1);
             return;
         }
         sqlite3_set_auxdata(ctx, 0, re, rh_regex_free);
-        re = sqlite3_get_auxdata(ctx, 0); /* SQLite may have freed it already */
+        if (!sqlite3_get_auxdata(ctx, 0)) /* not cached (SQLite freed it): once more */
+            re = tmp = rh_re_compile(pat, NULL, 0);
         if (!re) {
-            /* not cached: compile again for this one call */
-            regex_t tmp;
-            if (regcomp(&tmp, pat, REG_EXTENDED | REG_NOSUB)) {
-                sqlite3_result_error(ctx, "bad regular expression", -1);
-                return;
-            }
-            sqlite3_result_int(ctx, regexec(&tmp, text, 0, NULL, 0) == 0);
-            regfree(&tmp);
+            sqlite3_result_error_nomem(ctx);
             return;
         }
     }
-    sqlite3_result_int(ctx, regexec(re, text, 0, NULL, 0) == 0);
+    int m = rh_re_match(re, text);
+    rh_re_free(tmp);
+    if (m < 0) {
+        char full[600];
+        snprintf(full, sizeof full,
+                 "regular expression '%s' ran into its matching limit (steps, depth or memory)",
+                 pat ? pat : "");
+        sqlite3_result_error(ctx, full, -1);
+        return;
+    }
+    sqlite3_result_int(ctx, m);
 }
 
 /* ---- opening -------------------------------------------------------------- */

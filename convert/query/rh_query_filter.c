@@ -35,13 +35,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "rh_query.h"
 #include "rh_convert.h" /* RH_W_*: sampled estimates per row */
+#include "rh_regex.h"
 
 void rh_filter_init(struct rh_filter *f)
 {
@@ -191,15 +191,13 @@ void rh_filter_set_quiet(int on)
 /* Checks that re compiles; prints one line and returns -1 when not. */
 static int rh_check_regex(const char *opt, const char *re)
 {
-    regex_t r;
-    int rc = regcomp(&r, re, REG_EXTENDED | REG_NOSUB);
-    if (rc) {
-        char msg[256];
-        regerror(rc, &r, msg, sizeof msg);
+    char msg[256];
+    struct rh_re *r = rh_re_compile(re, msg, sizeof msg);
+    if (!r) {
         RH_FILTER_SAY("rheaper: %s '%s': bad regular expression (%s)\n", opt, re, msg);
         return -1;
     }
-    regfree(&r);
+    rh_re_free(r);
     return 0;
 }
 
@@ -583,10 +581,10 @@ out:
  * TEMP TABLE skipped with the functions passed over. Returns 0 or -1. */
 static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsite)
 {
-    regex_t re[8];
+    struct rh_re *re[8];
     int nre = 0, rc = -1;
     for (; nre < f->nskip; nre++)
-        if (regcomp(&re[nre], f->skip_re[nre], REG_EXTENDED | REG_NOSUB))
+        if (!(re[nre] = rh_re_compile(f->skip_re[nre], NULL, 0)))
             goto out;
     if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.cs; DROP TABLE IF EXISTS temp.skipped;"
                      "CREATE TEMP TABLE cs(bt INTEGER PRIMARY KEY, frame INTEGER);"
@@ -658,7 +656,7 @@ static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsit
                     break;
                 int match = 0;
                 for (int k = 0; sym && k < nre && !match; k++)
-                    match = regexec(&re[k], sym, 0, NULL, 0) == 0;
+                    match = rh_re_match(re[k], sym) == 1; /* past its limit: not skipped */
                 if (!match) {
                     moving = 0;
                     break;
@@ -686,7 +684,7 @@ static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsit
     sqlite3_finalize(sk);
 out:
     for (int k = 0; k < nre; k++)
-        regfree(&re[k]);
+        rh_re_free(re[k]);
     return rc;
 }
 

@@ -12,13 +12,13 @@
  * `sel`, as the TEMP table or view `msel`. The call-site options skip_function
  * and no_skip, thread, kind and not_kind are rheaper's additions in the same
  * style. Regular expressions are POSIX extended (as in the CLI), bounded:
- * at most RH_QF_RE_MAX characters and no back-references, so matching stays
- * polynomial and cannot hang a server.
+ * at most RH_QF_RE_MAX characters and no back-references, compiled and
+ * matched by rh_regex.c under its memory and step limits, so a pattern
+ * cannot grow or hang a server.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
-#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +26,7 @@
 
 #include "rh_query.h"
 #include "rh_convert.h"
+#include "rh_regex.h"
 
 void rh_qfilter_init(struct rh_qfilter *q)
 {
@@ -97,14 +98,11 @@ int rh_qfilter_regex_ok(const char *re, char *err, size_t n)
             if (a > 100 || b > 100)
                 return rh_qf_err(err, n, "repetition counts above 100 are not allowed");
         }
-    regex_t r;
-    int rc = regcomp(&r, re, REG_EXTENDED | REG_NOSUB);
-    if (rc) {
-        char msg[200];
-        regerror(rc, &r, msg, sizeof msg);
+    char msg[200];
+    struct rh_re *r = rh_re_compile(re, msg, sizeof msg);
+    if (!r)
         return rh_qf_err(err, n, "invalid regular expression: %s", msg);
-    }
-    regfree(&r);
+    rh_re_free(r);
     return 0;
 }
 

@@ -6,6 +6,9 @@
  *                     libmicrohttpd daemon with its thread pool, signals, one
  *                     read-only connection per profile and worker thread, the
  *                     time budget, routing and the embedded UI files
+ *   rh_serve_guard.c  the Host check (DNS rebinding) and the connection
+ *                     table: a request's head must arrive within the head
+ *                     timeout, and half requests make room for new clients
  *   rh_serve_cache.c  a bounded cache of answers (the databases are read-only)
  *   rh_serve_api.c    the endpoints: one function per path, each writing its
  *                     answer into a struct rh_resp
@@ -23,7 +26,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <netinet/in.h>
 #include <sqlite3.h>
+#include <microhttpd.h>
 
 #include "rh_export.h"
 #include "rh_query.h"
@@ -82,6 +87,33 @@ int rh_serve_over_budget(void);
  * path starts with /list or /data/. Returns 0 (r filled, any status). */
 int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_params *pr,
                   struct rh_resp *r);
+
+/* ---- rh_serve_guard.c -------------------------------------------------- */
+
+/* The names a request's Host may carry besides localhost and the loopback
+ * addresses: the listening address (0.0.0.0: every address of this machine)
+ * and the --allow-host names (kept, not copied). */
+void rh_guard_hosts(struct in_addr listen, const char **allow, int nallow);
+
+/* 1 when the Host header's value (NULL: absent) names this server. */
+int rh_guard_host_ok(const char *host);
+
+/* Starts the watchdog of the connection table: at most `limit` connections,
+ * each request's head within head_s seconds. 0 or -1. */
+int rh_guard_start(unsigned limit, unsigned head_s);
+
+/* Stops the watchdog (after MHD_stop_daemon) and prints one line when it cut
+ * connections. */
+void rh_guard_stop(void);
+
+/* MHD_OPTION_NOTIFY_CONNECTION: lists connections from accept to close, and
+ * makes room when the table is nearly full. */
+void rh_guard_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                     enum MHD_ConnectionNotificationCode code);
+
+/* The head of c's current request arrived (1), or its request ended and the
+ * next one's time begins (0). */
+void rh_guard_head(struct MHD_Connection *c, int arrived);
 
 /* ---- rh_serve_cache.c -------------------------------------------------- */
 

@@ -52,7 +52,8 @@ struct rh_req {
 
 /* ---- helpers ------------------------------------------------------------------- */
 
-/* The failure of a query: 503 when the budget ran out, else 500. */
+/* The failure of a query: 503 when the budget ran out, 400 for a regex past
+ * its limits, else 500. */
 static int rh_q_fail(struct rh_req *q)
 {
     if (rh_serve_over_budget())
@@ -61,6 +62,10 @@ static int rh_q_fail(struct rh_req *q)
                              q->s->budget_ms);
     if (sqlite3_errcode(q->db) == SQLITE_INTERRUPT)
         return rh_resp_error(q->r, 503, NULL, "the server is stopping");
+    /* a pattern past the regex engine's limits (rh_regex.c) is the request's
+     * fault, not the server's */
+    if (strstr(sqlite3_errmsg(q->db), "ran into its matching limit"))
+        return rh_resp_error(q->r, 400, NULL, "%s", sqlite3_errmsg(q->db));
     return rh_resp_error(q->r, 500, NULL, "query failed: %s", sqlite3_errmsg(q->db));
 }
 

@@ -1,7 +1,7 @@
 /* rh_serve_main.c: `rheaper serve PROFILE...`: the HTTP server around the API.
  *
  *     rheaper serve PROFILE... [--listen ADDR:PORT] [--any] [--threads N]
- *                              [--budget-ms MS] [--row-cap N]
+ *                              [--budget-ms MS] [--row-cap N] [--allow-host NAME]...
  *
  * Each PROFILE is a database, or a rip file that is converted first into a
  * database beside it (PROFILE.db, else PROFILE.1.db, ...: nothing that exists
@@ -15,11 +15,16 @@
  * loopback unless --any is given (and then warns that there is no
  * authentication), and stops cleanly on SIGINT or SIGTERM. Only GET and HEAD
  * are answered; paths outside the API are looked up among the UI files built
- * into the binary, never on disk.
+ * into the binary, never on disk. A request whose Host is not this server's
+ * name is refused (rh_serve_guard.c: DNS rebinding), as is one whose head does
+ * not arrive within RH_SERVE_HEAD_S seconds; libmicrohttpd bounds each
+ * connection's memory (the request line and headers) and SQLite's heap is
+ * capped, so no request grows the server without bound.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,6 +39,15 @@
 
 #include "rh_convert.h"
 #include "rh_serve.h"
+
+/* the head of a request (request line and headers) must arrive within this */
+#define RH_SERVE_HEAD_S 10
+/* connections at once; past RH_SERVE_CONNS - 16, half requests make room */
+#define RH_SERVE_CONNS 512u
+/* what libmicrohttpd may hold for one connection's request line and headers */
+#define RH_SERVE_CONN_MEM (64u << 10)
+/* SQLite's heap, all connections together (temp tables spill to files) */
+#define RH_SERVE_SQLITE_HEAP (1024LL << 20)
 
 /* ---- per-thread connections and the time budget -------------------------- */
 
@@ -246,12 +260,22 @@ static enum MHD_Result rh_request(void *cls, struct MHD_Connection *c, const cha
     (void)upload_data;
     static int first_call_marker;
     const struct rh_server *s = cls;
-    if (!*con_cls) {
-        *con_cls = &first_call_marker; /* headers only so far: wait for the rest */
-        return MHD_YES;
-    }
     struct rh_resp r = {200, "application/json", NULL, 0};
     const char *cache = NULL;
+    if (!*con_cls) {
+        *con_cls = &first_call_marker; /* the head is here: the rest may follow */
+        rh_guard_head(c, 1);
+        const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+        if (!rh_guard_host_ok(host)) {
+            /* answered before any of the request is looked at */
+            rh_resp_error(&r, 403, NULL,
+                          "Host '%.200s' is not a name of this server (it answers localhost, "
+                          "loopback addresses, its listening address and --allow-host names)",
+                          host ? host : "");
+            goto send;
+        }
+        return MHD_YES;
+    }
     if (*upload_data_size) {
         *upload_data_size = 0; /* a body is never wanted: discard it */
         return MHD_YES;
@@ -301,17 +325,36 @@ send:
     return rh_send(c, r.status, r.type, r.body, r.len, MHD_RESPMEM_MUST_FREE, cache);
 }
 
+/* MHD_OPTION_NOTIFY_COMPLETED: a request ended; on a kept-alive connection the
+ * next one's head is timed from now. */
+static void rh_request_done(void *cls, struct MHD_Connection *c, void **con_cls,
+                            enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)con_cls;
+    (void)toe;
+    rh_guard_head(c, 0);
+}
+
 /* ---- profiles ------------------------------------------------------------------ */
 
-/* 1 when path starts with SQLite's file header, 0 when not, -1 unreadable. */
+/* 1 when path starts with SQLite's file header, 0 when not, -1 unreadable or
+ * not a regular file (a FIFO cannot block the open: O_NONBLOCK). */
 static int rh_is_sqlite(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
         return -1;
+    struct stat st;
     char h[16] = {0};
-    size_t n = fread(h, 1, sizeof h, f);
-    fclose(f);
+    ssize_t n = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        n = pread(fd, h, sizeof h, 0);
+    else
+        errno = EINVAL;
+    close(fd);
+    if (n < 0)
+        return -1;
     return n == 16 && !memcmp(h, "SQLite format 3", 16);
 }
 
@@ -378,7 +421,8 @@ static int rh_profile_load(struct rh_profile *p, int i, char *path)
 
 static const char rh_serve_usage[] =
     "usage: rheaper serve PROFILE... [--listen ADDR:PORT] [--any] [--threads N]\n"
-    "                     [--budget-ms MS] [--row-cap N] [--no-cache]\n";
+    "                     [--budget-ms MS] [--row-cap N] [--no-cache]\n"
+    "                     [--allow-host NAME]...\n";
 
 static int rh_int_arg(const char *opt, const char *v, long lo, long hi, long *out)
 {
@@ -399,14 +443,23 @@ int rh_cmd_serve(int argc, char **argv)
     int any = 0, nocache = 0;
     long threads = 8, budget = 10000, cap = 10000;
     const char **args = calloc((size_t)argc, sizeof *args);
-    int nargs = 0;
-    if (!args)
+    const char **allow = calloc((size_t)argc, sizeof *allow);
+    int nargs = 0, nallow = 0;
+    if (!args || !allow)
         return 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--listen") && v) {
             listen = argv[++i];
+        } else if (!strcmp(a, "--allow-host")) {
+            if (!v || !*v || strchr(v, ':') || strchr(v, '/') || strlen(v) > 253) {
+                fprintf(stderr, "rheaper: serve: --allow-host '%s': expected a host name\n",
+                        v ? v : "");
+                return free(args), 2;
+            }
+            allow[nallow++] = v;
+            i++;
         } else if (!strcmp(a, "--any")) {
             any = 1;
         } else if (!strcmp(a, "--no-cache")) {
@@ -494,11 +547,26 @@ int rh_cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    rh_guard_hosts(sa.sin_addr, allow, nallow);
+    sqlite3_hard_heap_limit64(RH_SERVE_SQLITE_HEAP);
+    if (rh_guard_start(RH_SERVE_CONNS, RH_SERVE_HEAD_S) != 0) {
+        fprintf(stderr, "rheaper: serve: cannot start (%s)\n", strerror(errno));
+        return 1;
+    }
+    /* The pool threads poll their connections, so a slow client holds no
+     * thread; the head timeout and the room-making of rh_serve_guard.c keep
+     * half requests from filling the table. The idle timeout below covers
+     * the rest of a request (a query runs up to its budget, a client reads its
+     * answer). With --any, one remote address may hold a quarter of the
+     * table; on loopback every client is 127.0.0.1, so no per-address limit. */
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
         rh_request, &srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_THREAD_POOL_SIZE,
         (unsigned)threads, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(10 + 2 * budget / 1000),
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)256, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, RH_SERVE_CONNS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)RH_SERVE_CONN_MEM, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        loopback ? 0u : RH_SERVE_CONNS / 4, MHD_OPTION_NOTIFY_CONNECTION, rh_guard_notify, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, rh_request_done, NULL, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr, "rheaper: serve: cannot listen on %s:%ld (%s)\n", host, port,
                 strerror(errno));
@@ -517,6 +585,8 @@ int rh_cmd_serve(int argc, char **argv)
      * is stopping"), then the pool threads finish their connections */
     rh_conns_interrupt();
     MHD_stop_daemon(d);
+    rh_guard_stop();
+    free(allow);
     rh_cache_clear();
     for (int i = 0; i < srv.np; i++) {
         free(srv.p[i].path);
