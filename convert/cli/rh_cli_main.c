@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@
 #include "rh_convert.h"
 #include "rh_live.h"
 #include "rh_push.h"
+#include "rh_safefile.h"
 
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"
@@ -172,11 +174,14 @@ static long rh_rip_pid(const char *path)
 {
     uint8_t b[RIP_HEADER_SIZE];
     struct rip_file_header h;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* the run's directory may be shared: a FIFO or a symlink planted at a
+     * rip's name must neither block nor redirect the look */
+    int fd = rh_safe_open(path, O_RDONLY, 0, RH_SAFE_REGULAR, 0, NULL, 0);
+    if (fd < 0)
         return -1;
-    size_t n = fread(b, 1, sizeof b, f);
-    fclose(f);
+    ssize_t got = pread(fd, b, sizeof b, 0);
+    close(fd);
+    size_t n = got > 0 ? (size_t)got : 0;
     if (rh_rip_header_check(b, n, &h, NULL))
         return -1;
     return (long)h.pid;
