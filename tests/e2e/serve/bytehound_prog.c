@@ -1,5 +1,5 @@
 /* bytehound_prog.c: the program the bytehound client test records
- * (bytehound_test.sh, bytehound_client.py). Its plan, which the client checks
+ * (bytehound_test.sh, bytehound_checks.jq). Its plan, which the client checks
  * through bytehound's REST calls:
  *   - foobar_2 -> foobar_1 -> foobar_0 -> malloc(123456), never freed: the
  *     largest block, and the program's only leak (glibc keeps the worker
