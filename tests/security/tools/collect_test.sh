@@ -7,8 +7,8 @@
 # CPU, disk (du and apparent size of the outputs) and lines of log, and a real
 # program's stream (serve_prog.c, RHEAPER_STREAM) still arrives complete.
 #
-# usage: sh collect_test.sh BIN SRC WORK
-BIN=$1 SRC=$2 W=$3 CASE=collect
+# usage: sh collect_test.sh BIN SRC WORK HOSTILE
+BIN=$1 SRC=$2 W=$3 HOSTILE=$4 CASE=collect
 . "$SRC/lib.sh"
 sec_setup
 sec_record "$W/tpl0.rip"
@@ -91,9 +91,7 @@ le "emfile: accept lines" "$(grep -c 'accept' "$W/emfile.err")" 2
 # not spin (a stream could not be stored here at all: its file needs one more)
 # (descriptors the test inherited are closed first: the limit is then exact,
 # 0-2, the listening socket and one connection)
-start_collect emfile2 /usr/bin/python3 -c \
-    'import os, sys; os.closerange(3, 1 << 16); os.execvp(sys.argv[1], sys.argv[1:])' \
-    prlimit --nofile=5:5 "$BIN/rheaper" collect
+start_collect emfile2 "$HOSTILE" closefds prlimit --nofile=5:5 "$BIN/rheaper" collect
 c0=$(cpu_ticks "$CPID")
 hostile idle "$CPORT" 100 6 >"$W/emfile2.h" &
 H=$!
@@ -144,26 +142,14 @@ echo secret >"$W/victim"
 AS ln -s "$W/victim" "$W/plant/rip-$pid"
 AS mkfifo "$W/plant/rip-$pid.1"
 start_collect plant "$BIN/rheaper" collect
-timeout 30 /usr/bin/python3 "$SRC/hostile.py" chunks "$CPORT" 3 4096 "$TPL" >/dev/null
+timeout 30 "$HOSTILE" chunks "$CPORT" 3 4096 "$TPL" >/dev/null
 sleep 1
 expect "plant: the symlink's target untouched" "$(cat "$W/victim")" secret
 expect "plant: written beside them" "$(ls "$W/plant" | grep -c "^rip-$pid.2$")" 1
 stop_collect plant
 
 # ---- a push that never ends: the collector's stop is bounded ----
-timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
-import socket, sys, time
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
-print(s.getsockname()[1], flush=True)
-conns = []
-t = time.time()
-while time.time() - t < 50:
-    s.settimeout(1)
-    try:
-        conns.append(s.accept()[0])  # accepted, never answered
-    except OSError:
-        pass
-' >"$W/stall.port" &
+timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups "$HOSTILE" stall 50 >"$W/stall.port" &
 STALL=$!
 sleep 1
 SP=$(head -1 "$W/stall.port")

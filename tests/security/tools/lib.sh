@@ -1,13 +1,15 @@
 # lib.sh: what the tools' security tests share (sourced, POSIX sh).
 #
-# Usage: BIN=build/bin SRC=tests/security/tools W=work-dir CASE=name; . lib.sh
+# Usage: BIN=build/bin SRC=tests/security/tools W=work-dir CASE=name
+#        HOSTILE=path-of-hostile (hostile.c, built by CMakeLists.txt); . lib.sh
 #   sec_setup           needs root (else exit 77, tests/lib/require.sh), the
-#                       tools setpriv, python3, curl; makes $W (root's) and
-#                       $T, a root-owned 1777 directory standing for /tmp;
-#                       $BODY, where the attacker's curl writes an answer
+#                       tools setpriv, curl (and $HOSTILE, when set);
+#                       makes $W (root's) and $T, a root-owned 1777
+#                       directory standing for /tmp; $BODY, where the
+#                       attacker's curl writes an answer
 #   AS ...              runs a command as the attacker: nobody:nogroup, no
 #                       supplementary groups (setpriv), under `timeout 60`
-#   hostile MODE ARGS   $SRC/hostile.py as the attacker
+#   hostile MODE ARGS   $HOSTILE (hostile.c) as the attacker
 #   sec_record OUT.rip  builds tests/e2e/serve/serve_prog.c with rheaper-cc
 #                       and records one run into OUT.rip (root's, 0600)
 #   hwm PID, rss PID    VmHWM, VmRSS of PID in KiB
@@ -23,9 +25,9 @@ sec_setup() {
         exit 77
     fi
     require_tool setpriv util-linux
-    require_file /usr/bin/python3 python3
     require_tool curl curl
     require_tool timeout coreutils
+    [ -z "${HOSTILE:-}" ] || [ -x "$HOSTILE" ] || fail "no hostile program at $HOSTILE"
     rm -rf "$W"
     mkdir -p "$W"
     chmod 0755 "$W"
@@ -40,7 +42,7 @@ AS() {
 }
 
 hostile() {
-    AS /usr/bin/python3 "$SRC/hostile.py" "$@"
+    AS "${HOSTILE:?HOSTILE is not set}" "$@"
 }
 
 sec_record() {

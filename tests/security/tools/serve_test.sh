@@ -6,8 +6,8 @@
 # connection table. Each step is bounded by
 # `timeout`; the figures are printed.
 #
-# usage: sh serve_test.sh BIN SRC WORK
-BIN=$1 SRC=$2 W=$3 CASE=serve
+# usage: sh serve_test.sh BIN SRC WORK HOSTILE
+BIN=$1 SRC=$2 W=$3 HOSTILE=$4 CASE=serve
 . "$SRC/lib.sh"
 sec_setup
 RH_DUMP="$W/serve.err"
@@ -55,7 +55,7 @@ hwm0=$(hwm "$SPID")
 n=0 slow=0 worst=0 n400=0 n503=0
 while IFS= read -r re; do
     [ -n "$re" ] || continue
-    e=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$re")
+    e=$("$HOSTILE" urlencode "$re")
     for p in allocations allocation_groups allocation_ascii_tree; do
         rm -f "$BODY"
         out=$(AS curl -s -g --max-time 15 -o "$BODY" -w '%{http_code} %{time_total}' \
