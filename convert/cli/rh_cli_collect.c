@@ -859,17 +859,21 @@ int rh_cmd_collect(int argc, char **argv)
             }
         }
         nfds_t n = 0;
-        /* full: accept only when a connection still in its handshake can
-         * make room; at the open-file limit: not until the pause is over */
-        if ((nconn < maxc || handshaking) && now >= paused_until) {
-            pfd[n] = (struct pollfd){lfd, POLLIN, 0};
-            map[n++] = UINT32_MAX;
-        }
         for (unsigned i = 0; i < maxc; i++)
             if (conns[i].fd >= 0) {
                 pfd[n] = (struct pollfd){conns[i].fd, POLLIN, 0};
                 map[n++] = i;
             }
+        /* full: accept only when a connection still in its handshake can
+         * make room; at the open-file limit: not until the pause is over.
+         * The listening socket comes last, so what arrived on the
+         * connections in this round is read first: a sender whose hello and
+         * header are already here has left its handshake before a new
+         * connection looks for one to replace. */
+        if ((nconn < maxc || handshaking) && now >= paused_until) {
+            pfd[n] = (struct pollfd){lfd, POLLIN, 0};
+            map[n++] = UINT32_MAX;
+        }
         /* wake for the next deadline: a pause, a handshake, a stalled chunk */
         struct timespec tick = {0, 250000000L};
         int r = ppoll(pfd, n, nconn || paused_until > now ? &tick : NULL, &waitmask);
