@@ -193,6 +193,9 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
         stk->provisional = 1;
     }
     m->st->rows++;
+    if (RIP_IS_POOL_ADDR(b->addr) && m->r->regions &&
+        rh_regions_note(m->r, b->id, b->addr, t >= 0))
+        return -1;
     if (m->sink->agg && rh_agg_row(m->sink->agg, &row))
         return -1;
     return m->sink->row ? m->sink->row(m->sink->ctx, &row) : 0;
@@ -261,10 +264,13 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
     int64_t t = rh_merge_time(m, ev);
     if (t > m->st->last_ns)
         m->st->last_ns = t;
+    uint64_t addr = ev->addr;
+    if (__builtin_expect(ev->op <= RH_EV_RALLOC && RIP_IS_POOL_ADDR(addr), 0))
+        addr = rh_regions_resolve(m->r, ev->op, addr, ev->thread); /* pfree, repalloc */
     switch (ev->op) {
     case RH_EV_FREE:
     case RH_EV_RFREE: {
-        struct rh_live *b = rh_live_find(&m->live, ev->addr);
+        struct rh_live *b = rh_live_find(&m->live, addr);
         if (!b) {
             m->st->unknown_frees++;
             return 0;
@@ -277,29 +283,35 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         if (si == UINT32_MAX)
             return -1;
         m->r->stacks[si].used = 1;
-        struct rh_live *old = rh_live_find(&m->live, ev->addr);
+        struct rh_live *old = rh_live_find(&m->live, addr);
         if (old) {
             m->st->overlapping_allocs++;
             int rc = rh_merge_close(m, old, -1, 0);
             if (rc)
                 return rc;
         }
-        struct rh_live b = {ev->addr, ++m->nalloc, t, ev->size, si, ev->thread ? ev->thread : 1};
+        struct rh_live b = {addr, ++m->nalloc, t, ev->size, si, ev->thread ? ev->thread : 1};
         if (m->sink->alloc &&
             m->sink->alloc(m->sink->ctx, si, m->r->stacks[si].id, b.id, ev->size))
             return -1;
         rh_temporary_alloc(&m->temp, si, ev->size);
-        if (m->sink->agg && rh_agg_event(m->sink->agg, si, t, ev->size, ev->addr, 1))
+        if (m->sink->agg && rh_agg_event(m->sink->agg, si, t, ev->size, addr, 1))
             return -1;
-        if (RIP_IS_POOL_ADDR(ev->addr))
+        if (RIP_IS_POOL_ADDR(addr)) {
             m->pool_live++;
-        double w = rh_sample_weight(m->r, ev->size, ev->addr);
+            if (m->r->regions && rh_regions_opened(m->r, addr))
+                return -1;
+        }
+        double w = rh_sample_weight(m->r, ev->size, addr);
         m->heap_bytes += w * (double)ev->size;
         m->heap_blocks += w;
         return rh_live_add(&m->live, &b);
     }
     case RH_EV_POOLRESET:
         return rh_merge_pool_reset(m, (uint32_t)ev->addr, t, ev->thread);
+    case RH_EV_REGION:
+        return rh_regions_define(m->r, (uint32_t)ev->addr, (uint32_t)(ev->size & 0xffff),
+                                 (uint32_t)ev->stack, (int)((ev->size >> 16) & 1), t);
     case RH_EV_EXT: { /* an mmap/munmap/mremap/mallopt call */
         if (ev->ext_sub == RIP_EXT_MEMSAMPLE) { /* the heap at this moment, beside it */
             struct rh_event e = *ev;

@@ -282,7 +282,7 @@ static int rh_fl_apply(struct rh_follow *f, const struct rh_event *ev, int age, 
         return rh_fl_alloc(f, ev);
     if (ev->op == RH_EV_EXT && ev->ext_sub == RIP_EXT_MEMSAMPLE)
         return rh_fl_mem(f, ev, t);
-    if (ev->op > RH_EV_POOLRESET && ev->stack)
+    if (ev->op > RH_EV_POOLRESET && ev->op != RH_EV_REGION && ev->stack)
         return rh_fl_cpu(f, ev);
     return 0;
 }
