@@ -67,6 +67,9 @@ struct rh_af_fn {
     int nargs;
     int size_arg, count_arg, ptr_arg; /* -1 when absent */
     int region_arg, region_out_arg, parent_arg, name_arg; /* region roles; -1 when absent */
+    int str_arg, len_arg;             /* a copied string: size strnlen(str, len) + 1 */
+    int ok_set;                       /* ok=VALUE on region-free: freed only when it returns VALUE */
+    long ok_value;
     char region_global[128];          /* region=GLOBAL: the region is that variable */
     int delete_children;              /* children=delete on region-reset */
     char where[300];                  /* FILE:LINE, for messages */
@@ -160,6 +163,7 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
     f->role = rh_af_roles[r].role;
     f->size_arg = f->count_arg = f->ptr_arg = -1;
     f->region_arg = f->region_out_arg = f->parent_arg = f->name_arg = -1;
+    f->str_arg = f->len_arg = -1;
     snprintf(f->where, sizeof f->where, "%s", where);
     p++; /* '(' */
     for (;;) {
@@ -196,6 +200,10 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
             f->parent_arg = f->nargs;
         else if (alen == 4 && strncmp(a, "name", 4) == 0)
             f->name_arg = f->nargs;
+        else if (alen == 3 && strncmp(a, "str", 3) == 0)
+            f->str_arg = f->nargs;
+        else if (alen == 3 && strncmp(a, "len", 3) == 0)
+            f->len_arg = f->nargs;
         f->nargs++;
         if (*p == ')')
             break;
@@ -217,6 +225,14 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
             olen - 7 < sizeof f->region_global) {
             memcpy(f->region_global, o + 7, olen - 7);
             f->region_global[olen - 7] = 0;
+        } else if (f->role == RH_AF_R_FREE && olen > 3 && strncmp(o, "ok=", 3) == 0) {
+            char *end = NULL;
+            f->ok_value = strtol(o + 3, &end, 0);
+            if (end != p) {
+                fprintf(stderr, "%s: %s: ok= takes a number\n", tool, where);
+                return -1;
+            }
+            f->ok_set = 1;
         } else if (f->role == RH_AF_R_RESET && olen == 15 && strncmp(o, "children=delete", 15) == 0) {
             f->delete_children = 1;
         } else if (f->role == RH_AF_R_RESET && olen == 13 && strncmp(o, "children=keep", 13) == 0) {
@@ -224,7 +240,8 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
         } else {
             fprintf(stderr,
                     "%s: %s: unexpected text after ')': '%.*s' (region roles take region=GLOBAL; "
-                    "region-reset takes children=delete or children=keep)\n",
+                    "region-reset takes children=delete or children=keep; region-free takes "
+                    "ok=VALUE)\n",
                     tool, where, (int)olen, o);
             return -1;
         }
@@ -258,8 +275,9 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
                                                 : NULL;
         break;
     case RH_AF_R_ALLOC:
-        need = f->size_arg < 0 || !has_region ? "a 'size' and a 'region' argument (or region=GLOBAL)"
-                                              : NULL;
+        need = (f->size_arg < 0 && f->str_arg < 0) || !has_region
+                   ? "a 'size' (or 'str') and a 'region' argument (or region=GLOBAL)"
+                   : NULL;
         break;
     case RH_AF_R_REALLOC:
         need = f->size_arg < 0 || f->ptr_arg < 0 ? "'ptr' and 'size' arguments" : NULL;
@@ -418,8 +436,13 @@ static void rh_af_write_region(FILE *out, const struct rh_af_fn *f, size_t i, co
         snprintf(region, sizeof region, "(void *)%s", f->region_global);
     else
         snprintf(region, sizeof region, "(void *)0");
-    char size[64] = "0";
-    if (f->count_arg >= 0)
+    char size[96] = "0";
+    if (f->str_arg >= 0 && f->len_arg >= 0)
+        snprintf(size, sizeof size, "(strnlen((const char *)a%d, a%d) + 1)", f->str_arg,
+                 f->len_arg);
+    else if (f->str_arg >= 0)
+        snprintf(size, sizeof size, "(strlen((const char *)a%d) + 1)", f->str_arg);
+    else if (f->count_arg >= 0)
         snprintf(size, sizeof size, "rh_mul(a%d, a%d)", f->count_arg, f->size_arg);
     else if (f->size_arg >= 0)
         snprintf(size, sizeof size, "a%d", f->size_arg);
@@ -468,6 +491,12 @@ static void rh_af_write_region(FILE *out, const struct rh_af_fn *f, size_t i, co
                      "__builtin_frame_address(0));\n", i, f->ptr_arg, size);
         break;
     case RH_AF_R_FREE:
+        if (f->ok_set) { /* freed only when the call says so (nginx's ngx_pfree) */
+            fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+            fprintf(out, "    if ((long)r == %ldL)\n        rh_region_free((void *)a%d);\n",
+                    f->ok_value, f->ptr_arg);
+            break;
+        }
         fprintf(out, "    rh_region_free((void *)a%d);\n", f->ptr_arg);
         fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
         break;
@@ -511,6 +540,8 @@ static int rh_af_write_source(FILE *out)
             "RH_H void rh_region_reset(void *, int);\n"
             "RH_H void rh_region_delete(void *);\n"
             "typedef unsigned long W;\n"
+            "unsigned long strlen(const char *);\n"
+            "unsigned long strnlen(const char *, unsigned long);\n"
             "static W rh_mul(W a, W b) { W r; return __builtin_mul_overflow(a, b, &r) ? ~0ul : r; }\n\n");
     for (size_t i = 0; i < rh_af_n; i++) {
         const struct rh_af_fn *f = &rh_af[i];
