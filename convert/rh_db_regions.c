@@ -5,7 +5,9 @@
  * region chunk, region), and two views: `region_stats` (per region: chunks,
  * bytes, chunks and bytes never freed) and `region_timeline` (each region's
  * live bytes after each of its chunks' allocations and frees: "which region
- * grows" is one query). The tables exist, empty, in every database.
+ * grows" is one query). The tables exist, empty, in every database. The
+ * allocator's own blocks (malloc calls inside a region function) get the kind
+ * `region-blocks`.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -75,6 +77,21 @@ int rh_regions_write(sqlite3 *db, struct rh_rip *r, char *err, size_t errlen)
         sqlite3_reset(st);
     }
     sqlite3_finalize(st);
+    /* The region allocators' own memory: a block from the malloc family whose
+     * stack passes through a region function (the kind of a region chunk) is
+     * the allocator's, not the program's; its kind says so, so that a listing
+     * of chunks does not count the bytes twice. */
+    if (sqlite3_exec(db,
+                     "CREATE TEMP TABLE rh_region_fns AS SELECT DISTINCT st.kind AS fn FROM"
+                     " region_blocks rb JOIN alloc_rows r ON r.id = rb.id"
+                     " JOIN stacks st ON st.id = r.bt;"
+                     "UPDATE stacks SET kind = 'region-blocks' WHERE kind IN ('malloc', 'calloc',"
+                     " 'realloc', 'posix_memalign', 'aligned_alloc', 'memalign', 'valloc',"
+                     " 'pvalloc', 'reallocarray', 'new', 'new[]') AND id IN (SELECT b.id FROM"
+                     " backtraces b WHERE b.sym IN (SELECT fn FROM temp.rh_region_fns));"
+                     "DROP TABLE temp.rh_region_fns;",
+                     NULL, NULL, &msg) != SQLITE_OK)
+        goto fail;
     return 0;
 fail:
     snprintf(err, errlen, "cannot write the regions (%s)", msg ? msg : sqlite3_errmsg(db));

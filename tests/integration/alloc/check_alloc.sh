@@ -62,6 +62,12 @@ rip=$(ls rip-* | head -n 1)
 . "$src/../../e2e/programs/expect.sh"
 expect_each "$RH_EXPECT_FILE" . "$rip.db" expect_sql
 pass=$((pass + ex_pass)) fail=$((fail + ex_fail))
+# NAME.cli.sh, when present: checks of the rheaper commands on the database
+# ($bin, $rip.db), adding to pass and fail.
+if [ -f "$src/$name.cli.sh" ]; then
+    db="$rip.db"
+    . "$src/$name.cli.sh"
+fi
 [ $((pass + fail)) -gt 0 ] || { echo "FAIL: the program stated no expectations"; fail=1; }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -71,7 +71,7 @@ int main(void)
     EXPECT(2, "SELECT count(*) FROM regions WHERE name = 'ngx_create_pool'");
     EXPECT(0, "SELECT value FROM meta WHERE key = 'unknown_frees'");
     /* the pools' own memory: the large chunks from malloc and the blocks */
-    EXPECT(3, "SELECT count(*) FROM allocations WHERE kind = 'malloc' AND size = 4000");
+    EXPECT(3, "SELECT count(*) FROM allocations WHERE kind = 'region-blocks' AND size = 4000");
     EXPECT(1, "SELECT count(*) FROM leaks WHERE kind = 'posix_memalign'");
     return 0;
 }

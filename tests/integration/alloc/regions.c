@@ -117,12 +117,12 @@ int main(void)
               "WHERE c.name = 'ExecutorState' AND p.name = 'MessageContext'");
     EXPECT(280, "SELECT live_bytes FROM region_timeline t JOIN regions g ON g.id = t.region "
                 "WHERE g.name = 'CacheMemoryContext' ORDER BY t.t DESC LIMIT 1");
-    /* the allocator's own blocks: rows of kind malloc, all freed but the ones
+    /* the allocator's own blocks: rows of kind region-blocks, all freed but the ones
      * of the contexts that live on (Top, Cache: their headers, Cache's block) */
     EXPECT(0, "SELECT value FROM meta WHERE key = 'unknown_frees'");
-    EXPECT(2, "SELECT count(*) FROM allocations WHERE kind = 'malloc' AND size = 8192 AND "
+    EXPECT(2, "SELECT count(*) FROM allocations WHERE kind = 'region-blocks' AND size = 8192 AND "
               BETWEEN(1005, 1006));
-    EXPECT(1, "SELECT count(*) FROM leaks WHERE kind = 'malloc' AND size = 8192");
+    EXPECT(1, "SELECT count(*) FROM leaks WHERE kind = 'region-blocks' AND size = 8192");
     EXPECT(2, "SELECT count(*) FROM leaks WHERE kind = 'calloc'");
     return 0;
 }
