@@ -95,6 +95,7 @@ enum rip_chunk_type {
  * the runtime cannot follow. */
 #define RIP_END_CHROOT 2u      /* the program called chroot */
 #define RIP_END_CREDENTIALS 3u /* a privilege change the file could not follow */
+#define RIP_END_EXEC 4u        /* the program called execve: the pid goes on as a new image */
 /* Trailer (v3): u64 CPU samples written at payload offset 80, u64
  * samples dropped (the thread was inside the runtime, or had no room) at 88. */
 #define RIP_TRAILER_CPU_OFF 80u
