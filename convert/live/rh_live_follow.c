@@ -944,6 +944,11 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
     m->pid = f->pid;
     m->following = 1;
     m->ended = rh_follow_ended(f);
+    /* the title as ps shows it while running; at the end, the trailer's */
+    if (!m->ended)
+        rh_lv_proc_title(f->pid, m->title, sizeof m->title);
+    if (!m->title[0] && f->trailer && r->tr_has_title)
+        snprintf(m->title, sizeof m->title, "%s", r->title);
     if (!m->ended && f->trailer)
         snprintf(m->state, sizeof m->state, "running, this profile closed");
     else if (!m->ended)
