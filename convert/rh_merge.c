@@ -484,6 +484,8 @@ int rh_merge_feed(struct rh_merge *m, const struct rh_event *ev)
 
 int rh_merge_is_live(struct rh_merge *m, uint64_t addr)
 {
+    if (RIP_IS_POOL_ADDR(addr) && RIP_POOL_OF(addr) == 0) /* pfree: the chunk at addr */
+        addr = rh_regions_resolve(m->r, RH_EV_FREE, addr, 0);
     return rh_live_find(&m->live, addr) != NULL;
 }
 
