@@ -437,6 +437,7 @@ struct rh_row {
     uint32_t kind;                         /* RH_KIND_UNKNOWN when not known yet */
     uint32_t stack_index;                  /* index into rip->stacks */
     uint8_t temporary;                     /* rh_temporary_free() said so at its free */
+    uint64_t raw_addr; /* the address as recorded: a pool or region block's tag kept */
 };
 #define RH_KIND_UNKNOWN UINT32_MAX
 

@@ -181,6 +181,7 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
     row.size = b->size;
     /* a pool block's address without its tag (runtime/rip_format.h) */
     row.addr = RIP_IS_POOL_ADDR(b->addr) ? b->addr & RIP_POOL_ADDR_MASK : b->addr;
+    row.raw_addr = b->addr;
     row.alloc_thread = b->thread;
     row.dealloc_thread = thread;
     row.id = b->id;
@@ -193,8 +194,7 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
         stk->provisional = 1;
     }
     m->st->rows++;
-    if (RIP_IS_POOL_ADDR(b->addr) && m->r->regions &&
-        rh_regions_note(m->r, b->id, b->addr, t >= 0))
+    if (RIP_IS_POOL_ADDR(b->addr) && rh_regions_note(m->r, b->id, b->addr, t >= 0))
         return -1;
     if (m->sink->agg && rh_agg_row(m->sink->agg, &row))
         return -1;
@@ -299,7 +299,7 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
             return -1;
         if (RIP_IS_POOL_ADDR(addr)) {
             m->pool_live++;
-            if (m->r->regions && rh_regions_opened(m->r, addr))
+            if (rh_regions_opened(m->r, addr))
                 return -1;
         }
         double w = rh_sample_weight(m->r, ev->size, addr);
@@ -369,8 +369,11 @@ static int rh_merge_seed(struct rh_merge *m)
             return -1;
         if (m->sink->agg && rh_agg_event(m->sink->agg, si, 0, ib->size, ib->addr, 1))
             return -1;
-        if (RIP_IS_POOL_ADDR(ib->addr))
+        if (RIP_IS_POOL_ADDR(ib->addr)) {
             m->pool_live++;
+            if (rh_regions_opened(m->r, ib->addr)) /* a region chunk the child may pfree */
+                return -1;
+        }
         if (rh_live_add(&m->live, &b))
             return -1;
     }

@@ -79,12 +79,16 @@ uint64_t rh_regions_resolve(struct rh_rip *r, int op, uint64_t addr, uint32_t th
 
 int rh_regions_opened(struct rh_rip *r, uint64_t addr)
 {
-    struct rh_regions *g = r->regions;
-    if (!g || !RIP_IS_POOL_ADDR(addr))
+    if (!RIP_IS_POOL_ADDR(addr))
         return 0;
     uint32_t pool = RIP_POOL_OF(addr);
-    if (!pool || !g->cur[pool])
+    if (!pool)
         return 0;
+    /* every tagged block, also one inherited before its region is announced
+     * (a fork child learns its regions at its first region call) */
+    struct rh_regions *g = rh_regions_of(r);
+    if (!g)
+        return -1;
     if (rh_map_put(&g->chunks, addr & RIP_POOL_ADDR_MASK, pool)) {
         r->oom = 1;
         return -1;
@@ -98,14 +102,14 @@ int rh_regions_note(struct rh_rip *r, uint64_t row, uint64_t addr, int closed)
     if (!g || !RIP_IS_POOL_ADDR(addr))
         return 0;
     uint32_t pool = RIP_POOL_OF(addr);
-    uint32_t region = pool ? g->cur[pool] : 0;
-    if (!region)
-        return 0;
-    if (closed && rh_map_get(&g->chunks, addr & RIP_POOL_ADDR_MASK) == pool &&
+    if (closed && pool && rh_map_get(&g->chunks, addr & RIP_POOL_ADDR_MASK) == pool &&
         rh_map_put(&g->chunks, addr & RIP_POOL_ADDR_MASK, 0)) {
         r->oom = 1;
         return -1;
     }
+    uint32_t region = pool ? g->cur[pool] : 0;
+    if (!region)
+        return 0;
     if (rh_grow(&g->blocks, &g->capblocks, g->nblocks + 1, sizeof *g->blocks)) {
         r->oom = 1;
         return -1;

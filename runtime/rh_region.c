@@ -76,14 +76,60 @@ static void rh_region_drop_id(uint32_t id)
 }
 static __thread int rh_tls_region_depth __attribute__((tls_model("initial-exec")));
 
+/* Set in a fork child: its profile must learn the regions it inherited. */
+static int rh_region_reannounce;
+
 void rh_region_fork(int phase)
 {
-    if (phase == 0)
+    if (phase == 0) {
         rh_spin_lock(&rh_region_lock);
-    else if (phase == 1)
+    } else if (phase == 1) {
         rh_spin_unlock(&rh_region_lock);
-    else
+    } else {
         rh_region_lock = 0;
+        rh_region_reannounce = 1;
+    }
+}
+
+/* A fork child's first region call: announces every region it inherited,
+ * first all as roots (so that each parent is known), then with their
+ * parents. Records are written outside the lock, in batches. */
+static RH_COLD void rh_region_announce_all(void)
+{
+    if (!__atomic_exchange_n(&rh_region_reannounce, 0, __ATOMIC_ACQ_REL))
+        return;
+    for (int pass = 0; pass < 2; pass++) {
+        uint32_t at = 0;
+        while (at < RH_REGION_CAP) {
+            uint32_t ids[RH_REGION_BATCH], par[RH_REGION_BATCH], kinds[RH_REGION_BATCH], n = 0;
+            rh_spin_lock(&rh_region_lock);
+            for (; at < RH_REGION_CAP && n < RH_REGION_BATCH; at++) {
+                const struct rh_region *e = &rh_regions[at];
+                if (e->key == RH_EMPTY || e->key == RH_TOMB)
+                    continue;
+                ids[n] = e->id;
+                par[n] = e->parent >= 0 ? rh_regions[e->parent].id : 0;
+                kinds[n++] = e->kind;
+            }
+            rh_spin_unlock(&rh_region_lock);
+            uint64_t t = rh_now();
+            for (uint32_t k = 0; k < n; k++)
+                if (pass == 0)
+                    rh_record_region(ids[k], 0, kinds[k], 1, t);
+                else if (par[k])
+                    rh_record_region(ids[k], par[k], kinds[k], 0, t);
+        }
+    }
+}
+
+/* rh_hook_begin for the region calls, announcing inherited regions first. */
+static inline int rh_region_begin(void)
+{
+    if (!rh_hook_begin())
+        return 0;
+    if (rh_unlikely(__atomic_load_n(&rh_region_reannounce, __ATOMIC_RELAXED)))
+        rh_region_announce_all();
+    return 1;
 }
 
 static inline uint32_t rh_region_hash(uintptr_t k)
@@ -188,7 +234,7 @@ RH_HIDDEN void rh_region_leave(void)
 RH_HIDDEN void rh_region_create(struct rh_fam_kind *k, void *region, void *parent,
                                 const char *name)
 {
-    if (!region || !rh_hook_begin())
+    if (!region || !rh_region_begin())
         return;
     uint32_t kind = rh_kind_intern_copy(name ? name : k->name);
     uint64_t t = rh_now();
@@ -225,7 +271,7 @@ RH_HIDDEN void rh_region_create(struct rh_fam_kind *k, void *region, void *paren
 /* Region `region` is now called `name`. */
 RH_HIDDEN void rh_region_name(void *region, const char *name)
 {
-    if (!region || !name || !rh_hook_begin())
+    if (!region || !name || !rh_region_begin())
         return;
     uint32_t kind = rh_kind_intern_copy(name);
     uint64_t t = rh_now();
@@ -247,7 +293,7 @@ RH_HIDDEN void rh_region_name(void *region, const char *name)
 /* Region `region` moves under `parent` (NULL: becomes a root). */
 RH_HIDDEN void rh_region_set_parent(void *region, void *parent)
 {
-    if (!region || !rh_hook_begin())
+    if (!region || !rh_region_begin())
         return;
     uint64_t t = rh_now();
     int ann = 0, pann = 0;
@@ -278,7 +324,7 @@ RH_HIDDEN void rh_region_set_parent(void *region, void *parent)
 RH_HIDDEN void rh_region_alloc(struct rh_fam_kind *k, void *region, void *p, size_t size,
                                void *fp)
 {
-    if (!rh_hook_begin())
+    if (!rh_region_begin())
         return;
     uint32_t kind = __atomic_load_n(&k->kind, __ATOMIC_ACQUIRE);
     if (rh_unlikely(!kind)) {
@@ -316,7 +362,7 @@ RH_HIDDEN void rh_region_alloc(struct rh_fam_kind *k, void *region, void *p, siz
 /* Chunk p (NULL: nothing) goes back to its region. Before the real call. */
 RH_HIDDEN void rh_region_free(void *p)
 {
-    if (!p || !rh_hook_begin())
+    if (!p || !rh_region_begin())
         return;
     rh_record_free((void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)p & RIP_POOL_ADDR_MASK)),
                    rh_now());
@@ -328,7 +374,7 @@ RH_HIDDEN void rh_region_free(void *p)
 RH_HIDDEN void rh_region_realloc(struct rh_fam_kind *k, void *old, void *p, size_t size,
                                  uint64_t t0, void *fp)
 {
-    if (!rh_hook_begin())
+    if (!rh_region_begin())
         return;
     uint32_t kind = __atomic_load_n(&k->kind, __ATOMIC_ACQUIRE);
     if (rh_unlikely(!kind)) {
@@ -381,7 +427,7 @@ static uint32_t rh_region_take(int32_t top, int with_top, uint32_t *ids, int *do
  * children first (delete_self: the region goes too). Before the real call. */
 static void rh_region_end(void *region, int children_too, int delete_self)
 {
-    if (!region || !rh_hook_begin())
+    if (!region || !rh_region_begin())
         return;
     uint32_t ids[RH_REGION_BATCH];
     int done = 0;
