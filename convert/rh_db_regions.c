@@ -98,4 +98,3 @@ fail:
     sqlite3_free(msg);
     return -1;
 }
-

@@ -38,9 +38,9 @@
 #define RH_TOMB 1u
 
 struct rh_region {
-    uintptr_t key; /* the program's region pointer; RH_EMPTY, RH_TOMB */
-    uint32_t id;   /* pool id */
-    uint32_t kind; /* name, 0: none */
+    uintptr_t key;               /* the program's region pointer; RH_EMPTY, RH_TOMB */
+    uint32_t id;                 /* pool id */
+    uint32_t kind;               /* name, 0: none */
     int32_t parent, child, next; /* indices, -1: none */
 };
 
@@ -72,7 +72,7 @@ static uint32_t rh_region_new_id(void)
 
 static void rh_region_drop_id(uint32_t id)
 {
-    rh_region_ids[id >> 3] &= (uint8_t)~(1u << (id & 7));
+    rh_region_ids[id >> 3] &= (uint8_t) ~(1u << (id & 7));
 }
 static __thread int rh_tls_region_depth __attribute__((tls_model("initial-exec")));
 
@@ -231,8 +231,7 @@ RH_HIDDEN void rh_region_leave(void)
 /* Region `region` was created with parent `parent` (NULL: a root) and the
  * name `name` (NULL: the creating function's name). A region already known
  * at that address (its delete was not seen) starts again. */
-RH_HIDDEN void rh_region_create(struct rh_fam_kind *k, void *region, void *parent,
-                                const char *name)
+RH_HIDDEN void rh_region_create(struct rh_fam_kind *k, void *region, void *parent, const char *name)
 {
     if (!region || !rh_region_begin())
         return;
@@ -321,8 +320,7 @@ RH_HIDDEN void rh_region_set_parent(void *region, void *parent)
 
 /* A chunk p of `size` bytes from region `region` (NULL p: a failure), by the
  * function of k; fp is the shim's frame. */
-RH_HIDDEN void rh_region_alloc(struct rh_fam_kind *k, void *region, void *p, size_t size,
-                               void *fp)
+RH_HIDDEN void rh_region_alloc(struct rh_fam_kind *k, void *region, void *p, size_t size, void *fp)
 {
     if (!rh_region_begin())
         return;
@@ -382,13 +380,14 @@ RH_HIDDEN void rh_region_realloc(struct rh_fam_kind *k, void *old, void *p, size
         __atomic_store_n(&k->kind, kind, __ATOMIC_RELEASE);
     }
     if (!old && p && kind)
-        rh_record_alloc(kind, (void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)p & RIP_POOL_ADDR_MASK)),
-                        size, rh_now(), fp);
+        rh_record_alloc(
+            kind, (void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)p & RIP_POOL_ADDR_MASK)),
+            size, rh_now(), fp);
     else if (old && p && kind)
-        rh_record_realloc(kind,
-                          (void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)old & RIP_POOL_ADDR_MASK)),
-                          (void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)p & RIP_POOL_ADDR_MASK)),
-                          size, t0, rh_now(), fp);
+        rh_record_realloc(
+            kind, (void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)old & RIP_POOL_ADDR_MASK)),
+            (void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)p & RIP_POOL_ADDR_MASK)), size, t0,
+            rh_now(), fp);
     else if (!p && kind)
         rh_record_fail(kind, size, fp);
     rh_hook_end();
