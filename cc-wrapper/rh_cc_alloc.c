@@ -67,8 +67,8 @@ struct rh_af_fn {
     int nargs;
     int size_arg, count_arg, ptr_arg; /* -1 when absent */
     int region_arg, region_out_arg, parent_arg, name_arg; /* region roles; -1 when absent */
-    int str_arg, len_arg;             /* a copied string: size strnlen(str, len) + 1 */
-    int ok_set;                       /* ok=VALUE on region-free: freed only when it returns VALUE */
+    int str_arg, len_arg; /* a copied string: size strnlen(str, len) + 1 */
+    int ok_set;           /* ok=VALUE on region-free: freed only when it returns VALUE */
     long ok_value;
     char region_global[128];          /* region=GLOBAL: the region is that variable */
     int delete_children;              /* children=delete on region-reset */
@@ -86,9 +86,12 @@ static const struct {
     const char *name;
     enum rh_af_role role;
 } rh_af_roles[] = {
-    {"allocate", RH_AF_ALLOC},     {"aligned-allocate", RH_AF_ALLOC},
-    {"zero-allocate", RH_AF_ZALLOC}, {"reallocate", RH_AF_REALLOC},
-    {"free", RH_AF_FREE},          {"sized-free", RH_AF_FREE},
+    {"allocate", RH_AF_ALLOC},
+    {"aligned-allocate", RH_AF_ALLOC},
+    {"zero-allocate", RH_AF_ZALLOC},
+    {"reallocate", RH_AF_REALLOC},
+    {"free", RH_AF_FREE},
+    {"sized-free", RH_AF_FREE},
     {"usable-size", RH_AF_USABLE},
     {"region-create", RH_AF_R_CREATE},
     {"region-name", RH_AF_R_NAME},
@@ -221,8 +224,8 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
             p++;
         size_t olen = (size_t)(p - o);
         int region_role = f->role >= RH_AF_R_CREATE;
-        if (region_role && olen > 7 && strncmp(o, "region=", 7) == 0 && rh_is_ident(o + 7, olen - 7) &&
-            olen - 7 < sizeof f->region_global) {
+        if (region_role && olen > 7 && strncmp(o, "region=", 7) == 0 &&
+            rh_is_ident(o + 7, olen - 7) && olen - 7 < sizeof f->region_global) {
             memcpy(f->region_global, o + 7, olen - 7);
             f->region_global[olen - 7] = 0;
         } else if (f->role == RH_AF_R_FREE && olen > 3 && strncmp(o, "ok=", 3) == 0) {
@@ -233,7 +236,8 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
                 return -1;
             }
             f->ok_set = 1;
-        } else if (f->role == RH_AF_R_RESET && olen == 15 && strncmp(o, "children=delete", 15) == 0) {
+        } else if (f->role == RH_AF_R_RESET && olen == 15 &&
+                   strncmp(o, "children=delete", 15) == 0) {
             f->delete_children = 1;
         } else if (f->role == RH_AF_R_RESET && olen == 13 && strncmp(o, "children=keep", 13) == 0) {
             f->delete_children = 0;
@@ -265,14 +269,13 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
         break;
     case RH_AF_R_CREATE:
         need = f->region_arg >= 0 && f->region_out_arg >= 0 ? "one of 'region' and 'region_out'"
-                                                             : NULL;
+                                                            : NULL;
         break;
     case RH_AF_R_NAME:
         need = !has_region || f->name_arg < 0 ? "'region' (or region=GLOBAL) and 'name'" : NULL;
         break;
     case RH_AF_R_PARENT:
-        need = !has_region || f->parent_arg < 0 ? "'region' (or region=GLOBAL) and 'parent'"
-                                                : NULL;
+        need = !has_region || f->parent_arg < 0 ? "'region' (or region=GLOBAL) and 'parent'" : NULL;
         break;
     case RH_AF_R_ALLOC:
         need = (f->size_arg < 0 && f->str_arg < 0) || !has_region
@@ -481,14 +484,17 @@ static void rh_af_write_region(FILE *out, const struct rh_af_fn *f, size_t i, co
     case RH_AF_R_ALLOC:
         fprintf(out, "    void *reg = %s;\n", region);
         fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
-        fprintf(out, "    rh_region_alloc(&rh_k%zu, reg, (void *)r, %s, __builtin_frame_address(0));\n",
+        fprintf(out,
+                "    rh_region_alloc(&rh_k%zu, reg, (void *)r, %s, __builtin_frame_address(0));\n",
                 i, size);
         break;
     case RH_AF_R_REALLOC:
         fprintf(out, "    W t0 = rh_fam_now();\n");
         fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
-        fprintf(out, "    rh_region_realloc(&rh_k%zu, (void *)a%d, (void *)r, %s, t0, "
-                     "__builtin_frame_address(0));\n", i, f->ptr_arg, size);
+        fprintf(out,
+                "    rh_region_realloc(&rh_k%zu, (void *)a%d, (void *)r, %s, t0, "
+                "__builtin_frame_address(0));\n",
+                i, f->ptr_arg, size);
         break;
     case RH_AF_R_FREE:
         if (f->ok_set) { /* freed only when the call says so (nginx's ngx_pfree) */
@@ -517,32 +523,34 @@ static void rh_af_write_region(FILE *out, const struct rh_af_fn *f, size_t i, co
 /* Writes the C source of the shims of every entry with wrap set. */
 static int rh_af_write_source(FILE *out)
 {
-    fprintf(out,
-            "/* generated by rheaper-cc from the user's allocator file */\n"
-            "struct rh_fam_kind { const char *name; unsigned kind; };\n"
-            "#define RH_H __attribute__((visibility(\"hidden\")))\n"
-            "RH_H int rh_fam_begin(void);\n"
-            "RH_H unsigned long rh_fam_now(void);\n"
-            "RH_H void rh_fam_alloc(struct rh_fam_kind *, void *, unsigned long, void *);\n"
-            "RH_H void rh_fam_realloc(struct rh_fam_kind *, void *, void *, unsigned long,"
-            " unsigned long, void *);\n"
-            "RH_H void rh_fam_free(void *);\n"
-            "RH_H void rh_fam_end(void);\n"
-            "RH_H int rh_region_enter(void);\n"
-            "RH_H void rh_region_leave(void);\n"
-            "RH_H void rh_region_create(struct rh_fam_kind *, void *, void *, const char *);\n"
-            "RH_H void rh_region_name(void *, const char *);\n"
-            "RH_H void rh_region_set_parent(void *, void *);\n"
-            "RH_H void rh_region_alloc(struct rh_fam_kind *, void *, void *, unsigned long, void *);\n"
-            "RH_H void rh_region_realloc(struct rh_fam_kind *, void *, void *, unsigned long,"
-            " unsigned long, void *);\n"
-            "RH_H void rh_region_free(void *);\n"
-            "RH_H void rh_region_reset(void *, int);\n"
-            "RH_H void rh_region_delete(void *);\n"
-            "typedef unsigned long W;\n"
-            "unsigned long strlen(const char *);\n"
-            "unsigned long strnlen(const char *, unsigned long);\n"
-            "static W rh_mul(W a, W b) { W r; return __builtin_mul_overflow(a, b, &r) ? ~0ul : r; }\n\n");
+    fprintf(
+        out,
+        "/* generated by rheaper-cc from the user's allocator file */\n"
+        "struct rh_fam_kind { const char *name; unsigned kind; };\n"
+        "#define RH_H __attribute__((visibility(\"hidden\")))\n"
+        "RH_H int rh_fam_begin(void);\n"
+        "RH_H unsigned long rh_fam_now(void);\n"
+        "RH_H void rh_fam_alloc(struct rh_fam_kind *, void *, unsigned long, void *);\n"
+        "RH_H void rh_fam_realloc(struct rh_fam_kind *, void *, void *, unsigned long,"
+        " unsigned long, void *);\n"
+        "RH_H void rh_fam_free(void *);\n"
+        "RH_H void rh_fam_end(void);\n"
+        "RH_H int rh_region_enter(void);\n"
+        "RH_H void rh_region_leave(void);\n"
+        "RH_H void rh_region_create(struct rh_fam_kind *, void *, void *, const char *);\n"
+        "RH_H void rh_region_name(void *, const char *);\n"
+        "RH_H void rh_region_set_parent(void *, void *);\n"
+        "RH_H void rh_region_alloc(struct rh_fam_kind *, void *, void *, unsigned long, void *);\n"
+        "RH_H void rh_region_realloc(struct rh_fam_kind *, void *, void *, unsigned long,"
+        " unsigned long, void *);\n"
+        "RH_H void rh_region_free(void *);\n"
+        "RH_H void rh_region_reset(void *, int);\n"
+        "RH_H void rh_region_delete(void *);\n"
+        "typedef unsigned long W;\n"
+        "unsigned long strlen(const char *);\n"
+        "unsigned long strnlen(const char *, unsigned long);\n"
+        "static W rh_mul(W a, W b) { W r; return __builtin_mul_overflow(a, b, &r) ? ~0ul : r; "
+        "}\n\n");
     for (size_t i = 0; i < rh_af_n; i++) {
         const struct rh_af_fn *f = &rh_af[i];
         if (!f->wrap)

@@ -211,8 +211,8 @@ static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
     /* a function of the allocator layer: in a layer file (one that holds a
      * wrapper by rules 1-3), calling no allocator itself, and every frame
      * below it in its own file or in frame 0's, a layer file (pass 2) */
-    int deep = c->pass == 2 && F->file >= 0 && c->layer[F->file] && !F->frame0 &&
-               !F->below_nonlayer;
+    int deep =
+        c->pass == 2 && F->file >= 0 && c->layer[F->file] && !F->frame0 && !F->below_nonlayer;
     /* rule 2: one place per kind; a layer function of the upper level (a
      * file above frame 0's: ngx_palloc.c over ngx_alloc.c) may branch to
      * different functions (ngx_palloc: the small or the large path), but two
@@ -455,8 +455,10 @@ static int rh_cs_observe(struct rh_cs *c)
             if (k == F->nkinds) {
                 size_t cap = F->capkinds;
                 if (rh_grow(&F->kinds, &cap, (size_t)k + 1, sizeof *F->kinds) ||
-                    (cap = F->capkinds, rh_grow(&F->kplaces, &cap, (size_t)k + 1, sizeof *F->kplaces)) ||
-                    (cap = F->capkinds, rh_grow(&F->kcallee, &cap, (size_t)k + 1, sizeof *F->kcallee)))
+                    (cap = F->capkinds,
+                     rh_grow(&F->kplaces, &cap, (size_t)k + 1, sizeof *F->kplaces)) ||
+                    (cap = F->capkinds,
+                     rh_grow(&F->kcallee, &cap, (size_t)k + 1, sizeof *F->kcallee)))
                     return -1;
                 F->capkinds = cap;
                 F->kinds[k] = c->st[s].kind;

@@ -152,7 +152,7 @@ struct rh_merge {
     uint64_t nalloc; /* allocations merged so far: the next row id - 1 */
     double heap_bytes, heap_blocks; /* the live heap (weighted when sampled), for
                                        the memory table's rows */
-    size_t calib_hint; /* rh_rip_ns_hint()'s segment */
+    size_t calib_hint;              /* rh_rip_ns_hint()'s segment */
 };
 
 /* The time of the next merged event in ns since enable: the clock's, raised to

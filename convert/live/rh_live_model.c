@@ -206,8 +206,8 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
 void rh_lv_model_text(const struct rh_lv_model *m, FILE *out)
 {
     char a[32], b[32], c[32], d[32];
-    fprintf(out, "rheaper %s  pid %d  [%s]  %s%s%s  (%s)\n", m->following ? "live" : "view",
-            m->pid, m->state, m->title[0] ? m->title : m->exe, m->title[0] ? "  " : "",
+    fprintf(out, "rheaper %s  pid %d  [%s]  %s%s%s  (%s)\n", m->following ? "live" : "view", m->pid,
+            m->state, m->title[0] ? m->title : m->exe, m->title[0] ? "  " : "",
             m->title[0] ? m->exe : "", m->source);
     fprintf(out,
             "live %s in %lld blocks   peak %s at %.3f s   allocated %s in %lld   freed %s in %lld"
