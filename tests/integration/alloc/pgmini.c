@@ -1,0 +1,111 @@
+/* pgmini.c: the shipped share/rheaper/allocators/postgresql.alloc on
+ * PostgreSQL's own memory-context signatures (pgmini.h): aset.c's AllocSet
+ * here (it calls MemoryContextCreate across objects, as aset.c does), mcxt.c's
+ * entry points in pgmini.lib.c. Chunks from palloc, pstrdup, pnstrdup,
+ * MemoryContextAlloc and repalloc; pfree; MemoryContextReset of a context
+ * with a child; MemoryContextResetOnly; a planted
+ * MemoryContextAlloc(TopMemoryContext, 40) leak that must be the only leak. */
+#define _GNU_SOURCE
+#include "expect.h"
+
+#include <stdlib.h>
+
+#include "pgmini.h"
+
+#define BLOCK 8192
+
+typedef struct AllocSetContext {
+    MemoryContextData header;
+    char *blocks[64];
+    int nblocks;
+    size_t used;
+} AllocSetContext;
+
+static void *AllocSetAlloc(MemoryContext context, Size size)
+{
+    AllocSetContext *set = (AllocSetContext *)context;
+    size_t need = (16 + size + 15) & ~(size_t)15;
+    if (!set->nblocks || set->used + need > BLOCK) {
+        set->blocks[set->nblocks++] = malloc(BLOCK);
+        set->used = 0;
+    }
+    char *chunk = set->blocks[set->nblocks - 1] + set->used;
+    set->used += need;
+    *(MemoryContext *)(chunk + 8) = context;
+    return chunk + 16;
+}
+
+static void AllocSetFree(MemoryContext context, void *pointer)
+{
+    (void)context, (void)pointer; /* stays in its block until the reset */
+}
+
+static void AllocSetReset(MemoryContext context)
+{
+    AllocSetContext *set = (AllocSetContext *)context;
+    for (int i = 0; i < set->nblocks; i++)
+        free(set->blocks[i]);
+    set->nblocks = 0;
+}
+
+static void AllocSetDelete(MemoryContext context)
+{
+    AllocSetReset(context);
+    free(context);
+}
+
+static const MemoryContextMethods AllocSetMethods = {AllocSetAlloc, AllocSetFree, AllocSetReset,
+                                                     AllocSetDelete};
+
+static MemoryContext AllocSetContextCreate(MemoryContext parent, const char *name)
+{
+    AllocSetContext *set = calloc(1, sizeof *set);
+    MemoryContextCreate(&set->header, T_AllocSetContext, &AllocSetMethods, parent, name);
+    return &set->header;
+}
+
+#define AT_LINE "bt IN (SELECT id FROM backtraces WHERE frame_no = 0 AND line = %d)"
+
+int main(void)
+{
+    void *m[8], *e[5];
+    TopMemoryContext = AllocSetContextCreate(NULL, "TopMemoryContext");
+    MemoryContext cache = AllocSetContextCreate(TopMemoryContext, "CacheMemoryContext");
+    MemoryContext msg = AllocSetContextCreate(TopMemoryContext, "MessageContext");
+    MemoryContext exec = AllocSetContextCreate(msg, "ExecutorState");
+    CurrentMemoryContext = msg;
+    for (int i = 0; i < 8; i++)
+        m[i] = palloc(100);
+    for (int i = 0; i < 3; i++)
+        KEEP(pstrdup("SELECT 1"));
+    for (int i = 0; i < 2; i++)
+        KEEP(pnstrdup("abcdefgh", 4));
+    for (int i = 0; i < 5; i++)
+        e[i] = MemoryContextAlloc(exec, 64);
+    e[0] = repalloc(e[0], 128);
+    pfree(m[0]);
+    pfree(m[1]);
+    for (int i = 0; i < 3; i++)
+        KEEP(MemoryContextAlloc(cache, 200));
+    int l_leak = __LINE__ + 2;
+    for (int i = 0; i < 4; i++)
+        KEEP(MemoryContextAlloc(TopMemoryContext, 40));
+    MemoryContextReset(msg); /* ExecutorState goes with it */
+    MemoryContextResetOnly(cache);
+
+    EXPECT(8, "SELECT count(*) FROM allocations WHERE kind = 'palloc' AND size = 100");
+    EXPECT(3, "SELECT count(*) FROM allocations WHERE kind = 'pstrdup' AND size = 9");
+    EXPECT(2, "SELECT count(*) FROM allocations WHERE kind = 'pnstrdup' AND size = 5");
+    EXPECT(1, "SELECT count(*) FROM allocations WHERE kind = 'repalloc' AND size = 128");
+    EXPECT(5 + 3 + 4, "SELECT count(*) FROM allocations WHERE kind = 'MemoryContextAlloc'");
+    EXPECT(8 + 3 + 2 + 1 + 12, "SELECT count(*) FROM region_blocks");
+    EXPECT(4, "SELECT count(*) FROM leaks WHERE id IN (SELECT id FROM region_blocks)");
+    EXPECT(4, "SELECT count(*) FROM leaks WHERE size = 40 AND " AT_LINE, l_leak);
+    EXPECT(0, "SELECT value FROM meta WHERE key = 'unknown_frees'");
+    EXPECT(13, "SELECT blocks FROM region_stats WHERE name = 'MessageContext'");
+    EXPECT(3, "SELECT blocks FROM region_stats WHERE name = 'CacheMemoryContext'");
+    EXPECT(6, "SELECT blocks FROM region_stats WHERE name = 'ExecutorState'");
+    EXPECT(1, "SELECT count(*) FROM regions c JOIN regions p ON p.id = c.parent "
+              "WHERE c.name = 'ExecutorState' AND p.name = 'MessageContext'");
+    return 0;
+}
