@@ -119,7 +119,8 @@ enum rh_ev_op {
     RH_EV_CPU = 8,       /* one CPU sample of stack `stack` standing for `size` sampling
                             periods (EXT CPUSAMPLE) */
     RH_EV_REGION = 9,    /* region `addr` (a pool id) has parent pool id `size` & 0xffff,
-                            name kind `stack`; bit 16 of size: created (EXT REGION) */
+                            name kind `stack`; bit 16 of size: created; bits 17..32: the
+                            creating function's kind (EXT REGION) */
 };
 
 struct rh_event {
@@ -464,12 +465,14 @@ struct rh_regions {
     struct rh_map chunks; /* untagged address -> pool id of the live chunk, 0: none */
     uint32_t moved[256];  /* per thread (id & 255): the pool id of the chunk a
                              reallocation just freed */
+    uint32_t creators[64]; /* kinds of the functions that created regions */
+    size_t ncreators;
 };
 
 /* Region `pool` (a pool id) announced at t with its parent's pool id and name
  * kind (0: none); created: a new region. Returns 0 or -1 (out of memory). */
 RH_HIDDEN int rh_regions_define(struct rh_rip *r, uint32_t pool, uint32_t parent_pool,
-                                uint32_t kind, int created, int64_t t);
+                                uint32_t kind, int created, uint32_t creator, int64_t t);
 /* The address to pair for event op at addr: a pool-id-0 address (pfree,
  * repalloc) becomes the tagged address of the live region chunk there (a
  * reallocation's new chunk: the region of the chunk it replaced on that

@@ -84,7 +84,23 @@ int rh_regions_write(sqlite3 *db, struct rh_rip *r, char *err, size_t errlen)
     if (sqlite3_exec(db,
                      "CREATE TEMP TABLE rh_region_fns AS SELECT DISTINCT st.kind AS fn FROM"
                      " region_blocks rb JOIN alloc_rows r ON r.id = rb.id"
-                     " JOIN stacks st ON st.id = r.bt;"
+                     " JOIN stacks st ON st.id = r.bt;",
+                     NULL, NULL, &msg) != SQLITE_OK)
+        goto fail;
+    /* and the functions that create regions (their context headers) */
+    if (sqlite3_prepare_v2(db, "INSERT INTO temp.rh_region_fns VALUES(?)", -1, &st, NULL) !=
+        SQLITE_OK)
+        goto fail;
+    for (size_t i = 0; i < g->ncreators; i++) {
+        sqlite3_bind_text(st, 1, rh_kind_name(g->creators[i]), -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) != SQLITE_DONE) {
+            sqlite3_finalize(st);
+            goto fail;
+        }
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    if (sqlite3_exec(db,
                      "UPDATE stacks SET kind = 'region-blocks' WHERE kind IN ('malloc', 'calloc',"
                      " 'realloc', 'posix_memalign', 'aligned_alloc', 'memalign', 'valloc',"
                      " 'pvalloc', 'reallocarray', 'new', 'new[]') AND id IN (SELECT b.id FROM"

@@ -311,7 +311,8 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         return rh_merge_pool_reset(m, (uint32_t)ev->addr, t, ev->thread);
     case RH_EV_REGION:
         return rh_regions_define(m->r, (uint32_t)ev->addr, (uint32_t)(ev->size & 0xffff),
-                                 (uint32_t)ev->stack, (int)((ev->size >> 16) & 1), t);
+                                 (uint32_t)ev->stack, (int)((ev->size >> 16) & 1),
+                                 (uint32_t)((ev->size >> 17) & 0xffff), t);
     case RH_EV_EXT: { /* an mmap/munmap/mremap/mallopt call */
         if (ev->ext_sub == RIP_EXT_MEMSAMPLE) { /* the heap at this moment, beside it */
             struct rh_event e = *ev;

@@ -32,11 +32,18 @@ static struct rh_regions *rh_regions_of(struct rh_rip *r)
 }
 
 int rh_regions_define(struct rh_rip *r, uint32_t pool, uint32_t parent_pool, uint32_t kind,
-                      int created, int64_t t)
+                      int created, uint32_t creator, int64_t t)
 {
     struct rh_regions *g = rh_regions_of(r);
     if (!g)
         return -1;
+    if (creator) {
+        size_t i = 0;
+        while (i < g->ncreators && g->creators[i] != creator)
+            i++;
+        if (i == g->ncreators && i < sizeof g->creators / sizeof g->creators[0])
+            g->creators[g->ncreators++] = creator;
+    }
     if (pool == 0 || pool > 0xffff)
         return 0;
     uint32_t parent = parent_pool && parent_pool <= 0xffff ? g->cur[parent_pool] : 0;

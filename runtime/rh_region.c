@@ -115,9 +115,9 @@ static RH_COLD void rh_region_announce_all(void)
             uint64_t t = rh_now();
             for (uint32_t k = 0; k < n; k++)
                 if (pass == 0)
-                    rh_record_region(ids[k], 0, kinds[k], 1, t);
+                    rh_record_region(ids[k], 0, kinds[k], 1, 0, t);
                 else if (par[k])
-                    rh_record_region(ids[k], par[k], kinds[k], 0, t);
+                    rh_record_region(ids[k], par[k], kinds[k], 0, 0, t);
         }
     }
 }
@@ -228,9 +228,10 @@ RH_HIDDEN void rh_region_leave(void)
     rh_tls_region_depth = 0;
 }
 
-/* Region `region` was created with parent `parent` (NULL: a root) and the
- * name `name` (NULL: the creating function's name). A region already known
- * at that address (its delete was not seen) starts again. */
+/* Region `region` was created by the function of k with parent `parent`
+ * (NULL: a root) and the name `name` (NULL: the function's name). A region
+ * already known at that address with another name or parent (its delete was
+ * not seen) starts again; with the same ones it is the same creation. */
 RH_HIDDEN void rh_region_create(struct rh_fam_kind *k, void *region, void *parent, const char *name)
 {
     if (!region || !rh_region_begin())
@@ -239,6 +240,18 @@ RH_HIDDEN void rh_region_create(struct rh_fam_kind *k, void *region, void *paren
     uint64_t t = rh_now();
     rh_spin_lock(&rh_region_lock);
     int32_t i = rh_region_find((uintptr_t)region);
+    int32_t known_parent = parent ? rh_region_find((uintptr_t)parent) : -1;
+    if (i >= 0 && rh_regions[i].kind == kind && rh_regions[i].parent == known_parent) {
+        /* the same creation seen again, by an outer creating function
+         * (AllocSetContextCreateInternal over MemoryContextCreate): only its
+         * name is news, for the allocator's own blocks */
+        uint32_t id = rh_regions[i].id;
+        uint32_t ppid = known_parent >= 0 ? rh_regions[known_parent].id : 0;
+        rh_spin_unlock(&rh_region_lock);
+        rh_record_region(id, ppid, kind, 0, rh_kind_intern(k->name), t);
+        rh_hook_end();
+        return;
+    }
     if (i >= 0) {
         rh_region_unlink(i);
         rh_region_drop_id(rh_regions[i].id);
@@ -261,9 +274,9 @@ RH_HIDDEN void rh_region_create(struct rh_fam_kind *k, void *region, void *paren
     uint32_t pkind = pi >= 0 ? rh_regions[pi].kind : 0;
     rh_spin_unlock(&rh_region_lock);
     if (pann)
-        rh_record_region((uint32_t)pid, 0, pkind, 1, t);
+        rh_record_region((uint32_t)pid, 0, pkind, 1, 0, t);
     if (id)
-        rh_record_region(id, ppid, kind, 1, t);
+        rh_record_region(id, ppid, kind, 1, rh_kind_intern(k->name), t);
     rh_hook_end();
 }
 
@@ -285,7 +298,7 @@ RH_HIDDEN void rh_region_name(void *region, const char *name)
     }
     rh_spin_unlock(&rh_region_lock);
     if (id)
-        rh_record_region(id, parent, kind, (unsigned)ann, t);
+        rh_record_region(id, parent, kind, (unsigned)ann, 0, t);
     rh_hook_end();
 }
 
@@ -312,9 +325,9 @@ RH_HIDDEN void rh_region_set_parent(void *region, void *parent)
     }
     rh_spin_unlock(&rh_region_lock);
     if (pann && ppid)
-        rh_record_region(ppid, 0, pkind, 1, t);
+        rh_record_region(ppid, 0, pkind, 1, 0, t);
     if (id)
-        rh_record_region(id, pid, kind, (unsigned)ann, t);
+        rh_record_region(id, pid, kind, (unsigned)ann, 0, t);
     rh_hook_end();
 }
 
@@ -349,7 +362,7 @@ RH_HIDDEN void rh_region_alloc(struct rh_fam_kind *k, void *region, void *p, siz
         rh_spin_unlock(&rh_region_lock);
     }
     if (ann)
-        rh_record_region(id, pid, rkind, 1, t);
+        rh_record_region(id, pid, rkind, 1, 0, t);
     uint64_t tag = id ? RIP_POOL_TAG(id) : RIP_REGION_ANY_TAG;
     if (kind)
         rh_record_alloc(kind, (void *)(uintptr_t)(tag | ((uintptr_t)p & RIP_POOL_ADDR_MASK)), size,

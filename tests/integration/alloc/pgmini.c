@@ -1,7 +1,8 @@
 /* pgmini.c: the shipped share/rheaper/allocators/postgresql.alloc on
- * PostgreSQL's own memory-context signatures (pgmini.h): aset.c's AllocSet
- * here (it calls MemoryContextCreate across objects, as aset.c does), mcxt.c's
- * entry points in pgmini.lib.c. Chunks from palloc, pstrdup, pnstrdup,
+ * PostgreSQL's own memory-context signatures (pgmini.h): aset.c's AllocSet in
+ * pgmini.lib2.c (it calls MemoryContextCreate across objects, as aset.c
+ * does), mcxt.c's entry points in pgmini.lib.c. The context headers and
+ * blocks are the allocator's own (kind region-blocks), never a leak listed. Chunks from palloc, pstrdup, pnstrdup,
  * MemoryContextAlloc and repalloc; pfree; MemoryContextReset of a context
  * with a child; MemoryContextResetOnly; a planted
  * MemoryContextAlloc(TopMemoryContext, 40) leak that must be the only leak. */
@@ -12,67 +13,15 @@
 
 #include "pgmini.h"
 
-#define BLOCK 8192
-
-typedef struct AllocSetContext {
-    MemoryContextData header;
-    char *blocks[64];
-    int nblocks;
-    size_t used;
-} AllocSetContext;
-
-static void *AllocSetAlloc(MemoryContext context, Size size)
-{
-    AllocSetContext *set = (AllocSetContext *)context;
-    size_t need = (16 + size + 15) & ~(size_t)15;
-    if (!set->nblocks || set->used + need > BLOCK) {
-        set->blocks[set->nblocks++] = malloc(BLOCK);
-        set->used = 0;
-    }
-    char *chunk = set->blocks[set->nblocks - 1] + set->used;
-    set->used += need;
-    *(MemoryContext *)(chunk + 8) = context;
-    return chunk + 16;
-}
-
-static void AllocSetFree(MemoryContext context, void *pointer)
-{
-    (void)context, (void)pointer; /* stays in its block until the reset */
-}
-
-static void AllocSetReset(MemoryContext context)
-{
-    AllocSetContext *set = (AllocSetContext *)context;
-    for (int i = 0; i < set->nblocks; i++)
-        free(set->blocks[i]);
-    set->nblocks = 0;
-}
-
-static void AllocSetDelete(MemoryContext context)
-{
-    AllocSetReset(context);
-    free(context);
-}
-
-static const MemoryContextMethods AllocSetMethods = {AllocSetAlloc, AllocSetFree, AllocSetReset,
-                                                     AllocSetDelete};
-
-static MemoryContext AllocSetContextCreate(MemoryContext parent, const char *name)
-{
-    AllocSetContext *set = calloc(1, sizeof *set);
-    MemoryContextCreate(&set->header, T_AllocSetContext, &AllocSetMethods, parent, name);
-    return &set->header;
-}
-
 #define AT_LINE "bt IN (SELECT id FROM backtraces WHERE frame_no = 0 AND line = %d)"
 
 int main(void)
 {
     void *m[8], *e[5];
-    TopMemoryContext = AllocSetContextCreate(NULL, "TopMemoryContext");
-    MemoryContext cache = AllocSetContextCreate(TopMemoryContext, "CacheMemoryContext");
-    MemoryContext msg = AllocSetContextCreate(TopMemoryContext, "MessageContext");
-    MemoryContext exec = AllocSetContextCreate(msg, "ExecutorState");
+    TopMemoryContext = AllocSetContextCreateInternal(NULL, "TopMemoryContext", 0, 8192, 8 << 20);
+    MemoryContext cache = AllocSetContextCreateInternal(TopMemoryContext, "CacheMemoryContext", 0, 8192, 8 << 20);
+    MemoryContext msg = AllocSetContextCreateInternal(TopMemoryContext, "MessageContext", 0, 8192, 8 << 20);
+    MemoryContext exec = AllocSetContextCreateInternal(msg, "ExecutorState", 0, 8192, 8 << 20);
     CurrentMemoryContext = msg;
     for (int i = 0; i < 8; i++)
         m[i] = palloc(100);
@@ -105,6 +54,9 @@ int main(void)
     EXPECT(13, "SELECT blocks FROM region_stats WHERE name = 'MessageContext'");
     EXPECT(3, "SELECT blocks FROM region_stats WHERE name = 'CacheMemoryContext'");
     EXPECT(6, "SELECT blocks FROM region_stats WHERE name = 'ExecutorState'");
+    EXPECT(0, "SELECT count(*) FROM leaks WHERE kind <> 'region-blocks' AND id NOT IN "
+              "(SELECT id FROM region_blocks)");
+    EXPECT(4, "SELECT count(*) FROM regions");
     EXPECT(1, "SELECT count(*) FROM regions c JOIN regions p ON p.id = c.parent "
               "WHERE c.name = 'ExecutorState' AND p.name = 'MessageContext'");
     return 0;

@@ -22,6 +22,9 @@ typedef struct MemoryContextData {
 } MemoryContextData;
 extern MemoryContext CurrentMemoryContext;
 extern MemoryContext TopMemoryContext;
+MemoryContext AllocSetContextCreateInternal(MemoryContext parent, const char *name,
+                                            Size minContextSize, Size initBlockSize,
+                                            Size maxBlockSize);
 void MemoryContextCreate(MemoryContext node, NodeTag tag, const MemoryContextMethods *methods,
                          MemoryContext parent, const char *name);
 void *MemoryContextAlloc(MemoryContext context, Size size);
