@@ -44,13 +44,34 @@
 
 #define RH_AF_MAX_ARGS 12
 
-enum rh_af_role { RH_AF_ALLOC, RH_AF_ZALLOC, RH_AF_REALLOC, RH_AF_FREE, RH_AF_USABLE };
+enum rh_af_role {
+    RH_AF_ALLOC,
+    RH_AF_ZALLOC,
+    RH_AF_REALLOC,
+    RH_AF_FREE,
+    RH_AF_USABLE,
+    /* region allocators (runtime/rh_region.c) */
+    RH_AF_R_CREATE,
+    RH_AF_R_NAME,
+    RH_AF_R_PARENT,
+    RH_AF_R_ALLOC,
+    RH_AF_R_REALLOC,
+    RH_AF_R_FREE,
+    RH_AF_R_RESET,
+    RH_AF_R_DELETE,
+};
 
 struct rh_af_fn {
     char name[128];
     enum rh_af_role role;
     int nargs;
     int size_arg, count_arg, ptr_arg; /* -1 when absent */
+    int region_arg, region_out_arg, parent_arg, name_arg; /* region roles; -1 when absent */
+    int str_arg, len_arg; /* a copied string: size strnlen(str, len) + 1 */
+    int ok_set;           /* ok=VALUE on region-free: freed only when it returns VALUE */
+    long ok_value;
+    char region_global[128];          /* region=GLOBAL: the region is that variable */
+    int delete_children;              /* children=delete on region-reset */
     char where[300];                  /* FILE:LINE, for messages */
     /* what nm found */
     int defined_global, defined_local, referenced;
@@ -65,10 +86,22 @@ static const struct {
     const char *name;
     enum rh_af_role role;
 } rh_af_roles[] = {
-    {"allocate", RH_AF_ALLOC},     {"aligned-allocate", RH_AF_ALLOC},
-    {"zero-allocate", RH_AF_ZALLOC}, {"reallocate", RH_AF_REALLOC},
-    {"free", RH_AF_FREE},          {"sized-free", RH_AF_FREE},
+    {"allocate", RH_AF_ALLOC},
+    {"aligned-allocate", RH_AF_ALLOC},
+    {"zero-allocate", RH_AF_ZALLOC},
+    {"reallocate", RH_AF_REALLOC},
+    {"free", RH_AF_FREE},
+    {"sized-free", RH_AF_FREE},
     {"usable-size", RH_AF_USABLE},
+    {"region-create", RH_AF_R_CREATE},
+    {"region-name", RH_AF_R_NAME},
+    {"region-parent", RH_AF_R_PARENT},
+    {"region-allocate", RH_AF_R_ALLOC},
+    {"region-zero-allocate", RH_AF_R_ALLOC},
+    {"region-reallocate", RH_AF_R_REALLOC},
+    {"region-free", RH_AF_R_FREE},
+    {"region-reset", RH_AF_R_RESET},
+    {"region-delete", RH_AF_R_DELETE},
 };
 
 static int rh_is_ident(const char *s, size_t n)
@@ -101,7 +134,9 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
     if (r < 0) {
         fprintf(stderr,
                 "%s: %s: unknown role '%.*s' (allocate, aligned-allocate, zero-allocate, "
-                "reallocate, free, sized-free, usable-size)\n",
+                "reallocate, free, sized-free, usable-size, region-create, region-name, "
+                "region-parent, region-allocate, region-zero-allocate, region-reallocate, "
+                "region-free, region-reset, region-delete)\n",
                 tool, where, (int)rlen, role);
         return -1;
     }
@@ -130,6 +165,8 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
     memcpy(f->name, name, nlen);
     f->role = rh_af_roles[r].role;
     f->size_arg = f->count_arg = f->ptr_arg = -1;
+    f->region_arg = f->region_out_arg = f->parent_arg = f->name_arg = -1;
+    f->str_arg = f->len_arg = -1;
     snprintf(f->where, sizeof f->where, "%s", where);
     p++; /* '(' */
     for (;;) {
@@ -158,18 +195,62 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
             f->count_arg = f->nargs;
         else if (alen == 3 && strncmp(a, "ptr", 3) == 0)
             f->ptr_arg = f->nargs;
+        else if (alen == 6 && strncmp(a, "region", 6) == 0)
+            f->region_arg = f->nargs;
+        else if (alen == 10 && strncmp(a, "region_out", 10) == 0)
+            f->region_out_arg = f->nargs;
+        else if (alen == 6 && strncmp(a, "parent", 6) == 0)
+            f->parent_arg = f->nargs;
+        else if (alen == 4 && strncmp(a, "name", 4) == 0)
+            f->name_arg = f->nargs;
+        else if (alen == 3 && strncmp(a, "str", 3) == 0)
+            f->str_arg = f->nargs;
+        else if (alen == 3 && strncmp(a, "len", 3) == 0)
+            f->len_arg = f->nargs;
         f->nargs++;
         if (*p == ')')
             break;
         p++; /* ',' */
     }
     p++;
-    while (isspace((unsigned char)*p))
-        p++;
-    if (*p) {
-        fprintf(stderr, "%s: %s: unexpected text after ')'\n", tool, where);
-        return -1;
+    /* options: region=GLOBAL, children=delete (region roles) */
+    for (;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            break;
+        char *o = p;
+        while (*p && !isspace((unsigned char)*p))
+            p++;
+        size_t olen = (size_t)(p - o);
+        int region_role = f->role >= RH_AF_R_CREATE;
+        if (region_role && olen > 7 && strncmp(o, "region=", 7) == 0 &&
+            rh_is_ident(o + 7, olen - 7) && olen - 7 < sizeof f->region_global) {
+            memcpy(f->region_global, o + 7, olen - 7);
+            f->region_global[olen - 7] = 0;
+        } else if (f->role == RH_AF_R_FREE && olen > 3 && strncmp(o, "ok=", 3) == 0) {
+            char *end = NULL;
+            f->ok_value = strtol(o + 3, &end, 0);
+            if (end != p) {
+                fprintf(stderr, "%s: %s: ok= takes a number\n", tool, where);
+                return -1;
+            }
+            f->ok_set = 1;
+        } else if (f->role == RH_AF_R_RESET && olen == 15 &&
+                   strncmp(o, "children=delete", 15) == 0) {
+            f->delete_children = 1;
+        } else if (f->role == RH_AF_R_RESET && olen == 13 && strncmp(o, "children=keep", 13) == 0) {
+            f->delete_children = 0;
+        } else {
+            fprintf(stderr,
+                    "%s: %s: unexpected text after ')': '%.*s' (region roles take region=GLOBAL; "
+                    "region-reset takes children=delete or children=keep; region-free takes "
+                    "ok=VALUE)\n",
+                    tool, where, (int)olen, o);
+            return -1;
+        }
     }
+    int has_region = f->region_arg >= 0 || f->region_global[0];
     const char *need = NULL;
     switch (f->role) {
     case RH_AF_ALLOC:
@@ -185,6 +266,31 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
         need = f->ptr_arg < 0 ? "a 'ptr' argument" : NULL;
         break;
     case RH_AF_USABLE:
+        break;
+    case RH_AF_R_CREATE:
+        need = f->region_arg >= 0 && f->region_out_arg >= 0 ? "one of 'region' and 'region_out'"
+                                                            : NULL;
+        break;
+    case RH_AF_R_NAME:
+        need = !has_region || f->name_arg < 0 ? "'region' (or region=GLOBAL) and 'name'" : NULL;
+        break;
+    case RH_AF_R_PARENT:
+        need = !has_region || f->parent_arg < 0 ? "'region' (or region=GLOBAL) and 'parent'" : NULL;
+        break;
+    case RH_AF_R_ALLOC:
+        need = (f->size_arg < 0 && f->str_arg < 0) || !has_region
+                   ? "a 'size' (or 'str') and a 'region' argument (or region=GLOBAL)"
+                   : NULL;
+        break;
+    case RH_AF_R_REALLOC:
+        need = f->size_arg < 0 || f->ptr_arg < 0 ? "'ptr' and 'size' arguments" : NULL;
+        break;
+    case RH_AF_R_FREE:
+        need = f->ptr_arg < 0 ? "a 'ptr' argument" : NULL;
+        break;
+    case RH_AF_R_RESET:
+    case RH_AF_R_DELETE:
+        need = !has_region ? "a 'region' argument (or region=GLOBAL)" : NULL;
         break;
     }
     if (need) {
@@ -320,22 +426,131 @@ static int rh_af_scan(const char *tool, const char *const *objs, size_t nobjs)
     return 0;
 }
 
+/* Writes the body of a region function's shim (after its opening brace). The
+ * real function runs with the runtime's guard clear, so the allocator's own
+ * malloc calls are recorded; the region events are recorded before the real
+ * call when they end chunks (free, reset, delete) and after it otherwise. */
+static void rh_af_write_region(FILE *out, const struct rh_af_fn *f, size_t i, const char *args)
+{
+    char region[160];
+    if (f->region_arg >= 0)
+        snprintf(region, sizeof region, "(void *)a%d", f->region_arg);
+    else if (f->region_global[0])
+        snprintf(region, sizeof region, "(void *)%s", f->region_global);
+    else
+        snprintf(region, sizeof region, "(void *)0");
+    char size[96] = "0";
+    if (f->str_arg >= 0 && f->len_arg >= 0)
+        snprintf(size, sizeof size, "(strnlen((const char *)a%d, a%d) + 1)", f->str_arg,
+                 f->len_arg);
+    else if (f->str_arg >= 0)
+        snprintf(size, sizeof size, "(strlen((const char *)a%d) + 1)", f->str_arg);
+    else if (f->count_arg >= 0)
+        snprintf(size, sizeof size, "rh_mul(a%d, a%d)", f->count_arg, f->size_arg);
+    else if (f->size_arg >= 0)
+        snprintf(size, sizeof size, "a%d", f->size_arg);
+    fprintf(out, "    if (!rh_region_enter())\n        return __real_%s(%s);\n", f->name, args);
+    switch (f->role) {
+    case RH_AF_R_CREATE: {
+        char made[64];
+        if (f->region_arg >= 0)
+            snprintf(made, sizeof made, "(void *)a%d", f->region_arg);
+        else if (f->region_out_arg >= 0)
+            snprintf(made, sizeof made, "(a%d ? *(void **)a%d : (void *)0)", f->region_out_arg,
+                     f->region_out_arg);
+        else
+            snprintf(made, sizeof made, "(void *)r");
+        fprintf(out, "    W r = __real_%s(%s);\n", f->name, args);
+        fprintf(out, "    rh_region_leave();\n");
+        fprintf(out, "    rh_region_create(&rh_k%zu, %s, ", i, made);
+        if (f->parent_arg >= 0)
+            fprintf(out, "(void *)a%d, ", f->parent_arg);
+        else
+            fprintf(out, "(void *)0, ");
+        if (f->name_arg >= 0)
+            fprintf(out, "(const char *)a%d);\n", f->name_arg);
+        else
+            fprintf(out, "(const char *)0);\n");
+        break;
+    }
+    case RH_AF_R_NAME:
+        fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+        fprintf(out, "    rh_region_name(%s, (const char *)a%d);\n", region, f->name_arg);
+        break;
+    case RH_AF_R_PARENT:
+        fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+        fprintf(out, "    rh_region_set_parent(%s, (void *)a%d);\n", region, f->parent_arg);
+        break;
+    case RH_AF_R_ALLOC:
+        fprintf(out, "    void *reg = %s;\n", region);
+        fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+        fprintf(out,
+                "    rh_region_alloc(&rh_k%zu, reg, (void *)r, %s, __builtin_frame_address(0));\n",
+                i, size);
+        break;
+    case RH_AF_R_REALLOC:
+        fprintf(out, "    W t0 = rh_fam_now();\n");
+        fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+        fprintf(out,
+                "    rh_region_realloc(&rh_k%zu, (void *)a%d, (void *)r, %s, t0, "
+                "__builtin_frame_address(0));\n",
+                i, f->ptr_arg, size);
+        break;
+    case RH_AF_R_FREE:
+        if (f->ok_set) { /* freed only when the call says so (nginx's ngx_pfree) */
+            fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+            fprintf(out, "    if ((long)r == %ldL)\n        rh_region_free((void *)a%d);\n",
+                    f->ok_value, f->ptr_arg);
+            break;
+        }
+        fprintf(out, "    rh_region_free((void *)a%d);\n", f->ptr_arg);
+        fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+        break;
+    case RH_AF_R_RESET:
+        fprintf(out, "    rh_region_reset(%s, %d);\n", region, f->delete_children);
+        fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+        break;
+    case RH_AF_R_DELETE:
+        fprintf(out, "    rh_region_delete(%s);\n", region);
+        fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+        break;
+    default:
+        break;
+    }
+    fprintf(out, "    return r;\n");
+}
+
 /* Writes the C source of the shims of every entry with wrap set. */
 static int rh_af_write_source(FILE *out)
 {
-    fprintf(out,
-            "/* generated by rheaper-cc from the user's allocator file */\n"
-            "struct rh_fam_kind { const char *name; unsigned kind; };\n"
-            "#define RH_H __attribute__((visibility(\"hidden\")))\n"
-            "RH_H int rh_fam_begin(void);\n"
-            "RH_H unsigned long rh_fam_now(void);\n"
-            "RH_H void rh_fam_alloc(struct rh_fam_kind *, void *, unsigned long, void *);\n"
-            "RH_H void rh_fam_realloc(struct rh_fam_kind *, void *, void *, unsigned long,"
-            " unsigned long, void *);\n"
-            "RH_H void rh_fam_free(void *);\n"
-            "RH_H void rh_fam_end(void);\n"
-            "typedef unsigned long W;\n"
-            "static W rh_mul(W a, W b) { W r; return __builtin_mul_overflow(a, b, &r) ? ~0ul : r; }\n\n");
+    fprintf(
+        out,
+        "/* generated by rheaper-cc from the user's allocator file */\n"
+        "struct rh_fam_kind { const char *name; unsigned kind; };\n"
+        "#define RH_H __attribute__((visibility(\"hidden\")))\n"
+        "RH_H int rh_fam_begin(void);\n"
+        "RH_H unsigned long rh_fam_now(void);\n"
+        "RH_H void rh_fam_alloc(struct rh_fam_kind *, void *, unsigned long, void *);\n"
+        "RH_H void rh_fam_realloc(struct rh_fam_kind *, void *, void *, unsigned long,"
+        " unsigned long, void *);\n"
+        "RH_H void rh_fam_free(void *);\n"
+        "RH_H void rh_fam_end(void);\n"
+        "RH_H int rh_region_enter(void);\n"
+        "RH_H void rh_region_leave(void);\n"
+        "RH_H void rh_region_create(struct rh_fam_kind *, void *, void *, const char *);\n"
+        "RH_H void rh_region_name(void *, const char *);\n"
+        "RH_H void rh_region_set_parent(void *, void *);\n"
+        "RH_H void rh_region_alloc(struct rh_fam_kind *, void *, void *, unsigned long, void *);\n"
+        "RH_H void rh_region_realloc(struct rh_fam_kind *, void *, void *, unsigned long,"
+        " unsigned long, void *);\n"
+        "RH_H void rh_region_free(void *);\n"
+        "RH_H void rh_region_reset(void *, int);\n"
+        "RH_H void rh_region_delete(void *);\n"
+        "typedef unsigned long W;\n"
+        "unsigned long strlen(const char *);\n"
+        "unsigned long strnlen(const char *, unsigned long);\n"
+        "static W rh_mul(W a, W b) { W r; return __builtin_mul_overflow(a, b, &r) ? ~0ul : r; "
+        "}\n\n");
     for (size_t i = 0; i < rh_af_n; i++) {
         const struct rh_af_fn *f = &rh_af[i];
         if (!f->wrap)
@@ -359,8 +574,15 @@ static int rh_af_write_source(FILE *out)
         fprintf(out, "extern W __real_%s(%s)%s;\n", f->name, types,
                 f->defined_global || f->referenced ? "" : " __attribute__((weak))");
         fprintf(out, "static struct rh_fam_kind rh_k%zu = {\"%s\", 0};\n", i, f->name);
+        if (f->region_global[0])
+            fprintf(out, "extern W %s;\n", f->region_global);
         fprintf(out, "__attribute__((used, visibility(\"default\"), noinline)) W __wrap_%s(%s)\n{\n",
                 f->name, params);
+        if (f->role >= RH_AF_R_CREATE) {
+            rh_af_write_region(out, f, i, args);
+            fprintf(out, "}\n\n");
+            continue;
+        }
         fprintf(out, "    if (!rh_fam_begin())\n        return __real_%s(%s);\n", f->name, args);
         switch (f->role) {
         case RH_AF_ALLOC:
@@ -399,7 +621,7 @@ static int rh_af_write_source(FILE *out)
             fprintf(out, "    W r = __real_%s(%s);\n", f->name, args);
             fprintf(out, "    rh_fam_end();\n    return r;\n");
             break;
-        case RH_AF_USABLE:
+        default: /* usable-size; region roles are written above */
             break;
         }
         fprintf(out, "}\n\n");

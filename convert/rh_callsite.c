@@ -103,9 +103,11 @@ struct rh_cs_fn {
     int frame0;          /* some stack's frame 0: it calls the allocation itself */
     int caller_same_file; /* some caller is in its own file */
     int anon;            /* a library frame without a symbol, named module+address */
-    int32_t kinds[4];    /* the kinds seen, and the one place of each */
-    int32_t kplaces[4];
-    int32_t kcallee[4];  /* the function called at that place (-1: the allocator) */
+    /* the kinds seen, and the one place of each and the function called
+     * there (-1: the allocator); as many as the function serves (a pool's
+     * annotation wrapper serves every pool's kind) */
+    int32_t *kinds, *kplaces, *kcallee;
+    size_t capkinds;
     int multi_same;      /* two places of one kind call the same function */
     int in_f0file;       /* some stack has it in frame 0's file (the lower level) */
     int below_nonlayer;  /* some frame below it is outside the layer files (pass 2) */
@@ -453,17 +455,20 @@ static int rh_cs_observe(struct rh_cs *c)
             while (k < F->nkinds && F->kinds[k] != c->st[s].kind)
                 k++;
             if (k == F->nkinds) {
-                if (k < 4) {
-                    F->kinds[k] = c->st[s].kind;
-                    F->kplaces[k] = fr[p].place;
-                    F->kcallee[k] = callee;
-                    F->nkinds++;
-                    if (F->place != -2)
-                        F->place = fr[p].place;
-                } else {
-                    F->place = -2;
-                    F->multi_same = 1; /* too many kinds to tell */
-                }
+                size_t cap = F->capkinds;
+                if (rh_grow(&F->kinds, &cap, (size_t)k + 1, sizeof *F->kinds) ||
+                    (cap = F->capkinds,
+                     rh_grow(&F->kplaces, &cap, (size_t)k + 1, sizeof *F->kplaces)) ||
+                    (cap = F->capkinds,
+                     rh_grow(&F->kcallee, &cap, (size_t)k + 1, sizeof *F->kcallee)))
+                    return -1;
+                F->capkinds = cap;
+                F->kinds[k] = c->st[s].kind;
+                F->kplaces[k] = fr[p].place;
+                F->kcallee[k] = callee;
+                F->nkinds++;
+                if (F->place != -2)
+                    F->place = fr[p].place;
             } else if (F->kplaces[k] != fr[p].place) {
                 F->place = -2;
                 if (F->kcallee[k] == callee)
@@ -637,6 +642,11 @@ out:
     rh_cs_names_free(&c.sysmods);
     free(c.sysstacks);
     free(c.layer);
+    for (int32_t f = 0; c.fn && f < c.fnames.n; f++) {
+        free(c.fn[f].kinds);
+        free(c.fn[f].kplaces);
+        free(c.fn[f].kcallee);
+    }
     free(c.fn);
     free(c.st);
     free(c.fr);

@@ -133,6 +133,9 @@ enum rh_ev_op {
     RH_EV_EXT = 7,       /* an mmap/munmap/mremap/mallopt call (EXT 10..13) */
     RH_EV_CPU = 8,       /* one CPU sample of stack `stack` standing for `size` sampling
                             periods (EXT CPUSAMPLE) */
+    RH_EV_REGION = 9,    /* region `addr` (a pool id) has parent pool id `size` & 0xffff,
+                            name kind `stack`; bit 16 of size: created; bits 17..32: the
+                            creating function's kind (EXT REGION) */
 };
 
 struct rh_event {
@@ -270,6 +273,8 @@ struct rh_rip {
     /* servers: blocks inherited at the fork, live from time 0 (rh_inherit.c);
      * NULL: none */
     struct rh_inherit *inherit;
+    /* region allocators (rh_regions.c); NULL: none seen */
+    struct rh_regions *regions;
 
     struct rh_stack *stacks;
     size_t nstacks, capstacks;
@@ -450,8 +455,56 @@ struct rh_row {
     uint32_t kind;                         /* RH_KIND_UNKNOWN when not known yet */
     uint32_t stack_index;                  /* index into rip->stacks */
     uint8_t temporary;                     /* rh_temporary_free() said so at its free */
+    uint64_t raw_addr; /* the address as recorded: a pool or region block's tag kept */
 };
 #define RH_KIND_UNKNOWN UINT32_MAX
+
+/* ---- rh_regions.c: the regions of region allocators ---------------------- */
+
+struct rh_region_def {
+    uint32_t pool;   /* the runtime's pool id */
+    uint32_t parent; /* regions.id of the parent, 0: none */
+    uint32_t kind;   /* name, 0: none */
+    int64_t created; /* ns */
+};
+
+struct rh_region_block {
+    uint64_t row;
+    uint32_t region;
+};
+
+struct rh_regions {
+    uint32_t cur[65536]; /* pool id -> regions.id (index + 1), 0: no region */
+    struct rh_region_def *defs;
+    size_t ndefs, capdefs;
+    struct rh_region_block *blocks;
+    size_t nblocks, capblocks;
+    struct rh_map chunks; /* untagged address -> pool id of the live chunk, 0: none */
+    uint32_t moved[256];  /* per thread (id & 255): the pool id of the chunk a
+                             reallocation just freed */
+    uint32_t creators[64]; /* kinds of the functions that created regions */
+    size_t ncreators;
+};
+
+/* Region `pool` (a pool id) announced at t with its parent's pool id and name
+ * kind (0: none); created: a new region. Returns 0 or -1 (out of memory). */
+RH_HIDDEN int rh_regions_define(struct rh_rip *r, uint32_t pool, uint32_t parent_pool,
+                                uint32_t kind, int created, uint32_t creator, int64_t t);
+/* The address to pair for event op at addr: a pool-id-0 address (pfree,
+ * repalloc) becomes the tagged address of the live region chunk there (a
+ * reallocation's new chunk: the region of the chunk it replaced on that
+ * thread); others are returned as they are. */
+RH_HIDDEN uint64_t rh_regions_resolve(struct rh_rip *r, int op, uint64_t addr, uint32_t thread);
+/* A live block opened at addr (tagged): remembered when it is a region chunk. */
+RH_HIDDEN int rh_regions_opened(struct rh_rip *r, uint64_t addr);
+/* The row `row` of the block at addr (tagged) is complete (closed: it was
+ * freed): noted with its region when it is a region chunk. 0 or -1. */
+RH_HIDDEN int rh_regions_note(struct rh_rip *r, uint64_t row, uint64_t addr, int closed);
+struct sqlite3;
+/* Creates the region tables and views in db and fills them (rh_db_regions.c).
+ * Returns 0 or -1 with err set. */
+RH_HIDDEN int rh_regions_write(struct sqlite3 *db, struct rh_rip *r, char *err, size_t errlen);
+RH_HIDDEN void rh_regions_free(struct rh_rip *r);
 
 struct rh_merge_stats {
     uint64_t rows;

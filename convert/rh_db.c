@@ -1125,7 +1125,8 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         (d->post && rh_post_write(d->post, d->db, err, errlen)) ||
         (d->chains && rh_chains_write(d->chains, d->db, err, errlen)) ||
         rh_db_view(d, r, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
-        rh_callsite_write(d->db, err, errlen) || rh_db_exec(d, "COMMIT;", err, errlen))
+        rh_callsite_write(d->db, err, errlen) || rh_regions_write(d->db, r, err, errlen) ||
+        rh_db_exec(d, "COMMIT;", err, errlen))
         goto fail;
     if (sqlite3_close(d->db) != SQLITE_OK) {
         rh_db_seterr(err, errlen, "%s: cannot close (%s)", rh_db_tmp, sqlite3_errmsg(d->db));

@@ -66,7 +66,7 @@ static int rh_inh_row(void *ctx, const struct rh_row *row)
         return -1;
     }
     struct rh_inh_block *b = &o->blocks[o->nblocks++];
-    b->addr = row->addr;
+    b->addr = row->raw_addr ? row->raw_addr : row->addr; /* a pool block keeps its tag */
     b->size = row->size;
     b->kind = st->defined ? st->kind : 0;
     b->cut = st->cut;

@@ -208,6 +208,7 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
     row.size = b->size;
     /* a pool block's address without its tag (runtime/rip_format.h) */
     row.addr = RIP_IS_POOL_ADDR(b->addr) ? b->addr & RIP_POOL_ADDR_MASK : b->addr;
+    row.raw_addr = b->addr;
     row.alloc_thread = b->thread;
     row.dealloc_thread = thread;
     row.id = b->id;
@@ -220,6 +221,8 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
         stk->provisional = 1;
     }
     m->st->rows++;
+    if (RIP_IS_POOL_ADDR(b->addr) && rh_regions_note(m->r, b->id, b->addr, t >= 0))
+        return -1;
     if (m->sink->agg && rh_agg_row(m->sink->agg, &row))
         return -1;
     return m->sink->row ? m->sink->row(m->sink->ctx, &row) : 0;
@@ -288,10 +291,13 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
     int64_t t = rh_merge_time(m, ev);
     if (t > m->st->last_ns)
         m->st->last_ns = t;
+    uint64_t addr = ev->addr;
+    if (__builtin_expect(ev->op <= RH_EV_RALLOC && RIP_IS_POOL_ADDR(addr), 0))
+        addr = rh_regions_resolve(m->r, ev->op, addr, ev->thread); /* pfree, repalloc */
     switch (ev->op) {
     case RH_EV_FREE:
     case RH_EV_RFREE: {
-        struct rh_live *b = rh_live_find(&m->live, ev->addr);
+        struct rh_live *b = rh_live_find(&m->live, addr);
         if (ev->op == RH_EV_RFREE && m->sink->realloc)
             (void)rh_merge_rfree(m, ev->thread, b ? b->id : 0);
         if (!b) {
@@ -306,14 +312,14 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
         if (si == UINT32_MAX)
             return -1;
         m->r->stacks[si].used = 1;
-        struct rh_live *old = rh_live_find(&m->live, ev->addr);
+        struct rh_live *old = rh_live_find(&m->live, addr);
         if (old) {
             m->st->overlapping_allocs++;
             int rc = rh_merge_close(m, old, -1, 0);
             if (rc)
                 return rc;
         }
-        struct rh_live b = {ev->addr, ++m->nalloc, t, ev->size, si, ev->thread ? ev->thread : 1};
+        struct rh_live b = {addr, ++m->nalloc, t, ev->size, si, ev->thread ? ev->thread : 1};
         if (ev->op == RH_EV_RALLOC && m->sink->realloc && ev->thread < m->rfree_cap &&
             m->rfree_id[ev->thread]) {
             uint64_t prev = m->rfree_id[ev->thread];
@@ -325,17 +331,24 @@ static int rh_merge_event(struct rh_merge *m, const struct rh_event *ev)
             m->sink->alloc(m->sink->ctx, si, m->r->stacks[si].id, b.id, ev->size))
             return -1;
         rh_temporary_alloc(&m->temp, si, ev->size);
-        if (m->sink->agg && rh_agg_event(m->sink->agg, si, t, ev->size, ev->addr, 1))
+        if (m->sink->agg && rh_agg_event(m->sink->agg, si, t, ev->size, addr, 1))
             return -1;
-        if (RIP_IS_POOL_ADDR(ev->addr))
+        if (RIP_IS_POOL_ADDR(addr)) {
             m->pool_live++;
-        double w = rh_sample_weight(m->r, ev->size, ev->addr);
+            if (rh_regions_opened(m->r, addr))
+                return -1;
+        }
+        double w = rh_sample_weight(m->r, ev->size, addr);
         m->heap_bytes += w * (double)ev->size;
         m->heap_blocks += w;
         return rh_live_add(&m->live, &b);
     }
     case RH_EV_POOLRESET:
         return rh_merge_pool_reset(m, (uint32_t)ev->addr, t, ev->thread);
+    case RH_EV_REGION:
+        return rh_regions_define(m->r, (uint32_t)ev->addr, (uint32_t)(ev->size & 0xffff),
+                                 (uint32_t)ev->stack, (int)((ev->size >> 16) & 1),
+                                 (uint32_t)((ev->size >> 17) & 0xffff), t);
     case RH_EV_EXT: { /* an mmap/munmap/mremap/mallopt call */
         if (ev->ext_sub == RIP_EXT_MEMSAMPLE) { /* the heap at this moment, beside it */
             struct rh_event e = *ev;
@@ -393,8 +406,11 @@ static int rh_merge_seed(struct rh_merge *m)
             return -1;
         if (m->sink->agg && rh_agg_event(m->sink->agg, si, 0, ib->size, ib->addr, 1))
             return -1;
-        if (RIP_IS_POOL_ADDR(ib->addr))
+        if (RIP_IS_POOL_ADDR(ib->addr)) {
             m->pool_live++;
+            if (rh_regions_opened(m->r, ib->addr)) /* a region chunk the child may pfree */
+                return -1;
+        }
         if (rh_live_add(&m->live, &b))
             return -1;
     }
@@ -509,6 +525,8 @@ int rh_merge_feed(struct rh_merge *m, const struct rh_event *ev)
 
 int rh_merge_is_live(struct rh_merge *m, uint64_t addr)
 {
+    if (RIP_IS_POOL_ADDR(addr) && RIP_POOL_OF(addr) == 0) /* pfree: the chunk at addr */
+        addr = rh_regions_resolve(m->r, RH_EV_FREE, addr, 0);
     return rh_live_find(&m->live, addr) != NULL;
 }
 

@@ -838,6 +838,7 @@ void rh_rip_close(struct rh_rip *r)
     free(r->frames);
     free(r->threads);
     rh_map_free(&r->thread_map);
+    rh_regions_free(r);
     r->base = NULL;
     r->mapped = 0;
 }

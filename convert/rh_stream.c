@@ -158,6 +158,21 @@ static int rh_dec_ext(struct rh_rip *r, struct rh_stream *s, const uint8_t **pp,
         s->ext_event.stack = 0;
         s->ext_event.size = 0;
         return RH_DEC_EVENT;
+    } else if (sub == RIP_EXT_REGION) {
+        /* timed: a region's id, parent id, name kind and flags (FORMAT.md "Regions") */
+        const uint8_t *q = b;
+        uint64_t id, parent, kind, flags = 0, creator = 0;
+        if (rh_get(&q, b + len, &id) || rh_get(&q, b + len, &parent) ||
+            rh_get(&q, b + len, &kind) || (q < b + len && rh_get(&q, b + len, &flags)) ||
+            (q < b + len && rh_get(&q, b + len, &creator)) || id > 0xffff || parent > 0xffff ||
+            kind > 0xffff || creator > 0xffff)
+            return RH_DEC_BAD;
+        s->ext_event.op = RH_EV_REGION;
+        s->ext_event.cls = 0; /* before the chunks allocated at the same time */
+        s->ext_event.addr = id;
+        s->ext_event.size = parent | ((flags & 1) << 16) | (creator << 17);
+        s->ext_event.stack = kind;
+        return RH_DEC_EVENT;
     } else if (sub == RIP_EXT_CPUSAMPLE) {
         /* timed, like POOLRESET; later bytes, if any, are skipped */
         const uint8_t *q = b;

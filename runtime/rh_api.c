@@ -377,7 +377,10 @@ static void rh_ctl_run(void)
     rh_close_cut_locked();
     if (rh_ctl_marker_stale())
         rh_ctl_marker_update(); /* a fork child's own marker */
-    for (unsigned n = rh_ctl_take_toggles(); n; n--) {
+    /* Toggles that arrived together pair off: a second signal cancels a first
+     * that has not taken effect (rheaper record gives up on an idle process),
+     * so it leaves no recording behind. */
+    if (rh_ctl_take_toggles() & 1u) {
         if (rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))
             rh_disable_ctl();
         else

@@ -77,6 +77,42 @@ uint32_t rh_kind_intern(const char *name)
     return kind;
 }
 
+/* Names given by the program at run time (a region's name) are copied here,
+ * so the kind outlives the program's string. Full: the name "region". */
+static char rh_dyn_copies[65536];
+static size_t rh_dyn_copied;
+
+uint32_t rh_kind_intern_copy(const char *name)
+{
+    if (!name || !*name)
+        return rh_kind_intern("region");
+    size_t n = strnlen(name, RIP_MAX_KIND_NAME - 1);
+    char tmp[RIP_MAX_KIND_NAME];
+    memcpy(tmp, name, n);
+    tmp[n] = 0;
+    /* a name already known keeps its kind without a copy */
+    uint32_t h = rh_name_hash(tmp);
+    rh_spin_lock(&rh_dyn_lock);
+    for (uint32_t i = h & (RH_KIND_HASH_SIZE - 1);; i = (i + 1) & (RH_KIND_HASH_SIZE - 1)) {
+        uint32_t e = rh_dyn_hash[i];
+        if (e == 0)
+            break;
+        if (strcmp(rh_dyn_names[e - 1], tmp) == 0) {
+            rh_spin_unlock(&rh_dyn_lock);
+            return RIP_DYN_KIND_BASE + e - 1;
+        }
+    }
+    const char *copy = "region";
+    if (rh_dyn_copied + n + 1 <= sizeof rh_dyn_copies) {
+        char *c = rh_dyn_copies + rh_dyn_copied;
+        memcpy(c, tmp, n + 1);
+        rh_dyn_copied += n + 1;
+        copy = c;
+    }
+    rh_spin_unlock(&rh_dyn_lock);
+    return rh_kind_intern(copy);
+}
+
 void rh_kinds_fork(int phase)
 {
     if (phase == 0)
@@ -85,6 +121,7 @@ void rh_kinds_fork(int phase)
         rh_spin_unlock(&rh_dyn_lock);
     else
         rh_dyn_lock = 0;
+    rh_region_fork(phase);
 }
 
 void rh_kind_announce(struct rh_writer *w, unsigned kind, uint64_t t)
@@ -117,6 +154,15 @@ void rh_kind_announce(struct rh_writer *w, unsigned kind, uint64_t t)
 /* ---- pools (client requests) --------------------------------------------- */
 
 static uint32_t rh_pool_next;
+
+uint32_t rh_pool_new_id(void)
+{
+    uint32_t n;
+    do
+        n = __atomic_add_fetch(&rh_pool_next, 1, __ATOMIC_RELAXED) & 0xffffu;
+    while (n == 0);
+    return n;
+}
 
 /* The pool's kind and id, assigned at its first request (cold). Returns 0 when
  * the pool cannot be named (kind table full). */

@@ -183,7 +183,7 @@ static inline void rh_emit_fail(struct rh_writer *w, unsigned kind, size_t size,
 
 /* ---- the shared path ---------------------------------------------------- */
 
-enum { RH_EV_ALLOC, RH_EV_FREE, RH_EV_REALLOC, RH_EV_FAIL, RH_EV_POOLRESET };
+enum { RH_EV_ALLOC, RH_EV_FREE, RH_EV_REALLOC, RH_EV_FAIL, RH_EV_POOLRESET, RH_EV_REGION };
 
 /* A timed EXT POOLRESET record for pool `id` (FORMAT.md "Allocator families and
  * pools"); counted as an event like a FREE. */
@@ -195,6 +195,35 @@ static inline void rh_emit_pool_reset(struct rh_writer *w, uint32_t id, uint64_t
     uint8_t body[10];
     size_t n = (size_t)(rip_put_varint(body, id) - body);
     q = rip_put_varint(q, RIP_EXT_POOLRESET);
+    q = rip_put_varint(q, n);
+    memcpy(q, body, n);
+    rh_event_done(w, q + n);
+}
+
+/* A timed EXT REGION record: region `id` (a pool id) now has parent region
+ * `parent` (0: none) and the name of dynamic kind `kind` (0: none); flags bit
+ * 0: the region was created now; creator: the kind named after the function
+ * that created it (0: none), FORMAT.md "Regions". The names' KINDNAMEs go
+ * first. */
+static inline void rh_emit_region(struct rh_writer *w, uint32_t id, uint32_t parent, unsigned kind,
+                                  unsigned flags, unsigned creator, uint64_t t)
+{
+    if (kind)
+        rh_kind_announce(w, kind, t);
+    if (creator)
+        rh_kind_announce(w, creator, t);
+    if (rh_unlikely(rh_event_room(w, t) != 0))
+        return;
+    uint8_t *q = rh_put_head(w, w->pos, RIP_OP_EXT, 0, t);
+    uint8_t body[30];
+    uint8_t *b = rip_put_varint(body, id);
+    b = rip_put_varint(b, parent);
+    b = rip_put_varint(b, kind);
+    b = rip_put_varint(b, flags);
+    if (creator)
+        b = rip_put_varint(b, creator);
+    size_t n = (size_t)(b - body);
+    q = rip_put_varint(q, RIP_EXT_REGION);
     q = rip_put_varint(q, n);
     memcpy(q, body, n);
     rh_event_done(w, q + n);
@@ -262,6 +291,10 @@ static RH_COLD void rh_shared_record(int ev, unsigned kind, void *old, void *p, 
         break;
     case RH_EV_POOLRESET:
         rh_emit_pool_reset(w, (uint32_t)size, t);
+        break;
+    case RH_EV_REGION:
+        rh_emit_region(w, (uint32_t)size, (uint32_t)(uintptr_t)p & 0xffffu, kind,
+                       (unsigned)(((uintptr_t)p >> 16) & 1u), (unsigned)((uintptr_t)p >> 17), t);
         break;
     }
     rh_spin_unlock(&rh_shared_lock);
@@ -416,6 +449,22 @@ void rh_record_pool_reset(uint32_t id, uint64_t t_before)
         rh_emit_pool_reset(&s->w, id, t);
     else if (!drop)
         rh_shared_record(RH_EV_POOLRESET, 0, NULL, NULL, id, t_before, NULL);
+}
+
+/* Region `id` has parent `parent` and name kind `kind` from t_before on
+ * (rh_region.c). */
+void rh_record_region(uint32_t id, uint32_t parent, unsigned kind, unsigned flags,
+                      unsigned creator, uint64_t t_before)
+{
+    uint64_t t = t_before >> rh_clock_shift;
+    int drop;
+    struct rh_slot *s = rh_ready(t, &drop);
+    if (rh_likely(s))
+        rh_emit_region(&s->w, id, parent, kind, flags, creator, t);
+    else if (!drop)
+        rh_shared_record(RH_EV_REGION, kind, NULL, (void *)(uintptr_t)(parent | ((uintptr_t)(flags & 1u) << 16) |
+                                                      ((uintptr_t)creator << 17)), id,
+                         t_before, NULL);
 }
 
 /* ---- timed EXT records without a stack (memory samples) ----------------- */

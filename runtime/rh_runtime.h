@@ -1463,5 +1463,13 @@ RH_HIDDEN void rh_kind_announce(struct rh_writer *w, unsigned kind, uint64_t t) 
 RH_HIDDEN void rh_kinds_fork(int phase);
 /* rh_record.c: the timed POOLRESET record of pool `id`. */
 RH_HIDDEN void rh_record_pool_reset(uint32_t id, uint64_t t_before);
+RH_HIDDEN void rh_record_region(uint32_t id, uint32_t parent, unsigned kind, unsigned flags,
+                                unsigned creator, uint64_t t_before);
+/* Region allocators (rh_region.c): a fresh pool id (rh_pool.c), the region
+ * table's fork phases (0 prepare, 1 parent, 2 child), and a copy of a name
+ * as a dynamic kind. */
+RH_HIDDEN uint32_t rh_pool_new_id(void);
+RH_HIDDEN void rh_region_fork(int phase);
+RH_HIDDEN uint32_t rh_kind_intern_copy(const char *name);
 
 #endif

@@ -98,6 +98,7 @@ enum rip_chunk_type {
  * the runtime cannot follow. */
 #define RIP_END_CHROOT 2u      /* the program called chroot */
 #define RIP_END_CREDENTIALS 3u /* a privilege change the file could not follow */
+#define RIP_END_EXEC 4u        /* the program called execve: the pid goes on as a new image */
 /* Trailer (v3): u64 CPU samples written at payload offset 80, u64
  * samples dropped (the thread was inside the runtime, or had no room) at 88. */
 #define RIP_TRAILER_CPU_OFF 80u
@@ -184,6 +185,7 @@ enum rip_ext {
     /* version 2, FORMAT.md "Allocator families and pools" (3..6 reserved there) */
     RIP_EXT_KINDNAME = 3,  /* varint kind, then the kind's name */
     RIP_EXT_POOLRESET = 4, /* timed: varint pool id; frees every block of the pool */
+    RIP_EXT_REGION = 5,    /* timed: varint region (pool) id, parent id, name kind */
     /* version 3, FORMAT.md "mmap and mallopt": timed,
      * bytes = varint stack id (kind 200..203), then the call's varints */
     RIP_EXT_MMAP = 10,    /* addr hint, length, prot, flags, zigzag fd, offset, result, errno */
@@ -226,6 +228,10 @@ enum rip_ext {
 #define RIP_POOL_TAG(id) ((1ull << 63) | ((uint64_t)(id) << RIP_POOL_TAG_SHIFT))
 #define RIP_IS_POOL_ADDR(a) (((a) >> 63) != 0)
 #define RIP_POOL_OF(a) ((uint32_t)(((a) >> RIP_POOL_TAG_SHIFT) & 0xffffu))
+/* A region chunk whose region the writer does not know (pfree(p), repalloc's
+ * result): pool id 0. The reader finds the region from the live chunk at that
+ * address (FORMAT.md "Regions"). */
+#define RIP_REGION_ANY_TAG RIP_POOL_TAG(0)
 
 /* Reader limits (FORMAT.md "Limits a reader enforces"). */
 #define RIP_MAX_FRAMES 1024u

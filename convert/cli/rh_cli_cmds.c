@@ -36,7 +36,8 @@ enum {
     RH_OPT_STACKS = 4,
     RH_OPT_BUCKETS = 8,
     RH_OPT_SQL = 16,
-    RH_OPT_THRESHOLD = 32
+    RH_OPT_THRESHOLD = 32,
+    RH_OPT_BY_REGION = 64 /* --by region only (leaks) */
 };
 
 struct rh_args {
@@ -76,11 +77,18 @@ static int rh_parse(int argc, char **argv, unsigned allow, struct rh_args *a)
             } else if ((allow & RH_OPT_BY) && !strcmp(s, "--by") && i + 1 < argc) {
                 a->by = argv[++i];
                 if (strcmp(a->by, "bytes") && strcmp(a->by, "count") && strcmp(a->by, "leaked") &&
-                    strcmp(a->by, "peak") && strcmp(a->by, "temporary")) {
+                    strcmp(a->by, "peak") && strcmp(a->by, "temporary") &&
+                    strcmp(a->by, "region")) {
                     fprintf(stderr,
-                            "rheaper: %s: --by '%s': expected bytes, count, leaked, peak or "
-                            "temporary\n",
+                            "rheaper: %s: --by '%s': expected bytes, count, leaked, peak, "
+                            "temporary or region\n",
                             cmd, a->by);
+                    return 2;
+                }
+            } else if ((allow & RH_OPT_BY_REGION) && !strcmp(s, "--by") && i + 1 < argc) {
+                a->by = argv[++i];
+                if (strcmp(a->by, "region")) {
+                    fprintf(stderr, "rheaper: %s: --by '%s': expected region\n", cmd, a->by);
                     return 2;
                 }
             } else if ((allow & RH_OPT_N) && (!strcmp(s, "-n") || !strcmp(s, "--limit")) &&
@@ -208,6 +216,14 @@ static int rh_listing(int argc, char **argv, unsigned allow, rh_list_fn *list)
         return 1;
     struct rh_summary s;
     rc = 0;
+    /* Chunks of region allocators lie inside the allocator's own blocks: top
+     * and leaks list the chunks unless a kind filter asks otherwise. */
+    if ((allow & (RH_OPT_BY | RH_OPT_BY_REGION)) && !a.f.nkind && !a.f.nnot_kind &&
+        a.f.nnot_kind < 8 && rh_region_available(db)) {
+        a.f.not_kind[a.f.nnot_kind++] = "region-blocks";
+        fprintf(stderr, "rheaper: the region allocators' own blocks are left out (--kind "
+                        "region-blocks shows them)\n");
+    }
     if (rh_filter_apply(db, &a.f) || rh_summary_compute(db, &s) || rh_make_sites(db, a.stacks) ||
         list(db, &a, &s))
         rc = 1;
@@ -245,8 +261,27 @@ static sqlite3_stmt *rh_top_stmt(sqlite3 *db, const char *by, int n, int stacks,
     return st;
 }
 
+/* `top --by region`, `leaks --by region`: the regions of region allocators. */
+static int rh_region_list(sqlite3 *db, const struct rh_args *a, int leaks)
+{
+    const char *cmd = leaks ? "leaks" : "top";
+    if (!rh_region_available(db)) {
+        fprintf(stderr,
+                "rheaper: %s: %s has no region chunks (declare the region allocator in an "
+                "allocator file, docs/allocators.md)\n",
+                cmd, a->db);
+        return -1;
+    }
+    if (a->filtered)
+        fprintf(stderr, "rheaper: %s --by region: the filters are ignored here\n", cmd);
+    sqlite3_stmt *st = rh_region_stmt(db, leaks, "bytes", a->n);
+    return st ? rh_print(st, a, NULL) : -1;
+}
+
 static int rh_top_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
+    if (!strcmp(a->by, "region"))
+        return rh_region_list(db, a, 0);
     sqlite3_stmt *st = rh_top_stmt(db, a->by, a->n, a->stacks, s->peak_time_ns);
     return st ? rh_print(st, a, NULL) : -1;
 }
@@ -350,6 +385,8 @@ int rh_cmd_peak(int argc, char **argv)
 
 static int rh_leaks_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
+    if (!strcmp(a->by, "region"))
+        return rh_region_list(db, a, 1);
     if (rh_leak_scores(db, a->buckets, s->duration_ns))
         return -1;
     char sql[4096];
@@ -378,7 +415,8 @@ static int rh_leaks_list(sqlite3 *db, const struct rh_args *a, const struct rh_s
 
 int rh_cmd_leaks(int argc, char **argv)
 {
-    return rh_listing(argc, argv, RH_OPT_N | RH_OPT_STACKS | RH_OPT_BUCKETS, rh_leaks_list);
+    return rh_listing(argc, argv, RH_OPT_N | RH_OPT_STACKS | RH_OPT_BUCKETS | RH_OPT_BY_REGION,
+                      rh_leaks_list);
 }
 
 /* ---- summary ---------------------------------------------------------------------- */

@@ -402,11 +402,20 @@ int rh_cmd_record(int argc, char **argv)
             return 1;
         }
         if (rh_rec_interrupted || rh_rec_now() - t0 > RH_REC_ACK_SEC) {
+            /* A second signal cancels the pending one (toggles that arrive
+             * together pair off in the runtime), so a process that allocates
+             * later does not start a recording nobody stops. */
+            int cancelled = rh_rec_signal(&tgt, sig) == 0;
+            if (cancelled && rh_marker_read(mpath, &tgt, &cur, why, sizeof why) == 0 &&
+                cur.seq > seq0)
+                cancelled = 0; /* it started just now: the second signal stops it */
             fprintf(stderr,
                     "rheaper: record: process %d did not start recording within %.0f s: the "
                     "toggle happens at its next allocation (is it idle, or does it block signal "
-                    "%d?); when it allocates it will record until signalled again\n",
-                    pid, RH_REC_ACK_SEC, sig);
+                    "%d?); %s\n",
+                    pid, RH_REC_ACK_SEC, sig,
+                    cancelled ? "the request is cancelled: it will not start later"
+                              : "it started as the request was given up and is stopped again");
             return 1;
         }
         rh_rec_nap();

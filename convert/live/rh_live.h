@@ -58,6 +58,7 @@ struct rh_lv_point {
 struct rh_lv_model {
     char source[1100]; /* the path shown in the title */
     char exe[1100];
+    char title[256]; /* the process title (setproctitle, argv rewritten): "" when unknown */
     int pid;
     int following;   /* 1: a running program (live), 0: a saved profile (view) */
     int ended;       /* following: the program has ended */
@@ -231,5 +232,9 @@ int rh_ctl_parse_signal(const char *s);
 /* Reads pid's environment into e (RH_ENV_UNKNOWN when unreadable or written
  * over by a process title). */
 void rh_proc_environ(int pid, struct rh_env *e);
+
+/* The process title of running process pid (/proc/PID/cmdline, its NULs
+ * as spaces, control bytes as '?') into out; "" when unreadable. */
+void rh_lv_proc_title(int pid, char *out, size_t n);
 
 #endif

@@ -282,6 +282,7 @@ int rh_lv_db_load(const char *path, struct rh_lv_model *m, const char *func_re)
         goto out;
     snprintf(m->source, sizeof m->source, "%s", path);
     snprintf(m->exe, sizeof m->exe, "%s", s.program);
+    snprintf(m->title, sizeof m->title, "%s", s.title);
     m->pid = (int)s.pid;
     m->following = 0;
     m->ended = 1;

@@ -282,7 +282,7 @@ static int rh_fl_apply(struct rh_follow *f, const struct rh_event *ev, int age, 
         return rh_fl_alloc(f, ev);
     if (ev->op == RH_EV_EXT && ev->ext_sub == RIP_EXT_MEMSAMPLE)
         return rh_fl_mem(f, ev, t);
-    if (ev->op > RH_EV_POOLRESET && ev->stack)
+    if (ev->op > RH_EV_POOLRESET && ev->op != RH_EV_REGION && ev->stack)
         return rh_fl_cpu(f, ev);
     return 0;
 }
@@ -943,6 +943,11 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
     m->pid = f->pid;
     m->following = 1;
     m->ended = rh_follow_ended(f);
+    /* the title as ps shows it while running; at the end, the trailer's */
+    if (!m->ended)
+        rh_lv_proc_title(f->pid, m->title, sizeof m->title);
+    if (!m->title[0] && f->trailer && r->tr_has_title)
+        snprintf(m->title, sizeof m->title, "%s", r->title);
     if (!m->ended && f->trailer)
         snprintf(m->state, sizeof m->state, "running, this profile closed");
     else if (!m->ended)

@@ -12,7 +12,11 @@
  *   complete    a trailer with the normal end reason, and no damage seen;
  *   cut at the size limit   a trailer whose end reason is the size limit;
  *   damaged     no trailer and no process writing it (killed), or a chunk
- *               header that is not one, or a chunk past the end of the file.
+ *               header that is not one, or a chunk past the end of the file;
+ *   exec'd      the process went on as a new image (execve): its trailer says
+ *               so, or a later profile has the same pid and parent (the new
+ *               image's, rip-PID.1) while this one is not recording. The two
+ *               are listed together, the new image right after the old.
  * Checksums are not verified here; rheaper-convert verifies them. Without
  * DIR, the current directory and RHEAPER_PROFILE_DIR are listed.
  */
@@ -44,6 +48,9 @@ struct rh_prof_row {
     uint64_t events;
     uint64_t size;
     const char *state;
+    int writing, damaged, end_exec;
+    uint64_t group; /* sort key: the start of the first image of the pid */
+    int exec_into;  /* the row of the new image (-1: none) */
 };
 
 /* 1 when process pid is alive and maps the file with inode ino. */
@@ -144,8 +151,15 @@ static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *ro
     row->duration_ns =
         last_ns > sc.hdr.start_mono_ns ? (int64_t)(last_ns - sc.hdr.start_mono_ns) : 0;
     row->events = sc.trailer ? sc.tr_events : sc.chunk_events;
+    row->writing = writing;
+    row->damaged = sc.damaged;
+    row->end_exec = sc.trailer && sc.end_reason == RIP_END_EXEC;
+    row->group = row->start_real;
+    row->exec_into = -1;
     if (writing)
         row->state = sc.damaged ? "recording (damaged)" : "recording";
+    else if (row->end_exec)
+        row->state = "exec'd";
     else if (sc.damaged || !sc.trailer)
         row->state = "damaged";
     else if (sc.end_reason == RIP_END_SIZE_LIMIT)
@@ -158,6 +172,8 @@ static int rh_list_one(const char *dir, const char *path, struct rh_prof_row *ro
 static int rh_row_cmp(const void *a, const void *b)
 {
     const struct rh_prof_row *x = a, *y = b;
+    if (x->group != y->group)
+        return x->group < y->group ? -1 : 1;
     if (x->start_real != y->start_real)
         return x->start_real < y->start_real ? -1 : 1;
     return strcmp(x->path, y->path);
@@ -269,6 +285,48 @@ int rh_list_newest(char *out, size_t n)
     return 0;
 }
 
+/* An exec keeps the pid and the parent: a profile that is not being written
+ * and has a later one of the same pid and parent ended in an exec (a pid
+ * reused by an unrelated process would have to have the same parent). Marks
+ * it exec'd (unless the trailer says otherwise: a size limit), and groups the
+ * images of one pid in start order. rows are in any order. */
+static void rh_list_join_execs(struct rh_prof_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct rh_prof_row *r = &rows[i];
+        if (r->writing || !r->pid || !strcmp(r->state, "cut at the size limit"))
+            continue;
+        size_t best = n;
+        for (size_t j = 0; j < n; j++)
+            if (j != i && rows[j].pid == r->pid && rows[j].ppid == r->ppid &&
+                rows[j].start_real > r->start_real &&
+                (best == n || rows[j].start_real < rows[best].start_real))
+                best = j;
+        if (best == n)
+            continue;
+        if (!r->end_exec && r->damaged)
+            continue; /* a broken chunk is damage, exec or not */
+        r->state = "exec'd";
+        r->exec_into = (int)best;
+    }
+    /* each image takes the group of the first image of its chain */
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].exec_into < 0)
+            continue;
+        int first = 1;
+        for (size_t j = 0; j < n; j++)
+            if (rows[j].exec_into == (int)i)
+                first = 0;
+        if (!first)
+            continue;
+        uint64_t g = rows[i].start_real;
+        for (int k = rows[i].exec_into, hops = 0; k >= 0 && hops < (int)n; hops++) {
+            rows[k].group = g;
+            k = rows[k].exec_into;
+        }
+    }
+}
+
 int rh_cmd_list(int argc, char **argv)
 {
     const char *dirs[64];
@@ -291,6 +349,7 @@ int rh_cmd_list(int argc, char **argv)
     for (int i = 0; i < nd; i++)
         if (rh_list_dir(dirs[i], &rows, &n, &cap))
             rc = 1;
+    rh_list_join_execs(rows, n);
     if (n > 1)
         qsort(rows, n, sizeof *rows, rh_row_cmp);
     if (json)

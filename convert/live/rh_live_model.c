@@ -12,6 +12,7 @@
 
 #include "rh_convert.h"
 #include "rh_live.h"
+#include "rh_safefile.h"
 #include "rh_query.h"
 
 void rh_lv_model_clear(struct rh_lv_model *m)
@@ -31,6 +32,7 @@ void rh_lv_model_clear(struct rh_lv_model *m)
     m->nsites = m->capsites = m->nthreads = m->capthreads = m->ntl = m->captl = 0;
     m->nrss = m->caprss = 0;
     m->rss_heap = 0;
+    m->title[0] = 0;
 }
 
 struct rh_lv_site *rh_lv_site_add(struct rh_lv_model *m, const char *label, const char *func)
@@ -130,6 +132,8 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
     rh_json_string(out, m->source);
     fprintf(out, ", \"program\": ");
     rh_json_string(out, m->exe);
+    fprintf(out, ", \"title\": ");
+    rh_json_string(out, m->title);
     fprintf(out, ", \"pid\": %d, \"state\": ", m->pid);
     rh_json_string(out, m->state);
     fprintf(out,
@@ -202,8 +206,9 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
 void rh_lv_model_text(const struct rh_lv_model *m, FILE *out)
 {
     char a[32], b[32], c[32], d[32];
-    fprintf(out, "rheaper %s  pid %d  [%s]  %s  (%s)\n", m->following ? "live" : "view", m->pid,
-            m->state, m->exe, m->source);
+    fprintf(out, "rheaper %s  pid %d  [%s]  %s%s%s  (%s)\n", m->following ? "live" : "view", m->pid,
+            m->state, m->title[0] ? m->title : m->exe, m->title[0] ? "  " : "",
+            m->title[0] ? m->exe : "", m->source);
     fprintf(out,
             "live %s in %lld blocks   peak %s at %.3f s   allocated %s in %lld   freed %s in %lld"
             "   time %.3f s\n",
@@ -235,4 +240,20 @@ void rh_lv_model_text(const struct rh_lv_model *m, FILE *out)
                     100.0 * (double)v[i]->cpu_samples / (double)m->cpu_total, v[i]->label);
     }
     free(v);
+}
+
+void rh_lv_proc_title(int pid, char *out, size_t n)
+{
+    char path[64], buf[256];
+    out[0] = 0;
+    if (pid <= 0 || n == 0)
+        return;
+    snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+    ssize_t len = rh_safe_read_small(path, buf, sizeof buf, 0, 0, NULL, 0);
+    size_t k = 0;
+    for (ssize_t i = 0; i < len && k + 1 < n; i++)
+        out[k++] = buf[i] == 0 ? ' ' : ((unsigned char)buf[i] < 32 || buf[i] == 127) ? '?' : buf[i];
+    while (k && out[k - 1] == ' ')
+        k--;
+    out[k] = 0;
 }

@@ -166,8 +166,9 @@ static void rh_draw_header(struct rh_ui *u)
     char line[2048], a[32], b[32], c[32], d[32];
     attron(A_REVERSE);
     mvhline(0, 0, ' ', COLS);
-    snprintf(line, sizeof line, " rheaper %s  pid %d  [%s]  %s", m->following ? "live" : "view",
-             m->pid, m->state, m->exe);
+    snprintf(line, sizeof line, " rheaper %s  pid %d  [%s]  %s%s%s", m->following ? "live" : "view",
+             m->pid, m->state, m->title[0] ? m->title : m->exe, m->title[0] ? "  " : "",
+             m->title[0] ? m->exe : "");
     rh_put(0, 0, COLS, line);
     attroff(A_REVERSE);
     snprintf(line, sizeof line,

@@ -506,6 +506,14 @@ int rh_memory_figures(sqlite3 *db, struct rh_memfig *f);
  * their short-lived (temporary) blocks; over TEMP tables sstat and site.
  * stack_col: an extra last column's SQL, or NULL. NULL after one line. */
 sqlite3_stmt *rh_churn_stmt(sqlite3 *db, int n, int64_t duration_ns, const char *stack_col);
+
+/* Region allocators (rh_query_region.c). rh_region_available: 1 when db has
+ * region chunks. rh_region_stmt: one row per region name (region, regions,
+ * blocks, bytes, leaked_blocks, leaked_bytes), the n largest by bytes (order
+ * "count": by chunks, "leaked" or leaks set: by bytes never freed, only
+ * names with such chunks). NULL on error (message printed). */
+int rh_region_available(sqlite3 *db);
+sqlite3_stmt *rh_region_stmt(sqlite3 *db, int leaks, const char *order, int n);
 /* The RSS beside a timeline: for each of the n columns ending at xs[c] ns
  * (increasing), the highest RSS sampled in (xs[c-1], xs[c]] (column 0: up to
  * xs[0]), -1 where no sample fell. Returns the columns filled (0 without

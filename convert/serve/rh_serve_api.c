@@ -785,6 +785,8 @@ static int rh_ep_summary(struct rh_req *q)
     FILE *o = q->out;
     fputs("{\"program\":", o);
     rh_json_string(o, sm.program);
+    fputs(",\"title\":", o);
+    rh_json_string(o, sm.title);
     fprintf(o,
             ",\"pid\":%" PRId64 ",\"duration_ns\":%" PRId64 ",\"alloc_blocks\":%" PRId64
             ",\"alloc_bytes\":%" PRId64 ",\"freed_blocks\":%" PRId64 ",\"freed_bytes\":%" PRId64

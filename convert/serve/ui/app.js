@@ -236,7 +236,8 @@ async function loadOverview(q, my) {
         `${s.cpu_samples} samples at ${s.cpu_hz} Hz`, `${hcount(s.cpu_samples)} samples` +
         (s.cpu_dropped ? `, ${s.cpu_dropped} dropped` : "")) : card("CPU", "none", "", "no CPU samples");
     $("cards").innerHTML =
-        card("program", `<code>${esc(s.program)}</code>`, s.program, `pid ${s.pid}`) +
+        card("program", `<code>${esc(s.title || s.program)}</code>`, s.title ? `${s.title} (${s.program})` : s.program,
+             s.title ? `${esc(s.program)}, pid ${s.pid}` : `pid ${s.pid}`) +
         card("duration", hns(s.duration_ns), `${s.duration_ns} ns`) +
         card("allocated", hbytes(s.alloc_bytes), `${s.alloc_bytes} bytes`, `${hcount(s.alloc_blocks)} blocks`) +
         card("peak", hbytes(s.peak_bytes), `${s.peak_bytes} bytes`, `at ${hns(s.peak_time_ns)}`) +

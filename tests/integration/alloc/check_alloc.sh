@@ -10,9 +10,9 @@
 # patterns the link's stderr must match (the warnings about names that cannot
 # be wrapped).
 #
-# NAME.c is the program; NAME.lib.c, when present, is compiled first into
-# NAME.lib.o (with rheaper-cc -c, as a project's own allocator would be) and
-# linked in. Extra arguments go to the link (for example -ljemalloc or
+# NAME.c is the program; NAME.lib.c and NAME.lib2.c, when present, are
+# compiled first into objects of their own (with rheaper-cc -c, as a
+# project's own allocator would be) and linked in. Extra arguments go to the link (for example -ljemalloc or
 # --rheaper-allocator=FILE). Prints "N passed, N failed".
 set -eu
 bin=$1 src=$2 work=$3 name=$4
@@ -29,10 +29,12 @@ rm -rf "$work" && mkdir -p "$work"
 cd "$work"
 cflags="-O2 -std=gnu11 -I$src -I$src/../../e2e/programs"
 objs=""
-if [ -f "$src/$name.lib.c" ]; then
-    "$bin/rheaper-cc" $cflags -c "$src/$name.lib.c" -o "$work/$name.lib.o"
-    objs="$work/$name.lib.o"
-fi
+for lib in lib lib2; do
+    if [ -f "$src/$name.$lib.c" ]; then
+        "$bin/rheaper-cc" $cflags -c "$src/$name.$lib.c" -o "$work/$name.$lib.o"
+        objs="$objs $work/$name.$lib.o"
+    fi
+done
 extra=""
 for x in "$@"; do extra="$extra $(printf '%s' "$x" | sed "s|@SRC|$src|")"; done
 # shellcheck disable=SC2086
@@ -62,6 +64,12 @@ rip=$(ls rip-* | head -n 1)
 . "$src/../../e2e/programs/expect.sh"
 expect_each "$RH_EXPECT_FILE" . "$rip.db" expect_sql
 pass=$((pass + ex_pass)) fail=$((fail + ex_fail))
+# NAME.cli.sh, when present: checks of the rheaper commands on the database
+# ($bin, $rip.db), adding to pass and fail.
+if [ -f "$src/$name.cli.sh" ]; then
+    db="$rip.db"
+    . "$src/$name.cli.sh"
+fi
 [ $((pass + fail)) -gt 0 ] || { echo "FAIL: the program stated no expectations"; fail=1; }
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -79,6 +79,8 @@ int main(void)
             return 1;
         pthread_create(&th[i], NULL, worker, (void *)i);
     }
+    /* CTL_IDLE=1: no heartbeat, a server that allocates only for requests */
+    int idle = getenv("CTL_IDLE") != NULL;
     printf("ready %d\n", (int)getpid());
     char buf[4096];
     size_t len = 0;
@@ -88,7 +90,8 @@ int main(void)
         struct pollfd pfd = {0, POLLIN, 0};
         int r = poll(&pfd, 1, 10);
         if (r <= 0) {
-            heartbeat();
+            if (!idle)
+                heartbeat();
             continue;
         }
         ssize_t got = read(0, buf + len, sizeof buf - 1 - len);

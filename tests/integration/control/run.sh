@@ -73,6 +73,20 @@ record-server)
     grep -q 'handle_request' rec.out || fail "summary lacks handle_request"
     [ -f "rheaper-$OLDPID.ctl" ] && fail "marker left behind after exit"
     ;;
+idle-cancel)
+    # An idle server never takes the toggle; record gives up after 10 s and
+    # cancels it, so the server's later requests start no recording.
+    start_server CTL_IDLE=1
+    nreq 5; sync_to 5
+    "$RH" record -p "$SPID" -d 1s -o rec.db >rec.out 2>rec.err && fail "record succeeded on an idle process"
+    grep -q 'the request is cancelled' rec.err || fail "record did not cancel: $(cat rec.err)"
+    nreq 20; sync_to 25
+    grep -q '^state armed$' "rheaper-$SPID.ctl" || fail "marker does not say armed after the cancel"
+    ls rip-* >/dev/null 2>&1 && fail "a cancelled toggle started a recording"
+    stop_server
+    grep -q '^served 0 on 25 off 0 mixed$' server.err || fail "server counts: $(grep served server.err)"
+    ls rip-* >/dev/null 2>&1 && fail "a profile was written at exit"
+    ;;
 ownsig-after|ownsig-before)
     mode=${CASE#ownsig-}
     RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$H/ctl_ownsig" "$mode" >out 2>err ||

@@ -1,0 +1,2 @@
+/* regionsfork.lib.c: the miniature memory contexts of regions.lib.c. */
+#include "regions.lib.c"
