@@ -183,6 +183,9 @@ static const char rh_schema[] =
     "PRAGMA synchronous=OFF;"
     "PRAGMA locking_mode=EXCLUSIVE;"
     "PRAGMA cache_size=-65536;"
+    /* rheaper's mark in the header (RH_DB_APPLICATION_ID): a killed
+     * conversion's temp file is removed only when it carries it */
+    "PRAGMA application_id=1919447154;"
     /* The rows, compact (docs/design.md): the view
      * allocations (rh_db_view) gives the seed's columns back. */
     "CREATE TABLE alloc_rows(id INTEGER PRIMARY KEY, t INTEGER NOT NULL, life INTEGER,"

@@ -7,18 +7,23 @@
  * converted from (rh_db_set_mode: 0600 for a rip written by rheaper), never
  * wider than the umask allows, and an exclusive flock is held on it from
  * creation until it is renamed or removed. The lock is the proof of life:
- * SIGKILL releases it, so a DB.tmp.XXXXXX that carries SQLite's header, is
- * owned by this user, has one link and can be locked is a dead conversion's,
- * and rh_dbtmp_sweep() removes it before the next conversion of DB starts
- * (an empty one is not touched: a live conversion creates its file empty and
- * locks it before SQLite writes a byte). Catchable signals remove the temp
- * file on the way out (rh_convert_file.c).
+ * SIGKILL releases it, so a DB.tmp.XXXXXX that carries SQLite's header with
+ * rheaper's application id (the schema sets it first), is owned by this
+ * user, has one link and can be locked is a dead conversion's, and
+ * rh_dbtmp_sweep() removes it before the next conversion of DB starts (an
+ * empty one is not touched: a live conversion creates its file empty and
+ * locks it before SQLite writes a byte; a user's own database of that name
+ * lacks the mark and is not touched either). The directory is opened once
+ * and every name looked up in it by descriptor, so swapping the directory
+ * for a link to another one during the sweep cannot send it elsewhere.
+ * Catchable signals remove the temp file on the way out (rh_convert_file.c).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +41,19 @@ void rh_db_set_mode(mode_t mode)
     rh_db_mode = mode & 0666;
 }
 
-/* 1 when fd's file starts with SQLite's header. */
-static int rh_dbtmp_is_sqlite(int fd)
+/* rheaper's SQLite application id, 'rhpr' (the header's bytes 68-71, big
+ * endian), set by rh_db.c's schema. */
+#define RH_DB_APPLICATION_ID 0x72687072u
+
+/* 1 when fd's file starts with SQLite's header and carries rheaper's
+ * application id. */
+static int rh_dbtmp_is_ours(int fd)
 {
-    char h[16];
-    return pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && !memcmp(h, "SQLite format 3", 16);
+    unsigned char h[72];
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, "SQLite format 3", 16))
+        return 0;
+    uint32_t id = (uint32_t)h[68] << 24 | (uint32_t)h[69] << 16 | (uint32_t)h[70] << 8 | h[71];
+    return id == RH_DB_APPLICATION_ID;
 }
 
 int rh_dbtmp_sweep(const char *path, const char *prog)
@@ -55,9 +68,13 @@ int rh_dbtmp_sweep(const char *path, const char *prog)
     int pl = snprintf(prefix, sizeof prefix, "%s.tmp.", base);
     if (pl < 0 || (size_t)pl >= sizeof prefix)
         return 0;
-    DIR *d = opendir(dir);
-    if (!d)
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
         return 0;
+    }
     int removed = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -66,18 +83,20 @@ int rh_dbtmp_sweep(const char *path, const char *prog)
         char full[PATH_MAX];
         if (snprintf(full, sizeof full, "%s/%s", dir, e->d_name) >= (int)sizeof full)
             continue;
-        /* only this user's own regular file with one name: never another
-         * user's, never through a symlink or FIFO */
-        int fd =
-            rh_safe_open(full, O_RDONLY, 0, RH_SAFE_OWNER | RH_SAFE_OWNER_ONLY | RH_SAFE_ONE_LINK,
-                         geteuid(), NULL, 0);
+        /* only this user's own regular file with one name, looked up in the
+         * directory opened above: never another user's, never through a
+         * symlink or FIFO */
+        int fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
             continue;
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0 && rh_dbtmp_is_sqlite(fd)) {
+        if (rh_safe_check_fd(fd, full, RH_SAFE_OWNER | RH_SAFE_OWNER_ONLY | RH_SAFE_ONE_LINK,
+                             geteuid(), NULL, 0) == 0 &&
+            flock(fd, LOCK_EX | LOCK_NB) == 0 && rh_dbtmp_is_ours(fd)) {
             struct stat a, b;
             /* still the file we locked (not replaced meanwhile) */
-            if (fstat(fd, &a) == 0 && lstat(full, &b) == 0 && a.st_ino == b.st_ino &&
-                a.st_dev == b.st_dev && unlink(full) == 0) {
+            if (fstat(fd, &a) == 0 && fstatat(dfd, e->d_name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+                a.st_ino == b.st_ino && a.st_dev == b.st_dev &&
+                unlinkat(dfd, e->d_name, 0) == 0) {
                 removed++;
                 fprintf(stderr, "%s: removed %s, left by a conversion that was killed\n", prog,
                         full);
@@ -85,7 +104,7 @@ int rh_dbtmp_sweep(const char *path, const char *prog)
         }
         close(fd);
     }
-    closedir(d);
+    closedir(d); /* closes dfd */
     return removed;
 }
 

@@ -29,6 +29,8 @@ convert/rh_safefile.c:int fd = open\(path, flags \| O_NOFOLLOW \| O_NONBLOCK	the
 convert/rh_rip.c:int fd = open\(path, O_RDONLY \| O_CLOEXEC \| O_NONBLOCK	the rip named on the command line: a symlink to it is followed on purpose; O_NONBLOCK and the regular-file check below it keep a FIFO from blocking
 convert/serve/rh_serve_main.c:int fd = open\(path, O_RDONLY \| O_NONBLOCK	a profile named on the command line: symlinks followed on purpose, O_NONBLOCK and a regular-file check
 convert/cli/rh_cli_out.c:fopen\(outpath,	the output file the user named with -o, written as asked
+convert/rh_db_tmp.c:int dfd = open\(dir, O_RDONLY \| O_DIRECTORY	the output's directory, opened once so the sweep looks every name up in it by descriptor
+convert/rh_db_tmp.c:int fd = openat\(dfd, e->d_name, O_RDONLY \| O_NOFOLLOW \| O_NONBLOCK	a temp name in that directory, checked by rh_safe_check_fd before use
 EOF
 )
 
