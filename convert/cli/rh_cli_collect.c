@@ -31,7 +31,8 @@
  *
  * Senders are not trusted. A connection must complete its hello and header
  * within RH_COLLECT_HEAD_S seconds, and while the table is full a new
- * connection replaces the oldest one that has not; a chunk once begun must
+ * connection replaces the oldest one that has not (or else the one quiet
+ * longest between chunks, once quiet for RH_COLLECT_QUIET_S); a chunk once begun must
  * go on arriving (no byte for --idle-timeout seconds closes it); between
  * chunks a stream may be quiet as long as its program is (TCP keepalive
  * finds a peer that is gone). A chunk is stored with the capacity its
@@ -76,6 +77,7 @@
 
 #define RH_COLLECT_HEAD_S 10               /* hello and header within this */
 #define RH_COLLECT_IDLE_S 60               /* default --idle-timeout: a chunk stalls */
+#define RH_COLLECT_QUIET_S 300             /* quiet between chunks: replaceable when full */
 #define RH_COLLECT_MAX_BYTES (32ull << 30) /* default --max-bytes per sender */
 #define RH_COLLECT_BACKOFF_MAX_MS 2000     /* longest pause of accept at EMFILE */
 #define RH_COLLECT_PUSH_WAIT_S 10          /* at stop, for pushes still running */
@@ -93,6 +95,10 @@ struct rh_part {
 /* Open chunks one stream may have in part at once: each slot's and the
  * shared writer's (the runtime's RH_MAX_TRACKERS, and some). */
 #define RH_COLLECT_MAX_PARTS 65600u
+/* Open chunks all streams together may have in part: bounds the collector's
+ * memory for them (32 bytes each) whatever the number of senders. */
+#define RH_COLLECT_MAX_PARTS_ALL (4u * RH_COLLECT_MAX_PARTS)
+static size_t rh_collect_parts_all; /* open parts of every connection */
 
 /* One streaming program. */
 struct rh_conn {
@@ -408,6 +414,7 @@ static void rh_collect_close(struct rh_conn *c, const char *why)
     c->file = -1;
     free(c->parts);
     c->parts = NULL;
+    rh_collect_parts_all -= c->nparts;
     c->nparts = c->capparts = 0;
 }
 
@@ -441,7 +448,7 @@ static const char *rh_collect_place(struct rh_conn *c, int part, uint32_t from)
         return NULL;
     if (from != 0)
         return "partial chunk out of order (its first part does not start at 0)";
-    if (c->nparts >= RH_COLLECT_MAX_PARTS)
+    if (c->nparts >= RH_COLLECT_MAX_PARTS || rh_collect_parts_all >= RH_COLLECT_MAX_PARTS_ALL)
         return "too many chunks open at once";
     if (c->nparts == c->capparts) {
         size_t n = c->capparts ? c->capparts * 2 : 64;
@@ -459,6 +466,7 @@ static const char *rh_collect_place(struct rh_conn *c, int part, uint32_t from)
         return "cannot extend the profile";
     c->parts[c->nparts] = (struct rh_part){h->type, h->slot, h->seq, h->capacity, c->off, 0};
     c->cur_part = (int32_t)c->nparts++;
+    rh_collect_parts_all++;
     c->cur_off = c->off;
     c->off += stride;
     c->chunks++;
@@ -586,10 +594,12 @@ static const char *rh_collect_chunk_done(struct rh_conn *c)
                      (unsigned long long)c->cur_off, strerror(err));
             return why;
         }
-        if (c->cur_is_part)
+        if (c->cur_is_part) {
             c->parts[c->cur_part].have = c->ch.used;
-        else
+        } else {
             c->parts[c->cur_part] = c->parts[--c->nparts]; /* sealed: done with it */
+            rh_collect_parts_all--;
+        }
         c->phase = CP_CHDR;
         return NULL;
     }
@@ -933,6 +943,18 @@ int rh_cmd_collect(int argc, char **argv)
                             (conns[i].phase == CP_HELLO || conns[i].phase == CP_HEADER) &&
                             (!old || conns[i].t0 < old->t0))
                             old = &conns[i];
+                    if (!old) {
+                        /* else the one quiet longest between chunks, once
+                         * quiet for RH_COLLECT_QUIET_S: a sender that
+                         * finished its handshake and then says nothing
+                         * cannot hold its place for ever */
+                        uint64_t tnow = rh_collect_now_ms();
+                        for (unsigned i = 0; i < maxc; i++)
+                            if (conns[i].fd >= 0 && conns[i].phase == CP_CHDR && !conns[i].have &&
+                                tnow - conns[i].last >= RH_COLLECT_QUIET_S * 1000ull &&
+                                (!old || conns[i].last < old->last))
+                                old = &conns[i];
+                    }
                     if (!old) {
                         close(cfd);
                         continue;
