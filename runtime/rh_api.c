@@ -457,6 +457,14 @@ __attribute__((destructor(101))) static void rh_runtime_dtor(void)
     rh_exit_work(1);
 }
 
+void rh_exit_undo(void)
+{
+    int e = errno;
+    int pid = (int)syscall(SYS_getpid);
+    __atomic_compare_exchange_n(&rh_exit_done_pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    errno = e;
+}
+
 void rh_exit_fork_child(void)
 {
     rh_proc_pid = (int)syscall(SYS_getpid);

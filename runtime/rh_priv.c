@@ -61,8 +61,14 @@ static int rh_priv_chown_fid(const char *path, const struct rh_fid *want, unsign
     if (!path[0] || !want->ino)
         return 0;
     int fd = rh_open_safe(path, O_RDONLY, 0, RH_OPEN_INODE, want, NULL);
-    if (fd < 0)
-        return 0; /* gone or replaced: not ours to hand over */
+    if (fd < 0) {
+        int e = errno;
+        /* gone or replaced: not ours to hand over; any other failure (no
+         * descriptor left, say) is said and the recording closed cleanly */
+        if (e == ENOENT || e == ESTALE || e == EINVAL || e == ELOOP || e == EMLINK || e == ENXIO)
+            return 0;
+        return e;
+    }
     struct stat st;
     int err = 0;
     if (fstat(fd, &st) != 0) {

@@ -406,6 +406,25 @@ RH_HIDDEN void rh_region_realloc(struct rh_fam_kind *k, void *old, void *p, size
     rh_hook_end();
 }
 
+/* Marks entry i deleted. A deleted entry just before an empty one ends no
+ * probe chain that a live key needs (every chain through it stops at the
+ * empty one next), so it and the deleted entries before it become empty
+ * again: deletes then give their room back, and a long run that creates and
+ * deletes regions for ever (a server's contexts per query) never fills the
+ * table with tombstones. Under the lock. */
+static void rh_region_tomb(int32_t i)
+{
+    uint32_t k = (uint32_t)i;
+    rh_regions[k].key = RH_TOMB;
+    if (rh_regions[(k + 1) & (RH_REGION_CAP - 1)].key != RH_EMPTY)
+        return;
+    while (rh_regions[k].key == RH_TOMB) {
+        rh_regions[k].key = RH_EMPTY;
+        rh_region_used--;
+        k = (k - 1) & (RH_REGION_CAP - 1);
+    }
+}
+
 /* Removes up to RH_REGION_BATCH regions of the subtree of index top (top
  * itself last, and only when with_top), deepest first, writing their ids to
  * ids. Returns how many; *done set when the subtree is gone. Under the lock. */
@@ -422,7 +441,7 @@ static uint32_t rh_region_take(int32_t top, int with_top, uint32_t *ids, int *do
                 ids[n++] = rh_regions[i].id;
                 rh_region_drop_id(rh_regions[i].id);
                 rh_region_unlink(i);
-                rh_regions[i].key = RH_TOMB;
+                rh_region_tomb(i);
             }
             *done = 1;
             break;
@@ -430,7 +449,7 @@ static uint32_t rh_region_take(int32_t top, int with_top, uint32_t *ids, int *do
         ids[n++] = rh_regions[i].id;
         rh_region_drop_id(rh_regions[i].id);
         rh_region_unlink(i);
-        rh_regions[i].key = RH_TOMB;
+        rh_region_tomb(i);
     }
     return n;
 }

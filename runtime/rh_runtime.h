@@ -1334,6 +1334,9 @@ RH_HIDDEN void rh_stop_clean(uint32_t reason);
  * the final memory sample, which asks the allocator (async-signal contexts).
  * Keeps errno. */
 RH_HIDDEN void rh_exit_now(int mem_final);
+/* After an exec or daemon that failed and returned: the exit work rh_exit_now
+ * did is done again at the process's real exit. Keeps errno. */
+RH_HIDDEN void rh_exit_undo(void);
 /* The fork child's side of rh_exit_now: this memory is now the child's. */
 RH_HIDDEN void rh_exit_fork_child(void);
 

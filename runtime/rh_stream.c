@@ -569,7 +569,11 @@ static void rh_sq_handle(const struct rh_sq_item *it);
 static int rh_sq_pop(uint32_t upto, int all)
 {
     rh_spin_lock(&rh_sq.lock);
-    if (rh_sq.head == rh_sq.tail || (!all && (int32_t)(upto - rh_sq.head) <= 0)) {
+    /* !all (a partial copy waiting behind the queue): sealed chunks only. A
+     * recording's END would end the connection under the waiting copy, and a
+     * HDR start the next one; the sender's loop takes those after the copy */
+    if (rh_sq.head == rh_sq.tail || (!all && (int32_t)(upto - rh_sq.head) <= 0) ||
+        (!all && rh_sq.ring[rh_sq.head % rh_sq.cap].kind != RH_SQ_CHUNK)) {
         rh_spin_unlock(&rh_sq.lock);
         return 0;
     }

@@ -7,8 +7,9 @@
  * static link. Each shim first asks the runtime to do that exit work
  * (rh_exit_now, runtime/rh_api.c), then makes the real call with its
  * arguments unchanged (execl, execlp and execle go on as execv, execvp and
- * execve with the vector glibc itself would build); exec and daemon return what the real call returns,
- * with its errno, and a failed exec goes on recording after the trailer.
+ * execve with the vector glibc itself would build); exec and daemon return
+ * what the real call returns, with its errno, and a failed exec goes on recording after the trailer (its
+ * later exit does the exit work again: rh_exit_undo).
  *
  * These calls happen where little is allowed: _exit and execve are
  * async-signal-safe and may run in a signal handler or a vfork child. So
@@ -24,11 +25,21 @@
 #include "rh_shims.h"
 
 extern RH_HIDDEN void rh_exit_now(int mem_final) __attribute__((weak));
+extern RH_HIDDEN void rh_exit_undo(void) __attribute__((weak));
 
 static void rh_exiting(int mem_final)
 {
     if (rh_exit_now)
         rh_exit_now(mem_final);
+}
+
+/* An exec or daemon that returned failed: the process goes on, so its later
+ * exit must do the exit work again (rh_exit_undo). Returns rc, errno kept. */
+static int rh_returned(int rc)
+{
+    if (rh_exit_undo)
+        rh_exit_undo();
+    return rc;
 }
 
 RH_WRAP void __wrap__exit(int status)
@@ -51,37 +62,37 @@ RH_WRAP void __wrap__Exit(int status)
 RH_WRAP int __wrap_daemon(int nochdir, int noclose)
 {
     rh_exiting(1);
-    return __real_daemon(nochdir, noclose);
+    return rh_returned(__real_daemon(nochdir, noclose));
 }
 
 RH_WRAP int __wrap_execve(const char *path, char *const *argv, char *const *envp)
 {
     rh_exiting(0);
-    return __real_execve(path, argv, envp);
+    return rh_returned(__real_execve(path, argv, envp));
 }
 
 RH_WRAP int __wrap_execv(const char *path, char *const *argv)
 {
     rh_exiting(0);
-    return __real_execv(path, argv);
+    return rh_returned(__real_execv(path, argv));
 }
 
 RH_WRAP int __wrap_execvp(const char *file, char *const *argv)
 {
     rh_exiting(0);
-    return __real_execvp(file, argv);
+    return rh_returned(__real_execvp(file, argv));
 }
 
 RH_WRAP int __wrap_execvpe(const char *file, char *const *argv, char *const *envp)
 {
     rh_exiting(0);
-    return __real_execvpe(file, argv, envp);
+    return rh_returned(__real_execvpe(file, argv, envp));
 }
 
 RH_WRAP int __wrap_fexecve(int fd, char *const *argv, char *const *envp)
 {
     rh_exiting(0);
-    return __real_fexecve(fd, argv, envp);
+    return rh_returned(__real_fexecve(fd, argv, envp));
 }
 
 /* execl, execlp, execle: the list after arg, up to its NULL (for execle the
@@ -105,7 +116,7 @@ RH_WRAP int __wrap_execl(const char *path, const char *arg, ...)
     RH_EXEC_LIST(arg, ap, argv);
     va_end(ap);
     rh_exiting(0);
-    return __real_execv(path, (char *const *)argv);
+    return rh_returned(__real_execv(path, (char *const *)argv));
 }
 
 RH_WRAP int __wrap_execlp(const char *file, const char *arg, ...)
@@ -114,7 +125,7 @@ RH_WRAP int __wrap_execlp(const char *file, const char *arg, ...)
     RH_EXEC_LIST(arg, ap, argv);
     va_end(ap);
     rh_exiting(0);
-    return __real_execvp(file, (char *const *)argv);
+    return rh_returned(__real_execvp(file, (char *const *)argv));
 }
 
 RH_WRAP int __wrap_execle(const char *path, const char *arg, ...)
@@ -124,5 +135,5 @@ RH_WRAP int __wrap_execle(const char *path, const char *arg, ...)
     char *const *envp = va_arg(ap, char *const *);
     va_end(ap);
     rh_exiting(0);
-    return __real_execve(path, (char *const *)argv, envp);
+    return rh_returned(__real_execve(path, (char *const *)argv, envp));
 }
