@@ -112,7 +112,7 @@ async function main() {
     const cards = await evaluate(`Object.fromEntries([...document.querySelectorAll(".card")].map((c) =>
         [c.querySelector(".k").textContent, c.querySelector(".v").textContent]))`);
     check("overview: allocated in units", cards.allocated, (v) => /^[0-9.]+ (KiB|MiB|GiB)$/.test(v));
-    check("overview: duration in seconds", cards.duration, (v) => /^[0-9.]+ s$/.test(v));
+    check("overview: duration with its unit", cards.duration, (v) => /^[0-9.]+ (ms|s)$/.test(v));
     check("overview: CPU time shown", cards.CPU, (v) => /^[0-9.]+ (ms|s)$/.test(v));
     const tempTitle = await evaluate(`[...document.querySelectorAll(".card")].filter((c) =>
         c.querySelector(".k").textContent === "temporary").map((c) => c.querySelector(".v").title).join()`);
