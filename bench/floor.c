@@ -21,7 +21,9 @@
  * also walks each allocation's whole stack. The buffer is 1 MiB of address
  * space per thread (mmap, not the heap), reused from its start when full, so
  * its pages stay few and warm as a real recorder's current chunk does.
- * Not thread-safe across modes changing at run time (the mode is read once).
+ * The mode is read once, at the first wrapped call; bench/inproc.c, which
+ * compiles this file with its wrappers renamed into its own process, sets it
+ * between rounds with floor_set_mode (one thread, no call in flight).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,6 +54,12 @@ static int mode(void)
         g_mode = m ? atoi(m) : 0;
     }
     return g_mode;
+}
+
+/* Sets the mode for the calls that follow (0, 1 or 2, as FLOOR_MODE). */
+void floor_set_mode(int m)
+{
+    g_mode = m;
 }
 
 static inline uint64_t tsc(void)
