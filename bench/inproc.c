@@ -28,9 +28,11 @@
  *                by rate (0.01), switched with rheaper_enable/rheaper_disable
  *                between runs; each recording goes to a new profile in DIR,
  *                removed after its run (--keep leaves the last full one).
- * The enable and disable are outside the timed part; a recording's first
- * chunks, their page faults and its new stacks are inside it, as they are in
- * the first milliseconds of any recording.
+ * The enable and disable are outside the timed part. In "full" a run is a new
+ * recording's first milliseconds: its first chunks and every stack new to its
+ * stack table are inside the timed part. "full-warm" runs the workload twice
+ * in one recording and times the second run, the steady state of a long
+ * recording (its stacks known, its chunks still fresh file pages).
  *
  * Prints a Markdown table (min, p10, median thread-CPU ms per run, their
  * ratios to tracking off, the median's ratio to plain, page faults per run)
@@ -62,14 +64,15 @@ long long inproc_synth_floor(long pairs);
 long long inproc_synth_rh(long pairs);
 void floor_set_mode(int m);
 
-enum { M_PLAIN, M_OFF, M_FULL, M_SAMPLED, M_RATE, M_FPASS, M_FCLOCK, M_FWALK, M_COUNT };
-static const char *const mode_name[M_COUNT] = {"plain",       "off",        "full",
-                                               "sampled",     "sampled-rate", "floor-pass",
-                                               "floor-clock", "floor-walk"};
+enum { M_PLAIN, M_OFF, M_FULL, M_WARM, M_SAMPLED, M_RATE, M_FPASS, M_FCLOCK, M_FWALK, M_COUNT };
+static const char *const mode_name[M_COUNT] = {
+    "plain",        "off",        "full",        "full-warm", "sampled",
+    "sampled-rate", "floor-pass", "floor-clock", "floor-walk"};
 static const char *const mode_title[M_COUNT] = {
     "plain (glibc, no wraps)",
     "rheaper, tracking off",
-    "rheaper, full recording",
+    "rheaper, full recording (a new recording)",
+    "rheaper, full recording (its second run)",
     "rheaper, sampled (`RHEAPER_SAMPLE_BYTES=524288`)",
     "rheaper, sampled (rate 0.01)",
     "floor: pass-through wrappers",
@@ -154,16 +157,19 @@ static void one(int m, int record)
     int copy = m == M_PLAIN ? 0 : m >= M_FPASS ? 1 : 2;
     if (copy == 1)
         floor_set_mode(m - M_FPASS);
-    if (m == M_FULL || m == M_SAMPLED || m == M_RATE) {
+    int rec = m == M_FULL || m == M_WARM || m == M_SAMPLED || m == M_RATE;
+    if (rec) {
         struct rheaper_config cfg;
         memset(&cfg, 0, sizeof cfg);
         cfg.profile_dir = dir;
         /* 1.0 records everything even with RHEAPER_SAMPLE_BYTES set; 0 takes
          * the environment's sampling by bytes */
-        cfg.sample_rate = m == M_FULL ? 1.0 : m == M_RATE ? 0.01 : 0.0;
+        cfg.sample_rate = m == M_FULL || m == M_WARM ? 1.0 : m == M_RATE ? 0.01 : 0.0;
         int rc = rheaper_enable(&cfg);
         if (rc != RHEAPER_OK)
             fail("rheaper_enable: %s", rheaper_strerror(rc));
+        if (m == M_WARM && workload(copy) != expect_sum && have_sum)
+            fail("%s", "mode full-warm computed another result than the first run");
     }
     struct rusage r0, r1;
     getrusage(RUSAGE_THREAD, &r0);
@@ -172,7 +178,7 @@ static void one(int m, int record)
     double t1 = now_ns(CLOCK_THREAD_CPUTIME_ID), w1 = now_ns(CLOCK_MONOTONIC);
     getrusage(RUSAGE_THREAD, &r1);
     double bytes = 0;
-    if (m == M_FULL || m == M_SAMPLED || m == M_RATE) {
+    if (rec) {
         if (rheaper_disable() != RHEAPER_OK)
             fail("rheaper_disable failed in mode %s", mode_name[m]);
         const char *p = rheaper_profile_path();
@@ -366,7 +372,7 @@ int main(int argc, char **argv)
         printf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s | %.3f | %.0f | %s |\n",
                mode_title[k], mn / 1e6, p10 / 1e6, med / 1e6, mn / omin, p10 / op10, med / omed,
                pr, wmed / owmed, fmed, by);
-        if (k == M_FULL && bmed <= 0)
+        if ((k == M_FULL || k == M_WARM) && bmed <= 0)
             fail("%s", "full recording wrote empty profiles");
     }
     printf("\n");
