@@ -19,6 +19,11 @@
 #    events) and on the synthetic loop (SYNTH_SIZE pairs, default 50000), ROUNDS
 #    rounds (default 150) of every mode, and prints its tables and the events
 #    of one full recording (rh_bench --events), with the overhead per event.
+#    Then the chunks' page faults (POPULATE_RUNS, default 3; 0: none): the
+#    driver on Lua with modes off and full-warm, alternately without and with
+#    RHEAPER_POPULATE=1 (each chunk's pages supplied in one madvise when it is
+#    mapped, on the recording thread), 60 rounds per process; each process's
+#    full-warm / off ratios, and their medians.
 # 3. Whole-process rounds (WHOLE_ROUNDS, default 7; 0: none): alloc.lua
 #    300000 plain, rheaper-cc tracking off, full recording, and heaptrack on
 #    the plain build, interleaved, wall and CPU (user + system, children
@@ -32,22 +37,23 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-build=$root/build out= rounds=150 whole=7 luan=5000 synthn=50000 lua=1 ht=1 tiny=0
+build=$root/build out= rounds=150 whole=7 popruns=3 luan=5000 synthn=50000 lua=1 ht=1 tiny=0
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --whole-rounds) whole=$2; shift 2 ;;
+    --populate-runs) popruns=$2; shift 2 ;;
     --lua-size) luan=$2; shift 2 ;;
     --synth-size) synthn=$2; shift 2 ;;
     --no-lua) lua=0; shift ;;
     --no-heaptrack) ht=0; shift ;;
     --tiny) tiny=1; shift ;;
-    *) echo "usage: inproc.sh [--build DIR] [--out DIR] [--rounds N] [--whole-rounds N] [--lua-size N] [--synth-size N] [--no-lua] [--no-heaptrack] [--tiny]" >&2; exit 2 ;;
+    *) echo "usage: inproc.sh [--build DIR] [--out DIR] [--rounds N] [--whole-rounds N] [--populate-runs N] [--lua-size N] [--synth-size N] [--no-lua] [--no-heaptrack] [--tiny]" >&2; exit 2 ;;
     esac
 done
-[ "$tiny" = 1 ] && rounds=3 whole=0 luan=300 synthn=2000
+[ "$tiny" = 1 ] && rounds=3 whole=0 popruns=0 luan=300 synthn=2000
 build=$(cd "$build" && pwd)
 [ -n "$out" ] || out=$build/inproc
 mkdir -p "$out" && out=$(cd "$out" && pwd)
@@ -67,7 +73,9 @@ wrapped=$(awk -F'|' '/^fn / {split($1, w, " "); print w[2]}' "$root/wrap/wrap_ta
 # global but ENTRY hidden, ENTRY renamed ENTRY's stem + _COPY, and its
 # allocator calls sent where the copy's calls go.
 copy() {
-    objcopy --keep-global-symbol="$2" "$1" "$4.tmp"
+    # .text page-aligned: the copies' code then has the same address bits below
+    # 4 KiB (the interpreter's loop alignment, branch predictor indexing)
+    objcopy --keep-global-symbol="$2" --set-section-alignment .text=4096 "$1" "$4.tmp"
     stem=${2%_run}
     set -- "$1" "$2" "$3" "$4" --redefine-sym "$2=${stem}_$3"
     if [ "$3" != rh ]; then
@@ -173,6 +181,36 @@ run_wl() { # WORKLOAD ARGS...: one run of the driver, its output kept
 }
 run_wl synth --size "$synthn"
 [ "$lua" = 1 ] && run_wl lua --script "$here/alloc.lua" --size "$luan"
+
+# ---- the chunks' page faults, populated or not (one process per run)
+if [ "$popruns" -gt 0 ] && [ "$lua" = 1 ]; then
+    echo "## lua, chunks faulted in as written (0) or populated when mapped (1)"
+    echo
+    echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    : > "$out/populate.txt"
+    i=0
+    while [ "$i" -lt "$popruns" ]; do
+        for p in 0 1; do
+            env RHEAPER_POPULATE=$p "$out/inproc" --workload lua --script "$here/alloc.lua" --size "$luan" \
+                --rounds 60 --dir "$out/prof" --modes off,full-warm > "$out/populate-$p.txt" 2>&1 ||
+                { echo "FAIL: inproc with RHEAPER_POPULATE=$p"; cat "$out/populate-$p.txt"; exit 1; }
+            awk -v p="$p" '/^\| rheaper, full recording \(its second/ {split($0, f, "|"); fl = f[11] + 0}
+                /^ratio lua full-warm / {print p, $5, $7, $9, fl}' "$out/populate-$p.txt" >> "$out/populate.txt"
+        done
+        i=$((i + 1))
+    done
+    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo
+    echo "| RHEAPER_POPULATE | full-warm / off, min (each run) | p10 (each run) | median (each run) | page faults per run | median of the runs' min, p10, median |"
+    echo "|---|---|---|---|---|---|"
+    for p in 0 1; do
+        awk -v p="$p" '$1 == p {mn = mn sep $2; pt = pt sep $3; md = md sep $4; fl = fl sep $5; sep = " "; a[++n] = $2; b[n] = $3; c[n] = $4}
+            function med(v, n,   i, j, t) {for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) {t = v[i]; v[i] = v[j]; v[j] = t}
+                return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2}
+            END {printf "| %s | %s | %s | %s | %s | %.3f, %.3f, %.3f |\n", p, mn, pt, md, fl, med(a, n), med(b, n), med(c, n)}' "$out/populate.txt"
+    done
+    echo
+fi
 [ "$whole" -gt 0 ] && [ "$lua" = 1 ] || exit 0
 
 # ---- whole-process rounds (quiet machines)
