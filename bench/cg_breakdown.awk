@@ -31,7 +31,7 @@
 function base(p,   n) { n = split(p, a, "/"); return a[n] }
 function part(f) {
     if (f == "rh_now" || f == "rh_now_slow") return "clock"
-    if (f ~ /^rh_stack_walk|^rh_ws_|^rh_unwind|^rh_uw_|^rh_arch_ret$|^rh_wc_|^rh_stack_bounds|^rh_walk_add$/) return "walk"
+    if (f ~ /^rh_stack_walk|^rh_ws_|^rh_unwind|^rh_uw_|^rh_arch_ret$|^rh_wc_|^rh_stack_bounds|^rh_walk_add$|^rh_arch_rec_next$/) return "walk"
     if (f ~ /^rh_walk_(step|fmix|final)$|^rh_stack_home_id$|^rh_stack_id|^rh_stack_lookup$/) return "lookup"
     if (f ~ /^rh_put_|^rh_event_done$|^rip_put_varint$|^rip_zigzag$|^rh_writer_commit$|^rh_writer_recalibrate$|^rh_calib_pair$|^rh_emit_|^rh_live_note/) return "record"
     if (f ~ /^rh_writer_|^rip_crc|^rh_event_room$|^rh_file_|^rh_thread_|^rh_sys_|^rh_ready$|^rh_prepare$|^rh_record_.*_slow$|^rh_spin_|^rh_gettid$|^rh_shared_/) return "chunk"
