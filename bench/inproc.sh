@@ -116,8 +116,10 @@ if [ "$lua" = 1 ]; then
 fi
 if [ "$lua" = 1 ]; then
     # rh: liblua.a for the driver and the lua of the whole-process rounds;
-    # plain: the plain lua of those rounds (and heaptrack's)
-    for v in rh plain; do
+    # plain: the plain lua of those rounds (and heaptrack's), only for them
+    vs=rh
+    [ "$whole" -gt 0 ] && vs="rh plain"
+    for v in $vs; do
         case $v in rh) c="$bin/rheaper-cc -std=gnu99" ;; plain) c="$cc -std=gnu99 $flags" ;; esac
         if [ ! -x "$out/lua-$v/src/lua" ] || [ "$bin/rheaper-cc" -nt "$out/lua-$v/src/lua" ] ||
             [ "$build/lib/librheaper_rt.a" -nt "$out/lua-$v/src/lua" ]; then
