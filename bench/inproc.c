@@ -65,9 +65,9 @@ long long inproc_synth_rh(long pairs);
 void floor_set_mode(int m);
 
 enum { M_PLAIN, M_OFF, M_FULL, M_WARM, M_SAMPLED, M_RATE, M_FPASS, M_FCLOCK, M_FWALK, M_COUNT };
-static const char *const mode_name[M_COUNT] = {
-    "plain",        "off",        "full",        "full-warm", "sampled",
-    "sampled-rate", "floor-pass", "floor-clock", "floor-walk"};
+static const char *const mode_name[M_COUNT] = {"plain",      "off",         "full",
+                                               "full-warm",  "sampled",     "sampled-rate",
+                                               "floor-pass", "floor-clock", "floor-walk"};
 static const char *const mode_title[M_COUNT] = {
     "plain (glibc, no wraps)",
     "rheaper, tracking off",
@@ -136,7 +136,7 @@ static void stats(const double *v, int n, double *mn, double *p10, double *med)
 static long long workload(int c)
 {
     if (!is_lua)
-        return c == 0 ? inproc_synth_plain(size_arg)
+        return c == 0   ? inproc_synth_plain(size_arg)
                : c == 1 ? inproc_synth_floor(size_arg)
                         : inproc_synth_rh(size_arg);
     long long sum = -1;
@@ -386,8 +386,8 @@ int main(int argc, char **argv)
         if (bmed > 0)
             snprintf(by, sizeof by, "%.0f", bmed);
         printf("| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s | %.3f | %.0f | %s |\n",
-               mode_title[k], mn / 1e6, p10 / 1e6, med / 1e6, mn / omin, p10 / op10, med / omed,
-               pr, wmed / owmed, fmed, by);
+               mode_title[k], mn / 1e6, p10 / 1e6, med / 1e6, mn / omin, p10 / op10, med / omed, pr,
+               wmed / owmed, fmed, by);
         if ((k == M_FULL || k == M_WARM) && bmed <= 0)
             fail("%s", "full recording wrote empty profiles");
     }

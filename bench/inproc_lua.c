@@ -46,7 +46,8 @@ int inproc_lua_run(const char *src, size_t len, const char *name, long n, long l
     lua_rawseti(L, -2, 1);
     lua_setglobal(L, "arg");
     inproc_lua_sum = -1;
-    int rc = luaL_loadbuffer(L, src, len, name) == LUA_OK && lua_pcall(L, 0, 0, 0) == LUA_OK ? 0 : -1;
+    int rc =
+        luaL_loadbuffer(L, src, len, name) == LUA_OK && lua_pcall(L, 0, 0, 0) == LUA_OK ? 0 : -1;
     lua_close(L);
     *sum = inproc_lua_sum;
     return rc;
