@@ -128,7 +128,8 @@ static void run_split(const char *path, int d, unsigned n, size_t sz, uint64_t *
 {
     struct stat st0;
     if (d < 2) {
-        int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int fd =
+            (int)syscall(SYS_openat, AT_FDCWD, path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0 || fstat(fd, &st0) != 0) {
             perror(path);
             exit(1);
@@ -161,7 +162,8 @@ static void run_split(const char *path, int d, unsigned n, size_t sz, uint64_t *
                 madvise(m, sz, MADV_POPULATE_WRITE);
         } else {
             m = mmap(NULL, sz, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (d == 3 ? MAP_POPULATE : 0), -1, 0);
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (d == 3 ? MAP_POPULATE : 0), -1,
+                     0);
             if (m == MAP_FAILED) {
                 perror("mmap");
                 exit(1);
@@ -187,7 +189,8 @@ static void split_table(const char *path, unsigned n)
 {
     static const char *const dn[4] = {"file (today)", "file, populated", "anonymous",
                                       "anon, populated"};
-    printf("\n| chunk size | design | get (ns) | fill (ns) | total (ns) | fill per 4 KiB page (ns) |\n");
+    printf("\n| chunk size | design | get (ns) | fill (ns) | total (ns) | fill per 4 KiB page (ns) "
+           "|\n");
     printf("|---|---|--:|--:|--:|--:|\n");
     for (size_t sz = 16384; sz <= 262144; sz *= 4) {
         uint64_t g[4][ROUNDS], f[4][ROUNDS];
@@ -203,10 +206,12 @@ static void split_table(const char *path, unsigned n)
             qsort(t, ROUNDS, sizeof t[0], cmp_u64);
             printf("| %zu KiB | %s | %llu | %llu | %llu | %.0f |\n", sz / 1024, dn[d],
                    (unsigned long long)g[d][ROUNDS / 2], (unsigned long long)f[d][ROUNDS / 2],
-                   (unsigned long long)t[ROUNDS / 2], (double)f[d][ROUNDS / 2] / (double)(sz / 4096));
+                   (unsigned long long)t[ROUNDS / 2],
+                   (double)f[d][ROUNDS / 2] / (double)(sz / 4096));
         }
     }
-    printf("\nthread-CPU ns per chunk (medians of %d interleaved rounds of %u chunks)\n", ROUNDS, n);
+    printf("\nthread-CPU ns per chunk (medians of %d interleaved rounds of %u chunks)\n", ROUNDS,
+           n);
 }
 
 int main(int argc, char **argv)
