@@ -61,6 +61,19 @@ bin=$build/bin
 for t in rheaper-cc; do
     [ -x "$bin/$t" ] || { echo "FAIL: $bin/$t not built" >&2; exit 1; }
 done
+# The medians of the script's own tables: the benchmarks' shared helper
+# (bench/lib.sh) when it is there, else the same convention here (an odd count
+# gives the middle value, an even one the mean of the two middle values). The
+# driver's min, p10 and median are computed in inproc.c, in one function.
+if [ -f "$here/lib.sh" ]; then
+    . "$here/lib.sh"
+else
+    rh_median() {
+        tr -s ' \t' '\n\n' | grep -v '^$' | sort -g | awk -v fmt="${1:-%.10g}" '{ v[NR] = $1 } END {
+            if (!NR) { print "-"; exit }
+            printf fmt "\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+    }
+fi
 cc=${RHEAPER_CC:-cc}
 # the flags rheaper-cc adds when compiling, for the plain builds
 flags="-O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls -g1"
@@ -206,10 +219,8 @@ if [ "$popruns" -gt 0 ] && [ "$lua" = 1 ]; then
     echo "| RHEAPER_POPULATE | full-warm / off, min (each run) | p10 (each run) | median (each run) | page faults per run | median of the runs' min, p10, median |"
     echo "|---|---|---|---|---|---|"
     for p in 0 1; do
-        awk -v p="$p" '$1 == p {mn = mn sep $2; pt = pt sep $3; md = md sep $4; fl = fl sep $5; sep = " "; a[++n] = $2; b[n] = $3; c[n] = $4}
-            function med(v, n,   i, j, t) {for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[j] < v[i]) {t = v[i]; v[i] = v[j]; v[j] = t}
-                return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2}
-            END {printf "| %s | %s | %s | %s | %s | %.3f, %.3f, %.3f |\n", p, mn, pt, md, fl, med(a, n), med(b, n), med(c, n)}' "$out/populate.txt"
+        col() { awk -v p="$p" -v k="$1" '$1 == p {print $k}' "$out/populate.txt" | tr '\n' ' ' | sed 's/ $//'; }
+        echo "| $p | $(col 2) | $(col 3) | $(col 4) | $(col 5) | $(col 2 | rh_median %.3f), $(col 3 | rh_median %.3f), $(col 4 | rh_median %.3f) |"
     done
     echo
 fi
@@ -249,8 +260,7 @@ while [ "$i" -lt "$whole" ]; do
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-med() { grep "^$1 " "$out/whole/runs.txt" | awk -v k="$2" '{print $k}' | sort -n |
-        awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+med() { awk -v v="$1" -v k="$2" '$1 == v {print $k}' "$out/whole/runs.txt" | rh_median; }
 pw=$(med plain 2) pc=$(med plain 3) fw=$(med full 2) fc=$(med full 3)
 echo "| variant | wall median (s) | wall / plain | CPU median (s) | CPU / plain | wall / full recording | CPU / full recording |"
 echo "|---|--:|--:|--:|--:|--:|--:|"
