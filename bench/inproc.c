@@ -37,9 +37,10 @@
  * Prints a Markdown table (min, p10, median thread-CPU ms per run, their
  * ratios to tracking off, the median's ratio to plain, page faults per run)
  * and one line per mode, "ratio WORKLOAD MODE min X p10 Y median Z" (ratios
- * to tracking off), for scripts. Fails (exit 1, a "FAIL:" line) when a copy
- * computes another result than plain, a recording cannot start, or a full
- * recording writes no profile; it asserts no timing.
+ * to tracking off), for scripts. Fails (exit 1, a "FAIL:" line) when a run
+ * computes another result than the first run (every copy and mode must agree),
+ * a recording cannot start, or a full recording writes no profile; it asserts
+ * no timing.
  */
 #define _GNU_SOURCE
 #include <errno.h>
