@@ -1045,6 +1045,9 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
             s = unknown;
         }
         if (as) {
+            int64_t pb, pk;
+            rh_agg_peak_now(f->agg, as, &pb, &pk);
+            s->peak_bytes += pb;
             s->live_bytes += as->live_bytes;
             s->live_blocks += rh_agg_blocks(f->agg, as->live_blocks);
             s->alloc_bytes += as->bytes + as->live_bytes;
@@ -1062,6 +1065,7 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
         } else {
             free(m->sites[i].label);
             free(m->sites[i].func);
+            free(m->sites[i].short_label);
         }
     }
     m->nsites = k;
