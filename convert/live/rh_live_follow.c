@@ -46,6 +46,9 @@
 #include "rh_regex.h"
 #include "rh_safefile.h"
 
+/* The longest function name kept whole (C++ names run to thousands of
+ * characters; a cut one cannot be shortened, rh_name_short). */
+#define RH_FL_NAME 8192
 /* Polls a held-back free survives before it counts as unknown. */
 #define RH_FOLLOW_HOLD 8
 /* Polls a chunk header may stay half written before it is damage. */
@@ -649,7 +652,7 @@ static int rh_fl_cpu_site(struct rh_follow *f, uint32_t si, int *oom)
         sym = (const char *)sqlite3_column_text(q, 0);
         file = (const char *)sqlite3_column_text(q, 1);
     }
-    char label[1200], func[600];
+    char label[RH_FL_NAME + 512], func[RH_FL_NAME];
     const char *fb = file ? strrchr(file, '/') : NULL;
     snprintf(func, sizeof func, "%s", sym ? sym : "??");
     if (file)
@@ -727,7 +730,7 @@ static int rh_fl_callsites(struct rh_follow *f)
         int line = sqlite3_column_int(q, 3);
         const char *mod = (const char *)sqlite3_column_text(q, 4);
         int64_t addr = sqlite3_column_int64(q, 5);
-        char label[1200], func[600];
+        char label[RH_FL_NAME + 512], func[RH_FL_NAME];
         const char *fb = file ? strrchr(file, '/') : NULL;
         const char *mb = mod ? strrchr(mod, '/') : NULL;
         if (sym)
