@@ -48,10 +48,13 @@ struct rh_lv_site *rh_lv_site_add(struct rh_lv_model *m, const char *label, cons
     /* the short form: the function's (templates and parameters elided),
      * then the rest of the label (its place) as it is */
     size_t fl = strlen(func), ll = strlen(label);
-    if (!strncmp(label, func, fl) && (s->short_label = malloc(2 * fl + ll + 8))) {
+    /* a label cut inside the function's name (a source's buffer) is a
+     * prefix of it: the short form is the function's alone */
+    int whole = !strncmp(label, func, fl), cut = !whole && !strncmp(func, label, ll);
+    if ((whole || cut) && (s->short_label = malloc(2 * fl + ll + 8))) {
         /* "<x>" becomes "<…>": at most 2 bytes more per 3 of func */
         size_t k = rh_name_short(func, s->short_label, 2 * fl + 8);
-        memcpy(s->short_label + k, label + fl, ll - fl + 1);
+        memcpy(s->short_label + k, whole ? label + fl : "", whole ? ll - fl + 1 : 1);
     } else {
         s->short_label = strdup(label);
     }

@@ -658,6 +658,10 @@ names-tmux)
     # n: names in full (then cut at the edge); again: short
     tm send-keys -t "$S" n
     wait_screen 'lvnames::BatchBuilder<std::__cxx11::basic_string<char'
+    # full names are wider than 120 columns: every column but LIVE and the
+    # sorted one (PEAK) gave way before the names were cut
+    screen | sed -n 4p | grep -q '^ *LIVE  *PEAK  CALL SITE *$' ||
+        fail "full names: the header is '$(screen | sed -n 4p)'"
     tm send-keys -t "$S" n
     wait_screen "lvnames::BatchBuilder<…>::build_batch(…) $bloc"
     tm send-keys -t "$S" s
