@@ -773,8 +773,8 @@ RH_HIDDEN void rh_agg_end(struct rh_agg *a, int64_t duration_ns);
  * counting the events of the current time as rh_agg_end() will: what its
  * peak_bytes/peak_blocks hold after it, for a reader following a profile
  * (the live view). */
-RH_HIDDEN void rh_agg_peak_now(const struct rh_agg *a, const struct rh_agg_stack *s,
-                               int64_t *bytes, int64_t *blocks);
+RH_HIDDEN void rh_agg_peak_now(const struct rh_agg *a, const struct rh_agg_stack *s, int64_t *bytes,
+                               int64_t *blocks);
 /* The tables the aggregates are stored in, and their rows' columns
  * (docs/sql.md): stack_stats (12), thread_stats (9), timeline (6),
  * leak_curve (6), stack_hist (4: bt, class, blocks, bytes), stack_threads

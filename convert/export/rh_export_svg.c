@@ -577,8 +577,8 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
         if (w == RH_FLAME_CPU)
             fprintf(out, " (%" PRId64 " samples, %.2f%%)", nd->w, 100.0 * fw);
         else
-            fprintf(out, " (%" PRId64 " bytes, %.2f%%, %" PRId64 " allocations)", nd->w,
-                    100.0 * fw, nd->n);
+            fprintf(out, " (%" PRId64 " bytes, %.2f%%, %" PRId64 " allocations)", nd->w, 100.0 * fw,
+                    nd->n);
         if (strcmp(name, full)) {
             fputs(" " RH_SVG_DASH " ", out);
             rh_markup_put(out, full);

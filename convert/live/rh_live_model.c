@@ -183,8 +183,8 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
                 " \"alloc_bytes\": %lld, \"alloc_blocks\": %lld, \"freed_bytes\": %lld,"
                 " \"freed_blocks\": %lld, \"trend\": [",
                 (long long)s->live_bytes, (long long)s->live_blocks, (long long)s->peak_bytes,
-                (long long)s->alloc_bytes,
-                (long long)s->alloc_blocks, (long long)s->freed_bytes, (long long)s->freed_blocks);
+                (long long)s->alloc_bytes, (long long)s->alloc_blocks, (long long)s->freed_bytes,
+                (long long)s->freed_blocks);
         for (int k = RH_LV_TREND - s->ntrend; k < RH_LV_TREND; k++)
             fprintf(out, "%s%lld", k > RH_LV_TREND - s->ntrend ? ", " : "", (long long)s->trend[k]);
         fprintf(out, "]}");

@@ -49,7 +49,7 @@ struct rh_ui {
     char msg[256];
 };
 
-static const char *const rh_heap_sorts[] = {"live bytes",  "peak bytes", "allocated bytes",
+static const char *const rh_heap_sorts[] = {"live bytes",  "peak bytes",  "allocated bytes",
                                             "allocations", "freed bytes", "call site"};
 static const char *const rh_thread_sorts[] = {"live bytes", "allocated bytes", "freed bytes",
                                               "thread"};
@@ -158,8 +158,7 @@ static void rh_put(int y, int x, int w, const char *s)
 /* The name a row shows for site s: its label with the function shortened
  * (templates and parameters elided, rh_name_short), or in full after `n`;
  * outside a UTF-8 locale the ellipsis is written "...". Returns buf. */
-static const char *rh_shown(const struct rh_ui *u, const struct rh_lv_site *s, char *buf,
-                            size_t n)
+static const char *rh_shown(const struct rh_ui *u, const struct rh_lv_site *s, char *buf, size_t n)
 {
     const char *l = u->full_names ? s->label : s->short_label;
     size_t k = 0;
@@ -197,8 +196,11 @@ static void rh_detail_init(struct rh_detail *d, const char *name, const char *fi
         d->lines = 1;
         return;
     }
+    /* at most RH_DETAIL_MAX lines, and three rows of the table stay (its
+     * header is line 3, the footer the last) */
+    int most = LINES - 8 < RH_DETAIL_MAX ? LINES - 8 : RH_DETAIL_MAX;
     int k = (rh_cols(name) + w - 1) / w;
-    d->lines = (k < RH_DETAIL_MAX - 1 ? k : RH_DETAIL_MAX - 1) + 1;
+    d->lines = most < 2 ? 1 : (k < most - 1 ? k : most - 1) + 1;
 }
 
 static void rh_detail_draw(const struct rh_detail *d)
@@ -214,7 +216,8 @@ static void rh_detail_draw(const struct rh_detail *d)
     for (int i = 0; i < d->lines - 1 && *t; i++) {
         int b = rh_fit(t, w);
         if (i == d->lines - 2 && t[b]) /* more than fits: cut */
-            snprintf(line, sizeof line, "%.*s%s", rh_fit(t, w - 3), t, rh_utf8 ? RH_NAME_ELLIPSIS : "...");
+            snprintf(line, sizeof line, "%.*s%s", rh_fit(t, rh_utf8 ? w - 1 : w - 3), t,
+                     rh_utf8 ? RH_NAME_ELLIPSIS : "...");
         else
             snprintf(line, sizeof line, "%.*s", b, t);
         rh_put(y + i, 1, w, line);
@@ -447,10 +450,11 @@ static void rh_draw_heap(struct rh_ui *u)
         return;
     }
     /* the detail of the selected site: its full name and figures */
-    int sel = u->sel[RH_V_HEAP] < (int)n ? (u->sel[RH_V_HEAP] > 0 ? u->sel[RH_V_HEAP] : 0)
-                                         : (int)n - 1;
+    int sel =
+        u->sel[RH_V_HEAP] < (int)n ? (u->sel[RH_V_HEAP] > 0 ? u->sel[RH_V_HEAP] : 0) : (int)n - 1;
     char figures[256];
-    snprintf(figures, sizeof figures, "%lld blocks allocated, %lld freed, %lld live, %s at the peak",
+    snprintf(figures, sizeof figures,
+             "%lld blocks allocated, %lld freed, %lld live, %s at the peak",
              (long long)v[sel]->alloc_blocks, (long long)v[sel]->freed_blocks,
              (long long)v[sel]->live_blocks, rh_hb(v[sel]->peak_bytes, a, sizeof a));
     struct rh_detail detail;
@@ -512,8 +516,8 @@ static void rh_draw_cpu(struct rh_ui *u)
         free(v);
         return;
     }
-    int sel = u->sel[RH_V_CPU] < (int)n ? (u->sel[RH_V_CPU] > 0 ? u->sel[RH_V_CPU] : 0)
-                                        : (int)n - 1;
+    int sel =
+        u->sel[RH_V_CPU] < (int)n ? (u->sel[RH_V_CPU] > 0 ? u->sel[RH_V_CPU] : 0) : (int)n - 1;
     char figures[128];
     snprintf(figures, sizeof figures, "%lld samples, %.1f%%", (long long)v[sel]->cpu_samples,
              100.0 * (double)v[sel]->cpu_samples / (double)u->m->cpu_total);

@@ -80,9 +80,9 @@ template <typename Str, typename Counts> class StringChurner {
         while (running.load(std::memory_order_relaxed)) {
             Str s(seed);
             for (int i = 0; i < 40; i++) {
-                s += tail;                 /* _M_append */
-                s.insert(0, 3, 'x');       /* _M_replace_aux */
-                s.replace(2, 1, "yz");     /* _M_replace / _M_mutate */
+                s += tail;             /* _M_append */
+                s.insert(0, 3, 'x');   /* _M_replace_aux */
+                s.replace(2, 1, "yz"); /* _M_replace / _M_mutate */
             }
             /* string work that allocates nothing: keeps the profile small
              * while the CPU stays in std::string's members */
