@@ -639,6 +639,11 @@ names-tmux)
     [ "$(jq -r "$C" end.json)" = "$(jq -r "$C" v.json)" ] ||
         fail "live and view charge CPU samples differently"
     [ "$(jq '[.cpu[].samples] | add' end.json)" -ge "$n" ] || fail "fewer samples at the end"
+    # and each site's bytes at the peak (the aggregates' while following,
+    # stack_stats.peak_bytes in the profile)
+    P='[.sites[] | "\(.function)=\(.peak_bytes)=\(.live_bytes)"] | sort | join(",")'
+    [ "$(jq -r "$P" end.json)" = "$(jq -r "$P" v.json)" ] ||
+        fail "live and view give the sites different bytes at the peak"
     # the finished profile in the UI (UTF-8: the ellipsis is one column)
     S=t2
     tm -u new-session -d -s "$S" -x 120 -y 30 "LC_ALL=C.UTF-8 '$RH' view p.db 2>view.err; echo EXIT=\$?; sleep 600"
