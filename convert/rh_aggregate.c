@@ -439,6 +439,17 @@ int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, uint64
     return 0;
 }
 
+/* Contract in rh_convert.h. */
+void rh_agg_peak_now(const struct rh_agg *a, const struct rh_agg_stack *s, int64_t *bytes,
+                     int64_t *blocks)
+{
+    /* the events of the current time not checked yet make a new peak: it is now */
+    int now = a->have_t && a->total > a->peak;
+    int snap = !now && s->epoch == a->epoch;
+    *bytes = snap ? s->snap_bytes : s->live_bytes;
+    *blocks = snap ? s->snap_blocks : s->live_blocks;
+}
+
 void rh_agg_end(struct rh_agg *a, int64_t duration_ns)
 {
     if (a->have_t)
@@ -456,11 +467,8 @@ void rh_agg_end(struct rh_agg *a, int64_t duration_ns)
         else
             a->col[c].end_bytes = a->col[c].max_bytes = carry;
     }
-    for (size_t i = 0; i < a->nst; i++) {
-        struct rh_agg_stack *s = &a->st[i];
-        s->peak_bytes = s->epoch == a->epoch ? s->snap_bytes : s->live_bytes;
-        s->peak_blocks = s->epoch == a->epoch ? s->snap_blocks : s->live_blocks;
-    }
+    for (size_t i = 0; i < a->nst; i++)
+        rh_agg_peak_now(a, &a->st[i], &a->st[i].peak_bytes, &a->st[i].peak_blocks);
     a->duration = duration_ns;
     a->ended = 1;
 }

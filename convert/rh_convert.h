@@ -769,6 +769,12 @@ RH_HIDDEN int rh_agg_row(struct rh_agg *a, const struct rh_row *row);
  * is the run's length as meta records it. Called before the rows of blocks
  * still live, which rh_agg_row() then scores into the leak curve. */
 RH_HIDDEN void rh_agg_end(struct rh_agg *a, int64_t duration_ns);
+/* Stack s's bytes and blocks (1/bscale units) at the peak of a so far,
+ * counting the events of the current time as rh_agg_end() will: what its
+ * peak_bytes/peak_blocks hold after it, for a reader following a profile
+ * (the live view). */
+RH_HIDDEN void rh_agg_peak_now(const struct rh_agg *a, const struct rh_agg_stack *s, int64_t *bytes,
+                               int64_t *blocks);
 /* The tables the aggregates are stored in, and their rows' columns
  * (docs/sql.md): stack_stats (12), thread_stats (9), timeline (6),
  * leak_curve (6), stack_hist (4: bt, class, blocks, bytes), stack_threads

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "rh_cli.h"
+#include "rh_names.h"
 
 #define RH_HTML_TOP 20   /* rows of the top-sites table */
 #define RH_HTML_LEAKS 20 /* rows of the leak table */
@@ -233,6 +234,26 @@ static void rh_html_summary(FILE *out, const struct rh_summary *s)
     fputs("</table></section>\n", out);
 }
 
+/* Writes a function's name as code: its short form (rh_name_short: templates
+ * and parameters elided), with the full name as the element's title (shown
+ * on hover) when they differ. */
+static void rh_html_name(FILE *out, const char *sym)
+{
+    char sn[1024];
+    sym = sym ? sym : "??";
+    if (!rh_name_shortens(sym)) {
+        fputs("<code>", out);
+        rh_markup_put(out, sym);
+    } else {
+        fputs("<code title=\"", out);
+        rh_markup_put(out, sym);
+        fputs("\">", out);
+        rh_name_short(sym, sn, sizeof sn);
+        rh_markup_put(out, sn);
+    }
+    fputs("</code>", out);
+}
+
 /* The memory the heap does not explain (rh_query_memory.c), with the top churn
  * sites beside it; nothing when the profile has no memory samples. Returns 0
  * or -1 after a message. */
@@ -267,9 +288,9 @@ static int rh_html_memory(sqlite3 *db, FILE *out, const struct rh_summary *s)
     if (!c)
         return -1;
     while (sqlite3_step(c) == SQLITE_ROW) {
-        fputs("<tr><td><code>", out);
-        rh_markup_put(out, (const char *)sqlite3_column_text(c, 0));
-        fputs("</code></td><td>", out);
+        fputs("<tr><td>", out);
+        rh_html_name(out, (const char *)sqlite3_column_text(c, 0));
+        fputs("</td><td>", out);
         rh_markup_put(out, (const char *)sqlite3_column_text(c, 1));
         fprintf(
             out,
@@ -282,13 +303,11 @@ static int rh_html_memory(sqlite3 *db, FILE *out, const struct rh_summary *s)
     return 0;
 }
 
-/* Writes one frame: its function as code, then " file:line" when the file is
- * known. */
+/* Writes one frame: its function as code (rh_html_name), then " file:line"
+ * when the file is known. */
 static void rh_html_frame(FILE *out, const char *sym, const char *file, int line)
 {
-    fputs("<code>", out);
-    rh_markup_put(out, sym ? sym : "??");
-    fputs("</code>", out);
+    rh_html_name(out, sym);
     if (file) {
         fputs(" <span class=\"muted\">", out);
         rh_markup_put(out, file);

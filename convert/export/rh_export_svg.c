@@ -28,8 +28,11 @@
 
 #include "rh_export.h"
 #include "rh_convert.h" /* RH_W_ROW_B */
+#include "rh_names.h"
 
 #define RH_FG_WIDTH 1200
+/* Between a short name and the full one in a hover title: U+2014. */
+#define RH_SVG_DASH "\xe2\x80\x94"
 #define RH_FG_ROW 17
 /* Frame labels (rh_fg_label and the zoom script): pixels per character of
  * the 12 px font, and the frame's padding. */
@@ -556,7 +559,11 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
         const struct rh_fnode *nd = &t.v[i];
         if (nd->w * 1000000 < total)
             continue;
-        const char *name = t.names[nd->name];
+        const char *full = t.names[nd->name];
+        /* frames are merged by their full name and drawn by the short one
+         * (rh_name_short); the full one ends the hover title */
+        char name[1024];
+        rh_name_short(full, name, sizeof name);
         double fw = (double)nd->w / (double)total;
         int y = height - 40 - (nd->depth + 1) * RH_FG_ROW;
         rh_fg_color(name, color, sizeof color);
@@ -568,10 +575,15 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
         fputs("\"><title>", out);
         rh_markup_put(out, name);
         if (w == RH_FLAME_CPU)
-            fprintf(out, " (%" PRId64 " samples, %.2f%%)</title>", nd->w, 100.0 * fw);
+            fprintf(out, " (%" PRId64 " samples, %.2f%%)", nd->w, 100.0 * fw);
         else
-            fprintf(out, " (%" PRId64 " bytes, %.2f%%, %" PRId64 " allocations)</title>", nd->w,
-                    100.0 * fw, nd->n);
+            fprintf(out, " (%" PRId64 " bytes, %.2f%%, %" PRId64 " allocations)", nd->w, 100.0 * fw,
+                    nd->n);
+        if (strcmp(name, full)) {
+            fputs(" " RH_SVG_DASH " ", out);
+            rh_markup_put(out, full);
+        }
+        fputs("</title>", out);
         fprintf(out,
                 "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" rx=\"2\" fill=\"%s\"/>",
                 10 + x[i] * RH_FG_WIDTH, y, fw * RH_FG_WIDTH > 0.6 ? fw * RH_FG_WIDTH - 0.5 : 0.1,
@@ -593,6 +605,26 @@ int rh_svg_flamegraph(sqlite3 *db, enum rh_flame_weight w, FILE *out, int embedd
 }
 
 /* ---- the timeline ---------------------------------------------------------- */
+
+/* A series' label "function (file:line)" with the function's short form
+ * (rh_name_short) into buf; the place, a last parenthesis holding no other
+ * and ending in :LINE, stays as it is. Returns buf. */
+static const char *rh_tl_short(const char *label, char *buf, size_t n)
+{
+    size_t len = strlen(label), cut = len;
+    if (len > 4 && label[len - 1] == ')') {
+        const char *open = strrchr(label, '(');
+        const char *colon = open ? strrchr(open, ':') : NULL;
+        if (open && open > label && open[-1] == ' ' && colon &&
+            strspn(colon + 1, "0123456789") == (size_t)(label + len - 1 - colon - 1))
+            cut = (size_t)(open - 1 - label);
+    }
+    char fn[600];
+    snprintf(fn, sizeof fn, "%.*s", (int)cut, label);
+    size_t k = rh_name_short(fn, buf, n);
+    snprintf(buf + k, n - k, "%s", label + cut);
+    return buf;
+}
 
 /* Hover readout: a vertical rule and the values of the column under the mouse
  * in the legend. No '<' or '&' (see the file comment). */
@@ -1006,7 +1038,9 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
             if (!any && nsites > 0)
                 continue;
         }
-        const char *label = s < RH_TL_SERIES ? sites[s].label : "other";
+        const char *full = s < RH_TL_SERIES ? sites[s].label : "other";
+        char label[1200];
+        rh_tl_short(full, label, sizeof label);
         fprintf(out, "<g><polygon class=\"tl-s\" fill=\"%s\" fill-opacity=\"0.85\" data-v=\"",
                 rh_tl_colors[s]);
         for (int c = 0; c <= RH_TL_COLUMNS; c++)
@@ -1020,6 +1054,10 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
                     py0 + ph - (double)base[c] / ymax * ph);
         fputs("\"><title>", out);
         rh_markup_put(out, label);
+        if (strcmp(label, full)) {
+            fputs(" " RH_SVG_DASH " ", out);
+            rh_markup_put(out, full);
+        }
         fputs("</title></polygon>", out);
         /* legend entry */
         int ly = RH_TL_HEIGHT + 10 + 20 * (s < RH_TL_SERIES ? s : nsites);

@@ -32,7 +32,9 @@
 struct rh_lv_site {
     char *label; /* "function file:line" (owned) */
     char *func;  /* function name, or the label when unknown (owned) */
+    char *short_label; /* label with func's short form (rh_name_short), owned */
     int64_t live_bytes, live_blocks;
+    int64_t peak_bytes; /* live at the profile's peak (so far, while following) */
     int64_t alloc_bytes, alloc_blocks, freed_bytes, freed_blocks;
     int64_t cpu_samples;
     int64_t trend[RH_LV_TREND]; /* live bytes, oldest first; the last is now */
@@ -84,7 +86,8 @@ struct rh_lv_model {
 
 /* Frees every array of m (the struct itself stays). */
 void rh_lv_model_clear(struct rh_lv_model *m);
-/* Appends a site named label/func; returns it or NULL on out of memory. */
+/* Appends a site named label/func (and short_label: label with func's short
+ * form when label starts with func); returns it or NULL on out of memory. */
 struct rh_lv_site *rh_lv_site_add(struct rh_lv_model *m, const char *label, const char *func);
 /* Appends a timeline point, merging with the last one when t is not later.
  * Returns 0 or -1 on out of memory. */
@@ -94,6 +97,7 @@ int rh_lv_rss_add(struct rh_lv_model *m, int64_t t, int64_t bytes);
 /* The orders of the sites: figures descending, ties (and NAME) by label. */
 enum rh_lv_sort {
     RH_LV_BY_LIVE,
+    RH_LV_BY_PEAK,
     RH_LV_BY_ALLOCATED,
     RH_LV_BY_COUNT,
     RH_LV_BY_FREED,

@@ -28,7 +28,7 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
     if (sqlite3_prepare_v2(db,
                            "SELECT s.site, min(s.function), min(s.location), sum(a.count),"
                            " sum(a.bytes), sum(a.freed_blocks), sum(a.freed_bytes),"
-                           " sum(a.leaked_blocks), sum(a.leaked_bytes)"
+                           " sum(a.leaked_blocks), sum(a.leaked_bytes), sum(a.peak_bytes)"
                            " FROM temp.sstat a JOIN temp.site s ON s.bt = a.bt"
                            " GROUP BY s.site ORDER BY s.site",
                            -1, &st, NULL) != SQLITE_OK)
@@ -55,6 +55,7 @@ static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
         s->freed_bytes = sqlite3_column_int64(st, 6);
         s->live_blocks = sqlite3_column_int64(st, 7);
         s->live_bytes = sqlite3_column_int64(st, 8);
+        s->peak_bytes = sqlite3_column_int64(st, 9);
     }
     sqlite3_finalize(st);
     st = NULL;

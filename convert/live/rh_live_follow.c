@@ -46,6 +46,9 @@
 #include "rh_regex.h"
 #include "rh_safefile.h"
 
+/* The longest function name kept whole (C++ names run to thousands of
+ * characters; a cut one cannot be shortened, rh_name_short). */
+#define RH_FL_NAME 8192
 /* Polls a held-back free survives before it counts as unknown. */
 #define RH_FOLLOW_HOLD 8
 /* Polls a chunk header may stay half written before it is damage. */
@@ -94,6 +97,7 @@ struct rh_follow {
     size_t nmods_added;
     sqlite3 *db;
     sqlite3_stmt *ins_stack, *ins_frame;
+    sqlite3_stmt *sel_frame0, *sel_syms; /* a stack's frame 0; its functions */
     int cs_dirty;
     char skipped[512];
     /* aggregates: the converter's (created once the header says whether the
@@ -629,24 +633,40 @@ static int32_t rh_fl_site(struct rh_follow *f, const char *label, const char *fu
     return (int32_t)f->nsites++;
 }
 
-/* Sets the site of CPU stack si: "function file" of its frame 0. Returns 0
- * or -1 on out of memory. */
-static int rh_fl_cpu_site(struct rh_follow *f, uint32_t si)
+/* Sets the site of CPU stack si: "function file" of its frame 0 as the
+ * converter writes the stack (rh_db_stack_frames: rheaper's own frames, such
+ * as the allocation hooks inlined into __wrap_malloc where a sample taken
+ * inside the runtime is charged, are never frames), which is the frame
+ * `rheaper view` groups the samples by. Returns 0, or -1 (SQLite, or out of
+ * memory: *oom set). */
+static int rh_fl_cpu_site(struct rh_follow *f, uint32_t si, int *oom)
 {
     const struct rh_stack *st = &f->r.stacks[si];
-    struct rh_sym_frame fr[64];
-    char label[1200], func[600];
-    int n = st->nframes ? rh_sym_resolve(f->sym, f->r.frames[st->frames], fr, 64) : 0;
-    const char *sym = n > 0 ? fr[0].sym : NULL, *file = n > 0 ? fr[0].file : NULL;
+    if (rh_fl_stack_frames(f, si))
+        return -1;
+    sqlite3_stmt *q = f->sel_frame0;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)st->id);
+    const char *sym = NULL, *file = NULL;
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        sym = (const char *)sqlite3_column_text(q, 0);
+        file = (const char *)sqlite3_column_text(q, 1);
+    }
+    char label[RH_FL_NAME + 512], func[RH_FL_NAME];
     const char *fb = file ? strrchr(file, '/') : NULL;
     snprintf(func, sizeof func, "%s", sym ? sym : "??");
     if (file)
         snprintf(label, sizeof label, "%s %s", func, fb ? fb + 1 : file);
     else
         snprintf(label, sizeof label, "%s", func);
-    int32_t site = rh_fl_site(f, label, func);
-    if (site < 0)
+    sqlite3_reset(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
         return -1;
+    int32_t site = rh_fl_site(f, label, func);
+    if (site < 0) {
+        *oom = 1;
+        return -1;
+    }
     f->st[si].site = site;
     return 0;
 }
@@ -671,11 +691,17 @@ static int rh_fl_callsites(struct rh_follow *f)
             continue;
         s->in_db = 1;
         if (st->kind == RH_LV_KIND_CPU) {
-            /* a CPU sample's site is the function it was in (frame 0, the
-             * interrupted PC), as `rheaper view` shows it; CPU stacks stay
-             * out of the call-site rule, which is about allocations */
-            if (rh_fl_cpu_site(f, (uint32_t)i))
-                goto oom;
+            /* a CPU sample's site is the function it was in (frame 0 of
+             * the stack as written: the interrupted PC, or the program's
+             * call the runtime was working for), as `rheaper view` shows
+             * it; the call-site rule, which is about allocations, skips
+             * CPU stacks as it does in the converter */
+            int oom = 0;
+            if (rh_fl_cpu_site(f, (uint32_t)i, &oom)) {
+                if (oom)
+                    goto oom;
+                goto sqlfail;
+            }
             continue;
         }
         if (rh_fl_stack_frames(f, (uint32_t)i))
@@ -693,7 +719,8 @@ static int rh_fl_callsites(struct rh_follow *f)
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(f->db,
                            "SELECT s.id, b.sym, b.file, b.line, b.module, b.address FROM stacks s"
-                           " JOIN backtraces b ON b.id = s.id AND b.frame_no = s.callsite",
+                           " JOIN backtraces b ON b.id = s.id AND b.frame_no = s.callsite"
+                           " WHERE s.kind IS NOT 'cpu'",
                            -1, &q, NULL) != SQLITE_OK)
         goto sqlfail;
     while (sqlite3_step(q) == SQLITE_ROW) {
@@ -703,7 +730,7 @@ static int rh_fl_callsites(struct rh_follow *f)
         int line = sqlite3_column_int(q, 3);
         const char *mod = (const char *)sqlite3_column_text(q, 4);
         int64_t addr = sqlite3_column_int64(q, 5);
-        char label[1200], func[600];
+        char label[RH_FL_NAME + 512], func[RH_FL_NAME];
         const char *fb = file ? strrchr(file, '/') : NULL;
         const char *mb = mod ? strrchr(mod, '/') : NULL;
         if (sym)
@@ -837,7 +864,11 @@ struct rh_follow *rh_follow_open(const char *path, int pid_hint)
         sqlite3_prepare_v2(f->db,
                            "INSERT OR IGNORE INTO backtraces(id, frame_no, file, line, sym,"
                            " module, address, inlined) VALUES(?,?,?,?,?,?,?,?)",
-                           -1, &f->ins_frame, NULL) != SQLITE_OK) {
+                           -1, &f->ins_frame, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(f->db, "SELECT sym, file FROM backtraces WHERE id = ? AND frame_no = 0",
+                           -1, &f->sel_frame0, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(f->db, "SELECT sym FROM backtraces WHERE id = ? AND sym IS NOT NULL", -1,
+                           &f->sel_syms, NULL) != SQLITE_OK) {
         fprintf(stderr, "rheaper: %s: cannot start following (out of memory)\n", path);
         rh_follow_close(f);
         return NULL;
@@ -913,20 +944,23 @@ static int rh_fl_filter(struct rh_follow *f, const char *func_re)
 }
 
 /* 1 when some frame of stack si (inlined ones included) has a function that
- * matches the current filter; cached per stack and filter. */
+ * matches the current filter: the frames the converter writes for it
+ * (rh_db_stack_frames, read back from the call-site database), as `rheaper
+ * view` matches the converted profile's backtraces. A stack not symbolized
+ * yet matches nothing. Cached per stack and filter. */
 static int rh_fl_matches(struct rh_follow *f, uint32_t si)
 {
     struct rh_fl_stack *s = &f->st[si];
     if (s->match_gen == f->re_gen)
         return s->match;
-    const struct rh_stack *st = &f->r.stacks[si];
-    struct rh_sym_frame fr[64];
+    if (!s->in_db)
+        return 0;
+    sqlite3_stmt *q = f->sel_syms;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)f->r.stacks[si].id);
     int yes = 0;
-    for (uint32_t k = 0; st->defined && k < st->nframes && !yes; k++) {
-        int n = rh_sym_resolve(f->sym, f->r.frames[st->frames + k], fr, 64);
-        for (int j = 0; j < n && !yes; j++)
-            yes = fr[j].sym && rh_re_match(f->re, fr[j].sym) == 1;
-    }
+    while (!yes && sqlite3_step(q) == SQLITE_ROW)
+        yes = rh_re_match(f->re, (const char *)sqlite3_column_text(q, 0)) == 1;
+    sqlite3_reset(q);
     s->match = (uint8_t)yes;
     s->match_gen = f->re_gen;
     return yes;
@@ -1014,6 +1048,9 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
             s = unknown;
         }
         if (as) {
+            int64_t pb, pk;
+            rh_agg_peak_now(f->agg, as, &pb, &pk);
+            s->peak_bytes += pb;
             s->live_bytes += as->live_bytes;
             s->live_blocks += rh_agg_blocks(f->agg, as->live_blocks);
             s->alloc_bytes += as->bytes + as->live_bytes;
@@ -1031,6 +1068,7 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
         } else {
             free(m->sites[i].label);
             free(m->sites[i].func);
+            free(m->sites[i].short_label);
         }
     }
     m->nsites = k;
@@ -1070,6 +1108,8 @@ void rh_follow_close(struct rh_follow *f)
     rh_sym_free(f->sym);
     sqlite3_finalize(f->ins_stack);
     sqlite3_finalize(f->ins_frame);
+    sqlite3_finalize(f->sel_frame0);
+    sqlite3_finalize(f->sel_syms);
     if (f->db)
         sqlite3_close(f->db);
     f->r.mapped = 0; /* the mapping is ours: rh_rip_close must not unmap it */

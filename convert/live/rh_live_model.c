@@ -12,6 +12,7 @@
 
 #include "rh_convert.h"
 #include "rh_live.h"
+#include "rh_names.h"
 #include "rh_safefile.h"
 #include "rh_query.h"
 
@@ -20,6 +21,7 @@ void rh_lv_model_clear(struct rh_lv_model *m)
     for (size_t i = 0; i < m->nsites; i++) {
         free(m->sites[i].label);
         free(m->sites[i].func);
+        free(m->sites[i].short_label);
     }
     free(m->sites);
     free(m->threads);
@@ -43,9 +45,23 @@ struct rh_lv_site *rh_lv_site_add(struct rh_lv_model *m, const char *label, cons
     memset(s, 0, sizeof *s);
     s->label = strdup(label);
     s->func = strdup(func);
-    if (!s->label || !s->func) {
+    /* the short form: the function's (templates and parameters elided),
+     * then the rest of the label (its place) as it is */
+    size_t fl = strlen(func), ll = strlen(label);
+    /* a label cut inside the function's name (a source's buffer) is a
+     * prefix of it: the short form is the function's alone */
+    int whole = !strncmp(label, func, fl), cut = !whole && !strncmp(func, label, ll);
+    if ((whole || cut) && (s->short_label = malloc(2 * fl + ll + 8))) {
+        /* "<x>" becomes "<…>": at most 2 bytes more per 3 of func */
+        size_t k = rh_name_short(func, s->short_label, 2 * fl + 8);
+        memcpy(s->short_label + k, whole ? label + fl : "", whole ? ll - fl + 1 : 1);
+    } else {
+        s->short_label = strdup(label);
+    }
+    if (!s->label || !s->func || !s->short_label) {
         free(s->label);
         free(s->func);
+        free(s->short_label);
         return NULL;
     }
     m->nsites++;
@@ -92,6 +108,11 @@ static int rh_site_cmp(const void *pa, const void *pb)
     switch (rh_sort_by) {
     case RH_LV_BY_LIVE:
         c = rh_cmp64(a->live_bytes, b->live_bytes);
+        break;
+    case RH_LV_BY_PEAK: /* then the leaked: a site that stays after the peak */
+        c = rh_cmp64(a->peak_bytes, b->peak_bytes);
+        if (!c)
+            c = rh_cmp64(a->live_bytes, b->live_bytes);
         break;
     case RH_LV_BY_ALLOCATED:
         c = rh_cmp64(a->alloc_bytes, b->alloc_bytes);
@@ -158,11 +179,12 @@ void rh_lv_model_json(const struct rh_lv_model *m, FILE *out)
         fprintf(out, ", \"function\": ");
         rh_json_string(out, s->func);
         fprintf(out,
-                ", \"live_bytes\": %lld, \"live_blocks\": %lld, \"alloc_bytes\": %lld,"
-                " \"alloc_blocks\": %lld, \"freed_bytes\": %lld, \"freed_blocks\": %lld,"
-                " \"trend\": [",
-                (long long)s->live_bytes, (long long)s->live_blocks, (long long)s->alloc_bytes,
-                (long long)s->alloc_blocks, (long long)s->freed_bytes, (long long)s->freed_blocks);
+                ", \"live_bytes\": %lld, \"live_blocks\": %lld, \"peak_bytes\": %lld,"
+                " \"alloc_bytes\": %lld, \"alloc_blocks\": %lld, \"freed_bytes\": %lld,"
+                " \"freed_blocks\": %lld, \"trend\": [",
+                (long long)s->live_bytes, (long long)s->live_blocks, (long long)s->peak_bytes,
+                (long long)s->alloc_bytes, (long long)s->alloc_blocks, (long long)s->freed_bytes,
+                (long long)s->freed_blocks);
         for (int k = RH_LV_TREND - s->ntrend; k < RH_LV_TREND; k++)
             fprintf(out, "%s%lld", k > RH_LV_TREND - s->ntrend ? ", " : "", (long long)s->trend[k]);
         fprintf(out, "]}");

@@ -27,6 +27,7 @@
 
 #include "rh_query.h"
 #include "rh_live.h"
+#include "rh_names.h"
 #include "rh_regex.h"
 
 enum { RH_V_CPU = 1, RH_V_HEAP, RH_V_CHART, RH_V_THREADS };
@@ -44,18 +45,19 @@ struct rh_ui {
     double zoom;        /* 1: the whole run */
     int64_t win_end;    /* chart window end (ns); -1: follow the end */
     int utf8;
+    int full_names; /* `n`: names in full, not shortened (rh_name_short) */
     char msg[256];
 };
 
-static const char *const rh_heap_sorts[] = {"live bytes", "allocated bytes", "allocations",
-                                            "freed bytes", "call site"};
+static const char *const rh_heap_sorts[] = {"live bytes",  "peak bytes",  "allocated bytes",
+                                            "allocations", "freed bytes", "call site"};
 static const char *const rh_thread_sorts[] = {"live bytes", "allocated bytes", "freed bytes",
                                               "thread"};
 static const char *const rh_cpu_sorts[] = {"samples", "function"};
 
 static int rh_nsorts(int view)
 {
-    return view == RH_V_HEAP ? 5 : view == RH_V_THREADS ? 4 : view == RH_V_CPU ? 2 : 1;
+    return view == RH_V_HEAP ? 6 : view == RH_V_THREADS ? 4 : view == RH_V_CPU ? 2 : 1;
 }
 
 static const char *rh_sort_name(int view, int k)
@@ -106,8 +108,8 @@ static int rh_thread_cmp(const void *pa, const void *pb)
  * (rh_lv_sites_sorted). Returns a malloc'd array, *n its length. */
 static const struct rh_lv_site **rh_sites(struct rh_ui *u, int cpu, size_t *n)
 {
-    static const enum rh_lv_sort heap[] = {RH_LV_BY_LIVE, RH_LV_BY_ALLOCATED, RH_LV_BY_COUNT,
-                                           RH_LV_BY_FREED, RH_LV_BY_NAME};
+    static const enum rh_lv_sort heap[] = {RH_LV_BY_LIVE,  RH_LV_BY_PEAK,  RH_LV_BY_ALLOCATED,
+                                           RH_LV_BY_COUNT, RH_LV_BY_FREED, RH_LV_BY_NAME};
     static const enum rh_lv_sort cpus[] = {RH_LV_BY_SAMPLES, RH_LV_BY_NAME};
     return rh_lv_sites_sorted(u->m, cpu, cpu ? cpus[u->sort[RH_V_CPU]] : heap[u->sort[RH_V_HEAP]],
                               n);
@@ -115,12 +117,113 @@ static const struct rh_lv_site **rh_sites(struct rh_ui *u, int cpu, size_t *n)
 
 /* ---- drawing ---------------------------------------------------------------- */
 
+static int rh_utf8; /* the terminal's locale is UTF-8 (u->utf8, for rh_put) */
+
+/* The bytes of s that fill at most w columns: in a UTF-8 locale a
+ * character (its lead byte and continuation bytes) is one column, else each
+ * byte is. */
+static int rh_fit(const char *s, int w)
+{
+    int i = 0, cols = 0;
+    while (s[i]) {
+        int k = 1;
+        if (rh_utf8)
+            while (((unsigned char)s[i + k] & 0xC0) == 0x80)
+                k++;
+        if (cols + 1 > w)
+            break;
+        cols++;
+        i += k;
+    }
+    return i;
+}
+
+/* The columns s takes (rh_fit's count). */
+static int rh_cols(const char *s)
+{
+    int cols = 0;
+    for (; *s; s++)
+        cols += !rh_utf8 || ((unsigned char)*s & 0xC0) != 0x80;
+    return cols;
+}
+
 /* Writes s at (y, x), cut to at most w columns. */
 static void rh_put(int y, int x, int w, const char *s)
 {
     if (w <= 0 || y < 0 || y >= LINES)
         return;
-    mvaddnstr(y, x, s, w);
+    mvaddnstr(y, x, s, rh_fit(s, w));
+}
+
+/* The name a row shows for site s: its label with the function shortened
+ * (templates and parameters elided, rh_name_short), or in full after `n`;
+ * outside a UTF-8 locale the ellipsis is written "...". Returns buf. */
+static const char *rh_shown(const struct rh_ui *u, const struct rh_lv_site *s, char *buf, size_t n)
+{
+    const char *l = u->full_names ? s->label : s->short_label;
+    size_t k = 0;
+    const size_t el = sizeof RH_NAME_ELLIPSIS - 1;
+    while (*l && k + 4 < n) {
+        if (!u->utf8 && !strncmp(l, RH_NAME_ELLIPSIS, el)) {
+            memcpy(buf + k, "...", 3);
+            k += 3;
+            l += el;
+        } else {
+            buf[k++] = *l++;
+        }
+    }
+    buf[k] = 0;
+    return buf;
+}
+
+/* The selected row's detail above the footer: its full name and figures,
+ * "NAME: FIGURES" on one line when that fits, else the name wrapped over up
+ * to RH_DETAIL_MAX - 1 lines (cut with an ellipsis past them) and the figures
+ * on a line of their own. */
+enum { RH_DETAIL_MAX = 4 };
+struct rh_detail {
+    const char *name, *figures;
+    int lines; /* the lines it takes, the last at LINES - 2 */
+};
+
+static void rh_detail_init(struct rh_detail *d, const char *name, const char *figures)
+{
+    int w = COLS - 1 > 10 ? COLS - 1 : 10;
+    d->name = name;
+    d->figures = figures;
+    int one = rh_cols(name) + 2 + rh_cols(figures);
+    if (one <= w) {
+        d->lines = 1;
+        return;
+    }
+    /* at most RH_DETAIL_MAX lines, and three rows of the table stay (its
+     * header is line 3, the footer the last) */
+    int most = LINES - 8 < RH_DETAIL_MAX ? LINES - 8 : RH_DETAIL_MAX;
+    int k = (rh_cols(name) + w - 1) / w;
+    d->lines = most < 2 ? 1 : (k < most - 1 ? k : most - 1) + 1;
+}
+
+static void rh_detail_draw(const struct rh_detail *d)
+{
+    int w = COLS - 1 > 10 ? COLS - 1 : 10, y = LINES - 1 - d->lines;
+    char line[2048];
+    if (d->lines == 1) {
+        snprintf(line, sizeof line, "%s: %s", d->name, d->figures);
+        rh_put(y, 1, w, line);
+        return;
+    }
+    const char *t = d->name;
+    for (int i = 0; i < d->lines - 1 && *t; i++) {
+        int b = rh_fit(t, w);
+        if (i == d->lines - 2 && t[b]) /* more than fits: cut */
+            snprintf(line, sizeof line, "%.*s%s", rh_fit(t, rh_utf8 ? w - 1 : w - 3), t,
+                     rh_utf8 ? RH_NAME_ELLIPSIS : "...");
+        else
+            snprintf(line, sizeof line, "%.*s", b, t);
+        rh_put(y + i, 1, w, line);
+        t += b;
+    }
+    rh_put(LINES - 2, 1, w, d->figures);
 }
 
 /* A sparkline of n values (oldest first) in w cells. */
@@ -202,7 +305,7 @@ static void rh_draw_header(struct rh_ui *u)
 static void rh_draw_footer(struct rh_ui *u)
 {
     const char *help = "j/k move  h/l pan  +/- zoom  Tab/1-4 view  m heap/CPU  c chart  s sort  "
-                       "/ filter  p pause  q quit";
+                       "n names  / filter  p pause  q quit";
     char line[512];
     if (u->msg[0])
         snprintf(line, sizeof line, " %s", u->msg);
@@ -235,35 +338,40 @@ static void rh_clamp(struct rh_ui *u, size_t n, int h)
         u->top[v] = 0;
 }
 
-/* The heap view's columns: five figures, the trend and the call site. */
+/* The heap view's columns: six figures, the trend and the call site. */
 static const struct {
     const char *name;
     int w;
-} rh_heap_cols[] = {{"LIVE", 10}, {"BLOCKS", 8}, {"ALLOCATED", 10}, {"COUNT", 8}, {"FREED", 10}};
-enum { RH_NCOLS = 5, RH_TREND_MAX = 32, RH_TREND_MIN = 12 };
+} rh_heap_cols[] = {{"LIVE", 10},      {"BLOCKS", 8}, {"PEAK", 10},
+                    {"ALLOCATED", 10}, {"COUNT", 8},  {"FREED", 10}};
+enum { RH_NCOLS = 6, RH_TREND_MAX = 32, RH_TREND_MIN = 12 };
 
-/* Fits the heap view's columns to the terminal's width, so that the call
- * sites' names (the longest of the n sites, up to 80 characters) are shown
- * whole when they can be: the trend column goes when no site has a trend,
- * narrows from RH_TREND_MAX to RH_TREND_MIN, then FREED, COUNT and ALLOCATED
- * go, then the trend; only then are names cut. show[i]: figure column i is
- * drawn. Returns the trend's width (0: none). */
-static int rh_heap_layout(const struct rh_lv_site **v, size_t n, int show[RH_NCOLS])
+/* The figure column of each heap sort (rh_heap_sorts); -1: by name. */
+static const int rh_sort_col[] = {0, 2, 3, 4, 5, -1};
+
+/* Fits the heap view's columns to the terminal's width so that the call
+ * sites' names (the widest of the n sites as shown, names[i]) get the room
+ * first: the trend column goes when no site has a trend, narrows from
+ * RH_TREND_MAX to RH_TREND_MIN, then FREED, COUNT, ALLOCATED, PEAK and BLOCKS
+ * go, in that order, then the trend; LIVE and the column the view is sorted
+ * by (sortcol, -1: none) stay. Only then are names cut. show[i]: figure
+ * column i is drawn. Returns the trend's width (0: none). */
+static int rh_heap_layout(const struct rh_lv_site **v, char *const *names, size_t n, int sortcol,
+                          int show[RH_NCOLS])
 {
     int need = 0, trend = 0;
     for (size_t i = 0; i < n; i++) {
-        int l = (int)strlen(v[i]->label);
+        int l = rh_cols(names[i]);
         if (l > need)
             need = l;
         if (v[i]->ntrend > 0)
             trend = 1;
     }
-    if (need > 80)
-        need = 80;
     int tw = trend ? RH_TREND_MAX : 0;
     for (int i = 0; i < RH_NCOLS; i++)
         show[i] = 1;
-    static const int drop[] = {4, 3, 2}; /* FREED, COUNT, ALLOCATED */
+    static const int drop[] = {5, 4, 3, 2, 1}; /* FREED, COUNT, ALLOCATED, PEAK, BLOCKS */
+    enum { NDROP = sizeof drop / sizeof drop[0] };
     int ndrop = 0;
     for (;;) {
         int width = 1 + (tw ? tw + 2 : 0) + 2 + need;
@@ -272,9 +380,11 @@ static int rh_heap_layout(const struct rh_lv_site **v, size_t n, int show[RH_NCO
         int over = width - COLS;
         if (over <= 0)
             break;
+        while (ndrop < NDROP && drop[ndrop] == sortcol)
+            ndrop++;
         if (tw > RH_TREND_MIN)
             tw = tw - over > RH_TREND_MIN ? tw - over : RH_TREND_MIN;
-        else if (ndrop < 3)
+        else if (ndrop < NDROP)
             show[drop[ndrop++]] = 0;
         else if (tw)
             tw = 0;
@@ -284,13 +394,39 @@ static int rh_heap_layout(const struct rh_lv_site **v, size_t n, int show[RH_NCO
     return tw;
 }
 
+/* The names of the n sites of v as rows show them (rh_shown), as one
+ * malloc'd array of malloc'd strings (NULL on out of memory). */
+static char **rh_names_of(const struct rh_ui *u, const struct rh_lv_site **v, size_t n)
+{
+    char **names = calloc(n ? n : 1, sizeof *names);
+    for (size_t i = 0; names && i < n; i++) {
+        char buf[2048];
+        if (!(names[i] = strdup(rh_shown(u, v[i], buf, sizeof buf)))) {
+            for (size_t j = 0; j < i; j++)
+                free(names[j]);
+            free(names);
+            return NULL;
+        }
+    }
+    return names;
+}
+
+static void rh_names_free(char **names, size_t n)
+{
+    for (size_t i = 0; names && i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
 static void rh_draw_heap(struct rh_ui *u)
 {
     size_t n;
     const struct rh_lv_site **v = rh_sites(u, 0, &n);
-    int y0 = 4, h = LINES - y0 - 2;
+    char **names = v ? rh_names_of(u, v, n) : NULL;
+    if (!names)
+        n = 0;
     int show[RH_NCOLS];
-    int tw = rh_heap_layout(v, v ? n : 0, show);
+    int tw = rh_heap_layout(v, names, n, rh_sort_col[u->sort[RH_V_HEAP]], show);
     char line[2048], a[32];
     size_t len = 0;
     attron(A_BOLD);
@@ -305,12 +441,25 @@ static void rh_draw_heap(struct rh_ui *u)
         snprintf(line + len, sizeof line - len, " CALL SITE");
     rh_put(3, 0, COLS, line);
     attroff(A_BOLD);
-    if (!v || !n) {
+    int y0 = 4;
+    if (!n) {
         rh_put(y0, 1, COLS - 1,
                u->have_re ? "no call site matches the filter" : "no allocations yet");
+        rh_names_free(names, n);
         free(v);
         return;
     }
+    /* the detail of the selected site: its full name and figures */
+    int sel =
+        u->sel[RH_V_HEAP] < (int)n ? (u->sel[RH_V_HEAP] > 0 ? u->sel[RH_V_HEAP] : 0) : (int)n - 1;
+    char figures[256];
+    snprintf(figures, sizeof figures,
+             "%lld blocks allocated, %lld freed, %lld live, %s at the peak",
+             (long long)v[sel]->alloc_blocks, (long long)v[sel]->freed_blocks,
+             (long long)v[sel]->live_blocks, rh_hb(v[sel]->peak_bytes, a, sizeof a));
+    struct rh_detail detail;
+    rh_detail_init(&detail, v[sel]->label, figures);
+    int h = LINES - y0 - 1 - detail.lines;
     rh_clamp(u, n, h);
     for (int r = 0; r < h && u->top[RH_V_HEAP] + r < (int)n; r++) {
         const struct rh_lv_site *s = v[u->top[RH_V_HEAP] + r];
@@ -318,13 +467,13 @@ static void rh_draw_heap(struct rh_ui *u)
         if (selected)
             attron(A_REVERSE);
         mvhline(y0 + r, 0, ' ', COLS);
-        const int64_t fig[RH_NCOLS] = {s->live_bytes, s->live_blocks, s->alloc_bytes,
-                                       s->alloc_blocks, s->freed_bytes};
+        const int64_t fig[RH_NCOLS] = {s->live_bytes,  s->live_blocks,  s->peak_bytes,
+                                       s->alloc_bytes, s->alloc_blocks, s->freed_bytes};
         len = (size_t)snprintf(line, sizeof line, " ");
         for (int i = 0; i < RH_NCOLS; i++) {
             if (!show[i])
                 continue;
-            if (i == 1 || i == 3) /* block counts */
+            if (i == 1 || i == 4) /* block counts */
                 len += (size_t)snprintf(line + len, sizeof line - len, "%*lld ", rh_heap_cols[i].w,
                                         (long long)fig[i]);
             else
@@ -338,14 +487,12 @@ static void rh_draw_heap(struct rh_ui *u)
                 rh_spark(u, y0 + r, x, tw, s->trend + RH_LV_TREND - s->ntrend, s->ntrend);
             x += tw + 2;
         }
-        rh_put(y0 + r, x, COLS - x, s->label);
+        rh_put(y0 + r, x, COLS - x, names[u->top[RH_V_HEAP] + r]);
         if (selected)
             attroff(A_REVERSE);
     }
-    const struct rh_lv_site *s = v[u->sel[RH_V_HEAP]];
-    snprintf(line, sizeof line, " %s: %lld blocks allocated, %lld freed, %lld live", s->label,
-             (long long)s->alloc_blocks, (long long)s->freed_blocks, (long long)s->live_blocks);
-    rh_put(LINES - 2, 0, COLS, line);
+    rh_detail_draw(&detail);
+    rh_names_free(names, n);
     free(v);
 }
 
@@ -358,7 +505,7 @@ static void rh_draw_cpu(struct rh_ui *u)
     }
     size_t n;
     const struct rh_lv_site **v = rh_sites(u, 1, &n);
-    int y0 = 4, h = LINES - y0 - 2;
+    int y0 = 4;
     char line[2048];
     attron(A_BOLD);
     snprintf(line, sizeof line, " %10s %7s  %s", "SAMPLES", "SHARE", "FUNCTION");
@@ -369,6 +516,14 @@ static void rh_draw_cpu(struct rh_ui *u)
         free(v);
         return;
     }
+    int sel =
+        u->sel[RH_V_CPU] < (int)n ? (u->sel[RH_V_CPU] > 0 ? u->sel[RH_V_CPU] : 0) : (int)n - 1;
+    char figures[128];
+    snprintf(figures, sizeof figures, "%lld samples, %.1f%%", (long long)v[sel]->cpu_samples,
+             100.0 * (double)v[sel]->cpu_samples / (double)u->m->cpu_total);
+    struct rh_detail detail;
+    rh_detail_init(&detail, v[sel]->label, figures);
+    int h = LINES - y0 - 1 - detail.lines;
     rh_clamp(u, n, h);
     for (int r = 0; r < h && u->top[RH_V_CPU] + r < (int)n; r++) {
         const struct rh_lv_site *s = v[u->top[RH_V_CPU] + r];
@@ -376,12 +531,15 @@ static void rh_draw_cpu(struct rh_ui *u)
         if (selected)
             attron(A_REVERSE);
         mvhline(y0 + r, 0, ' ', COLS);
+        char name[2048];
         snprintf(line, sizeof line, " %10lld %6.1f%%  %s", (long long)s->cpu_samples,
-                 100.0 * (double)s->cpu_samples / (double)u->m->cpu_total, s->label);
+                 100.0 * (double)s->cpu_samples / (double)u->m->cpu_total,
+                 rh_shown(u, s, name, sizeof name));
         rh_put(y0 + r, 0, COLS, line);
         if (selected)
             attroff(A_REVERSE);
     }
+    rh_detail_draw(&detail);
     free(v);
 }
 
@@ -713,6 +871,9 @@ static int rh_key(struct rh_ui *u, int k)
     case 'p':
         u->paused = !u->paused;
         break;
+    case 'n': /* names: short (templates and parameters elided) or in full */
+        u->full_names = !u->full_names;
+        break;
     default:
         break;
     }
@@ -737,7 +898,11 @@ int rh_lv_ui_run(struct rh_lv_model *m, rh_lv_refresh_fn refresh_fn, void *ctx, 
     u.zoom = 1;
     u.win_end = -1;
     setlocale(LC_ALL, "");
-    u.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    u.utf8 = rh_utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    /* a finished profile opens by the bytes each site held at the peak (then
+     * what it leaked): its live bytes at the end are mostly 0 */
+    if (!m->following || m->ended)
+        u.sort[RH_V_HEAP] = 1;
     if (!initscr()) {
         fprintf(stderr, "rheaper: cannot start the terminal UI (TERM=%s)\n",
                 getenv("TERM") ? getenv("TERM") : "");

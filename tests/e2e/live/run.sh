@@ -50,13 +50,14 @@ wait_line() {
         sleep 0.01
     done
 }
-# Starts "$HELPER" as program $1 (a copy of lv_grow by that name) with the
-# environment assignments that follow, stdin from the fifo $1.in on fd 3.
+# Starts "$PROG" (default: $HELPER, lv_grow) as program $1 (a copy by that
+# name) with the environment assignments that follow, stdin from the fifo
+# $1.in on fd 3.
 NCMD=0
 start() {
     name=$1
     shift
-    cp "$HELPER" "./$name"
+    cp "${PROG:-$HELPER}" "./$name"
     mkfifo "$name.in"
     env "$@" "./$name" <"$name.in" >"$name.out" 2>"$name.err" &
     LAST=$!
@@ -77,6 +78,13 @@ stop() { printf 'quit\n' >&3; exec 3>&-; wait "$LAST"; }
 field() { printf '%s\n' "$2" | sed -n "s/.*\"$1\": \([0-9-]*\).*/\1/p"; }
 # The JSON line of call site function $1 in snapshot file $2.
 site() { grep "\"function\": \"$1\"" "$2" | head -1; }
+# The JSON line of the heap call site whose function matches the extended
+# regex $1 and whose figure $2 is $3, in snapshot file $4.
+site_with() {
+    grep '"site": ' "$4" | grep -E "\"function\": \"$1" | grep "\"$2\": $3[,}]" | head -1
+}
+# The JSON string "NAME": "..." in the line (no escapes in it).
+sfield() { printf '%s\n' "$2" | sed -n "s/.*\"$1\": \"\([^\"]*\)\".*/\1/p"; }
 # Bytes shown in the LIVE column of the row of call site $1 on the screen.
 live_on_screen() {
     screen | grep " $1 " | head -1 | awk '{m = 1; if ($2 == "KiB") m = 1024;
@@ -551,6 +559,119 @@ cpu-tmux)
     [ "$n2" -gt 0 ] && [ "$n2" -lt "$n" ] || fail "burn_side has $n2 samples, burn_site $n"
     screen | sed -n 6p | grep -q "^ *$n2  *$pct2%  burn_side lv_grow.c" ||
         fail "view's CPU second row is not '$n2 $pct2% burn_side'"
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    [ -s view.err ] && grep -v 'call sites skip' view.err | grep -q . && fail "view printed errors"
+    ;;
+names-tmux)
+    # A C++ program (lv_names.cc): members of class templates taking
+    # std::string, three threads churning strings (CPU samples in
+    # libstdc++'s inlined string code, many of them taken inside rheaper's
+    # allocation hooks). The live CPU view charges no sample to a frame of
+    # rheaper's own (the converted profile's attribution: live and view give
+    # the same functions and samples); at 120 columns the names, shortened,
+    # are whole and the full one is in the detail; the finished profile opens
+    # sorted by the bytes held at the peak, where the batch that was freed
+    # before the end comes first.
+    require_tool jq jq
+    PROG=$(dirname "$HELPER")/lv_names
+    start lvnames RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=199
+    cmd "keep 50"
+    cmd "batch 5000"
+    cmd "churn on"
+    tm new-session -d -s "$S" -x 120 -y 30 "LC_ALL=C '$RH' live $LAST 2>live.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'LIVE .*CALL SITE'
+    # the names as the program's source has them, short: templates and
+    # parameters elided (ASCII here: LC_ALL=C), each whole with its line
+    wait_screen 'lvnames::StringChurner<\.\.\.>::churn(\.\.\.) lv_names\.cc:[0-9]'
+    "$RH" live --once --json "$LAST" >run.json 2>run.err || fail "live --once --json"
+    keep=$(site_with 'lvnames::NameTable<.*::keep_name\(' live_bytes 15050 run.json)
+    [ -n "$keep" ] || fail "no keep_name site with 50 kept strings of 301 bytes: $(grep keep_name run.json)"
+    [ "$(field live_blocks "$keep")" = 50 ] && [ "$(field alloc_blocks "$keep")" = 50 ] ||
+        fail "keep_name: $keep"
+    # 5000 strings of 200 characters: a 32-byte object and a 201-byte buffer each
+    batch=$(site_with 'lvnames::BatchBuilder<.*::build_batch\(' alloc_blocks 10000 run.json)
+    [ "$(field alloc_bytes "$batch")" = 1165000 ] && [ "$(field live_bytes "$batch")" = 0 ] &&
+        [ "$(field peak_bytes "$batch")" = 1165000 ] || fail "build_batch: $batch"
+    kloc=$(sfield site "$keep" | awk '{ print $NF }')
+    bloc=$(sfield site "$batch" | awk '{ print $NF }')
+    for want in "lvnames::NameTable<...>::keep_name(...) $kloc" \
+        "lvnames::BatchBuilder<...>::build_batch(...) $bloc"; do
+        screen | grep -qF "  $want" || fail "'$want' is not shown whole at 120 columns"
+    done
+    # every row fits: no name reaches the right edge (cut)
+    screen | sed -n '5,26p' | awk 'length($0) >= 120 { exit 1 }' || fail "a row is cut at 120 columns"
+    screen | grep -F "$want" | grep -q '^ *0 B  *0  *1\.11 MiB ' ||
+        fail "build_batch's row is not 0 B live, 0 blocks, 1.11 MiB at the peak"
+    # the CPU view: the string code, never rheaper's frames
+    tm send-keys -t "$S" 1
+    wait_screen 'SAMPLES .*SHARE .*FUNCTION'
+    _w=0
+    until [ "$(screen | sed -n '5,26p' | awk '{ s += $1 } END { print s + 0 }')" -ge 150 ]; do
+        _w=$((_w + 1))
+        [ $_w -gt 300 ] && fail "fewer than 150 CPU samples on the screen"
+        sleep 0.1
+    done
+    screen | sed -n '5,26p' >cpu.rows
+    grep -E '%  (rh_|__wrap_|rheaper_)|(rh_|shims_|interpose_)[a-z_]*\.[ch]$' cpu.rows &&
+        fail "a frame of rheaper's own in the live CPU view"
+    grep -q '%  std::__cxx11::basic_string<\.\.\.>::_M_[a-z_]*(\.\.\.)' cpu.rows ||
+        fail "no std::string member (short) among the CPU functions"
+    "$RH" live --once --json "$LAST" >cpu.json 2>>run.err || fail "live --once --json (CPU)"
+    n=$(jq '[.cpu[].samples] | add' cpu.json)
+    own=$(jq '[.cpu[] | select(.function | test("^(rh_|__wrap_|rheaper_)| (rh_|shims_|interpose_)[a-z_]*[.][ch]$")) | .samples] | add // 0' cpu.json)
+    str=$(jq '[.cpu[] | select(.function | test("basic_string<.*>::_M_")) | .samples] | add // 0' cpu.json)
+    [ "$own" = 0 ] || fail "$own of $n samples on rheaper's frames"
+    # (the rest is mostly libc's memmove, which they call)
+    [ "$str" -gt 0 ] && [ "$((str * 10))" -ge "$n" ] ||
+        fail "std::string's members have $str of $n samples, under a tenth"
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    [ -s live.err ] && fail "live printed: $(cat live.err)"
+    cmd "churn off"
+    stop
+    # after the end: the live view's CPU functions and samples are the
+    # converted profile's, row for row
+    "$RH" live --once --json "rip-$LAST" >end.json 2>end.err || fail "--once on the finished rip"
+    "$BIN/rheaper-convert" "rip-$LAST" p.db 2>conv.err || fail "convert"
+    "$RH" view p.db --once --json >v.json 2>view.err || fail "view --once --json"
+    C='[.cpu[] | "\(.function)=\(.samples)"] | sort | join(",")'
+    [ "$(jq -r "$C" end.json)" = "$(jq -r "$C" v.json)" ] ||
+        fail "live and view charge CPU samples differently"
+    [ "$(jq '[.cpu[].samples] | add' end.json)" -ge "$n" ] || fail "fewer samples at the end"
+    # and each site's bytes at the peak (the aggregates' while following,
+    # stack_stats.peak_bytes in the profile)
+    P='[.sites[] | "\(.function)=\(.peak_bytes)=\(.live_bytes)"] | sort | join(",")'
+    [ "$(jq -r "$P" end.json)" = "$(jq -r "$P" v.json)" ] ||
+        fail "live and view give the sites different bytes at the peak"
+    # the finished profile in the UI (UTF-8: the ellipsis is one column)
+    S=t2
+    tm -u new-session -d -s "$S" -x 120 -y 30 "LC_ALL=C.UTF-8 '$RH' view p.db 2>view.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'LIVE .*CALL SITE'
+    screen | sed -n 3p | grep -q 'sort: peak bytes' || fail "the finished profile is not sorted by peak bytes"
+    top=$(jq -r '[.sites[] | {site, peak_bytes, live_bytes}] | sort_by(-.peak_bytes, -.live_bytes, .site) | .[0].site' v.json)
+    [ "$top" = "$(sfield site "$batch")" ] || fail "the site with most bytes at the peak is $top"
+    screen | sed -n 5p | grep -q "^ *0 B  *0  *1\.11 MiB .*  lvnames::BatchBuilder<…>::build_batch(…) $bloc *\$" ||
+        fail "first row is not build_batch, 0 B live and 1.11 MiB at the peak"
+    # the selected row's full name, above the footer
+    screen | sed -n '26,29p' | tr -d '\n' | grep -qF "lvnames::BatchBuilder<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >," ||
+        fail "the detail lacks the full name"
+    screen | sed -n 29p | grep -q '^ 10000 blocks allocated, 10000 freed, 0 live, 1\.11 MiB at the peak' ||
+        fail "the detail's figures"
+    # the leak: keep_name's 50 strings, still live at the end
+    screen | grep -q "^ *14\.70 KiB  *50 .*  lvnames::NameTable<…>::keep_name(…) $kloc *\$" ||
+        fail "keep_name's 50 leaked strings"
+    # n: names in full (then cut at the edge); again: short
+    tm send-keys -t "$S" n
+    wait_screen 'lvnames::BatchBuilder<std::__cxx11::basic_string<char'
+    # full names are wider than 120 columns: every column but LIVE and the
+    # sorted one (PEAK) gave way before the names were cut
+    screen | sed -n 4p | grep -q '^ *LIVE  *PEAK  CALL SITE *$' ||
+        fail "full names: the header is '$(screen | sed -n 4p)'"
+    tm send-keys -t "$S" n
+    wait_screen "lvnames::BatchBuilder<…>::build_batch(…) $bloc"
+    tm send-keys -t "$S" s
+    wait_screen 'sort: allocated bytes'
     tm send-keys -t "$S" q
     wait_screen '^EXIT=0'
     [ -s view.err ] && grep -v 'call sites skip' view.err | grep -q . && fail "view printed errors"
