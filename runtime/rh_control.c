@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "rh_runtime.h"
+#include "rh_helper.h"
 
 /* Set while the runtime calls sigaction itself: wrap/shims_signal.c then does
  * not take the call for the program's. */
@@ -60,6 +61,11 @@ int rh_ctl_armed(void)
 {
     return __atomic_load_n(&rh_ctl_is_armed, __ATOMIC_ACQUIRE) ||
            __atomic_load_n(&rh_ctl_aside, __ATOMIC_ACQUIRE);
+}
+
+int rh_ctl_signal_armed(void)
+{
+    return __atomic_load_n(&rh_ctl_is_armed, __ATOMIC_ACQUIRE);
 }
 
 unsigned rh_ctl_take_toggles(void)

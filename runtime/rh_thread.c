@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "rh_runtime.h"
+#include "rh_helper.h"
 
 #define RH_FIRST_CHUNK 16384u
 #define RH_CALIB_EVERY 4096u
@@ -136,6 +137,10 @@ int rh_writer_open(struct rh_writer *w, uint64_t t)
 void rh_writer_setthread(struct rh_writer *w)
 {
     uint32_t tid = rh_gettid();
+    if (tid == rh_helper_tid()) { /* it writes others' names only: not a thread of the program */
+        w->tid = 0;
+        return;
+    }
     uint8_t tmp[10];
     uint8_t n = (uint8_t)(rip_put_varint(tmp, tid) - tmp);
     if ((size_t)(w->end - w->pos) < 3u + n)
