@@ -471,11 +471,19 @@ __attribute__((destructor(101))) static void rh_runtime_dtor(void)
 void rh_exit_undo(void)
 {
     int e = errno;
-    int pid = (int)syscall(SYS_getpid);
-    __atomic_compare_exchange_n(&rh_exit_done_pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    int pid = (int)syscall(SYS_getpid), done = pid;
+    __atomic_compare_exchange_n(&rh_exit_done_pid, &done, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     rh_helper_resume();
-    if (rh_prof.end_reason == RIP_END_EXEC) /* the exec failed: the process goes on */
+    if (pid == rh_proc_pid && rh_prof.end_reason == RIP_END_EXEC) {
+        /* The exec failed and the process goes on: its exit writes a second
+         * trailer, which readers take over the first (the last one wins). */
+        int g = rh_guard_enter();
+        rh_spin_lock(&rh_prof_lock);
         rh_prof.end_reason = RIP_END_NORMAL;
+        rh_prof.exit_flushed = 0;
+        rh_spin_unlock(&rh_prof_lock);
+        rh_guard_leave(g);
+    }
     errno = e;
 }
 

@@ -1332,7 +1332,9 @@ RH_HIDDEN void rh_stop_clean(uint32_t reason);
  * when this thread is inside the runtime or a hooked call (a signal handler
  * that interrupted one: the locks may be this thread's). mem_final 0 skips
  * the final memory sample, which asks the allocator (async-signal contexts).
- * Keeps errno. */
+ * Keeps errno. mem_final RH_EXIT_EXEC: an exec (no final sample, and the
+ * trailer's end reason says exec: the pid goes on as a new image). */
+#define RH_EXIT_EXEC 2
 RH_HIDDEN void rh_exit_now(int mem_final);
 /* After an exec or daemon that failed and returned: the exit work rh_exit_now
  * did is done again at the process's real exit. Keeps errno. */
