@@ -6,7 +6,9 @@
  * marker. The handler only counts the request and or-s RH_CTL into rh_state
  * (rh_hooks.h): the next hooked call of any thread takes the cold path and
  * toggles there, outside the handler's frame, under rh_ctl_lock (rh_api.c),
- * the one lock that rheaper_enable and rheaper_disable also take.
+ * the one lock that rheaper_enable and rheaper_disable also take; in a
+ * process that makes no call, the runtime's helper thread (rh_helper.c) does
+ * the same within 100 ms.
  *
  * The program's handler wins: when it installs one for the same signal
  * (sigaction or signal, seen by wrap/shims_signal.c; or one was there before

@@ -151,6 +151,10 @@ ownsig-after|ownsig-before)
     RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$H/ctl_ownsig" "$mode" >out 2>err ||
         fail "program failed: $(cat out)"
     grep -q '^handled 3$' out || fail "program's handler did not get its signals"
+    grep -q '^helpers 0$' out || fail "the helper thread did not go when rheaper stood aside: $(cat out)"
+    if [ "$mode" = after ]; then
+        grep -q '^armed helpers 1$' out || fail "no helper thread while armed: $(cat out)"
+    fi
     [ "$(grep -c 'stands aside' err)" = 1 ] || fail "expected one warning"
     [ "$(grep -c . err)" = 1 ] || fail "expected exactly one line on stderr"
     ls rip-* >/dev/null 2>&1 && fail "a profile was written"
