@@ -44,7 +44,6 @@
 #include <unistd.h>
 
 #include "rh_runtime.h"
-#include "rh_helper.h"
 
 /* Set while the runtime calls sigaction itself: wrap/shims_signal.c then does
  * not take the call for the program's. */
@@ -329,6 +328,7 @@ RH_HIDDEN void rh_ctl_program_sets(int sig)
 
 void rh_ctl_fork_child(void)
 {
+    __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELAXED); /* the parent's helper is not here */
     if (!__atomic_load_n(&rh_ctl_is_armed, __ATOMIC_RELAXED))
         return;
     /* The child is armed (it inherits the handler) but records nothing until

@@ -67,7 +67,6 @@
 #include <unistd.h>
 
 #include "rh_runtime.h"
-#include "rh_helper.h"
 
 /* Threads the registry holds; threads beyond it are not sampled. */
 #define RH_CPU_MAX_THREADS 4096
@@ -433,7 +432,7 @@ static int rh_cpu_scan(void)
             unsigned tid = 0;
             if (rh_parse_uint(d->name, 1, 0x3fffffff, &tid) != 0)
                 continue; /* "." and ".." */
-            if (tid == rh_helper_tid())
+            if (tid == __atomic_load_n(&rh_runtime_tid, __ATOMIC_ACQUIRE))
                 continue; /* the runtime's helper thread is not the program's */
             tids[nt++] = (int)tid;
             if (nt == RH_CPU_SCAN_BATCH) {

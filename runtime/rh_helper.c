@@ -75,7 +75,6 @@ static int rh_helper_pid;        /* atomic: pid whose helper runs or starts (0: 
 static int rh_helper_failed_pid; /* atomic: pid in which it could not be created */
 static int rh_helper_paused_pid; /* atomic: pid whose exit work has begun */
 static int rh_helper_busy;       /* atomic: the helper is inside the control work */
-static uint32_t rh_helper_thread_tid; /* atomic: its thread id, 0 before it runs */
 static int rh_helper_word;            /* futex word the helper naps on */
 
 static int rh_helper_getpid(void)
@@ -100,8 +99,8 @@ static void *rh_helper_main(void *arg)
     int pid = (int)(intptr_t)arg;
     rh_guard = RH_GUARD_CALL; /* for good: nothing it reaches is recorded */
     rh_barrier();
-    __atomic_store_n(&rh_helper_thread_tid, rh_gettid(), __ATOMIC_RELEASE);
     (void)syscall(SYS_prctl, PR_SET_NAME, (unsigned long)"rheaper", 0ul, 0ul, 0ul);
+    __atomic_store_n(&rh_runtime_tid, rh_gettid(), __ATOMIC_RELEASE); /* named: started */
     for (;;) {
         rh_helper_nap(RH_HELPER_POLL_NS);
         if (!rh_ctl_signal_armed())
@@ -117,7 +116,7 @@ static void *rh_helper_main(void *arg)
             rh_ctl_run();
         __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_SEQ_CST);
     }
-    __atomic_store_n(&rh_helper_thread_tid, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE);
     return NULL; /* rh_helper_pid keeps this pid: it is not started again */
 }
 
@@ -134,7 +133,7 @@ void rh_helper_ensure(void)
     if (!__atomic_compare_exchange_n(&rh_helper_pid, &cur, pid, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
         return;
-    __atomic_store_n(&rh_helper_thread_tid, 0, __ATOMIC_RELEASE); /* the parent's */
+    __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE); /* the parent's */
     __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_RELEASE);
     pthread_attr_t attr;
     int rc = pthread_attr_init(&attr);
@@ -153,7 +152,14 @@ void rh_helper_ensure(void)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         (void)pthread_attr_destroy(&attr);
     }
-    if (rc != 0) {
+    if (rc == 0) {
+        /* Until it has its name and its thread id is known, it would look
+         * like a program thread (the CPU sampler's listing, /proc): wait for
+         * that, briefly (it is a matter of microseconds). */
+        struct timespec us = {0, 50000L};
+        for (int i = 0; i < 2000 && !__atomic_load_n(&rh_runtime_tid, __ATOMIC_ACQUIRE); i++)
+            (void)syscall(SYS_nanosleep, &us, NULL);
+    } else {
         __atomic_store_n(&rh_helper_failed_pid, pid, __ATOMIC_RELAXED);
         rh_warn("cannot start the helper thread (%s): a toggle takes effect at the process's "
                 "next allocation",
@@ -181,9 +187,4 @@ void rh_helper_resume(void)
     int pid = rh_helper_getpid();
     __atomic_compare_exchange_n(&rh_helper_paused_pid, &pid, 0, 0, __ATOMIC_ACQ_REL,
                                 __ATOMIC_RELAXED);
-}
-
-uint32_t rh_helper_tid(void)
-{
-    return __atomic_load_n(&rh_helper_thread_tid, __ATOMIC_ACQUIRE);
 }

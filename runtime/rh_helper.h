@@ -24,14 +24,9 @@ RH_HIDDEN void rh_helper_ensure(void);
  * the middle of some. A failed exec or daemon undoes it (rh_helper_resume). */
 RH_HIDDEN void rh_helper_pause(void);
 RH_HIDDEN void rh_helper_resume(void);
-/* The helper's thread id in this process, 0 when none: not a program thread
- * (the CPU sampler leaves it out). */
-RH_HIDDEN uint32_t rh_helper_tid(void);
 
 /* The control work behind RH_CTL (rh_api.c): returns at once when another
  * thread is doing it. Caller has the guard set. */
 RH_HIDDEN void rh_ctl_run(void);
-/* 1 while the toggle handler is ours (rh_control.c), not merely standing aside. */
-RH_HIDDEN int rh_ctl_signal_armed(void);
 
 #endif

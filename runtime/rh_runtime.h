@@ -786,6 +786,10 @@ extern RH_HIDDEN struct rh_writer rh_shared;
 
 /* Cached kernel tid of the calling thread. */
 RH_HIDDEN uint32_t rh_gettid(void);
+/* The thread id of the runtime's own thread in this process (rh_helper.c
+ * stores it), 0 when none: never a program thread, so it takes no place in
+ * a profile's thread list nor a CPU timer. */
+extern RH_HIDDEN uint32_t rh_runtime_tid;
 /* Cold path of every record: makes sure the calling thread has a writable
  * chunk of the current epoch (creating the file, taking a slot, opening a chunk
  * as needed). Returns the slot, or NULL when the event must go through the
@@ -1267,6 +1271,8 @@ RH_HIDDEN void rh_ctl_request(void);
 RH_HIDDEN void rh_ctl_arm(void);
 /* 1 when armed (the handler is ours and the program has not taken it over). */
 RH_HIDDEN int rh_ctl_armed(void);
+/* 1 while the toggle handler is ours, not merely standing aside. */
+RH_HIDDEN int rh_ctl_signal_armed(void);
 /* Toggles requested by the signal and not yet done; takes them (returns the
  * count, sets it to 0). */
 RH_HIDDEN unsigned rh_ctl_take_toggles(void);
