@@ -50,6 +50,7 @@ static int rh_ctor_ran;
  * rh_shared_lock and rh_prof_lock. */
 static int rh_ctl_lock;
 
+static void rh_ctl_run(void);
 RH_HIDDEN int rh_ctl_marker_stale(void);
 
 void rh_state_set(int v)
@@ -119,7 +120,7 @@ int rh_init_lazy(void)
         rh_proc_pid = (int)syscall(SYS_getpid);
         __atomic_store_n(&rh_init_state, 2, __ATOMIC_RELEASE);
         if (rh_ctor_ran) /* else the constructor starts it: libc is not ready */
-            rh_helper_ensure();
+            rh_helper_ensure(rh_ctl_run);
     } else {
         while (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
             sched_yield();
@@ -366,10 +367,10 @@ static void rh_close_cut_locked(void)
 /* The control work behind RH_CTL, run by the first hooked call that sees it
  * (with the guard set, outside any signal handler's frame): the size limit's
  * clean close, then each toggle the signal asked for, in order. */
-void rh_ctl_run(void)
+static void rh_ctl_run(void)
 {
     if ((int)syscall(SYS_getpid) == rh_proc_pid) /* not a vfork child's */
-        rh_helper_ensure(); /* a fork child's own helper */
+        rh_helper_ensure(rh_ctl_run); /* a fork child's own helper */
     /* Never wait here: the holder may be taking a module snapshot
      * (dl_iterate_phdr, the loader's lock) while this thread allocates inside
      * dlopen with that lock held. RH_CTL stays set, so a later call retries. */
@@ -442,7 +443,7 @@ __attribute__((constructor(101))) static void rh_runtime_ctor(void)
     rh_ctor_ran = 1;
     if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) == 2) {
         int g = rh_guard_enter();
-        rh_helper_ensure(); /* armed before libc was ready */
+        rh_helper_ensure(rh_ctl_run); /* armed before libc was ready */
         rh_guard_leave(g);
     }
     if (rh_prof.mod_early && __atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE)) {

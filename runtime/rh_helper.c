@@ -7,8 +7,9 @@
  * stopped allocating (memcached with a full cache reuses its slabs). The
  * helper is one thread per armed process that wakes every RH_HELPER_POLL_NS,
  * sees RH_CTL and runs the very control work a hooked call would
- * (rh_ctl_run, rh_api.c), under the same locks: rh_ctl_lock (tried, never
- * waited for), then rh_shared_lock and rh_prof_lock. It writes into no other
+ * (rh_ctl_run, rh_api.c, handed over when the helper starts), under the same
+ * locks: rh_ctl_lock (tried, never waited for), then rh_shared_lock and
+ * rh_prof_lock. It writes into no other
  * thread's chunk: a start creates the file and bumps the epoch, which each
  * thread notices at its next event; a stop seals the shared writer (the
  * helper has no slot of its own) and writes the trailer, as a toggle from a
@@ -76,6 +77,7 @@ static int rh_helper_failed_pid; /* atomic: pid in which it could not be created
 static int rh_helper_paused_pid; /* atomic: pid whose exit work has begun */
 static int rh_helper_busy;       /* atomic: the helper is inside the control work */
 static int rh_helper_word;            /* futex word the helper naps on */
+static void (*rh_helper_work)(void);  /* the control work (rh_ctl_run) */
 
 static int rh_helper_getpid(void)
 {
@@ -113,16 +115,16 @@ static void *rh_helper_main(void *arg)
          * reads busy, so one of the two sees the other (both seq_cst) */
         __atomic_store_n(&rh_helper_busy, 1, __ATOMIC_SEQ_CST);
         if (__atomic_load_n(&rh_helper_paused_pid, __ATOMIC_SEQ_CST) != pid)
-            rh_ctl_run();
+            rh_helper_work();
         __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_SEQ_CST);
     }
     __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE);
     return NULL; /* rh_helper_pid keeps this pid: it is not started again */
 }
 
-void rh_helper_ensure(void)
+void rh_helper_ensure(void (*work)(void))
 {
-    if (!rh_ctl_signal_armed())
+    if (!rh_ctl_signal_armed() || !work)
         return;
     int pid = rh_helper_getpid();
     int cur = __atomic_load_n(&rh_helper_pid, __ATOMIC_ACQUIRE);
@@ -134,6 +136,7 @@ void rh_helper_ensure(void)
                                      __ATOMIC_RELAXED))
         return;
     __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE); /* the parent's */
+    rh_helper_work = work;
     __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_RELEASE);
     pthread_attr_t attr;
     int rc = pthread_attr_init(&attr);

@@ -13,20 +13,19 @@
 #include "rh_hooks.h"
 
 /* Starts this process's helper when armed and none runs in this pid yet (a
- * fork child gets its own here, at its first control work). Normal context
+ * fork child gets its own here, at its first control work); the helper runs
+ * work (the control work behind RH_CTL, rh_ctl_run) when RH_CTL is set:
+ * given here so the helper calls nothing of the file that starts it. Normal context
  * only (a hooked call's cold path with the guard set, or the constructor),
  * never a signal handler, no runtime lock held. When the thread cannot be
  * created, one line on stderr and toggles wait for an allocation as before;
  * no retry in this process. */
-RH_HIDDEN void rh_helper_ensure(void);
+RH_HIDDEN void rh_helper_ensure(void (*work)(void));
 /* The exit work begins (exit, _exit, exec, daemon): the helper does no more
  * control work in this process, and this waits (bounded) until it is not in
  * the middle of some. A failed exec or daemon undoes it (rh_helper_resume). */
 RH_HIDDEN void rh_helper_pause(void);
 RH_HIDDEN void rh_helper_resume(void);
 
-/* The control work behind RH_CTL (rh_api.c): returns at once when another
- * thread is doing it. Caller has the guard set. */
-RH_HIDDEN void rh_ctl_run(void);
 
 #endif
