@@ -388,8 +388,8 @@ static void rh_ctl_run(void)
     if (rh_ctl_take_toggles() & 1u) {
         if (rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))
             rh_disable_ctl();
-        else
-            rh_enable_ctl(NULL);
+        else if (rh_enable_ctl(NULL) != RHEAPER_OK)
+            rh_ctl_start_failed();
     }
     rh_spin_unlock(&rh_ctl_lock);
 }

@@ -25,6 +25,10 @@
  *     seq 2                  recordings started so far (%n of the last one)
  *     end normal             why the last recording ended: normal | size-limit
  *     profile /abs/dir/rip-1234.1     the current or last profile ("" if none)
+ *     failed 0               toggles that asked for a start the runtime could
+ *                            not make (the directory refused the file: the
+ *                            warning says why); such a toggle is spent, not
+ *                            left pending
  *
  * DIR is RHEAPER_PROFILE_DIR made absolute when the process arms, so a daemon
  * that chdirs later still writes where the marker says. Only regular files the
@@ -57,6 +61,7 @@ static char rh_ctl_marker[RH_PATH_MAX];
 static unsigned long long rh_ctl_start;
 static int rh_ctl_gone_pid; /* the marker was removed at exit by this pid */
 static struct rh_fid rh_ctl_fid; /* the marker's inode, as this process wrote it */
+static unsigned rh_ctl_failed;   /* starts asked for by the signal that failed */
 
 int rh_ctl_armed(void)
 {
@@ -211,10 +216,10 @@ void rh_ctl_marker_update(void)
     char text[RH_PATH_MAX + 512];
     size_t n = rh_fmt(text, sizeof text,
                       "rheaper-control 1\npid %d\nstart %llu\nsignal %d\nstate %s\nseq %u\n"
-                      "end %s\nprofile %s\n",
+                      "end %s\nprofile %s\nfailed %u\n",
                       pid, rh_ctl_start, rh_cfg.ctl_signal, state, rh_prof.seq,
                       rh_prof.end_reason == RIP_END_SIZE_LIMIT ? "size-limit" : "normal",
-                      rh_prof.seq ? rh_prof.path : "");
+                      rh_prof.seq ? rh_prof.path : "", rh_ctl_failed);
     char tmp[RH_PATH_MAX + 32];
     struct rh_fid fid;
     if (rh_ctl_marker_tmp(text, n, tmp, sizeof tmp, &fid) != 0) {
@@ -326,6 +331,12 @@ RH_HIDDEN void rh_ctl_program_sets(int sig)
     rh_guard_leave(g);
 }
 
+void rh_ctl_start_failed(void)
+{
+    rh_ctl_failed++;
+    rh_ctl_marker_update();
+}
+
 void rh_ctl_fork_child(void)
 {
     __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELAXED); /* the parent's helper is not here */
@@ -336,6 +347,7 @@ void rh_ctl_fork_child(void)
      * only execs writes no file. */
     __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
     rh_prof.seq = 0;
+    rh_ctl_failed = 0;
     __atomic_store_n(&rh_ctl_toggles, 0, __ATOMIC_RELAXED);
     rh_state_set(RH_OFF);
     rh_ctl_request();

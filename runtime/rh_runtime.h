@@ -1285,6 +1285,10 @@ RH_HIDDEN void rh_ctl_marker_remove(void);
 /* Fork child: the child is armed too but has no marker until its next hooked
  * call writes one. */
 RH_HIDDEN void rh_ctl_fork_child(void);
+/* A start the toggle signal asked for failed (rh_enable_ctl's warning says
+ * why): counted in the marker ("failed N"), so `rheaper record` reports it
+ * instead of waiting; the toggle is spent. Caller holds rh_ctl_lock. */
+RH_HIDDEN void rh_ctl_start_failed(void);
 
 /* The marker's path ("" before the process armed or wrote one). */
 RH_HIDDEN const char *rh_ctl_marker_path(void);

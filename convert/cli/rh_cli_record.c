@@ -396,8 +396,19 @@ int rh_cmd_record(int argc, char **argv)
     double t0 = rh_rec_now();
     struct rh_marker cur = m;
     for (;;) {
-        if (rh_marker_read(mpath, &tgt, &cur, why, sizeof why) == 0 && cur.seq > seq0)
+        int mr = rh_marker_read(mpath, &tgt, &cur, why, sizeof why);
+        if (mr == 0 && cur.seq > seq0)
             break;
+        if (mr == 0 && cur.failed > m.failed) {
+            /* the toggle was taken and the start failed: nothing is pending,
+             * so no second signal (it would be a new request) */
+            fprintf(stderr,
+                    "rheaper: record: process %d could not start recording (its stderr, or "
+                    "RHEAPER_LOG, says why: the profile directory %s must let its user create "
+                    "files); nothing is pending\n",
+                    pid, dir);
+            return 1;
+        }
         if (!rh_rec_alive(pid)) {
             fprintf(stderr, "rheaper: record: process %d exited before it started recording\n",
                     pid);

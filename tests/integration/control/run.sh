@@ -146,6 +146,43 @@ idle-cancel)
     [ "$(grep -c 'rheaper' server.err)" = 1 ] || fail "expected one rheaper line: $(cat server.err)"
     ls rip-* >/dev/null 2>&1 && fail "a profile was written at exit"
     ;;
+start-fails)
+    # The directory refuses the recording's file once the server runs (it
+    # belongs to the server's user, who made it read-only): the helper takes
+    # the toggle, the start fails with one line, the marker counts it
+    # ("failed 1"), and record says so at once instead of waiting 10 s and
+    # sending a second signal, which would now be a new request. Nothing is
+    # pending: the directory writable again, the server's requests start no
+    # recording; a new record then works.
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to run the server as another user"; exit 77; }
+    chown 47291:47291 "$WORK"
+    AS="setpriv --reuid=47291 --regid=47291 --clear-groups"
+    start_server CTL_IDLE=1
+    AS=
+    nreq 5; sync_to 5
+    grep -q '^failed 0$' "rheaper-$SPID.ctl" || fail "marker has no failed 0: $(cat "rheaper-$SPID.ctl")"
+    chmod 0555 "$WORK"
+    t0=$(now_ns)
+    "$RH" record -p "$SPID" -d 1s -o rec.db >rec.out 2>rec.err && fail "record succeeded"
+    t1=$(now_ns)
+    chmod 0755 "$WORK"
+    grep -q "process $SPID could not start recording" rec.err || fail "record did not say the start failed: $(cat rec.err)"
+    ms=$(( (t1 - t0) / 1000000 ))
+    echo "start-fails: record reported the failed start after $ms ms"
+    [ $ms -lt 5000 ] || fail "record took $ms ms to report the failed start"
+    grep -q '^failed 1$' "rheaper-$SPID.ctl" || fail "marker does not count the failed start"
+    grep -q '^state armed$' "rheaper-$SPID.ctl" || fail "marker does not say armed"
+    nreq 10; sync_to 15
+    sleep 0.3
+    ls rip-* >/dev/null 2>&1 && fail "a recording started after the failed one"
+    "$RH" record -p "$SPID" -d 0.5s -o rec2.db >rec2.out 2>rec2.err || fail "record after the failure: $(cat rec2.err)"
+    stop_server
+    grep -q "cannot use profile directory $WORK: Permission denied" server.err ||
+        fail "no line says why the start failed: $(cat server.err)"
+    [ "$(grep -c 'cannot use profile directory' server.err)" = 1 ] || fail "more than one line for the failure"
+    [ "$(meta rec2.db clean)" = 1 ] || fail "the later recording is not clean"
+    [ "$(ls rip-* | wc -l)" = 1 ] || fail "expected the later recording's profile alone: $(ls rip-*)"
+    ;;
 ownsig-after|ownsig-before)
     mode=${CASE#ownsig-}
     RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$H/ctl_ownsig" "$mode" >out 2>err ||
