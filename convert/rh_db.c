@@ -944,6 +944,7 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
         rh_meta_text(&m, "end_reason",
                      r->tr_end_reason == RIP_END_CHROOT        ? "chroot"
                      : r->tr_end_reason == RIP_END_CREDENTIALS ? "credentials"
+                     : r->tr_end_reason == RIP_END_EXEC        ? "exec"
                                                                : "unknown");
     if (r->inherit) { /* rows 1..inherited_rows: blocks inherited at the fork */
         rh_meta_int(&m, "inherited_rows", (int64_t)st->inherited);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "rh_runtime.h"
+#include "rh_helper.h"
 
 #pragma GCC visibility push(default)
 #include "rheaper.h"
@@ -118,6 +119,8 @@ int rh_init_lazy(void)
         }
         rh_proc_pid = (int)syscall(SYS_getpid);
         __atomic_store_n(&rh_init_state, 2, __ATOMIC_RELEASE);
+        if (rh_ctor_ran) /* else the constructor starts it: libc is not ready */
+            rh_helper_ensure(rh_ctl_run);
     } else {
         while (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
             sched_yield();
@@ -366,6 +369,8 @@ static void rh_close_cut_locked(void)
  * clean close, then each toggle the signal asked for, in order. */
 static void rh_ctl_run(void)
 {
+    if ((int)syscall(SYS_getpid) == rh_proc_pid) /* not a vfork child's */
+        rh_helper_ensure(rh_ctl_run); /* a fork child's own helper */
     /* Never wait here: the holder may be taking a module snapshot
      * (dl_iterate_phdr, the loader's lock) while this thread allocates inside
      * dlopen with that lock held. RH_CTL stays set, so a later call retries. */
@@ -383,8 +388,8 @@ static void rh_ctl_run(void)
     if (rh_ctl_take_toggles() & 1u) {
         if (rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))
             rh_disable_ctl();
-        else
-            rh_enable_ctl(NULL);
+        else if (rh_enable_ctl(NULL) != RHEAPER_OK)
+            rh_ctl_start_failed();
     }
     rh_spin_unlock(&rh_ctl_lock);
 }
@@ -436,6 +441,11 @@ void rh_modules_changed(void)
 __attribute__((constructor(101))) static void rh_runtime_ctor(void)
 {
     rh_ctor_ran = 1;
+    if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) == 2) {
+        int g = rh_guard_enter();
+        rh_helper_ensure(rh_ctl_run); /* armed before libc was ready */
+        rh_guard_leave(g);
+    }
     if (rh_prof.mod_early && __atomic_load_n(&rh_prof.open, __ATOMIC_ACQUIRE)) {
         int g = rh_guard_enter();
         rh_prof.mod_early = 0;
@@ -450,6 +460,8 @@ __attribute__((constructor(101))) static void rh_runtime_ctor(void)
  * (or a later rheaper_disable) finds the work done. */
 static void rh_runtime_dtor_flush(int mem_final);
 static void rh_exit_work(int mem_final);
+/* The exit work in progress is an exec's (rh_exit_now, RH_EXIT_EXEC). */
+static int rh_exit_exec;
 
 __attribute__((destructor(101))) static void rh_runtime_dtor(void)
 {
@@ -460,14 +472,26 @@ __attribute__((destructor(101))) static void rh_runtime_dtor(void)
 void rh_exit_undo(void)
 {
     int e = errno;
-    int pid = (int)syscall(SYS_getpid);
-    __atomic_compare_exchange_n(&rh_exit_done_pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    int pid = (int)syscall(SYS_getpid), done = pid;
+    __atomic_compare_exchange_n(&rh_exit_done_pid, &done, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    rh_helper_resume();
+    if (pid == rh_proc_pid && rh_prof.end_reason == RIP_END_EXEC) {
+        /* The exec failed and the process goes on: its exit writes a second
+         * trailer, which readers take over the first (the last one wins). */
+        int g = rh_guard_enter();
+        rh_spin_lock(&rh_prof_lock);
+        rh_prof.end_reason = RIP_END_NORMAL;
+        rh_prof.exit_flushed = 0;
+        rh_spin_unlock(&rh_prof_lock);
+        rh_guard_leave(g);
+    }
     errno = e;
 }
 
 void rh_exit_fork_child(void)
 {
     rh_proc_pid = (int)syscall(SYS_getpid);
+    rh_ctl_lock = 0; /* held by a parent's thread (the helper) that the child has not */
 }
 
 void rh_exit_now(int mem_final)
@@ -482,7 +506,9 @@ void rh_exit_now(int mem_final)
     if (__atomic_exchange_n(&rh_exit_done_pid, pid, __ATOMIC_ACQ_REL) == pid)
         return;
     int e = errno;
-    rh_exit_work(mem_final);
+    rh_exit_exec = mem_final == RH_EXIT_EXEC;
+    rh_exit_work(mem_final == 1);
+    rh_exit_exec = 0;
     errno = e;
 }
 
@@ -491,6 +517,7 @@ void rh_exit_now(int mem_final)
  * allocator, whose lock an interrupted thread may hold). */
 static void rh_exit_work(int mem_final)
 {
+    rh_helper_pause(); /* no toggle after the final trailer */
     if (__atomic_load_n(&rh_prof.limit_hit, __ATOMIC_ACQUIRE)) {
         int g = rh_guard_enter();
         rh_spin_lock(&rh_ctl_lock);
@@ -518,8 +545,11 @@ static void rh_runtime_dtor_flush(int mem_final)
         rh_mem_final(); /* before the locks: mallinfo2 takes the allocator's */
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
-    if (rh_prof.open && !rh_prof.exit_flushed)
+    if (rh_prof.open && !rh_prof.exit_flushed) {
+        if (rh_exit_exec && rh_prof.end_reason == RIP_END_NORMAL)
+            rh_prof.end_reason = RIP_END_EXEC; /* list joins it with the new image */
         rh_flush_locked(0);
+    }
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_unlock(&rh_shared_lock);
     rh_guard_leave(g);

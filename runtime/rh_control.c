@@ -6,7 +6,9 @@
  * marker. The handler only counts the request and or-s RH_CTL into rh_state
  * (rh_hooks.h): the next hooked call of any thread takes the cold path and
  * toggles there, outside the handler's frame, under rh_ctl_lock (rh_api.c),
- * the one lock that rheaper_enable and rheaper_disable also take.
+ * the one lock that rheaper_enable and rheaper_disable also take; in a
+ * process that makes no call, the runtime's helper thread (rh_helper.c) does
+ * the same within 100 ms.
  *
  * The program's handler wins: when it installs one for the same signal
  * (sigaction or signal, seen by wrap/shims_signal.c; or one was there before
@@ -23,6 +25,10 @@
  *     seq 2                  recordings started so far (%n of the last one)
  *     end normal             why the last recording ended: normal | size-limit
  *     profile /abs/dir/rip-1234.1     the current or last profile ("" if none)
+ *     failed 0               toggles that asked for a start the runtime could
+ *                            not make (the directory refused the file: the
+ *                            warning says why); such a toggle is spent, not
+ *                            left pending
  *
  * DIR is RHEAPER_PROFILE_DIR made absolute when the process arms, so a daemon
  * that chdirs later still writes where the marker says. Only regular files the
@@ -55,11 +61,17 @@ static char rh_ctl_marker[RH_PATH_MAX];
 static unsigned long long rh_ctl_start;
 static int rh_ctl_gone_pid; /* the marker was removed at exit by this pid */
 static struct rh_fid rh_ctl_fid; /* the marker's inode, as this process wrote it */
+static unsigned rh_ctl_failed;   /* starts asked for by the signal that failed */
 
 int rh_ctl_armed(void)
 {
     return __atomic_load_n(&rh_ctl_is_armed, __ATOMIC_ACQUIRE) ||
            __atomic_load_n(&rh_ctl_aside, __ATOMIC_ACQUIRE);
+}
+
+int rh_ctl_signal_armed(void)
+{
+    return __atomic_load_n(&rh_ctl_is_armed, __ATOMIC_ACQUIRE);
 }
 
 unsigned rh_ctl_take_toggles(void)
@@ -204,10 +216,10 @@ void rh_ctl_marker_update(void)
     char text[RH_PATH_MAX + 512];
     size_t n = rh_fmt(text, sizeof text,
                       "rheaper-control 1\npid %d\nstart %llu\nsignal %d\nstate %s\nseq %u\n"
-                      "end %s\nprofile %s\n",
+                      "end %s\nprofile %s\nfailed %u\n",
                       pid, rh_ctl_start, rh_cfg.ctl_signal, state, rh_prof.seq,
                       rh_prof.end_reason == RIP_END_SIZE_LIMIT ? "size-limit" : "normal",
-                      rh_prof.seq ? rh_prof.path : "");
+                      rh_prof.seq ? rh_prof.path : "", rh_ctl_failed);
     char tmp[RH_PATH_MAX + 32];
     struct rh_fid fid;
     if (rh_ctl_marker_tmp(text, n, tmp, sizeof tmp, &fid) != 0) {
@@ -319,8 +331,15 @@ RH_HIDDEN void rh_ctl_program_sets(int sig)
     rh_guard_leave(g);
 }
 
+void rh_ctl_start_failed(void)
+{
+    rh_ctl_failed++;
+    rh_ctl_marker_update();
+}
+
 void rh_ctl_fork_child(void)
 {
+    __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELAXED); /* the parent's helper is not here */
     if (!__atomic_load_n(&rh_ctl_is_armed, __ATOMIC_RELAXED))
         return;
     /* The child is armed (it inherits the handler) but records nothing until
@@ -328,6 +347,7 @@ void rh_ctl_fork_child(void)
      * only execs writes no file. */
     __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
     rh_prof.seq = 0;
+    rh_ctl_failed = 0;
     __atomic_store_n(&rh_ctl_toggles, 0, __ATOMIC_RELAXED);
     rh_state_set(RH_OFF);
     rh_ctl_request();

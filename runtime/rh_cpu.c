@@ -432,6 +432,8 @@ static int rh_cpu_scan(void)
             unsigned tid = 0;
             if (rh_parse_uint(d->name, 1, 0x3fffffff, &tid) != 0)
                 continue; /* "." and ".." */
+            if (tid == __atomic_load_n(&rh_runtime_tid, __ATOMIC_ACQUIRE))
+                continue; /* the runtime's helper thread is not the program's */
             tids[nt++] = (int)tid;
             if (nt == RH_CPU_SCAN_BATCH) {
                 rh_spin_lock(&rh_cpu_lock);

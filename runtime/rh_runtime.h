@@ -786,6 +786,10 @@ extern RH_HIDDEN struct rh_writer rh_shared;
 
 /* Cached kernel tid of the calling thread. */
 RH_HIDDEN uint32_t rh_gettid(void);
+/* The thread id of the runtime's own thread in this process (rh_helper.c
+ * stores it), 0 when none: never a program thread, so it takes no place in
+ * a profile's thread list nor a CPU timer. */
+extern RH_HIDDEN uint32_t rh_runtime_tid;
 /* Cold path of every record: makes sure the calling thread has a writable
  * chunk of the current epoch (creating the file, taking a slot, opening a chunk
  * as needed). Returns the slot, or NULL when the event must go through the
@@ -1267,6 +1271,8 @@ RH_HIDDEN void rh_ctl_request(void);
 RH_HIDDEN void rh_ctl_arm(void);
 /* 1 when armed (the handler is ours and the program has not taken it over). */
 RH_HIDDEN int rh_ctl_armed(void);
+/* 1 while the toggle handler is ours, not merely standing aside. */
+RH_HIDDEN int rh_ctl_signal_armed(void);
 /* Toggles requested by the signal and not yet done; takes them (returns the
  * count, sets it to 0). */
 RH_HIDDEN unsigned rh_ctl_take_toggles(void);
@@ -1279,6 +1285,10 @@ RH_HIDDEN void rh_ctl_marker_remove(void);
 /* Fork child: the child is armed too but has no marker until its next hooked
  * call writes one. */
 RH_HIDDEN void rh_ctl_fork_child(void);
+/* A start the toggle signal asked for failed (rh_enable_ctl's warning says
+ * why): counted in the marker ("failed N"), so `rheaper record` reports it
+ * instead of waiting; the toggle is spent. Caller holds rh_ctl_lock. */
+RH_HIDDEN void rh_ctl_start_failed(void);
 
 /* The marker's path ("" before the process armed or wrote one). */
 RH_HIDDEN const char *rh_ctl_marker_path(void);
@@ -1332,7 +1342,9 @@ RH_HIDDEN void rh_stop_clean(uint32_t reason);
  * when this thread is inside the runtime or a hooked call (a signal handler
  * that interrupted one: the locks may be this thread's). mem_final 0 skips
  * the final memory sample, which asks the allocator (async-signal contexts).
- * Keeps errno. */
+ * Keeps errno. mem_final RH_EXIT_EXEC: an exec (no final sample, and the
+ * trailer's end reason says exec: the pid goes on as a new image). */
+#define RH_EXIT_EXEC 2
 RH_HIDDEN void rh_exit_now(int mem_final);
 /* After an exec or daemon that failed and returned: the exit work rh_exit_now
  * did is done again at the process's real exit. Keeps errno. */

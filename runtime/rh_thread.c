@@ -44,6 +44,8 @@ static __thread uint32_t rh_tls_noslot_epoch __attribute__((tls_model("local-exe
 RH_HIDDEN int rh_shared_lock;
 RH_HIDDEN struct rh_writer rh_shared = {.slot_id = RIP_SLOT_SHARED, .type = RIP_CHUNK_SHARED};
 
+RH_HIDDEN uint32_t rh_runtime_tid;
+
 static pthread_key_t rh_exit_key;
 static int rh_thread_ready;
 
@@ -136,6 +138,11 @@ int rh_writer_open(struct rh_writer *w, uint64_t t)
 void rh_writer_setthread(struct rh_writer *w)
 {
     uint32_t tid = rh_gettid();
+    if (tid == __atomic_load_n(&rh_runtime_tid, __ATOMIC_ACQUIRE)) {
+        /* the runtime's helper writes others' names only: it is no thread of the program */
+        w->tid = 0;
+        return;
+    }
     uint8_t tmp[10];
     uint8_t n = (uint8_t)(rip_put_varint(tmp, tid) - tmp);
     if ((size_t)(w->end - w->pos) < 3u + n)

@@ -10,6 +10,8 @@
  * execve with the vector glibc itself would build); exec and daemon return
  * what the real call returns, with its errno, and a failed exec goes on recording after the trailer (its
  * later exit does the exit work again: rh_exit_undo).
+ * An exec's trailer says so (end reason exec, RH_EXIT_EXEC): the pid goes on
+ * as a new image, which `rheaper list` joins with this profile.
  *
  * These calls happen where little is allowed: _exit and execve are
  * async-signal-safe and may run in a signal handler or a vfork child. So
@@ -67,31 +69,31 @@ RH_WRAP int __wrap_daemon(int nochdir, int noclose)
 
 RH_WRAP int __wrap_execve(const char *path, char *const *argv, char *const *envp)
 {
-    rh_exiting(0);
+    rh_exiting(RH_EXIT_EXEC);
     return rh_returned(__real_execve(path, argv, envp));
 }
 
 RH_WRAP int __wrap_execv(const char *path, char *const *argv)
 {
-    rh_exiting(0);
+    rh_exiting(RH_EXIT_EXEC);
     return rh_returned(__real_execv(path, argv));
 }
 
 RH_WRAP int __wrap_execvp(const char *file, char *const *argv)
 {
-    rh_exiting(0);
+    rh_exiting(RH_EXIT_EXEC);
     return rh_returned(__real_execvp(file, argv));
 }
 
 RH_WRAP int __wrap_execvpe(const char *file, char *const *argv, char *const *envp)
 {
-    rh_exiting(0);
+    rh_exiting(RH_EXIT_EXEC);
     return rh_returned(__real_execvpe(file, argv, envp));
 }
 
 RH_WRAP int __wrap_fexecve(int fd, char *const *argv, char *const *envp)
 {
-    rh_exiting(0);
+    rh_exiting(RH_EXIT_EXEC);
     return rh_returned(__real_fexecve(fd, argv, envp));
 }
 
@@ -115,7 +117,7 @@ RH_WRAP int __wrap_execl(const char *path, const char *arg, ...)
     va_list ap;
     RH_EXEC_LIST(arg, ap, argv);
     va_end(ap);
-    rh_exiting(0);
+    rh_exiting(RH_EXIT_EXEC);
     return rh_returned(__real_execv(path, (char *const *)argv));
 }
 
@@ -124,7 +126,7 @@ RH_WRAP int __wrap_execlp(const char *file, const char *arg, ...)
     va_list ap;
     RH_EXEC_LIST(arg, ap, argv);
     va_end(ap);
-    rh_exiting(0);
+    rh_exiting(RH_EXIT_EXEC);
     return rh_returned(__real_execvp(file, (char *const *)argv));
 }
 
@@ -134,6 +136,6 @@ RH_WRAP int __wrap_execle(const char *path, const char *arg, ...)
     RH_EXEC_LIST(arg, ap, argv);
     char *const *envp = va_arg(ap, char *const *);
     va_end(ap);
-    rh_exiting(0);
+    rh_exiting(RH_EXIT_EXEC);
     return rh_returned(__real_execve(path, (char *const *)argv, envp));
 }

@@ -21,8 +21,9 @@
  *      signal stand, and only one the runtime accepts for RHEAPER_SIGNAL. In
  *      every case /proc/PID/status must show the process catching it (SigCgt),
  *      so a signal it has no handler for is never sent.
- *   4. Signal; wait until the marker shows a new recording (the toggle happens
- *      at the process's next allocation); wait DURATION or until Ctrl-C;
+ *   4. Signal; wait until the marker shows a new recording (the runtime's
+ *      helper thread toggles within a second; without one, the process's next
+ *      allocation does); wait DURATION or until Ctrl-C;
  *      signal again unless the recording already ended (size limit, exit);
  *      wait until the marker says it ended (the trailer is written by then);
  *      convert the profile with the converter library and print the summary.
@@ -51,7 +52,8 @@
 #include "rh_live.h"
 #include "rh_safefile.h"
 
-/* How long to wait for the process to act on a signal (its next allocation). */
+/* How long to wait for the process to act on a signal (the runtime's helper
+ * thread acts within a second; without one, its next allocation). */
 #define RH_REC_ACK_SEC 10.0
 
 static volatile sig_atomic_t rh_rec_interrupted;
@@ -394,8 +396,19 @@ int rh_cmd_record(int argc, char **argv)
     double t0 = rh_rec_now();
     struct rh_marker cur = m;
     for (;;) {
-        if (rh_marker_read(mpath, &tgt, &cur, why, sizeof why) == 0 && cur.seq > seq0)
+        int mr = rh_marker_read(mpath, &tgt, &cur, why, sizeof why);
+        if (mr == 0 && cur.seq > seq0)
             break;
+        if (mr == 0 && cur.failed > m.failed) {
+            /* the toggle was taken and the start failed: nothing is pending,
+             * so no second signal (it would be a new request) */
+            fprintf(stderr,
+                    "rheaper: record: process %d could not start recording (its stderr, or "
+                    "RHEAPER_LOG, says why: the profile directory %s must let its user create "
+                    "files); nothing is pending\n",
+                    pid, dir);
+            return 1;
+        }
         if (!rh_rec_alive(pid)) {
             fprintf(stderr, "rheaper: record: process %d exited before it started recording\n",
                     pid);
@@ -411,8 +424,9 @@ int rh_cmd_record(int argc, char **argv)
                 cancelled = 0; /* it started just now: the second signal stops it */
             fprintf(stderr,
                     "rheaper: record: process %d did not start recording within %.0f s: the "
-                    "toggle happens at its next allocation (is it idle, or does it block signal "
-                    "%d?); %s\n",
+                    "toggle happens within a second through the runtime's helper thread, or at "
+                    "its next allocation where it could not start one (is it idle, or does it "
+                    "block signal %d? its stderr says why a start failed); %s\n",
                     pid, RH_REC_ACK_SEC, sig,
                     cancelled ? "the request is cancelled: it will not start later"
                               : "it started as the request was given up and is stopped again");
@@ -460,8 +474,9 @@ int rh_cmd_record(int argc, char **argv)
                 break;
             if (rh_rec_now() - t2 > RH_REC_ACK_SEC) {
                 fprintf(stderr,
-                        "rheaper: record: process %d did not stop recording within %.0f s (it "
-                        "has not allocated since); %s stays open until it does\n",
+                        "rheaper: record: process %d did not stop recording within %.0f s (no "
+                        "helper thread, and it has not allocated since); %s stays open until it "
+                        "does\n",
                         pid, RH_REC_ACK_SEC, rip);
                 return 1;
             }

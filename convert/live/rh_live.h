@@ -197,6 +197,7 @@ struct rh_marker {
     char state[32];
     char end[32];
     char profile[PATH_MAX + 64];
+    unsigned failed; /* starts the signal asked for that the runtime could not make */
 };
 
 /* What /proc/PID says about the process now. */

@@ -134,6 +134,8 @@ int rh_marker_read(const char *path, struct rh_target *t, struct rh_marker *m, c
             snprintf(m->end, sizeof m->end, "%s", v);
         else if (!strcmp(line, "profile"))
             snprintf(m->profile, sizeof m->profile, "%s", v);
+        else if (!strcmp(line, "failed"))
+            m->failed = (unsigned)strtoul(v, NULL, 10);
     }
     if (m->pid != t->pid || !have_start || m->start != t->start) {
         snprintf(why, whylen, "%s: names pid %d started at %llu, not process %d started at %llu",

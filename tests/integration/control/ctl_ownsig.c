@@ -8,9 +8,13 @@
  *                      test can run `rheaper record -p` against it.
  *
  * Either way the program's handler must get every signal it raises, and the
- * program runs unchanged. Prints "handled N" on stdout.
+ * program runs unchanged. Prints "handled N" on stdout, then "helpers N":
+ * the runtime's helper threads (named rheaper) still running once it has
+ * waited up to a second for them to go (there is nothing left for one to do);
+ * "after" and "hold" first print "armed helpers N", N the count once armed.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,26 @@
 
 static volatile sig_atomic_t handled;
 static void *volatile sink;
+
+/* Threads of this process named "rheaper". */
+static int helpers(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], name[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+        if (f && fgets(name, sizeof name, f) && !strcmp(name, "rheaper\n"))
+            n++;
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
 
 static void on_sig(int sig)
 {
@@ -37,6 +61,7 @@ int main(int argc, char **argv)
         sink = malloc(10);
     } else {
         sink = malloc(10);
+        printf("armed helpers %d\n", helpers()); /* the runtime armed: one */
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = on_sig;
@@ -55,5 +80,11 @@ int main(int argc, char **argv)
             ;
     }
     printf("handled %d\n", (int)handled);
+    int h = helpers();
+    for (int i = 0; i < 100 && h; i++) {
+        usleep(10000);
+        h = helpers();
+    }
+    printf("helpers %d\n", h);
     return handled == 3 ? 0 : 1;
 }

@@ -9,6 +9,11 @@
  * across a toggle. At exit the server prints "served N on M off K mixed" on
  * stderr, so the test can compare the profile's exact counts with what the
  * server did inside the recording window.
+ *
+ * A "nop" request is served without any allocation (it touches memory the
+ * server set aside at start, as a cache that reuses its slabs does); the
+ * count of those is printed as "nops N" when there were any. With CTL_IDLE=1
+ * and only nops, the server makes no allocation at all.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -25,7 +30,8 @@
 #define REQ_SIZE 777
 
 static int pipes[NWORKERS][2];
-static long on_count, off_count, mixed_count;
+static long on_count, off_count, mixed_count, nop_count;
+static unsigned char (*slab)[4096]; /* set aside at start: nops touch it */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static void *volatile sink;
 
@@ -41,11 +47,15 @@ __attribute__((noinline)) static void handle_request(void)
         free(p[i]);
 }
 
-static void *worker(void *arg)
+/* Serves one request, 'r' or 'n', as worker w. */
+static void serve(long w, char c)
 {
-    int fd = pipes[(long)arg][0];
-    char c;
-    while (read(fd, &c, 1) == 1 && c == 'r') {
+    if (c == 'n') { /* served from memory set aside at start: no allocation */
+        memset(slab[w], (int)nop_count, sizeof slab[0]);
+        __atomic_fetch_add(&nop_count, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    {
         int a = rheaper_is_enabled();
         handle_request();
         int b = rheaper_is_enabled();
@@ -58,6 +68,14 @@ static void *worker(void *arg)
             mixed_count++;
         pthread_mutex_unlock(&mu);
     }
+}
+
+static void *worker(void *arg)
+{
+    int fd = pipes[(long)arg][0];
+    char c;
+    while (read(fd, &c, 1) == 1 && (c == 'r' || c == 'n'))
+        serve((long)arg, c);
     return NULL;
 }
 
@@ -74,7 +92,13 @@ int main(void)
 {
     pthread_t th[NWORKERS];
     setvbuf(stdout, NULL, _IONBF, 0);
-    for (long i = 0; i < NWORKERS; i++) {
+    /* CTL_INLINE=1: no worker threads, the main thread serves (a process
+     * that may not create threads) */
+    int inl = getenv("CTL_INLINE") != NULL;
+    slab = malloc(NWORKERS * sizeof *slab); /* the server's first allocation */
+    if (!slab)
+        return 1;
+    for (long i = 0; i < NWORKERS && !inl; i++) {
         if (pipe(pipes[i]) != 0)
             return 1;
         pthread_create(&th[i], NULL, worker, (void *)i);
@@ -104,7 +128,15 @@ int main(void)
             if (!strcmp(buf, "quit")) {
                 quit = 1;
             } else if (!strcmp(buf, "req")) {
-                if (write(pipes[n++ % NWORKERS][1], "r", 1) != 1)
+                if (inl)
+                    n++, serve(0, 'r');
+                else if (write(pipes[n++ % NWORKERS][1], "r", 1) != 1)
+                    return 1;
+            } else if (!strcmp(buf, "nop")) {
+                static long k;
+                if (inl)
+                    serve(0, 'n');
+                else if (write(pipes[k++ % NWORKERS][1], "n", 1) != 1)
                     return 1;
             } else if (!strcmp(buf, "sync")) {
                 /* replies once every request sent so far is served */
@@ -123,10 +155,12 @@ int main(void)
             len -= used;
         }
     }
-    for (int i = 0; i < NWORKERS; i++)
+    for (int i = 0; i < NWORKERS && !inl; i++)
         close(pipes[i][1]);
-    for (int i = 0; i < NWORKERS; i++)
+    for (int i = 0; i < NWORKERS && !inl; i++)
         pthread_join(th[i], NULL);
     fprintf(stderr, "served %ld on %ld off %ld mixed\n", on_count, off_count, mixed_count);
+    if (nop_count)
+        fprintf(stderr, "nops %ld\n", nop_count);
     return 0;
 }

@@ -26,10 +26,11 @@ wait_line() {
     done
 }
 
-# Starts ctl_server armed ($@: extra env assignments), stdin from fifo in.
+# Starts ctl_server armed ($@: extra env assignments), stdin from fifo in;
+# $AS (unset: nothing) is a command prefix that runs it as another user.
 start_server() {
     mkfifo in
-    env RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$@" "$H/ctl_server" <in >out 2>server.err &
+    ${AS:-} env RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$@" "$H/ctl_server" <in >out 2>server.err &
     SPID=$!
     exec 3>in
     wait_line out '^ready'
@@ -40,6 +41,11 @@ nreq() { _r=0; while [ $_r -lt "$1" ]; do echo req; _r=$((_r + 1)); done >&3; }
 # sync N: waits until the server served every request so far (N in total).
 sync_to() { send sync; wait_line out "^synced $1\$"; }
 stop_server() { send quit; exec 3>&-; wait "$SPID"; SRC=$?; OLDPID=$SPID; SPID=; }
+now_ns() { date +%s%N; }
+# iso_ns 2026-01-02T03:04:05.123456789Z: nanoseconds since the epoch
+iso_ns() { date -d "$1" +%s%N; }
+# The runtime's helper threads of process $1 (threads named rheaper).
+helpers_of() { cat /proc/"$1"/task/*/comm 2>/dev/null | grep -cx rheaper; }
 
 case $CASE in
 record-server)
@@ -73,11 +79,63 @@ record-server)
     grep -q 'handle_request' rec.out || fail "summary lacks handle_request"
     [ -f "rheaper-$OLDPID.ctl" ] && fail "marker left behind after exit"
     ;;
-idle-cancel)
-    # An idle server never takes the toggle; record gives up after 10 s and
-    # cancels it, so the server's later requests start no recording.
+record-idle)
+    # A server that makes no allocation once it is warm (CTL_IDLE=1: no
+    # timer; "nop" requests touch memory set aside at start, as a full cache
+    # reusing its slabs does). The runtime's helper thread takes the toggles:
+    # the recording starts and stops within a second without an allocation,
+    # and holds exactly the requests sent inside its window.
     start_server CTL_IDLE=1
+    nreq 5; sync_to 5 # the first allocations: the runtime starts and arms
+    [ "$(helpers_of "$SPID")" = 1 ] || fail "expected one thread named rheaper, got $(helpers_of "$SPID")"
+    (k=0; while [ $k -lt 300 ]; do echo nop; k=$((k + 1)); sleep 0.01; done) >&3 &
+    LPID=$!
+    t0=$(now_ns)
+    "$RH" record -p "$SPID" -d 2s -o rec.db >rec.out 2>rec.err &
+    RPID=$!
+    wait_line rec.err 'recording process'
+    t1=$(now_ns)
+    nreq 30; sync_to 35
+    wait "$RPID" || fail "rheaper record failed: $(cat rec.err)"
+    t2=$(now_ns)
+    nreq 10; sync_to 45
+    wait "$LPID"
+    stop_server
+    [ "$SRC" = 0 ] || fail "server exited $SRC"
+    grep -q '^served 30 on 15 off 0 mixed$' server.err || fail "server counts: $(grep served server.err)"
+    grep -q '^nops 300$' server.err || fail "nops: $(grep nops server.err)"
+    start=$(iso_ns "$(meta rec.db start_time)") dur=$(meta rec.db duration_ns)
+    echo "record-idle: started $(( (start - t0) / 1000000 )) ms after the request, seen by record after $(( (t1 - t0) / 1000000 )) ms; recorded $(( dur / 1000000 )) ms; record took $(( (t2 - t0) / 1000000 )) ms"
+    [ "$start" -ge "$t0" ] && [ "$start" -le $((t0 + 1000000000)) ] ||
+        fail "recording started $(( (start - t0) / 1000000 )) ms after the request"
+    [ "$dur" -ge 2000000000 ] && [ "$dur" -le 3000000000 ] || fail "recorded $dur ns for a 2 s window"
+    [ $((start + dur)) -le "$t2" ] || fail "the recording ended after record returned"
+    [ "$(meta rec.db clean)" = 1 ] || fail "profile not clean"
+    n=$(q rec.db "select count(*) from allocations where size = 777")
+    [ "$n" = 120 ] || fail "expected 120 request blocks (4 x 30) in the window, got $n"
+    n=$(q rec.db "select count(*) from allocations")
+    [ "$n" = 120 ] || fail "expected no rows but the requests', got $n"
+    n=$(q rec.db "select count(*) from threads where name = 'rheaper'")
+    [ "$n" = 0 ] || fail "the helper thread is in the profile's thread list"
+    n=$(q rec.db "select count(distinct alloc_thread) from allocations")
+    [ "$n" = 3 ] || fail "expected the 3 workers' rows, got $n threads"
+    [ "$(grep -c . server.err)" = 3 ] || fail "runtime printed more than its one line: $(cat server.err)"
+    ;;
+idle-cancel)
+    # Without the helper thread (the process may not create a thread: run
+    # as a user of its own with RLIMIT_NPROC 1, serving from its main thread
+    # alone), a toggle
+    # waits for an allocation as before, with one line saying so. An idle
+    # server never takes it; record gives up after 10 s and cancels it, so
+    # the server's later requests start no recording.
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to run the server as another user"; exit 77; }
+    chown 47291:47291 "$WORK"
+    AS="setpriv --reuid=47291 --regid=47291 --clear-groups prlimit --nproc=1 --"
+    start_server CTL_IDLE=1 CTL_INLINE=1
+    AS=
     nreq 5; sync_to 5
+    wait_line server.err 'cannot start the helper thread'
+    [ "$(helpers_of "$SPID")" = 0 ] || fail "a helper thread runs"
     "$RH" record -p "$SPID" -d 1s -o rec.db >rec.out 2>rec.err && fail "record succeeded on an idle process"
     grep -q 'the request is cancelled' rec.err || fail "record did not cancel: $(cat rec.err)"
     nreq 20; sync_to 25
@@ -85,13 +143,55 @@ idle-cancel)
     ls rip-* >/dev/null 2>&1 && fail "a cancelled toggle started a recording"
     stop_server
     grep -q '^served 0 on 25 off 0 mixed$' server.err || fail "server counts: $(grep served server.err)"
+    [ "$(grep -c 'rheaper' server.err)" = 1 ] || fail "expected one rheaper line: $(cat server.err)"
     ls rip-* >/dev/null 2>&1 && fail "a profile was written at exit"
+    ;;
+start-fails)
+    # The directory refuses the recording's file once the server runs (it
+    # belongs to the server's user, who made it read-only): the helper takes
+    # the toggle, the start fails with one line, the marker counts it
+    # ("failed 1"), and record says so at once instead of waiting 10 s and
+    # sending a second signal, which would now be a new request. Nothing is
+    # pending: the directory writable again, the server's requests start no
+    # recording; a new record then works.
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root to run the server as another user"; exit 77; }
+    chown 47291:47291 "$WORK"
+    AS="setpriv --reuid=47291 --regid=47291 --clear-groups"
+    start_server CTL_IDLE=1
+    AS=
+    nreq 5; sync_to 5
+    grep -q '^failed 0$' "rheaper-$SPID.ctl" || fail "marker has no failed 0: $(cat "rheaper-$SPID.ctl")"
+    chmod 0555 "$WORK"
+    t0=$(now_ns)
+    "$RH" record -p "$SPID" -d 1s -o rec.db >rec.out 2>rec.err && fail "record succeeded"
+    t1=$(now_ns)
+    chmod 0755 "$WORK"
+    grep -q "process $SPID could not start recording" rec.err || fail "record did not say the start failed: $(cat rec.err)"
+    ms=$(( (t1 - t0) / 1000000 ))
+    echo "start-fails: record reported the failed start after $ms ms"
+    [ $ms -lt 5000 ] || fail "record took $ms ms to report the failed start"
+    grep -q '^failed 1$' "rheaper-$SPID.ctl" || fail "marker does not count the failed start"
+    grep -q '^state armed$' "rheaper-$SPID.ctl" || fail "marker does not say armed"
+    nreq 10; sync_to 15
+    sleep 0.3
+    ls rip-* >/dev/null 2>&1 && fail "a recording started after the failed one"
+    "$RH" record -p "$SPID" -d 0.5s -o rec2.db >rec2.out 2>rec2.err || fail "record after the failure: $(cat rec2.err)"
+    stop_server
+    grep -q "cannot use profile directory $WORK: Permission denied" server.err ||
+        fail "no line says why the start failed: $(cat server.err)"
+    [ "$(grep -c 'cannot use profile directory' server.err)" = 1 ] || fail "more than one line for the failure"
+    [ "$(meta rec2.db clean)" = 1 ] || fail "the later recording is not clean"
+    [ "$(ls rip-* | wc -l)" = 1 ] || fail "expected the later recording's profile alone: $(ls rip-*)"
     ;;
 ownsig-after|ownsig-before)
     mode=${CASE#ownsig-}
     RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK" "$H/ctl_ownsig" "$mode" >out 2>err ||
         fail "program failed: $(cat out)"
     grep -q '^handled 3$' out || fail "program's handler did not get its signals"
+    grep -q '^helpers 0$' out || fail "the helper thread did not go when rheaper stood aside: $(cat out)"
+    if [ "$mode" = after ]; then
+        grep -q '^armed helpers 1$' out || fail "no helper thread while armed: $(cat out)"
+    fi
     [ "$(grep -c 'stands aside' err)" = 1 ] || fail "expected one warning"
     [ "$(grep -c . err)" = 1 ] || fail "expected exactly one line on stderr"
     ls rip-* >/dev/null 2>&1 && fail "a profile was written"

@@ -175,7 +175,28 @@ case_exit_exit() { exits _exit 1; }
 case_exit_Exit() { exits _Exit 1; }
 case_exit_fork_exit() { exits fork-_exit 2; }
 case_exit_signal_exit() { exits signal-_exit 1; }
-case_exit_exec() { exits exec 3; }
+# exec: the two fork children's profiles end in an exec (the trailer says so:
+# they exec /bin/true, which writes no profile of its own to infer it from),
+# listed exec'd, not damaged; the parent's is complete. A failed exec goes on
+# recording and its profile ends as a normal one.
+case_exit_exec() {
+    prog RHEAPER_LOG=stderr "$helpers/rel_exit" exec
+    expect "exit status of rel_exit exec" "$rc" 0
+    expect "profiles" "$(nrips)" 3
+    "$bin/rheaper" list "$prof" > "$w/list.txt" 2>&1
+    expect "profiles listed complete" "$(grep -c ' complete ' "$w/list.txt")" 1
+    expect "profiles listed exec'd" "$(grep -c " exec'd " "$w/list.txt")" 2
+    expect "profiles listed damaged" "$(grep -c 'damaged' "$w/list.txt" || true)" 0
+    convert_all --loud
+    expect "converter lines" "$(grep -c . "$w/conv.err" || true)" 0
+    n=0
+    for r in $(rips); do
+        [ "$(meta "$prof/$r.db" end_reason)" = exec ] && n=$((n + 1))
+    done
+    expect "profiles whose end_reason is exec" "$n" 2
+    check_expect
+}
+case_exit_exec_fail() { exits exec-fail 2; }
 # The vfork child's _exit leaves its parent's profile alone: one close, by the
 # parent at its exit, counting all 5 of its blocks' events (a close by the
 # child, in the memory it shares with its parent, would count 3).

@@ -16,6 +16,8 @@
  *   rel_exit exec           a fork child makes 5 blocks of 3010, then execv
  *                           /bin/true (no exit at all), another 2 of 3012,
  *                           then execlp true; the parent 1 of 3011
+ *   rel_exit exec-fail      a fork child makes 3 blocks of 3013, its execv
+ *                           fails, it makes 1 more and exits; the parent 1 of 3011
  *
  * Every fact is stated (EXPECT, "@rip-PID" for each process) before the exit
  * it is about. The blocks are written through a volatile sink so none is
@@ -161,6 +163,23 @@ int main(int argc, char **argv)
         EXPECT(0, "@rip-%d SELECT count(*) FROM allocations WHERE size = 3010", me);
         return bad;
     }
-    rel_say("usage: rel_exit _exit|_Exit|daemon PIDFILE|fork-_exit|vfork-_exit|signal-_exit|exec");
+    if (!strcmp(m, "exec-fail")) {
+        pid_t c = fork();
+        if (c == 0) {
+            int pid = (int)getpid();
+            ex_blocks(3, 3013, 0);
+            char *args[] = {"none", NULL};
+            execv("/nonexistent/rel_exit", args); /* fails: the child goes on */
+            ex_blocks(1, 3013, 0);
+            ex_expect(pid, 4, 3013, 0);
+            exit(0);
+        }
+        int bad = wait_ok(c, "fork + failed execv");
+        ex_blocks(1, 3011, 0);
+        ex_expect(me, 1, 3011, 0);
+        return bad;
+    }
+    rel_say("usage: rel_exit _exit|_Exit|daemon PIDFILE|fork-_exit|vfork-_exit|signal-_exit|exec|"
+            "exec-fail");
     return 2;
 }

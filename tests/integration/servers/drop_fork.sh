@@ -5,7 +5,9 @@
 # cannot create its profile: one "Permission denied" line, no worker profile.
 # In a directory that belongs to the worker user (chown nobody, 0755) both
 # profiles are complete: the master's 3 rows of 555 bytes (handed to nobody
-# at its setuid), the worker's 7 rows of 666 bytes, owner nobody, 0600.
+# at its setuid), the worker's 7 rows of 666 bytes, owner nobody, 0600. The
+# same program started as nobody (a server run as its own user, PostgreSQL's
+# way) in nobody's own 0700 directory: both profiles complete.
 # Must run as root.
 set -eu
 bin=$1 src=$2 work=$3
@@ -54,3 +56,24 @@ eq "worker's rows of 666 bytes" "$(sqlite3 "$w.db" "SELECT count(*) FROM alloc_r
 m=$(ls "$pdir"/worker/rip-* | grep -v "rip-$wpid" | grep -v '\.db$')
 eq "master's rows of 555 bytes" "$(sqlite3 "$m.db" "SELECT count(*) FROM alloc_rows WHERE size = 555")" 3
 ok "the worker user's directory: both profiles complete, owner nobody"
+
+# 3. a server started as its own user (PostgreSQL's pg_ctl as postgres): no
+# drop at all, the directory belongs to that user alone (0700 is enough)
+install -d -o nobody -m 0700 "$pdir/own"
+RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$pdir/own" \
+    setpriv --reuid=nobody --regid="$ngid" --clear-groups ./prog - - > out3 2> err3
+[ ! -s err3 ] || { cat err3; fail "rheaper lines on stderr"; }
+wpid=$(sed -n 's/^worker \([0-9]*\) status 0$/\1/p' out3)
+[ -n "$wpid" ] || fail "worker did not exit 0: $(cat out3)"
+eq "profiles in the user's own 0700 directory" "$(ls "$pdir/own" | grep -c '^rip-')" 2
+for f in "$pdir"/own/rip-*; do
+    got=$(stat -c '%U %a' "$f")
+    [ "$got" = "nobody 600" ] || fail "$f belongs to '$got'"
+    "$bin/rheaper-convert" --quiet "$f" "$f.db" || fail "convert $f"
+    [ "$(sqlite3 "$f.db" "SELECT value FROM meta WHERE key = 'clean'")" = 1 ] || fail "$f not clean"
+done
+w="$pdir/own/rip-$wpid"
+eq "worker's rows of 666 bytes (own user)" "$(sqlite3 "$w.db" "SELECT count(*) FROM alloc_rows WHERE size = 666")" 7
+m=$(ls "$pdir"/own/rip-* | grep -v "rip-$wpid" | grep -v '\.db$')
+eq "master's rows of 555 bytes (own user)" "$(sqlite3 "$m.db" "SELECT count(*) FROM alloc_rows WHERE size = 555")" 3
+ok "a server started as its own user: its own 0700 directory, both profiles complete"

@@ -1,0 +1,193 @@
+/* rh_helper.c: the runtime's helper thread (session layer).
+ *
+ * Armed mode (RHEAPER_ENABLE=signal, `rheaper record -p PID`) toggles
+ * recording from a signal whose handler only counts the request and sets
+ * RH_CTL in rh_state (rh_control.c). Without help the toggle happens at the
+ * next hooked call of any thread, which never comes in a server that has
+ * stopped allocating (memcached with a full cache reuses its slabs). The
+ * helper is one thread per armed process that wakes every RH_HELPER_POLL_NS,
+ * sees RH_CTL and runs the very control work a hooked call would
+ * (rh_ctl_run, rh_api.c, handed over when the helper starts), under the same
+ * locks: rh_ctl_lock (tried, never waited for), then rh_shared_lock and
+ * rh_prof_lock. It writes into no other
+ * thread's chunk: a start creates the file and bumps the epoch, which each
+ * thread notices at its next event; a stop seals the shared writer (the
+ * helper has no slot of its own) and writes the trailer, as a toggle from a
+ * thread that never recorded does.
+ *
+ * The runtime's rules hold in it:
+ *   - it never records: its guard is set for its whole life, so anything it
+ *     reaches that is wrapped passes through unrecorded, and it takes no slot,
+ *     so it is in no profile's thread list; the CPU sampler leaves it out;
+ *   - every system call of its own is a raw one (futex, nanosleep, prctl), so
+ *     it has no cancellation point, and the program cannot cancel it anyway
+ *     (it never learns its pthread_t);
+ *   - it is created with every signal blocked (pthread_sigmask, which leaves
+ *     glibc's internal set*id and cancel signals alone, so a setuid in any
+ *     thread still changes the helper's credentials too): process signals go
+ *     to the program's threads, the toggle signal included;
+ *   - it holds no descriptor between operations (the control work opens and
+ *     closes its files), and no runtime lock while it sleeps;
+ *   - fork: the child has no helper; the first control work of the child
+ *     (rh_ctl_fork_child requests some) starts the child's own, from a normal
+ *     context, not from a fork handler (pthread_create is not
+ *     async-signal-safe). A vfork child never starts one (rh_api.c checks the
+ *     pid the memory belongs to).
+ *   - exit, _exit, exec and daemon pause it before their exit work
+ *     (rh_helper_pause), so a toggle arriving then cannot start a recording
+ *     after the final trailer.
+ * What the program can see: one more thread in /proc/self/task, named
+ * "rheaper" (comm), and glibc no longer thinks the process single-threaded
+ * (so, for instance, unshare(CLONE_NEWUSER) refuses it). It stops for good
+ * when the runtime stands aside (the program took the signal); while armed it
+ * cannot stop when idle, because a signal handler cannot start a thread, so
+ * it naps instead: ten wake-ups a second, a futex wait each.
+ *
+ * When the thread cannot be created (RLIMIT_NPROC, a pids cgroup, a seccomp
+ * filter), one line on stderr and toggles wait for the next allocation as
+ * they always did; `rheaper record` cancels one that never takes effect.
+ *
+ * The loop is written so a later coarse time word can be ticked here too: a
+ * tick would go where the nap returns, with the nap shortened while threads
+ * record.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rh_runtime.h"
+#include "rh_helper.h"
+
+/* How often the helper looks at RH_CTL: a toggle takes effect within this. */
+#define RH_HELPER_POLL_NS 100000000L
+/* Its stack: the control work's deepest path (file creation, module
+ * snapshot, the marker) uses a few pages of it. */
+#define RH_HELPER_STACK (256u * 1024u)
+/* How long the exit work waits for control work in progress (ms). */
+#define RH_HELPER_PAUSE_MS 500
+
+static int rh_helper_pid;        /* atomic: pid whose helper runs or starts (0: none) */
+static int rh_helper_failed_pid; /* atomic: pid in which it could not be created */
+static int rh_helper_paused_pid; /* atomic: pid whose exit work has begun */
+static int rh_helper_busy;       /* atomic: the helper is inside the control work */
+static int rh_helper_word;            /* futex word the helper naps on */
+static void (*rh_helper_work)(void);  /* the control work (rh_ctl_run) */
+
+static int rh_helper_getpid(void)
+{
+    return (int)syscall(SYS_getpid);
+}
+
+/* Naps up to ns nanoseconds. A futex wait rather than nanosleep so a later
+ * change can wake it early; raw, so not a cancellation point. EINTR (glibc's
+ * set*id signal) only cuts the nap short. */
+static void rh_helper_nap(long ns)
+{
+    struct timespec ts = {0, ns};
+    int v = __atomic_load_n(&rh_helper_word, __ATOMIC_ACQUIRE);
+    (void)syscall(SYS_futex, &rh_helper_word, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
+}
+
+/* The helper's life: nap, and run the control work when RH_CTL asks for it,
+ * unless the exit work has begun. Ends when the runtime stands aside. */
+static void *rh_helper_main(void *arg)
+{
+    int pid = (int)(intptr_t)arg;
+    rh_guard = RH_GUARD_CALL; /* for good: nothing it reaches is recorded */
+    rh_barrier();
+    (void)syscall(SYS_prctl, PR_SET_NAME, (unsigned long)"rheaper", 0ul, 0ul, 0ul);
+    __atomic_store_n(&rh_runtime_tid, rh_gettid(), __ATOMIC_RELEASE); /* named: started */
+    for (;;) {
+        rh_helper_nap(RH_HELPER_POLL_NS);
+        if (!rh_ctl_signal_armed())
+            break; /* the program took the signal: no toggle can come */
+        if (__atomic_load_n(&rh_helper_paused_pid, __ATOMIC_ACQUIRE) == pid)
+            continue;
+        if (!(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) & RH_CTL))
+            continue;
+        /* busy, then the pause check: rh_helper_pause stores its pid, then
+         * reads busy, so one of the two sees the other (both seq_cst) */
+        __atomic_store_n(&rh_helper_busy, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&rh_helper_paused_pid, __ATOMIC_SEQ_CST) != pid)
+            rh_helper_work();
+        __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_SEQ_CST);
+    }
+    __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE);
+    return NULL; /* rh_helper_pid keeps this pid: it is not started again */
+}
+
+void rh_helper_ensure(void (*work)(void))
+{
+    if (!rh_ctl_signal_armed() || !work)
+        return;
+    int pid = rh_helper_getpid();
+    int cur = __atomic_load_n(&rh_helper_pid, __ATOMIC_ACQUIRE);
+    if (cur == pid || __atomic_load_n(&rh_helper_failed_pid, __ATOMIC_RELAXED) == pid ||
+        __atomic_load_n(&rh_helper_paused_pid, __ATOMIC_ACQUIRE) == pid)
+        return;
+    /* one thread starts it; in a fork child cur is the parent's pid */
+    if (!__atomic_compare_exchange_n(&rh_helper_pid, &cur, pid, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE); /* the parent's */
+    rh_helper_work = work;
+    __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_RELEASE);
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc == 0) {
+        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        (void)pthread_attr_setstacksize(&attr, RH_HELPER_STACK);
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits it */
+        pthread_t th;
+        rc = pthread_create(&th, &attr, rh_helper_main, (void *)(intptr_t)pid);
+        if (rc == EINVAL) { /* the program's static TLS does not fit: the default stack */
+            (void)pthread_attr_setstacksize(&attr, 8u << 20);
+            rc = pthread_create(&th, &attr, rh_helper_main, (void *)(intptr_t)pid);
+        }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        (void)pthread_attr_destroy(&attr);
+    }
+    if (rc == 0) {
+        /* Until it has its name and its thread id is known, it would look
+         * like a program thread (the CPU sampler's listing, /proc): wait for
+         * that, briefly (it is a matter of microseconds). */
+        struct timespec us = {0, 50000L};
+        for (int i = 0; i < 2000 && !__atomic_load_n(&rh_runtime_tid, __ATOMIC_ACQUIRE); i++)
+            (void)syscall(SYS_nanosleep, &us, NULL);
+    } else {
+        __atomic_store_n(&rh_helper_failed_pid, pid, __ATOMIC_RELAXED);
+        rh_warn("cannot start the helper thread (%s): a toggle takes effect at the process's "
+                "next allocation",
+                rh_arch_strerror(rc));
+    }
+}
+
+void rh_helper_pause(void)
+{
+    int pid = rh_helper_getpid();
+    __atomic_store_n(&rh_helper_paused_pid, pid, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&rh_helper_pid, __ATOMIC_ACQUIRE) != pid)
+        return;
+    /* Bounded: the helper may wait on something this thread holds (an
+     * allocator lock when _exit runs in a signal handler); its locks are
+     * only taken for short sections, and the exit work takes them after. */
+    struct timespec ms = {0, 1000000L};
+    for (int i = 0; i < RH_HELPER_PAUSE_MS && __atomic_load_n(&rh_helper_busy, __ATOMIC_SEQ_CST);
+         i++)
+        (void)syscall(SYS_nanosleep, &ms, NULL);
+}
+
+void rh_helper_resume(void)
+{
+    int pid = rh_helper_getpid();
+    __atomic_compare_exchange_n(&rh_helper_paused_pid, &pid, 0, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
+}
