@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "rh_convert.h"
+#include "rh_names.h"
 #include "rh_query.h"
 
 #define RH_STR2(x) #x
@@ -293,6 +294,7 @@ int rh_timeline_sites_json(sqlite3 *db, int k, FILE *o)
             break;
         fputs("\"function\":", m);
         rh_json_string(m, (const char *)sqlite3_column_text(st, 1));
+        rh_json_short_name(m, (const char *)sqlite3_column_text(st, 1));
         fputs(",\"location\":", m);
         rh_json_string(m, (const char *)sqlite3_column_text(st, 2));
         fprintf(m, ",\"peak_bytes\":%" PRId64, (int64_t)sqlite3_column_int64(st, 3));
@@ -328,6 +330,7 @@ int rh_site_detail_json(sqlite3 *db, const char *function, const char *location,
         return 1;
     fputs("{\"function\":", o);
     rh_json_string(o, function);
+    rh_json_short_name(o, function);
     fputs(",\"location\":", o);
     rh_json_string(o, location);
     fputs(",\"figures\":", o);
@@ -373,6 +376,7 @@ int rh_site_detail_json(sqlite3 *db, const char *function, const char *location,
         while (sqlite3_step(fr) == SQLITE_ROW) {
             fputs(m++ ? ",{\"function\":" : "{\"function\":", o);
             rh_json_string(o, (const char *)sqlite3_column_text(fr, 0));
+            rh_json_short_name(o, (const char *)sqlite3_column_text(fr, 0));
             fputs(",\"location\":", o);
             rh_json_string(o, (const char *)sqlite3_column_text(fr, 1));
             fprintf(o, ",\"skipped\":%s,\"inlined\":%s}",
