@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "rh_convert.h"
+#include "rh_names.h"
 #include "rh_serve.h"
 
 /* One request in progress. */
@@ -147,6 +148,8 @@ static int rh_frames(struct rh_req *q, int64_t bt, const char *fn)
         rh_json_text_or_null(q->out, st, 2);
         fputs(",\"raw_function\":", q->out);
         rh_json_text_or_null(q->out, st, 2);
+        if (sqlite3_column_type(st, 2) == SQLITE_TEXT) /* the name a page shows */
+            rh_json_short_name(q->out, (const char *)sqlite3_column_text(st, 2));
         fputs(",\"source\":", q->out);
         rh_json_text_or_null(q->out, st, 3);
         fputs(",\"line\":", q->out);
