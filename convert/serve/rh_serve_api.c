@@ -1583,6 +1583,8 @@ static int rh_ep_leaks(struct rh_req *q)
         rh_tv(o, sqlite3_column_int64(st, 6));
         fputs(",\"function\":", o);
         rh_json_text_or_null(o, st, 7);
+        if (sqlite3_column_type(st, 7) == SQLITE_TEXT)
+            rh_json_short_name(o, (const char *)sqlite3_column_text(st, 7));
         fputs(",\"location\":", o);
         rh_json_text_or_null(o, st, 8);
         fprintf(o, ",\"backtrace_id\":%" PRId64 "}", (int64_t)sqlite3_column_int64(st, 9));
@@ -1662,6 +1664,7 @@ static int rh_ep_diff(struct rh_req *q, const char *other)
         const struct rh_diff_row *x = &rows[i];
         fprintf(o, "%s{\"status\":\"%s\",\"function\":", shown ? "," : "", x->status);
         rh_json_string(o, x->function);
+        rh_json_short_name(o, x->function);
         fputs(",\"location\":", o);
         rh_json_string(o, x->location);
         fprintf(o,

@@ -389,6 +389,16 @@ async function cxxChecks() {
     await cmd("Emulation.setDeviceMetricsOverride", { width: 1280, height: 800, deviceScaleFactor: 1, mobile: false });
     await sleep(300);
 
+    /* the other tables of the C++ profile within the window too */
+    check("C++ leaks load", await open(`?tab=leaks&p=${CXX}`), "1");
+    check("C++ leaks: the leak listed by its short name", (await rowsOf("#leaks tbody tr")).some((r) => r.cells[5] === "remember_line(…)"), true);
+    await fits("C++ leaks");
+    check("C++ CPU view loads", await open(`?tab=cpu&p=${CXX}`), "1");
+    check("C++ CPU: samples listed", (await rowsOf("#cpu-top tbody tr")).length, (n) => n >= 1);
+    await fits("C++ CPU view");
+    check("C++ threads load", await open(`?tab=threads&p=${CXX}`), "1");
+    await fits("C++ threads");
+
     /* the allocation list: bytehound's filters, sort, one allocation's stack */
     check("allocations load", await open(`?tab=allocs&p=${CXX}&asort=size&aorder=dsc`), "1");
     const al = await rowsOf("#allocs tbody tr");
@@ -438,7 +448,7 @@ async function luaChecks() {
     const m = await evaluate(`(() => { const b = document.getElementById("flame-match"); return { frames: Number(b.dataset.frames), share: Number(b.dataset.share) }; })()`);
     check("Lua flamegraph search: luaH_resize highlighted", m.frames >= 1, true);
     check(`Lua flamegraph search: its share is the rows' (${F.flame_share.toFixed(4)})`, Math.abs(m.share - F.flame_share) < 0.0005, true);
-    await shot("lua-flamegraph-search");
+    await shot("lua-flamegraph-search", "#flame", "end");
 }
 
 const timer = setTimeout(() => { console.log("FAIL: the browser test timed out"); process.exit(1); }, 420000);

@@ -52,7 +52,7 @@ ln -s run2/profile.db "$W/b.db"
 # the C++ program
 "$BIN/rheaper-c++" -O1 -o "$W/cxx" "$SRC/webui_cxx.cpp" || { echo "rheaper-c++ failed"; exit 1; }
 rm -rf "$W/rec" && mkdir -p "$W/rec"
-(cd "$W/rec" && RHEAPER_ENABLE=1 ../cxx >/dev/null) || { echo "webui_cxx failed"; exit 1; }
+(cd "$W/rec" && RHEAPER_ENABLE=1 RHEAPER_CPU_HZ=997 ../cxx >/dev/null) || { echo "webui_cxx failed"; exit 1; }
 "$BIN/rheaper" convert "$W"/rec/rip-* "$W/cxx.db" --quiet --force || { echo "convert failed"; exit 1; }
 # Lua from its Debian source (kept beside the work directory between runs)
 LUA_DB=""
