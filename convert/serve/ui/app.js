@@ -26,6 +26,7 @@ let profiles = [];
 let charts = {};
 let duration = 0; /* the run, s: the time axes end there */
 let stamp = 0;    /* the current apply(): answers of older ones are dropped */
+let cause = null; /* the control whose change asked for the current view (null: a tab) */
 
 /* ---- formatting ---------------------------------------------------------------- */
 
@@ -150,11 +151,13 @@ function showError(e) {
         box.parentElement.classList.add("bad");
         if (box.closest("details")) box.closest("details").open = true;
     } else {
-        /* no field to blame (the server is gone, an internal error): beside
-         * the tabs, which asked for the view */
+        /* no parameter to blame (the server is gone, an internal error):
+         * beside the control that asked for the view, else the tabs */
         const msg = e instanceof TypeError ? `the server did not answer (${e.message})` : String(e.message || e);
-        document.querySelector('.err[data-err="_view"]').textContent = msg;
-        document.querySelector('.err[data-err="_view"]').parentElement.classList.add("bad");
+        const near = cause && cause.closest("label") && cause.closest("label").querySelector(".err");
+        const b = near || document.querySelector('.err[data-err="_view"]');
+        b.textContent = msg;
+        b.parentElement.classList.add("bad");
     }
 }
 function setQuery(url) {
@@ -840,15 +843,15 @@ async function init() {
     if (u.get("other") && others.some((p) => p.id === u.get("other"))) $("other").value = u.get("other");
 
     form.addEventListener("submit", (e) => { e.preventDefault(); apply(); });
-    form.addEventListener("change", () => apply());
+    form.addEventListener("change", (e) => { cause = e.target; state.askip = "0"; apply(); });
     $("reset").addEventListener("click", () => { form.reset(); $("search").value = ""; apply(); });
     let typing = null;
-    $("search").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(apply, 300); });
-    $("search").addEventListener("keydown", (e) => { if (e.key === "Enter") { clearTimeout(typing); apply(); } });
+    $("search").addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(() => { cause = $("search"); apply(); }, 300); });
+    $("search").addEventListener("keydown", (e) => { if (e.key === "Enter") { clearTimeout(typing); cause = $("search"); apply(); } });
     $("profile").addEventListener("change", () => { state.p = $("profile").value; location.search = pageUrl(); });
     $("other").addEventListener("change", () => apply());
     for (const b of document.querySelectorAll("#tabs button"))
-        b.addEventListener("click", () => { state.tab = b.dataset.tab; apply(); });
+        b.addEventListener("click", () => { state.tab = b.dataset.tab; cause = null; apply(); });
     for (const th of document.querySelectorAll("#sites th[data-sort]"))
         th.addEventListener("click", () => {
             if (state.sort_by === th.dataset.sort) state.order = state.order === "dsc" ? "asc" : "dsc";

@@ -289,6 +289,12 @@ async function main() {
     check("server gone: no stale row", (await rowsOf("#sites tbody tr.site")).length, 0);
     check("server gone: no stale chart", await evaluate(`Number(document.getElementById("timeline").dataset.series)`), 0);
     await shot("server-gone");
+    /* asked by the search box, it says so beside the search box */
+    await search("make_word");
+    check("server gone, searching: the view reports an error", await ready(), "error");
+    check("server gone, searching: said beside the search box", await evaluate(`document.querySelector('.err[data-err="function_regex"]').textContent`),
+        (t) => /server did not answer/.test(t));
+    check("server gone, searching: still no stale row", (await rowsOf("#sites tbody tr.site")).length, 0);
 }
 
 /* the C++ profile: names, widths, tree, flamegraph, charts, site, lists */
