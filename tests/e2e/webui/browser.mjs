@@ -15,7 +15,8 @@
 // min_size, max_size, flame_share: the share of the bytes in stacks through
 // the searched function, sites: the call sites' functions (the frames the
 // allocations are charged to),
-// duration_ns); SERVER_PID, the server, which the last check stops.
+// duration_ns, site_sizes: the smallest and largest block of WordIndex<…>::add);
+// SERVER_PID, the server, which the last check stops.
 // Prints one line per check ("ok: ..." or "FAIL: ...") and ends with
 // "N passed, N failed"; exits 1 when a check failed.
 import { spawn } from "node:child_process";
@@ -352,6 +353,10 @@ async function cxxChecks() {
     check("site: each of its 3 stacks once", st.stacks === 3 && new Set(st.ids).size === 3, true);
     check("site: the shared frames folded", st.folds >= 1 && st.hidden, true);
     check(`site: the stacks fit a screen (${Math.round(st.height)} px)`, st.height < 600, true);
+    const ss = (await evaluate(`document.getElementById("site-sizes").dataset.labels`)).split("|");
+    const lg = (v) => Math.ceil(Math.log2(v));
+    check(`site: its sizes from ${F.site_sizes[0]} B to ${F.site_sizes[1]} B, every class between`, ss.length === lg(F.site_sizes[1]) - lg(F.site_sizes[0]) + 1 &&
+        ss[ss.length - 1] === `≤ ${2 ** lg(F.site_sizes[1])} B`, true);
     check("site: the full name in its detail", await evaluate(`document.getElementById("site-full").textContent`), add && add.function);
     await evaluate(`document.querySelector("#site-stacks li.fold").click()`);
     check("site: a fold opens", await evaluate(`document.querySelector("#site-stacks li.folded").hidden`), false);

@@ -94,7 +94,7 @@ temporary=$(sq "WITH ev(t, k, size, bt) AS (SELECT alloc_after, 1, size, bt FROM
     FROM ev WINDOW w AS (ORDER BY t))
   SELECT count(*) FROM o WHERE k = 2 AND pk = 1 AND ps = size AND pb = bt")
 # what the C++ and Lua pages must show, from their rows (facts: JSON)
-facts() { # DB FLAME_FUNCTION
+facts() { # DB FLAME_FUNCTION SITE_GLOB
     DB=$1 sq "SELECT json_object(
         'blocks', (SELECT count(*) FROM allocations),
         'temporary', (SELECT sum(temporary) FROM allocations),
@@ -103,11 +103,14 @@ facts() { # DB FLAME_FUNCTION
             (SELECT id FROM backtraces WHERE sym = '$2')) / (SELECT sum(size) FROM allocations),
         'sites', (SELECT json_group_array(DISTINCT b.sym) FROM stacks s JOIN backtraces b
             ON b.id = s.id AND b.frame_no = s.callsite),
-        'duration_ns', (SELECT value FROM meta WHERE key = 'duration_ns'))"
+        'duration_ns', (SELECT value FROM meta WHERE key = 'duration_ns'),
+        'site_sizes', (SELECT json_array(min(a.size), max(a.size)) FROM allocations a WHERE a.bt IN
+            (SELECT s.id FROM stacks s JOIN backtraces b ON b.id = s.id AND b.frame_no = s.callsite
+             WHERE b.sym GLOB '$3')))"
 }
-CXX_FACTS=$(facts "$W/cxx.db" 'lower_copy(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)')
+CXX_FACTS=$(facts "$W/cxx.db" 'lower_copy(std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > const&)' 'WordIndex<*>::add(*)')
 LUA_FACTS=null
-[ -n "$LUA_DB" ] && LUA_FACTS=$(facts "$W/lua.db" luaH_resize)
+[ -n "$LUA_DB" ] && LUA_FACTS=$(facts "$W/lua.db" luaH_resize luaH_resize)
 DB=$W/cxx.db
 eq "the C++ leak's blocks in the profile" \
     "$(sq "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL AND size = 48 AND bt IN (SELECT id FROM backtraces WHERE sym LIKE 'remember_line%')")" 250
