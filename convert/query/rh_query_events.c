@@ -44,6 +44,7 @@ int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *
     sqlite3_finalize(st);
     int64_t *grp = malloc((size_t)nsites * sizeof *grp);
     int64_t *vals = calloc((size_t)n * (size_t)(k + 1), sizeof *vals);
+    unsigned char *sgrp = NULL; /* per stack id: its series */
     char *fn[33] = {0}, *loc[33] = {0};
     int ng = 0, rc = -1, r;
     if (!grp || !vals) {
@@ -69,26 +70,44 @@ int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *
         ng++;
     }
     sqlite3_finalize(st);
-    /* the blocks of each column [c*span/n, (c+1)*span/n) and site; a block
-     * after span (a scope's last events) counts in the last column */
-    st = rh_sql_prepare(
-        db, temporary ? "SELECT min(?1 - 1, max(0, a.alloc_after * ?1 / ?2)) AS c,"
-                        " coalesce(s.site, -1), " RH_W_N(
-                            "a.temporary") " FROM msel a LEFT JOIN temp.site s ON s.bt = a.bt"
-                                           " WHERE a.temporary GROUP BY 1, 2"
-                      : "SELECT min(?1 - 1, max(0, a.alloc_after * ?1 / ?2)) AS c,"
-                        " coalesce(s.site, -1), " RH_W_N(
-                            "1") " FROM msel a LEFT JOIN temp.site s ON s.bt = a.bt"
-                                 " GROUP BY 1, 2");
+    /* each stack's series: its site's, else "other call sites" (ng) */
+    int64_t maxbt = rh_sql_int(db, "SELECT coalesce(max(bt), 0) FROM temp.site", 0, 0);
+    if (maxbt < 0 || maxbt > ((int64_t)1 << 31)) {
+        fprintf(stderr, "rheaper: allocations over time: stack id %" PRId64 " out of range\n",
+                maxbt);
+        goto out;
+    }
+    sgrp = malloc((size_t)(maxbt + 1));
+    if (!sgrp) {
+        fprintf(stderr, "rheaper: allocations over time: out of memory\n");
+        goto out;
+    }
+    memset(sgrp, ng, (size_t)(maxbt + 1));
+    st = rh_sql_prepare(db, "SELECT bt, site FROM temp.site");
     if (!st)
         goto out;
-    sqlite3_bind_int(st, 1, n);
-    sqlite3_bind_int64(st, 2, span);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t bt = sqlite3_column_int64(st, 0), site = sqlite3_column_int64(st, 1);
+        if (bt >= 0 && bt <= maxbt && site >= 0 && site < nsites && grp[site] >= 0)
+            sgrp[bt] = (unsigned char)grp[site];
+    }
+    sqlite3_finalize(st);
+    /* one plain scan of the rows (no GROUP BY: no sort), each block added to
+     * its column [c*span/n, (c+1)*span/n) and series, in 1/4096 units of its
+     * weight; a block after span (a scope's last events) counts in the last
+     * column */
+    st = rh_sql_prepare(db, temporary ? "SELECT alloc_after, bt, " RH_W_ROW_N
+                                        " FROM msel WHERE temporary"
+                                      : "SELECT alloc_after, bt, " RH_W_ROW_N " FROM msel");
+    if (!st)
+        goto out;
     while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t c = sqlite3_column_int64(st, 0), site = sqlite3_column_int64(st, 1);
-        int g = site >= 0 && site < nsites && grp[site] >= 0 ? (int)grp[site] : ng;
-        if (c >= 0 && c < n)
-            vals[(size_t)c * (size_t)(k + 1) + (size_t)g] += sqlite3_column_int64(st, 2);
+        int64_t t = sqlite3_column_int64(st, 0), bt = sqlite3_column_int64(st, 1);
+        int64_t c = t <= 0 ? 0 : (int64_t)((__int128)t * n / span);
+        if (c >= n)
+            c = n - 1;
+        int g = bt >= 0 && bt <= maxbt ? sgrp[bt] : ng;
+        vals[(size_t)c * (size_t)(k + 1) + (size_t)g] += sqlite3_column_int64(st, 2);
     }
     sqlite3_finalize(st);
     if (r != SQLITE_DONE) {
@@ -105,7 +124,7 @@ int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *
     for (int c = 0; c < n; c++) {
         for (int g = 0; g <= ng; g++)
             all += vals[(size_t)c * (size_t)(k + 1) + (size_t)g];
-        fprintf(o, "%s%" PRId64, c ? "," : "", all);
+        fprintf(o, "%s%" PRId64, c ? "," : "", (all + 2048) / 4096);
     }
     fputs("],\"series\":[", o);
     for (int g = 0; g <= ng; g++) {
@@ -117,7 +136,7 @@ int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *
         fputs(",\"values\":[", o);
         for (int c = 0; c < n; c++) {
             sum[g] += vals[(size_t)c * (size_t)(k + 1) + (size_t)g];
-            fprintf(o, "%s%" PRId64, c ? "," : "", sum[g]);
+            fprintf(o, "%s%" PRId64, c ? "," : "", (sum[g] + 2048) / 4096);
         }
         fputs("]}", o);
     }
@@ -129,6 +148,7 @@ out:
         free(loc[g]);
     }
     free(grp);
+    free(sgrp);
     free(vals);
     return rc;
 }

@@ -332,7 +332,12 @@ async function loadOverview(q, my) {
             `<tr data-function="${esc(x.function)}">${cfn(x)}${fig(x)}</tr>`).join("") ||
             '<tr><td class="l" colspan="2">none</td></tr>') + `</tbody></table></div>`;
     }).join("");
-    /* heaptrack_gui's allocations and temporary allocations over time, and the sizes */
+}
+
+/* heaptrack_gui's allocations and temporary allocations over time, and the
+ * sizes: a part of the overview of its own (they read the scope's rows,
+ * which takes longest; a failure leaves the figures above in place). */
+async function loadOverviewCharts(q, my) {
     const aq = new URLSearchParams(q), tq = new URLSearchParams(q);
     aq.set("count", "6");
     tq.set("count", "6");
@@ -798,6 +803,7 @@ async function apply() {
     const view = { overview: loadOverview, sites: loadSites, tree: loadTree, flame: loadFlame,
         leaks: loadLeaks, cpu: loadCpu, threads: loadThreads, compare: loadCompare, allocs: loadAllocs }[state.tab];
     if (view) guard(view(q, my), $("tab-" + state.tab));
+    if (state.tab === "overview") guard(loadOverviewCharts(filterParams(), my), $("overview-charts"));
     const res = await Promise.allSettled(loads);
     if (my === stamp) document.body.dataset.ready = res.some((x) => x.status === "rejected") ? "error" : "1";
 }
