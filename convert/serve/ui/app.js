@@ -392,10 +392,15 @@ async function loadSites(q, my) {
     tb.dataset.top = r.sites.length ? r.sites[0].function : "";
 }
 
-/* The stacks of one site, each once, folded to the frames that differ: the
+/* The stacks of one site, each once, folded to the frames that differ. The
  * frames every stack shares at its inner end and at its outer end (main,
- * _start) are one line each that opens on click. The allocator wrappers the
- * site skipped count (greyed): they are often all that differs. */
+ * _start) are listed once, above, folded; each stack is then one line of
+ * the frames only it has, innermost first (the first three, the count of
+ * the others), that opens on a click to all of its frames. The allocator
+ * wrappers the site skipped count (greyed): they are often all that
+ * differs. The SHOWN largest stacks are listed, the others under one more
+ * fold, so that the site fits a screen. */
+const SHOWN = 12;
 function foldedStacks(stacks) {
     const fr = stacks.map((s) => s.frames);
     const same = (a, b) => a && b && a.function === b.function && a.location === b.location;
@@ -406,15 +411,22 @@ function foldedStacks(stacks) {
         while (outer < min - inner && fr.every((f) => same(f[f.length - 1 - outer], fr[0][fr[0].length - 1 - outer]))) outer++;
     }
     const li = (f) => `<li title="${esc(f.function)}"${f.skipped ? ' class="skipped"' : ""}><code>${esc(fname(f))}</code> <small>${esc(f.location)}${f.inlined ? " (inlined)" : ""}</small></li>`;
-    const fold = (list, what) => list.length ? `<li class="fold" data-n="${list.length}">&#9656; ${list.length} ${what} frame${list.length > 1 ? "s" : ""} every stack shares</li>` +
-        `<li class="folded" hidden><ol class="frames">${list.map(li).join("")}</ol></li>` : "";
-    return fr.map((f, i) => {
-        const s = stacks[i];
-        return `<div class="stack" data-differ="${f.length - inner - outer}"><b>${hbytes(s.bytes)}</b> in ${hcount(s.count)} blocks` +
-            (s.leaked_bytes ? `, ${hbytes(s.leaked_bytes)} leaked` : "") + ` <small>(stack ${s.backtrace_id})</small><ol class="frames">` +
-            fold(f.slice(0, inner), "inner") + f.slice(inner, f.length - outer).map(li).join("") +
-            fold(f.slice(f.length - outer), "outer") + `</ol></div>`;
-    }).join("");
+    const fold = (label, body) => `<div class="fold">&#9656; ${label}</div><div class="folded" hidden>${body}</div>`;
+    const shared = (list, what) => list.length ? fold(`${list.length} ${what} frame${list.length > 1 ? "s" : ""} all ${fr.length} stacks share` +
+        `: <code>${esc(fname(list[0]))}</code>${list.length > 1 ? ` &hellip; <code>${esc(fname(list[list.length - 1]))}</code>` : ""}`,
+        `<ol class="frames">${list.map(li).join("")}</ol>`) : "";
+    const line = (f, i) => {
+        const s = stacks[i], own = f.slice(inner, f.length - outer);
+        const head = own.slice(0, 3).map((x) => `<code title="${esc(x.function)}"${x.skipped ? ' class="skipped"' : ""}>${esc(fname(x))}</code>`).join(" &larr; ");
+        return `<div class="stack" data-differ="${own.length}" data-id="${s.backtrace_id}">` +
+            fold(`<b>${hbytes(s.bytes)}</b> in ${hcount(s.count)} blocks` + (s.leaked_bytes ? `, ${hbytes(s.leaked_bytes)} leaked` : "") +
+                `: ${head || "(no frame of its own)"}${own.length > 3 ? ` &larr; &hellip; <small>(+${own.length - 3})</small>` : ""}`,
+                `<small>stack ${s.backtrace_id}, all ${f.length} frames, innermost first</small><ol class="frames">${f.map(li).join("")}</ol>`) + `</div>`;
+    };
+    const lines = fr.map(line);
+    return (fr.length > 1 ? `<div class="shared">${shared(fr[0].slice(0, inner), "inner")}${shared(fr[0].slice(fr[0].length - outer), "outer")}</div>` : "") +
+        lines.slice(0, SHOWN).join("") +
+        (lines.length > SHOWN ? fold(`${lines.length - SHOWN} more stacks`, lines.slice(SHOWN).join("")) : "");
 }
 
 /* One call site below the table, on one screen: its figures, its full name,
@@ -433,8 +445,9 @@ async function showSite(fn, loc) {
     $("site-figures").textContent = `${hbytes(f.bytes)} in ${hcount(f.count)} blocks, ` +
         `${hbytes(f.leaked_bytes)} leaked, ${hbytes(f.peak_bytes)} held at the peak, ${f.stacks} stacks`;
     $("site-stacks").innerHTML = foldedStacks(r.stacks);
-    for (const x of $("site-stacks").querySelectorAll("li.fold"))
-        x.addEventListener("click", () => {
+    for (const x of $("site-stacks").querySelectorAll(".fold"))
+        x.addEventListener("click", (e) => {
+            e.stopPropagation();
             const open = x.nextElementSibling.hidden;
             x.nextElementSibling.hidden = !open;
             x.innerHTML = x.innerHTML.replace(open ? "\u25b8" : "\u25be", open ? "\u25be" : "\u25b8");
@@ -511,7 +524,7 @@ function drawTree(el, t, onPick) {
         last.classList.add("hot");
         tb.dataset.hot = last.dataset.function;
         tb.dataset.hotDepth = last.dataset.depth;
-        if (!el.closest("[hidden]")) last.scrollIntoView({ block: "center" });
+        if (el.id === "tree" && !el.closest("[hidden]")) last.scrollIntoView({ block: "center" });
     }
     tb.dataset.rows = String(t.nodes);
     tb.dataset.top = t.children.length ? t.children[0].function : "";

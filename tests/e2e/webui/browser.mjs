@@ -346,10 +346,10 @@ async function cxxChecks() {
     await evaluate(`[...document.querySelectorAll("#sites tbody tr.site")].find((r) => r.dataset.function.startsWith("WordIndex<")).click()`);
     await until(`!document.getElementById("site").hidden && document.getElementById("site").dataset.function.startsWith("WordIndex<")`, "the site");
     const st = await evaluate(`(() => { const b = document.getElementById("site-stacks");
-        return { stacks: b.querySelectorAll(".stack").length, folds: b.querySelectorAll("li.fold").length,
-            hidden: [...b.querySelectorAll("li.folded")].every((x) => x.hidden), height: b.getBoundingClientRect().height,
+        return { stacks: b.querySelectorAll(".stack").length, folds: b.querySelectorAll(".shared .fold").length,
+            hidden: [...b.querySelectorAll(".folded")].every((x) => x.hidden), height: b.getBoundingClientRect().height,
             differ: [...b.querySelectorAll(".stack")].map((x) => Number(x.dataset.differ)),
-            ids: [...b.querySelectorAll(".stack > small")].map((x) => x.textContent) }; })()`);
+            ids: [...b.querySelectorAll(".stack")].map((x) => x.dataset.id) }; })()`);
     check("site: each of its 3 stacks once", st.stacks === 3 && new Set(st.ids).size === 3, true);
     check("site: the shared frames folded", st.folds >= 1 && st.hidden, true);
     check(`site: the stacks fit a screen (${Math.round(st.height)} px)`, st.height < 600, true);
@@ -358,8 +358,10 @@ async function cxxChecks() {
     check(`site: its sizes from ${F.site_sizes[0]} B to ${F.site_sizes[1]} B, every class between`, ss.length === lg(F.site_sizes[1]) - lg(F.site_sizes[0]) + 1 &&
         ss[ss.length - 1] === `≤ ${2 ** lg(F.site_sizes[1])} B`, true);
     check("site: the full name in its detail", await evaluate(`document.getElementById("site-full").textContent`), add && add.function);
-    await evaluate(`document.querySelector("#site-stacks li.fold").click()`);
-    check("site: a fold opens", await evaluate(`document.querySelector("#site-stacks li.folded").hidden`), false);
+    check("site: each stack one line of the frames only it has", st.differ.every((n) => n >= 1), true);
+    await evaluate(`document.querySelector("#site-stacks .stack .fold").click()`);
+    check("site: a stack opens to all its frames", await evaluate(`(() => { const f = document.querySelector("#site-stacks .stack .folded");
+        return !f.hidden && f.textContent.includes("index_word(…)") && f.textContent.includes("_start"); })()`), true);
     await fits("C++ site detail");
     await shot("cxx-site", "#site");
 
@@ -448,6 +450,17 @@ async function luaChecks() {
     const sites = await rowsOf("#sites tbody tr.site");
     check("Lua: C names as they are", sites.length > 3 && sites.every((s) => s.cells[1].replace(/\s+leak$/, "") === s.function), true);
     await fits("Lua call sites");
+    /* the top site's many stacks on one screen: 12 lines, the rest folded */
+    await evaluate(`document.querySelector("#sites tbody tr.site").click()`);
+    await until(`!document.getElementById("site").hidden && document.getElementById("site").dataset.function === ${JSON.stringify(sites[0].function)}`, "the Lua site");
+    const ls = await evaluate(`(() => { const b = document.getElementById("site-stacks");
+        return { shown: [...b.querySelectorAll(":scope > .stack")].length, all: b.querySelectorAll(".stack").length,
+            ids: new Set([...b.querySelectorAll(".stack")].map((x) => x.dataset.id)).size, height: Math.round(b.getBoundingClientRect().height) }; })()`);
+    const sfig = Number(sites[0].cells[12]);
+    check(`Lua site: its ${Math.min(sfig, 50)} largest stacks each once, 12 shown`, ls.all === Math.min(sfig, 50) && ls.ids === ls.all && ls.shown === Math.min(12, ls.all), true);
+    check(`Lua site: its stacks on one screen (${ls.height} px)`, ls.height < 500, true);
+    await fits("Lua site detail");
+    await shot("lua-site", "#site");
     check("Lua top-down tree loads", await open(`?tab=tree&p=${LUA}&kind=top-down`), "1");
     const hot = await hotRow();
     check(`Lua tree: opened down to the allocating frame (${hot && hot.function}, depth ${hot && hot.depth})`,
