@@ -249,6 +249,7 @@ async function main() {
     check("compare: the fixed leak shrank", cmp.some((r) => r.cells[1] === "record_metrics" && r.cells[0] === "shrank"), true);
     check("compare: both peaks shown", await evaluate(`document.getElementById("diff-peaks").textContent`),
         (t) => /peak of A .*MiB.*peak of B .*MiB/.test(t));
+    await fits("compare");
     await shot("compare");
     /* a noise threshold above every change hides them */
     await evaluate(`(() => { const n = document.getElementById("noise"); n.value = "bad"; n.dispatchEvent(new Event("change")); })()`);
