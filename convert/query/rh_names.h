@@ -13,6 +13,7 @@
 #define RH_NAMES_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* The ellipsis the short names use, U+2026 in UTF-8 (3 bytes). */
 #define RH_NAME_ELLIPSIS "\xe2\x80\xa6"
@@ -33,5 +34,10 @@ __attribute__((visibility("hidden"))) size_t rh_name_short(const char *full, cha
  * parameter list with something in it), else 0: callers show the full name
  * apart (a title, a detail line) only when it differs. */
 __attribute__((visibility("hidden"))) int rh_name_shortens(const char *full);
+
+/* Writes `,"short":NAME` to out, NAME the short form of full as a JSON
+ * string: the member every JSON answer puts right after a "function", so a
+ * page shows the short name and keeps the full one (NULL: ""). */
+__attribute__((visibility("hidden"))) void rh_json_short_name(FILE *out, const char *full);
 
 #endif

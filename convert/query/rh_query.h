@@ -529,4 +529,22 @@ void rh_memory_json(FILE *o, const struct rh_memfig *f);
 const char *rh_memory_line(const struct rh_memfig *f, const struct rh_mem_point *p, char *buf,
                            size_t n);
 
+/* ---- rh_query_events.c: allocations over time by site, size classes ----- */
+
+/* After rh_site_table: the scope's blocks allocated (temporary 0) or its
+ * temporary blocks (temporary 1, heaptrack's rule) over time, as one JSON
+ * object: xs (the end times of RH_SCOPE_TL_COLS even columns of [0, span],
+ * ns), total and series (the k sites that allocated the most blocks, or the
+ * most temporary ones, then "other call sites": function, short, location,
+ * values), each the count up to the column's end (cumulative: true).
+ * Returns 0 or -1 after one line. */
+int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *out);
+
+/* After rh_site_table: the size classes of the scope's blocks (function
+ * NULL) or of one call site's, as a JSON array of {max_size, count, bytes}
+ * per power-of-two class (a block of size s is in the smallest class with
+ * max_size >= s), every class from the smallest used to the largest used,
+ * empty ones with 0. Returns 0 or -1 after one line. */
+int rh_size_classes_json(sqlite3 *db, const char *function, const char *location, FILE *out);
+
 #endif

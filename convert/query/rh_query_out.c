@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rh_names.h"
 #include "rh_query.h"
 
 void rh_json_string(FILE *out, const char *s)
@@ -294,6 +295,9 @@ int rh_print_stmt(sqlite3_stmt *st, enum rh_fmt fmt, FILE *out)
                 } else {
                     char *c = rh_cell(st, i);
                     rh_json_string(out, c ? c : "");
+                    /* a function's short name beside it (rh_names.h) */
+                    if (!strcmp(sqlite3_column_name(st, i), "function"))
+                        rh_json_short_name(out, c ? c : "");
                     free(c);
                 }
             } else {

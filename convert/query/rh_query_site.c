@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "rh_convert.h"
+#include "rh_names.h"
 #include "rh_query.h"
 
 #define RH_STR2(x) #x
@@ -88,44 +89,12 @@ static int rh_site_precomputed(sqlite3 *db)
 #define RH_SITE_CLASSES(T)                                                                         \
     " FROM temp." T " h JOIN temp.site s ON s.bt = h.bt WHERE s.function = ?1 AND s.location = ?2"
 
-/* ,"sizes":[...]: blocks and bytes per power-of-two size class (pre: from
- * the per-stack classes). */
-static int rh_site_sizes(sqlite3 *db, const char *function, const char *location, int pre,
-                         FILE *o)
+/* ,"sizes":[...]: blocks and bytes per power-of-two size class, every class
+ * on the axis (rh_size_classes_json, the whole scope's histogram too). */
+static int rh_site_sizes(sqlite3 *db, const char *function, const char *location, FILE *o)
 {
-    sqlite3_stmt *st = rh_sql_prepare(
-        db, pre ? "SELECT h.class, sum(h.blocks), sum(h.bytes)" RH_SITE_CLASSES(
-                      "shist") " AND h.class <= 64 GROUP BY h.class"
-                : "SELECT a.size, " RH_W_N("1") ", " RH_W_B(
-                      "1") RH_SITE_ROWS " GROUP BY a.size ORDER BY a.size");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, function, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, location, -1, SQLITE_STATIC);
-    int64_t cnt[65] = {0}, byt[65] = {0};
-    int r;
-    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-        uint64_t sz = (uint64_t)sqlite3_column_int64(st, 0);
-        int k = 0;
-        if (pre)
-            k = sz <= 64 ? (int)sz : 64;
-        else
-            while (k < 64 && ((uint64_t)1 << k) < sz)
-                k++;
-        cnt[k] += sqlite3_column_int64(st, 1);
-        byt[k] += sqlite3_column_int64(st, 2);
-    }
-    sqlite3_finalize(st);
-    if (r != SQLITE_DONE)
-        return rh_sql_fail(db, "site sizes");
-    fputs(",\"sizes\":[", o);
-    int n = 0;
-    for (int k = 0; k < 65; k++)
-        if (cnt[k] || byt[k])
-            fprintf(o, "%s{\"max_size\":%" PRIu64 ",\"count\":%" PRId64 ",\"bytes\":%" PRId64 "}",
-                    n++ ? "," : "", k < 64 ? (uint64_t)1 << k : UINT64_MAX, cnt[k], byt[k]);
-    fputc(']', o);
-    return 0;
+    fputs(",\"sizes\":", o);
+    return rh_size_classes_json(db, function, location, o);
 }
 
 /* The heap over time of the scope by call site. Needs the scope's timeline
@@ -293,6 +262,7 @@ int rh_timeline_sites_json(sqlite3 *db, int k, FILE *o)
             break;
         fputs("\"function\":", m);
         rh_json_string(m, (const char *)sqlite3_column_text(st, 1));
+        rh_json_short_name(m, (const char *)sqlite3_column_text(st, 1));
         fputs(",\"location\":", m);
         rh_json_string(m, (const char *)sqlite3_column_text(st, 2));
         fprintf(m, ",\"peak_bytes\":%" PRId64, (int64_t)sqlite3_column_int64(st, 3));
@@ -328,6 +298,7 @@ int rh_site_detail_json(sqlite3 *db, const char *function, const char *location,
         return 1;
     fputs("{\"function\":", o);
     rh_json_string(o, function);
+    rh_json_short_name(o, function);
     fputs(",\"location\":", o);
     rh_json_string(o, location);
     fputs(",\"figures\":", o);
@@ -373,6 +344,7 @@ int rh_site_detail_json(sqlite3 *db, const char *function, const char *location,
         while (sqlite3_step(fr) == SQLITE_ROW) {
             fputs(m++ ? ",{\"function\":" : "{\"function\":", o);
             rh_json_string(o, (const char *)sqlite3_column_text(fr, 0));
+            rh_json_short_name(o, (const char *)sqlite3_column_text(fr, 0));
             fputs(",\"location\":", o);
             rh_json_string(o, (const char *)sqlite3_column_text(fr, 1));
             fprintf(o, ",\"skipped\":%s,\"inlined\":%s}",
@@ -388,7 +360,7 @@ int rh_site_detail_json(sqlite3 *db, const char *function, const char *location,
         return rh_sql_fail(db, "site stacks");
     fputc(']', o);
     int pre = rh_site_precomputed(db);
-    if (rh_site_sizes(db, function, location, pre, o))
+    if (rh_site_sizes(db, function, location, o))
         return -1;
     /* lifetimes by decade, the never-freed blocks apart */
     fputs(",\"lifetimes\":", o);

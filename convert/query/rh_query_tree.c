@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rh_names.h"
 #include "rh_query.h"
 
 #define RH_TM 5 /* figures per node: bytes, count, leaked, peak, temporary */
@@ -200,6 +201,7 @@ static int rh_tw_children(struct rh_twr *w, int32_t i, int depth)
         w->left--;
         fputs(wrote++ ? ",{\"function\":" : "{\"function\":", w->o);
         rh_json_string(w->o, t->str[x->name]);
+        rh_json_short_name(w->o, t->str[x->name]);
         fputs(",\"location\":", w->o);
         rh_json_string(w->o, t->str[x->loc]);
         fputs(",\"incl\":", w->o);

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "rh_convert.h"
+#include "rh_names.h"
 #include "rh_serve.h"
 
 /* One request in progress. */
@@ -147,6 +148,8 @@ static int rh_frames(struct rh_req *q, int64_t bt, const char *fn)
         rh_json_text_or_null(q->out, st, 2);
         fputs(",\"raw_function\":", q->out);
         rh_json_text_or_null(q->out, st, 2);
+        if (sqlite3_column_type(st, 2) == SQLITE_TEXT) /* the name a page shows */
+            rh_json_short_name(q->out, (const char *)sqlite3_column_text(st, 2));
         fputs(",\"source\":", q->out);
         rh_json_text_or_null(q->out, st, 3);
         fputs(",\"line\":", q->out);
@@ -880,6 +883,45 @@ static int rh_ep_timeline_sites(struct rh_req *q)
     return 0;
 }
 
+/* /data/ID/timeline_allocations?F&count&temporary: blocks allocated (or,
+ * temporary=1, temporary blocks) up to each moment by call site
+ * (rh_events_sites_json), the top `count` (default 8) sites stacked. */
+static int rh_ep_timeline_allocations(struct rh_req *q)
+{
+    static const char *const own[] = {"count", "temporary", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    const char *v = rh_param(q, "temporary");
+    if (v && strcmp(v, "0") && strcmp(v, "1"))
+        return rh_resp_error(q->r, 400, "temporary", "bad value '%s' for temporary: 0 or 1", v);
+    struct rh_scope sc;
+    int64_t span = !rh_scope_get(q->db, &sc) && sc.span > 0 ? sc.span : q->duration;
+    if (rh_site_table(q->db, q->duration) ||
+        rh_events_sites_json(q->db, q->count > 0 ? (int)q->count : 8, v && !strcmp(v, "1"), span,
+                             q->out))
+        return rh_q_fail(q);
+    return 0;
+}
+
+/* /data/ID/sizes?F&function&location: the size classes of the scope, or of
+ * one call site when function is given (rh_size_classes_json). */
+static int rh_ep_sizes(struct rh_req *q)
+{
+    static const char *const own[] = {"function", "location", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    const char *fn = rh_param(q, "function"), *loc = rh_param(q, "location");
+    if (fn && !*fn)
+        fn = NULL;
+    if (rh_site_table(q->db, q->duration))
+        return rh_q_fail(q);
+    fputs("{\"sizes\":", q->out);
+    if (rh_size_classes_json(q->db, fn, loc ? loc : "", q->out))
+        return rh_q_fail(q);
+    fputs("}\n", q->out);
+    return 0;
+}
+
 /* /data/ID/tree?F&kind&function&cpu&sort_by&min_share&count: a call tree
  * (rh_tree_json). */
 static int rh_ep_tree(struct rh_req *q)
@@ -1541,6 +1583,8 @@ static int rh_ep_leaks(struct rh_req *q)
         rh_tv(o, sqlite3_column_int64(st, 6));
         fputs(",\"function\":", o);
         rh_json_text_or_null(o, st, 7);
+        if (sqlite3_column_type(st, 7) == SQLITE_TEXT)
+            rh_json_short_name(o, (const char *)sqlite3_column_text(st, 7));
         fputs(",\"location\":", o);
         rh_json_text_or_null(o, st, 8);
         fprintf(o, ",\"backtrace_id\":%" PRId64 "}", (int64_t)sqlite3_column_int64(st, 9));
@@ -1620,6 +1664,7 @@ static int rh_ep_diff(struct rh_req *q, const char *other)
         const struct rh_diff_row *x = &rows[i];
         fprintf(o, "%s{\"status\":\"%s\",\"function\":", shown ? "," : "", x->status);
         rh_json_string(o, x->function);
+        rh_json_short_name(o, x->function);
         fputs(",\"location\":", o);
         rh_json_string(o, x->location);
         fprintf(o,
@@ -1714,6 +1759,10 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
         rc = rh_ep_site(&q);
     else if (!strcmp(ep, "timeline_sites"))
         rc = rh_ep_timeline_sites(&q);
+    else if (!strcmp(ep, "timeline_allocations"))
+        rc = rh_ep_timeline_allocations(&q);
+    else if (!strcmp(ep, "sizes"))
+        rc = rh_ep_sizes(&q);
     else if (!strcmp(ep, "tree"))
         rc = rh_ep_tree(&q);
     else if (!strcmp(ep, "cpu"))

@@ -38,8 +38,8 @@ eq "form keeps the filter" "$(grep -c 'name="size_min" size="7"' "$W/big.html")"
 
 # compare the two runs by leaked bytes: extra_leak appeared, few_leaks grew
 dom "?tab=compare&other=1&p=0&by=leaked" "$W/cmp.html"
-eq "compare: appeared" "$(grep -o '<tr class="appeared"><td class="l"><span class="st appeared">appeared</span></td><td class="fn l">[a-z_]*' "$W/cmp.html" | sed 's/.*>//')" extra_leak
-eq "compare: grew" "$(grep -o '<tr class="grew"><td class="l"><span class="st grew">grew</span></td><td class="fn l">[a-z_]*' "$W/cmp.html" | sed 's/.*>//')" few_leaks
+eq "compare: appeared" "$(grep -o '<tr class="appeared"><td class="l"><span class="st appeared">appeared</span></td><td class="fn l"[^>]*>[a-z_]*' "$W/cmp.html" | sed 's/.*>//')" extra_leak
+eq "compare: grew" "$(grep -o '<tr class="grew"><td class="l"><span class="st grew">grew</span></td><td class="fn l"[^>]*>[a-z_]*' "$W/cmp.html" | sed 's/.*>//')" few_leaks
 
 if [ -n "${RH_UI_SCREENSHOT:-}" ]; then
     timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --hide-scrollbars \
