@@ -25,7 +25,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_core.h"
 
 #define RH_SYM_MODS 64
 #define RH_SYM_MAPS_MAX (8u << 20)

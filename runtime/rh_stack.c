@@ -37,7 +37,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_hot.h"
 
 #define RH_STACK_TABLE_BITS 21
 
@@ -229,7 +229,6 @@ RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("local-ex
  * thread's stack. Costs: about 8 instructions per compared record where a
  * step costs about 23, and no hash work for them. */
 RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("local-exec")));
-RH_HIDDEN int rh_wc_on = 1;
 
 /* Rebuilds entries above entry base (its record and end already in place)
  * from the k records of the walk from start, read again (the walk checked

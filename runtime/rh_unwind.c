@@ -63,7 +63,7 @@
  * first one's cached rules.
  */
 #define _GNU_SOURCE
-#include "rh_runtime.h"
+#include "rh_core.h"
 
 #if RH_UNWIND_CFI
 
