@@ -39,20 +39,25 @@
 RH_HIDDEN void rh_assert_fail(const char *expr, const char *file, int line) RH_COLD;
 
 #define RH_ASSERT_IMPL_(e) (rh_likely(e) ? 1 : (rh_assert_fail(#e, __FILE__, __LINE__), 0))
+/* A check compiled out: true, and e is not evaluated. */
+static inline int rh_assert_off_(void)
+{
+    return 1;
+}
 #if RH_DEBUG_LEVEL >= 1
 #define rh_assert(e) RH_ASSERT_IMPL_(e)
 #else
-#define rh_assert(e) (1)
+#define rh_assert(e) rh_assert_off_()
 #endif
 #if RH_DEBUG_LEVEL >= 2
 #define rh_assert_internal(e) RH_ASSERT_IMPL_(e)
 #else
-#define rh_assert_internal(e) (1)
+#define rh_assert_internal(e) rh_assert_off_()
 #endif
 #if RH_DEBUG_LEVEL >= 3
 #define rh_assert_expensive(e) RH_ASSERT_IMPL_(e)
 #else
-#define rh_assert_expensive(e) (1)
+#define rh_assert_expensive(e) rh_assert_off_()
 #endif
 
 /* ---- rh_log.c ----------------------------------------------------------- */

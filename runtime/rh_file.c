@@ -130,7 +130,12 @@ static void rh_file_starved_locked(void)
 
 void *rh_file_map_chunk_locked(uint32_t size)
 {
+    rh_assert_internal(__atomic_load_n(&rh_prof_lock, __ATOMIC_RELAXED));
     if (!rh_prof.open)
+        return NULL;
+    /* a writer asks for its stream's next size, capped at the file's largest
+     * chunk, which holds a header and at least one event */
+    if (!rh_assert(size <= rh_prof.max_chunk && size >= RIP_CHUNK_HDR_SIZE + RIP_MAX_EVENT_BYTES))
         return NULL;
     uint64_t off = rh_prof.end;
     if (rh_unlikely(rh_cfg.max_profile_size) && off + size > rh_cfg.max_profile_size) {
@@ -212,6 +217,7 @@ void *rh_file_map_chunk_locked(uint32_t size)
 
 int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
 {
+    rh_assert_internal(__atomic_load_n(&rh_prof_lock, __ATOMIC_RELAXED));
     if (!rh_prof.open)
         return -1;
     uint64_t size =

@@ -258,6 +258,8 @@ RH_ALWAYS_INLINE struct rh_writer *rh_fast_writer(void)
  * store into the mapping, as rh_writer_commit). */
 RH_ALWAYS_INLINE void rh_event_done(struct rh_writer *w, uint8_t *q)
 {
+    /* the record ended inside the room the fast path's test made for it */
+    rh_assert_internal(q <= w->end);
     w->pos = q;
     struct rip_chunk_header *h = w->chunk;
     h->events++;

@@ -397,10 +397,23 @@ void rh_notice(const char *fmt, ...)
 
 void rh_assert_fail(const char *expr, const char *file, int line)
 {
+#if RH_DEBUG_LEVEL >= 2
+    /* a debug build: stop where the invariant broke */
     char buf[512];
-    size_t n = rh_fmt(buf, sizeof buf - 1, "rheaper: internal assertion failed: %s (%s:%d)", expr,
+    size_t n = rh_fmt(buf, sizeof buf - 1, "rheaper: internal check failed: %s (%s:%d)", expr,
                       file, line);
     buf[n++] = '\n';
     rh_write_all(2, buf, n);
     abort();
+#else
+    /* a release build never ends the program: one line, then no more
+     * recording (the profile so far stays convertible, as after any other
+     * failure) */
+    int e = errno;
+    rh_warn("internal check failed: %s (%s:%d); tracking stopped", expr, file, line);
+    rh_state_set(RH_OFF);
+    __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
+    rh_session_call(RH_SES_STOPPED);
+    errno = e;
+#endif
 }

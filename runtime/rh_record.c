@@ -107,7 +107,7 @@ uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, void *fp, uin
 /* ---- encoders, shared by the slot and shared paths ---------------------- */
 
 /* The rh_emit_* reserve room for one event, then write it with rh_put_*
- * (rh_runtime.h). */
+ * (rh_hot.h). */
 static inline void rh_emit_alloc(struct rh_writer *w, unsigned kind, void *p, size_t size,
                                  uint64_t t, void *fp)
 {
@@ -287,7 +287,7 @@ static inline struct rh_slot *rh_ready(uint64_t t, int *drop)
 
 /* ---- rh_hooks.h entry points -------------------------------------------- */
 
-/* The slow entry points of the fast path (rh_runtime.h): a thread's first
+/* The slow entry points of the fast path (rh_hot.h): a thread's first
  * event, a full chunk, a new file, the shared path. Exactly the checks and
  * records of before the fast path; they take rh_record_*'s arguments. */
 void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)

@@ -60,7 +60,7 @@ static _Atomic uint64_t rh_sample_mean;      /* bytes mode: N */
 static _Atomic uint64_t rh_sample_seed;
 static uint32_t rh_sample_threads;   /* atomic: this generation's sampling ordinals handed out */
 
-/* ---- randomness (RH_SS_K and rh_mix64: rh_runtime.h) ------------------- */
+/* ---- randomness (RH_SS_K and rh_mix64: rh_core.h) ------------------- */
 
 static inline uint64_t rh_rng_next(void)
 {
@@ -123,7 +123,7 @@ static void rh_rng_init(uint64_t gen)
     rh_tls_sample_key = gen;
 }
 
-/* ---- rh_runtime.h entry points --------------------------------------------- */
+/* ---- entry points (rh_core.h, rh_hot.h) ---------------------------------------- */
 
 void rh_sample_configure(void)
 {

@@ -121,6 +121,7 @@ static int rh_stream_create_locked(const uint8_t *hdr, struct stat *st)
 
 int rh_file_create_locked(void)
 {
+    rh_assert_internal(__atomic_load_n(&rh_prof_lock, __ATOMIC_RELAXED));
     /* The header first: it reads /proc/self/cmdline through a second fd, which
      * under a tight fd limit is only free while the profile is not open. */
     uint8_t hdr[RIP_HEADER_SIZE];

@@ -120,6 +120,8 @@ struct rh_slot *rh_thread_prepare(uint64_t t, int *drop)
         if (rh_thread_ready && !pthread_getspecific(rh_exit_key))
             pthread_setspecific(rh_exit_key, (void *)1);
     }
+    /* the slot belongs to the current file (a stale one was released above) */
+    rh_assert_internal(s->w.epoch == ep);
     if (!s->w.chunk && rh_writer_open(&s->w, t) != 0) {
         /* Still open: the chunk could not be mapped for want of an fd (EMFILE);
          * the event is lost, and counted, and the next one retries. */
@@ -178,8 +180,12 @@ void rh_thread_totals_locked(uint64_t *events, uint32_t *open_chunks)
         if (!__atomic_load_n(&arr[i].in_use, __ATOMIC_ACQUIRE) || arr[i].w.epoch != rh_epoch)
             continue;
         *events += __atomic_load_n(&arr[i].w.total_events, __ATOMIC_RELAXED);
-        if (arr[i].w.chunk)
+        if (arr[i].w.chunk) {
             (*open_chunks)++;
+            /* each open chunk's committed records lie inside it */
+            rh_assert_expensive(__atomic_load_n(&arr[i].w.chunk->used, __ATOMIC_ACQUIRE) <=
+                                arr[i].w.chunk->capacity);
+        }
     }
 }
 
