@@ -18,7 +18,6 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rh_session.h"

@@ -61,7 +61,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>

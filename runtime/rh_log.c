@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rh_base.h"

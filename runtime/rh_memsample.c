@@ -45,7 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rh_hot.h"
+#include "rh_core.h"
 
 /* glibc 2.33's mallinfo2 and jemalloc's mallctl, referenced weakly: a weak
  * reference pulls no member out of libc.a (a static program with an

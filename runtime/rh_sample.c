@@ -45,7 +45,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rh_hot.h"
+#include "rh_core.h"
 
 RH_HIDDEN _Atomic int rh_sample_mode; /* _Atomic: set at enable while other threads read it */
 RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("local-exec")));
