@@ -34,7 +34,7 @@ RH_HIDDEN void rh_fork_init(void);
 
 /* Closes the current recording as rheaper_disable does, with end reason
  * `reason` (RIP_END_*) in its trailer. Caller has the guard set and holds no
- * runtime lock. (rh_api.c) */
+ * runtime lock. */
 RH_HIDDEN void rh_stop_clean(uint32_t reason);
 /* The exit work of the last exit handler (trailer, stream drain, marker), for
  * an exit that runs none (_exit, _Exit, daemon(3)'s parent, exec): once per
@@ -50,7 +50,7 @@ RH_HIDDEN void rh_exit_undo(void);
 /* The fork child's side of rh_exit_now: this memory is now the child's. */
 RH_HIDDEN void rh_exit_fork_child(void);
 
-/* Fork prepare (rh_thread.c): a recording whose file is still pending (the
+/* Fork prepare (rh_session.c): a recording whose file is still pending (the
  * lazy start: a daemon's master that has not allocated since its own fork)
  * creates it now, so the child can name its parent's profile. Caller holds
  * rh_prof_lock. Returns 1 when it created one; then the parent calls
@@ -97,7 +97,7 @@ RH_HIDDEN unsigned long long rh_ctl_start_time(void);
 
 /* Reads the command line at start (once; from rh_init_lazy). */
 RH_HIDDEN void rh_origin_init(void);
-/* Fork handlers (rh_thread.c): prepare saves the forking pid; the child,
+/* Fork handlers (rh_session.c): prepare saves the forking pid; the child,
  * before its profile state is reset, notes the parent's profile and the
  * fork's time when parent_recorded; _done drops it if the child will not
  * record from its start. */
