@@ -330,6 +330,8 @@ RH_HIDDEN void rh_writer_threadname(struct rh_writer *w);
 RH_HIDDEN void rh_writer_setthread(struct rh_writer *w);
 /* rh_writer_open for a caller that holds rh_prof_lock already. */
 RH_HIDDEN int rh_writer_open_locked(struct rh_writer *w, uint64_t t) RH_COLD;
+/* Fork child: forgets w, unmapping its chunk unsealed (it is the parent's). */
+RH_HIDDEN void rh_writer_drop(struct rh_writer *w);
 /* rh_writer_reserve's cold half (rh_hot.h): opens a new chunk for w. Keeps
  * errno. Returns 0, or -1 (the event is lost). */
 RH_HIDDEN int rh_writer_reserve_slow(struct rh_writer *w, size_t need, uint64_t t) RH_COLD;

@@ -280,14 +280,6 @@ void rh_thread_init(void)
         rh_warn("cannot create a thread key: thread-exit flushes happen at close instead");
 }
 
-/* Drops a chunk mapping without sealing it: it is the parent's. */
-static void rh_writer_drop(struct rh_writer *w)
-{
-    if (w->chunk)
-        rh_sys_munmap(w->chunk, w->chunk_size);
-    memset(w, 0, sizeof *w);
-}
-
 void rh_thread_fork_child(void)
 {
     struct rh_slot *arr = rh_prof.slots;

@@ -169,6 +169,13 @@ void rh_writer_seal(struct rh_writer *w, int locked)
         rh_spin_unlock(&rh_prof_lock);
 }
 
+void rh_writer_drop(struct rh_writer *w)
+{
+    if (w->chunk)
+        rh_sys_munmap(w->chunk, w->chunk_size);
+    memset(w, 0, sizeof *w);
+}
+
 void rh_writer_commit(struct rh_writer *w)
 {
     struct rip_chunk_header *h = w->chunk;
