@@ -554,7 +554,8 @@ static void rh_exit_work(int mem_final)
     rh_runtime_dtor_flush(mem_final);
     if (rh_stream_on()) { /* the queue drained and confirmed, or one warning */
         int g = rh_guard_enter();
-        rh_stream_exit();
+        if (rh_stream_exit() && rh_ctl_armed())
+            rh_ctl_marker_update(); /* the sender's warning stopped the recording */
         rh_guard_leave(g);
     }
     /* Last: the process is going, `rheaper record` stops waiting for it. */

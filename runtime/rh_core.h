@@ -576,8 +576,9 @@ RH_HIDDEN int rh_stream_start(void);
 RH_HIDDEN int rh_stream_ctl(void);
 /* At exit: waits (RHEAPER_STREAM_TIMEOUT at most) until the sender has sent
  * the last closed recording and the collector confirmed it, then prints the
- * one result line (or the pending warning). */
-RH_HIDDEN void rh_stream_exit(void);
+ * one result line (or the pending warning). Returns 1 when it printed the
+ * warning (the caller updates the marker, as after rh_stream_ctl). */
+RH_HIDDEN int rh_stream_exit(void);
 /* fork handlers' part: 0 prepare (locks the queue), 1 parent, 2 child (empties
  * the queue: the parent sends it; the child has no sender until it records). */
 RH_HIDDEN void rh_stream_fork(int phase);

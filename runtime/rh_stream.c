@@ -738,10 +738,10 @@ void rh_stream_closed_locked(uint64_t events)
     rh_spin_unlock(&rh_sq.lock);
 }
 
-void rh_stream_exit(void)
+int rh_stream_exit(void)
 {
     if (!rh_stream_on())
-        return;
+        return 0;
     rh_spin_lock(&rh_sq.lock);
     uint32_t epoch = rh_sq.close_epoch;
     rh_sq.close_epoch = 0; /* reported once */
@@ -770,7 +770,7 @@ void rh_stream_exit(void)
             rh_notice("streamed %llu events to collector %s",
                       (unsigned long long)rh_sq.close_events, rh_cfg.stream);
     }
-    rh_stream_ctl();
+    return rh_stream_ctl();
 }
 
 void rh_stream_fork(int phase)
