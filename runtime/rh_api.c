@@ -2,35 +2,30 @@
  *
  * The runtime starts in RH_UNINIT. The first wrapped call of the process (which
  * in a -static program comes before any constructor) runs rh_init_lazy: it reads
- * the environment, picks the clock and registers the thread-exit key and the
+ * the environment, picks the clock, registers the thread-exit key and the
  * fork handlers, and when RHEAPER_ENABLE=1 turns tracking on with the file still
  * pending: it is created by the first recorded event, so a fork child that only
  * execs leaves no file. rheaper_enable() creates its file at once so it can
  * report a bad directory. A destructor(101), which runs after every other exit
  * handler, writes the trailer; tracking goes on working after it. The exits
  * that run no exit handler (_exit, _Exit, daemon(3)'s parent, exec) do the
- * same work first through rh_exit_now (wrap/shims_exit.c).
+ * same work first through rh_exit_now (wrap/shims_exit.c). This file is the
+ * session layer's top (docs/design.md, "Runtime"): it installs the hook the
+ * recording core calls up through (rh_session_call) at the start.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_session.h"
 #include "rh_helper.h"
 
 #pragma GCC visibility push(default)
 #include "rheaper.h"
 #pragma GCC visibility pop
-
-RH_HIDDEN int rh_state;
-/* rh_state under a public name: rheaper.h's inline client requests (pools,
- * rh_pool.c) test it before calling into the runtime. */
-extern int rheaper_tracking_ __attribute__((alias("rh_state"), visibility("default")));
-RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("local-exec")));
 
 /* 0 not started, 1 in progress, 2 done. */
 static int rh_init_state;
@@ -53,42 +48,25 @@ static int rh_ctl_lock;
 static void rh_ctl_run(void);
 RH_HIDDEN int rh_ctl_marker_stale(void);
 
-void rh_state_set(int v)
+/* What the recording core asks of this layer (rh_session_call, rh_state.c). */
+static int rh_session_dispatch(int what)
 {
-    int old = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    while (!__atomic_compare_exchange_n(&rh_state, &old, v | (old & RH_CTL), 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_RELAXED))
-        ;
-}
-
-void rh_ctl_request(void)
-{
-    int e = errno;
-    __atomic_fetch_or(&rh_state, RH_CTL, __ATOMIC_ACQ_REL);
-    errno = e;
-}
-
-void rh_note_reentry(void)
-{
-    __atomic_fetch_add(&rh_prof.reentered, 1, __ATOMIC_RELAXED);
-}
-
-int rh_guard_enter(void)
-{
-    int saved = rh_guard;
-    rh_guard = RH_GUARD_CALL;
-    rh_barrier();
-    return saved;
-}
-
-void rh_guard_leave(int saved)
-{
-    rh_barrier();
-    rh_guard = saved;
+    switch (what) {
+    case RH_SES_START:
+        return rh_init_lazy();
+    case RH_SES_FILE:
+        return rh_file_ensure();
+    case RH_SES_STOPPED:
+        if (rh_ctl_armed())
+            rh_ctl_marker_update();
+        return 0;
+    }
+    return 0;
 }
 
 int rh_init_lazy(void)
 {
+    rh_session_install(rh_session_dispatch);
     int expected = 0;
     if (__atomic_compare_exchange_n(&rh_init_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
@@ -99,6 +77,7 @@ int rh_init_lazy(void)
         rh_cfg_env = rh_cfg;
         rh_clock_init();
         rh_thread_init();
+        rh_fork_init();
         rh_cpu_init();
         if (rh_cfg.enable == 1) {
             rh_prof.max_chunk = rh_config_max_chunk();
@@ -117,7 +96,7 @@ int rh_init_lazy(void)
                 rh_cfg_env = rh_cfg; /* the profile directory made absolute */
             }
         }
-        rh_proc_pid = (int)syscall(SYS_getpid);
+        rh_proc_pid = rh_sys_getpid();
         __atomic_store_n(&rh_init_state, 2, __ATOMIC_RELEASE);
         if (rh_ctor_ran) /* else the constructor starts it: libc is not ready */
             rh_helper_ensure(rh_ctl_run);
@@ -172,6 +151,76 @@ void rh_file_created_after_fork(void)
 {
     rh_prof.mod_early = !rh_ctor_ran;
     rh_modules_snapshot(1);
+}
+
+/* ---- `rheaper record -p PID --cpu-hz N`: the rate asked for ------------- */
+
+/* The value of "KEY " on a line of text, parsed as a decimal number into
+ * *out. Returns 0, or -1 when the line is missing or not a number. */
+static int rh_req_field(const char *text, const char *key, unsigned long long *out)
+{
+    size_t k = strlen(key);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, key, k) || p[k] != ' ')
+            continue;
+        const char *q = p + k + 1;
+        unsigned long long v = 0;
+        if (*q < '0' || *q > '9')
+            return -1;
+        for (; *q >= '0' && *q <= '9'; q++) {
+            if (v > (~0ull - 9) / 10)
+                return -1;
+            v = v * 10 + (unsigned)(*q - '0');
+        }
+        if (*q && *q != '\n')
+            return -1;
+        *out = v;
+        return 0;
+    }
+    return -1;
+}
+
+unsigned rh_cpu_requested_hz(void)
+{
+    char path[RH_PATH_MAX + 64], buf[128];
+    rh_fmt(path, sizeof path, "%s/rheaper-%d.cpu-hz", rh_cfg.profile_dir, (int)getpid());
+    /* written by `rheaper record`, run by this process's user or root; the
+     * name alone could have been put there by anyone who can write the
+     * directory: a FIFO (the open must not wait for a writer), a link, or a
+     * rate another user chose */
+    int fd = rh_open_safe(path, O_RDONLY, 0, RH_OPEN_OWNER | RH_OPEN_ROOT | RH_OPEN_ONE_LINK, NULL,
+                          NULL);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            rh_warn("ignoring the CPU rate request %s: %s", path,
+                    errno == EINVAL   ? "not a regular file"
+                    : errno == EPERM  ? "it belongs to another user"
+                    : errno == EMLINK ? "it has more than one link"
+                                      : rh_arch_strerror(errno));
+        return 0;
+    }
+    ssize_t n = rh_sys_read(fd, buf, sizeof buf - 1);
+    rh_sys_close(fd);
+    (void)rh_arch_unlink(path); /* one request, one recording */
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* "HZ\npid PID\nstart START\n": for this process, not one that had its pid */
+    unsigned long long rpid = 0, rstart = 0;
+    if (rh_req_field(buf, "pid", &rpid) != 0 || rh_req_field(buf, "start", &rstart) != 0 ||
+        rpid != (unsigned long long)getpid() || !rstart || rstart != rh_ctl_start_time()) {
+        rh_warn("ignoring the CPU rate request %s: it does not name this process (pid %d and "
+                "its start time)",
+                path, (int)getpid());
+        return 0;
+    }
+    buf[strcspn(buf, "\n")] = '\0';
+    unsigned hz;
+    if (rh_parse_uint(buf, 1, RH_MAX_CPU_HZ, &hz) != 0) {
+        rh_warn("ignoring the CPU rate request %s: expected 1 to %u", path, RH_MAX_CPU_HZ);
+        return 0;
+    }
+    return hz;
 }
 
 /* Checks that dir is a directory we may create files in. Returns 0 or errno. */
@@ -369,7 +418,7 @@ static void rh_close_cut_locked(void)
  * clean close, then each toggle the signal asked for, in order. */
 static void rh_ctl_run(void)
 {
-    if ((int)syscall(SYS_getpid) == rh_proc_pid) /* not a vfork child's */
+    if (rh_sys_getpid() == rh_proc_pid) /* not a vfork child's */
         rh_helper_ensure(rh_ctl_run); /* a fork child's own helper */
     /* Never wait here: the holder may be taking a module snapshot
      * (dl_iterate_phdr, the loader's lock) while this thread allocates inside
@@ -377,7 +426,10 @@ static void rh_ctl_run(void)
     if (__atomic_exchange_n(&rh_ctl_lock, 1, __ATOMIC_ACQUIRE))
         return;
     __atomic_fetch_and(&rh_state, ~RH_CTL, __ATOMIC_ACQ_REL);
-    rh_stream_ctl(); /* the stream sender's warning, printed from a program thread */
+    /* the stream sender's warning, printed from a program thread; the
+     * recording it stopped is said in the marker */
+    if (rh_stream_ctl() && rh_ctl_armed())
+        rh_ctl_marker_update();
     rh_report_ctl(); /* RHEAPER_REPORT_SIGNAL */
     rh_close_cut_locked();
     if (rh_ctl_marker_stale())
@@ -440,6 +492,7 @@ void rh_modules_changed(void)
  * before main (static programs allocate that early) is retaken here. */
 __attribute__((constructor(101))) static void rh_runtime_ctor(void)
 {
+    rh_session_install(rh_session_dispatch);
     rh_ctor_ran = 1;
     if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) == 2) {
         int g = rh_guard_enter();
@@ -465,14 +518,14 @@ static int rh_exit_exec;
 
 __attribute__((destructor(101))) static void rh_runtime_dtor(void)
 {
-    rh_exit_done_pid = (int)syscall(SYS_getpid);
+    rh_exit_done_pid = rh_sys_getpid();
     rh_exit_work(1);
 }
 
 void rh_exit_undo(void)
 {
     int e = errno;
-    int pid = (int)syscall(SYS_getpid), done = pid;
+    int pid = rh_sys_getpid(), done = pid;
     __atomic_compare_exchange_n(&rh_exit_done_pid, &done, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     rh_helper_resume();
     if (pid == rh_proc_pid && rh_prof.end_reason == RIP_END_EXEC) {
@@ -490,7 +543,7 @@ void rh_exit_undo(void)
 
 void rh_exit_fork_child(void)
 {
-    rh_proc_pid = (int)syscall(SYS_getpid);
+    rh_proc_pid = rh_sys_getpid();
     rh_ctl_lock = 0; /* held by a parent's thread (the helper) that the child has not */
 }
 
@@ -500,7 +553,7 @@ void rh_exit_now(int mem_final)
      * this thread may hold the locks the close needs. */
     if (rh_guard || __atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) != 2)
         return;
-    int pid = (int)syscall(SYS_getpid);
+    int pid = rh_sys_getpid();
     if (pid != rh_proc_pid)
         return; /* a vfork child (posix_spawn's too): the profile is its parent's */
     if (__atomic_exchange_n(&rh_exit_done_pid, pid, __ATOMIC_ACQ_REL) == pid)
@@ -528,7 +581,8 @@ static void rh_exit_work(int mem_final)
     rh_runtime_dtor_flush(mem_final);
     if (rh_stream_on()) { /* the queue drained and confirmed, or one warning */
         int g = rh_guard_enter();
-        rh_stream_exit();
+        if (rh_stream_exit() && rh_ctl_armed())
+            rh_ctl_marker_update(); /* the sender's warning stopped the recording */
         rh_guard_leave(g);
     }
     /* Last: the process is going, `rheaper record` stops waiting for it. */

@@ -14,7 +14,7 @@
 #include <cpuid.h>
 #endif
 
-#include "rh_runtime.h"
+#include "rh_base.h"
 
 RH_HIDDEN int rh_clock_tsc;
 RH_HIDDEN uint32_t rh_clock_shift;

@@ -11,13 +11,17 @@
  * rheaper_enable() (rh_api.c) overlays its struct rheaper_config on top.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_runtime.h"
+#include "rh_base.h"
 
 RH_HIDDEN int rh_scope_process = 1;
+/* RHEAPER_WALK_CACHE: 0 turns the stack walk's cache off (rh_stack.c). */
+RH_HIDDEN int rh_wc_on = 1;
 
 RH_HIDDEN struct rh_config rh_cfg = {
     .enable = 0,
@@ -84,6 +88,57 @@ int rh_parse_signal(const char *s)
     if (rh_parse_uint(s + 1, 0, (unsigned)(SIGRTMAX - SIGRTMIN), &v) != 0)
         return -1;
     return base + dir * (int)v;
+}
+
+/* ---- RHEAPER_STREAM: the collector's address (rh_stream.c sends to it) ---- */
+
+/* The collector's address, parsed once from RHEAPER_STREAM. */
+RH_HIDDEN struct sockaddr_storage rh_stream_addr;
+RH_HIDDEN socklen_t rh_stream_addrlen;
+
+/* Parses HOST:PORT (numeric IPv4, [IPv6] or localhost) into rh_stream_addr.
+ * Returns 0, or -1 when it is not one. */
+static int rh_stream_parse_addr(const char *spec)
+{
+    char host[128];
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof host)
+        return -1;
+    unsigned port;
+    if (rh_parse_uint(colon + 1, 1, 65535, &port) != 0)
+        return -1;
+    size_t n = (size_t)(colon - spec);
+    memcpy(host, spec, n);
+    host[n] = '\0';
+    memset(&rh_stream_addr, 0, sizeof rh_stream_addr);
+    if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&rh_stream_addr;
+        host[n - 1] = '\0';
+        if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+            return -1;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        rh_stream_addrlen = sizeof *a;
+        return 0;
+    }
+    struct sockaddr_in *a = (struct sockaddr_in *)&rh_stream_addr;
+    if (!strcmp(host, "localhost"))
+        memcpy(host, "127.0.0.1", 10);
+    if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+        return -1;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    rh_stream_addrlen = sizeof *a;
+    return 0;
+}
+
+/* Set once, from RHEAPER_STREAM, before any recording; read by every thread
+ * (rh_cfg itself is rewritten whole by rheaper_enable while threads run). */
+static int rh_stream_is_on;
+
+int rh_stream_on(void)
+{
+    return __atomic_load_n(&rh_stream_is_on, __ATOMIC_RELAXED);
 }
 
 /* SIZE with an optional k, M or G suffix (powers of 1024). 0 on error. */
@@ -325,7 +380,7 @@ void rh_config_load_env(void)
             rh_cfg.enable = 0;
         } else {
             memcpy(rh_cfg.stream, st, strlen(st) + 1);
-            rh_stream_mark_on();
+            __atomic_store_n(&rh_stream_is_on, 1, __ATOMIC_RELAXED);
         }
     }
     const char *sq = secure_getenv("RHEAPER_STREAM_QUEUE");

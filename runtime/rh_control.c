@@ -47,11 +47,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_session.h"
 
 /* Set while the runtime calls sigaction itself: wrap/shims_signal.c then does
  * not take the call for the program's. */
-RH_HIDDEN volatile int rh_ctl_self;
 
 static int rh_ctl_is_armed;     /* atomic: our handler is in place */
 static int rh_ctl_aside;        /* atomic: the program took the signal */
@@ -187,7 +186,7 @@ static int rh_ctl_marker_tmp(const char *text, size_t n, char *tmp, size_t size,
                 continue;
             return -1;
         }
-        ssize_t w = (ssize_t)syscall(SYS_write, fd, text, n);
+        ssize_t w = rh_sys_write(fd, text, n);
         rh_sys_close(fd);
         if (w == (ssize_t)n)
             return 0;

@@ -61,12 +61,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_hot.h"
 
 /* Threads the registry holds; threads beyond it are not sampled. */
 #define RH_CPU_MAX_THREADS 4096
@@ -110,7 +109,6 @@ static __thread int rh_tls_in_handler __attribute__((tls_model("local-exec")));
 /* The calling thread's registry entry + 1; 0 when unknown. */
 static __thread int rh_tls_cpu __attribute__((tls_model("local-exec")));
 
-extern RH_HIDDEN volatile int rh_ctl_self; /* rh_control.c: our own sigaction calls */
 
 void rh_cpu_counts(uint64_t *samples, uint64_t *dropped)
 {
@@ -323,7 +321,7 @@ static void rh_cpu_timer_start(struct rh_cpu_thr *e)
     sev.sigev_signo = rh_cfg.cpu_signal;
     RH_SIGEV_TID(sev) = e->tid;
     int id = -1;
-    if (syscall(SYS_timer_create, RH_THREAD_CPUCLOCK(e->tid), &sev, &id) != 0)
+    if (rh_sys_timer_create(RH_THREAD_CPUCLOCK(e->tid), &sev, &id) != 0)
         return; /* the thread is gone, or no timers left: not sampled */
     unsigned hz = rh_cfg.cpu_hz ? rh_cfg.cpu_hz : 1;
     long ns = (long)(1000000000ull / hz);
@@ -331,8 +329,8 @@ static void rh_cpu_timer_start(struct rh_cpu_thr *e)
     its.it_interval.tv_sec = ns / 1000000000;
     its.it_interval.tv_nsec = ns % 1000000000;
     its.it_value = its.it_interval;
-    if (syscall(SYS_timer_settime, id, 0, &its, NULL) != 0) {
-        syscall(SYS_timer_delete, id);
+    if (rh_sys_timer_settime(id, &its) != 0) {
+        rh_sys_timer_delete(id);
         return;
     }
     e->timer = id;
@@ -341,7 +339,7 @@ static void rh_cpu_timer_start(struct rh_cpu_thr *e)
 static void rh_cpu_timer_stop(struct rh_cpu_thr *e)
 {
     if (e->timer >= 0) {
-        syscall(SYS_timer_delete, e->timer);
+        rh_sys_timer_delete(e->timer);
         e->timer = -1;
     }
 }
@@ -392,7 +390,7 @@ static void rh_cpu_apply(const int *tids, int n, unsigned gen, int *full)
         e->seen = gen;
         if (on && e->timer >= 0) {
             struct itimerspec cur;
-            if (syscall(SYS_timer_gettime, e->timer, &cur) != 0 ||
+            if (rh_sys_timer_gettime(e->timer, &cur) != 0 ||
                 (cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0))
                 rh_cpu_timer_stop(e);
         }
@@ -421,7 +419,7 @@ static int rh_cpu_scan(void)
     int full = 0, ok = 1, tids[RH_CPU_SCAN_BATCH], nt = 0;
     char buf[1024] __attribute__((aligned(8)));
     for (;;) {
-        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        long n = rh_sys_getdents64(fd, buf, sizeof buf);
         if (n <= 0) {
             ok = n == 0;
             break;
@@ -578,74 +576,6 @@ static void rh_cpu_install(void)
         return;
     }
     __atomic_store_n(&rh_cpu_ready, 1, __ATOMIC_RELEASE);
-}
-
-/* The value of "KEY " on a line of text, parsed as a decimal number into
- * *out. Returns 0, or -1 when the line is missing or not a number. */
-static int rh_cpu_req_field(const char *text, const char *key, unsigned long long *out)
-{
-    size_t k = strlen(key);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-        if (strncmp(p, key, k) || p[k] != ' ')
-            continue;
-        const char *q = p + k + 1;
-        unsigned long long v = 0;
-        if (*q < '0' || *q > '9')
-            return -1;
-        for (; *q >= '0' && *q <= '9'; q++) {
-            if (v > (~0ull - 9) / 10)
-                return -1;
-            v = v * 10 + (unsigned)(*q - '0');
-        }
-        if (*q && *q != '\n')
-            return -1;
-        *out = v;
-        return 0;
-    }
-    return -1;
-}
-
-unsigned rh_cpu_requested_hz(void)
-{
-    char path[RH_PATH_MAX + 64], buf[128];
-    rh_fmt(path, sizeof path, "%s/rheaper-%d.cpu-hz", rh_cfg.profile_dir, (int)getpid());
-    /* written by `rheaper record`, run by this process's user or root; the
-     * name alone could have been put there by anyone who can write the
-     * directory: a FIFO (the open must not wait for a writer), a link, or a
-     * rate another user chose */
-    int fd = rh_open_safe(path, O_RDONLY, 0, RH_OPEN_OWNER | RH_OPEN_ROOT | RH_OPEN_ONE_LINK, NULL,
-                          NULL);
-    if (fd < 0) {
-        if (errno != ENOENT)
-            rh_warn("ignoring the CPU rate request %s: %s", path,
-                    errno == EINVAL   ? "not a regular file"
-                    : errno == EPERM  ? "it belongs to another user"
-                    : errno == EMLINK ? "it has more than one link"
-                                      : rh_arch_strerror(errno));
-        return 0;
-    }
-    ssize_t n = rh_sys_read(fd, buf, sizeof buf - 1);
-    rh_sys_close(fd);
-    (void)rh_arch_unlink(path); /* one request, one recording */
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    /* "HZ\npid PID\nstart START\n": for this process, not one that had its pid */
-    unsigned long long rpid = 0, rstart = 0;
-    if (rh_cpu_req_field(buf, "pid", &rpid) != 0 || rh_cpu_req_field(buf, "start", &rstart) != 0 ||
-        rpid != (unsigned long long)getpid() || !rstart || rstart != rh_ctl_start_time()) {
-        rh_warn("ignoring the CPU rate request %s: it does not name this process (pid %d and "
-                "its start time)",
-                path, (int)getpid());
-        return 0;
-    }
-    buf[strcspn(buf, "\n")] = '\0';
-    unsigned hz;
-    if (rh_parse_uint(buf, 1, RH_MAX_CPU_HZ, &hz) != 0) {
-        rh_warn("ignoring the CPU rate request %s: expected 1 to %u", path, RH_MAX_CPU_HZ);
-        return 0;
-    }
-    return hz;
 }
 
 /* Called by wrap/shims_signal.c before the program sets a disposition for

@@ -22,10 +22,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_core.h"
 
 #define RH_SYM_MODS 64
 #define RH_SYM_MAPS_MAX (8u << 20)

@@ -1,34 +1,32 @@
-/* rh_file.c: the profile file: creation, header, chunk space, modules, trailer.
+/* rh_file.c: the profile's chunk space: chunks mapped and written, module
+ * snapshots, and the stop on a failure.
  *
- * One rip file per profile (FORMAT.md). It is created with O_EXCL|O_NOFOLLOW and
- * mode 0600 as dir/rip-<pid>, or rip-<pid>.N when that name is taken, so nothing
- * is ever overwritten. Chunk space is handed out from the file's end offset under
- * rh_prof_lock (a cold path: once per chunk); each reservation first checks
- * RLIMIT_FSIZE (so the runtime never raises SIGXFSZ) and reserves the disk with
- * fallocate (so a full disk shows up here, not as SIGBUS on a store into the
- * mapping). Any failure prints one line, turns tracking off and leaves what was
- * written convertible. MODULES and TRAILER chunks are written whole with pwrite.
+ * Chunk space is handed out from the file's end offset under rh_prof_lock (a
+ * cold path: once per chunk); each reservation first checks RLIMIT_FSIZE (so
+ * the runtime never raises SIGXFSZ) and reserves the disk with fallocate (so a
+ * full disk shows up here, not as SIGBUS on a store into the mapping). Any
+ * failure prints one line, turns tracking off and leaves what was written
+ * convertible. MODULES and TRAILER chunks are written whole with pwrite. The
+ * file itself is created and closed by the session layer (rh_session.c).
  *
  * File descriptors: the runtime holds none between operations. The program may
  * close, dup2 over or reuse any fd number at any moment (daemons close every fd
  * at start-up and reopen their log on fd 3), so each operation that needs the
  * file (map a chunk, write a chunk) opens it by path (rh_open_safe: no link
- * followed, no FIFO waited on), checks that it is still the inode created, does its work and closes it again:
- * a MAP_SHARED mapping outlives its fd. Every system call made here is a raw
- * one (rh_sys_*), never a glibc cancellation point, so a thread with a pending
- * pthread_cancel cannot die inside the runtime while holding rh_prof_lock. When
- * the program has used up its fd limit (EMFILE), the chunk is not mapped, the
- * events that needed it are counted lost (one warning) and the next chunk tries
- * again: the program's own open never fails because of the runtime.
+ * followed, no FIFO waited on), checks that it is still the inode created,
+ * does its work and closes it again: a MAP_SHARED mapping outlives its fd.
+ * Every system call made here is a raw one (rh_sys_*), never a glibc
+ * cancellation point, so a thread with a pending pthread_cancel cannot die
+ * inside the runtime while holding rh_prof_lock. When the program has used up
+ * its fd limit (EMFILE), the chunk is not mapped, the events that needed it
+ * are counted lost (one warning) and the next chunk tries again: the
+ * program's own open never fails because of the runtime.
  *
- * Every operation goes through rh_file_open_locked on rh_prof.path, so a
- * recording toggled by a signal is just rh_file_create_locked with another
- * name (a template expanded into
- * rh_prof.path) and rh_file_close_locked; a size limit is one check of
- * rh_prof.end against it in rh_file_map_chunk_locked, the one place the file
- * grows (then rh_file_close_locked, not rh_file_fail_locked, so the profile
- * ends clean). Streaming (RHEAPER_STREAM): no file at all; chunks
- * are anonymous memory and every finished piece goes to rh_stream.c's queue,
+ * A size limit is one check of rh_prof.end against it in
+ * rh_file_map_chunk_locked, the one place the file grows (then the session
+ * layer's close at the next hooked call, not rh_file_fail_locked, so the
+ * profile ends clean). Streaming (RHEAPER_STREAM): no file at all; chunks are
+ * anonymous memory and every finished piece goes to rh_stream.c's queue,
  * whose sender keeps its socket in a descriptor table of its own.
  */
 #define _GNU_SOURCE
@@ -40,93 +38,14 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_core.h"
 #include "rheaper.h"
-
-RH_HIDDEN struct rh_profile rh_prof;
-RH_HIDDEN uint32_t rh_epoch;
-RH_HIDDEN int rh_prof_lock;
 
 #define RH_MOD_SCRATCH (1u << 20)
 
-void rh_spin_lock(int *l)
-{
-    unsigned spins = 0;
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) {
-        while (__atomic_load_n(l, __ATOMIC_RELAXED)) {
-            if (++spins > 200)
-                sched_yield();
-            else
-                rh_cpu_relax();
-        }
-    }
-}
-
-void rh_spin_unlock(int *l)
-{
-    __atomic_store_n(l, 0, __ATOMIC_RELEASE);
-}
-
-/* strerror without translation or allocation. */
-static const char *rh_errstr(int err)
-{
-    const char *s = rh_arch_strerror(err);
-    return s ? s : "unknown error";
-}
-
-/* ---- raw system calls ---------------------------------------------------
- * glibc's open, read, pwrite and close are cancellation points; syscall() is
- * not. Each returns what the system call does, with errno set on -1. */
-
-void rh_sys_close(int fd)
-{
-    int e = errno;
-    syscall(SYS_close, fd); /* never retried: the fd is gone even on EINTR */
-    errno = e;
-}
-
-ssize_t rh_sys_read(int fd, void *buf, size_t len)
-{
-    return (ssize_t)syscall(SYS_read, fd, buf, len);
-}
-
-void *rh_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-    long r = rh_arch_mmap(addr, len, prot, flags, fd, (uint64_t)off);
-    return r == -1 ? MAP_FAILED : (void *)r;
-}
-
-int rh_sys_munmap(void *addr, size_t len)
-{
-    return (int)syscall(SYS_munmap, addr, len);
-}
-
-/* pwrite all of buf at off, retrying EINTR and short writes. Returns 0 or an
- * errno value. */
-static int rh_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-    const char *p = buf;
-    while (len) {
-        ssize_t w = (ssize_t)rh_arch_pwrite(fd, p, len, (uint64_t)off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return errno;
-        }
-        if (w == 0)
-            return EIO;
-        p += w;
-        len -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
-
-/* 0 when [off, off+len) stays under RLIMIT_FSIZE, else EFBIG. */
-static int rh_check_fsize(uint64_t off, uint64_t len)
+int rh_file_check_fsize(uint64_t off, uint64_t len)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
@@ -139,7 +58,7 @@ static int rh_check_fsize(uint64_t off, uint64_t len)
  * system cannot. Returns 0 or an errno value. */
 static int rh_reserve_disk(int fd, uint64_t off, uint64_t len)
 {
-    int err = rh_check_fsize(off, len);
+    int err = rh_file_check_fsize(off, len);
     if (err)
         return err;
     for (;;) {
@@ -160,12 +79,11 @@ static int rh_reserve_disk(int fd, uint64_t off, uint64_t len)
 
 void rh_file_fail_locked(const char *what, int err)
 {
-    rh_warn("%s: %s; tracking stopped", what, rh_errstr(err));
+    rh_warn("%s: %s; tracking stopped", what, rh_sys_strerror(err));
     rh_state_set(RH_OFF);
     __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
-    if (rh_ctl_armed())
-        rh_ctl_marker_update();
+    rh_session_call(RH_SES_STOPPED); /* the marker says so when armed */
 }
 
 /* 1 when err means the process has no fd to spare (its own limit or the
@@ -203,195 +121,6 @@ static void rh_file_starved_locked(void)
     }
 }
 
-/* Writes the directory part of the profile path into buf: the configured
- * directory, made absolute with the current directory when it is relative.
- * Returns its length. */
-static size_t rh_dir_prefix(char *buf, size_t size)
-{
-    const char *dir = rh_cfg.profile_dir;
-    size_t n = 0;
-    if (dir[0] != '/' && getcwd(buf, size - 256)) {
-        n = strlen(buf);
-        if (!strcmp(dir, "."))
-            return n;
-        if (n && buf[n - 1] != '/')
-            buf[n++] = '/';
-    }
-    size_t d = strlen(dir);
-    if (n + d >= size - 64)
-        d = size - 64 - n;
-    memcpy(buf + n, dir, d);
-    n += d;
-    while (n > 1 && buf[n - 1] == '/')
-        n--;
-    buf[n] = '\0';
-    return n;
-}
-
-/* Expands RHEAPER_PROFILE_NAME (rh_cfg.profile_name; "" means rip-%p) into buf
- * for recording number seq (rh_expand_template, rh_log.c). Returns the length. */
-static size_t rh_expand_name(char *buf, size_t size, uint32_t seq)
-{
-    const char *t = rh_cfg.profile_name[0] ? rh_cfg.profile_name : "rip-%p";
-    return rh_expand_template(buf, size, t, seq);
-}
-
-/* Fills the 4096-byte header: times, clock, config, exe and cmdline. */
-static void rh_fill_header(uint8_t *hdr)
-{
-    struct rip_file_header *h = (struct rip_file_header *)hdr;
-    memset(hdr, 0, RIP_HEADER_SIZE);
-    memcpy(h->magic, RIP_MAGIC, 8);
-    h->version = RIP_VERSION;
-    h->header_size = RIP_HEADER_SIZE;
-    h->pid = (uint32_t)getpid();
-    h->ppid = (uint32_t)getppid();
-    h->start_realtime_ns = rh_real_ns();
-    rh_calib_pair(&h->start_tick, &h->start_mono_ns);
-    h->clock_kind = rh_clock_kind();
-    h->tick_shift = rh_clock_shift;
-    h->max_stack_depth = rh_cfg.max_stack_depth;
-    h->chunk_size = rh_prof.max_chunk;
-    h->ticks_per_sec = rh_ticks_per_sec();
-    h->flags |= RIP_HDR_F_MMAPS; /* this runtime records mmap and mallopt calls */
-    if (rh_mem_enabled())
-        h->flags |= RIP_HDR_F_MEMORY; /* memory samples (rh_memsample.c) */
-    if (rh_cfg.cpu_hz) {              /* version 3: CPU sampling */
-        uint32_t hz = rh_cfg.cpu_hz, sig = (uint32_t)rh_cfg.cpu_signal;
-        h->flags |= RIP_HDR_F_CPU;
-        memcpy(hdr + RIP_HDR_CPU_HZ_OFF, &hz, 4);
-        memcpy(hdr + RIP_HDR_CPU_SIG_OFF, &sig, 4);
-    }
-    rh_sample_header(hdr); /* v3: sampling */
-
-    char *exe = (char *)hdr + RIP_HDR_EXE_OFF;
-    ssize_t n = readlink("/proc/self/exe", exe, RIP_HDR_EXE_MAX - 1);
-    if (n < 0)
-        n = 0;
-    exe[n] = '\0';
-    h->exe_len = (uint32_t)n;
-
-    h->cmd_len = rh_origin_header(hdr, &h->flags); /* the start command line, the fork */
-    h->crc = rip_crc32c(0, hdr, RIP_HEADER_SIZE);
-}
-
-/* rh_file_create_locked for RHEAPER_STREAM: no file; rh_prof.path names the
- * collector, and the header goes onto the stream's queue (rh_stream.c). */
-static int rh_stream_create_locked(const uint8_t *hdr, struct stat *st)
-{
-    rh_fmt(rh_prof.path, sizeof rh_prof.path, "collector %s", rh_cfg.stream);
-    memset(st, 0, sizeof *st);
-    /* the epoch this recording will have (rh_file_create_locked bumps it) */
-    if (rh_stream_begin_locked(hdr, rh_epoch + 1) != 0) {
-        rh_warn("cannot map the stream's queue for %s: %s; tracking stays off", rh_cfg.stream,
-                rh_errstr(errno));
-        return RHEAPER_ERR_NOMEM;
-    }
-    return RHEAPER_OK;
-}
-
-int rh_file_create_locked(void)
-{
-    /* The header first: it reads /proc/self/cmdline through a second fd, which
-     * under a tight fd limit is only free while the profile is not open. */
-    uint8_t hdr[RIP_HEADER_SIZE];
-    rh_fill_header(hdr);
-    struct stat st;
-    uint32_t seq = rh_prof.seq + 1;
-    if (rh_stream_on()) {
-        int rc = rh_stream_create_locked(hdr, &st);
-        if (rc != RHEAPER_OK)
-            return rc;
-        goto tables;
-    }
-    char path[RH_PATH_MAX];
-    size_t n = rh_dir_prefix(path, sizeof path);
-    path[n++] = '/';
-    n += rh_expand_name(path + n, sizeof path - n - 16, seq);
-    int fd = -1;
-    for (unsigned k = 0; k < 100000; k++) {
-        if (k)
-            rh_fmt(path + n, sizeof path - n, ".%u", k);
-        fd = rh_open_safe(path, O_RDWR | O_CREAT | O_EXCL, 0600, 0, NULL, NULL);
-        if (fd >= 0 || (errno != EEXIST && errno != EINTR))
-            break;
-    }
-    memcpy(rh_prof.path, path, sizeof path);
-    if (fd < 0) {
-        rh_warn("cannot create profile %s: %s; tracking stays off", path, rh_errstr(errno));
-        return RHEAPER_ERR_FILE;
-    }
-
-    int err = rh_check_fsize(0, RIP_HEADER_SIZE);
-    if (!err)
-        err = rh_pwrite_all(fd, hdr, RIP_HEADER_SIZE, 0);
-    if (!err && fstat(fd, &st) != 0)
-        err = errno;
-    rh_sys_close(fd); /* no fd is held between operations */
-    if (err) {
-        rh_warn("cannot write profile header %s at offset 0: %s; tracking stays off", path,
-                rh_errstr(err));
-        unlink(path);
-        return RHEAPER_ERR_FILE;
-    }
-
-tables:;
-    size_t sbytes = (size_t)rh_cfg.max_trackers * sizeof(struct rh_slot);
-    sbytes = (sbytes + 4095) & ~(size_t)4095;
-    void *slots = rh_sys_mmap(NULL, sbytes, PROT_READ | PROT_WRITE,
-                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    struct rh_stack_table *stacks = slots == MAP_FAILED ? NULL : rh_stack_table_new();
-    if (stacks)
-        stacks->max_depth = rh_cfg.max_stack_depth;
-    if (!stacks) {
-        int e = errno;
-        if (slots != MAP_FAILED)
-            rh_sys_munmap(slots, sbytes);
-        rh_warn("cannot map the runtime's tables for %s: %s; tracking stays off", rh_prof.path,
-                rh_errstr(e));
-        if (!rh_stream_on())
-            unlink(rh_prof.path);
-        return RHEAPER_ERR_NOMEM;
-    }
-    /* Old tables are leaked on purpose: a racing thread may still read them.
-     * Their memory is not: the old stack table's entries past its first page
-     * are given back (a late reader sees zeroes, i.e. empty entries), so a
-     * server toggled many times keeps only address space, 32 MiB a recording
-     * (docs/record.md). */
-    if (rh_prof.stacks) {
-        size_t ob = sizeof(struct rh_stack_table) +
-                    (size_t)(rh_prof.stacks->mask + 1) * sizeof(struct rh_stack_entry);
-        ob = (ob + 4095) & ~(size_t)4095;
-        if (ob > 4096)
-            madvise((char *)rh_prof.stacks + 4096, ob - 4096, MADV_DONTNEED);
-    }
-    rh_prof.slots = slots;
-    rh_prof.nslots = rh_cfg.max_trackers;
-    rh_report_file_start(stacks); /* in-process reports: counters of this recording */
-    rh_prof.stacks = stacks;
-    rh_prof.dev = (uint64_t)st.st_dev;
-    rh_prof.ino = (uint64_t)st.st_ino;
-    rh_prof.starved_warned = 0;
-    rh_prof.end = RIP_HEADER_SIZE;
-    __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
-    rh_prof.exit_flushed = 0;
-    rh_prof.events_released = 0;
-    /* atomic: a thread still in flight from the last file may count a loss */
-    __atomic_store_n(&rh_prof.lost, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&rh_prof.reentered, 0, __ATOMIC_RELAXED);
-    rh_cpu_counts_reset(); /* the trailer counts this file's CPU samples */
-    __atomic_store_n(&rh_prof.sample_dropped, 0, __ATOMIC_RELAXED);
-    rh_prof.mod_adds = rh_prof.mod_subs = ~0ull;
-    rh_prof.seq = seq;
-    rh_prof.end_reason = RIP_END_NORMAL;
-    __atomic_store_n(&rh_prof.limit_hit, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&rh_prof.open, 1, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&rh_epoch, 1, __ATOMIC_RELEASE);
-    rh_mem_start();
-    /* the marker says "recording" once the state is on (rh_api.c) */
-    return RHEAPER_OK;
-}
-
 #ifdef MADV_POPULATE_WRITE
 #define RH_MADV_POPULATE_WRITE MADV_POPULATE_WRITE
 #else
@@ -400,7 +129,12 @@ tables:;
 
 void *rh_file_map_chunk_locked(uint32_t size)
 {
+    rh_assert_internal(__atomic_load_n(&rh_prof_lock, __ATOMIC_RELAXED));
     if (!rh_prof.open)
+        return NULL;
+    /* a writer asks for its stream's next size, capped at the file's largest
+     * chunk, which holds a header and at least one event */
+    if (!rh_assert(size <= rh_prof.max_chunk && size >= RIP_CHUNK_HDR_SIZE + RIP_MAX_EVENT_BYTES))
         return NULL;
     uint64_t off = rh_prof.end;
     if (rh_unlikely(rh_cfg.max_profile_size) && off + size > rh_cfg.max_profile_size) {
@@ -482,6 +216,7 @@ void *rh_file_map_chunk_locked(uint32_t size)
 
 int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
 {
+    rh_assert_internal(__atomic_load_n(&rh_prof_lock, __ATOMIC_RELAXED));
     if (!rh_prof.open)
         return -1;
     uint64_t size =
@@ -520,9 +255,9 @@ int rh_file_write_chunk_locked(unsigned type, const void *payload, uint32_t len)
     if (fd >= 0) {
         err = rh_reserve_disk(fd, off, size);
         if (!err)
-            err = rh_pwrite_all(fd, payload, len, off + RIP_CHUNK_HDR_SIZE);
+            err = rh_sys_pwrite_all(fd, payload, len, off + RIP_CHUNK_HDR_SIZE);
         if (!err)
-            err = rh_pwrite_all(fd, &h, sizeof h, off);
+            err = rh_sys_pwrite_all(fd, &h, sizeof h, off);
         rh_sys_close(fd);
     } else if (rh_fd_starved(err)) {
         rh_file_starved_locked(); /* a MODULES snapshot is retried at the next change */
@@ -646,7 +381,7 @@ static const char *rh_mod_abs_path(const struct dl_phdr_info *info, const char *
         if (found)
             return out;
     }
-    long n = syscall(SYS_getcwd, out, RIP_MAX_PATH);
+    long n = rh_sys_getcwd(out, RIP_MAX_PATH);
     if (n <= 1 || out[0] != '/')
         return NULL;
     size_t len = strnlen(out, RIP_MAX_PATH);
@@ -790,79 +525,4 @@ void rh_modules_snapshot(int force)
     }
     rh_spin_unlock(&rh_prof_lock);
     rh_sys_munmap(scratch, RH_MOD_SCRATCH);
-}
-
-/* ---- close -------------------------------------------------------------- */
-
-void rh_file_close_locked(int close_fd)
-{
-    if (!rh_prof.open)
-        return;
-    rh_mem_stop();
-    uint64_t events = rh_prof.events_released;
-    uint32_t open_chunks = 0;
-    rh_thread_totals_locked(&events, &open_chunks);
-    if (rh_shared.epoch == rh_epoch)
-        events += rh_shared.total_events;
-    uint8_t t[RIP_TRAILER_SIZE];
-    memset(t, 0, sizeof t);
-    uint64_t end_tick, end_ns;
-    rh_calib_pair(&end_tick, &end_ns);
-    uint64_t stacks = __atomic_load_n(&rh_prof.stacks->next_id, __ATOMIC_RELAXED) - 1;
-    uint64_t lost = __atomic_load_n(&rh_prof.lost, __ATOMIC_RELAXED);
-    uint32_t zero = 0;
-    memcpy(t, &events, 8);
-    memcpy(t + 8, &end_tick, 8);
-    memcpy(t + 16, &end_ns, 8);
-    memcpy(t + 24, &stacks, 8);
-    memcpy(t + 32, &lost, 8);
-    memcpy(t + 40, &open_chunks, 4);
-    memcpy(t + 44, &zero, 4);
-    uint64_t reentered = __atomic_load_n(&rh_prof.reentered, __ATOMIC_RELAXED);
-    memcpy(t + 48, &reentered, 8);                                  /* format v2 */
-    memcpy(t + RIP_TRAILER_END_REASON_OFF, &rh_prof.end_reason, 4); /* v2 */
-    memcpy(t + 60, &zero, 4);
-    if (rh_stream_on())
-        rh_stream_trailer_fields(t); /* v3: streaming */
-    uint64_t cpu_samples, cpu_dropped;
-    rh_cpu_counts(&cpu_samples, &cpu_dropped);
-    memcpy(t + RIP_TRAILER_CPU_OFF, &cpu_samples, 8); /* v3: CPU sampling */
-    memcpy(t + RIP_TRAILER_CPU_OFF + 8, &cpu_dropped, 8);
-    uint64_t dropped = __atomic_load_n(&rh_prof.sample_dropped, __ATOMIC_RELAXED);
-    uint64_t peak = rh_live_peak();
-    memcpy(t + RIP_TRAILER_SAMPLE_OFF, &dropped, 8); /* v3: sampling */
-    memcpy(t + RIP_TRAILER_SAMPLE_OFF + 8, &peak, 8);
-    uint32_t tlen = rh_origin_trailer(t); /* title and name at the end */
-    if (rh_file_write_chunk_locked(RIP_CHUNK_TRAILER, t, tlen) != 0)
-        return;
-    if (rh_stream_on()) {
-        rh_stream_end_locked(rh_epoch);
-        rh_stream_closed_locked(events);
-    } else {
-        rh_notice("wrote %s (%llu events)", rh_prof.path, (unsigned long long)events);
-    }
-    if (close_fd) {
-        __atomic_store_n(&rh_prof.open, 0, __ATOMIC_RELEASE);
-    } else {
-        rh_prof.exit_flushed = 1;
-    }
-    if (rh_ctl_armed())
-        rh_ctl_marker_update();
-}
-
-void rh_file_forget_in_child(void)
-{
-    /* Nothing to close: the runtime holds no fd, so a number the child reuses
-     * is never touched. */
-    int was = rh_prof.open || rh_prof.pending;
-    rh_prof.open = 0;
-    rh_prof.exit_flushed = 0;
-    rh_prof.slots = NULL;
-    rh_prof.stacks = NULL;
-    rh_prof.path[0] = '\0';
-    __atomic_store_n(&rh_prof.pending,
-                     was && rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)),
-                     __ATOMIC_RELAXED);
-    rh_epoch++;
-    rh_ctl_fork_child();
 }

@@ -53,15 +53,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_session.h"
 #include "rh_helper.h"
 
 /* How often the helper looks at RH_CTL: a toggle takes effect within this. */
@@ -76,12 +73,12 @@ static int rh_helper_pid;        /* atomic: pid whose helper runs or starts (0: 
 static int rh_helper_failed_pid; /* atomic: pid in which it could not be created */
 static int rh_helper_paused_pid; /* atomic: pid whose exit work has begun */
 static int rh_helper_busy;       /* atomic: the helper is inside the control work */
-static int rh_helper_word;            /* futex word the helper naps on */
+static uint32_t rh_helper_word;          /* futex word the helper naps on */
 static void (*rh_helper_work)(void);  /* the control work (rh_ctl_run) */
 
 static int rh_helper_getpid(void)
 {
-    return (int)syscall(SYS_getpid);
+    return rh_sys_getpid();
 }
 
 /* Naps up to ns nanoseconds. A futex wait rather than nanosleep so a later
@@ -89,9 +86,8 @@ static int rh_helper_getpid(void)
  * set*id signal) only cuts the nap short. */
 static void rh_helper_nap(long ns)
 {
-    struct timespec ts = {0, ns};
-    int v = __atomic_load_n(&rh_helper_word, __ATOMIC_ACQUIRE);
-    (void)syscall(SYS_futex, &rh_helper_word, FUTEX_WAIT_PRIVATE, v, &ts, NULL, 0);
+    uint32_t v = __atomic_load_n(&rh_helper_word, __ATOMIC_ACQUIRE);
+    rh_sys_futex_wait(&rh_helper_word, v, (unsigned)(ns / 1000000L));
 }
 
 /* The helper's life: nap, and run the control work when RH_CTL asks for it,
@@ -101,7 +97,7 @@ static void *rh_helper_main(void *arg)
     int pid = (int)(intptr_t)arg;
     rh_guard = RH_GUARD_CALL; /* for good: nothing it reaches is recorded */
     rh_barrier();
-    (void)syscall(SYS_prctl, PR_SET_NAME, (unsigned long)"rheaper", 0ul, 0ul, 0ul);
+    rh_sys_set_thread_name("rheaper");
     __atomic_store_n(&rh_runtime_tid, rh_gettid(), __ATOMIC_RELEASE); /* named: started */
     for (;;) {
         rh_helper_nap(RH_HELPER_POLL_NS);
@@ -159,9 +155,8 @@ void rh_helper_ensure(void (*work)(void))
         /* Until it has its name and its thread id is known, it would look
          * like a program thread (the CPU sampler's listing, /proc): wait for
          * that, briefly (it is a matter of microseconds). */
-        struct timespec us = {0, 50000L};
         for (int i = 0; i < 2000 && !__atomic_load_n(&rh_runtime_tid, __ATOMIC_ACQUIRE); i++)
-            (void)syscall(SYS_nanosleep, &us, NULL);
+            rh_sys_nanosleep(50000L);
     } else {
         __atomic_store_n(&rh_helper_failed_pid, pid, __ATOMIC_RELAXED);
         rh_warn("cannot start the helper thread (%s): a toggle takes effect at the process's "
@@ -179,10 +174,9 @@ void rh_helper_pause(void)
     /* Bounded: the helper may wait on something this thread holds (an
      * allocator lock when _exit runs in a signal handler); its locks are
      * only taken for short sections, and the exit work takes them after. */
-    struct timespec ms = {0, 1000000L};
     for (int i = 0; i < RH_HELPER_PAUSE_MS && __atomic_load_n(&rh_helper_busy, __ATOMIC_SEQ_CST);
          i++)
-        (void)syscall(SYS_nanosleep, &ms, NULL);
+        rh_sys_nanosleep(1000000L);
 }
 
 void rh_helper_resume(void)

@@ -89,6 +89,17 @@ RH_HIDDEN void rh_note_reentry(void) __attribute__((noinline, cold));
  * 1 if tracking is now on. Never fails the caller: on error it prints one line
  * and leaves tracking off. */
 RH_HIDDEN int rh_init_lazy(void) __attribute__((noinline, cold));
+/* The same start for the hooked entry points of the runtime's recording core
+ * (pools, regions, allocator families: rh_pool.c, rh_region.c), which call
+ * nothing of the session layer that defines rh_init_lazy: the hook that layer
+ * installs (rh_state.c). A file defines RH_CORE_ENTRY before its includes to
+ * have rh_hook_begin start through it. */
+RH_HIDDEN int rh_lazy_start(void) __attribute__((noinline, cold));
+#ifdef RH_CORE_ENTRY
+#define RH_LAZY_START rh_lazy_start
+#else
+#define RH_LAZY_START rh_init_lazy
+#endif
 
 /* Returns 1 when this call must be recorded; then the guard is set and the
  * caller must call rh_hook_end() after recording. Returns 0 (nothing set) when
@@ -101,7 +112,7 @@ static __attribute__((noinline, cold, unused)) int rh_hook_begin_init(int value)
 {
     rh_guard = RH_GUARD_CALL;
     rh_barrier();
-    int on = rh_init_lazy();
+    int on = RH_LAZY_START();
     rh_barrier();
     rh_guard = on ? value : 0;
     rh_barrier();

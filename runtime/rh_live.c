@@ -20,14 +20,14 @@
  * cancelled. A counting filter (rh_lv_filter, 64 Ki one-byte counters indexed
  * by the address's hash, 255 sticky) lets the record path skip the lookup for
  * most addresses that are not in the map, with one load
- * (rh_live_maybe, rh_runtime.h). When a stripe cannot grow, the map is full: rh_live_full says
+ * (rh_live_maybe, rh_hot.h). When a stripe cannot grow, the map is full: rh_live_full says
  * so and the callers stop adding (counted, with one warning line).
  */
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rh_runtime.h"
+#include "rh_hot.h"
 
 #define RH_LV_STRIPES 64u
 #define RH_LV_STRIPE_SHIFT 58 /* 64 - log2(RH_LV_STRIPES) */
@@ -57,6 +57,12 @@ struct rh_lv_stripe {
 
 static struct rh_lv_stripe rh_lv[RH_LV_STRIPES];
 RH_HIDDEN uint8_t rh_lv_filter[1u << RH_LV_FILTER_BITS];
+/* 1 while the map is kept: set before a recording starts by the sampler
+ * (rh_sample_configure) and the reports (rh_report_init); read on every event. */
+RH_HIDDEN int rh_live_on;
+/* 1 when RHEAPER_REPORTS=1 or RHEAPER_REPORT_SIGNAL is set (rh_report_init):
+ * the map then also keeps the reports' counters. */
+RH_HIDDEN int rh_reports_on;
 
 /* The filter's counter of a (rh_live_maybe's index); 255 sticks. */
 static inline uint8_t *rh_lv_fslot(uintptr_t a)

@@ -29,10 +29,9 @@
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_base.h"
 
 /* Appends one character if there is room (keeps space for the NUL). */
 static void rh_put(char *buf, size_t size, size_t *n, char c)
@@ -145,7 +144,7 @@ static void rh_write_all(int fd, const char *buf, size_t len)
 {
     while (len) {
         /* raw: glibc's write is a cancellation point */
-        ssize_t w = (ssize_t)syscall(SYS_write, fd, buf, len);
+        ssize_t w = rh_sys_write(fd, buf, len);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -179,7 +178,7 @@ size_t rh_expand_template(char *buf, size_t size, const char *t, unsigned seq)
         p++;
         switch (*p) {
         case 'p':
-            n += rh_fmt(buf + n, size - n, "%d", (int)syscall(SYS_getpid));
+            n += rh_fmt(buf + n, size - n, "%d", rh_sys_getpid());
             break;
         case 't': {
             struct timespec ts;
@@ -246,7 +245,7 @@ const char *rh_log_path(void)
 {
     if (rh_log_mode != RH_LOG_FILE)
         return "";
-    int pid = (int)syscall(SYS_getpid);
+    int pid = rh_sys_getpid();
     if (__atomic_load_n(&rh_log_file_pid, __ATOMIC_ACQUIRE) != pid) {
         while (__atomic_exchange_n(&rh_log_file_lock, 1, __ATOMIC_ACQUIRE))
             ; /* a few system calls' worth; the log is the bottom layer: no rh_spin_lock */
@@ -277,7 +276,7 @@ static uint64_t rh_log_cause(const char *msg)
  * otherwise notes it and returns 0. A fork child starts with none noted. */
 static int rh_log_repeat(uint64_t cause)
 {
-    int pid = (int)syscall(SYS_getpid);
+    int pid = rh_sys_getpid();
     int old = __atomic_load_n(&rh_log_seen_pid, __ATOMIC_ACQUIRE);
     if (old != pid && __atomic_compare_exchange_n(&rh_log_seen_pid, &old, pid, 0,
                                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -342,8 +341,7 @@ int rh_log_fid_get(struct rh_fid *out)
 /* 1 when fd 2 is a terminal (TCGETS succeeds). */
 static int rh_stderr_is_tty(void)
 {
-    char t[256]; /* larger than the kernel's struct termios */
-    return syscall(SYS_ioctl, 2, 0x5401 /* TCGETS */, t) == 0;
+    return rh_sys_tcgets(2);
 }
 
 /* Formats one line and sends it where RHEAPER_LOG says. notice: a notice
@@ -398,10 +396,23 @@ void rh_notice(const char *fmt, ...)
 
 void rh_assert_fail(const char *expr, const char *file, int line)
 {
+#if RH_DEBUG_LEVEL >= 2
+    /* a debug build: stop where the invariant broke */
     char buf[512];
-    size_t n = rh_fmt(buf, sizeof buf - 1, "rheaper: internal assertion failed: %s (%s:%d)", expr,
+    size_t n = rh_fmt(buf, sizeof buf - 1, "rheaper: internal check failed: %s (%s:%d)", expr,
                       file, line);
     buf[n++] = '\n';
     rh_write_all(2, buf, n);
     abort();
+#else
+    /* a release build never ends the program: one line, then no more
+     * recording (the profile so far stays convertible, as after any other
+     * failure) */
+    int e = errno;
+    rh_warn("internal check failed: %s (%s:%d); tracking stopped", expr, file, line);
+    rh_state_set(RH_OFF);
+    __atomic_store_n(&rh_prof.pending, 0, __ATOMIC_RELAXED);
+    rh_session_call(RH_SES_STOPPED);
+    errno = e;
+#endif
 }

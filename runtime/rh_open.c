@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_sys.h"
 
 /* open(2) without glibc's cancellation point. */
 static int rh_sys_open(const char *path, int flags, unsigned mode)

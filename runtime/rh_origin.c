@@ -27,11 +27,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_session.h"
 
 static uint8_t rh_start_cmd[RIP_HDR_CMD_MAX];
 static uint32_t rh_start_len;   /* bytes in rh_start_cmd, separators kept */
@@ -87,7 +86,7 @@ void rh_origin_init(void)
 
 void rh_origin_fork_prepare(void)
 {
-    rh_fork_ppid = (uint32_t)syscall(SYS_getpid);
+    rh_fork_ppid = (uint32_t)rh_sys_getpid();
 }
 
 void rh_origin_fork_child(int parent_recorded)

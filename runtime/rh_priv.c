@@ -42,10 +42,9 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_session.h"
 
 /* Hands the file at path to uid/gid (RH_ID_KEEP: that one unchanged) when it
  * is not theirs already, with fchown on a descriptor of the very inode the
@@ -75,10 +74,10 @@ static int rh_priv_chown_fid(const char *path, const struct rh_fid *want, unsign
         err = errno;
     } else {
         if (uid != RH_ID_KEEP && uid != 0 && st.st_uid != uid &&
-            syscall(SYS_fchown, fd, uid, -1) != 0)
+            rh_sys_fchown(fd, uid, (unsigned)-1) != 0)
             err = errno;
         if (!err && gid != RH_ID_KEEP && st.st_gid != gid)
-            (void)syscall(SYS_fchown, fd, -1, gid);
+            (void)rh_sys_fchown(fd, (unsigned)-1, gid);
     }
     rh_sys_close(fd);
     return err;
@@ -93,10 +92,10 @@ static int rh_priv_can_reach(const char *path, unsigned uid, unsigned gid)
     if (uid == RH_ID_KEEP || uid == 0)
         return 1;
     unsigned groups[64];
-    long ng = syscall(SYS_getgroups, 64, groups);
+    long ng = rh_sys_getgroups(64, groups);
     if (ng < 0)
         ng = 0;
-    unsigned egid = gid != RH_ID_KEEP ? gid : (unsigned)syscall(SYS_getegid);
+    unsigned egid = gid != RH_ID_KEEP ? gid : rh_sys_getegid();
     char dir[RH_PATH_MAX];
     size_t n = strlen(path);
     if (n >= sizeof dir || path[0] != '/')

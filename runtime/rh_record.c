@@ -7,7 +7,7 @@
  * `used`. Everything not needed on every call (first event of a thread, a full
  * chunk, a new stack, threads without a slot) sits behind rh_unlikely in cold
  * functions. The fast path itself (rh_record_*_inline and the rh_put_*
- * encoders) lives in rh_runtime.h, so that the hot shims inline it; this file
+ * encoders) lives in rh_hot.h, so that the hot shims inline it; this file
  * holds its cold parts, the out-of-line rh_record_* (the same code, for the
  * other shims) and the shared path. Records follow FORMAT.md "Event records"
  * exactly: times are deltas
@@ -22,37 +22,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "rh_runtime.h"
+#include "rh_hot.h"
 
 /* A STACK record's fixed part: byte 0 and three varints. */
 #define RH_STACK_FIXED (1 + 3 * 10)
-
-void rh_writer_commit(struct rh_writer *w)
-{
-    struct rip_chunk_header *h = w->chunk;
-    __atomic_store_n(&h->used, (uint32_t)(w->pos - ((uint8_t *)h + RIP_CHUNK_HDR_SIZE)),
-                     __ATOMIC_RELEASE);
-}
-
-/* Cold half of rh_writer_reserve: the chunk is full (or missing). Seals and
- * maps chunks (system calls), so it keeps the caller's errno. */
-static RH_COLD int rh_writer_reserve_slow(struct rh_writer *w, size_t need, uint64_t t)
-{
-    int e = errno;
-    int rc = rh_writer_open(w, t);
-    errno = e;
-    if (rc != 0)
-        return -1;
-    rh_assert(w->pos + need <= w->end);
-    return 0;
-}
-
-int rh_writer_reserve(struct rh_writer *w, size_t need, uint64_t t)
-{
-    if (rh_likely(w->chunk && (size_t)(w->end - w->pos) >= need))
-        return 0;
-    return rh_writer_reserve_slow(w, need, t);
-}
 
 /* Room for one event record in w, or -1 with the event counted as lost. */
 static inline int rh_event_room(struct rh_writer *w, uint64_t t)
@@ -61,15 +34,6 @@ static inline int rh_event_room(struct rh_writer *w, uint64_t t)
         return 0;
     __atomic_fetch_add(&rh_prof.lost, 1, __ATOMIC_RELAXED);
     return -1;
-}
-
-/* Refreshes the chunk's calibration pair every RH_CALIB_EVERY events. */
-void rh_writer_recalibrate(struct rh_writer *w)
-{
-    int e = errno;
-    rh_calib_pair(&w->chunk->calib_tick, &w->chunk->calib_ns);
-    w->calib_left = 4096;
-    errno = e;
 }
 
 /* Finds (or defines) the stack id of this call. A new stack gets its STACK
@@ -143,7 +107,7 @@ uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, void *fp, uin
 /* ---- encoders, shared by the slot and shared paths ---------------------- */
 
 /* The rh_emit_* reserve room for one event, then write it with rh_put_*
- * (rh_runtime.h). */
+ * (rh_hot.h). */
 static inline void rh_emit_alloc(struct rh_writer *w, unsigned kind, void *p, size_t size,
                                  uint64_t t, void *fp)
 {
@@ -323,7 +287,7 @@ static inline struct rh_slot *rh_ready(uint64_t t, int *drop)
 
 /* ---- rh_hooks.h entry points -------------------------------------------- */
 
-/* The slow entry points of the fast path (rh_runtime.h): a thread's first
+/* The slow entry points of the fast path (rh_hot.h): a thread's first
  * event, a full chunk, a new file, the shared path. Exactly the checks and
  * records of before the fast path; they take rh_record_*'s arguments. */
 void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
@@ -500,4 +464,23 @@ void rh_record_ext_raw(unsigned sub, const uint8_t *body, size_t len, uint64_t t
         }
         errno = e;
     }
+}
+
+/* ---- sampling ----------------------------------------------------------- */
+
+void rh_sample_realloc_rec(unsigned kind, void *old, void *p, size_t size, int was, int now,
+                           uint64_t t_before, uint64_t t_after, void *fp)
+{
+    /* a shim that skipped the clock (the old block could not have been
+     * recorded, rh_live_maybe) passes 0: then only an ALLOC can follow */
+    if (!t_after)
+        t_after = rh_now();
+    if (!t_before)
+        t_before = t_after;
+    if (was && now)
+        rh_record_realloc_slow(kind, old, p, size, t_before, t_after, fp);
+    else if (was)
+        rh_record_free_slow(old, t_before);
+    else if (now)
+        rh_record_alloc_slow(kind, p, size, t_after, fp);
 }

@@ -27,10 +27,12 @@
  * that the tree's links (indices) never move, under one spin lock that is
  * never held while recording: the records are written after it is released.
  */
+/* rh_hook_begin starts the process through the session layer's hook. */
+#define RH_CORE_ENTRY 1
 #include <string.h>
 
 #include "rh_hooks.h"
-#include "rh_runtime.h"
+#include "rh_core.h"
 
 #define RH_REGION_CAP 32768u /* power of two */
 #define RH_REGION_BATCH 128u /* regions deleted per locked pass */

@@ -33,14 +33,11 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_core.h"
 #include "rheaper.h"
 
-RH_HIDDEN int rh_live_on;
-RH_HIDDEN int rh_reports_on;
 
 #define RH_REP_THREADS 4096u
 #define RH_REP_ARENA (64u << 20) /* frames arena: 8M frames of address space */
@@ -267,7 +264,7 @@ static void rh_out_flush(struct rh_out *o)
 {
     size_t off = 0;
     while (off < o->n && !o->err) {
-        ssize_t w = (ssize_t)syscall(SYS_write, o->fd, o->buf + off, o->n - off);
+        ssize_t w = rh_sys_write(o->fd, o->buf + off, o->n - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {

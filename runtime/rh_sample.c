@@ -45,7 +45,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_core.h"
 
 RH_HIDDEN _Atomic int rh_sample_mode; /* _Atomic: set at enable while other threads read it */
 RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("local-exec")));
@@ -60,7 +60,7 @@ static _Atomic uint64_t rh_sample_mean;      /* bytes mode: N */
 static _Atomic uint64_t rh_sample_seed;
 static uint32_t rh_sample_threads;   /* atomic: this generation's sampling ordinals handed out */
 
-/* ---- randomness (RH_SS_K and rh_mix64: rh_runtime.h) ------------------- */
+/* ---- randomness (RH_SS_K and rh_mix64: rh_core.h) ------------------- */
 
 static inline uint64_t rh_rng_next(void)
 {
@@ -123,7 +123,7 @@ static void rh_rng_init(uint64_t gen)
     rh_tls_sample_key = gen;
 }
 
-/* ---- rh_runtime.h entry points --------------------------------------------- */
+/* ---- entry points (rh_core.h, rh_hot.h) ---------------------------------------- */
 
 void rh_sample_configure(void)
 {
@@ -194,21 +194,4 @@ int rh_sample_alloc_slow(void *p, size_t size)
      * (memoryless, so the block's probability is 1 - exp(-size/N)) */
     rh_countdown_set(rh_draw_bytes());
     return rh_sample_room();
-}
-
-void rh_sample_realloc_rec(unsigned kind, void *old, void *p, size_t size, int was, int now,
-                           uint64_t t_before, uint64_t t_after, void *fp)
-{
-    /* a shim that skipped the clock (the old block could not have been
-     * recorded, rh_live_maybe) passes 0: then only an ALLOC can follow */
-    if (!t_after)
-        t_after = rh_now();
-    if (!t_before)
-        t_before = t_after;
-    if (was && now)
-        rh_record_realloc_slow(kind, old, p, size, t_before, t_after, fp);
-    else if (was)
-        rh_record_free_slow(old, t_before);
-    else if (now)
-        rh_record_alloc_slow(kind, p, size, t_after, fp);
 }

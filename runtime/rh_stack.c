@@ -37,7 +37,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_hot.h"
 
 #define RH_STACK_TABLE_BITS 21
 
@@ -173,7 +173,7 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
     return 1;
 }
 
-/* The tail memo (struct rh_tail, rh_runtime.h): the frames from a thread's
+/* The tail memo (struct rh_tail, rh_core.h): the frames from a thread's
  * last non-frame-pointer state to the end of its stack, when that is at most
  * RH_TAIL_MAX frames. Near the base
  * of a stack (main -> __libc_start_call_main -> __libc_start_main -> _start,
@@ -184,7 +184,7 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
  * the same activation. Per thread, in TLS. */
 RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("local-exec")));
 
-/* The walk cache (struct rh_wcache, rh_runtime.h). Consecutive events of a
+/* The walk cache (struct rh_wcache, rh_core.h). Consecutive events of a
  * thread mostly come from the same outer frames: a Lua interpreter allocates
  * 20-odd frames deep with only the innermost few changing. The inline walk
  * looks for the first record that equals a cached one (same address, same
@@ -229,7 +229,6 @@ RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("local-ex
  * thread's stack. Costs: about 8 instructions per compared record where a
  * step costs about 23, and no hash work for them. */
 RH_HIDDEN __thread struct rh_wcache rh_tls_wc __attribute__((tls_model("local-exec")));
-RH_HIDDEN int rh_wc_on = 1;
 
 /* Rebuilds entries above entry base (its record and end already in place)
  * from the k records of the walk from start, read again (the walk checked

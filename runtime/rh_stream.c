@@ -65,11 +65,10 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "rh_runtime.h"
+#include "rh_core.h"
 
 #ifndef SYS_close_range
 #define SYS_close_range 436
@@ -126,73 +125,7 @@ static struct {
     uint32_t part_dropped;   /* chunks sent in part whose sealed form was refused */
 } rh_sq;
 
-/* The collector's address, parsed once from RHEAPER_STREAM. */
-static struct sockaddr_storage rh_sq_addr;
-static socklen_t rh_sq_addrlen;
-
-/* ---- configuration -------------------------------------------------------- */
-
-int rh_stream_parse_addr(const char *spec)
-{
-    char host[128];
-    const char *colon = strrchr(spec, ':');
-    if (!colon || colon == spec || (size_t)(colon - spec) >= sizeof host)
-        return -1;
-    unsigned port;
-    if (rh_parse_uint(colon + 1, 1, 65535, &port) != 0)
-        return -1;
-    size_t n = (size_t)(colon - spec);
-    memcpy(host, spec, n);
-    host[n] = '\0';
-    memset(&rh_sq_addr, 0, sizeof rh_sq_addr);
-    if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&rh_sq_addr;
-        host[n - 1] = '\0';
-        if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
-            return -1;
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons((uint16_t)port);
-        rh_sq_addrlen = sizeof *a;
-        return 0;
-    }
-    struct sockaddr_in *a = (struct sockaddr_in *)&rh_sq_addr;
-    if (!strcmp(host, "localhost"))
-        memcpy(host, "127.0.0.1", 10);
-    if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
-        return -1;
-    a->sin_family = AF_INET;
-    a->sin_port = htons((uint16_t)port);
-    rh_sq_addrlen = sizeof *a;
-    return 0;
-}
-
-/* Set once, from RHEAPER_STREAM, before any recording; read by every thread
- * (rh_cfg itself is rewritten whole by rheaper_enable while threads run). */
-static int rh_stream_is_on;
-
-void rh_stream_mark_on(void)
-{
-    __atomic_store_n(&rh_stream_is_on, 1, __ATOMIC_RELAXED);
-}
-
-int rh_stream_on(void)
-{
-    return __atomic_load_n(&rh_stream_is_on, __ATOMIC_RELAXED);
-}
-
 /* ---- small helpers ---------------------------------------------------------- */
-
-static void rh_futex_wake(uint32_t *w)
-{
-    syscall(SYS_futex, w, RH_FUTEX_WAKE | RH_FUTEX_PRIVATE, INT32_MAX, NULL, NULL, 0);
-}
-
-/* Waits while *w == seen, at most ms milliseconds. Not a cancellation point. */
-static void rh_futex_wait(uint32_t *w, uint32_t seen, unsigned ms)
-{
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    syscall(SYS_futex, w, RH_FUTEX_WAIT | RH_FUTEX_PRIVATE, seen, &ts, NULL, 0);
-}
 
 /* Leaves a warning for a program thread to print (see the file comment) and
  * asks for the control work. Only the first message of a recording is kept. */
@@ -288,7 +221,7 @@ int rh_stream_begin_locked(const uint8_t *hdr, uint32_t epoch)
         (struct rh_sq_item){m, RIP_HEADER_SIZE, RIP_HEADER_SIZE, 0, RH_SQ_HDR, epoch};
     __atomic_add_fetch(&rh_sq.wake, 1, __ATOMIC_RELEASE);
     rh_spin_unlock(&rh_sq.lock);
-    rh_futex_wake(&rh_sq.wake);
+    rh_sys_futex_wake(&rh_sq.wake);
     return 0;
 }
 
@@ -380,7 +313,7 @@ void rh_stream_push(void *map, uint32_t map_size, uint32_t epoch, int exempt)
     }
     rh_spin_unlock(&rh_sq.lock);
     if (queued) {
-        rh_futex_wake(&rh_sq.wake);
+        rh_sys_futex_wake(&rh_sq.wake);
         return;
     }
     if (h->type == RIP_CHUNK_EVENTS || h->type == RIP_CHUNK_SHARED)
@@ -397,7 +330,7 @@ void rh_stream_end_locked(uint32_t epoch)
         __atomic_add_fetch(&rh_sq.wake, 1, __ATOMIC_RELEASE);
     }
     rh_spin_unlock(&rh_sq.lock);
-    rh_futex_wake(&rh_sq.wake);
+    rh_sys_futex_wake(&rh_sq.wake);
 }
 
 void rh_stream_trailer_fields(uint8_t *t)
@@ -428,7 +361,7 @@ static int rh_sq_send(const void *buf, size_t len)
 {
     const char *p = buf;
     while (len) {
-        ssize_t w = (ssize_t)syscall(SYS_sendto, rh_sq_sock, p, len, MSG_NOSIGNAL, NULL, 0);
+        ssize_t w = rh_sys_send(rh_sq_sock, p, len, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -475,7 +408,7 @@ static void rh_sq_fail_common(uint32_t epoch, const char *what, int err)
     rh_sq.ended = epoch;
     __atomic_add_fetch(&rh_sq.done, 1, __ATOMIC_RELEASE);
     rh_spin_unlock(&rh_sq.lock);
-    rh_futex_wake(&rh_sq.done);
+    rh_sys_futex_wake(&rh_sq.done);
 }
 
 /* rh_sq_fail_common, from the sender: its connection is closed first. */
@@ -492,16 +425,16 @@ static int rh_sq_connect(const uint8_t *hdr, const char **what)
     rh_sq_disconnect();
     rh_sq_sent = 0;
     *what = "cannot connect";
-    int fd = (int)syscall(SYS_socket, rh_sq_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = (int)rh_sys_socket(rh_stream_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return errno;
     rh_sq_sock = fd;
     /* a collector that stops reading cannot hold the sender forever */
     struct timeval tv = {(time_t)rh_cfg.stream_timeout, 0};
-    syscall(SYS_setsockopt, fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    rh_sys_setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     int one = 1;
-    syscall(SYS_setsockopt, fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    while (syscall(SYS_connect, fd, &rh_sq_addr, rh_sq_addrlen) != 0) {
+    rh_sys_setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    while (rh_sys_connect(fd, &rh_stream_addr, rh_stream_addrlen) != 0) {
         if (errno != EINTR)
             return errno == EINPROGRESS ? ETIMEDOUT : errno;
     }
@@ -520,7 +453,7 @@ static int rh_sq_peer_gone(void)
 {
     struct pollfd p = {rh_sq_sock, POLLIN | POLLRDHUP, 0};
     struct timespec zero = {0, 0};
-    long r = syscall(SYS_ppoll, &p, 1, &zero, NULL, 0);
+    long r = rh_sys_ppoll(&p, 1, &zero);
     return r > 0 && p.revents;
 }
 
@@ -529,7 +462,7 @@ static int rh_sq_peer_gone(void)
 static int rh_sq_finish(const char **what)
 {
     *what = "the collector did not confirm the end of the stream";
-    if (syscall(SYS_shutdown, rh_sq_sock, SHUT_WR) != 0)
+    if (rh_sys_shutdown(rh_sq_sock, SHUT_WR) != 0)
         return errno;
     uint8_t ack[RIP_STREAM_ACK_SIZE];
     size_t got = 0;
@@ -541,13 +474,13 @@ static int rh_sq_finish(const char **what)
         uint64_t left = deadline - now;
         struct timespec ts = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
         struct pollfd p = {rh_sq_sock, POLLIN, 0};
-        long r = syscall(SYS_ppoll, &p, 1, &ts, NULL, 0);
+        long r = rh_sys_ppoll(&p, 1, &ts);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             return r < 0 ? errno : ETIMEDOUT;
         ssize_t n =
-            (ssize_t)syscall(SYS_recvfrom, rh_sq_sock, ack + got, sizeof ack - got, 0, NULL, NULL);
+            rh_sys_recv(rh_sq_sock, ack + got, sizeof ack - got, 0);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -687,7 +620,7 @@ static void rh_sq_handle(const struct rh_sq_item *it)
             rh_sq.ended = it->epoch;
             __atomic_add_fetch(&rh_sq.done, 1, __ATOMIC_RELEASE);
             rh_spin_unlock(&rh_sq.lock);
-            rh_futex_wake(&rh_sq.done);
+            rh_sys_futex_wake(&rh_sq.done);
         }
         break;
     }
@@ -698,15 +631,15 @@ static void rh_sq_handle(const struct rh_sq_item *it)
 /* Gives the thread a descriptor table of its own, empty. Returns 0 or errno. */
 static int rh_sq_private_fds(void)
 {
-    if (syscall(SYS_unshare, CLONE_FILES) != 0)
+    if (rh_sys_unshare_files() != 0)
         return errno;
-    if (syscall(SYS_close_range, 0u, ~0u, 0u) != 0) {
+    if (rh_sys_close_range(0u, ~0u, 0u) != 0) {
         struct rlimit rl;
         unsigned max = 65536;
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < max)
             max = (unsigned)rl.rlim_cur;
         for (unsigned fd = 0; fd < max; fd++)
-            syscall(SYS_close, fd);
+            rh_sys_close((int)fd);
     }
     return 0;
 }
@@ -740,7 +673,7 @@ static void *rh_sq_main(void *arg)
             continue;
         }
         if (empty)
-            rh_futex_wait(&rh_sq.wake, seen, (unsigned)((next_flush - now) / 1000000u) + 1);
+            rh_sys_futex_wait(&rh_sq.wake, seen, (unsigned)((next_flush - now) / 1000000u) + 1);
     }
     return NULL;
 }
@@ -786,15 +719,15 @@ int rh_stream_start(void)
 
 /* ---- control work, exit, fork --------------------------------------------- */
 
-void rh_stream_ctl(void)
+int rh_stream_ctl(void)
 {
     if (__atomic_load_n(&rh_sq.warn_pending, __ATOMIC_ACQUIRE) == 1 &&
         __atomic_compare_exchange_n(&rh_sq.warn_pending, &(int){1}, 2, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
         rh_warn("%s", rh_sq.msg);
-        if (rh_ctl_armed())
-            rh_ctl_marker_update();
+        return 1;
     }
+    return 0;
 }
 
 void rh_stream_closed_locked(uint64_t events)
@@ -805,10 +738,10 @@ void rh_stream_closed_locked(uint64_t events)
     rh_spin_unlock(&rh_sq.lock);
 }
 
-void rh_stream_exit(void)
+int rh_stream_exit(void)
 {
     if (!rh_stream_on())
-        return;
+        return 0;
     rh_spin_lock(&rh_sq.lock);
     uint32_t epoch = rh_sq.close_epoch;
     rh_sq.close_epoch = 0; /* reported once */
@@ -828,7 +761,7 @@ void rh_stream_exit(void)
                 break;
             }
             uint64_t left = (deadline - now) / 1000000u + 1;
-            rh_futex_wait(&rh_sq.done, seen, left > 100 ? 100 : (unsigned)left);
+            rh_sys_futex_wait(&rh_sq.done, seen, left > 100 ? 100 : (unsigned)left);
         }
         rh_spin_lock(&rh_sq.lock);
         int ok = rh_sq.ended == epoch && !(rh_sq.epoch == epoch && rh_sq.failed);
@@ -837,7 +770,7 @@ void rh_stream_exit(void)
             rh_notice("streamed %llu events to collector %s",
                       (unsigned long long)rh_sq.close_events, rh_cfg.stream);
     }
-    rh_stream_ctl();
+    return rh_stream_ctl();
 }
 
 void rh_stream_fork(int phase)

@@ -22,7 +22,7 @@
  * recording halves of malloc, realloc and free do not save errno: rh_record_*
  * keep it (their fast path makes no libc call; their cold paths save it), which
  * spares two calls to __errno_location per event. They record through the
- * inline fast path (rh_record_*_inline, runtime/rh_runtime.h), so a recorded
+ * inline fast path (rh_record_*_inline, runtime/rh_hot.h), so a recorded
  * event makes one call into the shim's recording half and none from there into
  * the runtime unless it takes a cold path. Under sampling, malloc, realloc and
  * free first ask whether the call records anything at all

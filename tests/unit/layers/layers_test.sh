@@ -7,7 +7,17 @@
 #   2. the call graph between the converter's and the readers' directories,
 #      from the object files of the rheaper* targets under BUILD/convert:
 #      "A B" when an object of A uses a symbol an object of B defines;
-#   3. the call graph between the files of the query library (convert/query).
+#   3. the call graph between the files of the query library (convert/query);
+#   4. the runtime's layers: each object file of librheaper_rt ranked by the
+#      layer runtime_layers.txt gives its source (system, base, core,
+#      session); FAIL on a file the table does not rank, on any call from a
+#      lower layer to a higher one (with the symbols), on `syscall(` in a
+#      runtime source outside the system layer, and on a loop between the
+#      runtime's files (strongly connected, printed with its edges) larger
+#      than RT_MAX_LOOP files: the few files of the recording core that
+#      call each other (docs/design.md, "Runtime") are the most allowed.
+#      RH_LAYERS_RT_OBJS names another directory of the runtime's objects
+#      (a build of another tree, with SRC that tree's sources).
 #
 # Each graph goes through tsort(1), which names the files of a loop; the
 # edges of the loop are printed with the symbols or headers behind them.
@@ -17,6 +27,7 @@ set -u
 require_tool nm binutils
 require_tool tsort coreutils
 SRC=$(cd "$1" && pwd) BUILD=$(cd "$2" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
 W=$BUILD/tests/unit/layers
 mkdir -p "$W"
 fails=0
@@ -81,6 +92,83 @@ qobjs=$(find convert/query -path '*/CMakeFiles/rheaper_query.dir/*' -name '*.o' 
 for o in $qobjs; do syms "$(basename "$o" .o)" "$o"; done >"$W/qsyms"
 calls "$W/qsyms" >"$W/qcalls"
 check calls-between-query-files "$W/qcalls"
+
+# 4. the runtime's layers
+RT_MAX_LOOP=3
+TABLE=$HERE/runtime_layers.txt
+rtdir=${RH_LAYERS_RT_OBJS:-$BUILD/runtime/CMakeFiles/rheaper_rt.dir}
+robjs=$(find "$rtdir" -name '*.o' 2>/dev/null | sort)
+[ -n "$robjs" ] || { echo "FAIL: no object files of rheaper_rt in $rtdir"; exit 1; }
+for o in $robjs; do syms "$(basename "$o" .o)" "$o"; done >"$W/rtsyms"
+calls "$W/rtsyms" >"$W/rtcalls"
+awk '!/^#/ && NF == 2 { print $1, $2 }' "$TABLE" >"$W/rtrank"
+# a file the table does not rank
+for o in $robjs; do
+    f=$(basename "$o" .o)
+    awk -v f="$f" '$1 == f { found = 1 } END { exit !found }' "$W/rtrank" ||
+        { echo "FAIL: runtime-layers: $f is in no layer of $TABLE"; fails=$((fails + 1)); }
+done
+# calls from a lower layer to a higher one
+awk 'BEGIN { r["system"] = 0; r["base"] = 1; r["core"] = 2; r["session"] = 3 }
+    NR == FNR { rank[$1] = r[$2]; layer[$1] = $2; next }
+    ($1 in rank) && ($2 in rank) && rank[$1] < rank[$2] {
+        print $1 " (" layer[$1] ") calls " $2 " (" layer[$2] "): " $4 }' "$W/rtrank" "$W/rtcalls" |
+    sort >"$W/rtup"
+if [ -s "$W/rtup" ]; then
+    echo "FAIL: runtime-layers: $(awk '{ print $1, $4 }' "$W/rtup" | sort -u | wc -l) pairs of files call from a lower layer to a higher one:"
+    awk '{ k = $1 " " $2 " " $3 " " $4 " " $5; s[k] = s[k] " " $6; if (!(k in o)) { o[k] = ++n; ks[n] = k } }
+        END { for (i = 1; i <= n; i++) print "  " ks[i] s[ks[i]] }' "$W/rtup"
+    fails=$((fails + 1))
+else
+    echo "ok: runtime-layers: $(wc -l <"$W/rtcalls") uses of another file's symbol between $(echo "$robjs" | wc -l) files, none upward"
+fi
+# syscall( outside the system layer: the sources' lines, comments left out
+cd "$SRC/runtime" || exit 1
+for f in *.c *.h; do
+    l=$(awk -v f="$f" '$1 == f { print $2 }' "$W/rtrank")
+    [ "$l" = system ] && continue
+    grep -n 'syscall[ ]*(' "$f" | grep -v '^[0-9]*:[ ]*\(\*\|/\*\|//\)' | sed "s|^|  runtime/$f:|"
+done >"$W/rtsyscall"
+if [ -s "$W/rtsyscall" ]; then
+    echo "FAIL: runtime-layers: syscall( outside the system layer ($(wc -l <"$W/rtsyscall") lines):"
+    cat "$W/rtsyscall"
+    fails=$((fails + 1))
+else
+    echo "ok: runtime-layers: syscall( only in the system layer"
+fi
+cd "$BUILD" || exit 1
+# loops: the strongly connected sets of files (Tarjan), each printed with the
+# layer of its files
+awk '{ print $1, $2 }' "$W/rtcalls" | sort -u >"$W/rtpairs"
+awk 'function visit(v,   i, w) {
+        idx[v] = low[v] = ++cnt; st[++sp] = v; on[v] = 1
+        for (i = 1; i <= deg[v]; i++) {
+            w = adj[v, i]
+            if (!(w in idx)) { visit(w); if (low[w] < low[v]) low[v] = low[w] }
+            else if (on[w] && idx[w] < low[v]) low[v] = idx[w]
+        }
+        if (low[v] == idx[v]) {
+            comp = ""; k = 0
+            do { w = st[sp--]; on[w] = 0; comp = comp " " w; k++ } while (w != v)
+            if (k > 1) print k comp
+        }
+    }
+    { adj[$1, ++deg[$1]] = $2; node[$1] = 1; node[$2] = 1 }
+    END { for (v in node) if (!(v in idx)) visit(v) }' "$W/rtpairs" | sort -rn >"$W/rtloops"
+big=$(awk -v m="$RT_MAX_LOOP" '$1 > m' "$W/rtloops")
+if [ -n "$big" ]; then
+    echo "$big" | while read -r n members; do
+        echo "FAIL: runtime-layers: a loop of $n files (more than $RT_MAX_LOOP):"
+        echo "  $members"
+        echo "$members" | tr ' ' '\n' >"$W/rtmembers"
+        awk 'NR == FNR { m[$1] = 1; next } ($1 in m) && ($2 in m) { e[$1 " -> " $2] = e[$1 " -> " $2] " " $4 }
+            END { for (k in e) print "  edge: " k ":" e[k] }' "$W/rtmembers" "$W/rtcalls" | sort
+    done
+    fails=$((fails + 1))
+else
+    echo "ok: runtime-layers: no loop of more than $RT_MAX_LOOP files"
+fi
+awk -v m="$RT_MAX_LOOP" '$1 <= m { $1 = ""; print "  loop left:" $0 }' "$W/rtloops"
 
 [ "$fails" = 0 ] || exit 1
 echo "ok: layers"

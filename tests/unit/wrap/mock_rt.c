@@ -4,7 +4,7 @@
  * fixed array, so recording never re-enters the shims.
  *
  * The hot shims (malloc, realloc, free, operator new and delete) record through
- * the runtime's inline fast path (rh_record_*_inline in rh_runtime.h). Here the
+ * the runtime's inline fast path (rh_record_*_inline in rh_hot.h). Here the
  * calling thread never has a slot (rh_tls_slot stays NULL), so that path always
  * leaves through its slow entry points, rh_record_*_slow, which take exactly
  * rh_record_*'s arguments: they log through the same functions. The rest of
@@ -166,7 +166,7 @@ void rh_record_fail(unsigned kind, size_t size, void *fp)
     e->fp = fp;
 }
 
-/* ---- the inline fast path's out-of-line parts (rh_runtime.h) ------------ */
+/* ---- the inline fast path's out-of-line parts (rh_hot.h) ---------------- */
 
 __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("local-exec"))); /* always NULL */
 uint32_t rh_epoch;

@@ -1,7 +1,7 @@
 /* mock_rt.h: a recording stand-in for the runtime, for testing the wrap shims.
  *
  * mock_rt.c defines everything runtime/rh_hooks.h declares, and what the
- * record fast path the hot shims inline (runtime/rh_runtime.h) refers to. Instead of writing a
+ * record fast path the hot shims inline (runtime/rh_hot.h) refers to. Instead of writing a
  * profile it keeps a log of the calls the shims make (the last MOCK_LOG_MAX) and
  * a set of live blocks, and counts anomalies: an allocation of an address that
  * is already live, or a record made without the reentrancy guard set. The test
