@@ -8,7 +8,6 @@
  * full name is never lost: callers keep it beside the short one (rh_names.h).
  */
 #include "rh_names.h"
-#include "rh_query.h"
 
 #include <string.h>
 
@@ -154,12 +153,4 @@ int rh_name_shortens(const char *full)
     size_t k = rh_name_short(full, buf, sizeof buf);
     /* a name cut at the buffer's end counts by the part that fit */
     return strncmp(buf, full, k) != 0 || (k + 8 < sizeof buf && full[k] != '\0');
-}
-
-void rh_json_short_name(FILE *out, const char *full)
-{
-    char buf[4096];
-    rh_name_short(full, buf, sizeof buf);
-    fputs(",\"short\":", out);
-    rh_json_string(out, buf);
 }

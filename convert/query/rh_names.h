@@ -35,7 +35,7 @@ __attribute__((visibility("hidden"))) size_t rh_name_short(const char *full, cha
  * apart (a title, a detail line) only when it differs. */
 __attribute__((visibility("hidden"))) int rh_name_shortens(const char *full);
 
-/* Writes `,"short":NAME` to out, NAME the short form of full as a JSON
+/* (rh_query_out.c) Writes `,"short":NAME` to out, NAME the short form of full as a JSON
  * string: the member every JSON answer puts right after a "function", so a
  * page shows the short name and keeps the full one (NULL: ""). */
 __attribute__((visibility("hidden"))) void rh_json_short_name(FILE *out, const char *full);

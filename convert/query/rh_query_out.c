@@ -379,3 +379,12 @@ void rh_markup_put(FILE *out, const char *s)
         p++;
     }
 }
+
+/* Contract in rh_names.h: the JSON side of the short names. */
+void rh_json_short_name(FILE *out, const char *full)
+{
+    char buf[4096];
+    rh_name_short(full, buf, sizeof buf);
+    fputs(",\"short\":", out);
+    rh_json_string(out, buf);
+}
