@@ -51,8 +51,8 @@ d=$(mktemp -d /tmp/rh-pgbench.XXXXXX)
 chmod 0755 "$d"
 cp -a "$tracked" "$d/tracked"
 cp -a "$plain" "$d/plain"
-mkdir "$d/data" "$d/sock" "$d/prof"
-chown nobody:nogroup "$d/data" "$d/sock" "$d/prof"
+mkdir "$d/data" "$d/sock" "$d/prof" "$d/log"
+chown nobody:nogroup "$d/data" "$d/sock" "$d/prof" "$d/log"
 chmod 0700 "$d/data" "$d/sock"
 as_pg() { setpriv --reuid=nobody --regid=nogroup --clear-groups env -i PATH=/usr/bin:/bin HOME="$d" LC_ALL=C "$@"; }
 cleanup() {
@@ -73,7 +73,7 @@ fsync = off
 EOC
 start() { # VARIANT ENV...
     v=$1; shift
-    as_pg env "$@" "$d/$v/bin/pg_ctl" -D "$d/data" -l "$out/server-$v.log" -w start > /dev/null
+    as_pg env "$@" "$d/$v/bin/pg_ctl" -D "$d/data" -l "$d/log/server-$v.log" -w start > /dev/null
     pm=$(head -n 1 "$d/data/postmaster.pid")
 }
 stop() { as_pg "$d/$1/bin/pg_ctl" -D "$d/data" -m fast -w stop > /dev/null; }

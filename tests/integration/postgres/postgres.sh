@@ -63,8 +63,8 @@ cleanup() {
 trap 'st=$?; set +e; cleanup; exit $st' EXIT
 chmod 0755 "$d"
 cp -a "$inst" "$d/inst"
-mkdir "$d/data" "$d/sock" "$d/prof"
-chown nobody:nogroup "$d/data" "$d/sock" "$d/prof"
+mkdir "$d/data" "$d/sock" "$d/prof" "$d/log"
+chown nobody:nogroup "$d/data" "$d/sock" "$d/prof" "$d/log"
 chmod 0700 "$d/data" "$d/sock"
 chmod 0755 "$d/prof"
 as_pg() { setpriv --reuid=nobody --regid=nogroup --clear-groups env -i PATH="$d/inst/bin:/usr/bin:/bin" \
@@ -84,12 +84,13 @@ log_line_prefix = '%p '
 EOC
 t0=$(date +%s)
 as_pg env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d/prof" "$d/inst/bin/pg_ctl" -D "$d/data" \
-    -l "$d/server.log" -w start > start.out 2>&1 || { cat start.out "$d/server.log"; fail "pg_ctl start"; }
+    -l "$d/log/server.log" -w start > start.out 2>&1 || { cat start.out "$d/log/server.log"; fail "pg_ctl start"; }
+pm=$(head -n 1 "$d/data/postmaster.pid")
 pgb -i -s 1 -q postgres > init.out 2>&1 || { cat init.out; fail "pgbench -i"; }
 pgb -n -c 2 -t "$TX" postgres > bench.out 2>&1 || { cat bench.out; fail "pgbench"; }
 as_pg "$d/inst/bin/pg_ctl" -D "$d/data" -m fast -w stop > stop.out 2>&1 || { cat stop.out; fail "pg_ctl stop"; }
 echo "ok: initdb, pg_ctl start, pgbench -c 2 -t $TX ($(grep -o 'tps = [0-9.]*' bench.out | head -n 1)), stop in $(($(date +%s) - t0)) s"
-cp "$d/server.log" server.log
+cp "$d/log/server.log" server.log
 grep -i rheaper server.log && fail "rheaper lines in the server log"
 ok "the server log holds no rheaper line"
 
@@ -97,15 +98,16 @@ ok "the server log holds no rheaper line"
 cat list.out
 grep -q damaged list.out && fail "rheaper list shows a damaged profile"
 ok "no damaged row"
-post=$(awk 'NR > 1 && $3 == "postgres" && $0 ~ /complete/ && $0 !~ /postgres: /' list.out | head -n 1)
 # pg_ctl's child runs /bin/sh -c 'exec postgres ...': its profile ends in the
 # exec, and the postmaster's (the same pid) follows it
-ppid_post=$(echo "$post" | awk '{ print $1 }')
-[ -n "$ppid_post" ] || fail "list shows no postmaster"
-prev=$(awk -v p="$ppid_post" 'NR > 1 && $1 == p' list.out | head -n 1)
-case "$prev" in *"exec'd"*) ;; *) fail "the postmaster's pid $ppid_post has no exec'd row before it: $prev" ;; esac
-echo "$prev" | grep -q pg_ctl || fail "the exec'd row of pid $ppid_post is not pg_ctl's: $prev"
-ok "pg_ctl's child (pid $ppid_post) is listed exec'd, right before the postmaster of that pid"
+awk -v p="$pm" 'NR > 1 && $1 == p' list.out > pm.rows
+[ "$(wc -l < pm.rows)" = 2 ] || fail "list shows $(wc -l < pm.rows) rows of the postmaster's pid $pm, expected 2"
+first=$(sed -n 1p pm.rows) second=$(sed -n 2p pm.rows)
+case "$first" in *" pg_ctl "*"exec'd"*) ;; *) fail "the first row of pid $pm is not pg_ctl's, exec'd: $first" ;; esac
+case "$second" in *" postgres "*complete*"rip-$pm.1 "*) ;; *) fail "the second row of pid $pm is not the postmaster's, complete: $second" ;; esac
+[ "$(grep -c "^ *$pm " list.out)" = 2 ] && grep -A1 "^ *$pm .*exec'd" list.out | tail -n 1 | grep -q "rip-$pm.1 " ||
+    fail "the postmaster's row does not follow pg_ctl's exec'd row"
+ok "pg_ctl's child (pid $pm) is listed exec'd, right before the postmaster of that pid"
 
 # pgbench's backends: the pids with the most statements in the log
 awk '$2 == "LOG:" && $3 == "statement:" { n[$1]++ } END { for (p in n) print n[p], p }' server.log |
@@ -125,7 +127,7 @@ for pid in $(head -n 2 queries.txt | awk '{ print $2 }'); do
     "$bin/rheaper" leaks --csv "$pid.db" > "leaks-$pid.csv" 2> /dev/null || fail "rheaper leaks $pid"
     # columns by name
     col() { head -n 1 "$1" | tr ',' '\n' | grep -nx "$2" | cut -d: -f1; }
-    fc=$(col "leaks-$pid.csv" function) bc=$(col "leaks-$pid.csv" blocks)
+    fc=$(col "leaks-$pid.csv" function) bc=$(col "leaks-$pid.csv" leaked_blocks)
     top=$(sed -n 2p "leaks-$pid.csv")
     fn=$(echo "$top" | cut -d, -f"$fc") blocks=$(echo "$top" | cut -d, -f"$bc")
     [ "$fn" = planted_leak ] || { head -5 "leaks-$pid.csv"; fail "backend $pid: leaks ranks $fn first"; }
