@@ -577,7 +577,7 @@ async function init() {
     if ([...u.keys()].some((k) => FILTERS.includes(k) && k !== "function_regex")) $("filter-box").open = true;
     try { profiles = await api("/list"); } catch (e) { showError(e); return; }
     $("profile").innerHTML = profiles.map((p) =>
-        `<option value="${esc(p.id)}" title="${esc(p.path)}">${esc(p.id)}: ${esc(base(p.path))} (${esc(base(p.executable))})</option>`).join("");
+        `<option value="${esc(p.id)}" title="${esc(p.path)}">${esc(p.id)}: ${esc(base(p.path))} (${esc(p.title || base(p.executable))})</option>`).join("");
     if (!profiles.some((p) => p.id === state.p) && profiles.length) state.p = profiles[0].id;
     $("profile").value = state.p;
     const others = profiles.filter((p) => p.id !== state.p);

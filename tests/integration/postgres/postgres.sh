@@ -15,7 +15,8 @@
 #
 # Whole-life run (RHEAPER_ENABLE=1 given to pg_ctl): pgbench -i, then
 # pgbench -c 2 -t RH_PG_TX (tpcb-like: 7 queries a transaction), then
-# `pg_ctl stop`. Checks, in each of pgbench's two backends:
+# psql with a CREATE INDEX, then `pg_ctl stop`. Checks, in each of pgbench's
+# two backends:
 #   - the profile converts clean, 0 unknown frees;
 #   - `rheaper leaks` ranks planted_leak first, with exactly queries / 50
 #     blocks (queries counted in the server log);
@@ -25,7 +26,9 @@
 #     files (aset.c, mcxt.c, generation.c, slab.c) and no frame of them is
 #     one of the allocator's functions;
 #   - `top --by region` lists MessageContext and CacheMemoryContext;
-# and over the profile directory: `rheaper list` shows no damaged row, the
+# in psql's backend that runs CREATE INDEX: the chunks of tuplesort's
+# Generation context end with its parent's delete, 0 unknown frees; and over
+# the profile directory: `rheaper list` shows no damaged row, the
 # postmaster and pg_ctl's child (which exec'd it) under one pid, and the
 # backends' titles. Must run as root (to become nobody); under CI a missing
 # tool or source fails the test.
@@ -88,6 +91,9 @@ as_pg env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d/prof" "$d/inst/bin/pg_ctl" -D
 pm=$(head -n 1 "$d/data/postmaster.pid")
 pgb -i -s 1 -q postgres > init.out 2>&1 || { cat init.out; fail "pgbench -i"; }
 pgb -n -c 2 -t "$TX" postgres > bench.out 2>&1 || { cat bench.out; fail "pgbench"; }
+as_pg "$d/inst/bin/psql" -h "$d/sock" -U pgtest -q -v ON_ERROR_STOP=1 \
+    -c 'CREATE TABLE t AS SELECT (i * 7919) % 5000 AS i FROM generate_series(1, 5000) i' \
+    -c 'CREATE INDEX t_i ON t (i)' postgres > psql.out 2>&1 || { cat psql.out; fail "psql"; }
 as_pg "$d/inst/bin/pg_ctl" -D "$d/data" -m fast -w stop > stop.out 2>&1 || { cat stop.out; fail "pg_ctl stop"; }
 echo "ok: initdb, pg_ctl start, pgbench -c 2 -t $TX ($(grep -o 'tps = [0-9.]*' bench.out | head -n 1)), stop in $(($(date +%s) - t0)) s"
 cp "$d/log/server.log" server.log
@@ -170,4 +176,24 @@ for pid in $(head -n 2 queries.txt | awk '{ print $2 }'); do
     nb=$((nb + 1))
 done
 [ "$nb" = 2 ] || fail "checked $nb backends"
+
+# psql's backend builds an index: tuplesort keeps the tuples in a Generation
+# context ("Caller tuples") under its sort context, and deletes the parent
+# with its children at the end of the sort
+ipid=$(awk '$2 == "LOG:" && / statement: CREATE INDEX t_i ON t/ { print $1; exit }' server.log)
+[ -n "$ipid" ] || fail "no CREATE INDEX backend in the log"
+rip=$(awk -v p="$ipid" 'NR > 1 && $1 == p { for (i = 1; i <= NF; i++) if ($i ~ /\/rip-/) print $i }' list.out)
+"$bin/rheaper-convert" --quiet "$rip" index.db > conv.log 2>&1 || { cat conv.log; fail "convert $rip"; }
+eq "CREATE INDEX backend $ipid: unknown frees" "$(sqlite3 index.db "SELECT value FROM meta WHERE key = 'unknown_frees'")" 0
+gen=$(sqlite3 index.db "SELECT count(*), sum(a.dealloc_after IS NULL) FROM allocations a
+    JOIN region_blocks rb ON rb.id = a.id JOIN regions r ON r.id = rb.region
+    WHERE r.name = 'Caller tuples'")
+n=${gen%%|*}
+[ "$n" -gt 0 ] || fail "CREATE INDEX backend $ipid: no chunk of a Generation context (Caller tuples)"
+eq "CREATE INDEX backend $ipid: Caller tuples chunks leaked" "${gen#*|}" 0
+par=$(sqlite3 index.db "SELECT count(*) FROM regions c JOIN regions p ON p.id = c.parent
+    WHERE c.name = 'Caller tuples' AND p.name = 'TupleSort sort'")
+[ "$par" -gt 0 ] || fail "CREATE INDEX backend $ipid: Caller tuples is under no TupleSort sort context"
+echo "ok: CREATE INDEX backend $ipid: $n chunks of the Generation context Caller tuples (under TupleSort sort)," \
+     "all ended with their parent's delete; 0 unknown frees"
 echo PASS
