@@ -3,13 +3,15 @@
 # transaction, rheaper against plain (docs/allocators.md "PostgreSQL").
 #
 #   sh bench/postgres.sh [--build DIR] [--out DIR] [--runs N] [--tx N] [--clients N]
+#                        [--variants "plain off tracked"]
 #
 # Builds Debian's PostgreSQL 15 twice (tests/integration/postgres/build_pg.sh,
 # kept in the build tree): with cc, and with rheaper-cc and the shipped
 # postgresql.alloc. One cluster (initdb, pgbench -i -s 1) as nobody; each
 # round starts the server with pg_ctl on a unix socket, runs `pgbench -n -c C
-# -t N` (tpcb-like) and stops it, for two variants interleaved:
+# -t N` (tpcb-like) and stops it, for the variants interleaved:
 #   plain     the cc build
+#   off       the rheaper-cc build without RHEAPER_ENABLE (tracking off)
 #   tracked   the rheaper-cc build with RHEAPER_ENABLE=1 given to pg_ctl (the
 #             postmaster, its auxiliary processes and every backend recorded
 #             from its start, region chunks included)
@@ -17,14 +19,14 @@
 # (/proc/PID/stat: the live ones', plus the reaped ones' cutime+cstime of
 # the postmaster) after pgbench minus before, divided by the transactions.
 # Writes OUT/postgres.md: per variant the minimum and median CPU per
-# transaction and tps, the ratios tracked/plain, the profile bytes of one
+# transaction and tps, the ratios to plain (to off without plain), the profile bytes of one
 # tracked round, the load average. Not part of the test suite (root, several
 # minutes). Exit 77 when the source cannot be fetched.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-build="$root/build" out="" runs=5 tx=1000 clients=2
+build="$root/build" out="" runs=5 tx=1000 clients=2 variants="plain off tracked"
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -32,6 +34,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --tx) tx=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
+    --variants) variants=$2; shift 2 ;;
     *) echo "usage: postgres.sh [--build DIR] [--out DIR] [--runs N] [--tx N] [--clients N]" >&2; exit 2 ;;
     esac
 done
@@ -44,13 +47,17 @@ cache="$build/tests/integration/postgres/work/postgres-build"
 rc=0
 tracked=$(sh "$src/build_pg.sh" "$bin" "$src" "$cache" | tail -n 1) || rc=$?
 [ $rc = 0 ] || exit $rc
-plain=$(sh "$src/build_pg.sh" "$bin" "$src" "$cache" plain | tail -n 1) || rc=$?
-[ $rc = 0 ] || exit $rc
+case " $variants " in *" plain "*)
+    plain=$(sh "$src/build_pg.sh" "$bin" "$src" "$cache" plain | tail -n 1) || rc=$?
+    [ $rc = 0 ] || exit $rc ;;
+*) plain=$tracked ;; # for initdb only
+esac
 
 d=$(mktemp -d /tmp/rh-pgbench.XXXXXX)
 chmod 0755 "$d"
 cp -a "$tracked" "$d/tracked"
 cp -a "$plain" "$d/plain"
+ln -s tracked "$d/off"
 mkdir "$d/data" "$d/sock" "$d/prof" "$d/log"
 chown nobody:nogroup "$d/data" "$d/sock" "$d/prof" "$d/log"
 chmod 0700 "$d/data" "$d/sock"
@@ -92,7 +99,7 @@ stop plain
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 : > "$out/rounds.txt"
 for r in $(seq "$runs"); do
-    for v in plain tracked; do
+    for v in $variants; do
         rm -f "$d/prof"/rip-*
         if [ $v = tracked ]; then start $v RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d/prof"; else start $v; fi
         c0=$(server_cpu)
@@ -113,7 +120,8 @@ stat() { # VARIANT COLUMN FN(min|med)
     awk -v v="$1" '$2 == v { print $'"$2"' }' "$out/rounds.txt" | sort -n |
         awk -v f="$3" '{ a[NR] = $1 } END { if (f == "min") print a[1]; else print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
 }
-pmin=$(stat plain 3 min) tmin=$(stat tracked 3 min) pmed=$(stat plain 3 med) tmed=$(stat tracked 3 med)
+case " $variants " in *" plain "*) base=plain ;; *) base=off ;; esac
+pmin=$(stat $base 3 min) pmed=$(stat $base 3 med)
 {
     echo "# PostgreSQL 15: server CPU per pgbench transaction"
     echo
@@ -121,11 +129,15 @@ pmin=$(stat plain 3 min) tmin=$(stat tracked 3 min) pmed=$(stat plain 3 med) tme
     echo
     echo "| variant | CPU µs/tx min | CPU µs/tx median | tps median |"
     echo "|---|---|---|---|"
-    echo "| plain | $pmin | $pmed | $(stat plain 4 med) |"
-    echo "| tracked | $tmin | $tmed | $(stat tracked 4 med) |"
+    for v in $variants; do
+        echo "| $v | $(stat $v 3 min) | $(stat $v 3 med) | $(stat $v 4 med) |"
+    done
     echo
-    awk -v a="$tmin" -v b="$pmin" -v c="$tmed" -v e="$pmed" \
-        'BEGIN { printf "tracked / plain: %.2fx (min), %.2fx (median)\n", a / b, c / e }'
+    for v in $variants; do
+        [ $v = $base ] && continue
+        awk -v v=$v -v w=$base -v a="$(stat $v 3 min)" -v b="$pmin" -v c="$(stat $v 3 med)" -v e="$pmed" \
+            'BEGIN { printf "%s / %s: %.2fx (min), %.2fx (median)\n", v, w, a / b, c / e }'
+    done
     echo
     echo "profile bytes of a tracked round: $(awk '$2 == "tracked" { print $5 }' "$out/rounds.txt" | tail -n 1)"
 } > "$out/postgres.md"
