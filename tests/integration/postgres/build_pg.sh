@@ -71,9 +71,12 @@ fi
 # its own failure)
 (
     cd "$tree" || exit 1
-    # the generated headers first: a parallel make of src/backend alone
-    # compiles before lwlocknames.h exists
+    # the generated headers and the server's libraries first: a parallel
+    # make of src/backend alone compiles before lwlocknames.h exists and
+    # links before libpgcommon_srv.a is made
     make -C src/backend generated-headers || exit 1
+    nice make -j2 -C src/port || exit 1
+    nice make -j2 -C src/common || exit 1
     if [ "$mode" = plain ]; then nice make -j2 -C src/backend || exit 1
     else RHEAPER_ALLOCATORS="$alloc" nice make -j2 -C src/backend || exit 1; fi
     for d in src/backend/snowball src/pl/plpgsql src/timezone src/bin/initdb src/bin/pg_ctl \
