@@ -3,7 +3,7 @@
 # transaction, rheaper against plain (docs/allocators.md "PostgreSQL").
 #
 #   sh bench/postgres.sh [--build DIR] [--out DIR] [--runs N] [--tx N] [--clients N]
-#                        [--variants "plain off tracked"]
+#                        [--variants "plain off tracked sampled"]
 #
 # Builds Debian's PostgreSQL 15 twice (tests/integration/postgres/build_pg.sh,
 # kept in the build tree): with cc, and with rheaper-cc and the shipped
@@ -15,6 +15,7 @@
 #   tracked   the rheaper-cc build with RHEAPER_ENABLE=1 given to pg_ctl (the
 #             postmaster, its auxiliary processes and every backend recorded
 #             from its start, region chunks included)
+#   sampled   the same with RHEAPER_SAMPLE_BYTES=524288 (docs/commands.md)
 # Server CPU of a round: utime+stime of the postmaster and its children
 # (/proc/PID/stat: the live ones', plus the reaped ones' cutime+cstime of
 # the postmaster) after pgbench minus before, divided by the transactions.
@@ -26,7 +27,7 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-build="$root/build" out="" runs=5 tx=1000 clients=2 variants="plain off tracked"
+build="$root/build" out="" runs=5 tx=1000 clients=2 variants="plain off tracked sampled"
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -58,6 +59,7 @@ chmod 0755 "$d"
 cp -a "$tracked" "$d/tracked"
 cp -a "$plain" "$d/plain"
 ln -s tracked "$d/off"
+ln -s tracked "$d/sampled"
 mkdir "$d/data" "$d/sock" "$d/prof" "$d/log"
 chown nobody:nogroup "$d/data" "$d/sock" "$d/prof" "$d/log"
 chmod 0700 "$d/data" "$d/sock"
@@ -101,7 +103,11 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq "$runs"); do
     for v in $variants; do
         rm -f "$d/prof"/rip-*
-        if [ $v = tracked ]; then start $v RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d/prof"; else start $v; fi
+        case $v in
+        tracked) start $v RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d/prof" ;;
+        sampled) start $v RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d/prof" RHEAPER_SAMPLE_BYTES=524288 ;;
+        *) start $v ;;
+        esac
         c0=$(server_cpu)
         as_pg "$d/$v/bin/pgbench" -h "$d/sock" -U pgtest -n -c "$clients" -t "$tx" postgres > "$out/pgbench-$v.log" 2>&1
         sleep 0.2 # the backends' exit (a tracked one writes its trailer)
