@@ -23,14 +23,15 @@
 #   - planted_scratch has one chunk per query, of the region MessageContext,
 #     and none is leaked (the reset ended them all);
 #   - the top five call sites are PostgreSQL code outside the allocator's
-#     files (aset.c, mcxt.c, generation.c, slab.c) and no frame of them is
-#     one of the allocator's functions;
+#     files (aset.c, mcxt.c, generation.c, slab.c), in files of its source
+#     tree, and none of them is one of the allocator's functions;
 #   - `top --by region` lists MessageContext and CacheMemoryContext;
 # in psql's backend that runs CREATE INDEX: the chunks of tuplesort's
-# Generation context end with its parent's delete, 0 unknown frees; and over
-# the profile directory: `rheaper list` shows no damaged row, the
-# postmaster and pg_ctl's child (which exec'd it) under one pid, and the
-# backends' titles. Must run as root (to become nobody); under CI a missing
+# Generation context end with its parent's delete, 0 unknown frees;
+# `rheaper live` on a running backend shows its title (postgres: pgtest
+# postgres [local] SELECT); and over the profile directory: `rheaper list`
+# shows no damaged row, the postmaster and pg_ctl's child (which exec'd it)
+# under one pid, and the backends' titles. Must run as root (to become nobody); under CI a missing
 # tool or source fails the test.
 set -eu
 bin=$1 src=$2 work=$3
@@ -91,6 +92,21 @@ as_pg env RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$d/prof" "$d/inst/bin/pg_ctl" -D
 pm=$(head -n 1 "$d/data/postmaster.pid")
 pgb -i -s 1 -q postgres > init.out 2>&1 || { cat init.out; fail "pgbench -i"; }
 pgb -n -c 2 -t "$TX" postgres > bench.out 2>&1 || { cat bench.out; fail "pgbench"; }
+# `rheaper live` on a running backend shows its title, as ps does
+as_pg "$d/inst/bin/psql" -h "$d/sock" -U pgtest -q -c 'SELECT pg_sleep(4)' postgres > sleep.out 2>&1 &
+spid=$!
+bk=
+for _ in $(seq 60); do
+    bk=$(ps -o pid=,args= --ppid "$pm" | awk '/postgres: pgtest postgres \[local\] SELECT/ { print $1; exit }')
+    [ -n "$bk" ] && break
+    sleep 0.1
+done
+[ -n "$bk" ] || fail "no backend running the SELECT"
+RHEAPER_PROFILE_DIR="$d/prof" "$bin/rheaper" live --once "$bk" > live.out 2> live.err || true
+head -n 1 live.out | grep -q "postgres: pgtest postgres \[local\] SELECT" ||
+    { cat live.out live.err; fail "live does not show backend $bk's title"; }
+ok "rheaper live on backend $bk: $(head -n 1 live.out | sed 's/  */ /g')"
+wait "$spid" || { cat sleep.out; fail "psql pg_sleep"; }
 as_pg "$d/inst/bin/psql" -h "$d/sock" -U pgtest -q -v ON_ERROR_STOP=1 \
     -c 'CREATE TABLE t AS SELECT (i * 7919) % 5000 AS i FROM generate_series(1, 5000) i' \
     -c 'CREATE INDEX t_i ON t (i)' postgres > psql.out 2>&1 || { cat psql.out; fail "psql"; }
