@@ -71,7 +71,7 @@ struct rh_af_fn {
     int ok_set;           /* ok=VALUE on region-free: freed only when it returns VALUE */
     long ok_value;
     char region_global[128];          /* region=GLOBAL: the region is that variable */
-    int delete_children;              /* children=delete on region-reset */
+    int delete_children;              /* region-reset: 1 children=delete, 2 children=only */
     char where[300];                  /* FILE:LINE, for messages */
     /* what nm found */
     int defined_global, defined_local, referenced;
@@ -241,10 +241,12 @@ static int rh_af_parse_line(const char *tool, const char *where, char *line)
             f->delete_children = 1;
         } else if (f->role == RH_AF_R_RESET && olen == 13 && strncmp(o, "children=keep", 13) == 0) {
             f->delete_children = 0;
+        } else if (f->role == RH_AF_R_RESET && olen == 13 && strncmp(o, "children=only", 13) == 0) {
+            f->delete_children = 2; /* the children go, the region's own chunks stay */
         } else {
             fprintf(stderr,
                     "%s: %s: unexpected text after ')': '%.*s' (region roles take region=GLOBAL; "
-                    "region-reset takes children=delete or children=keep; region-free takes "
+                    "region-reset takes children=delete, children=keep or children=only; region-free takes "
                     "ok=VALUE)\n",
                     tool, where, (int)olen, o);
             return -1;

@@ -22,7 +22,7 @@ set -eu
 # (the man pages) is optional for a build and one of the test packages.
 BUILD_PKGS="cmake make gcc g++ python3 pkg-config libdw-dev libelf-dev libsqlite3-dev libncurses-dev libprotobuf-c-dev protobuf-c-compiler zlib1g-dev libmicrohttpd-dev libjs-chart.js libcurl4-openssl-dev libpcre2-dev"
 DEMO_PKGS="sqlite3"
-TEST_PKGS="clang libevent-dev lld binutils valgrind heaptrack libclang-rt-14-dev sqlite3 libxml2-utils librsvg2-bin libjemalloc-dev zlib1g-dev libxml2-dev time tmux golang-go curl jq chromium apache2-utils patch clickhouse-server clickhouse-client man-db groff-base qemu-user musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-i686-linux-gnu libc6-dev-i386-cross libc6-i386 g++-i686-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross musl-dev:arm64 nodejs libgoogle-perftools-dev libmimalloc-dev pandoc"
+TEST_PKGS="clang libevent-dev lld binutils valgrind heaptrack libclang-rt-14-dev sqlite3 libxml2-utils librsvg2-bin libjemalloc-dev zlib1g-dev libxml2-dev time tmux golang-go curl jq chromium apache2-utils patch clickhouse-server clickhouse-client man-db groff-base qemu-user musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-i686-linux-gnu libc6-dev-i386-cross libc6-i386 g++-i686-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-armhf-cross gcc-mips64el-linux-gnuabi64 libc6-dev-mips64el-cross musl-dev:arm64 nodejs libgoogle-perftools-dev libmimalloc-dev pandoc bzip2"
 # Wanted by the test mode but optional to install: without it the Chromium
 # tests fail under CI=true and skip elsewhere (tests/lib/require.sh).
 OPTIONAL_TEST_PKGS="chromium"

@@ -119,6 +119,7 @@ struct rh_cs_fn {
     int root;            /* the outermost frame of some stack */
     int recursive;       /* called by itself in some stack */
     int state;           /* 0 unknown, 1 wrapper, 2 not, 3 being decided */
+    int forced;          /* matches the reader's --skip-function: a wrapper by declaration */
     int64_t nstacks;     /* stacks in which it was skipped */
 };
 
@@ -198,6 +199,9 @@ struct rh_cs {
     size_t nst, capst;
     struct rh_cs_frame *fr;
     size_t nfr, capfr;
+    /* the reader's --skip-function (rh_callsite_compute), or NULL */
+    int (*skip)(void *arg, const char *sym);
+    void *skip_arg;
 };
 
 /* Decides whether function f is a wrapper (rule 3 may ask about its caller). */
@@ -206,6 +210,10 @@ static int rh_cs_is_wrapper(struct rh_cs *c, int32_t f, int depth)
     struct rh_cs_fn *F = &c->fn[f];
     if (F->state == 1 || F->state == 2)
         return F->state == 1;
+    if (F->forced) {
+        F->state = 1;
+        return 1;
+    }
     if (F->state == 3 || depth > 64)
         return 0; /* recursion: not a wrapper */
     F->state = 3;
@@ -392,6 +400,7 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
                 c->fn[fi].file = fli;
                 c->fn[fi].caller_fn = -1;
                 c->fn[fi].anon = is_anon;
+                c->fn[fi].forced = c->skip && c->skip(c->skip_arg, sym) == 1;
             } else if (c->fn[fi].file != fli) {
                 c->fn[fi].file = -2;
             }
@@ -409,11 +418,14 @@ static int rh_cs_load(struct rh_cs *c, sqlite3 *db)
     sqlite3_finalize(st);
     /* each stack's first frame of the program's own code: the system frames
      * before it are never its call site; a stack of system code only keeps
-     * them all */
+     * them all. Frames the reader skips (--skip-function) before that frame
+     * are the allocator too: the rule then sees the stack as starting above
+     * them, so the wrappers over them are recomputed (palloc over a skipped
+     * AllocSetAlloc) */
     for (size_t s = 0; s < c->nst; s++) {
         const struct rh_cs_frame *fr = c->fr + c->st[s].first;
         uint32_t b = 0;
-        while (b < c->st[s].n && fr[b].sys >= 0)
+        while (b < c->st[s].n && (fr[b].sys >= 0 || (fr[b].fn >= 0 && c->fn[fr[b].fn].forced)))
             b++;
         c->st[s].base = b < c->st[s].n ? b : 0;
     }
@@ -532,28 +544,32 @@ static void rh_cs_layer_depth(struct rh_cs *c)
     }
 }
 
-int rh_callsite_write(void *dbv, char *err, size_t errlen)
+/* The rule over every stack of db: calls site(arg, stack id, frame_no) for
+ * each allocation stack (with every_stack, also for those whose site is
+ * frame 0) and passed(arg, name, callers, stacks) once per function or
+ * system group passed over. skip, when not NULL, names functions that are
+ * wrappers by the reader's declaration (--skip-function). Returns 0, or -1
+ * (out of memory, SQLite error, or a callback's -1). */
+static int rh_cs_run(sqlite3 *db, int (*skip)(void *, const char *), void *skip_arg,
+                     int every_stack, int (*site)(void *, int64_t, int64_t),
+                     int (*passed)(void *, const char *, int64_t, int64_t), void *arg)
 {
-    sqlite3 *db = dbv;
     struct rh_cs c;
     memset(&c, 0, sizeof c);
-    sqlite3_stmt *up = NULL, *sk = NULL;
+    c.skip = skip;
+    c.skip_arg = skip_arg;
     int rc = -1;
     if (rh_cs_load(&c, db) || rh_cs_observe(&c))
         goto out;
-    if (sqlite3_prepare_v2(db, "UPDATE stacks SET callsite = ?2 WHERE id = ?1", -1, &up, NULL) !=
-            SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT INTO skipped_functions VALUES(?,?,?) ON CONFLICT(sym) DO UPDATE"
-                           " SET callers = callers + excluded.callers, stacks = stacks + excluded.stacks", -1, &sk, NULL) !=
-            SQLITE_OK)
-        goto out;
-    /* pass 1: rules 1-3; the files of their wrappers are allocator layers */
+    /* pass 1: rules 1-3; the files of their wrappers are allocator layers
+     * (a function skipped by declaration makes no layer: it is the reader's
+     * word, not the program's shape) */
     c.pass = 1;
     c.layer = calloc((size_t)c.files.n + 1, 1);
     if (!c.layer)
         goto out;
     for (int32_t f = 0; f < c.fnames.n; f++)
-        if (rh_cs_is_wrapper(&c, f, 0) && c.fn[f].file >= 0)
+        if (rh_cs_is_wrapper(&c, f, 0) && c.fn[f].file >= 0 && !c.fn[f].forced)
             c.layer[c.fn[f].file] = 1;
     /* pass 2: rule 4 too, and rule 3 again over callers that rule 4 made
      * wrappers; pass 1's wrappers stay */
@@ -568,8 +584,14 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
     for (size_t s = 0; s < c.nst; s++) {
         const struct rh_cs_frame *fr = c.fr + c.st[s].first;
         uint32_t p = c.st[s].base;
-        /* the system groups passed over, each once per stack */
+        /* the system groups passed over, each once per stack, and the
+         * functions skipped by declaration below the base */
         for (uint32_t q = 0; q < p; q++) {
+            if (fr[q].sys < 0) {
+                if (fr[q].fn >= 0)
+                    c.fn[fr[q].fn].nstacks++;
+                continue;
+            }
             int dup = 0;
             for (uint32_t r = 0; r < q && !dup; r++)
                 dup = fr[r].sys == fr[q].sys;
@@ -586,13 +608,9 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
             c.fn[fr[p].fn].nstacks++;
             p++;
         }
-        if (!fr[p].no)
+        if (!fr[p].no && !every_stack)
             continue;
-        sqlite3_bind_int64(up, 1, c.st[s].id);
-        sqlite3_bind_int64(up, 2, fr[p].no);
-        int r = sqlite3_step(up);
-        sqlite3_reset(up);
-        if (r != SQLITE_DONE)
+        if (site(arg, c.st[s].id, fr[p].no))
             goto out;
     }
     for (int32_t f = 0; f < c.fnames.n; f++) {
@@ -607,32 +625,15 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
             snprintf(mod, sizeof mod, "%.*s (no symbol)", plus ? (int)(plus - name) : 200, name);
             name = mod;
         }
-        sqlite3_bind_text(sk, 1, name, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(sk, 2, c.fn[f].ncallers);
-        sqlite3_bind_int64(sk, 3, c.fn[f].nstacks);
-        int r = sqlite3_step(sk);
-        sqlite3_reset(sk);
-        if (r != SQLITE_DONE)
+        if (passed(arg, name, c.fn[f].ncallers, c.fn[f].nstacks))
             goto out;
     }
     /* system code: one row per group ("/usr/include/c++/12 (system headers)") */
-    for (int32_t g = 0; g < c.sysnames.n; g++) {
-        if (!c.sysstacks[g])
-            continue;
-        sqlite3_bind_text(sk, 1, c.sysnames.s[g], -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(sk, 2, 0);
-        sqlite3_bind_int64(sk, 3, c.sysstacks[g]);
-        int r = sqlite3_step(sk);
-        sqlite3_reset(sk);
-        if (r != SQLITE_DONE)
+    for (int32_t g = 0; g < c.sysnames.n; g++)
+        if (c.sysstacks[g] && passed(arg, c.sysnames.s[g], 0, c.sysstacks[g]))
             goto out;
-    }
     rc = 0;
 out:
-    if (rc)
-        snprintf(err, errlen, "call sites: SQLite error (%s)", sqlite3_errmsg(db));
-    sqlite3_finalize(up);
-    sqlite3_finalize(sk);
     rh_cs_names_free(&c.fnames);
     rh_cs_names_free(&c.places);
     rh_cs_names_free(&c.kinds);
@@ -651,4 +652,57 @@ out:
     free(c.st);
     free(c.fr);
     return rc;
+}
+
+/* The converter's side: stacks.callsite and skipped_functions. */
+struct rh_cs_writer {
+    sqlite3_stmt *up, *sk;
+};
+
+static int rh_cs_write_site(void *arg, int64_t stack, int64_t frame)
+{
+    struct rh_cs_writer *w = arg;
+    sqlite3_bind_int64(w->up, 1, stack);
+    sqlite3_bind_int64(w->up, 2, frame);
+    int r = sqlite3_step(w->up);
+    sqlite3_reset(w->up);
+    return r == SQLITE_DONE ? 0 : -1;
+}
+
+static int rh_cs_write_passed(void *arg, const char *name, int64_t callers, int64_t stacks)
+{
+    struct rh_cs_writer *w = arg;
+    sqlite3_bind_text(w->sk, 1, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(w->sk, 2, callers);
+    sqlite3_bind_int64(w->sk, 3, stacks);
+    int r = sqlite3_step(w->sk);
+    sqlite3_reset(w->sk);
+    return r == SQLITE_DONE ? 0 : -1;
+}
+
+int rh_callsite_write(void *dbv, char *err, size_t errlen)
+{
+    sqlite3 *db = dbv;
+    struct rh_cs_writer w = {NULL, NULL};
+    int rc = -1;
+    if (sqlite3_prepare_v2(db, "UPDATE stacks SET callsite = ?2 WHERE id = ?1", -1, &w.up, NULL) ==
+            SQLITE_OK &&
+        sqlite3_prepare_v2(db, "INSERT INTO skipped_functions VALUES(?,?,?) ON CONFLICT(sym) DO UPDATE"
+                           " SET callers = callers + excluded.callers, stacks = stacks + excluded.stacks", -1, &w.sk, NULL) ==
+            SQLITE_OK)
+        rc = rh_cs_run(db, NULL, NULL, 0, rh_cs_write_site, rh_cs_write_passed, &w);
+    if (rc)
+        snprintf(err, errlen, "call sites: SQLite error (%s)", sqlite3_errmsg(db));
+    sqlite3_finalize(w.up);
+    sqlite3_finalize(w.sk);
+    return rc;
+}
+
+int rh_callsite_compute(void *db, int (*skip)(void *arg, const char *sym), void *skip_arg,
+                        int (*site)(void *arg, int64_t stack, int64_t frame_no),
+                        int (*passed)(void *arg, const char *name, int64_t callers,
+                                      int64_t stacks),
+                        void *arg)
+{
+    return rh_cs_run(db, skip, skip_arg, 1, site, passed, arg);
 }

@@ -868,6 +868,20 @@ RH_HIDDEN int64_t rh_run_duration(const struct rh_rip *r, int64_t last_ns);
  * table skipped_functions. Returns 0, or -1 with err set. */
 RH_HIDDEN int rh_callsite_write(void *db, char *err, size_t errlen);
 
+/* The same rule for a reader (--skip-function): functions for which
+ * skip(skip_arg, name) returns 1 are wrappers by declaration, and frames of
+ * them before a stack's first frame of the program's own code belong to the
+ * allocator, so the wrappers above them are recomputed. Calls site(arg,
+ * stack, frame_no) for every allocation stack and passed(arg, name, callers,
+ * stacks) for each function or system group passed over. Writes nothing.
+ * Returns 0, or -1 (out of memory, SQLite error, a callback's -1). */
+RH_HIDDEN int rh_callsite_compute(void *db, int (*skip)(void *arg, const char *sym),
+                                  void *skip_arg,
+                                  int (*site)(void *arg, int64_t stack, int64_t frame_no),
+                                  int (*passed)(void *arg, const char *name, int64_t callers,
+                                                int64_t stacks),
+                                  void *arg);
+
 /* ---- rh_memory.c: the memory table (memory samples beside the heap) ------ */
 
 struct rh_memory {

@@ -456,9 +456,10 @@ static uint32_t rh_region_take(int32_t top, int with_top, uint32_t *ids, int *do
     return n;
 }
 
-/* Ends the chunks of region `region` and, with children_too, deletes its
- * children first (delete_self: the region goes too). Before the real call. */
-static void rh_region_end(void *region, int children_too, int delete_self)
+/* Ends the chunks of region `region` (unless keep_self) and, with
+ * children_too, deletes its children first (delete_self: the region goes
+ * too). Before the real call. */
+static void rh_region_end(void *region, int children_too, int delete_self, int keep_self)
 {
     if (!region || !rh_region_begin())
         return;
@@ -484,17 +485,20 @@ static void rh_region_end(void *region, int children_too, int delete_self)
         for (uint32_t k = 0; k < n; k++)
             rh_record_pool_reset(ids[k], t);
     }
-    if (self)
+    if (self && !keep_self)
         rh_record_pool_reset(self, rh_now());
     rh_hook_end();
 }
 
+/* delete_children: 0 the region's chunks end; 1 its children are deleted
+ * first; 2 only its children are deleted, its own chunks stay (PostgreSQL's
+ * MemoryContextDeleteChildren). */
 RH_HIDDEN void rh_region_reset(void *region, int delete_children)
 {
-    rh_region_end(region, delete_children, 0);
+    rh_region_end(region, delete_children != 0, 0, delete_children == 2);
 }
 
 RH_HIDDEN void rh_region_delete(void *region)
 {
-    rh_region_end(region, 1, 1);
+    rh_region_end(region, 1, 1, 0);
 }

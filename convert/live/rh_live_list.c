@@ -287,9 +287,14 @@ int rh_list_newest(char *out, size_t n)
 
 /* An exec keeps the pid and the parent: a profile that is not being written
  * and has a later one of the same pid and parent ended in an exec (a pid
- * reused by an unrelated process would have to have the same parent). Marks
- * it exec'd (unless the trailer says otherwise: a size limit), and groups the
- * images of one pid in start order. rows are in any order. */
+ * reused by an unrelated process would have to have the same parent). A
+ * profile whose trailer says it ended in an exec is joined with the next
+ * profile of its pid that started within RH_EXEC_JOIN_NS of that end, the
+ * same parent or not (the parent may have exited in between, and the new
+ * image then has another). Marks it exec'd (unless the trailer says
+ * otherwise: a size limit), and groups the images of one pid in start order.
+ * rows are in any order. */
+#define RH_EXEC_JOIN_NS 10000000000ll
 static void rh_list_join_execs(struct rh_prof_row *rows, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -297,11 +302,16 @@ static void rh_list_join_execs(struct rh_prof_row *rows, size_t n)
         if (r->writing || !r->pid || !strcmp(r->state, "cut at the size limit"))
             continue;
         size_t best = n;
-        for (size_t j = 0; j < n; j++)
-            if (j != i && rows[j].pid == r->pid && rows[j].ppid == r->ppid &&
-                rows[j].start_real > r->start_real &&
-                (best == n || rows[j].start_real < rows[best].start_real))
+        uint64_t end = r->start_real + (uint64_t)(r->duration_ns > 0 ? r->duration_ns : 0);
+        for (size_t j = 0; j < n; j++) {
+            if (j == i || rows[j].pid != r->pid || rows[j].start_real <= r->start_real)
+                continue;
+            int parent = rows[j].ppid == r->ppid;
+            int soon = r->end_exec && rows[j].start_real + 1000000000ull >= end &&
+                       rows[j].start_real < end + (uint64_t)RH_EXEC_JOIN_NS;
+            if ((parent || soon) && (best == n || rows[j].start_real < rows[best].start_real))
                 best = j;
+        }
         if (best == n)
             continue;
         if (!r->end_exec && r->damaged)

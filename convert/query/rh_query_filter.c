@@ -577,6 +577,71 @@ out:
     rh_map_free(&set);
     return rc;
 }
+/* --skip-function over the converter's rule (rh_callsite_compute). */
+struct rh_cs_skip {
+    struct rh_re **re;
+    int nre;
+    sqlite3_stmt *site, *passed;
+};
+
+static int rh_cs_skip_match(void *arg, const char *sym)
+{
+    struct rh_cs_skip *k = arg;
+    for (int i = 0; i < k->nre; i++)
+        if (rh_re_match(k->re[i], sym) == 1) /* past its limit: not skipped */
+            return 1;
+    return 0;
+}
+
+static int rh_cs_skip_site(void *arg, int64_t stack, int64_t frame)
+{
+    struct rh_cs_skip *k = arg;
+    sqlite3_bind_int64(k->site, 1, stack);
+    sqlite3_bind_int64(k->site, 2, frame);
+    int r = sqlite3_step(k->site);
+    sqlite3_reset(k->site);
+    return r == SQLITE_DONE ? 0 : -1;
+}
+
+static int rh_cs_skip_passed(void *arg, const char *name, int64_t callers, int64_t stacks)
+{
+    struct rh_cs_skip *k = arg;
+    (void)callers;
+    (void)stacks;
+    sqlite3_bind_text(k->passed, 1, name, -1, SQLITE_TRANSIENT);
+    int r = sqlite3_step(k->passed);
+    sqlite3_reset(k->passed);
+    return r == SQLITE_DONE ? 0 : -1;
+}
+
+/* --skip-function on a profile with stored call sites: the converter's rule
+ * again over every allocation stack, the matching functions wrappers by
+ * declaration, so the wrappers above them are recomputed (skipping
+ * AllocSetAlloc passes palloc and MemoryContextAlloc too, up to their
+ * callers). The new sites go into TEMP TABLE csnew, then into cs; skipped
+ * holds what was passed over. Returns 0 or -1. */
+static int rh_callsites_recompute(sqlite3 *db, struct rh_re **re, int nre)
+{
+    struct rh_cs_skip k = {re, nre, NULL, NULL};
+    int rc = -1;
+    if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.csnew;"
+                        "CREATE TEMP TABLE csnew(bt INTEGER PRIMARY KEY, frame INTEGER);"
+                        "DELETE FROM temp.skipped;"))
+        return -1;
+    if (sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO csnew VALUES(?1, ?2)", -1, &k.site, NULL) ||
+        sqlite3_prepare_v2(db, "INSERT OR IGNORE INTO skipped VALUES(?1)", -1, &k.passed, NULL))
+        rh_sql_fail(db, "call sites");
+    else if (rh_callsite_compute(db, rh_cs_skip_match, &k, rh_cs_skip_site, rh_cs_skip_passed,
+                                 &k))
+        fprintf(stderr, "rheaper: call sites: out of memory or SQL error\n");
+    else if (!rh_sql_exec(db, "UPDATE cs SET frame = (SELECT n.frame FROM csnew n WHERE n.bt ="
+                              " cs.bt) WHERE bt IN (SELECT bt FROM csnew)"))
+        rc = 0;
+    sqlite3_finalize(k.site);
+    sqlite3_finalize(k.passed);
+    return rc;
+}
+
 /* Fills TEMP TABLE cs: every stack of sstat with its call-site frame, and
  * TEMP TABLE skipped with the functions passed over. Returns 0 or -1. */
 static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsite)
@@ -607,9 +672,18 @@ static int rh_callsites(sqlite3 *db, const struct rh_filter *f, int have_callsit
         rc = 0;
         goto out;
     }
-    /* --skip-function: walk on from each stored call site */
+    /* --skip-function: the rule recomputed over the allocation stacks; the
+     * other stacks (CPU samples', a profile without stored sites) walk on
+     * from their frame past the matching frames */
+    int recomputed = !f->no_skip && have_callsite;
+    if (recomputed && rh_callsites_recompute(db, re, nre))
+        goto out;
     sqlite3_stmt *q = NULL, *fr = NULL, *up = NULL, *sk = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT bt, frame FROM cs", -1, &q, NULL) ||
+    if (sqlite3_prepare_v2(db,
+                           recomputed ? "SELECT bt, frame FROM cs WHERE bt NOT IN (SELECT bt FROM"
+                                        " temp.csnew)"
+                                      : "SELECT bt, frame FROM cs",
+                           -1, &q, NULL) ||
         sqlite3_prepare_v2(db,
                            "SELECT frame_no, sym FROM backtraces WHERE id = ?1 AND frame_no >= ?2"
                            " ORDER BY frame_no",

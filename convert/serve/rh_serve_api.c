@@ -301,6 +301,10 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
         rh_tv(o, 0);
         fputs(",\"path\":", o);
         rh_json_string(o, s->p[i].path);
+        /* the process title where the program set one (meta title), else "" */
+        char title[256];
+        fputs(",\"title\":", o);
+        rh_json_string(o, rh_meta_text(db, "title", title, sizeof title) ? title : "");
         fprintf(o,
                 ",\"allocations\":%" PRId64 ",\"cpu_hz\":%" PRId64 ",\"cpu_samples\":%" PRId64
                 ",\"cpu_samples_dropped\":%" PRId64 ",\"sample_mode\":",

@@ -831,7 +831,7 @@ function nameProfiles(list) {
         let k = 1;
         const tail = (a, n) => a.slice(Math.max(0, a.length - n)).join("/");
         while (k < parts[i].length && parts.some((o, j) => j !== i && tail(o, k) === tail(parts[i], k))) k++;
-        p.label = `${tail(parts[i], k)} (${base(p.executable)})`;
+        p.label = `${tail(parts[i], k)} (${p.title || base(p.executable)})`;
     });
 }
 

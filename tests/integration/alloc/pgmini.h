@@ -37,4 +37,6 @@ void pfree(void *pointer);
 void MemoryContextReset(MemoryContext context);
 void MemoryContextResetOnly(MemoryContext context);
 void MemoryContextDelete(MemoryContext context);
+void MemoryContextDeleteChildren(MemoryContext context);
+void *palloc_mul(Size s1, Size s2);
 #endif

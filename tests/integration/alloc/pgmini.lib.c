@@ -76,11 +76,22 @@ void MemoryContextResetOnly(MemoryContext context)
     context->methods->reset(context);
 }
 
-void MemoryContextReset(MemoryContext context)
+void MemoryContextDeleteChildren(MemoryContext context)
 {
     while (context->firstchild)
         MemoryContextDelete(context->firstchild);
+}
+
+void MemoryContextReset(MemoryContext context)
+{
+    MemoryContextDeleteChildren(context);
     MemoryContextResetOnly(context);
+}
+
+/* palloc_array()'s function: palloc called inside this file */
+void *palloc_mul(Size s1, Size s2)
+{
+    return palloc(s1 * s2);
 }
 
 void MemoryContextDelete(MemoryContext context)

@@ -2,7 +2,7 @@
 # titled.sh BIN_DIR SRC_DIR WORK_DIR: the process title where the program set
 # one: `live` on the running program, then `view` and `summary` on its
 # converted profile, and the web UI's summary request (the card shows its
-# title field), all name the title.
+# title field) and /list (the profile picker shows it), all name the title.
 set -eu
 bin=$1 src=$2 work=$3
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
@@ -36,8 +36,11 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
     [ -n "$got" ] && break
     sleep 0.3
 done
+list=$(curl -s "http://127.0.0.1:$port/list" || true)
 kill "$spid" 2>/dev/null || true
 wait "$spid" 2>/dev/null || true
 printf '%s' "$got" | grep -qF "\"title\":\"$title\"" && ok || bad "serve's summary has no title: $got"
+# the web UI's profile picker names each profile by its title (app.js)
+printf '%s' "$list" | grep -qF "\"title\":\"$title\"" && ok || bad "serve's /list has no title: $list"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -16,6 +16,14 @@
 #         call calloc and strdup themselves; the callers of xcalloc and
 #         xstrdup are the call sites, with the program's count per function
 #         and per calling line, and no x-allocator is one.
+#   skip  skipapp.c, skipmcxt.c, skipctx.c (rheaper-cc): PostgreSQL's shape,
+#         an AllocSetAlloc (ctx_alloc) that mallocs at two lines under a
+#         palloc (my_palloc, through a method pointer) and a pstrdup over it:
+#         ctx_alloc is the site; with --skip-function '^ctx_alloc$' the
+#         wrappers above it are recomputed, so the program's four functions
+#         are the sites with its counts (not my_palloc, not my_pstrdup), the
+#         notice names what was skipped, and a second --skip-function over a
+#         caller moves on from there.
 #
 #   run.sh BIN_DIR SRC_DIR WORK_DIR CASE
 set -u
@@ -91,6 +99,46 @@ wrapper)
     # nothing but the six callers (and no row of wrapper.c)
     n=$(awk -F, 'NR > 1' top.csv | wc -l)
     [ "$n" = 7 ] && ok || bad "top has $n rows, expected 7 (six callers, two_tables twice): $(cat top.csv)"
+    ;;
+skip)
+    for f in skipapp skipmcxt skipctx; do
+        "$bin/rheaper-cc" -O2 -c "$src/$f.c" -o "$f.o" || fail "rheaper-cc $f.c failed"
+    done
+    "$bin/rheaper-cc" skipapp.o skipmcxt.o skipctx.o -o prog || fail "link failed"
+    RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR="$work" ./prog > out.txt 2> prog.err || fail "the program failed"
+    "$bin/rheaper-convert" --quiet rip-* p.db || fail "conversion failed"
+    total=$(awk '$1 == "SITE" { n += $3 } END { print n }' out.txt)
+    # without --skip-function: the allocator that mallocs at two lines is the site
+    "$bin/rheaper" top -n 100 --csv p.db > plain.csv 2>/dev/null || fail "rheaper top"
+    n=$(awk -F, '$1 == "ctx_alloc" { n += $3 } END { print n + 0 }' plain.csv)
+    [ "$n" = "$total" ] && ok || bad "without --skip-function ctx_alloc has $n rows, expected all $total: $(cat plain.csv)"
+    # skipping it: palloc and pstrdup are wrappers over it, their callers the sites
+    "$bin/rheaper" top -n 100 --skip-function '^ctx_alloc$' --csv p.db > top.csv 2> top.err ||
+        fail "rheaper top --skip-function"
+    awk -F, 'NR > 1 { n[$1] += $3 } END { for (f in n) print f, n[f] }' top.csv > got.txt
+    while read -r tag fn want; do
+        [ "$tag" = SITE ] || continue
+        got=$(awk -v f="$fn" '$1 == f { print $2 }' got.txt)
+        if [ "${got:-0}" = "$want" ]; then ok; else bad "--skip-function: $fn has ${got:-0} rows, the program made $want: $(cat top.csv)"; fi
+    done < out.txt
+    for f in ctx_alloc my_palloc my_pstrdup; do
+        if grep -q "^$f," top.csv; then bad "--skip-function: $f is still a call site"; else ok; fi
+        grep -q "[ ,]$f[ ,]" top.err && ok || bad "the notice does not name $f: $(cat top.err)"
+    done
+    # the four, and main's printf (stdio's buffer)
+    n=$(awk -F, 'NR > 1 && $1 != "main"' top.csv | wc -l)
+    [ "$n" = 4 ] && ok || bad "--skip-function: $n sites, expected the program's 4: $(cat top.csv)"
+    # leaks agrees (nothing is freed)
+    "$bin/rheaper" leaks -n 100 --skip-function '^ctx_alloc$' --csv p.db > leaks.csv 2>/dev/null
+    grep -q "plan_query" leaks.csv && ! grep -q "my_palloc" leaks.csv && ok ||
+        bad "leaks --skip-function: $(cat leaks.csv)"
+    # a further skip goes on from the recomputed site
+    "$bin/rheaper" top -n 100 --skip-function '^ctx_alloc$' --skip-function '^plan_query$' --csv p.db > two.csv 2>/dev/null
+    if grep -q "^plan_query," two.csv; then bad "plan_query skipped and still a site"; else ok; fi
+    want=$(awk '$2 == "plan_query" { print $3 }' out.txt)
+    got=$(($(awk -F, '$1 == "main" { n += $3 } END { print n + 0 }' two.csv) -
+           $(awk -F, '$1 == "main" { n += $3 } END { print n + 0 }' top.csv)))
+    [ "$got" = "$want" ] && ok || bad "plan_query's $want rows go to main: got $got ($(cat two.csv))"
     ;;
 *)
     fail "unknown case" ;;

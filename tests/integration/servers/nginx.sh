@@ -3,7 +3,9 @@
 # users run it (docs/servers.md "nginx"): as root, daemonised, two workers
 # that switch to `user nobody`, an error log and an access log, loopback only.
 # A patch (nginx-leak.patch) plants a 48-byte leak every 50th logged request
-# in ngx_http_log_handler.
+# in ngx_http_log_handler. nginx is linked with the shipped allocator file
+# share/rheaper/allocators/nginx.alloc (RHEAPER_ALLOCATORS): its pools'
+# chunks are rows of their own, at the code that asked for them.
 #
 #   nginx.sh BIN_DIR SRC_DIR WORK_DIR
 #
@@ -14,6 +16,10 @@
 #     (it covers the worker's whole life) and names the master as its parent;
 #   - `rheaper leaks` ranks ngx_http_log_handler first in every worker, with
 #     exactly (that worker's requests in the access log, by $pid) / 50 blocks;
+#   - the top five call sites of every worker are none of the pool's
+#     functions (ngx_palloc, ngx_pnalloc, ngx_pcalloc, ngx_memalign,
+#     ngx_alloc, ngx_calloc, ngx_create_pool, ...) and the workers hold pool
+#     chunks (region_blocks);
 #   - unknown frees at most 2 per worker (the master's blocks are imported);
 #   - `rheaper list` shows the master's and the workers' titles;
 #   - error.log holds no rheaper line.
@@ -69,7 +75,8 @@ t0=$(date +%s)
         --without-http_upstream_least_conn_module --without-http_upstream_random_module \
         --without-http_upstream_keepalive_module --without-http_upstream_zone_module \
         > ../configure.log 2>&1 || { tail -20 ../configure.log; exit 1; }
-    make -j2 > ../make.log 2>&1 || { tail -30 ../make.log; exit 1; }
+    RHEAPER_ALLOCATORS="$src/../../../share/rheaper/allocators/nginx.alloc" \
+        nice make -j2 > ../make.log 2>&1 || { tail -30 ../make.log; exit 1; }
 ) || fail "building nginx with rheaper-cc"
 echo "ok: nginx built with rheaper-cc in $(($(date +%s) - t0)) s"
 ngx="$work/tree/objs/nginx"
@@ -210,8 +217,17 @@ for w in $(awk -v m="$master" '$2 == m { print $1 }' list.out); do
         [ "$blocks" = "$want" ] || fail "worker $w: $blocks 48-byte leaks for $reqs requests"
         how="counted"
     fi
+    # the pool's functions are the allocator, not call sites
+    "$bin/rheaper" top -n 5 --csv "$w.db" > "top5-$w.csv" 2> /dev/null || fail "rheaper top $w"
+    [ "$(awk 'NR > 1' "top5-$w.csv" | wc -l)" = 5 ] || { cat "top5-$w.csv"; fail "worker $w: top has no five rows"; }
+    if cut -d, -f1 "top5-$w.csv" | grep -Eqx 'ngx_(palloc|pnalloc|pcalloc|pmemalign|palloc_small|palloc_large|palloc_block|memalign|alloc|calloc|create_pool)'; then
+        cat "top5-$w.csv"; fail "worker $w: a pool function in the top five"
+    fi
+    chunks=$(sqlite3 "$w.db" "SELECT count(*) FROM region_blocks")
+    [ "$chunks" -gt 0 ] || fail "worker $w: no pool chunk recorded (nginx.alloc not linked?)"
     echo "ok: worker $w: clean, $reqs requests, $blocks planted leaks $how," \
-         "$inh blocks inherited, $unk unknown frees"
+         "$inh blocks inherited, $unk unknown frees, $chunks pool chunks;" \
+         "top five: $(awk -F, 'NR > 1 { printf "%s%s", s, $1; s = ", " }' "top5-$w.csv")"
     nworkers=$((nworkers + 1))
 done
 [ "$nworkers" = 4 ] || fail "checked $nworkers workers"
