@@ -294,6 +294,19 @@ struct rh_rip {
     uint64_t events, allocs, frees, reallocs; /* records decoded */
     uint64_t bytes_done;                      /* chunk bytes fully decoded, for progress */
     int oom;
+
+    /* where the chunk walk is (rh_rip_walk in rh_rip.c), kept between the
+     * polls of a file still being written */
+    struct rh_rip_walk {
+        int follow;    /* the file is still being written (rh_rip_follow_start) */
+        int header;    /* the file header was read */
+        int stuck;     /* damage the walk does not go past (or the reader stopped it) */
+        int bad_tries; /* polls the chunk at off has failed its checks */
+        uint64_t off;  /* the next chunk header, 0: not started */
+        struct rh_map slots; /* slot (1 << 32: SHARED) -> stream index */
+        size_t capstreams;
+        uint64_t unsealed, unsealed_at_trailer; /* EVENTS/SHARED chunks not sealed */
+    } walk;
 };
 
 /* Opens and indexes a rip file: maps it read-only, validates the header, walks
@@ -349,6 +362,52 @@ RH_HIDDEN uint32_t rh_rip_header_crc(const uint8_t *b);
 RH_HIDDEN const char *rh_rip_header_check(const uint8_t *b, size_t n, struct rip_file_header *h,
                                           int *crc_ok);
 
+/* Following a file still being written (the live view): r zeroed, base a
+ * mapping of the file that stays valid as it grows (a reservation past its
+ * end), name for messages, warn as for rh_rip_open_file. */
+RH_HIDDEN void rh_rip_follow_start(struct rh_rip *r, const uint8_t *base, const char *name,
+                                   FILE *warn);
+/* One poll: the first `size` bytes of the file are written (the size fstat
+ * gives now; never less than before). Reads the header once it is there,
+ * walks the chunks written since the last poll with the rules of a growing
+ * file (a chunk not whole yet is waited for; a header or checksum that stays
+ * wrong for a while is damage, warned about once), settles the calibration,
+ * and re-reads `used` of every chunk still open, so rh_stream_next (which
+ * waits at the end of an open chunk) goes on with what was added. Returns
+ * 1 when something new was found, 0 when not, -1 with r->err (a header this
+ * reader refuses, out of memory). */
+RH_HIDDEN int rh_rip_follow_poll(struct rh_rip *r, size_t size);
+
+/* The chunk sequence as every reader walks it: a source of bytes (a mapping,
+ * or a descriptor read with pread) and, at an offset, what is there. */
+struct rh_rip_src {
+    const uint8_t *base; /* [0, size) mapped, or NULL: read fd */
+    int fd;
+    uint64_t size; /* bytes of the file (written so far) */
+};
+enum rh_rip_at_kind {
+    RH_AT_CHUNK = 0,     /* a chunk header that passes rh_rip_chunk_check */
+    RH_AT_END = 1,       /* the end of the file (or only zero bytes, fewer than a header) */
+    RH_AT_TAIL = 2,      /* fewer bytes than a chunk header, not all zero */
+    RH_AT_UNWRITTEN = 3, /* a header of zeros: reserved, not written (yet) */
+    RH_AT_BAD = 4,       /* a header that fails the check (why) */
+};
+struct rh_rip_at {
+    int kind;                  /* enum rh_rip_at_kind */
+    uint64_t off;              /* where */
+    struct rip_chunk_header h; /* RH_AT_CHUNK, RH_AT_BAD */
+    const char *why;           /* RH_AT_BAD: rh_rip_chunk_check's answer */
+    uint64_t stride;           /* RH_AT_CHUNK: to the next chunk */
+    uint64_t avail;            /* RH_AT_CHUNK: payload bytes the file holds */
+    int whole;                 /* RH_AT_CHUNK: its capacity is inside the file */
+    int sealed;                /* RH_AT_CHUNK: RIP_CHUNK_F_SEALED */
+};
+/* What is at off of src, into *at; returns at->kind. From a mapping, `used`
+ * and `flags` are loaded first with acquire (a writer stores `used` after
+ * each whole record, SEALED last), so a file being written reads right. The
+ * payload is not looked at (its checksum is the caller's to check). */
+RH_HIDDEN int rh_rip_at(const struct rh_rip_src *src, uint64_t off, struct rh_rip_at *at);
+
 /* What `rheaper list` shows of a rip file, read from the file header, the
  * chunk headers and the trailer without decoding a record. */
 struct rh_rip_scan {
@@ -364,20 +423,11 @@ struct rh_rip_scan {
     uint64_t last_calib_ns; /* the latest chunk calibration (ns) */
     uint64_t chunk_events;  /* the events of the chunk headers */
 };
-/* Scans the rip file open on fd (size bytes) into s. Returns 0, or -1 when
- * it is not a rip file (no whole header with the magic). */
+/* Scans the rip file open on fd (size bytes) into s, through rh_rip_at
+ * and rh_rip_trailer (no checksum verified, no record decoded). Returns 0,
+ * or -1 when it is not a rip file (no whole header with the magic). */
 RH_HIDDEN int rh_rip_scan(int fd, uint64_t size, struct rh_rip_scan *s);
 
-/* The pieces of rh_rip_open_*() that a reader following a growing file
- * (convert/live/) calls itself, on r->base/r->size as far as they are
- * written: the file header (0 or -1 with r->err), one MODULES chunk (0, or -1
- * on out-of-memory), one TRAILER chunk (1 when read), and the calibration
- * pairs (add one; sort and settle them: call again after adding more). */
-RH_HIDDEN int rh_rip_header(struct rh_rip *r);
-RH_HIDDEN int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch);
-RH_HIDDEN int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch);
-RH_HIDDEN void rh_calib_add(struct rh_rip *r, uint64_t tick, uint64_t ns);
-RH_HIDDEN void rh_calib_finish(struct rh_rip *r);
 
 /* ---- rh_stream.c: record decoding, stacks and threads ------------------- */
 
