@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
 
 static int rh_fuzz_row(void *ctx, const struct rh_row *row)
 {

@@ -41,7 +41,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_schema.h"
+#include "rh_util.h"
 
 /* ---- sampling weights -------------------------------------------
  * On a sampled profile every figure here is an estimate: an event of a block

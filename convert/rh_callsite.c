@@ -71,7 +71,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_db.h"
+#include "rh_util.h"
 
 #define RH_WRAP_MIN_CALLERS 3
 
@@ -532,9 +533,8 @@ static void rh_cs_layer_depth(struct rh_cs *c)
     }
 }
 
-int rh_callsite_write(void *dbv, char *err, size_t errlen)
+int rh_callsite_write(sqlite3 *db, char *err, size_t errlen)
 {
-    sqlite3 *db = dbv;
     struct rh_cs c;
     memset(&c, 0, sizeof c);
     sqlite3_stmt *up = NULL, *sk = NULL;

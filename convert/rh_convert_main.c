@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "rh_convert.h"
+#include "rip_format.h"
 
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"

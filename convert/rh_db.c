@@ -29,7 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_db.h"
+#include "rh_schema.h"
+#include "rh_symbolize.h"
 #include "rh_modfind.h"
 
 #ifndef RHEAPER_VERSION_STRING

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
 
 /* ---- live blocks --------------------------------------------------------- */
 

@@ -38,7 +38,8 @@
 
 #include <sqlite3.h>
 
-#include "rh_convert.h"
+#include "rh_db.h"
+#include "rh_util.h"
 
 #define RH_POST_CHUNK 256 /* bytes of varints per chunk before it is flushed */
 /* A chunk's record in the temp file: varints prev, first, n, len, then len
@@ -225,9 +226,8 @@ cut:
     return -1;
 }
 
-int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
+int rh_post_write(struct rh_post *p, sqlite3 *db, char *err, size_t errlen)
 {
-    sqlite3 *db = dbv;
     sqlite3_stmt *ins = NULL;
     uint32_t *order = NULL;
     uint64_t *offs = NULL;

@@ -23,7 +23,9 @@
 #include <unistd.h>
 
 #include "rh_check.h"
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_symbolize.h"
+#include "rh_util.h"
 
 #define RH_MAX_WARNINGS 20
 

@@ -16,7 +16,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_util.h"
 
 /* ---- tables ---------------------------------------------------------------- */
 

@@ -28,7 +28,7 @@
  * (ELFCOMPRESS_ZSTD, supported from elfutils 0.189); such a module loses its
  * DWARF and falls back to symbol names.
  */
-#include "rh_convert.h"
+#include "rh_symbolize.h"
 #include "rh_modfind.h"
 
 #include <dwarf.h>

@@ -43,7 +43,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_db.h"
+#include "rh_symbolize.h"
+#include "rh_util.h"
 #include "rh_live.h"
 #include "rh_regex.h"
 #include "rh_safefile.h"

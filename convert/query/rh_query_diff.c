@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "rh_query.h"
-#include "rh_convert.h"
+#include "rh_schema.h"
 
 /* Per-site figures of one database, sorted by (function, location). */
 struct rh_dsite {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_schema.h"
 #include "rh_query.h"
 
 /* 1 when sql's first column of its first row is 1. */

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "rh_query.h"
-#include "rh_convert.h"
+#include "rh_schema.h"
 #include "rh_regex.h"
 
 void rh_qfilter_init(struct rh_qfilter *q)
