@@ -343,7 +343,7 @@ struct rh_rip_scan {
 RH_HIDDEN int rh_rip_scan(int fd, uint64_t size, struct rh_rip_scan *s);
 
 
-/* ---- rh_stream.c: record decoding, stacks and threads ------------------- */
+/* ---- rh_stream_decode.c: record decoding, stacks and threads ------------ */
 
 /* Yields the next event of stream s in stream order. STACK and EXT records are
  * consumed on the way (stack definitions, thread names, SETTHREAD). A record

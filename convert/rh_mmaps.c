@@ -3,7 +3,7 @@
  * The runtime records every mmap, mmap64, munmap, mremap and mallopt call it
  * sees as one timed EXT record (FORMAT.md "mmap and mallopt"): a
  * stack id of kind mmap/munmap/mremap/mallopt, then the call's
- * arguments and result. The stream decoder (rh_stream.c) hands them to the
+ * arguments and result. The stream decoder (rh_stream_decode.c) hands them to the
  * merge as RH_EV_EXT events, in time order with the allocations, and the merge
  * passes each one here with its time in ns since start and its thread. Each
  * becomes one row, numbered in merged order:

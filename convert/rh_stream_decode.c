@@ -1,4 +1,4 @@
-/* rh_stream.c: decoding the records of one stream.
+/* rh_stream_decode.c: decoding the records of one stream.
  *
  * A stream is the EVENTS chunks of one slot in file order, or all SHARED
  * chunks. rh_stream_next() decodes it lazily, record by record, straight from
