@@ -38,6 +38,7 @@
 
 #include <sqlite3.h>
 
+#include "rh_check.h"
 #include "rh_db.h"
 #include "rh_util.h"
 
@@ -114,8 +115,11 @@ int rh_post_add(struct rh_post *p, uint32_t si, uint64_t bt, uint64_t id, uint64
     if (!s->sized || size > s->max_size)
         s->max_size = size;
     s->sized = 1;
-    if (s->first && (s->bt != bt || id <= s->last)) /* cannot happen: ids increase */
-        rh_post_spill(p, s);
+    if (s->first && RH_NEVER(s->bt != bt || id <= s->last,
+                             "stack index %u: id %llu (stack %llu) after %llu (stack %llu)", si,
+                             (unsigned long long)id, (unsigned long long)bt,
+                             (unsigned long long)s->last, (unsigned long long)s->bt))
+        rh_post_spill(p, s); /* release: the chunk so far is kept, a new one starts */
     if (!s->first) {
         s->bt = bt;
         s->first = s->last = id;

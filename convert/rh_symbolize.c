@@ -28,6 +28,7 @@
  * (ELFCOMPRESS_ZSTD, supported from elfutils 0.189); such a module loses its
  * DWARF and falls back to symbol names.
  */
+#include "rh_check.h"
 #include "rh_symbolize.h"
 #include "rh_modfind.h"
 
@@ -1195,8 +1196,9 @@ static int32_t rh_unit_lookup(const struct rh_unit *u, uint64_t da)
             if (da >= r->lo && da < r->hi)
                 return node;
         }
-        if (f->parent >= node)
-            return -1; /* cannot happen: parents come first */
+        if (RH_NEVER(f->parent >= node, "DWARF node %d has parent %d: parents come first",
+                     node, f->parent))
+            return -1;
         node = f->parent;
     }
     return -1;
