@@ -298,11 +298,12 @@ struct rh_rip_src {
     const uint8_t *base; /* [0, size) mapped, or NULL: read fd */
     int fd;
     uint64_t size; /* bytes of the file (written so far) */
+    int growing;   /* a writer may be storing into the mapping now */
 };
 enum rh_rip_at_kind {
     RH_AT_CHUNK = 0,     /* a chunk header that passes rh_rip_chunk_check */
-    RH_AT_END = 1,       /* the end of the file (or only zero bytes, fewer than a header) */
-    RH_AT_TAIL = 2,      /* fewer bytes than a chunk header, not all zero */
+    RH_AT_END = 1,       /* the end of the file (or a read error) */
+    RH_AT_TAIL = 2,      /* fewer bytes than a chunk header before the end (zero: all 0) */
     RH_AT_UNWRITTEN = 3, /* a header of zeros: reserved, not written (yet) */
     RH_AT_BAD = 4,       /* a header that fails the check (why) */
 };
@@ -315,11 +316,13 @@ struct rh_rip_at {
     uint64_t avail;            /* RH_AT_CHUNK: payload bytes the file holds */
     int whole;                 /* RH_AT_CHUNK: its capacity is inside the file */
     int sealed;                /* RH_AT_CHUNK: RIP_CHUNK_F_SEALED */
+    int zero;                  /* RH_AT_TAIL: its bytes are all zero */
 };
-/* What is at off of src, into *at; returns at->kind. From a mapping, `used`
- * and `flags` are loaded first with acquire (a writer stores `used` after
- * each whole record, SEALED last), so a file being written reads right. The
- * payload is not looked at (its checksum is the caller's to check). */
+/* What is at off of src, into *at; returns at->kind. From a mapping a writer
+ * may be storing into (src->growing), `used` and `flags` are loaded first with
+ * acquire (a writer stores `used` after each whole record, SEALED last), so a
+ * file being written reads right. The payload is not looked at (its checksum
+ * is the caller's to check). */
 RH_HIDDEN int rh_rip_at(const struct rh_rip_src *src, uint64_t off, struct rh_rip_at *at);
 
 /* What `rheaper list` shows of a rip file, read from the file header, the

@@ -1,4 +1,4 @@
-/* rh_rip.c: opening and indexing a rip file.
+/* rh_rip.c: opening and indexing a rip file; the one reader of its chunks.
  *
  * The rip file (runtime/FORMAT.md) may be huge, so it is mapped read-only and
  * never copied. Opening validates the file header, walks the chunks by
@@ -10,6 +10,14 @@
  * damage is either a one-line error (nothing to convert) or a warning plus the
  * damaged/cut_short flags (the rest converts). The same code runs on an
  * in-memory buffer for the fuzzer.
+ *
+ * Every reader of the format walks the chunks here, through one step
+ * (rh_rip_at: what is at an offset, from a mapping or by pread) and one walk
+ * (rh_rip_walk) with two sets of rules: a complete file's (the converter:
+ * the end of the file or a bad header ends the walk, a bad checksum skips a
+ * chunk) and a growing file's (the live view, rh_rip_follow_poll: what is not
+ * written yet is waited for, damage is damage only when it lasts). `rheaper
+ * list` scans with the same step and trailer decoder (rh_rip_scan).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -576,9 +584,10 @@ int rh_rip_at(const struct rh_rip_src *src, uint64_t off, struct rh_rip_at *at)
     if (src->size - off < RIP_CHUNK_HDR_SIZE) {
         uint8_t tail[RIP_CHUNK_HDR_SIZE];
         size_t n = rh_rip_src_read(src, off, tail, (size_t)(src->size - off));
-        return at->kind = rh_all_zero(tail, n) ? RH_AT_END : RH_AT_TAIL;
+        at->zero = rh_all_zero(tail, n);
+        return at->kind = RH_AT_TAIL;
     }
-    if (src->base) {
+    if (src->base && src->growing) {
         /* as the writer leaves it: `used` and `flags` loaded first, with
          * acquire (the writer stores `used` after each complete record and
          * sets SEALED last), so records up to that `used` are whole */
@@ -589,7 +598,7 @@ int rh_rip_at(const struct rh_rip_src *src, uint64_t off, struct rh_rip_at *at)
         at->h.used = used;
         at->h.flags = flags;
     } else if (rh_rip_src_read(src, off, &at->h, sizeof at->h) != sizeof at->h) {
-        return at->kind = RH_AT_END;
+        return at->kind = RH_AT_END; /* a read error: nothing more to walk */
     }
     if (rh_all_zero((const uint8_t *)&at->h, sizeof at->h))
         return at->kind = RH_AT_UNWRITTEN;
@@ -672,9 +681,11 @@ static int rh_rip_step_whole(struct rh_rip *r, const struct rh_rip_at *at)
     case RH_AT_END:
         return 0;
     case RH_AT_TAIL:
-        rh_rip_warn(r, "profile cut short: partial chunk header at offset %llu",
-                    (unsigned long long)off);
-        r->damaged = 1;
+        if (!at->zero) {
+            rh_rip_warn(r, "profile cut short: partial chunk header at offset %llu",
+                        (unsigned long long)off);
+            r->damaged = 1;
+        }
         r->cut_short = 1;
         return 0;
     case RH_AT_UNWRITTEN:
@@ -785,7 +796,7 @@ static int rh_rip_step_follow(struct rh_rip *r, const struct rh_rip_at *at)
  * number of chunks taken or skipped, or -1 on out of memory (r->err). */
 static long rh_rip_walk(struct rh_rip *r)
 {
-    struct rh_rip_src src = {r->base, -1, r->size};
+    struct rh_rip_src src = {r->base, -1, r->size, r->walk.follow};
     long n = 0;
     if (!r->walk.off)
         r->walk.off = RIP_HEADER_SIZE;
@@ -874,7 +885,7 @@ int rh_rip_follow_poll(struct rh_rip *r, size_t size)
     if (r->ncalib != ncalib)
         rh_calib_finish(r);
     /* the open chunks: what their writers added since */
-    struct rh_rip_src src = {r->base, -1, r->size};
+    struct rh_rip_src src = {r->base, -1, r->size, 1};
     for (size_t i = 0; i < r->nchunks; i++) {
         struct rh_chunk *ch = &r->chunks[i];
         if (!ch->open)
@@ -901,7 +912,7 @@ int rh_rip_scan(int fd, uint64_t size, struct rh_rip_scan *s)
 {
     uint8_t hb[RIP_HEADER_SIZE];
     memset(s, 0, sizeof *s);
-    struct rh_rip_src src = {NULL, fd, size};
+    struct rh_rip_src src = {NULL, fd, size, 0};
     if (rh_rip_src_read(&src, 0, hb, sizeof hb) != sizeof hb || memcmp(hb, RIP_MAGIC, 8) != 0)
         return -1;
     struct rip_file_header *h = &s->hdr;

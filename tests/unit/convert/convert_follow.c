@@ -13,6 +13,9 @@
  * chunk header that stays wrong is damage only after the reader's patience
  * (40 polls), said in one line, and the walk stops there; a sealed chunk
  * whose checksum stays wrong is skipped after as long, and the walk goes on.
+ * Last, the complete file's rules at its end, where the two modes part: a
+ * tail shorter than a chunk header cuts the profile short, and is damage
+ * only when it is not all zeros.
  */
 #include "convtest.h"
 #include "harness.h"
@@ -206,11 +209,34 @@ static void rh_test_hostile(void)
     rw_free_file(&f);
 }
 
+/* A complete file with `extra` bytes of value `fill` after its trailer. */
+static void rh_test_tail(size_t extra, uint8_t fill, int cut, int damaged)
+{
+    struct rw_file f;
+    rh_plan(&f);
+    uint8_t *b = malloc(f.len + extra);
+    memcpy(b, f.buf, f.len);
+    memset(b + f.len, fill, extra);
+    struct rh_rip r;
+    memset(&r, 0, sizeof r);
+    CHECK_EQ(rh_rip_open_mem(&r, b, f.len + extra, "tail", NULL), 0);
+    CHECK_EQ(r.has_trailer, 1);
+    CHECK_EQ(r.cut_short, cut);
+    CHECK_EQ(r.damaged, damaged);
+    rh_rip_close(&r);
+    free(b);
+    rw_free_file(&f);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
     rh_test_growth();
     rh_test_hostile();
+    rh_test_tail(0, 0, 0, 0);      /* the file as written: clean */
+    rh_test_tail(32, 0, 1, 0);     /* 32 zero bytes: cut short, no damage */
+    rh_test_tail(32, 0xab, 1, 1);  /* 32 other bytes: a partial header, damage */
+    rh_test_tail(4096, 0, 1, 0);   /* a zero header: a chunk not written */
     return rh_test_summary();
 }
