@@ -246,7 +246,7 @@ static const char rh_post[] =
     /* The views of the rheaper command (docs/commands.md). */
     "CREATE VIEW heap_timeline AS " RH_SQL_HEAP_TIMELINE("allocations") ";"
     "CREATE VIEW thread_summary AS " RH_SQL_THREAD_SUMMARY("allocations") ";"
-    /* heaptrack's temporary allocations (rh_temporary_free in rh_convert.h). */
+    /* heaptrack's temporary allocations (rh_temporary_free in rh_core.h). */
     "CREATE VIEW temporary AS SELECT id, alloc_after, dealloc_after, bt, size, addr,"
     " alloc_thread, dealloc_thread, kind FROM allocations WHERE temporary = 1;"
     "CREATE VIEW callsites_by_function AS SELECT b.sym AS sym, min(b.file) AS file,"
@@ -658,7 +658,7 @@ static int rh_db_runtime_frame(const struct rh_sym_frame *f)
            rh_db_prefix(base, "interpose_");
 }
 
-/* Contract in rh_convert.h. */
+/* Contract in rh_db.h. */
 int rh_db_stack_frames(sqlite3_stmt *bs, struct rh_symbolizer *sym, const struct rh_rip *r,
                        const struct rh_stack *st)
 {

@@ -420,7 +420,7 @@ void rh_sym_set_paths(struct rh_symbolizer *s, const struct rh_modfind_paths *p)
         s->paths = p ? *p : (struct rh_modfind_paths){NULL, NULL};
 }
 
-/* Contract in rh_convert.h. In addition: where the ranges of two modules overlap
+/* Contract in rh_symbolize.h. In addition: where the ranges of two modules overlap
  * (one unloaded and another loaded at its address), the module registered first
  * owns the overlap, so the caller registers the latest MODULES snapshot first.
  * Registering an identical module (same path, base, build id, ranges) again
