@@ -24,8 +24,8 @@ int rh_check_is_checked(void)
 #endif
 }
 
-int rh_check_failed(const char *file, int line, const char *func, const char *cond,
-                    const char *fmt, ...)
+int rh_check_failed(const char *file, int line, const char *func, const char *cond, const char *fmt,
+                    ...)
 {
     const char *base = strrchr(file, '/');
     char detail[512];
@@ -33,8 +33,8 @@ int rh_check_failed(const char *file, int line, const char *func, const char *co
     va_start(ap, fmt);
     vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "rheaper: internal error at %s:%d (%s): %s: %s\n", base ? base + 1 : file,
-            line, func, cond, detail);
+    fprintf(stderr, "rheaper: internal error at %s:%d (%s): %s: %s\n", base ? base + 1 : file, line,
+            func, cond, detail);
     fflush(stderr);
     if (rh_check_is_checked())
         abort();

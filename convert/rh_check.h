@@ -29,13 +29,13 @@ RH_HIDDEN int rh_check_failed(const char *file, int line, const char *func, cons
 /* 1 in a checked build (rh_check.c was built with RH_CHECKED), else 0. */
 RH_HIDDEN int rh_check_is_checked(void);
 
-#define RH_ALWAYS(cond, ...)                                                                     \
-    (__builtin_expect(!!(cond), 1) ? 1                                                           \
-                                   : rh_check_failed(__FILE__, __LINE__, __func__, #cond,         \
-                                                     __VA_ARGS__))
-#define RH_NEVER(cond, ...)                                                                      \
-    (__builtin_expect(!!(cond), 0) ? !rh_check_failed(__FILE__, __LINE__, __func__,               \
-                                                      "never " #cond, __VA_ARGS__)                \
-                                   : 0)
+#define RH_ALWAYS(cond, ...)                                                                       \
+    (__builtin_expect(!!(cond), 1)                                                                 \
+         ? 1                                                                                       \
+         : rh_check_failed(__FILE__, __LINE__, __func__, #cond, __VA_ARGS__))
+#define RH_NEVER(cond, ...)                                                                        \
+    (__builtin_expect(!!(cond), 0)                                                                 \
+         ? !rh_check_failed(__FILE__, __LINE__, __func__, "never " #cond, __VA_ARGS__)             \
+         : 0)
 
 #endif

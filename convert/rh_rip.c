@@ -770,8 +770,7 @@ static int rh_rip_step_follow(struct rh_rip *r, const struct rh_rip_at *at)
     }
     if (!at->whole || (!at->sealed && !at->h.used))
         return 0;
-    if (at->sealed &&
-        rip_chunk_crc(&at->h, r->base + at->off + RIP_CHUNK_HDR_SIZE) != at->h.crc) {
+    if (at->sealed && rip_chunk_crc(&at->h, r->base + at->off + RIP_CHUNK_HDR_SIZE) != at->h.crc) {
         if (++r->walk.bad_tries < RH_FOLLOW_BAD_TRIES)
             return 0;
         rh_rip_warn(r, "checksum mismatch in chunk at offset %llu; chunk skipped",

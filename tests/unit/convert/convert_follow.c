@@ -234,9 +234,9 @@ int main(int argc, char **argv)
     (void)argv;
     rh_test_growth();
     rh_test_hostile();
-    rh_test_tail(0, 0, 0, 0);      /* the file as written: clean */
-    rh_test_tail(32, 0, 1, 0);     /* 32 zero bytes: cut short, no damage */
-    rh_test_tail(32, 0xab, 1, 1);  /* 32 other bytes: a partial header, damage */
-    rh_test_tail(4096, 0, 1, 0);   /* a zero header: a chunk not written */
+    rh_test_tail(0, 0, 0, 0);     /* the file as written: clean */
+    rh_test_tail(32, 0, 1, 0);    /* 32 zero bytes: cut short, no damage */
+    rh_test_tail(32, 0xab, 1, 1); /* 32 other bytes: a partial header, damage */
+    rh_test_tail(4096, 0, 1, 0);  /* a zero header: a chunk not written */
     return rh_test_summary();
 }

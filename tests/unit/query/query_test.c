@@ -78,13 +78,13 @@ static void rh_check_scope(sqlite3 *db, const char *what, char **argv, int argc,
         CHECK_EQ(rh_filter_apply(db, &f), 0);
         struct rh_summary s;
         CHECK_EQ(rh_summary_compute(db, &s), 0);
-        int64_t got[] = {s.alloc_blocks, s.alloc_bytes, s.freed_blocks,    s.freed_bytes,
-                         s.leaked_blocks, s.leaked_bytes, s.temporary_blocks, s.peak_bytes,
-                         s.peak_time_ns};
+        int64_t got[] = {s.alloc_blocks,     s.alloc_bytes,   s.freed_blocks,
+                         s.freed_bytes,      s.leaked_blocks, s.leaked_bytes,
+                         s.temporary_blocks, s.peak_bytes,    s.peak_time_ns};
         int64_t want[] = {w->ab, w->aB, w->fb, w->fB, w->lb, w->lB, w->tmp, w->peak, w->peak_t};
-        static const char *const name[] = {"alloc blocks", "alloc bytes", "freed blocks",
+        static const char *const name[] = {"alloc blocks", "alloc bytes",   "freed blocks",
                                            "freed bytes",  "leaked blocks", "leaked bytes",
-                                           "temporary",    "peak bytes",  "peak time"};
+                                           "temporary",    "peak bytes",    "peak time"};
         for (int k = 0; k < 9; k++) {
             CHECK_EQ(got[k], want[k]);
             if (got[k] != want[k])
@@ -137,8 +137,7 @@ int main(int argc, char **argv)
     CHECK(prog && strcmp(prog, "/usr/bin/plan") == 0);
     CHECK(rh_meta_text(db, "no_such_key", buf, sizeof buf) == NULL);
     CHECK_EQ(rh_sql_int(db, "SELECT count(*) FROM stacks WHERE id = ?1", 2, -1), 1);
-    CHECK_EQ(rh_sql_int(db, "SELECT sum(size) FROM allocations WHERE bt = ?1", 1, -1),
-             464);
+    CHECK_EQ(rh_sql_int(db, "SELECT sum(size) FROM allocations WHERE bt = ?1", 1, -1), 464);
     CHECK_EQ(rh_sql_int(db, "SELECT no_such_column FROM meta", 0, -3), -3);
 
     /* scopes: no filter, then a size, a time and a lifetime filter */
