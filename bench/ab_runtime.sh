@@ -14,6 +14,7 @@
 # average.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 old=$(cd "$1" && pwd) new=$(cd "$2" && pwd)
 runs=${3:-7}
@@ -43,16 +44,15 @@ one() {
     awk -v w=$(((e - s) / 1000)) '{printf "%.3f %.3f\n", $1 + $2, w / 1e6}' "$out/time.txt"
 }
 variants="plain old new off-old off-new"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average before: $(rh_loadavg)"
 : > "$out/runs.txt"
 i=0
 while [ $i -lt "$runs" ]; do
     for v in $variants; do echo "$v $(one $v)" >> "$out/runs.txt"; done
     i=$((i + 1))
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-med() { grep "^$1 " "$out/runs.txt" | awk -v k="$2" '{print $k}' | sort -n |
-        awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+echo "load average after: $(rh_loadavg)"
+med() { rh_col "$out/runs.txt" "$1" "$2" | rh_median; }
 pc=$(med plain 2) pw=$(med plain 3)
 echo "| variant | CPU median (s) | CPU / plain | wall median (s) | wall / plain |"
 echo "|---|--:|--:|--:|--:|"

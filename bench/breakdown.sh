@@ -34,6 +34,7 @@
 # when not installed.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build=$root/build runs=7 out= wall=1 ht=1 only= cgon=1
 while [ $# -gt 0 ]; do
@@ -137,7 +138,7 @@ cg() {
 }
 
 [ "$cgon" = 1 ] && echo "## Instructions per event (callgrind)" && echo &&
-    echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores, $(uname -m)" && echo
+    echo "load average: $(rh_loadavg); $(nproc) cores, $(uname -m)" && echo
 [ "$cgon" = 1 ] && echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs fbin; do
     ip=$(cg "$id" plain "$pbin" "$cgargs")
     io=$(cg "$id" off "$rbin" "$cgargs")
@@ -220,7 +221,7 @@ variants="plain off on"
 variants="$variants floor-pass floor-clock floor-walk"
 echo "## Wall time, $runs interleaved rounds"
 echo
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average before: $(rh_loadavg)"
 : > "$out/wall/runs.txt"
 i=0
 while [ "$i" -lt "$runs" ]; do
@@ -231,10 +232,9 @@ while [ "$i" -lt "$runs" ]; do
     done
     i=$((i + 1))
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average after: $(rh_loadavg)"
 echo
-med() { grep "^$1 $2 " "$out/wall/runs.txt" | awk '{print $3}' | sort -n |
-        awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+med() { grep "^$1 $2 " "$out/wall/runs.txt" | awk '{print $3}' | rh_median; }
 echo "| workload | variant | wall median (s) | min (s) | max (s) | wall / plain |"
 echo "|---|---|--:|--:|--:|--:|"
 echo "$wls" | while IFS='|' read -r id pbin rbin cgargs wargs fbin; do

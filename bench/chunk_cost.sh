@@ -10,11 +10,12 @@
 # of 7 rounds. Prints the load average beside the table.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_loadavg
 dir=${1:-.}
 chunks=${2:-2000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ${CC:-cc} -O2 -o "$tmp/chunk_cost" "$here/chunk_cost.c"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average before: $(rh_loadavg)"
 "$tmp/chunk_cost" "$dir" "$chunks"
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average after: $(rh_loadavg)"

@@ -26,6 +26,7 @@
 # exits 1. The databases are written to DIR (default a temp dir) and
 # removed at the end.
 set -eu
+. "$(cd "$(dirname "$0")" && pwd)/lib.sh" # rh_loadavg; its medians below follow rh_median's rule
 runs=5 out=
 usage() {
     echo "usage: convert_ab.sh [--runs R] [--out DIR] RIP BASE_CONVERT NEW_CONVERT" >&2
@@ -55,7 +56,7 @@ mkdir -p "$out"
 log=$out/runs.txt
 : >"$log"
 
-load() { cut -d' ' -f1-3 /proc/loadavg; }
+load() { rh_loadavg; }
 load_before=$(load)
 
 # one NAME BIN ROUND: converts, appends "NAME wall rss merge writer finish" to the log.
@@ -111,6 +112,8 @@ size_new=$(wc -c <"$out/new.db")
 echo "convert_ab.sh: $(basename "$rip"): $events events, $allocs allocations, $runs interleaved rounds"
 echo "load average before: $load_before, after: $load_after ($(nproc) cores)"
 awk -v events="$events" -v allocs="$allocs" -v sb="$size_base" -v sn="$size_new" '
+# the median as rh_median of bench/lib.sh takes it: an even count gives the
+# mean of the two middle values
 function med(name, col,    n, i, j, t, v) {
     n = 0
     for (i = 1; i <= nr; i++) if (who[i] == name && val[i, col] != "-") v[++n] = val[i, col] + 0

@@ -59,6 +59,7 @@
 # kernel's delivery of the signal is not counted (user space only).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build=$root/build runs=9 luan=1000000 out= pairs=100 cg=0 cgn=30000
 while [ $# -gt 0 ]; do
@@ -125,7 +126,7 @@ sigs() {
         (select value from meta where key = 'cpu_samples_dropped'),
         (select coalesce(sum(periods), 0) from cpu_samples)" 2>/dev/null || echo "- - -"
 }
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
+load0=$(rh_loadavg)
 
 # ---- --callgrind: instruction counts -----------------------------------------
 if [ "$cg" = 1 ]; then
@@ -244,13 +245,12 @@ EOF
     done
     r=$((r + 1))
 done
-load1=$(cut -d' ' -f1-3 /proc/loadavg)
+load1=$(rh_loadavg)
 
 # median / least of column K of the lines of variant V in file F
-median() { grep "^$2 " "$1" | awk -v k="$3" '{ print $k }' | sort -g |
-    awk '{ a[NR] = $1 } END { if (!NR) print "-"; else if (NR % 2) print a[(NR + 1) / 2]; else printf "%.4f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-least() { grep "^$2 " "$1" | awk -v k="$3" '{ print $k }' | sort -g | head -1; }
-most() { grep "^$2 " "$1" | awk -v k="$3" '{ print $k }' | sort -g | tail -1; }
+median() { rh_col "$1" "$2" "$3" | rh_median; }
+least() { rh_col "$1" "$2" "$3" | rh_min; }
+most() { rh_col "$1" "$2" "$3" | rh_max; }
 f1() { awk -v x="$1" 'BEGIN { printf "%.1f", x }'; }
 
 res=$work/results.md

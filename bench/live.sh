@@ -13,6 +13,7 @@
 # (a mismatch prints "FAIL:"); timings are only printed.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 build=$here/../../build
 rounds=50
 runs=5
@@ -37,7 +38,7 @@ while [ $i -lt "$rounds" ]; do
 done | RHEAPER_ENABLE=1 ./lv_grow >/dev/null 2>rec.err
 rip=$(ls rip-*)
 events=$(sed -n 's/.*(\([0-9]*\) events).*/\1/p' rec.err)
-echo "rip: $(stat -c %s "$rip") bytes, $events events; load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "rip: $(stat -c %s "$rip") bytes, $events events; load before: $(rh_loadavg)"
 now() { date +%s.%N; }
 t_live=""
 t_conv=""
@@ -55,11 +56,10 @@ done
 blocks=$(sed -n 's/.*"alloc_blocks": \([0-9]*\),.*/\1/p' snap.json | head -1)
 want=$((rounds * 100000))
 [ "$blocks" -ge "$want" ] || { echo "FAIL: snapshot has $blocks allocations, expected >= $want"; exit 1; }
-median() { printf '%s\n' $1 | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-ml=$(median "$t_live")
-mc=$(median "$t_conv")
+ml=$(echo "$t_live" | rh_median)
+mc=$(echo "$t_conv" | rh_median)
 printf 'rheaper live --once: median %.2f s (%s), %.2f M events/s\n' "$ml" "$t_live" \
     "$(awk "BEGIN {print $events / $ml / 1000000}")"
 printf 'rheaper-convert:     median %.2f s (%s)\n' "$mc" "$t_conv"
 printf 'ratio live/convert: %.2f; load after: %s\n' "$(awk "BEGIN {print $ml / $mc}")" \
-    "$(cut -d' ' -f1-3 /proc/loadavg)"
+    "$(rh_loadavg)"

@@ -29,6 +29,7 @@
 # are not counted; their time is the statm line of the timing mode).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build=$root/build out= runs=7 luan=300000 bytes=524288 cg=0 cgn=100000
 while [ $# -gt 0 ]; do
@@ -132,16 +133,15 @@ one() {
     awk -v w=$(((e - s) / 1000)) -v n="$n" '{printf "%.3f %.3f %d\n", $1 + $2, w / 1e6, n}' "$out/time.txt"
 }
 variants="plain full-nomem full full-1ms bytes-nomem bytes bytes-1ms"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average before: $(rh_loadavg)"
 : >"$out/runs.txt"
 i=0
 while [ $i -lt "$runs" ]; do
     for v in $variants; do echo "$v $(one $v)" >>"$out/runs.txt"; done
     i=$((i + 1))
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-med() { grep "^$1 " "$out/runs.txt" | awk -v k="$2" '{print $k}' | sort -n |
-    awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+echo "load average after: $(rh_loadavg)"
+med() { rh_col "$out/runs.txt" "$1" "$2" | rh_median; }
 r() { echo "$1 $2" | awk '{printf "%.3f", $1 / $2}'; }
 pc=$(med plain 2) pw=$(med plain 3)
 echo

@@ -24,6 +24,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build="$root/build" out="" runs=5 requests=50000
 while [ $# -gt 0 ]; do
@@ -147,15 +148,14 @@ run() {
     echo "round $r $v: $rps req/s, workers' CPU $cpu s" >&2
 }
 
-load0=$(cut -d' ' -f1-3 /proc/loadavg)
+load0=$(rh_loadavg)
 rm -f "$out/results" "$out/heaptrack-failed"
 for r in $(seq "$runs"); do
     for v in plain tracked heaptrack; do run "$v" "$r"; done
 done
-load1=$(cut -d' ' -f1-3 /proc/loadavg)
+load1=$(rh_loadavg)
 
-med() { grep "^$1 " "$out/results" | awk -v c="$2" '{ print $c }' | sort -g |
-        awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+med() { rh_col "$out/results" "$1" "$2" | rh_median; }
 p_rps=$(med plain 2) p_cpu=$(med plain 3)
 {
     echo "nginx 1.22 (Debian source), 2 workers as nobody, \`ab -k -c 8 -n $requests\` over 127.0.0.1,"

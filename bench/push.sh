@@ -29,6 +29,7 @@
 # fails under CI=true.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build=$root/build out= size=10000000 runs=5 tiny=0
 while [ $# -gt 0 ]; do
@@ -56,7 +57,7 @@ done
 rm -rf "$out" && mkdir -p "$out"
 cd "$out"
 export LC_ALL=C
-load() { cut -d' ' -f1-3 /proc/loadavg; }
+load() { rh_loadavg; }
 load0=$(load)
 
 # ---- the profile -------------------------------------------------------------------------
@@ -119,11 +120,10 @@ load1=$(load)
 # ---- the figures -------------------------------------------------------------------------
 # med FILE COLUMN: "median (min-max)" of a column
 med() {
-    sort -g -k"$2,$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END {
-        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-        printf "%.6g (%.6g-%.6g)", m, v[1], v[NR] }'
+    printf '%.6g (%.6g-%.6g)' "$(medv "$1" "$2")" "$(awk -v c="$2" '{ print $c }' "$1" | rh_min)" \
+        "$(awk -v c="$2" '{ print $c }' "$1" | rh_max)"
 }
-medv() { sort -g -k"$2,$2" "$1" | awk -v c="$2" '{ v[NR] = $c } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+medv() { awk -v c="$2" '{ print $c }' "$1" | rh_median; }
 dbsize=$(stat -c %s scale.db)
 allocrows=$(sqlite3 scale.db "select coalesce(sum(pgsize), 0) from dbstat where name = 'alloc_rows'" 2>/dev/null || echo 0)
 per() { echo "scale=1; $1 / $rows" | bc; }

@@ -30,6 +30,7 @@
 # OUT/query-results.md (default BUILD/query) and prints it.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build=$root/build out= db= runs=5 only= label= tiny=0
 usage() {
@@ -91,9 +92,8 @@ function+size|--function ^step_3$ --min-size 100 --max-size 2000|function_regex=
 from-to+size|--from 40% --to 60% --min-size 100|from=40%&to=60%&size_min=100
 EOF
 
-# median of the numbers on stdin
-median() { sort -n | awk '{ v[++n] = $1 } END { if (!n) { print "-"; exit }
-    i = int((n + 1) / 2); j = n % 2 ? i : i + 1; printf "%.3f\n", (v[i] + v[j]) / 2 }'; }
+# median of the numbers on stdin (bench/lib.sh), three decimals
+median() { rh_median %.3f; }
 
 # start_server: rheaper serve on an ephemeral port (spid, base)
 start_server() {
@@ -137,7 +137,7 @@ res=$out/query-results.md
     echo "### Query benchmark${label:+: $label}"
     echo
     echo "Profile: $(basename "$db") ($(stat -c %s "$db") bytes); $(nproc) cores; medians of $runs;" \
-         "CPU seconds (user+system); load average before: $(cut -d' ' -f1-3 /proc/loadavg)."
+         "CPU seconds (user+system); load average before: $(rh_loadavg)."
     echo
     printf '| filter |'
     for c in $cmds; do printf ' %s |' "$c"; done
@@ -199,7 +199,7 @@ done < "$out/filters"
 {
     echo
     echo "Server peak RSS (VmHWM): $(awk '/VmHWM/ { printf "%d MiB", $2 / 1024 }' "/proc/$spid/status");" \
-         "load average after: $(cut -d' ' -f1-3 /proc/loadavg)."
+         "load average after: $(rh_loadavg)."
 } >> "$res"
 cat "$res"
 [ "$fails" = 0 ] || exit 1

@@ -22,6 +22,7 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build="$root/build" out="" runs=5 requests=100000
 while [ $# -gt 0 ]; do
@@ -114,7 +115,7 @@ run() {
 
 variants="je-plain je-off je-tracked je-heaptrack libc-plain libc-off libc-tracked libc-heaptrack"
 command -v heaptrack > /dev/null 2>&1 || variants=$(echo "$variants" | sed 's/[a-z]*-heaptrack//g')
-load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+load_before=$(rh_loadavg)
 rm -rf "$out/run" && mkdir -p "$out/run"
 : > "$out/ops.txt"
 r=1
@@ -128,11 +129,10 @@ while [ $r -le "$runs" ]; do
     done
     r=$((r + 1))
 done
-load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+load_after=$(rh_loadavg)
 
 # ---- figures ----------------------------------------------------------------
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-med_of() { awk -v v="$1" '$1 == v { print $3 }' "$out/ops.txt" | median; }
+med_of() { rh_col "$out/ops.txt" "$1" 3 | rh_median %.0f; }
 cpu_of() {
     awk -v v="$1" '$1 == v { print $4 }' "$out/ops.txt" | sort -n |
         awk '{ c[NR] = $1 } END { if (NR % 2) print c[(NR + 1) / 2]; else printf "%.3f\n", (c[NR / 2] + c[NR / 2 + 1]) / 2 }'

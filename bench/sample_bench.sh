@@ -48,6 +48,7 @@
 # On a quiet machine: sh bench/sample_bench.sh --runs 9
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build=$root/build out= runs=7 accn='65536 8192' luan=300000 scale=10000000 bytes=524288 lua=1 cg=0 cgn=300000
 while [ $# -gt 0 ]; do
@@ -160,16 +161,15 @@ if [ "$lua" = 1 ] && sh "$root/tests/e2e/programs/fetch_source.sh" lua5.4 "$out/
         echo "per function: callgrind_annotate --inclusive=yes $out/cg-VARIANT-$cgn.out"
         exit 0
     fi
-    echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "load average before: $(rh_loadavg)"
     : >"$out/runs.txt"
     i=0
     while [ $i -lt "$runs" ]; do
         for v in $variants; do echo "$v $(one $v)" >>"$out/runs.txt"; done
         i=$((i + 1))
     done
-    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-    med() { grep "^$1 " "$out/runs.txt" | awk -v k="$2" '{print $k}' | sort -n |
-        awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+    echo "load average after: $(rh_loadavg)"
+    med() { rh_col "$out/runs.txt" "$1" "$2" | rh_median; }
     r() { echo "$1 $2" | awk '{printf "%.3f", $1 / $2}'; }
     pc=$(med plain 2) uc=$(med user 2) pw=$(med plain 4)
     echo

@@ -38,6 +38,7 @@
 # Rips and databases are deleted after each size unless --keep.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build=$root/build out= sizes="10000000 100000000" runs=3 tmo=300 ctmo=3600 cruns= htmax=10000000
 heaptrack=1 label= keep=0 tiny=0
@@ -97,7 +98,7 @@ res=$out/scale-results.md
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 now_ns() { date +%s%N; }
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+loadavg() { rh_loadavg; }
 
 # timed NAME WORKDIR CMD...: runs CMD once under the timeout, stdout to
 # WORKDIR/NAME.out (kept from the last run that finished); appends the wall milliseconds (or "timeout") to
@@ -247,7 +248,7 @@ for n in $sizes; do
     esac
     events=$(sqlite3 "$db" "SELECT value FROM meta WHERE key = 'events'" 2>/dev/null || echo 0)
     dbsize=$(stat -c %s "$db")
-    rss=$(sort -n "$w/convert.rss" 2>/dev/null | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }')
+    rss=$(if [ -s "$w/convert.rss" ]; then rh_median %.0f <"$w/convert.rss"; fi)
     [ -n "$rss_first" ] || rss_first=$rss
     rss_last=$rss
 

@@ -27,6 +27,7 @@
 # The row mix-all gives p50/p99 over every mixed request.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build=$root/build out= size=10000000 rounds=5 requests=4 clients=8 db= tiny=0 cache=--no-cache
 usage() {
@@ -178,7 +179,7 @@ echo "mix-all|(every mixed request)|" >>"$out/questions"
 echo
 echo "rheaper serve: $clients clients x $requests requests x $rounds rounds per question; $rows rows in $(basename "$db")"
 echo "mix-*: $clients clients at once, each its own question; mix-all: all of them"
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average: $(rh_loadavg)"
 printf '%-14s %9s %9s %9s %6s %13s %11s\n' question p50_ms p99_ms max_ms n cli_median_ms p50/cli
 while IFS='|' read -r name url cmd; do
     if [ "$name" = mix-all ]; then
@@ -196,7 +197,7 @@ while IFS='|' read -r name url cmd; do
     max=$(tail -n 1 "$out/lat-$name.sorted")
     cli=-
     [ -f "$out/cli-$name.ms" ] &&
-        cli=$(sort -n "$out/cli-$name.ms" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+        cli=$(rh_median %.0f <"$out/cli-$name.ms")
     printf '%-14s %9s %9s %9s %6s %13s %11s\n' "$name" "$p50" "$p99" "$max" "$n" "$cli" \
         "$(awk -v a="$p50" -v b="$cli" 'BEGIN {if (b + 0 > 0) printf "%.2f", a / b; else print "-"}')"
 done <"$out/questions"

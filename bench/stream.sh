@@ -12,6 +12,7 @@
 # the load average before and after. Both profiles are deleted after each run.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh" # rh_median, rh_col, ...
 root=$(cd "$here/.." && pwd)
 build=$root/build runs=5 pairs=3000000 threads=1
 while [ $# -gt 0 ]; do
@@ -54,16 +55,16 @@ run() {
     t1=$(date +%s%N)
     echo "$(((t1 - t0) / 1000000)) $(cat "$tmp/rss")" >>"$tmp/$1"
 }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+median() { rh_median; }
 
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average before: $(rh_loadavg)"
 r=0
 while [ $r -lt "$runs" ]; do
     run local
     run stream
     r=$((r + 1))
 done
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average after: $(rh_loadavg)"
 lw=$(cut -d' ' -f1 "$tmp/local" | median) sw=$(cut -d' ' -f1 "$tmp/stream" | median)
 lr=$(cut -d' ' -f2 "$tmp/local" | median) sr=$(cut -d' ' -f2 "$tmp/stream" | median)
 echo "wl_synth $threads thread(s) x $pairs pairs, $runs interleaved runs each (medians):"

@@ -41,7 +41,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_check.h"
+#include "rh_core.h"
+#include "rh_schema.h"
+#include "rh_util.h"
 
 /* ---- sampling weights -------------------------------------------
  * On a sampled profile every figure here is an estimate: an event of a block
@@ -267,7 +270,7 @@ static void rh_agg_tl_put(struct rh_agg *a, uint32_t n, const uint8_t *buf, size
 {
     if (a->tl_errno)
         return;
-    if (!a->tlf) { /* cannot happen: both callers open it */
+    if (RH_NEVER(!a->tlf, "the timeline's temp file is not open (rh_agg_tl_open)")) {
         a->tl_errno = EBADF;
         return;
     }

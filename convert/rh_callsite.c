@@ -71,7 +71,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_db.h"
+#include "rh_util.h"
 
 #define RH_WRAP_MIN_CALLERS 3
 
@@ -680,9 +681,8 @@ static int rh_cs_write_passed(void *arg, const char *name, int64_t callers, int6
     return r == SQLITE_DONE ? 0 : -1;
 }
 
-int rh_callsite_write(void *dbv, char *err, size_t errlen)
+int rh_callsite_write(sqlite3 *db, char *err, size_t errlen)
 {
-    sqlite3 *db = dbv;
     struct rh_cs_writer w = {NULL, NULL};
     int rc = -1;
     if (sqlite3_prepare_v2(db, "UPDATE stacks SET callsite = ?2 WHERE id = ?1", -1, &w.up, NULL) ==
@@ -698,7 +698,7 @@ int rh_callsite_write(void *dbv, char *err, size_t errlen)
     return rc;
 }
 
-int rh_callsite_compute(void *db, int (*skip)(void *arg, const char *sym), void *skip_arg,
+int rh_callsite_compute(sqlite3 *db, int (*skip)(void *arg, const char *sym), void *skip_arg,
                         int (*site)(void *arg, int64_t stack, int64_t frame_no),
                         int (*passed)(void *arg, const char *name, int64_t callers,
                                       int64_t stacks),

@@ -30,7 +30,8 @@
 
 #include <sqlite3.h>
 
-#include "rh_convert.h"
+#include "rh_db.h"
+#include "rh_util.h"
 
 struct rh_chains {
     char *near;    /* the database path the temp file goes beside */
@@ -77,9 +78,8 @@ int rh_chains_add(struct rh_chains *c, uint64_t prev, uint64_t id)
     return 0;
 }
 
-int rh_chains_write(struct rh_chains *c, void *dbv, char *err, size_t errlen)
+int rh_chains_write(struct rh_chains *c, sqlite3 *db, char *err, size_t errlen)
 {
-    sqlite3 *db = dbv;
     if (sqlite3_exec(db,
                      "CREATE TABLE realloc_chains(id INTEGER PRIMARY KEY, prev INTEGER NOT NULL,"
                      " first INTEGER NOT NULL, pos INTEGER NOT NULL);",

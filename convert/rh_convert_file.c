@@ -22,6 +22,9 @@
 #include <unistd.h>
 
 #include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_db.h"
+#include "rh_symbolize.h"
 
 /* Removes the temp database when the conversion is interrupted. */
 static void rh_on_signal(int sig)

@@ -2,7 +2,7 @@
  *
  *     rheaper-convert [--force] [--quiet] RIP DB
  *
- * Reads the rip file RIP (rh_rip.c, rh_stream.c), merges and pairs its events
+ * Reads the rip file RIP (rh_rip.c, rh_stream_decode.c), merges and pairs its events
  * (rh_merge.c), symbolizes the stacks (rh_symbolize.c) and writes the SQLite
  * database DB (rh_db.c); rh_convert_file.c does the work, shared with the
  * rheaper command. Errors are one line, "rheaper-convert: PATH: what";
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "rh_convert.h"
+#include "rip_format.h"
 
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"

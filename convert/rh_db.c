@@ -29,7 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_db.h"
+#include "rh_schema.h"
+#include "rh_symbolize.h"
 #include "rh_modfind.h"
 
 #ifndef RHEAPER_VERSION_STRING
@@ -243,7 +246,7 @@ static const char rh_post[] =
     /* The views of the rheaper command (docs/commands.md). */
     "CREATE VIEW heap_timeline AS " RH_SQL_HEAP_TIMELINE("allocations") ";"
     "CREATE VIEW thread_summary AS " RH_SQL_THREAD_SUMMARY("allocations") ";"
-    /* heaptrack's temporary allocations (rh_temporary_free in rh_convert.h). */
+    /* heaptrack's temporary allocations (rh_temporary_free in rh_core.h). */
     "CREATE VIEW temporary AS SELECT id, alloc_after, dealloc_after, bt, size, addr,"
     " alloc_thread, dealloc_thread, kind FROM allocations WHERE temporary = 1;"
     "CREATE VIEW callsites_by_function AS SELECT b.sym AS sym, min(b.file) AS file,"
@@ -655,7 +658,7 @@ static int rh_db_runtime_frame(const struct rh_sym_frame *f)
            rh_db_prefix(base, "interpose_");
 }
 
-/* Contract in rh_convert.h. */
+/* Contract in rh_db.h. */
 int rh_db_stack_frames(sqlite3_stmt *bs, struct rh_symbolizer *sym, const struct rh_rip *r,
                        const struct rh_stack *st)
 {
@@ -830,7 +833,10 @@ struct rh_meta {
     int rc;
 };
 
-static void rh_meta_int(struct rh_meta *m, const char *key, int64_t v)
+/* The writers of meta rows: (key, v) unless an earlier write failed (m->rc
+ * then keeps that failure). The readers are the query library's rh_meta_int
+ * and rh_meta_text (convert/query/rh_query_db.c). */
+static void rh_meta_put_int(struct rh_meta *m, const char *key, int64_t v)
 {
     if (m->rc)
         return;
@@ -839,7 +845,7 @@ static void rh_meta_int(struct rh_meta *m, const char *key, int64_t v)
     m->rc = rh_db_step(m->d, m->st, m->err, m->errlen);
 }
 
-static void rh_meta_text(struct rh_meta *m, const char *key, const char *v)
+static void rh_meta_put_text(struct rh_meta *m, const char *key, const char *v)
 {
     if (m->rc)
         return;
@@ -898,120 +904,120 @@ static int rh_db_meta(struct rh_db *d, struct rh_rip *r, const struct rh_merge_s
     }
     int64_t duration = rh_run_duration(r, st->last_ns);
     int clean = r->has_trailer && !r->damaged && !r->cut_short;
-    rh_meta_text(&m, "program", r->exe);
+    rh_meta_put_text(&m, "program", r->exe);
     const char *arch = rh_elf_arch(r->exe); /* no row when the program is not at hand */
     if (arch)
-        rh_meta_text(&m, "architecture", arch);
-    rh_meta_text(&m, "args", r->args);
-    rh_meta_text(&m, "command_line", r->cmdline);
-    rh_meta_int(&m, "pid", r->hdr.pid);
-    rh_meta_int(&m, "ppid", r->hdr.ppid);
-    rh_meta_text(&m, "start_time", when);
-    rh_meta_int(&m, "duration_ns", duration);
-    rh_meta_int(&m, "format_version", r->hdr.version);
-    rh_meta_int(&m, "events", (int64_t)r->events);
-    rh_meta_int(&m, "allocs", (int64_t)r->allocs);
-    rh_meta_int(&m, "frees", (int64_t)r->frees);
-    rh_meta_int(&m, "reallocs", (int64_t)r->reallocs);
-    rh_meta_int(&m, "failed_allocs", (int64_t)st->failed_allocs);
-    rh_meta_int(&m, "unknown_frees", (int64_t)st->unknown_frees);
-    rh_meta_int(&m, "overlapping_allocs", (int64_t)st->overlapping_allocs);
-    rh_meta_int(&m, "clean", clean);
-    rh_meta_int(&m, "cut_short", r->cut_short);
-    rh_meta_int(&m, "damaged_chunks", (int64_t)r->damaged_chunks);
-    rh_meta_int(&m, "damaged", r->damaged);
-    rh_meta_int(&m, "undefined_stacks", (int64_t)undefined);
-    rh_meta_int(&m, "out_of_order_events", (int64_t)r->out_of_order);
-    rh_meta_int(&m, "rows", (int64_t)(st->rows - d->culled));
-    rh_meta_int(&m, "min_lifetime_ns", d->min_lifetime_ns);
-    rh_meta_int(&m, "culled_rows", (int64_t)d->culled);
+        rh_meta_put_text(&m, "architecture", arch);
+    rh_meta_put_text(&m, "args", r->args);
+    rh_meta_put_text(&m, "command_line", r->cmdline);
+    rh_meta_put_int(&m, "pid", r->hdr.pid);
+    rh_meta_put_int(&m, "ppid", r->hdr.ppid);
+    rh_meta_put_text(&m, "start_time", when);
+    rh_meta_put_int(&m, "duration_ns", duration);
+    rh_meta_put_int(&m, "format_version", r->hdr.version);
+    rh_meta_put_int(&m, "events", (int64_t)r->events);
+    rh_meta_put_int(&m, "allocs", (int64_t)r->allocs);
+    rh_meta_put_int(&m, "frees", (int64_t)r->frees);
+    rh_meta_put_int(&m, "reallocs", (int64_t)r->reallocs);
+    rh_meta_put_int(&m, "failed_allocs", (int64_t)st->failed_allocs);
+    rh_meta_put_int(&m, "unknown_frees", (int64_t)st->unknown_frees);
+    rh_meta_put_int(&m, "overlapping_allocs", (int64_t)st->overlapping_allocs);
+    rh_meta_put_int(&m, "clean", clean);
+    rh_meta_put_int(&m, "cut_short", r->cut_short);
+    rh_meta_put_int(&m, "damaged_chunks", (int64_t)r->damaged_chunks);
+    rh_meta_put_int(&m, "damaged", r->damaged);
+    rh_meta_put_int(&m, "undefined_stacks", (int64_t)undefined);
+    rh_meta_put_int(&m, "out_of_order_events", (int64_t)r->out_of_order);
+    rh_meta_put_int(&m, "rows", (int64_t)(st->rows - d->culled));
+    rh_meta_put_int(&m, "min_lifetime_ns", d->min_lifetime_ns);
+    rh_meta_put_int(&m, "culled_rows", (int64_t)d->culled);
     if (r->has_trailer) {
-        rh_meta_int(&m, "events_lost", (int64_t)r->tr_lost);
-        rh_meta_int(&m, "events_recorded", (int64_t)r->tr_events);
+        rh_meta_put_int(&m, "events_lost", (int64_t)r->tr_lost);
+        rh_meta_put_int(&m, "events_recorded", (int64_t)r->tr_events);
     } else {
-        rh_meta_text(&m, "events_lost", NULL);
+        rh_meta_put_text(&m, "events_lost", NULL);
     }
     /* v2 trailers only: a v1 profile did not count it */
     if (r->has_trailer && r->tr_has_reentered)
-        rh_meta_int(&m, "reentered_unrecorded", (int64_t)r->tr_reentered);
+        rh_meta_put_int(&m, "reentered_unrecorded", (int64_t)r->tr_reentered);
     /* servers: who the process was (FORMAT.md "Servers") */
     if (r->has_trailer && r->tr_has_title) {
-        rh_meta_text(&m, "title", r->title);
-        rh_meta_text(&m, "process_name", r->comm);
-        rh_meta_int(&m, "credentials_changed", (r->tr_flags & RIP_TR_F_CREDENTIALS) != 0);
+        rh_meta_put_text(&m, "title", r->title);
+        rh_meta_put_text(&m, "process_name", r->comm);
+        rh_meta_put_int(&m, "credentials_changed", (r->tr_flags & RIP_TR_F_CREDENTIALS) != 0);
     }
     if (r->has_trailer && r->tr_has_end_reason && r->tr_end_reason >= RIP_END_CHROOT)
-        rh_meta_text(&m, "end_reason",
+        rh_meta_put_text(&m, "end_reason",
                      r->tr_end_reason == RIP_END_CHROOT        ? "chroot"
                      : r->tr_end_reason == RIP_END_CREDENTIALS ? "credentials"
                      : r->tr_end_reason == RIP_END_EXEC        ? "exec"
                                                                : "unknown");
     if (r->inherit) { /* rows 1..inherited_rows: blocks inherited at the fork */
-        rh_meta_int(&m, "inherited_rows", (int64_t)st->inherited);
-        rh_meta_int(&m, "inherited_bytes", (int64_t)r->inherit->bytes);
-        rh_meta_text(&m, "inherited_from", r->inherit->path);
-        rh_meta_int(&m, "inherited_profiles", (int64_t)r->inherit->profiles);
-        rh_meta_int(&m, "inherited_stack_base", (int64_t)RH_INHERIT_STACK_BASE);
+        rh_meta_put_int(&m, "inherited_rows", (int64_t)st->inherited);
+        rh_meta_put_int(&m, "inherited_bytes", (int64_t)r->inherit->bytes);
+        rh_meta_put_text(&m, "inherited_from", r->inherit->path);
+        rh_meta_put_int(&m, "inherited_profiles", (int64_t)r->inherit->profiles);
+        rh_meta_put_int(&m, "inherited_stack_base", (int64_t)RH_INHERIT_STACK_BASE);
     }
     if (r->has_origin) {
-        rh_meta_int(&m, "fork_parent_pid", r->origin_ppid);
-        rh_meta_text(&m, "fork_parent_profile", r->origin_path);
+        rh_meta_put_int(&m, "fork_parent_pid", r->origin_ppid);
+        rh_meta_put_text(&m, "fork_parent_profile", r->origin_path);
         /* the fork's time on this profile's clock: ns before its start */
-        rh_meta_int(&m, "fork_ns", (int64_t)r->origin_mono_ns - (int64_t)r->hdr.start_mono_ns);
+        rh_meta_put_int(&m, "fork_ns", (int64_t)r->origin_mono_ns - (int64_t)r->hdr.start_mono_ns);
     }
     /* 1 when RHEAPER_MAX_PROFILE_SIZE ended the recording (clean) */
     if (r->has_trailer && r->tr_has_end_reason)
-        rh_meta_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
+        rh_meta_put_int(&m, "cut_at_size_limit", r->tr_end_reason == RIP_END_SIZE_LIMIT);
     /* Streaming: a profile received by rheaper collect, and how it was sent */
     if (r->hdr.flags & RIP_HDR_F_STREAMED) {
         char peer[64];
         rh_rip_peer(r, peer, sizeof peer);
-        rh_meta_text(&m, "streamed_from", peer);
+        rh_meta_put_text(&m, "streamed_from", peer);
     }
     if (r->has_trailer && r->tr_has_stream && r->tr_stream_state != RIP_STREAM_LOCAL) {
-        rh_meta_int(&m, "stream_queue_full", r->tr_stream_state == RIP_STREAM_QUEUE_FULL);
-        rh_meta_int(&m, "stream_queue_peak", (int64_t)r->tr_stream_peak);
+        rh_meta_put_int(&m, "stream_queue_full", r->tr_stream_state == RIP_STREAM_QUEUE_FULL);
+        rh_meta_put_int(&m, "stream_queue_peak", (int64_t)r->tr_stream_peak);
     }
     /* CPU sampling, when it was on (no keys: it was off) */
     if (r->cpu_hz || r->cpu_samples) {
-        rh_meta_int(&m, "cpu_hz", r->cpu_hz);
-        rh_meta_int(&m, "cpu_samples", (int64_t)r->cpu_samples);
+        rh_meta_put_int(&m, "cpu_hz", r->cpu_hz);
+        rh_meta_put_int(&m, "cpu_samples", (int64_t)r->cpu_samples);
         if (r->has_trailer && r->tr_has_cpu)
-            rh_meta_int(&m, "cpu_samples_dropped", (int64_t)r->tr_cpu_dropped);
+            rh_meta_put_int(&m, "cpu_samples_dropped", (int64_t)r->tr_cpu_dropped);
     }
     /* memory samples (rh_memory.c): keys only when the recording took them */
     if (d->mem.rows) {
-        rh_meta_int(&m, "memory_samples", (int64_t)d->mem.rows);
-        rh_meta_int(&m, "memory_interval_ms", d->mem.interval_ms);
-        rh_meta_text(&m, "memory_allocator",
+        rh_meta_put_int(&m, "memory_samples", (int64_t)d->mem.rows);
+        rh_meta_put_int(&m, "memory_interval_ms", d->mem.interval_ms);
+        rh_meta_put_text(&m, "memory_allocator",
                      d->mem.source == RIP_MEM_SRC_GLIBC      ? "glibc"
                      : d->mem.source == RIP_MEM_SRC_JEMALLOC ? "jemalloc"
                                                              : "none");
         if (d->mem.damaged)
-            rh_meta_int(&m, "memory_samples_damaged", (int64_t)d->mem.damaged);
+            rh_meta_put_int(&m, "memory_samples_damaged", (int64_t)d->mem.damaged);
     }
     /* Sampling: every figure of the aggregates is an estimate */
     if (r->sample_mode == RIP_SAMPLE_RATE) {
-        rh_meta_text(&m, "sample_mode", "rate");
+        rh_meta_put_text(&m, "sample_mode", "rate");
         if (!m.rc) {
             sqlite3_bind_text(m.st, 1, "sample_rate", -1, SQLITE_STATIC);
             sqlite3_bind_double(m.st, 2, r->sample_rate);
             m.rc = rh_db_step(m.d, m.st, m.err, m.errlen);
         }
     } else if (r->sample_mode == RIP_SAMPLE_BYTES) {
-        rh_meta_text(&m, "sample_mode", "bytes");
-        rh_meta_int(&m, "sample_bytes", (int64_t)r->sample_bytes);
+        rh_meta_put_text(&m, "sample_mode", "bytes");
+        rh_meta_put_int(&m, "sample_bytes", (int64_t)r->sample_bytes);
         /* 1: blocks >= sample_bytes were always recorded, weight 1 */
-        rh_meta_int(&m, "sample_big_always", r->sample_big);
+        rh_meta_put_int(&m, "sample_big_always", r->sample_big);
     }
     if (r->sample_mode) {
-        rh_meta_int(&m, "sample_seeded", r->sample_seeded);
+        rh_meta_put_int(&m, "sample_seeded", r->sample_seeded);
         if (r->has_trailer && r->tr_has_sample) {
-            rh_meta_int(&m, "sample_dropped", (int64_t)r->tr_sample_dropped);
-            rh_meta_int(&m, "sample_peak_live", (int64_t)r->tr_sample_peak);
+            rh_meta_put_int(&m, "sample_dropped", (int64_t)r->tr_sample_dropped);
+            rh_meta_put_int(&m, "sample_peak_live", (int64_t)r->tr_sample_peak);
         }
     }
-    rh_meta_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
+    rh_meta_put_text(&m, "rheaper_version", RHEAPER_VERSION_STRING);
     sqlite3_finalize(m.st);
     return m.rc;
 }
@@ -1031,7 +1037,7 @@ static int rh_db_meta_debug(struct rh_db *d, struct rh_symbolizer *sym, char *er
         const char *path;
         const char *what = rh_sym_module_debug(sym, i, &path, buf, sizeof buf);
         snprintf(key, sizeof key, "debug:%s", path ? path : "?");
-        rh_meta_text(&m, key, what);
+        rh_meta_put_text(&m, key, what);
     }
     sqlite3_finalize(m.st);
     return m.rc;

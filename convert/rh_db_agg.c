@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_db.h"
+#include "rh_schema.h"
 
 struct rh_aw {
     sqlite3 *db;
@@ -237,7 +239,7 @@ static int rh_aw_meta(struct rh_aw *w, struct rh_agg *a)
     return rc;
 }
 
-int rh_agg_write(struct rh_agg *a, void *db, char *err, size_t errlen)
+int rh_agg_write(struct rh_agg *a, sqlite3 *db, char *err, size_t errlen)
 {
     struct rh_aw w = {db, err, errlen};
     if (a->oom) {

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_db.h"
 
 /* The pointer type name sqlite3_bind_pointer() and sqlite3_value_pointer()
  * must agree on. */
@@ -155,19 +155,18 @@ static const sqlite3_module rh_feed_module = {
     .xRowid = rh_feed_rowid,
 };
 
-int rh_feed_register(void *db)
+int rh_feed_register(sqlite3 *db)
 {
     return sqlite3_create_module(db, "rh_feed", &rh_feed_module, NULL) == SQLITE_OK ? 0 : -1;
 }
 
-int rh_feed_bind(void *stmt, const struct rh_feed *f)
+int rh_feed_bind(sqlite3_stmt *stmt, const struct rh_feed *f)
 {
     return sqlite3_bind_pointer(stmt, 1, (void *)f, RH_FEED_PTR, NULL) == SQLITE_OK ? 0 : -1;
 }
 
-int rh_feed_insert(void *stmt, const struct rh_feed *f)
+int rh_feed_insert(sqlite3_stmt *st, const struct rh_feed *f)
 {
-    sqlite3_stmt *st = stmt;
     if (!f->nrows)
         return 0;
     if (rh_feed_bind(st, f))

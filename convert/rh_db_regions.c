@@ -12,7 +12,8 @@
 #include <sqlite3.h>
 #include <stdio.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_db.h"
 
 static const char rh_regions_schema[] =
     "CREATE TABLE regions(id INTEGER PRIMARY KEY, name TEXT, parent INTEGER, created INTEGER);"

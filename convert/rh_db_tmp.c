@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_db.h"
 #include "rh_safefile.h"
 
 static mode_t rh_db_mode = 0600;

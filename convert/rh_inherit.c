@@ -40,7 +40,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_schema.h"
+#include "rh_util.h"
 
 #define RH_INHERIT_DEPTH 8
 

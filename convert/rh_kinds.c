@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
 
 #define RH_DYN_KINDS (0xffffu - RIP_DYN_KIND_BASE)
 

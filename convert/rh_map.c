@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_util.h"
 
 #define RH_MAP_EMPTY UINT32_MAX
 

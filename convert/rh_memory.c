@@ -25,7 +25,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_db.h"
 
 static const char rh_memory_schema[] =
     "CREATE TABLE memory(id INTEGER PRIMARY KEY, time INTEGER, thread INTEGER, rss INTEGER,"
@@ -33,9 +34,8 @@ static const char rh_memory_schema[] =
     " alloc_system INTEGER, alloc_in_use INTEGER, alloc_free INTEGER, alloc_mmapped INTEGER,"
     " alloc_releasable INTEGER, final INTEGER);";
 
-int rh_memory_open(struct rh_memory *m, void *dbv, char *err, size_t errlen)
+int rh_memory_open(struct rh_memory *m, sqlite3 *db, char *err, size_t errlen)
 {
-    sqlite3 *db = dbv;
     memset(m, 0, sizeof *m);
     if (sqlite3_exec(db, rh_memory_schema, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT INTO memory VALUES(NULL,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1,

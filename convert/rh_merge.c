@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_check.h"
+#include "rh_core.h"
 
 /* ---- live blocks --------------------------------------------------------- */
 
@@ -200,6 +201,9 @@ static int64_t rh_merge_time(struct rh_merge *m, const struct rh_event *ev)
 static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t, uint32_t thread,
                          int temporary)
 {
+    if (!RH_ALWAYS(b->stack < m->r->nstacks, "live block %llu's stack index %u of %zu",
+                   (unsigned long long)b->id, b->stack, m->r->nstacks))
+        return -1;
     struct rh_stack *stk = &m->r->stacks[b->stack];
     struct rh_row row;
     row.alloc_ns = b->t;
@@ -233,7 +237,9 @@ static int rh_merge_emit(struct rh_merge *m, const struct rh_live *b, int64_t t,
 static int rh_merge_close(struct rh_merge *m, struct rh_live *b, int64_t t, uint32_t thread)
 {
     struct rh_live copy = *b;
-    if (RIP_IS_POOL_ADDR(b->addr))
+    if (RIP_IS_POOL_ADDR(b->addr) &&
+        RH_ALWAYS(m->pool_live > 0, "a pool block at 0x%llx closes with no pool block live",
+                  (unsigned long long)b->addr))
         m->pool_live--;
     {
         double w = rh_sample_weight(m->r, b->size, b->addr);

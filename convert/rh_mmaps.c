@@ -3,7 +3,7 @@
  * The runtime records every mmap, mmap64, munmap, mremap and mallopt call it
  * sees as one timed EXT record (FORMAT.md "mmap and mallopt"): a
  * stack id of kind mmap/munmap/mremap/mallopt, then the call's
- * arguments and result. The stream decoder (rh_stream.c) hands them to the
+ * arguments and result. The stream decoder (rh_stream_decode.c) hands them to the
  * merge as RH_EV_EXT events, in time order with the allocations, and the merge
  * passes each one here with its time in ns since start and its thread. Each
  * becomes one row, numbered in merged order:
@@ -23,7 +23,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_db.h"
 
 static const char rh_mmaps_schema[] =
     "CREATE TABLE mmaps(id INTEGER PRIMARY KEY, time INTEGER, thread INTEGER, op TEXT,"
@@ -32,9 +33,8 @@ static const char rh_mmaps_schema[] =
     "CREATE TABLE mallopts(id INTEGER PRIMARY KEY, time INTEGER, thread INTEGER, param INTEGER,"
     " value INTEGER, result INTEGER, stack_id INTEGER);";
 
-int rh_mmaps_open(struct rh_mmaps *m, void *dbv, char *err, size_t errlen)
+int rh_mmaps_open(struct rh_mmaps *m, sqlite3 *db, char *err, size_t errlen)
 {
-    sqlite3 *db = dbv;
     memset(m, 0, sizeof *m);
     if (sqlite3_exec(db, rh_mmaps_schema, NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT INTO mmaps VALUES(NULL,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1,

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rh_convert.h" /* struct rh_modfind_paths */
+#include "rh_symbolize.h"
 
 #define RH_MODFIND_PATH 4096
 #define RH_MODFIND_MAX 40 /* candidates per module: path, 2 per debug dir, 1 per --search */

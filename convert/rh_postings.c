@@ -38,7 +38,9 @@
 
 #include <sqlite3.h>
 
-#include "rh_convert.h"
+#include "rh_check.h"
+#include "rh_db.h"
+#include "rh_util.h"
 
 #define RH_POST_CHUNK 256 /* bytes of varints per chunk before it is flushed */
 /* A chunk's record in the temp file: varints prev, first, n, len, then len
@@ -113,8 +115,11 @@ int rh_post_add(struct rh_post *p, uint32_t si, uint64_t bt, uint64_t id, uint64
     if (!s->sized || size > s->max_size)
         s->max_size = size;
     s->sized = 1;
-    if (s->first && (s->bt != bt || id <= s->last)) /* cannot happen: ids increase */
-        rh_post_spill(p, s);
+    if (s->first && RH_NEVER(s->bt != bt || id <= s->last,
+                             "stack index %u: id %llu (stack %llu) after %llu (stack %llu)", si,
+                             (unsigned long long)id, (unsigned long long)bt,
+                             (unsigned long long)s->last, (unsigned long long)s->bt))
+        rh_post_spill(p, s); /* release: the chunk so far is kept, a new one starts */
     if (!s->first) {
         s->bt = bt;
         s->first = s->last = id;
@@ -225,9 +230,8 @@ cut:
     return -1;
 }
 
-int rh_post_write(struct rh_post *p, void *dbv, char *err, size_t errlen)
+int rh_post_write(struct rh_post *p, sqlite3 *db, char *err, size_t errlen)
 {
-    sqlite3 *db = dbv;
     sqlite3_stmt *ins = NULL;
     uint32_t *order = NULL;
     uint64_t *offs = NULL;

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_util.h"
 
 static struct rh_regions *rh_regions_of(struct rh_rip *r)
 {

@@ -1,4 +1,4 @@
-/* rh_rip.c: opening and indexing a rip file.
+/* rh_rip.c: opening and indexing a rip file; the one reader of its chunks.
  *
  * The rip file (runtime/FORMAT.md) may be huge, so it is mapped read-only and
  * never copied. Opening validates the file header, walks the chunks by
@@ -10,6 +10,14 @@
  * damage is either a one-line error (nothing to convert) or a warning plus the
  * damaged/cut_short flags (the rest converts). The same code runs on an
  * in-memory buffer for the fuzzer.
+ *
+ * Every reader of the format walks the chunks here, through one step
+ * (rh_rip_at: what is at an offset, from a mapping or by pread) and one walk
+ * (rh_rip_walk) with two sets of rules: a complete file's (the converter:
+ * the end of the file or a bad header ends the walk, a bad checksum skips a
+ * chunk) and a growing file's (the live view, rh_rip_follow_poll: what is not
+ * written yet is waited for, damage is damage only when it lasts). `rheaper
+ * list` scans with the same step and trailer decoder (rh_rip_scan).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -22,7 +30,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_check.h"
+#include "rh_core.h"
+#include "rh_symbolize.h"
+#include "rh_util.h"
 
 #define RH_MAX_WARNINGS 20
 
@@ -65,7 +76,7 @@ static int rh_rip_oom(struct rh_rip *r)
 
 /* ---- calibration ------------------------------------------------------- */
 
-void rh_calib_add(struct rh_rip *r, uint64_t tick, uint64_t ns)
+static void rh_calib_add(struct rh_rip *r, uint64_t tick, uint64_t ns)
 {
     if (!tick && !ns)
         return;
@@ -87,7 +98,7 @@ static int rh_calib_cmp(const void *a, const void *b)
 /* Sorts the pairs by tick and keeps a subsequence whose ns never decreases and
  * whose ticks strictly increase, so interpolation is monotone. The header pair
  * always exists (rh_rip_open adds it first). */
-void rh_calib_finish(struct rh_rip *r)
+static void rh_calib_finish(struct rh_rip *r)
 {
     if (r->ncalib > 1)
         qsort(r->calib, r->ncalib, sizeof *r->calib, rh_calib_cmp);
@@ -252,67 +263,7 @@ const char *rh_rip_header_check(const uint8_t *b, size_t n, struct rip_file_head
     return NULL;
 }
 
-int rh_rip_scan(int fd, uint64_t size, struct rh_rip_scan *s)
-{
-    uint8_t hb[RIP_HEADER_SIZE];
-    memset(s, 0, sizeof *s);
-    if (pread(fd, hb, sizeof hb, 0) != (ssize_t)sizeof hb || memcmp(hb, RIP_MAGIC, 8) != 0)
-        return -1;
-    struct rip_file_header *h = &s->hdr;
-    s->damaged = rh_rip_header_check(hb, sizeof hb, h, NULL) != NULL;
-    memcpy(h, hb, sizeof *h);
-    size_t el = h->exe_len < RIP_HDR_EXE_MAX ? h->exe_len : RIP_HDR_EXE_MAX;
-    memcpy(s->exe, hb + RIP_HDR_EXE_OFF, el);
-    s->exe[el] = 0;
-    /* the title until the trailer says better: the command line at start */
-    size_t cl = h->cmd_len < RIP_HDR_CMD_MAX ? h->cmd_len : RIP_HDR_CMD_MAX;
-    if (h->flags & RIP_HDR_F_ORIGIN && cl > RIP_HDR_CMD_MAX_ORIGIN)
-        cl = RIP_HDR_CMD_MAX_ORIGIN;
-    s->title_len = cl < sizeof s->title ? cl : sizeof s->title;
-    memcpy(s->title, hb + RIP_HDR_CMD_OFF, s->title_len);
-    uint64_t off = RIP_HEADER_SIZE;
-    while (!s->damaged && off + RIP_CHUNK_HDR_SIZE <= size) {
-        struct rip_chunk_header c;
-        if (pread(fd, &c, sizeof c, (off_t)off) != (ssize_t)sizeof c)
-            break;
-        static const struct rip_chunk_header zero;
-        if (!memcmp(&c, &zero, sizeof c))
-            break; /* reserved and not written (yet) */
-        if (rh_rip_chunk_check(&c) || off + RIP_CHUNK_HDR_SIZE + c.capacity > size) {
-            s->damaged = 1;
-            break;
-        }
-        if (c.calib_ns > s->last_calib_ns)
-            s->last_calib_ns = c.calib_ns;
-        if (c.type == RIP_CHUNK_TRAILER && c.used >= RIP_TRAILER_V1_SIZE) {
-            uint8_t t[RIP_TRAILER_SIZE] = {0};
-            size_t want = c.used < sizeof t ? c.used : sizeof t;
-            ssize_t k = pread(fd, t, want, (off_t)(off + RIP_CHUNK_HDR_SIZE));
-            if (k >= RIP_TRAILER_V1_SIZE) {
-                s->trailer = 1;
-                memcpy(&s->tr_events, t, 8);
-                memcpy(&s->tr_end_ns, t + 16, 8);
-                if (c.used >= RIP_TRAILER_END_REASON_OFF + 8 &&
-                    k >= RIP_TRAILER_END_REASON_OFF + 4)
-                    memcpy(&s->end_reason, t + RIP_TRAILER_END_REASON_OFF, 4);
-                if ((size_t)k >= RIP_TRAILER_TITLE_OFF + 24) { /* servers: the title */
-                    uint32_t tl;
-                    memcpy(&tl, t + RIP_TRAILER_TITLE_OFF, 4);
-                    size_t room = (size_t)k - (RIP_TRAILER_TITLE_OFF + 24);
-                    size_t l = tl < room ? tl : room;
-                    s->title_len = l < sizeof s->title ? l : sizeof s->title;
-                    memcpy(s->title, t + RIP_TRAILER_TITLE_OFF + 24, s->title_len);
-                }
-            }
-        } else if (c.type == RIP_CHUNK_EVENTS || c.type == RIP_CHUNK_SHARED) {
-            s->chunk_events += c.events;
-        }
-        off += rh_rip_chunk_stride(&c);
-    }
-    return 0;
-}
-
-int rh_rip_header(struct rh_rip *r)
+static int rh_rip_header(struct rh_rip *r)
 {
     if (r->size == 0)
         return rh_rip_fail(r, "empty file, not a rip file");
@@ -442,7 +393,7 @@ static void rh_module_free(struct rh_module *m)
 
 /* Parses one MODULES snapshot and appends its modules. A damaged snapshot is
  * dropped entirely with a warning. Returns 0, or -1 on out-of-memory. */
-int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
+static int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
 {
     struct rh_cursor c = {ch->payload, ch->payload + ch->used, 0};
     size_t first = r->nmods;
@@ -496,7 +447,6 @@ int rh_rip_modules(struct rh_rip *r, const struct rh_chunk *ch)
     return 0;
 }
 
-/* Returns 1 when the trailer was read. */
 const char *rh_rip_chunk_check(const struct rip_chunk_header *h)
 {
     if (h->magic != RIP_CHUNK_MAGIC)
@@ -512,7 +462,10 @@ const char *rh_rip_chunk_check(const struct rip_chunk_header *h)
     return NULL;
 }
 
-int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
+/* Reads the TRAILER chunk ch into r's tr_* fields (and its end time as a
+ * calibration pair). Returns 1 when the trailer was read, 0 when it is too
+ * short (a warning, r->damaged). */
+static int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
 {
     struct rh_cursor c = {ch->payload, ch->payload + ch->used, 0};
     uint64_t events = rh_cur_u(&c, 8), end_tick = rh_cur_u(&c, 8), end_ns = rh_cur_u(&c, 8);
@@ -588,7 +541,7 @@ int rh_rip_trailer(struct rh_rip *r, const struct rh_chunk *ch)
     return 1;
 }
 
-/* ---- chunk walk -------------------------------------------------------- */
+/* ---- the chunk walk: the one reader of the chunk sequence --------------- */
 
 static int rh_all_zero(const uint8_t *p, size_t n)
 {
@@ -598,23 +551,85 @@ static int rh_all_zero(const uint8_t *p, size_t n)
     return 1;
 }
 
-/* Appends chunk ch to the stream of its slot (creating the stream). */
-static int rh_rip_link(struct rh_rip *r, struct rh_map *slots, size_t *capstreams, int32_t idx)
+/* n bytes at off of src into buf: a copy from the mapping, or pread.
+ * Returns the bytes read (fewer at the end of the file or on an error). */
+static size_t rh_rip_src_read(const struct rh_rip_src *src, uint64_t off, void *buf, size_t n)
+{
+    if (off >= src->size)
+        return 0;
+    if (n > src->size - off)
+        n = (size_t)(src->size - off);
+    if (src->base) {
+        memcpy(buf, src->base + off, n);
+        return n;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(src->fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    return got;
+}
+
+int rh_rip_at(const struct rh_rip_src *src, uint64_t off, struct rh_rip_at *at)
+{
+    memset(at, 0, sizeof *at);
+    at->off = off;
+    if (off >= src->size)
+        return at->kind = RH_AT_END;
+    if (src->size - off < RIP_CHUNK_HDR_SIZE) {
+        uint8_t tail[RIP_CHUNK_HDR_SIZE];
+        size_t n = rh_rip_src_read(src, off, tail, (size_t)(src->size - off));
+        at->zero = rh_all_zero(tail, n);
+        return at->kind = RH_AT_TAIL;
+    }
+    if (src->base && src->growing) {
+        /* as the writer leaves it: `used` and `flags` loaded first, with
+         * acquire (the writer stores `used` after each complete record and
+         * sets SEALED last), so records up to that `used` are whole */
+        const struct rip_chunk_header *p = (const struct rip_chunk_header *)(src->base + off);
+        uint32_t used = __atomic_load_n(&p->used, __ATOMIC_ACQUIRE);
+        uint8_t flags = __atomic_load_n(&p->flags, __ATOMIC_ACQUIRE);
+        memcpy(&at->h, p, sizeof at->h);
+        at->h.used = used;
+        at->h.flags = flags;
+    } else if (rh_rip_src_read(src, off, &at->h, sizeof at->h) != sizeof at->h) {
+        return at->kind = RH_AT_END; /* a read error: nothing more to walk */
+    }
+    if (rh_all_zero((const uint8_t *)&at->h, sizeof at->h))
+        return at->kind = RH_AT_UNWRITTEN;
+    at->why = rh_rip_chunk_check(&at->h);
+    if (at->why)
+        return at->kind = RH_AT_BAD;
+    at->stride = rh_rip_chunk_stride(&at->h);
+    at->avail = src->size - off - RIP_CHUNK_HDR_SIZE;
+    at->whole = at->h.capacity <= at->avail;
+    at->sealed = (at->h.flags & RIP_CHUNK_F_SEALED) != 0;
+    return at->kind = RH_AT_CHUNK;
+}
+
+/* Appends chunk idx to the stream of its slot (creating the stream). */
+static int rh_rip_link(struct rh_rip *r, int32_t idx)
 {
     struct rh_chunk *ch = &r->chunks[idx];
     uint64_t key = ch->type == RIP_CHUNK_SHARED ? (1ull << 32) : ch->slot;
-    uint32_t si = rh_map_get(slots, key);
+    uint32_t si = rh_map_get(&r->walk.slots, key);
     if (si == UINT32_MAX) {
-        if (rh_grow(&r->streams, capstreams, r->nstreams + 1, sizeof *r->streams))
+        if (rh_grow(&r->streams, &r->walk.capstreams, r->nstreams + 1, sizeof *r->streams))
             return -1;
         si = (uint32_t)r->nstreams++;
-        if (rh_map_put(slots, key, si))
+        if (rh_map_put(&r->walk.slots, key, si))
             return -1;
         struct rh_stream *s = &r->streams[si];
         memset(s, 0, sizeof *s);
         s->first = s->last = idx;
         s->cur = -1; /* rh_stream_next starts at ->first */
         s->shared = ch->type == RIP_CHUNK_SHARED;
+        s->follow = r->walk.follow;
         return 0;
     }
     struct rh_stream *s = &r->streams[si];
@@ -623,120 +638,203 @@ static int rh_rip_link(struct rh_rip *r, struct rh_map *slots, size_t *capstream
     return 0;
 }
 
-/* Walks the chunks, validating each header; see the file comment. */
-static int rh_rip_walk(struct rh_rip *r)
+/* Takes the chunk the walk found (at, payload in the mapping, used bytes of
+ * it to decode) into r: a MODULES snapshot is parsed, a TRAILER read, an
+ * EVENTS or SHARED chunk joins its slot's stream. Returns 0, or -1 on out of
+ * memory (r->err set). */
+static int rh_rip_take(struct rh_rip *r, const struct rh_rip_at *at, uint32_t used, int truncated)
 {
-    struct rh_map slots = {0};
-    size_t capstreams = 0;
-    int rc = 0;
-    /* Unsealed EVENTS/SHARED chunks so far, and before the last trailer: a
-     * chunk after it was opened after the close (threads that kept running
-     * through the exit flush) and is legitimately unsealed. */
-    uint64_t unsealed = 0, unsealed_at_trailer = 0;
-    uint64_t off = RIP_HEADER_SIZE;
-    while (off < r->size) {
-        if (r->size - off < RIP_CHUNK_HDR_SIZE) {
-            if (!rh_all_zero(r->base + off, r->size - off)) {
-                rh_rip_warn(r, "profile cut short: partial chunk header at offset %llu",
-                            (unsigned long long)off);
-                r->damaged = 1;
-            }
-            r->cut_short = 1;
-            break;
-        }
-        struct rip_chunk_header h;
-        memcpy(&h, r->base + off, sizeof h);
-        const char *why = rh_rip_chunk_check(&h);
-        if (why) {
-            if (rh_all_zero(r->base + off, RIP_CHUNK_HDR_SIZE)) {
-                rh_rip_warn(r, "profile cut short: no chunk at offset %llu",
-                            (unsigned long long)off);
-            } else {
-                rh_rip_warn(r,
-                            "bad chunk header at offset %llu (%s); the rest of the file is "
-                            "ignored",
-                            (unsigned long long)off, why);
-                r->damaged = 1;
-            }
-            r->cut_short = 1;
-            break;
-        }
-        uint64_t avail = r->size - off - RIP_CHUNK_HDR_SIZE;
-        uint64_t stride = rh_rip_chunk_stride(&h);
-        struct rh_chunk ch = {0};
-        ch.off = off;
-        ch.payload = r->base + off + RIP_CHUNK_HDR_SIZE;
-        ch.used = h.used;
-        ch.slot = h.slot;
-        ch.tid = h.tid;
-        ch.base_time = h.base_time;
-        ch.type = h.type;
-        ch.next = -1;
-        if (h.capacity > avail) {
-            /* The file ends inside this chunk: keep what is there, unverified. */
-            ch.truncated = 1;
-            if (ch.used > avail)
-                ch.used = (uint32_t)avail;
-            rh_rip_warn(r,
-                        "profile cut short: chunk at offset %llu ends past the end of the "
-                        "file; decoding what is there",
-                        (unsigned long long)off);
-            r->cut_short = 1;
-            r->damaged = 1;
-        } else if (h.flags & RIP_CHUNK_F_SEALED) {
-            uint32_t crc = rip_chunk_crc(&h, ch.payload);
-            if (r->mapped) /* read again when decoded; RSS stays small meanwhile */
-                madvise((void *)(r->base + off), RIP_CHUNK_HDR_SIZE + (size_t)h.used,
-                        MADV_DONTNEED);
-            if (crc != h.crc) {
-                rh_rip_warn(r, "checksum mismatch in chunk at offset %llu; chunk skipped",
-                            (unsigned long long)off);
-                r->damaged = 1;
-                r->damaged_chunks++;
-                off += stride;
-                continue;
-            }
-        } else if (ch.type == RIP_CHUNK_EVENTS || ch.type == RIP_CHUNK_SHARED) {
-            unsealed++;
-        }
-        if (!ch.truncated || ch.type == RIP_CHUNK_EVENTS || ch.type == RIP_CHUNK_SHARED)
-            rh_calib_add(r, h.calib_tick, h.calib_ns);
-
-        if (ch.type == RIP_CHUNK_MODULES) {
-            if (rh_rip_modules(r, &ch)) {
-                rc = rh_rip_oom(r);
-                break;
-            }
-        } else if (ch.type == RIP_CHUNK_TRAILER) {
-            if (rh_rip_trailer(r, &ch))
-                unsealed_at_trailer = unsealed;
-        } else {
-            if (rh_grow(&r->chunks, &r->capchunks, r->nchunks + 1, sizeof *r->chunks) ||
-                r->nchunks >= INT32_MAX) {
-                rc = rh_rip_oom(r);
-                break;
-            }
-            r->chunks[r->nchunks] = ch;
-            if (rh_rip_link(r, &slots, &capstreams, (int32_t)r->nchunks)) {
-                rc = rh_rip_oom(r);
-                break;
-            }
-            r->nchunks++;
-        }
-        if (ch.truncated)
-            break;
-        off += stride;
+    struct rh_chunk ch = {0};
+    ch.off = at->off;
+    ch.payload = r->base + at->off + RIP_CHUNK_HDR_SIZE;
+    ch.used = used;
+    ch.slot = at->h.slot;
+    ch.tid = at->h.tid;
+    ch.base_time = at->h.base_time;
+    ch.type = at->h.type;
+    ch.truncated = (uint8_t)truncated;
+    ch.open = r->walk.follow && !at->sealed;
+    ch.next = -1;
+    if (ch.type == RIP_CHUNK_MODULES)
+        return rh_rip_modules(r, &ch) ? rh_rip_oom(r) : 0;
+    if (ch.type == RIP_CHUNK_TRAILER) {
+        if (rh_rip_trailer(r, &ch))
+            r->walk.unsealed_at_trailer = r->walk.unsealed;
+        return 0;
     }
-    rh_map_free(&slots);
+    if (rh_grow(&r->chunks, &r->capchunks, r->nchunks + 1, sizeof *r->chunks) ||
+        r->nchunks >= INT32_MAX)
+        return rh_rip_oom(r);
+    r->chunks[r->nchunks] = ch;
+    if (rh_rip_link(r, (int32_t)r->nchunks))
+        return rh_rip_oom(r);
+    r->nchunks++;
+    return 0;
+}
+
+/* A complete file: what the walk does at r->walk.off, whose chunk is at.
+ * Returns 1 to go on, 0 at the end of the walk, -1 on out of memory. */
+static int rh_rip_step_whole(struct rh_rip *r, const struct rh_rip_at *at)
+{
+    uint64_t off = at->off;
+    switch (at->kind) {
+    case RH_AT_END:
+        return 0;
+    case RH_AT_TAIL:
+        if (!at->zero) {
+            rh_rip_warn(r, "profile cut short: partial chunk header at offset %llu",
+                        (unsigned long long)off);
+            r->damaged = 1;
+        }
+        r->cut_short = 1;
+        return 0;
+    case RH_AT_UNWRITTEN:
+        rh_rip_warn(r, "profile cut short: no chunk at offset %llu", (unsigned long long)off);
+        r->cut_short = 1;
+        return 0;
+    case RH_AT_BAD:
+        rh_rip_warn(r, "bad chunk header at offset %llu (%s); the rest of the file is ignored",
+                    (unsigned long long)off, at->why);
+        r->damaged = 1;
+        r->cut_short = 1;
+        return 0;
+    default:
+        break;
+    }
+    if (!RH_ALWAYS(at->kind == RH_AT_CHUNK, "%s: the walk's step at offset %llu is of kind %d",
+                   r->name, (unsigned long long)off, at->kind)) {
+        r->damaged = r->cut_short = 1;
+        return 0;
+    }
+    const uint8_t *payload = r->base + off + RIP_CHUNK_HDR_SIZE;
+    uint32_t used = at->h.used;
+    int ev = at->h.type == RIP_CHUNK_EVENTS || at->h.type == RIP_CHUNK_SHARED;
+    if (!at->whole) {
+        /* The file ends inside this chunk: keep what is there, unverified. */
+        if (used > at->avail)
+            used = (uint32_t)at->avail;
+        rh_rip_warn(r,
+                    "profile cut short: chunk at offset %llu ends past the end of the file; "
+                    "decoding what is there",
+                    (unsigned long long)off);
+        r->cut_short = 1;
+        r->damaged = 1;
+    } else if (at->sealed) {
+        uint32_t crc = rip_chunk_crc(&at->h, payload);
+        if (r->mapped) /* read again when decoded; RSS stays small meanwhile */
+            madvise((void *)(r->base + off), RIP_CHUNK_HDR_SIZE + (size_t)used, MADV_DONTNEED);
+        if (crc != at->h.crc) {
+            rh_rip_warn(r, "checksum mismatch in chunk at offset %llu; chunk skipped",
+                        (unsigned long long)off);
+            r->damaged = 1;
+            r->damaged_chunks++;
+            r->walk.off += at->stride;
+            return 1;
+        }
+    } else if (ev) {
+        r->walk.unsealed++;
+    }
+    if (at->whole || ev)
+        rh_calib_add(r, at->h.calib_tick, at->h.calib_ns);
+    if (rh_rip_take(r, at, used, !at->whole))
+        return -1;
+    if (!at->whole)
+        return 0;
+    r->walk.off += at->stride;
+    return 1;
+}
+
+/* Polls a chunk header may stay half written before it is damage. */
+#define RH_FOLLOW_BAD_TRIES 40
+
+/* A file still being written: what the walk does at r->walk.off. A chunk
+ * header not written yet (zero, or an EVENTS chunk without a first record,
+ * or one whose room the file does not hold yet) ends the walk until the next
+ * poll; a header that fails its check or a sealed chunk whose checksum does
+ * not match is waited for RH_FOLLOW_BAD_TRIES polls (the writer stores the
+ * fields one by one; MODULES and TRAILER are written payload first, header
+ * last) before it is damage. Returns 1 to go on (a chunk taken), 0 to wait,
+ * -1 on out of memory. */
+static int rh_rip_step_follow(struct rh_rip *r, const struct rh_rip_at *at)
+{
+    if (at->kind == RH_AT_END || at->kind == RH_AT_TAIL || at->kind == RH_AT_UNWRITTEN)
+        return 0;
+    if (at->kind == RH_AT_BAD) {
+        if (++r->walk.bad_tries >= RH_FOLLOW_BAD_TRIES) {
+            rh_rip_warn(r, "bad chunk header at offset %llu (%s); not following further",
+                        (unsigned long long)at->off, at->why);
+            r->damaged = 1;
+            r->walk.stuck = 1;
+        }
+        return 0;
+    }
+    if (!at->whole || (!at->sealed && !at->h.used))
+        return 0;
+    if (at->sealed && rip_chunk_crc(&at->h, r->base + at->off + RIP_CHUNK_HDR_SIZE) != at->h.crc) {
+        if (++r->walk.bad_tries < RH_FOLLOW_BAD_TRIES)
+            return 0;
+        rh_rip_warn(r, "checksum mismatch in chunk at offset %llu; chunk skipped",
+                    (unsigned long long)at->off);
+        r->damaged = 1;
+        r->damaged_chunks++;
+        r->walk.bad_tries = 0;
+        r->walk.off += at->stride;
+        return 1;
+    }
+    r->walk.bad_tries = 0;
+    rh_calib_add(r, at->h.calib_tick, at->h.calib_ns);
+    if (rh_rip_take(r, at, at->h.used, 0))
+        return -1;
+    r->walk.off += at->stride;
+    return 1;
+}
+
+/* Walks the chunks from r->walk.off to the end of what is written (r->size),
+ * the one walk of the format's chunk sequence: a complete file's rules
+ * (rh_rip_step_whole) or a growing one's (rh_rip_step_follow). Returns the
+ * number of chunks taken or skipped, or -1 on out of memory (r->err). */
+static long rh_rip_walk(struct rh_rip *r)
+{
+    struct rh_rip_src src = {r->base, -1, r->size, r->walk.follow};
+    long n = 0;
+    if (!r->walk.off)
+        r->walk.off = RIP_HEADER_SIZE;
+    while (!r->walk.stuck) {
+        struct rh_rip_at at;
+        rh_rip_at(&src, r->walk.off, &at);
+        int k = r->walk.follow ? rh_rip_step_follow(r, &at) : rh_rip_step_whole(r, &at);
+        if (k < 0)
+            return -1;
+        if (!k)
+            break;
+        n++;
+    }
+    return n;
+}
+
+/* After the walk of a complete file: a missing trailer cuts it short; a
+ * clean close seals every chunk but those of running threads. */
+static void rh_rip_walk_end(struct rh_rip *r)
+{
     if (!r->has_trailer) {
         r->cut_short = 1;
-    } else if (unsealed_at_trailer > r->tr_open_chunks) {
-        /* a clean close seals every chunk but those of running threads */
+    } else if (r->walk.unsealed_at_trailer > r->tr_open_chunks) {
         rh_rip_warn(r, "%llu chunks are not sealed but the trailer says %u were open",
-                    (unsigned long long)unsealed_at_trailer, r->tr_open_chunks);
+                    (unsigned long long)r->walk.unsealed_at_trailer, r->tr_open_chunks);
         r->damaged = 1;
     }
-    return rc;
+}
+
+/* threads.id 1 is the process's own thread when it wrote events. Returns 0,
+ * or -1 on out of memory. */
+static int rh_rip_first_thread(struct rh_rip *r)
+{
+    if (!r->hdr.pid)
+        return 0;
+    for (size_t i = 0; i < r->nchunks; i++)
+        if (r->chunks[i].type == RIP_CHUNK_EVENTS && r->chunks[i].tid == r->hdr.pid)
+            return rh_rip_thread(r, r->hdr.pid) ? 0 : -1;
+    return 0;
 }
 
 /* Everything after the bytes are available: header, walk, calibration. */
@@ -744,17 +842,130 @@ static int rh_rip_index(struct rh_rip *r)
 {
     if (rh_rip_header(r))
         return -1;
-    if (rh_rip_walk(r))
+    r->walk.header = 1;
+    if (rh_rip_walk(r) < 0)
         return -1;
+    rh_rip_walk_end(r);
     rh_calib_finish(r);
-    /* threads.id 1 is the process's own thread when it wrote events */
+    if (rh_rip_first_thread(r))
+        return rh_rip_oom(r);
+    return 0;
+}
+
+void rh_rip_follow_start(struct rh_rip *r, const uint8_t *base, const char *name, FILE *warn)
+{
+    r->name = name;
+    r->warn = warn;
+    r->base = base;
+    r->size = 0;
+    r->walk.follow = 1;
+}
+
+int rh_rip_follow_poll(struct rh_rip *r, size_t size)
+{
+    if (size < r->size)
+        size = r->size; /* a file never shrinks under its reader's pointers */
+    r->size = size;
+    int news = 0;
+    size_t ncalib = r->ncalib;
+    if (!r->walk.header) {
+        if (size < RIP_HEADER_SIZE || rh_all_zero(r->base, 8))
+            return 0; /* the header is not written yet */
+        if (rh_rip_header(r))
+            return -1;
+        r->walk.header = 1;
+        news = 1;
+    }
+    long n = rh_rip_walk(r);
+    if (n < 0)
+        return -1;
+    if (n)
+        news = 1;
+    if (r->ncalib != ncalib)
+        rh_calib_finish(r);
+    /* the open chunks: what their writers added since */
+    struct rh_rip_src src = {r->base, -1, r->size, 1};
     for (size_t i = 0; i < r->nchunks; i++) {
-        if (r->chunks[i].type == RIP_CHUNK_EVENTS && r->chunks[i].tid == r->hdr.pid && r->hdr.pid) {
-            if (!rh_rip_thread(r, r->hdr.pid))
-                return rh_rip_oom(r);
+        struct rh_chunk *ch = &r->chunks[i];
+        if (!ch->open)
+            continue;
+        struct rh_rip_at at;
+        if (rh_rip_at(&src, ch->off, &at) != RH_AT_CHUNK || !at.whole)
+            continue; /* rewritten under us: keep what was read */
+        if (at.h.used != ch->used)
+            news = 1;
+        if (at.h.used > ch->used)
+            ch->used = at.h.used;
+        if (at.sealed)
+            ch->open = 0;
+    }
+    for (size_t i = 0; i < r->nstreams; i++) {
+        struct rh_stream *s = &r->streams[i];
+        if (s->cur >= 0)
+            s->end = r->chunks[s->cur].payload + r->chunks[s->cur].used;
+    }
+    return news;
+}
+
+int rh_rip_scan(int fd, uint64_t size, struct rh_rip_scan *s)
+{
+    uint8_t hb[RIP_HEADER_SIZE];
+    memset(s, 0, sizeof *s);
+    struct rh_rip_src src = {NULL, fd, size, 0};
+    if (rh_rip_src_read(&src, 0, hb, sizeof hb) != sizeof hb || memcmp(hb, RIP_MAGIC, 8) != 0)
+        return -1;
+    struct rip_file_header *h = &s->hdr;
+    s->damaged = rh_rip_header_check(hb, sizeof hb, h, NULL) != NULL;
+    memcpy(h, hb, sizeof *h);
+    size_t el = h->exe_len < RIP_HDR_EXE_MAX ? h->exe_len : RIP_HDR_EXE_MAX;
+    memcpy(s->exe, hb + RIP_HDR_EXE_OFF, el);
+    s->exe[el] = 0;
+    /* the title until the trailer says better: the command line at start */
+    size_t cl = h->cmd_len < RIP_HDR_CMD_MAX ? h->cmd_len : RIP_HDR_CMD_MAX;
+    if (h->flags & RIP_HDR_F_ORIGIN && cl > RIP_HDR_CMD_MAX_ORIGIN)
+        cl = RIP_HDR_CMD_MAX_ORIGIN;
+    s->title_len = cl < sizeof s->title ? cl : sizeof s->title;
+    memcpy(s->title, hb + RIP_HDR_CMD_OFF, s->title_len);
+    /* the trailer is decoded by rh_rip_trailer, into a scratch rip */
+    struct rh_rip *tr = NULL;
+    for (uint64_t off = RIP_HEADER_SIZE; !s->damaged;) {
+        struct rh_rip_at at;
+        int k = rh_rip_at(&src, off, &at);
+        if (k == RH_AT_END || k == RH_AT_UNWRITTEN || k == RH_AT_TAIL)
+            break;
+        if (k == RH_AT_BAD || !at.whole) {
+            s->damaged = 1;
             break;
         }
+        if (at.h.calib_ns > s->last_calib_ns)
+            s->last_calib_ns = at.h.calib_ns;
+        if (at.h.type == RIP_CHUNK_TRAILER && at.h.used >= RIP_TRAILER_V1_SIZE) {
+            uint8_t t[RIP_TRAILER_SIZE] = {0};
+            size_t want = at.h.used < sizeof t ? at.h.used : sizeof t;
+            size_t got = rh_rip_src_read(&src, off + RIP_CHUNK_HDR_SIZE, t, want);
+            if (!tr && !(tr = calloc(1, sizeof *tr)))
+                break; /* out of memory: listed without its trailer */
+            struct rh_chunk ch = {.off = off, .payload = t, .used = (uint32_t)got};
+            if (rh_rip_trailer(tr, &ch) == 1) {
+                s->trailer = 1;
+                s->tr_events = tr->tr_events;
+                s->tr_end_ns = tr->tr_end_ns;
+                s->end_reason = tr->tr_has_end_reason ? tr->tr_end_reason : 0;
+                if (tr->tr_has_title) { /* servers: the title */
+                    size_t l = strlen(tr->title);
+                    s->title_len = l < sizeof s->title ? l : sizeof s->title;
+                    memcpy(s->title, tr->title, s->title_len);
+                }
+            }
+            free(tr->calib);
+            tr->calib = NULL;
+            tr->ncalib = tr->capcalib = 0;
+        } else if (at.h.type == RIP_CHUNK_EVENTS || at.h.type == RIP_CHUNK_SHARED) {
+            s->chunk_events += at.h.events;
+        }
+        off += at.stride;
     }
+    free(tr);
     return 0;
 }
 
@@ -838,6 +1049,7 @@ void rh_rip_close(struct rh_rip *r)
     free(r->frames);
     free(r->threads);
     rh_map_free(&r->thread_map);
+    rh_map_free(&r->walk.slots);
     rh_regions_free(r);
     r->base = NULL;
     r->mapped = 0;

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_util.h"
 
 FILE *rh_spill_open(const char *near, const char *tag)
 {

@@ -28,7 +28,8 @@
  * (ELFCOMPRESS_ZSTD, supported from elfutils 0.189); such a module loses its
  * DWARF and falls back to symbol names.
  */
-#include "rh_convert.h"
+#include "rh_check.h"
+#include "rh_symbolize.h"
 #include "rh_modfind.h"
 
 #include <dwarf.h>
@@ -419,7 +420,7 @@ void rh_sym_set_paths(struct rh_symbolizer *s, const struct rh_modfind_paths *p)
         s->paths = p ? *p : (struct rh_modfind_paths){NULL, NULL};
 }
 
-/* Contract in rh_convert.h. In addition: where the ranges of two modules overlap
+/* Contract in rh_symbolize.h. In addition: where the ranges of two modules overlap
  * (one unloaded and another loaded at its address), the module registered first
  * owns the overlap, so the caller registers the latest MODULES snapshot first.
  * Registering an identical module (same path, base, build id, ranges) again
@@ -1195,8 +1196,9 @@ static int32_t rh_unit_lookup(const struct rh_unit *u, uint64_t da)
             if (da >= r->lo && da < r->hi)
                 return node;
         }
-        if (f->parent >= node)
-            return -1; /* cannot happen: parents come first */
+        if (RH_NEVER(f->parent >= node, "DWARF node %d has parent %d: parents come first",
+                     node, f->parent))
+            return -1;
         node = f->parent;
     }
     return -1;

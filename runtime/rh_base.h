@@ -2,7 +2,7 @@
  * configuration (rh_state.c, rh_log.c, rh_clock.c, rh_config.c).
  *
  * Above the system layer (rh_sys.h) and below the recording core
- * (rh_core.h): these files call only each other and the system layer
+ * (rh_recording.h): these files call only each other and the system layer
  * (docs/design.md, "Runtime"). Prototypes are grouped under the file that
  * defines them; everything is hidden.
  */

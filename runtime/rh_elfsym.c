@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rh_core.h"
+#include "rh_recording.h"
 
 #define RH_SYM_MODS 64
 #define RH_SYM_MAPS_MAX (8u << 20)

@@ -40,7 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rh_core.h"
+#include "rh_recording.h"
 #include "rheaper.h"
 
 #define RH_MOD_SCRATCH (1u << 20)

@@ -4,14 +4,14 @@
  * (rh_hooks.h), the frame-pointer walk with its hash and the walk cache's
  * test, the probe of the stack's home entry, the sampler's countdown, the
  * live map's filter, and the event record written into the thread's chunk.
- * Part of the recording core (rh_core.h declares the cold halves these call
+ * Part of the recording core (rh_recording.h declares the cold halves these call
  * and the data they read); included by the shims that record inline
  * (wrap/shims_malloc.c) and the core files that share the code.
  */
 #ifndef RH_HOT_H
 #define RH_HOT_H
 
-#include "rh_core.h"
+#include "rh_recording.h"
 
 /* ---- rh_stack.c: the walk, inline in the record fast path --------------
  * rh_stack_walk_inline is the frame-pointer part of the walk with its hash, so

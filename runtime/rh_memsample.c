@@ -10,7 +10,7 @@
  * There is no thread of rheaper's own to wake on a timer. The interval is
  * driven by the events: every recorded event already holds its time in a
  * register, and the fast path compares it with one shared deadline
- * (rh_mem_next, RH_MEM_CHECK in rh_core.h): one load and one compare per
+ * (rh_mem_next, RH_MEM_CHECK in rh_recording.h): one load and one compare per
  * recorded event. The first event at or past the deadline moves the deadline
  * on with a compare-and-swap (so one thread takes each sample) and takes the
  * sample on its own thread, into its own chunk, after its event is complete.
@@ -45,7 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rh_core.h"
+#include "rh_recording.h"
 
 /* glibc 2.33's mallinfo2 and jemalloc's mallctl, referenced weakly: a weak
  * reference pulls no member out of libc.a (a static program with an

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "rh_hooks.h"
-#include "rh_core.h"
+#include "rh_recording.h"
 
 #pragma GCC visibility push(default)
 #include "rheaper.h"

@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "rh_hooks.h"
-#include "rh_core.h"
+#include "rh_recording.h"
 
 #define RH_REGION_CAP 32768u /* power of two */
 #define RH_REGION_BATCH 128u /* regions deleted per locked pass */

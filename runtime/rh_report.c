@@ -35,7 +35,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rh_core.h"
+#include "rh_recording.h"
 #include "rheaper.h"
 
 

@@ -8,7 +8,7 @@
  *
  * The runtime's own files include the header of their layer (docs/design.md,
  * "Runtime"): rh_sys.h (system calls, lock, architecture), rh_base.h (state
- * and guard, log, clock, configuration), rh_core.h with rh_hot.h (the
+ * and guard, log, clock, configuration), rh_recording.h with rh_hot.h (the
  * recording core and its inline fast path) and rh_session.h (create and
  * close, API, control, privileges, origin); rh_types.h holds the types they
  * share. This header includes them all, for the tests and tools that drive

@@ -45,7 +45,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "rh_core.h"
+#include "rh_recording.h"
 
 RH_HIDDEN _Atomic int rh_sample_mode; /* _Atomic: set at enable while other threads read it */
 RH_HIDDEN __thread struct rh_tls_sampler rh_tls_samp __attribute__((tls_model("local-exec")));
@@ -60,7 +60,7 @@ static _Atomic uint64_t rh_sample_mean;      /* bytes mode: N */
 static _Atomic uint64_t rh_sample_seed;
 static uint32_t rh_sample_threads;   /* atomic: this generation's sampling ordinals handed out */
 
-/* ---- randomness (RH_SS_K and rh_mix64: rh_core.h) ------------------- */
+/* ---- randomness (RH_SS_K and rh_mix64: rh_recording.h) ------------------- */
 
 static inline uint64_t rh_rng_next(void)
 {
@@ -123,7 +123,7 @@ static void rh_rng_init(uint64_t gen)
     rh_tls_sample_key = gen;
 }
 
-/* ---- entry points (rh_core.h, rh_hot.h) ---------------------------------------- */
+/* ---- entry points (rh_recording.h, rh_hot.h) ---------------------------------------- */
 
 void rh_sample_configure(void)
 {

@@ -12,7 +12,7 @@
 #ifndef RH_SESSION_H
 #define RH_SESSION_H
 
-#include "rh_core.h"
+#include "rh_recording.h"
 
 /* ---- rh_session.c: the file's creation and close, fork ------------------- */
 

@@ -173,7 +173,7 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
     return 1;
 }
 
-/* The tail memo (struct rh_tail, rh_core.h): the frames from a thread's
+/* The tail memo (struct rh_tail, rh_recording.h): the frames from a thread's
  * last non-frame-pointer state to the end of its stack, when that is at most
  * RH_TAIL_MAX frames. Near the base
  * of a stack (main -> __libc_start_call_main -> __libc_start_main -> _start,
@@ -184,7 +184,7 @@ static inline int rh_ws_emit(struct rh_ws *s, uintptr_t pc)
  * the same activation. Per thread, in TLS. */
 RH_HIDDEN __thread struct rh_tail rh_tls_tail __attribute__((tls_model("local-exec")));
 
-/* The walk cache (struct rh_wcache, rh_core.h). Consecutive events of a
+/* The walk cache (struct rh_wcache, rh_recording.h). Consecutive events of a
  * thread mostly come from the same outer frames: a Lua interpreter allocates
  * 20-odd frames deep with only the innermost few changing. The inline walk
  * looks for the first record that equals a cached one (same address, same

@@ -68,7 +68,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rh_core.h"
+#include "rh_recording.h"
 
 #ifndef SYS_close_range
 #define SYS_close_range 436

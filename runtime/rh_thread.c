@@ -21,7 +21,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "rh_core.h"
+#include "rh_recording.h"
 
 /* The thread's relation to slots. */
 enum { RH_TM_NONE = 0, RH_TM_SLOT = 1, RH_TM_NOSLOT = 2, RH_TM_RELEASED = 3 };

@@ -50,7 +50,7 @@
  * MIPS64: no frame records; every frame is a CFI step, and the shim hands
  * over its CFA and an address inside it (rh_arch.h's RH_ARCH_FP), whose rule
  * says where it saved its caller's $fp. Elsewhere the walk stays
- * frame-pointer only (rh_core.h stubs rh_unwind_prefix).
+ * frame-pointer only (rh_recording.h stubs rh_unwind_prefix).
  *
  * rh_unwind_prefix is the older, frame-0-only form of the walk, kept for the
  * unit tests of the rules; the walk itself (rh_stack.c, rh_ws_run) asks
@@ -63,7 +63,7 @@
  * first one's cached rules.
  */
 #define _GNU_SOURCE
-#include "rh_core.h"
+#include "rh_recording.h"
 
 #if RH_UNWIND_CFI
 
@@ -90,7 +90,7 @@
 
 /* ---- the rule cache ----------------------------------------------------- */
 
-/* The table itself (rh_core.h has its layout and the inline hot-path test).
+/* The table itself (rh_recording.h has its layout and the inline hot-path test).
  * A packed rule is never 0, so info 0 is an empty slot. */
 struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
 uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
@@ -100,7 +100,7 @@ static inline uint64_t rh_uw_mixinfo(uint64_t info)
     return RH_UW_MIXINFO(info);
 }
 
-/* Packed rule: rh_core.h's rh_uw_info_of_rule / rh_uw_rule_of_info. */
+/* Packed rule: rh_recording.h's rh_uw_info_of_rule / rh_uw_rule_of_info. */
 static inline uint64_t rh_uw_pack(const struct rh_unwind_rule *r)
 {
     return rh_uw_info_of_rule(r);

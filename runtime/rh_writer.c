@@ -20,7 +20,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
-#include "rh_core.h"
+#include "rh_recording.h"
 
 #define RH_CALIB_EVERY 4096u
 

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "rh_cli.h"
-#include "rh_convert.h"
 
 /* SQL: the basename of a path column. */
 #define RH_BASE(c) "replace(" c ", rtrim(" c ", replace(" c ", '/', '')), '')"

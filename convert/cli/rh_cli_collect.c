@@ -70,7 +70,7 @@
 #include <unistd.h>
 
 #include "rh_cli.h"
-#include "rh_convert.h"
+#include "rh_core.h"
 #include "rh_push.h"
 #include "rh_safefile.h"
 #include "rip_format.h"

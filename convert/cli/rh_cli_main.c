@@ -24,6 +24,7 @@
 
 #include "rh_cli.h"
 #include "rh_convert.h"
+#include "rh_core.h"
 #include "rh_live.h"
 #include "rh_push.h"
 #include "rh_safefile.h"

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "rh_export.h"
-#include "rh_convert.h" /* RH_W_ROW_B */
+#include "rh_schema.h"
 #include "rh_names.h"
 
 #define RH_FG_WIDTH 1200

@@ -5,7 +5,7 @@
  *   - rh_live_follow.c follows a rip file while the program writes it, read
  *     only: new chunks as the file grows, records of unsealed chunks up to
  *     their `used`, decoded by the converter's own stream decoder and paired
- *     by its merge (rh_stream.c, rh_merge.c), stacks symbolized with its
+ *     by its merge (rh_stream_decode.c, rh_merge.c), stacks symbolized with its
  *     symbolizer and call sites found with its rule (rh_callsite.c);
  *   - rh_live_db.c reads a converted profile through the rheaper command's
  *     scope (rh_query_filter.c: stack_stats, thread_stats, timeline), never

@@ -28,6 +28,7 @@
 
 #include "rh_query.h"
 #include "rh_convert.h"
+#include "rh_core.h"
 #include "rh_live.h"
 #include "rh_safefile.h"
 

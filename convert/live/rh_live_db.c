@@ -15,7 +15,8 @@
 #include <string.h>
 
 #include "rh_query.h"
-#include "rh_convert.h"
+#include "rh_schema.h"
+#include "rh_util.h"
 #include "rh_live.h"
 
 /* Sites and their trends. A site's number (rh_make_sites) need not match its

@@ -6,19 +6,21 @@
  * read only, with a large reservation past its end so that the pointers the
  * converter's decoder keeps stay valid while the file grows; it only ever
  * touches bytes below the size fstat() reports. Each poll:
- *   1. walks chunks past the last one seen: a header not written yet (zero,
- *      or an EVENTS chunk without a first record) ends the walk until the
- *      next poll; new EVENTS/SHARED chunks join their slot's stream, MODULES
- *      go to the symbolizer, a TRAILER marks the profile closed;
- *   2. re-reads `used` (and the SEALED flag) of every chunk still open;
- *   3. pulls every event the streams now hold through the converter's decoder
+ *   1. the one rip reader's walk of a growing file (rh_rip_follow_poll in
+ *      convert/rh_rip.c) takes the chunks written since the last poll (a
+ *      header not written yet ends the walk until the next poll; new
+ *      EVENTS/SHARED chunks join their slot's stream, MODULES are parsed,
+ *      a TRAILER marks the profile closed) and re-reads `used` (and the
+ *      SEALED flag) of every chunk still open; new modules go to the
+ *      symbolizer;
+ *   2. pulls every event the streams now hold through the converter's decoder
  *      (rh_stream_next with `follow` set: it waits at the end of an open chunk
  *      and at a record not whole yet) and merges them by time into the
  *      converter's merge (rh_merge_feed), which pairs frees with allocations;
  *      a free whose allocation, written by another thread, is not visible yet
  *      is held back and merged again at the next polls (at most
  *      RH_FOLLOW_HOLD of them) before it counts as an unknown free;
- *   4. symbolizes the stacks used since (rh_sym_resolve) into a small
+ *   3. symbolizes the stacks used since (rh_sym_resolve) into a small
  *      in-memory database and runs the converter's call-site rule
  *      (rh_callsite_write) on it, so sites skip allocator wrappers exactly as
  *      the converted profile will.
@@ -41,7 +43,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_db.h"
+#include "rh_symbolize.h"
+#include "rh_util.h"
 #include "rh_live.h"
 #include "rh_regex.h"
 #include "rh_safefile.h"
@@ -51,8 +56,6 @@
 #define RH_FL_NAME 8192
 /* Polls a held-back free survives before it counts as unknown. */
 #define RH_FOLLOW_HOLD 8
-/* Polls a chunk header may stay half written before it is damage. */
-#define RH_FOLLOW_BAD_TRIES 40
 
 /* Per stack, what the aggregates do not keep: CPU samples and the call site.
  * The heap's figures of stack i are f->agg->st[i]. */
@@ -82,10 +85,7 @@ struct rh_follow {
     uint8_t *map;
     size_t reserved;
     struct rh_rip r;
-    int hdr_ok, trailer, stuck, bad_tries;
-    uint64_t walk_off;
-    struct rh_map slots; /* slot (or 1 << 32 for SHARED) -> stream index */
-    size_t capstreams;
+    int hdr_ok, stuck; /* stuck: the file grew past the reservation */
     /* merge */
     struct rh_merge *merge;
     struct rh_merge_stats mst;
@@ -388,57 +388,11 @@ fail:
 
 /* ---- the file ---------------------------------------------------------------- */
 
-/* Reads a chunk header as the writer leaves it: `used` and `flags` with
- * acquire loads (the writer stores `used` after each complete record). */
-static void rh_fl_header(const uint8_t *p, struct rip_chunk_header *h)
-{
-    const struct rip_chunk_header *src = (const struct rip_chunk_header *)p;
-    uint32_t used = __atomic_load_n(&src->used, __ATOMIC_ACQUIRE);
-    uint8_t flags = __atomic_load_n(&src->flags, __ATOMIC_ACQUIRE);
-    memcpy(h, p, sizeof *h);
-    /* the values loaded first: records up to that `used` are complete */
-    h->used = used;
-    h->flags = flags;
-}
-
-static int rh_fl_zero(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return 0;
-    return 1;
-}
-
-/* Appends chunk idx to its slot's stream, creating the stream (follow set). */
-static int rh_fl_link(struct rh_follow *f, int32_t idx)
-{
-    struct rh_rip *r = &f->r;
-    struct rh_chunk *ch = &r->chunks[idx];
-    uint64_t key = ch->type == RIP_CHUNK_SHARED ? (1ull << 32) : ch->slot;
-    uint32_t si = rh_map_get(&f->slots, key);
-    if (si == UINT32_MAX) {
-        if (rh_grow(&r->streams, &f->capstreams, r->nstreams + 1, sizeof *r->streams))
-            return -1;
-        si = (uint32_t)r->nstreams++;
-        if (rh_map_put(&f->slots, key, si))
-            return -1;
-        struct rh_stream *s = &r->streams[si];
-        memset(s, 0, sizeof *s);
-        s->first = s->last = idx;
-        s->cur = -1;
-        s->shared = ch->type == RIP_CHUNK_SHARED;
-        s->follow = 1;
-        return 0;
-    }
-    struct rh_stream *s = &r->streams[si];
-    r->chunks[s->last].next = idx;
-    s->last = idx;
-    return 0;
-}
-
-/* Walks the chunks written since the last poll. Returns 1 when something new
- * was found, 0 when not, -1 on a fatal error (printed). */
-static int rh_fl_walk(struct rh_follow *f)
+/* One poll of the file through the one rip reader (rh_rip_follow_poll, the
+ * walk of a growing file), then what the follower adds: the aggregates once
+ * the header is read, and the new modules for the symbolizer. Returns 1 when
+ * something new was found, 0 when not, -1 on a fatal error (printed). */
+static int rh_fl_poll_file(struct rh_follow *f)
 {
     struct rh_rip *r = &f->r;
     struct stat sb;
@@ -454,17 +408,15 @@ static int rh_fl_walk(struct rh_follow *f)
                     "further\n",
                     f->path, f->reserved);
         f->stuck = 1;
+        r->walk.stuck = 1;
         size = f->reserved;
     }
-    r->size = size;
-    int news = 0;
-    if (!f->hdr_ok) {
-        if (size < RIP_HEADER_SIZE || rh_fl_zero(f->map, 8))
-            return 0; /* the header is not written yet */
-        if (rh_rip_header(r)) {
-            fprintf(stderr, "rheaper: %s\n", r->err);
-            return -1;
-        }
+    int news = rh_rip_follow_poll(r, size);
+    if (news < 0) {
+        fprintf(stderr, "rheaper: %s\n", r->err);
+        return -1;
+    }
+    if (!f->hdr_ok && r->walk.header) {
         /* the converter's aggregates, weighted as the header's sampling
          * says; no stored timeline (span 0): the live view keeps its own
          * points, one per poll */
@@ -474,110 +426,16 @@ static int rh_fl_walk(struct rh_follow *f)
         }
         f->sink.agg = f->agg;
         f->hdr_ok = 1;
-        f->walk_off = RIP_HEADER_SIZE;
-        news = 1;
         if (!f->pid)
             f->pid = (int)r->hdr.pid;
     }
-    int calib = 0;
-    while (!f->stuck && f->walk_off + RIP_CHUNK_HDR_SIZE <= size) {
-        const uint8_t *p = f->map + f->walk_off;
-        if (rh_fl_zero(p, RIP_CHUNK_HDR_SIZE))
-            break; /* reserved, not written yet (or the end) */
-        struct rip_chunk_header h;
-        rh_fl_header(p, &h);
-        int sealed = h.flags & RIP_CHUNK_F_SEALED;
-        int ok = !rh_rip_chunk_check(&h);
-        uint64_t stride = rh_rip_chunk_stride(&h);
-        int ready =
-            ok && f->walk_off + RIP_CHUNK_HDR_SIZE + h.capacity <= size && (sealed || h.used > 0);
-        if (ready && sealed && rip_chunk_crc(&h, p + RIP_CHUNK_HDR_SIZE) != h.crc) {
-            /* MODULES and TRAILER are written payload first, header last:
-             * a mismatch that lasts is damage */
-            ready = 0;
-            if (f->bad_tries + 1 >= RH_FOLLOW_BAD_TRIES) {
-                rh_rip_warn(r, "checksum mismatch in chunk at offset %llu; chunk skipped",
-                            (unsigned long long)f->walk_off);
-                r->damaged = 1;
-                f->bad_tries = 0;
-                f->walk_off += stride;
-                continue;
-            }
+    for (; f->nmods_added < r->nmods; f->nmods_added++) {
+        if (rh_sym_add_module(f->sym, &r->mods[f->nmods_added])) {
+            fprintf(stderr, "rheaper: %s: out of memory\n", f->path);
+            return -1;
         }
-        if (!ready) {
-            /* a header being written (the writer stores its fields one by
-             * one) or a chunk without its first record yet: wait for it */
-            if (!ok && ++f->bad_tries >= RH_FOLLOW_BAD_TRIES) {
-                rh_rip_warn(r, "bad chunk header at offset %llu; not following further",
-                            (unsigned long long)f->walk_off);
-                r->damaged = 1;
-                f->stuck = 1;
-            } else if (ok && sealed) {
-                f->bad_tries++;
-            }
-            break;
-        }
-        f->bad_tries = 0;
-        struct rh_chunk ch = {0};
-        ch.off = f->walk_off;
-        ch.payload = p + RIP_CHUNK_HDR_SIZE;
-        ch.used = h.used;
-        ch.slot = h.slot;
-        ch.tid = h.tid;
-        ch.base_time = h.base_time;
-        ch.type = h.type;
-        ch.open = !sealed;
-        ch.next = -1;
-        rh_calib_add(r, h.calib_tick, h.calib_ns);
-        calib = 1;
-        if (ch.type == RIP_CHUNK_MODULES) {
-            if (rh_rip_modules(r, &ch))
-                goto oom;
-        } else if (ch.type == RIP_CHUNK_TRAILER) {
-            if (rh_rip_trailer(r, &ch))
-                f->trailer = 1;
-        } else {
-            if (rh_grow(&r->chunks, &r->capchunks, r->nchunks + 1, sizeof *r->chunks) ||
-                r->nchunks >= INT32_MAX)
-                goto oom;
-            r->chunks[r->nchunks] = ch;
-            if (rh_fl_link(f, (int32_t)r->nchunks))
-                goto oom;
-            r->nchunks++;
-        }
-        news = 1;
-        f->walk_off += stride;
     }
-    if (calib)
-        rh_calib_finish(r);
-    /* 2. open chunks: what their writers added since */
-    for (size_t i = 0; i < r->nchunks; i++) {
-        struct rh_chunk *ch = &r->chunks[i];
-        if (!ch->open)
-            continue;
-        struct rip_chunk_header h;
-        rh_fl_header(f->map + ch->off, &h);
-        if (h.used > h.capacity)
-            continue;
-        if (h.used != ch->used)
-            news = 1;
-        if (h.used > ch->used)
-            ch->used = h.used;
-        if (h.flags & RIP_CHUNK_F_SEALED)
-            ch->open = 0;
-    }
-    for (size_t i = 0; i < r->nstreams; i++) {
-        struct rh_stream *s = &r->streams[i];
-        if (s->cur >= 0)
-            s->end = r->chunks[s->cur].payload + r->chunks[s->cur].used;
-    }
-    for (; f->nmods_added < r->nmods; f->nmods_added++)
-        if (rh_sym_add_module(f->sym, &r->mods[f->nmods_added]))
-            goto oom;
     return news;
-oom:
-    fprintf(stderr, "rheaper: %s: out of memory\n", f->path);
-    return -1;
 }
 
 /* ---- symbols and call sites ------------------------------------------------- */
@@ -850,9 +708,7 @@ struct rh_follow *rh_follow_open(const char *path, int pid_hint)
         free(f);
         return NULL;
     }
-    f->r.name = f->path;
-    f->r.base = f->map;
-    f->r.warn = stderr;
+    rh_rip_follow_start(&f->r, f->map, f->path, stderr);
     f->sink.row = rh_fl_row;
     f->sink.ctx = f;
     f->merge = rh_merge_new(&f->r, &f->sink, &f->mst);
@@ -878,7 +734,7 @@ struct rh_follow *rh_follow_open(const char *path, int pid_hint)
 
 int rh_follow_poll(struct rh_follow *f, int final)
 {
-    int news = rh_fl_walk(f);
+    int news = rh_fl_poll_file(f);
     if (news < 0)
         return -1;
     if (!f->hdr_ok)
@@ -980,13 +836,13 @@ int rh_follow_model(struct rh_follow *f, struct rh_lv_model *m, const char *func
     /* the title as ps shows it while running; at the end, the trailer's */
     if (!m->ended)
         rh_lv_proc_title(f->pid, m->title, sizeof m->title);
-    if (!m->title[0] && f->trailer && r->tr_has_title)
+    if (!m->title[0] && f->r.has_trailer && r->tr_has_title)
         snprintf(m->title, sizeof m->title, "%s", r->title);
-    if (!m->ended && f->trailer)
+    if (!m->ended && f->r.has_trailer)
         snprintf(m->state, sizeof m->state, "running, this profile closed");
     else if (!m->ended)
         snprintf(m->state, sizeof m->state, "running");
-    else if (f->trailer)
+    else if (f->r.has_trailer)
         snprintf(m->state, sizeof m->state, "program ended%s",
                  r->tr_has_end_reason && r->tr_end_reason == 1 ? " (profile cut at the size limit)"
                                                                : "");
@@ -1114,7 +970,6 @@ void rh_follow_close(struct rh_follow *f)
         sqlite3_close(f->db);
     f->r.mapped = 0; /* the mapping is ours: rh_rip_close must not unmap it */
     rh_rip_close(&f->r);
-    rh_map_free(&f->slots);
     rh_map_free(&f->site_map);
     for (size_t i = 0; i < f->nsites; i++) {
         free(f->sites[i].label);

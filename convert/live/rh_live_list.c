@@ -34,7 +34,8 @@
 #include <unistd.h>
 
 #include "rh_query.h"
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_util.h"
 #include "rh_live.h"
 #include "rh_safefile.h"
 

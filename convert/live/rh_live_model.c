@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_util.h"
 #include "rh_live.h"
 #include "rh_names.h"
 #include "rh_safefile.h"

@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 
 #include "rh_query.h"
-#include "rh_convert.h"
 #include "rh_regex.h"
+#include "rip_format.h"
 
 /* ---- REGEXP ------------------------------------------------------------- */
 

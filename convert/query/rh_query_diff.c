@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "rh_query.h"
-#include "rh_convert.h"
+#include "rh_schema.h"
 
 /* Per-site figures of one database, sorted by (function, location). */
 struct rh_dsite {
@@ -46,7 +46,7 @@ static int rh_diff_sites(sqlite3 *db, const struct rh_qfilter *q, struct rh_dsit
      * those of msel; with them, sum the rows */
     const char *sql =
         rh_qfilter_extra(q)
-            /* estimates on a sampled profile, as sstat's (RH_W_N, rh_convert.h) */
+            /* estimates on a sampled profile, as sstat's (RH_W_N, rh_schema.h) */
             ? "SELECT s.function, s.location, " RH_W_N("1") ", " RH_W_B("1") ","
               " " RH_W_N("m.dealloc_after IS NULL") ", " RH_W_B("m.dealloc_after IS NULL") ","
               " (SELECT sum(t.peak_bytes) FROM sstat t JOIN site x ON x.bt = t.bt"

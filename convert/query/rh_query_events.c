@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_schema.h"
 #include "rh_names.h"
 #include "rh_query.h"
 

@@ -40,8 +40,10 @@
 #include <strings.h>
 
 #include "rh_query.h"
-#include "rh_convert.h" /* RH_W_*: sampled estimates per row */
+#include "rh_schema.h"
+#include "rh_util.h"
 #include "rh_regex.h"
+#include "rip_format.h"
 
 void rh_filter_init(struct rh_filter *f)
 {

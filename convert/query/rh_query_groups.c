@@ -6,7 +6,7 @@
  * rows (sstat, ssize, tstat: the converter's aggregates, or the filtered
  * pass), and is summed from `msel` only when bytehound's own filters
  * (address, depth, group and lifetime modes) narrowed the rows further, with
- * the converter's weights (RH_W_N, RH_W_B, rh_convert.h) on a sampled
+ * the converter's weights (RH_W_N, RH_W_B, rh_schema.h) on a sampled
  * profile.
  */
 #define _GNU_SOURCE
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_schema.h"
 #include "rh_query.h"
 
 /* 1 when sql's first column of its first row is 1. */
@@ -235,7 +235,7 @@ int rh_timeline_compute(sqlite3 *db, int64_t span, int cols, struct rh_timeline 
     }
     if (sqlite3_prepare_v2(db,
                            /* d: estimated bytes, w: estimated 1/4096 blocks
-                            * (RH_W_N, rh_convert.h), the converter's weights */
+                            * (RH_W_N, rh_schema.h), the converter's weights */
                            "SELECT t, d, w FROM (SELECT alloc_after AS t, 1 AS k, " RH_W_ROW_B
                            " AS d, CAST(round(weight * 4096) AS INTEGER) AS w, id FROM msel"
                            " UNION ALL SELECT dealloc_after, 0, -" RH_W_ROW_B ","

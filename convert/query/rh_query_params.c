@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "rh_query.h"
-#include "rh_convert.h"
+#include "rh_schema.h"
 #include "rh_regex.h"
 
 void rh_qfilter_init(struct rh_qfilter *q)
@@ -461,7 +461,7 @@ static int rh_qfilter_build(sqlite3 *db, const struct rh_qfilter *q)
      * leak curve do not know bytehound's filters: timeline = 0 and
      * leak_buckets = 0 make their readers compute them from sel's rows. */
     /* sstat's figures are estimates on a sampled profile, summed
-     * as the converter and the C pass sum them (RH_W_N, rh_convert.h) */
+     * as the converter and the C pass sum them (RH_W_N, rh_schema.h) */
     char sql[8192];
     snprintf(sql, sizeof sql,
              "CREATE TEMP TABLE msel AS SELECT * FROM sel WHERE %s ORDER BY id;"

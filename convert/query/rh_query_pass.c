@@ -29,7 +29,9 @@
 #include <string.h>
 
 #include "rh_query.h"
-#include "rh_convert.h"
+#include "rh_core.h"
+#include "rh_schema.h"
+#include "rh_util.h"
 
 /* ---- pending frees: a min-heap on time ------------------------------------ */
 

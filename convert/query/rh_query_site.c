@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
 #include "rh_names.h"
+#include "rh_schema.h"
 #include "rh_query.h"
 
 #define RH_STR2(x) #x

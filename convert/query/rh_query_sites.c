@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
+#include "rh_schema.h"
 #include "rh_query.h"
 
 /* SQL: the basename of a path column. */

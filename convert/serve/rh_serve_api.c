@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rh_convert.h"
 #include "rh_names.h"
 #include "rh_serve.h"
 

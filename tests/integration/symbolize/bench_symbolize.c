@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_symbolize.h"
 
 static double now(void)
 {

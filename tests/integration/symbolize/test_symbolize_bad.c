@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rh_convert.h"
+#include "rh_symbolize.h"
 
 static volatile int sink;
 static uint64_t own[4];

@@ -12,7 +12,7 @@
  */
 #include "convtest.h"
 #include "harness.h"
-#include "rh_convert.h"
+#include "rh_core.h"
 
 static const char *conv;
 

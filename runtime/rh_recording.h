@@ -1,4 +1,4 @@
-/* rh_core.h: the runtime's recording core.
+/* rh_recording.h: the runtime's recording core.
  *
  * Stacks and their walk, CFI unwinding, in-process symbols, writers and
  * slots, the profile's chunk space, records, sampling, the live map, pools
@@ -10,8 +10,8 @@
  * rh_hot.h. Prototypes are grouped under the file that defines them;
  * everything is hidden.
  */
-#ifndef RH_CORE_H
-#define RH_CORE_H
+#ifndef RH_RECORDING_H
+#define RH_RECORDING_H
 
 #include "rh_base.h"
 

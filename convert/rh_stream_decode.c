@@ -1,4 +1,4 @@
-/* rh_stream.c: decoding the records of one stream.
+/* rh_stream_decode.c: decoding the records of one stream.
  *
  * A stream is the EVENTS chunks of one slot in file order, or all SHARED
  * chunks. rh_stream_next() decodes it lazily, record by record, straight from
@@ -16,7 +16,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rh_convert.h"
+#include "rh_check.h"
+#include "rh_core.h"
+#include "rh_util.h"
 
 /* ---- tables ---------------------------------------------------------------- */
 
@@ -355,7 +357,9 @@ static void rh_stream_leave(struct rh_rip *r, struct rh_stream *s)
             (RIP_CHUNK_HDR_SIZE + (uint64_t)ch->used + RIP_ALIGN - 1) & ~(uint64_t)(RIP_ALIGN - 1);
         madvise((void *)(r->base + ch->off), len, MADV_DONTNEED);
     }
-    if (ch->next >= 0)
+    if (ch->next >= 0 && RH_ALWAYS((size_t)ch->next < r->nchunks,
+                                   "chunk at offset %llu links to chunk %d of %zu",
+                                   (unsigned long long)ch->off, ch->next, r->nchunks))
         rh_stream_enter(r, s, ch->next);
     else
         s->cur = -1;
