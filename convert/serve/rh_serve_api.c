@@ -300,10 +300,14 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
         rh_tv(o, 0);
         fputs(",\"path\":", o);
         rh_json_string(o, s->p[i].path);
-        /* the process title where the program set one (meta title), else "" */
-        char title[256];
+        /* the process title where the program set one (meta title, when it
+         * is not the command line it started with), else "" */
+        char title[256], cmd[256];
+        int has_title = rh_meta_text(db, "title", title, sizeof title) != NULL;
+        if (has_title && rh_meta_text(db, "command_line", cmd, sizeof cmd) && !strcmp(cmd, title))
+            has_title = 0;
         fputs(",\"title\":", o);
-        rh_json_string(o, rh_meta_text(db, "title", title, sizeof title) ? title : "");
+        rh_json_string(o, has_title ? title : "");
         fprintf(o,
                 ",\"allocations\":%" PRId64 ",\"cpu_hz\":%" PRId64 ",\"cpu_samples\":%" PRId64
                 ",\"cpu_samples_dropped\":%" PRId64 ",\"sample_mode\":",
