@@ -15,7 +15,7 @@
  * for tests; the drawn maximum is the peak of `sel`.
  *
  * The scripts avoid the characters '<' and '&' so that their text is the same
- * in XML (standalone SVG) and inside HTML (rh_cli_html.c hashes them for the
+ * in XML (standalone SVG) and inside HTML (rh_export_html.c hashes them for the
  * page's Content-Security-Policy). No style attributes are written for the same
  * reason: presentation attributes only.
  */

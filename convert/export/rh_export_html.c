@@ -1,4 +1,5 @@
-/* rh_cli_html.c: `rheaper report DB -o report.html`, one self-contained page.
+/* rh_export_html.c: the report, one self-contained HTML page of the scope
+ * (`rheaper report DB -o report.html`).
  *
  * The page holds the summary of `sel` (the filtered allocations), the timeline
  * and the flamegraph (the SVGs of rh_export_svg.c, inlined), the top call sites by
@@ -21,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rh_cli.h"
+#include "rh_export.h"
 
 #define RH_HTML_TOP 20   /* rows of the top-sites table */
 #define RH_HTML_LEAKS 20 /* rows of the leak table */
@@ -432,9 +433,7 @@ static void rh_report_title(sqlite3 *db, const struct rh_summary *s, char *buf, 
         snprintf(buf, n, "unknown program");
 }
 
-/* Writes the page for `sel` to out (rh_file_cmd_run's writer; ctx is the
- * database's path, shown in the header). Returns 0 or -1 after a message. */
-static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
+int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
 {
     const char *dbpath = ctx;
     struct rh_summary s;
@@ -571,12 +570,4 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
             when);
     fprintf(out, "<script>%s</script>\n</body></html>\n", rh_html_script);
     return ferror(out) ? -1 : 0;
-}
-
-int rh_cmd_report(int argc, char **argv)
-{
-    struct rh_file_args fa;
-    int rc = rh_file_args_parse(
-        argc, argv, 1, 1, "usage: rheaper report DB -o report.html [filters]\n", NULL, NULL, &fa);
-    return rc ? rc : rh_file_cmd_run(fa.pos[0], &fa.f, fa.out, rh_report_write, (void *)fa.pos[0]);
 }
