@@ -259,59 +259,33 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
         sqlite3 *db = rh_serve_db(s, i);
         if (!db)
             return rh_resp_error(r, 500, NULL, "cannot open %s", s->p[i].path);
-        int64_t dur = rh_meta_int(db, "duration_ns", 0);
-        int agg = rh_meta_int(db, "aggregates", 0) == 1;
-        int64_t leaked_b, leaked_n, n;
-        if (agg) {
-            leaked_b = rh_sql_int(db, "SELECT sum(leaked_bytes) FROM stack_stats", 0, 0);
-            leaked_n = rh_sql_int(db, "SELECT sum(leaked_blocks) FROM stack_stats", 0, 0);
-            n = rh_sql_int(db, "SELECT sum(count) FROM stack_stats", 0, 0);
-        } else {
-            leaked_b = rh_sql_int(
-                db, "SELECT sum(size) FROM allocations WHERE dealloc_after IS NULL", 0, 0);
-            leaked_n = rh_sql_int(
-                db, "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL", 0, 0);
-            n = rh_sql_int(db, "SELECT count(*) FROM allocations", 0, 0);
-        }
+        struct rh_profile_info pi;
+        rh_profile_info(db, &pi);
         fprintf(o, "%s{\"id\":\"%s\",\"executable\":", i ? "," : "", s->p[i].id);
         rh_json_string(o, s->p[i].name);
         /* from the program's ELF header at conversion; "unknown" without it */
-        char arch[32] = "unknown";
-        sqlite3_stmt *ast = NULL;
-        if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'architecture'", -1, &ast,
-                               NULL) == SQLITE_OK &&
-            sqlite3_step(ast) == SQLITE_ROW && sqlite3_column_text(ast, 0))
-            snprintf(arch, sizeof arch, "%s", (const char *)sqlite3_column_text(ast, 0));
-        sqlite3_finalize(ast);
         fputs(",\"architecture\":", o);
-        rh_json_string(o, arch);
+        rh_json_string(o, pi.architecture);
         fprintf(o,
                 ",\"final_allocated\":%" PRId64 ",\"final_allocated_count\":%" PRId64
                 ",\"runtime\":",
-                leaked_b, leaked_n);
-        rh_tv(o, dur);
+                pi.leaked_bytes, pi.leaked_blocks);
+        rh_tv(o, pi.duration_ns);
         fprintf(o,
                 ",\"unique_backtrace_count\":%" PRId64 ",\"maximum_backtrace_depth\":%" PRId64
                 ",\"timestamp\":",
-                rh_sql_int(db, "SELECT count(*) FROM stacks", 0, 0),
-                rh_sql_int(db, "SELECT max(depth) FROM stacks", 0, 0));
+                pi.stacks, pi.max_depth);
         rh_tv(o, 0);
         fputs(",\"path\":", o);
         rh_json_string(o, s->p[i].path);
         fprintf(o,
                 ",\"allocations\":%" PRId64 ",\"cpu_hz\":%" PRId64 ",\"cpu_samples\":%" PRId64
                 ",\"cpu_samples_dropped\":%" PRId64 ",\"sample_mode\":",
-                n, rh_cpu_hz(db),
-                rh_sql_int(db, "SELECT coalesce(sum(samples), 0) FROM cpu_stack_stats", 0, 0),
-                rh_cpu_dropped(db));
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'sample_mode'", -1, &st,
-                               NULL) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW)
-            rh_json_text_or_null(o, st, 0);
+                pi.allocations, rh_cpu_hz(db), pi.cpu_samples, rh_cpu_dropped(db));
+        if (pi.has_sample_mode)
+            rh_json_string(o, pi.sample_mode);
         else
             fputs("null", o);
-        sqlite3_finalize(st);
         fputc('}', o);
     }
     fputs("]\n", o);
@@ -1515,39 +1489,28 @@ static int rh_ep_leaks(struct rh_req *q)
         return rh_q_fail(q);
     int capped;
     int64_t limit = rh_limit(q, &capped);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(q->db,
-                           "SELECT l.score, l.coverage, l.fit, l.blocks, l.bytes, l.first, l.last,"
-                           " s.function, s.location, s.bt FROM leak_sites l JOIN"
-                           " (SELECT site, min(function) AS function, min(location) AS location,"
-                           " min(bt) AS bt FROM site GROUP BY site) s ON s.site = l.site"
-                           " ORDER BY l.score DESC, l.bytes DESC, s.function LIMIT ?1 OFFSET ?2",
-                           -1, &st, NULL) != SQLITE_OK)
+    struct rh_leak_row *rows = NULL;
+    size_t n = 0;
+    if (rh_leaks_get(q->db, limit, q->skip, &rows, &n))
         return rh_q_fail(q);
-    sqlite3_bind_int64(st, 1, limit);
-    sqlite3_bind_int64(st, 2, q->skip);
     FILE *o = q->out;
     fprintf(o, "{\"buckets\":%d,\"leaks\":[", RH_LEAK_BUCKETS);
-    int n = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (size_t i = 0; i < n; i++) {
+        const struct rh_leak_row *l = &rows[i];
         fprintf(o,
                 "%s{\"score\":%.4f,\"coverage\":%d,\"fit\":%.4f,\"leaked_count\":%" PRId64
                 ",\"leaked_size\":%" PRId64 ",\"first\":",
-                n++ ? "," : "", sqlite3_column_double(st, 0), sqlite3_column_int(st, 1),
-                sqlite3_column_double(st, 2), (int64_t)sqlite3_column_int64(st, 3),
-                (int64_t)sqlite3_column_int64(st, 4));
-        rh_tv(o, sqlite3_column_int64(st, 5));
+                i ? "," : "", l->score, l->coverage, l->fit, l->blocks, l->bytes);
+        rh_tv(o, l->first);
         fputs(",\"last\":", o);
-        rh_tv(o, sqlite3_column_int64(st, 6));
+        rh_tv(o, l->last);
         fputs(",\"function\":", o);
-        rh_json_text_or_null(o, st, 7);
+        rh_json_string(o, l->function);
         fputs(",\"location\":", o);
-        rh_json_text_or_null(o, st, 8);
-        fprintf(o, ",\"backtrace_id\":%" PRId64 "}", (int64_t)sqlite3_column_int64(st, 9));
+        rh_json_string(o, l->location);
+        fprintf(o, ",\"backtrace_id\":%" PRId64 "}", l->bt);
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return rh_q_fail(q);
+    rh_leaks_free(rows, n);
     fputc(']', o);
     rh_cap_note(q, capped);
     fputs("}\n", o);
