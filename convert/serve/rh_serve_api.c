@@ -8,6 +8,7 @@
  *   /data/ID/export/flamegraph?F            SVG (rh_svg_flamegraph)
  *   /data/ID/export/flamegraph.pl?F         folded stacks (rh_folded)
  *   /data/ID/export/heaptrack?F             heaptrack's format (rh_heaptrack_write)
+ *   /data/ID/export/pprof?F&kind&at         pprof's gzipped protobuf (rh_pprof_write)
  *   /data/ID/mmaps, /data/ID/mallopts       the mmaps and mallopts tables
  *   /data/ID/maps?id&with_regions&with_usage_history   bytehound's maps (mmaps)
  *   /data/ID/timeline?F, /threads?F, /leaks?F&count, /diff/OTHER?F&count
@@ -1005,6 +1006,42 @@ static int rh_ep_export(struct rh_req *q, const char *what)
     return rc ? rh_q_fail(q) : 0;
 }
 
+/* /data/ID/export/pprof?F&kind&at: the scope as pprof's gzipped protobuf,
+ * written by the export of `rheaper export --pprof` (rh_pprof_write): kind
+ * heap or cpu (default both), at end (default: in use at the end of the
+ * range, `to`, or of the run) or peak. Only the command line's filters
+ * apply: bytehound's own ones are refused. */
+static int rh_ep_pprof(struct rh_req *q)
+{
+    static const char *const own[] = {"kind", "at", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    if (rh_qfilter_extra(&q->q))
+        return rh_resp_error(q->r, 400, NULL,
+                             "export/pprof takes the filters of `rheaper export --pprof`;"
+                             " bytehound's own (group_*, backtrace*, address_*, ...) do not apply");
+    struct rh_pprof_opts o = {1, 1, 0, -1};
+    const char *kind = rh_param(q, "kind"), *at = rh_param(q, "at");
+    if (kind && !strcmp(kind, "heap"))
+        o.cpu = 0;
+    else if (kind && !strcmp(kind, "cpu"))
+        o.heap = 0;
+    else if (kind && *kind)
+        return rh_resp_error(q->r, 400, "kind", "bad value '%s' for kind: heap or cpu", kind);
+    if (at && !strcmp(at, "peak"))
+        o.at_peak = 1;
+    else if (at && *at && strcmp(at, "end"))
+        return rh_resp_error(q->r, 400, "at", "bad value '%s' for at: end or peak", at);
+    if (!o.heap && !rh_cpu_hz(q->db) && !rh_cpu_total(q->db))
+        return rh_resp_error(q->r, 404, "kind", "kind=cpu: the profile has no CPU samples");
+    if (q->q.f.to >= 0) {
+        int64_t from;
+        rh_filter_window(q->db, &q->q.f, &from, &o.to_ns);
+    }
+    q->r->type = "application/octet-stream";
+    return rh_pprof_write(q->db, q->out, &o) ? rh_q_fail(q) : 0;
+}
+
 /* ---- mmaps, mallopts ------------------------------------------------------------------ */
 
 static int rh_ep_mmaps(struct rh_req *q)
@@ -1655,6 +1692,8 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
     else if (!strcmp(ep, "export/flamegraph") || !strcmp(ep, "export/flamegraph.pl") ||
              !strcmp(ep, "export/heaptrack"))
         rc = rh_ep_export(&q, ep + 7);
+    else if (!strcmp(ep, "export/pprof"))
+        rc = rh_ep_pprof(&q);
     else if (!strcmp(ep, "mmaps"))
         rc = rh_ep_mmaps(&q);
     else if (!strcmp(ep, "maps"))
