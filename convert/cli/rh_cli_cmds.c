@@ -2,8 +2,10 @@
  * peak and query.
  *
  * Each opens the profile read-only (rh_query_db.c), applies the shared filters
- * into `sel` (rh_query_filter.c) and prints through rh_print_stmt()
- * (rh_cli_out.c), so --json, --csv and the filters mean the same everywhere.
+ * into `sel` (rh_query_filter.c), asks the query library for its rows (the
+ * call sites of rh_sites_get, the leak scores of rh_leaks_get) and prints
+ * them through rh_print_cells() or rh_print_stmt(), so --json, --csv and the
+ * filters mean the same everywhere.
  * A call site is frame 0 of a stack: its function and file:line (module+offset
  * without debug information); sites with the same function and line but
  * different callers are one site unless --stacks asks for each stack. The leak
@@ -369,7 +371,7 @@ static int rh_top_table(sqlite3 *db, const char *by, int n, int stacks, struct r
                                         "bytes",        "leaked_blocks", "leaked_bytes",
                                         "peak_bytes",   "temporary",  "stack"};
     memset(t, 0, sizeof *t);
-    struct rh_site_query q = {RH_SITES_BYTES, n, 0, 1};
+    struct rh_site_query q = {.by = RH_SITES_BYTES, .limit = n, .positive = 1};
     q.by = !strcmp(by, "count")       ? RH_SITES_COUNT
            : !strcmp(by, "leaked")    ? RH_SITES_LEAKED
            : !strcmp(by, "peak")      ? RH_SITES_PEAK
@@ -501,7 +503,7 @@ static int rh_peak_list(sqlite3 *db, const struct rh_args *a, const struct rh_su
 {
     static const char *const names[] = {"function", "location", "blocks", "bytes", "percent",
                                         "stack"};
-    struct rh_site_query q = {RH_SITES_AT_PEAK, a->n, 0, 0};
+    struct rh_site_query q = {.by = RH_SITES_AT_PEAK, .limit = a->n};
     struct rh_site_row *rows = NULL;
     size_t n = 0;
     struct rh_tab t;

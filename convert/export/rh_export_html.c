@@ -423,7 +423,7 @@ static int rh_html_top_leaks(sqlite3 *db, FILE *out)
                                             "leaked bytes"};
     static const char *const leak_heads[] = {"score", "leaked blocks", "leaked bytes", "first (s)",
                                              "last (s)"};
-    struct rh_site_query q = {RH_SITES_BYTES, RH_HTML_TOP, 0, 1};
+    struct rh_site_query q = {.by = RH_SITES_BYTES, .limit = RH_HTML_TOP, .positive = 1, .heaviest = 1};
     struct rh_site_row *sites = NULL;
     struct rh_leak_row *leaks = NULL;
     size_t ns = 0, nl = 0;

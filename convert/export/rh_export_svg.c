@@ -671,7 +671,7 @@ static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, struct
 {
     (void)pt;
     /* the call sites of the scope (rh_query.h), the most held at the peak first */
-    struct rh_site_query q = {RH_SITES_PEAK, RH_TL_SERIES, 0, 0};
+    struct rh_site_query q = {.by = RH_SITES_PEAK, .limit = RH_TL_SERIES};
     struct rh_site_row *rows = NULL;
     size_t nrows = 0;
     if (rh_make_sites(db, 0) || rh_sites_get(db, &q, &rows, &nrows))

@@ -4,7 +4,9 @@
  * (rh_filter_apply without row filters: the converter's stack_stats and
  * call-site frames, rh_make_sites' grouping by call site, thread_stats and
  * the stored heap timeline), so every figure equals what `rheaper top`,
- * `summary` and `timeline` print, and nothing scans the allocations. A
+ * `summary` and `timeline` print, and nothing scans the allocations. The
+ * sites are the query library's rows (rh_sites_get), the CPU samples per
+ * function its rh_cpu_functions: this file only puts them in the model. A
  * site's live bytes are the bytes still live at the end of the run (its
  * leaked bytes); its trend is its live bytes over the whole run, from
  * timeline_stacks, in RH_LV_TREND points. CPU samples come from the tables
@@ -25,7 +27,7 @@
 static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
 {
     sqlite3_stmt *st = NULL;
-    struct rh_site_query q = {RH_SITES_SITE, -1, 0, 0};
+    struct rh_site_query q = {.by = RH_SITES_SITE, .limit = -1};
     struct rh_site_row *rows = NULL;
     size_t nrows = 0;
     if (rh_sites_get(db, &q, &rows, &nrows))

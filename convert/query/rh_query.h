@@ -153,6 +153,7 @@ struct rh_site_query {
     enum rh_site_order by;
     int64_t limit, offset; /* limit < 0: every row */
     int positive;          /* 1: only sites whose `by` figure is above 0 */
+    int heaviest;          /* 1: fill bt_heaviest (one sort of the scope's stacks); else it is bt */
 };
 
 /* The call sites of the scope (TEMP TABLES site, from rh_make_sites, and

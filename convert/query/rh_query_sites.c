@@ -212,29 +212,34 @@ int rh_sites_get(sqlite3 *db, const struct rh_site_query *q, struct rh_site_row 
     /* the peak command's view: only the stacks holding blocks at the peak */
     const char *stacks = q->by == RH_SITES_AT_PEAK ? " WHERE a.peak_blocks > 0" : "";
     if (q->by == RH_SITES_SITE)
-        snprintf(order, sizeof order, "site");
+        snprintf(order, sizeof order, "g.site");
     else if (q->by == RH_SITES_AT_PEAK)
         snprintf(order, sizeof order, "peak_bytes DESC, function, location");
     else
-        snprintf(order, sizeof order, "%s DESC, bytes DESC, function, location", col);
+        snprintf(order, sizeof order, "g.%s DESC, bytes DESC, function, location", col);
     if (q->positive && q->by != RH_SITES_SITE)
-        snprintf(where, sizeof where, " WHERE %s > 0", col);
-    char sql[2048];
+        snprintf(where, sizeof where, " WHERE g.%s > 0", col);
+    char sql[4096];
     snprintf(sql, sizeof sql,
-             "SELECT site, function, location, stacks, count, bytes, freed_blocks, freed_bytes,"
-             " leaked_blocks, leaked_bytes, peak_blocks, peak_bytes, temporary, first, last, bt,"
-             " (SELECT h.bt FROM temp.site x JOIN temp.sstat h ON h.bt = x.bt"
-             " WHERE x.site = g.site ORDER BY h.bytes DESC, h.bt LIMIT 1)"
-             " FROM (SELECT s.site AS site, min(s.function) AS function,"
+             "SELECT g.site, function, location, stacks, count, bytes, freed_blocks, freed_bytes,"
+             " leaked_blocks, leaked_bytes, peak_blocks, peak_bytes, temporary, first, last, g.bt,"
+             " %s FROM (SELECT s.site AS site, min(s.function) AS function,"
              " min(s.location) AS location, count(*) AS stacks, sum(a.count) AS count,"
              " sum(a.bytes) AS bytes, sum(a.freed_blocks) AS freed_blocks,"
              " sum(a.freed_bytes) AS freed_bytes, sum(a.leaked_blocks) AS leaked_blocks,"
              " sum(a.leaked_bytes) AS leaked_bytes, sum(a.peak_blocks) AS peak_blocks,"
              " sum(a.peak_bytes) AS peak_bytes, sum(a.temporary) AS temporary,"
              " min(a.first_alloc) AS first, max(a.last_alloc) AS last, min(a.bt) AS bt"
-             " FROM temp.sstat a JOIN temp.site s ON s.bt = a.bt%s GROUP BY s.site) g"
+             " FROM temp.sstat a JOIN temp.site s ON s.bt = a.bt%s GROUP BY s.site) g%s"
              "%s ORDER BY %s LIMIT ?1 OFFSET ?2",
-             stacks, where, order);
+             q->heaviest ? "h.bt" : "g.bt", stacks,
+             /* each site's stack with the most bytes: one sort of the scope's stacks */
+             q->heaviest ? " LEFT JOIN (SELECT site, bt FROM (SELECT s.site AS site, a.bt AS bt,"
+                           " row_number() OVER (PARTITION BY s.site ORDER BY a.bytes DESC, a.bt)"
+                           " AS rk FROM temp.sstat a JOIN temp.site s ON s.bt = a.bt) WHERE rk = 1)"
+                           " h ON h.site = g.site"
+                         : "",
+             where, order);
     sqlite3_stmt *st = rh_sql_prepare(db, sql);
     if (!st)
         return -1;
