@@ -4,7 +4,9 @@
 #   readers_test.sh MODE BIN_DIR SRC_DIR WORK_DIR
 #
 # MODE full records readers_prog.c (three threads, readers_lib.c for the file
-# filters) in full; MODE sampled records it with RHEAPER_SAMPLE_BYTES and a
+# filters, and twin/readers_lib.c: lib_twin at the same line of a file of the
+# same name in another directory, one call site for every reader) in full;
+# MODE sampled records it with RHEAPER_SAMPLE_BYTES and a
 # fixed seed, so every figure is an estimate. For each filter below, written
 # once for the command line and once as the server's URL parameters, the
 # totals and the ten largest call sites (function, location, blocks, bytes)
@@ -40,7 +42,8 @@ done
 
 rm -rf "$W"
 mkdir -p "$W/rec"
-"$BIN/rheaper-cc" -O1 -pthread -o "$W/prog" "$src/readers_prog.c" "$src/readers_lib.c" ||
+"$BIN/rheaper-cc" -O1 -pthread -o "$W/prog" "$src/readers_prog.c" "$src/readers_lib.c" \
+    "$src/twin/readers_lib.c" ||
     { echo "FAIL: rheaper-cc failed"; exit 1; }
 if [ "$mode" = sampled ]; then
     (cd "$W/rec" && RHEAPER_ENABLE=1 RHEAPER_SAMPLE_BYTES=2048 RHEAPER_SAMPLE_SEED=11 ../prog) ||
@@ -243,7 +246,7 @@ if [ "$mode" = full ]; then
     for want in "lib_buffer|readers_lib.c:16|300|1228800" "temp_churn|readers_prog.c:33|2000|64000" \
         "lib_cache|readers_lib.c:9|40|40960" "leak_alpha|readers_prog.c:40|50|10000" \
         "leak_beta|readers_prog.c:47|30|2880" "mid_blocks|readers_prog.c:54|500|256000" \
-        "deep_alloc|readers_prog.c:66|20|14000"; do
+        "deep_alloc|readers_prog.c:66|20|14000" "lib_twin|readers_lib.c:25|40|12000"; do
         CHECKS=$((CHECKS + 1))
         grep -qxF "$want" "$W/top.none" || fail "the plan's site $want is not in the answer: $(cat "$W/top.none")"
     done
