@@ -15,7 +15,9 @@
 # string literals the compiler joins, comments ignored) fails the test
 # unless the allowlist below names it with its reason. Before scanning, the
 # scanner runs on a planted file to show it finds a GROUP BY split over two
-# literals and skips comments and names.
+# literals and skips comments and names. The same scan holds the meta table
+# to its accessors: SQL that reads `meta` there fails too (rh_meta_int,
+# rh_meta_text, rh_meta_dup and rh_profile_info are the one way in).
 set -eu
 src=${1:?usage: answers_test.sh SOURCE_DIR}
 CASE=answers RH_DUMP=
@@ -44,7 +46,7 @@ scan() {
             while ($t =~ m{((?:"(?:\\.|[^"\\\n])*"\s*)+)}g) {
                 my ($run, $at) = ($1, $-[1]);
                 my $sql = join("", $run =~ m{"((?:\\.|[^"\\\n])*)"}g);
-                next unless $sql =~ /\bGROUP\s+BY\b/i;
+                next unless $sql =~ /$ENV{RH_SQL_RE}/i;
                 my $line = 1 + (substr($t, 0, $at) =~ tr/\n//);
                 $sql =~ s/\s+/ /g;
                 print "$f:$line: $sql\n";
@@ -76,8 +78,19 @@ static const char *b = "SELECT s.site, sum(a.bytes) FROM sstat a JOIN site s ON 
 static const char *c = "select bt, count(*) from sel group by bt";
 static const char *d = "a \" GROUP BY \" quoted";
 EOF
+export RH_SQL_RE='\bGROUP\s+BY\b'
 got=$(scan "$tmp/planted.c" | sed 's/.*planted.c:\([0-9]*\):.*/\1/' | tr '\n' ' ')
 eq "lines the scanner flags in the planted file" "$got" "4 6 7 "
+cat > "$tmp/meta.c" <<'EOF'
+/* SELECT value FROM meta WHERE key = 'program' */
+static const char *a = "SELECT value FROM"
+                       " meta WHERE key = ?1";
+static const char *b = "SELECT metadata FROM metas";
+EOF
+RH_SQL_RE='\bFROM\s+(main\.)?meta\b'
+got=$(scan "$tmp/meta.c" | sed 's/.*meta.c:\([0-9]*\):.*/\1/' | tr '\n' ' ')
+eq "lines the meta scan flags in the planted file" "$got" "2 "
+RH_SQL_RE='\bGROUP\s+BY\b'
 
 # 2. the tree: every folder under convert/ but the query library
 cd "$src"
@@ -99,3 +112,9 @@ fi
 echo "scanned $(echo "$files" | wc -l) files: $n_all GROUP BY, $((n_all - n_bad)) in the allowlist"
 [ "$n_bad" = 0 ] || fail "$n_bad GROUP BY outside convert/query/: ask the query library (rh_sites_get, rh_leaks_get, ...) and present its rows"
 ok "no reader groups rows outside the query library"
+
+# 3. meta through the library's accessors only
+RH_SQL_RE='\bFROM\s+(main\.)?meta\b'
+meta=$(scan $files)
+[ -z "$meta" ] || fail "meta read outside the query library (use rh_meta_int, rh_meta_text, rh_meta_dup): $meta"
+ok "no reader reads meta but through the query library"
