@@ -450,9 +450,31 @@ static int rh_top_cpu_list(sqlite3 *db, const struct rh_args *a, const struct rh
         fprintf(stderr, "rheaper: top cpu: %lld sampling periods were dropped by the runtime and"
                         " are in no figure (%lld samples kept)\n",
                 (long long)dropped, (long long)rh_cpu_total(db));
-    sqlite3_stmt *st = rh_cpu_top_stmt_min(db, a->n, a->threshold,
-                                           a->stacks ? RH_STACK_OF("bt") " AS stack" : NULL);
-    return st ? rh_print(st, a, NULL) : -1;
+    static const char *const names[] = {"function", "location", "samples", "percent", "seconds",
+                                        "stack"};
+    struct rh_cpu_site *rows = NULL;
+    size_t n = 0;
+    struct rh_tab t;
+    memset(&t, 0, sizeof t);
+    if (rh_cpu_sites_get(db, a->n, a->threshold, &rows, &n))
+        return -1;
+    int nc = a->stacks ? 6 : 5, rc = rh_tab_init(&t, names, nc, a->stacks, n);
+    for (size_t r = 0; !rc && r < n; r++) {
+        struct rh_cell *c = &t.cells[r * (size_t)nc];
+        rh_put_text(&c[0], rows[r].function);
+        rh_put_text(&c[1], rows[r].location);
+        rh_put_int(&c[2], rows[r].samples);
+        rh_put_real(&c[3], rows[r].percent);
+        if (rows[r].has_seconds)
+            rh_put_real(&c[4], rows[r].seconds);
+        if (a->stacks)
+            rc = rh_stack_cell(db, rows[r].bt, &c[5], &t.keep[r]);
+    }
+    if (!rc)
+        rc = rh_tab_print(&t, a, NULL, stdout);
+    rh_tab_free(&t);
+    rh_cpu_sites_free(rows, n);
+    return rc;
 }
 
 /* `top [heap|cpu] DB ...`: plain `top` is the heap's. */

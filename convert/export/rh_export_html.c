@@ -382,36 +382,26 @@ static void rh_hv_real(struct rh_cell *c, double v)
     c->d = v;
 }
 
-/* The top CPU sites, as `rheaper top cpu` ranks them (rh_cpu_top_stmt, after
- * TEMP TABLE site). Returns 0 or -1. */
+/* The top CPU sites, as `rheaper top cpu` ranks them (rh_cpu_sites_get,
+ * after TEMP TABLE site). Returns 0 or -1. */
 static int rh_html_cpu_sites(sqlite3 *db, FILE *out)
 {
     static const char *const heads[] = {"samples", "percent"};
-    sqlite3_stmt *st = rh_cpu_top_stmt(db, RH_HTML_TOP, "bt");
-    if (!st)
+    struct rh_cpu_site *sites = NULL;
+    size_t n = 0;
+    if (rh_cpu_sites_get(db, RH_HTML_TOP, 0, &sites, &n))
         return -1;
     struct rh_html_row rows[RH_HTML_TOP];
-    char *keep[2 * RH_HTML_TOP];
-    size_t n = 0;
-    int r = SQLITE_DONE, rc;
-    while (n < RH_HTML_TOP && (r = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *f = (const char *)sqlite3_column_text(st, 0);
-        const char *l = (const char *)sqlite3_column_text(st, 1);
-        keep[2 * n] = strdup(f ? f : "");
-        keep[2 * n + 1] = strdup(l ? l : "");
-        rows[n].function = keep[2 * n] ? keep[2 * n] : "";
-        rows[n].location = keep[2 * n + 1] ? keep[2 * n + 1] : "";
-        rh_hv_int(&rows[n].v[0], sqlite3_column_int64(st, 2));
-        rh_hv_real(&rows[n].v[1], sqlite3_column_double(st, 3));
-        rows[n].bt = sqlite3_column_int64(st, 5);
-        n++;
+    for (size_t i = 0; i < n && i < RH_HTML_TOP; i++) {
+        rows[i].bt = sites[i].bt;
+        rows[i].function = sites[i].function;
+        rows[i].location = sites[i].location;
+        rh_hv_int(&rows[i].v[0], sites[i].samples);
+        rh_hv_real(&rows[i].v[1], sites[i].percent);
     }
-    sqlite3_finalize(st);
-    rc = r == SQLITE_DONE || r == SQLITE_ROW
-             ? rh_html_sites(db, out, "cpu-top", "Top CPU sites by samples", rows, n, heads, 2)
-             : rh_sql_fail(db, "report");
-    for (size_t i = 0; i < 2 * n; i++)
-        free(keep[i]);
+    int rc = rh_html_sites(db, out, "cpu-top", "Top CPU sites by samples", rows,
+                           n < RH_HTML_TOP ? n : RH_HTML_TOP, heads, 2);
+    rh_cpu_sites_free(sites, n);
     return rc;
 }
 

@@ -440,6 +440,21 @@ sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col);
 /* rh_cpu_top_stmt without the rows whose share of the samples in scope is
  * below min_percent (`top cpu --threshold PCT`; 0: every row). */
 sqlite3_stmt *rh_cpu_top_stmt_min(sqlite3 *db, int n, double min_percent, const char *stack_col);
+/* The rows of rh_cpu_top_stmt_min as C data: each call site's function and
+ * location, samples, percent (of the samples in scope, rounded to 2
+ * decimals), seconds (rounded to 3; has_seconds 0 without a sampling rate)
+ * and its lowest stack id. Returns 0 or -1 after one line; free with
+ * rh_cpu_sites_free(). */
+struct rh_cpu_site {
+    char *function, *location;
+    int64_t samples;
+    double percent, seconds;
+    int has_seconds;
+    int64_t bt;
+};
+int rh_cpu_sites_get(sqlite3 *db, int n, double min_percent, struct rh_cpu_site **rows,
+                     size_t *nrows);
+void rh_cpu_sites_free(struct rh_cpu_site *rows, size_t n);
 
 /* ---- rh_query_params.c: bytehound's filter parameters (URLs) ------------ */
 
