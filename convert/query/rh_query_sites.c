@@ -3,9 +3,12 @@
  * A call site is the call-site frame of a stack (TEMP TABLE cs, built by the
  * scope): its function and file:line, or module+offset without debug
  * information. Stacks with the same function and line but different callers
- * are one site unless the caller asks for each stack. The leak score ranks
- * the never-freed blocks of the scope per site; `rheaper leaks`, the report
- * and the server read it from TEMP TABLE leak_sites.
+ * are one site unless the caller asks for each stack; the file is named by
+ * its last path component, so the same function and line in two files of
+ * one name are one site. The leak score ranks the never-freed blocks of the
+ * scope per site (TEMP TABLE leak_sites). Every reader gets the sites and
+ * the scores as C rows from here (rh_sites_get, rh_leaks_get), and the
+ * per-stack heap figures of an export (rh_stack_heap_stmt).
  */
 #define _GNU_SOURCE
 #include <math.h>
