@@ -2,8 +2,10 @@
  * peak and query.
  *
  * Each opens the profile read-only (rh_query_db.c), applies the shared filters
- * into `sel` (rh_query_filter.c) and prints through rh_print_stmt()
- * (rh_cli_out.c), so --json, --csv and the filters mean the same everywhere.
+ * into `sel` (rh_query_filter.c), asks the query library for its rows (the
+ * call sites of rh_sites_get, the leak scores of rh_leaks_get) and prints
+ * them through rh_print_cells() or rh_print_stmt(), so --json, --csv and the
+ * filters mean the same everywhere.
  * A call site is frame 0 of a stack: its function and file:line (module+offset
  * without debug information); sites with the same function and line but
  * different callers are one site unless --stacks asks for each stack. The leak
@@ -232,32 +234,168 @@ static int rh_listing(int argc, char **argv, unsigned allow, rh_list_fn *list)
 
 /* ---- top ------------------------------------------------------------------------ */
 
-/* The statement listing sites ordered by `by`, n rows; peak_ns is the time of
- * the peak (for the peak column). NULL after printing one line. */
-static sqlite3_stmt *rh_top_stmt(sqlite3 *db, const char *by, int n, int stacks, int64_t peak_ns)
+/* The frames of stack bt as one text, "f (file:line)" joined by "; ",
+ * innermost first, into a cell (NULL when the stack has no frames). The
+ * text lives in *keep (freed by the caller). Returns 0 or -1 after one line. */
+static int rh_stack_cell(sqlite3 *db, int64_t bt, struct rh_cell *c, char **keep)
 {
-    const char *order = !strcmp(by, "count")       ? "count"
-                        : !strcmp(by, "leaked")    ? "leaked_bytes"
-                        : !strcmp(by, "peak")      ? "peak_bytes"
-                        : !strcmp(by, "temporary") ? "temporary"
-                                                   : "bytes";
-    char sql[4096];
-    snprintf(sql, sizeof sql,
-             "SELECT function, location, count, bytes, leaked_blocks, leaked_bytes, peak_bytes,"
-             " temporary%s FROM (SELECT min(s.function) AS function, min(s.location) AS location,"
-             " sum(a.count) AS count, sum(a.bytes) AS bytes,"
-             " sum(a.leaked_blocks) AS leaked_blocks, sum(a.leaked_bytes) AS leaked_bytes,"
-             " sum(a.peak_bytes) AS peak_bytes, sum(a.temporary) AS temporary,"
-             " min(a.bt) AS bt, ?1 AS unused"
-             " FROM temp.sstat a JOIN site s ON s.bt = a.bt GROUP BY s.site)"
-             " WHERE %s > 0 ORDER BY %s DESC, bytes DESC, function, location LIMIT ?2",
-             stacks ? ", " RH_STACK_OF("bt") " AS stack" : "", order, order);
-    sqlite3_stmt *st = rh_sql_prepare(db, sql);
-    if (st) {
-        sqlite3_bind_int64(st, 1, peak_ns);
-        sqlite3_bind_int64(st, 2, n);
+    sqlite3_stmt *st = rh_sql_prepare(db, "SELECT " RH_STACK_OF("?1"));
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, bt);
+    c->type = RH_CELL_NULL;
+    *keep = NULL;
+    int r = sqlite3_step(st);
+    if (r == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+        *keep = strdup((const char *)sqlite3_column_text(st, 0));
+        c->type = RH_CELL_TEXT;
+        c->s = *keep;
     }
-    return st;
+    sqlite3_finalize(st);
+    if (r != SQLITE_ROW && r != SQLITE_DONE)
+        return rh_sql_fail(db, "stack");
+    return c->type == RH_CELL_TEXT && !*keep ? -1 : 0;
+}
+
+/* A cell's text as SQLite gives a column's (the --stacks text layout):
+ * integers with %lld, reals as SQLite writes them ("1.0", "0.25"). */
+static const char *rh_cell_sqltext(const struct rh_cell *c, char *buf, size_t n)
+{
+    if (c->type == RH_CELL_INT) {
+        snprintf(buf, n, "%lld", (long long)c->i);
+    } else if (c->type == RH_CELL_REAL) {
+        snprintf(buf, n, "%.15g", c->d);
+        if (!strpbrk(buf, ".eEni"))
+            snprintf(buf + strlen(buf), n - strlen(buf), ".0");
+    } else {
+        return c->type == RH_CELL_TEXT && c->s ? c->s : "";
+    }
+    return buf;
+}
+
+/* Prints rows of cells (text mode, with a `stack` column last) as one line of
+ * figures per site followed by its frames, one per line. */
+static void rh_cells_with_stacks(const char *const *names, int nc, const struct rh_cell *cells,
+                                 size_t nrows, FILE *out)
+{
+    char buf[64];
+    for (size_t row = 0; row < nrows; row++) {
+        const struct rh_cell *c = &cells[row * (size_t)nc];
+        fprintf(out, "%s#%zu", row ? "\n" : "", row + 1);
+        for (int i = 0; i < nc - 1; i++)
+            fprintf(out, "  %s=%s", names[i], rh_cell_sqltext(&c[i], buf, sizeof buf));
+        fputc('\n', out);
+        const char *s = c[nc - 1].type == RH_CELL_TEXT ? c[nc - 1].s : NULL;
+        while (s && *s) {
+            const char *e = strstr(s, "; ");
+            int len = e ? (int)(e - s) : (int)strlen(s);
+            fprintf(out, "    %.*s\n", len, s);
+            s = e ? e + 2 : NULL;
+        }
+    }
+}
+
+/* A table of rows the query library returned, being filled: nc cells per
+ * row, the `stack` column last when stacks is set. */
+struct rh_tab {
+    const char *const *names;
+    int nc, stacks;
+    size_t nrows;
+    struct rh_cell *cells;
+    char **keep; /* the stack texts, one per row */
+};
+
+static int rh_tab_init(struct rh_tab *t, const char *const *names, int nc, int stacks,
+                       size_t nrows)
+{
+    memset(t, 0, sizeof *t);
+    t->names = names;
+    t->nc = nc;
+    t->stacks = stacks;
+    t->nrows = nrows;
+    t->cells = calloc(nrows * (size_t)nc + 1, sizeof *t->cells);
+    t->keep = calloc(nrows + 1, sizeof *t->keep);
+    if (!t->cells || !t->keep) {
+        fprintf(stderr, "rheaper: out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void rh_tab_free(struct rh_tab *t)
+{
+    for (size_t r = 0; t->keep && r < t->nrows; r++)
+        free(t->keep[r]);
+    free(t->keep);
+    free(t->cells);
+}
+
+static void rh_put_int(struct rh_cell *c, int64_t v)
+{
+    c->type = RH_CELL_INT;
+    c->i = v;
+}
+static void rh_put_real(struct rh_cell *c, double v)
+{
+    c->type = RH_CELL_REAL;
+    c->d = v;
+}
+static void rh_put_text(struct rh_cell *c, const char *v)
+{
+    c->type = RH_CELL_TEXT;
+    c->s = v;
+}
+
+/* Prints the table as a asks (one stack per site with --stacks in text
+ * mode), after the line `head` in text mode (NULL: none). Returns 0 or -1. */
+static int rh_tab_print(const struct rh_tab *t, const struct rh_args *a, const char *head,
+                        FILE *out)
+{
+    if (a->fmt == RH_FMT_TEXT && head)
+        fputs(head, out);
+    if (t->stacks && a->fmt == RH_FMT_TEXT) {
+        rh_cells_with_stacks(t->names, t->nc, t->cells, t->nrows, out);
+        return 0;
+    }
+    return rh_print_cells(t->names, t->nc, t->cells, t->nrows, a->fmt, out);
+}
+
+/* The call sites ordered by `by` (top's names), n rows, as a table of top's
+ * columns (function, location, count, bytes, leaked_blocks, leaked_bytes,
+ * peak_bytes, temporary, and stack with stacks). Returns 0 or -1. */
+static int rh_top_table(sqlite3 *db, const char *by, int n, int stacks, struct rh_tab *t,
+                        struct rh_site_row **rows, size_t *nrows)
+{
+    static const char *const names[] = {"function",     "location",   "count",
+                                        "bytes",        "leaked_blocks", "leaked_bytes",
+                                        "peak_bytes",   "temporary",  "stack"};
+    memset(t, 0, sizeof *t);
+    struct rh_site_query q = {.by = RH_SITES_BYTES, .limit = n, .positive = 1};
+    q.by = !strcmp(by, "count")       ? RH_SITES_COUNT
+           : !strcmp(by, "leaked")    ? RH_SITES_LEAKED
+           : !strcmp(by, "peak")      ? RH_SITES_PEAK
+           : !strcmp(by, "temporary") ? RH_SITES_TEMPORARY
+                                      : RH_SITES_BYTES;
+    if (rh_sites_get(db, &q, rows, nrows))
+        return -1;
+    int nc = stacks ? 9 : 8;
+    if (rh_tab_init(t, names, nc, stacks, *nrows))
+        return -1;
+    for (size_t r = 0; r < *nrows; r++) {
+        const struct rh_site_row *s = &(*rows)[r];
+        struct rh_cell *c = &t->cells[r * (size_t)nc];
+        rh_put_text(&c[0], s->function);
+        rh_put_text(&c[1], s->location);
+        rh_put_int(&c[2], s->count);
+        rh_put_int(&c[3], s->bytes);
+        rh_put_int(&c[4], s->leaked_blocks);
+        rh_put_int(&c[5], s->leaked_bytes);
+        rh_put_int(&c[6], s->peak_bytes);
+        rh_put_int(&c[7], s->temporary);
+        if (stacks && rh_stack_cell(db, s->bt, &c[8], &t->keep[r]))
+            return -1;
+    }
+    return 0;
 }
 
 /* `top --by region`, `leaks --by region`: the regions of region allocators. */
@@ -279,10 +417,18 @@ static int rh_region_list(sqlite3 *db, const struct rh_args *a, int leaks)
 
 static int rh_top_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
+    (void)s;
     if (!strcmp(a->by, "region"))
         return rh_region_list(db, a, 0);
-    sqlite3_stmt *st = rh_top_stmt(db, a->by, a->n, a->stacks, s->peak_time_ns);
-    return st ? rh_print(st, a, NULL) : -1;
+    struct rh_tab t;
+    struct rh_site_row *rows = NULL;
+    size_t n = 0;
+    int rc = rh_top_table(db, a->by, a->n, a->stacks, &t, &rows, &n);
+    if (!rc)
+        rc = rh_tab_print(&t, a, NULL, stdout);
+    rh_tab_free(&t);
+    rh_sites_free(rows, n);
+    return rc;
 }
 
 /* `top cpu`: sites by CPU samples, over TEMP TABLE cpustat. */
@@ -303,9 +449,31 @@ static int rh_top_cpu_list(sqlite3 *db, const struct rh_args *a, const struct rh
         fprintf(stderr, "rheaper: top cpu: %lld sampling periods were dropped by the runtime and"
                         " are in no figure (%lld samples kept)\n",
                 (long long)dropped, (long long)rh_cpu_total(db));
-    sqlite3_stmt *st = rh_cpu_top_stmt_min(db, a->n, a->threshold,
-                                           a->stacks ? RH_STACK_OF("bt") " AS stack" : NULL);
-    return st ? rh_print(st, a, NULL) : -1;
+    static const char *const names[] = {"function", "location", "samples", "percent", "seconds",
+                                        "stack"};
+    struct rh_cpu_site *rows = NULL;
+    size_t n = 0;
+    struct rh_tab t;
+    memset(&t, 0, sizeof t);
+    if (rh_cpu_sites_get(db, a->n, a->threshold, &rows, &n))
+        return -1;
+    int nc = a->stacks ? 6 : 5, rc = rh_tab_init(&t, names, nc, a->stacks, n);
+    for (size_t r = 0; !rc && r < n; r++) {
+        struct rh_cell *c = &t.cells[r * (size_t)nc];
+        rh_put_text(&c[0], rows[r].function);
+        rh_put_text(&c[1], rows[r].location);
+        rh_put_int(&c[2], rows[r].samples);
+        rh_put_real(&c[3], rows[r].percent);
+        if (rows[r].has_seconds)
+            rh_put_real(&c[4], rows[r].seconds);
+        if (a->stacks)
+            rc = rh_stack_cell(db, rows[r].bt, &c[5], &t.keep[r]);
+    }
+    if (!rc)
+        rc = rh_tab_print(&t, a, NULL, stdout);
+    rh_tab_free(&t);
+    rh_cpu_sites_free(rows, n);
+    return rc;
 }
 
 /* `top [heap|cpu] DB ...`: plain `top` is the heap's. */
@@ -354,25 +522,35 @@ int rh_cmd_churn(int argc, char **argv)
 
 static int rh_peak_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
-    char sql[4096];
-    snprintf(sql, sizeof sql,
-             "SELECT function, location, blocks, bytes,"
-             " round(100.0 * bytes / ?3, 2) AS percent%s FROM"
-             " (SELECT min(s.function) AS function, min(s.location) AS location,"
-             " sum(a.peak_blocks) AS blocks, sum(a.peak_bytes) AS bytes, min(a.bt) AS bt,"
-             " ?1 AS unused FROM temp.sstat a JOIN site s ON s.bt = a.bt WHERE a.peak_blocks > 0"
-             " GROUP BY s.site) ORDER BY bytes DESC, function, location LIMIT ?2",
-             a->stacks ? ", " RH_STACK_OF("bt") " AS stack" : "");
-    sqlite3_stmt *st = rh_sql_prepare(db, sql);
-    if (!st)
+    static const char *const names[] = {"function", "location", "blocks", "bytes", "percent",
+                                        "stack"};
+    struct rh_site_query q = {.by = RH_SITES_AT_PEAK, .limit = a->n};
+    struct rh_site_row *rows = NULL;
+    size_t n = 0;
+    struct rh_tab t;
+    memset(&t, 0, sizeof t);
+    if (rh_sites_get(db, &q, &rows, &n))
         return -1;
-    sqlite3_bind_int64(st, 1, s->peak_time_ns);
-    sqlite3_bind_int64(st, 2, a->n);
-    sqlite3_bind_int64(st, 3, s->peak_bytes > 0 ? s->peak_bytes : 1);
+    int nc = a->stacks ? 6 : 5, rc = rh_tab_init(&t, names, nc, a->stacks, n);
+    int64_t denom = s->peak_bytes > 0 ? s->peak_bytes : 1;
+    for (size_t r = 0; !rc && r < n; r++) {
+        struct rh_cell *c = &t.cells[r * (size_t)nc];
+        rh_put_text(&c[0], rows[r].function);
+        rh_put_text(&c[1], rows[r].location);
+        rh_put_int(&c[2], rows[r].peak_blocks);
+        rh_put_int(&c[3], rows[r].peak_bytes);
+        rh_put_real(&c[4], rh_round(100.0 * (double)rows[r].peak_bytes / (double)denom, 2));
+        if (a->stacks)
+            rc = rh_stack_cell(db, rows[r].bt, &c[5], &t.keep[r]);
+    }
     char h[32], head[128];
     snprintf(head, sizeof head, "peak: %lld bytes (%s) at %.3f s\n", (long long)s->peak_bytes,
              rh_human_bytes(s->peak_bytes, h, sizeof h), s->peak_time_ns / 1e9);
-    return rh_print(st, a, head);
+    if (!rc)
+        rc = rh_tab_print(&t, a, head, stdout);
+    rh_tab_free(&t);
+    rh_sites_free(rows, n);
+    return rc;
 }
 
 int rh_cmd_peak(int argc, char **argv)
@@ -388,28 +566,55 @@ static int rh_leaks_list(sqlite3 *db, const struct rh_args *a, const struct rh_s
         return rh_region_list(db, a, 1);
     if (rh_leak_scores(db, a->buckets, s->duration_ns))
         return -1;
-    char sql[4096];
-    snprintf(sql, sizeof sql,
-             "SELECT round(l.score, 3) AS score, l.coverage || '/' || ?2 AS coverage,"
-             " round(l.fit, 3) AS fit, l.blocks AS leaked_blocks, l.bytes AS leaked_bytes,"
-             " round(l.first / 1e9, 3) AS first_s, round(l.last / 1e9, 3) AS last_s,"
-             " s.function AS function, s.location AS location%s"
-             " FROM leak_sites l JOIN (SELECT site, min(function) AS function,"
-             " min(location) AS location, min(bt) AS bt FROM site GROUP BY site) s"
-             " ON s.site = l.site ORDER BY l.score DESC, l.bytes DESC, s.function LIMIT ?1",
-             a->stacks ? ", " RH_STACK_OF("s.bt") " AS stack" : "");
-    sqlite3_stmt *st = rh_sql_prepare(db, sql);
-    if (!st)
+    static const char *const names[] = {"score",   "coverage", "fit",      "leaked_blocks",
+                                        "leaked_bytes", "first_s", "last_s", "function",
+                                        "location", "stack"};
+    struct rh_leak_row *rows = NULL;
+    size_t n = 0;
+    struct rh_tab t;
+    memset(&t, 0, sizeof t);
+    if (rh_leaks_get(db, a->n, 0, &rows, &n))
         return -1;
-    sqlite3_bind_int64(st, 1, a->n);
-    sqlite3_bind_int64(st, 2, a->buckets);
+    int nc = a->stacks ? 10 : 9, rc = rh_tab_init(&t, names, nc, a->stacks, n);
+    char **cov = calloc(n + 1, sizeof *cov);
+    if (!cov)
+        rc = -1;
+    for (size_t r = 0; !rc && r < n; r++) {
+        const struct rh_leak_row *l = &rows[r];
+        struct rh_cell *c = &t.cells[r * (size_t)nc];
+        if (asprintf(&cov[r], "%d/%d", l->coverage, a->buckets) < 0) {
+            cov[r] = NULL;
+            rc = -1;
+            break;
+        }
+        rh_put_real(&c[0], rh_round(l->score, 3));
+        rh_put_text(&c[1], cov[r]);
+        rh_put_real(&c[2], rh_round(l->fit, 3));
+        rh_put_int(&c[3], l->blocks);
+        rh_put_int(&c[4], l->bytes);
+        rh_put_real(&c[5], rh_round((double)l->first / 1e9, 3));
+        rh_put_real(&c[6], rh_round((double)l->last / 1e9, 3));
+        rh_put_text(&c[7], l->function);
+        rh_put_text(&c[8], l->location);
+        if (a->stacks)
+            rc = rh_stack_cell(db, l->bt, &c[9], &t.keep[r]);
+    }
     char h[32], head[256];
     snprintf(head, sizeof head,
              "leaked: %lld bytes (%s) in %lld blocks; score = coverage x fit "
              "(man rheaper: the leak score)\n",
              (long long)s->leaked_bytes, rh_human_bytes(s->leaked_bytes, h, sizeof h),
              (long long)s->leaked_blocks);
-    return rh_print(st, a, head);
+    if (!rc)
+        rc = rh_tab_print(&t, a, head, stdout);
+    else if (!cov)
+        fprintf(stderr, "rheaper: out of memory\n");
+    for (size_t r = 0; cov && r < n; r++)
+        free(cov[r]);
+    free(cov);
+    rh_tab_free(&t);
+    rh_leaks_free(rows, n);
+    return rc;
 }
 
 int rh_cmd_leaks(int argc, char **argv)
@@ -443,17 +648,6 @@ static const char *rh_thread_sql(sqlite3 *db)
            " FROM threads t LEFT JOIN temp.tstat s ON s.thread = t.id ORDER BY t.id";
 }
 
-/* The per-kind figures of the scope (allocation function or pool name): the
- * scope's per-stack figures by stacks.kind. */
-static const char *rh_kinds_sql(sqlite3 *db)
-{
-    (void)db;
-    return "SELECT coalesce(s.kind, 'unknown') AS kind, sum(t.count) AS blocks,"
-           " sum(t.bytes) AS bytes, sum(t.leaked_blocks) AS leaked_blocks"
-           " FROM temp.sstat t LEFT JOIN stacks s ON s.id = t.bt"
-           " GROUP BY 1 ORDER BY bytes DESC, kind";
-}
-
 /* Prints the whole-profile figures, the top 5 sites and the threads, as text,
  * CSV (figures only) or one JSON object. */
 /* The summary's memory lines (text), and the top churn site beside the
@@ -483,14 +677,17 @@ static void rh_mem_text(sqlite3 *db, const struct rh_memfig *m, int64_t duration
 
 static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh_summary *s)
 {
-    sqlite3_stmt *top = NULL, *thr = NULL, *kinds = NULL;
+    sqlite3_stmt *thr = NULL, *kinds = NULL;
+    struct rh_tab top;
+    struct rh_site_row *toprows = NULL;
+    size_t ntop = 0;
     int rc = -1;
+    memset(&top, 0, sizeof top);
     /* One line per kind (allocation function or pool name): a pool's blocks
      * sit inside chunks of another kind, so "allocated" counts those bytes
      * twice; --kind / --not-kind pick one side (docs/allocators.md). */
-    if (!(top = rh_top_stmt(db, "bytes", 5, 0, s->peak_time_ns)) ||
-        !(thr = rh_sql_prepare(db, rh_thread_sql(db))) ||
-        !(kinds = rh_sql_prepare(db, rh_kinds_sql(db))))
+    if (rh_top_table(db, "bytes", 5, 0, &top, &toprows, &ntop) ||
+        !(thr = rh_sql_prepare(db, rh_thread_sql(db))) || !(kinds = rh_kinds_stmt(db)))
         goto out;
     const struct {
         const char *k;
@@ -547,7 +744,7 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         for (size_t i = 0; i < nfig; i++)
             printf("\"%s\":%lld,", figs[i].k, (long long)figs[i].v);
         printf("\"top\":");
-        if (rh_print_stmt(top, RH_FMT_JSON, stdout))
+        if (rh_print_cells(top.names, top.nc, top.cells, top.nrows, RH_FMT_JSON, stdout))
             goto out;
         printf(",\"threads\":");
         if (rh_print_stmt(thr, RH_FMT_JSON, stdout))
@@ -605,7 +802,7 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
     if (mem.samples)
         rh_mem_text(db, &mem, s->duration_ns);
     printf("\ntop 5 call sites by bytes\n");
-    if (rh_print_stmt(top, RH_FMT_TEXT, stdout))
+    if (rh_print_cells(top.names, top.nc, top.cells, top.nrows, RH_FMT_TEXT, stdout))
         goto out;
     printf("\nthreads\n");
     if (rh_print_stmt(thr, RH_FMT_TEXT, stdout))
@@ -615,7 +812,8 @@ static int rh_summary_list(sqlite3 *db, const struct rh_args *a, const struct rh
         goto out;
     rc = 0;
 out:
-    sqlite3_finalize(top);
+    rh_tab_free(&top);
+    rh_sites_free(toprows, ntop);
     sqlite3_finalize(thr);
     sqlite3_finalize(kinds);
     return rc;

@@ -101,3 +101,12 @@ int rh_cmd_export(int argc, char **argv)
     }
     return rh_file_cmd_run(fa.pos[1], &fa.f, fa.out, rh_heaptrack_write, NULL);
 }
+
+/* `report DB -o report.html [filters]`: the page of rh_report_write(). */
+int rh_cmd_report(int argc, char **argv)
+{
+    struct rh_file_args fa;
+    int rc = rh_file_args_parse(
+        argc, argv, 1, 1, "usage: rheaper report DB -o report.html [filters]\n", NULL, NULL, &fa);
+    return rc ? rc : rh_file_cmd_run(fa.pos[0], &fa.f, fa.out, rh_report_write, (void *)fa.pos[0]);
+}

@@ -8,7 +8,7 @@
  * the profile its process wrote and prints the summary; `convert` is
  * rheaper-convert under another name. The other commands live in
  * rh_cli_cmds.c (listings), rh_export_svg.c (flamegraph, timeline),
- * rh_export_heaptrack.c (export) and rh_cli_html.c (report).
+ * rh_export_heaptrack.c (export) and rh_export_html.c (report).
  */
 #define _GNU_SOURCE
 #include <dirent.h>

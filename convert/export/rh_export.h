@@ -2,8 +2,8 @@
  *
  * The writers turn the scope the query library built (`sel` and its TEMP
  * tables) into files other tools read: SVG flamegraphs and timelines, folded
- * stacks, heaptrack's text format. `rheaper flamegraph|timeline|export|report`
- * and the server share them.
+ * stacks, heaptrack's text format, pprof's protobuf and the HTML report.
+ * `rheaper flamegraph|timeline|export|report` and the server share them.
  */
 #ifndef RH_EXPORT_H
 #define RH_EXPORT_H
@@ -37,6 +37,26 @@ int rh_folded(sqlite3 *db, enum rh_flame_weight w, FILE *out);
 /* Writes an SVG chart of live bytes over time with the top call sites of
  * `sel` stacked. Returns 0 or -1. */
 int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded);
+
+/* ---- rh_export_html.c: the report ---------------------------------------- */
+
+/* Writes the scope as one self-contained HTML page (summary, timeline,
+ * flamegraph, top call sites and leaks by call site, with their stacks) to
+ * out; ctx is the database's path, shown in the header. Returns 0 or -1
+ * after one line. */
+int rh_report_write(sqlite3 *db, FILE *out, void *ctx);
+
+/* ---- rh_export_pprof.c: pprof's profile.proto, gzipped ------------------- */
+
+struct rh_pprof_opts {
+    int heap, cpu; /* what to write (both by default; cpu only when sampled) */
+    int at_peak;   /* in use at the peak rather than at the end of the range */
+    int64_t to_ns; /* the range's end (--to), -1: the end of the run */
+};
+/* Writes the scope (heap samples per stack, CPU samples per stack) as a
+ * gzipped pprof profile to out; ctx is a struct rh_pprof_opts. Returns 0 or
+ * -1 after one line. */
+int rh_pprof_write(sqlite3 *db, FILE *out, void *ctx);
 
 /* ---- rh_export_heaptrack.c ---------------------------------------------- */
 

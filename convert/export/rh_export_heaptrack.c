@@ -209,25 +209,21 @@ int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
     /* header: versions and the command line (meta.args, arguments NUL- or
      * space-separated) */
     fprintf(out, "v %x %x\n", RH_HT_VERSION, RH_HT_FILE_VERSION);
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT coalesce((SELECT value FROM meta WHERE key = 'command_line'),"
-                           " (SELECT value FROM meta WHERE key = 'args'),"
-                           " (SELECT value FROM meta WHERE key = 'program'), '?'),"
-                           " coalesce((SELECT value FROM meta WHERE key = 'duration_ns'), 0)",
-                           -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "export heaptrack");
-    int64_t duration = 0;
+    size_t n = 0;
+    char *a = rh_meta_dup(db, "command_line", &n);
+    if (!a)
+        a = rh_meta_dup(db, "args", &n);
+    if (!a)
+        a = rh_meta_dup(db, "program", &n);
+    int64_t duration = rh_meta_int(db, "duration_ns", 0);
     fputs("X ", out);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        const unsigned char *a = sqlite3_column_text(st, 0);
-        int n = sqlite3_column_bytes(st, 0);
-        for (int i = 0; i < n; i++)
+    if (a)
+        for (size_t i = 0; i < n; i++)
             fputc(a[i] == 0 || a[i] == '\n' || a[i] == '\r' ? ' ' : a[i], out);
-        duration = sqlite3_column_int64(st, 1);
-    }
+    else
+        fputc('?', out);
+    free(a);
     fputc('\n', out);
-    sqlite3_finalize(st);
 
     if (rh_ht_rows(db, "SELECT s FROM ht_str ORDER BY id", out, rh_ht_emit_str) ||
         rh_ht_rows(db, "SELECT address, module, sym, file, line FROM ht_ip ORDER BY id", out,
@@ -245,6 +241,7 @@ int rh_heaptrack_write(sqlite3 *db, FILE *out, void *ctx)
         " SELECT t, k, info FROM (SELECT alloc_after AS t, 1 AS k, id, info FROM x"
         " UNION ALL SELECT dealloc_after, 0, id, info FROM x WHERE dealloc_after IS NOT NULL)"
         " ORDER BY t, k, id";
+    sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, ev, -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "export heaptrack");
     int64_t ms = 0;

@@ -15,7 +15,7 @@
  * for tests; the drawn maximum is the peak of `sel`.
  *
  * The scripts avoid the characters '<' and '&' so that their text is the same
- * in XML (standalone SVG) and inside HTML (rh_cli_html.c hashes them for the
+ * in XML (standalone SVG) and inside HTML (rh_export_html.c hashes them for the
  * page's Content-Security-Policy). No style attributes are written for the same
  * reason: presentation attributes only.
  */
@@ -676,6 +676,7 @@ static const char *const rh_tl_colors[RH_TL_SERIES + 1] = {
 struct rh_tl_site {
     char label[600];
     int64_t at_peak;
+    int64_t site; /* its number in TEMP TABLE site */
 };
 
 /* The series of every stack id, in a dense array: ids below
@@ -700,44 +701,27 @@ static int64_t rh_tl_slot(const struct rh_tl_map *m, int64_t bt)
  * of sites, or -1 after a message. */
 static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, struct rh_tl_map *map)
 {
-    static const char sql_site[] =
-        "CREATE TEMP TABLE rh_tl_bt AS SELECT s.bt AS bt,"
-        " coalesce(b.sym, '?' || '?') || CASE WHEN b.file IS NULL THEN ''"
-        " ELSE ' (' || replace(b.file, rtrim(b.file, replace(b.file, '/', '')), '')"
-        " || ':' || coalesce(b.line, 0) || ')' END AS site"
-        " FROM temp.cs s"
-        " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = s.frame";
-    static const char sql_top[] =
-        "SELECT t.site, sum(s.peak_bytes), sum(s.bytes), ?1"
-        " FROM temp.sstat s JOIN rh_tl_bt t ON t.bt = s.bt"
-        " GROUP BY t.site ORDER BY 2 DESC, 3 DESC, 1 LIMIT ?2";
-    char *msg = NULL;
-    sqlite3_exec(db, "DROP TABLE IF EXISTS temp.rh_tl_bt", NULL, NULL, NULL);
-    if (sqlite3_exec(db, sql_site, NULL, NULL, &msg) != SQLITE_OK) {
-        fprintf(stderr, "rheaper: timeline: SQLite error (%s)\n", msg ? msg : "?");
-        sqlite3_free(msg);
+    (void)pt;
+    /* the call sites of the scope (rh_query.h), the most held at the peak first */
+    struct rh_site_query q = {.by = RH_SITES_PEAK, .limit = RH_TL_SERIES};
+    struct rh_site_row *rows = NULL;
+    size_t nrows = 0;
+    if (rh_make_sites(db, 0) || rh_sites_get(db, &q, &rows, &nrows))
         return -1;
-    }
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql_top, -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "timeline");
-    sqlite3_bind_int64(st, 1, pt);
-    sqlite3_bind_int(st, 2, RH_TL_SERIES);
     int n = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < RH_TL_SERIES) {
-        const char *l = (const char *)sqlite3_column_text(st, 0);
-        snprintf(sites[n].label, sizeof sites[n].label, "%s", l ? l : "??");
-        sites[n].at_peak = sqlite3_column_int64(st, 1);
-        n++;
+    for (size_t r = 0; r < nrows && n < RH_TL_SERIES; r++, n++) {
+        snprintf(sites[n].label, sizeof sites[n].label, "%s (%s)", rows[r].function,
+                 rows[r].location);
+        sites[n].at_peak = rows[r].peak_bytes;
+        sites[n].site = rows[r].site;
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-        return rh_sql_fail(db, "timeline");
+    rh_sites_free(rows, nrows);
+    sqlite3_stmt *st;
 
     int64_t maxlow = -1, maxhigh = -1;
     if (sqlite3_prepare_v2(db,
                            "SELECT coalesce(max(CASE WHEN bt < ?1 THEN bt END), -1),"
-                           " coalesce(max(CASE WHEN bt >= ?1 THEN bt - ?1 END), -1) FROM rh_tl_bt",
+                           " coalesce(max(CASE WHEN bt >= ?1 THEN bt - ?1 END), -1) FROM temp.site",
                            -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "timeline");
     sqlite3_bind_int64(st, 1, (int64_t)RH_INHERIT_STACK_BASE);
@@ -758,18 +742,16 @@ static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, struct
         return -1;
     }
     memset(map->s, RH_TL_SERIES, (size_t)(map->n > 0 ? map->n : 1));
-    if (sqlite3_prepare_v2(db, "SELECT bt, site FROM rh_tl_bt", -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db, "SELECT bt, site FROM temp.site", -1, &st, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "timeline");
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t bt = sqlite3_column_int64(st, 0);
-        const char *site = (const char *)sqlite3_column_text(st, 1);
+        int64_t bt = sqlite3_column_int64(st, 0), site = sqlite3_column_int64(st, 1);
         int64_t slot = rh_tl_slot(map, bt);
-        for (int k = 0; k < n && site && slot >= 0; k++)
-            if (strcmp(site, sites[k].label) == 0)
+        for (int k = 0; k < n && slot >= 0; k++)
+            if (site == sites[k].site)
                 map->s[slot] = (uint8_t)k;
     }
     sqlite3_finalize(st);
-    sqlite3_exec(db, "DROP TABLE IF EXISTS temp.rh_tl_bt", NULL, NULL, NULL);
     return rc == SQLITE_DONE ? n : rh_sql_fail(db, "timeline");
 }
 

@@ -4,7 +4,9 @@
  * (rh_filter_apply without row filters: the converter's stack_stats and
  * call-site frames, rh_make_sites' grouping by call site, thread_stats and
  * the stored heap timeline), so every figure equals what `rheaper top`,
- * `summary` and `timeline` print, and nothing scans the allocations. A
+ * `summary` and `timeline` print, and nothing scans the allocations. The
+ * sites are the query library's rows (rh_sites_get), the CPU samples per
+ * function its rh_cpu_functions: this file only puts them in the model. A
  * site's live bytes are the bytes still live at the end of the run (its
  * leaked bytes); its trend is its live bytes over the whole run, from
  * timeline_stacks, in RH_LV_TREND points. CPU samples come from the tables
@@ -26,40 +28,35 @@
 static int rh_ldb_sites(sqlite3 *db, struct rh_lv_model *m, int64_t span)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT s.site, min(s.function), min(s.location), sum(a.count),"
-                           " sum(a.bytes), sum(a.freed_blocks), sum(a.freed_bytes),"
-                           " sum(a.leaked_blocks), sum(a.leaked_bytes), sum(a.peak_bytes)"
-                           " FROM temp.sstat a JOIN temp.site s ON s.bt = a.bt"
-                           " GROUP BY s.site ORDER BY s.site",
-                           -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "view");
+    struct rh_site_query q = {.by = RH_SITES_SITE, .limit = -1};
+    struct rh_site_row *rows = NULL;
+    size_t nrows = 0;
+    if (rh_sites_get(db, &q, &rows, &nrows))
+        return -1;
     int64_t maxsite = 0;
     int64_t *num = NULL; /* num[i]: the site number of model site i */
     size_t capnum = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *fn = (const char *)sqlite3_column_text(st, 1);
-        const char *loc = (const char *)sqlite3_column_text(st, 2);
+    for (size_t r = 0; r < nrows; r++) {
+        const struct rh_site_row *w = &rows[r];
         char label[1200];
-        snprintf(label, sizeof label, "%s %s", fn ? fn : "??", loc ? loc : "?");
-        struct rh_lv_site *s = rh_lv_site_add(m, label, fn ? fn : "??");
+        snprintf(label, sizeof label, "%s %s", w->function, w->location);
+        struct rh_lv_site *s = rh_lv_site_add(m, label, w->function);
         if (!s || rh_grow(&num, &capnum, m->nsites, sizeof *num)) {
-            sqlite3_finalize(st);
+            rh_sites_free(rows, nrows);
             free(num);
             fprintf(stderr, "rheaper: view: out of memory\n");
             return -1;
         }
-        num[m->nsites - 1] = maxsite = sqlite3_column_int64(st, 0);
-        s->alloc_blocks = sqlite3_column_int64(st, 3);
-        s->alloc_bytes = sqlite3_column_int64(st, 4);
-        s->freed_blocks = sqlite3_column_int64(st, 5);
-        s->freed_bytes = sqlite3_column_int64(st, 6);
-        s->live_blocks = sqlite3_column_int64(st, 7);
-        s->live_bytes = sqlite3_column_int64(st, 8);
-        s->peak_bytes = sqlite3_column_int64(st, 9);
+        num[m->nsites - 1] = maxsite = w->site;
+        s->alloc_blocks = w->count;
+        s->alloc_bytes = w->bytes;
+        s->freed_blocks = w->freed_blocks;
+        s->freed_bytes = w->freed_bytes;
+        s->live_blocks = w->leaked_blocks;
+        s->live_bytes = w->leaked_bytes;
+        s->peak_bytes = w->peak_bytes;
     }
-    sqlite3_finalize(st);
-    st = NULL;
+    rh_sites_free(rows, nrows);
     if (!m->nsites || span <= 0 || maxsite < 1 || maxsite > 100000000) {
         free(num);
         return 0; /* no trends without sites or a timeline */
@@ -162,17 +159,12 @@ static int rh_ldb_cpu(sqlite3 *db, struct rh_lv_model *m, const char *func_re)
     if (sqlite3_step(st) == SQLITE_ROW)
         m->cpu_total = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
-    if (sqlite3_prepare_v2(db,
-                           "SELECT coalesce(b.sym, '?\?'), min(b.file), min(b.line), sum(c.samples)"
-                           " FROM cpu_stack_stats c LEFT JOIN backtraces b ON b.id = c.stack_id"
-                           " AND b.frame_no = 0 WHERE ?1 IS NULL OR c.stack_id IN"
-                           " (SELECT id FROM backtraces WHERE sym REGEXP ?1) GROUP BY 1",
-                           -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "view: CPU samples");
-    sqlite3_bind_text(st, 1, func_re, -1, SQLITE_STATIC);
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *fn = (const char *)sqlite3_column_text(st, 0);
-        const char *file = (const char *)sqlite3_column_text(st, 1);
+    struct rh_cpu_fn *fns = NULL;
+    size_t nfn = 0;
+    if (rh_cpu_functions(db, func_re, &fns, &nfn))
+        return -1;
+    for (size_t i = 0; i < nfn; i++) {
+        const char *fn = fns[i].function, *file = fns[i].file;
         const char *base = file ? strrchr(file, '/') : NULL;
         char label[1200];
         if (file)
@@ -181,12 +173,12 @@ static int rh_ldb_cpu(sqlite3 *db, struct rh_lv_model *m, const char *func_re)
             snprintf(label, sizeof label, "%s", fn);
         struct rh_lv_site *s = rh_lv_site_add(m, label, fn);
         if (!s) {
-            sqlite3_finalize(st);
+            rh_cpu_functions_free(fns, nfn);
             return -1;
         }
-        s->cpu_samples = sqlite3_column_int64(st, 3);
+        s->cpu_samples = fns[i].samples;
     }
-    sqlite3_finalize(st);
+    rh_cpu_functions_free(fns, nfn);
     if (!rh_table_exists(db, "cpu_thread_stats"))
         return 0;
     if (sqlite3_prepare_v2(db, "SELECT thread, samples FROM cpu_thread_stats", -1, &st, NULL) !=

@@ -42,6 +42,7 @@
 #include <sqlite3.h>
 
 #include "rh_push.h"
+#include "rh_query.h"
 
 #ifndef RHEAPER_VERSION_STRING
 #define RHEAPER_VERSION_STRING "0.0.0"
@@ -880,16 +881,7 @@ out:
 /* meta's value for key as text, or NULL (malloc'ed). */
 static char *rh_push_meta(struct rh_push *p, const char *key)
 {
-    sqlite3_stmt *st = NULL;
-    char *v = NULL;
-    if (sqlite3_prepare_v2(p->db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL) !=
-        SQLITE_OK)
-        return NULL;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-        v = strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return v;
+    return rh_meta_dup(p->db, key, NULL);
 }
 
 static int64_t rh_push_meta_int(struct rh_push *p, const char *key)

@@ -72,6 +72,33 @@ int rh_table_exists(sqlite3 *db, const char *name);
 int64_t rh_meta_int(sqlite3 *db, const char *key, int64_t def);
 double rh_meta_double(sqlite3 *db, const char *key, double def);
 const char *rh_meta_text(sqlite3 *db, const char *key, char *buf, size_t n);
+/* The value of key as a malloc'd copy of its text, whole (a command line
+ * may hold NUL bytes between its arguments; *len, when len is not NULL, is
+ * its length), or NULL when absent, NULL or out of memory. Every reader
+ * outside this library asks meta through these four. */
+char *rh_meta_dup(sqlite3 *db, const char *key, size_t *len);
+
+/* What a list of profiles shows of one without building a scope: the
+ * stored figures of the whole recording. */
+struct rh_profile_info {
+    int64_t duration_ns;
+    int64_t allocations;                /* blocks allocated (estimates when sampled) */
+    int64_t leaked_blocks, leaked_bytes; /* never freed */
+    int64_t stacks, max_depth, cpu_samples;
+    char architecture[32];              /* "unknown" when not recorded */
+    char sample_mode[32];               /* meta sample_mode, when has_sample_mode */
+    int has_sample_mode;
+    char title[256]; /* the process title where the program set one (meta title
+                        when it is not the command line it started with), else "" */
+};
+/* Fills p from meta and the converter's per-stack aggregates (stack_stats,
+ * or the rows of a profile converted without them). Returns 0. */
+int rh_profile_info(sqlite3 *db, struct rh_profile_info *p);
+
+/* The scope's figures per kind (allocation function or pool name; TEMP
+ * TABLE sstat by stacks.kind): kind, blocks, bytes, leaked_blocks, by bytes.
+ * NULL after one line. */
+sqlite3_stmt *rh_kinds_stmt(sqlite3 *db);
 
 /* ---- rh_query_sites.c: call sites and the leak score -------------------- */
 
@@ -91,6 +118,73 @@ int rh_leak_scores(sqlite3 *db, int nb, int64_t duration);
  * stacks (temp.cs): one group per call site (function and file:line, or
  * module+offset), or per stack when per_stack. Returns 0 or -1 (printed). */
 int rh_make_sites(sqlite3 *db, int per_stack);
+
+/* The one definition of a call site, for every reader (the commands, the
+ * report, the views, the SVG timeline and the server): the call-site frame
+ * of a stack (TEMP TABLE cs: frame 0, or the first frame past the skipped
+ * allocator wrappers), named by its function and its location, the file's
+ * last path component and the line ("alloc.c:12"), or module+offset
+ * ("libfoo.so+0x1a2b") without debug information, or the address. Stacks
+ * with the same function and location are one site, whatever their callers
+ * and whatever directory their file is in. */
+struct rh_site_row {
+    int64_t site;        /* its number in TEMP TABLE site */
+    char *function, *location;
+    int64_t stacks;      /* its stacks in the scope */
+    int64_t count, bytes, freed_blocks, freed_bytes, leaked_blocks, leaked_bytes;
+    int64_t peak_blocks, peak_bytes; /* held at the scope's peak */
+    int64_t temporary, first, last;  /* first and last allocation, ns */
+    int64_t bt;          /* its lowest stack id (the stack `top --stacks` shows) */
+    int64_t bt_heaviest; /* its stack with the most bytes (the lowest id of equals) */
+};
+
+/* What the rows are ordered by: a figure, largest first, then bytes, then
+ * function and location; or the site number (RH_SITES_SITE). RH_SITES_AT_PEAK
+ * is `rheaper peak`'s view: only the stacks holding blocks at the peak are
+ * summed, by peak bytes, then function and location. */
+enum rh_site_order {
+    RH_SITES_BYTES,
+    RH_SITES_COUNT,
+    RH_SITES_LEAKED,
+    RH_SITES_PEAK,
+    RH_SITES_TEMPORARY,
+    RH_SITES_AT_PEAK,
+    RH_SITES_SITE
+};
+struct rh_site_query {
+    enum rh_site_order by;
+    int64_t limit, offset; /* limit < 0: every row */
+    int positive;          /* 1: only sites whose `by` figure is above 0 */
+    int heaviest;          /* 1: fill bt_heaviest (one sort of the scope's stacks); else it is bt */
+};
+
+/* The call sites of the scope (TEMP TABLES site, from rh_make_sites, and
+ * sstat) summed over their stacks, as q asks, into *rows (malloc'd) and *n.
+ * Returns 0, or -1 after one line. Free with rh_sites_free(). */
+int rh_sites_get(sqlite3 *db, const struct rh_site_query *q, struct rh_site_row **rows, size_t *n);
+void rh_sites_free(struct rh_site_row *rows, size_t n);
+
+/* One call site's leak score (after rh_leak_sites or rh_leak_scores): score
+ * = coverage / buckets x fit, its never-freed blocks and bytes, their first
+ * and last allocation (ns). */
+struct rh_leak_row {
+    int64_t site, bt; /* bt: the site's lowest stack id */
+    char *function, *location;
+    double score, fit;
+    int coverage;
+    int64_t blocks, bytes, first, last;
+};
+/* The scored sites by score, then leaked bytes, then function (as `rheaper
+ * leaks` ranks them), limit rows (< 0: all) after offset. Returns 0 or -1
+ * after one line. Free with rh_leaks_free(). */
+int rh_leaks_get(sqlite3 *db, int64_t limit, int64_t offset, struct rh_leak_row **rows, size_t *n);
+void rh_leaks_free(struct rh_leak_row *rows, size_t n);
+
+/* Per stack of the scope: bt, count, bytes, and the blocks and bytes held
+ * live: at the scope's peak (at_peak), at to_ns (>= 0: counted from the rows
+ * of sel, weighed on a sampled profile), else at the end (the leaked ones).
+ * The figures of a heap export (pprof's inuse). NULL after one line. */
+sqlite3_stmt *rh_stack_heap_stmt(sqlite3 *db, int at_peak, int64_t to_ns);
 
 /* ---- rh_query_filter.c: the filter and the scope ------------------------ */
 
@@ -295,6 +389,23 @@ void rh_markup_put(FILE *out, const char *s);
 /* Writes s as a JSON string (quotes, backslashes and control characters
  * escaped; NULL as ""). */
 void rh_json_string(FILE *out, const char *s);
+
+/* One value of a row the library returned as C data, for printing. */
+enum rh_cell_type { RH_CELL_NULL, RH_CELL_INT, RH_CELL_REAL, RH_CELL_TEXT };
+struct rh_cell {
+    enum rh_cell_type type;
+    int64_t i;
+    double d;
+    const char *s;
+};
+/* Prints nrows rows of nc cells each (row-major) under the column names
+ * exactly as rh_print_stmt() prints a statement of the same values and
+ * types (text, CSV or JSON). Returns 0 or -1 after one line. */
+int rh_print_cells(const char *const *names, int nc, const struct rh_cell *cells, size_t nrows,
+                   enum rh_fmt fmt, FILE *out);
+/* x rounded to digits decimals as SQLite's round() does, so a figure a
+ * listing rounds prints as it did when the listing was SQL. */
+double rh_round(double x, int digits);
 /* ---- rh_query_cpu.c: CPU samples ---------------------------------------- */
 
 /* Builds TEMP TABLE cpustat(bt, samples), the CPU samples per stack that pass
@@ -312,6 +423,17 @@ int64_t rh_cpu_total(sqlite3 *db);
  * every CPU figure counts without them. */
 int64_t rh_cpu_dropped(sqlite3 *db);
 int64_t rh_cpu_hz(sqlite3 *db);
+/* The whole profile's CPU samples per function of frame 0 (where they
+ * landed; cpu_stack_stats), of the stacks with a frame whose function
+ * matches func_re when given: function ("??" unknown), a file of it (NULL:
+ * none) and samples. Empty without samples. Returns 0 or -1 after one line;
+ * free with rh_cpu_functions_free(). */
+struct rh_cpu_fn {
+    char *function, *file;
+    int64_t samples;
+};
+int rh_cpu_functions(sqlite3 *db, const char *func_re, struct rh_cpu_fn **rows, size_t *n);
+void rh_cpu_functions_free(struct rh_cpu_fn *rows, size_t n);
 /* The `top cpu` statement over cpustat and TEMP TABLE site (rh_query_sites.c):
  * function, location, samples, percent (of the samples in scope), seconds
  * (samples / cpu_hz), and stack_col (SQL over bt, NULL: none) last; n rows.
@@ -320,6 +442,21 @@ sqlite3_stmt *rh_cpu_top_stmt(sqlite3 *db, int n, const char *stack_col);
 /* rh_cpu_top_stmt without the rows whose share of the samples in scope is
  * below min_percent (`top cpu --threshold PCT`; 0: every row). */
 sqlite3_stmt *rh_cpu_top_stmt_min(sqlite3 *db, int n, double min_percent, const char *stack_col);
+/* The rows of rh_cpu_top_stmt_min as C data: each call site's function and
+ * location, samples, percent (of the samples in scope, rounded to 2
+ * decimals), seconds (rounded to 3; has_seconds 0 without a sampling rate)
+ * and its lowest stack id. Returns 0 or -1 after one line; free with
+ * rh_cpu_sites_free(). */
+struct rh_cpu_site {
+    char *function, *location;
+    int64_t samples;
+    double percent, seconds;
+    int has_seconds;
+    int64_t bt;
+};
+int rh_cpu_sites_get(sqlite3 *db, int n, double min_percent, struct rh_cpu_site **rows,
+                     size_t *nrows);
+void rh_cpu_sites_free(struct rh_cpu_site *rows, size_t n);
 
 /* ---- rh_query_params.c: bytehound's filter parameters (URLs) ------------ */
 

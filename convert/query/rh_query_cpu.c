@@ -141,3 +141,116 @@ sqlite3_stmt *rh_cpu_top_stmt_min(sqlite3 *db, int n, double min_percent, const 
     sqlite3_bind_double(st, 4, min_percent);
     return st;
 }
+
+int rh_cpu_functions(sqlite3 *db, const char *func_re, struct rh_cpu_fn **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    if (!rh_table_exists(db, "cpu_stack_stats"))
+        return 0;
+    sqlite3_stmt *st =
+        rh_sql_prepare(db, "SELECT coalesce(b.sym, '?\?'), min(b.file), sum(c.samples)"
+                           " FROM cpu_stack_stats c LEFT JOIN backtraces b ON b.id = c.stack_id"
+                           " AND b.frame_no = 0 WHERE ?1 IS NULL OR c.stack_id IN"
+                           " (SELECT id FROM backtraces WHERE sym REGEXP ?1) GROUP BY 1");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, func_re, -1, SQLITE_STATIC);
+    size_t cap = 0;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t c2 = cap ? cap * 2 : 32;
+            struct rh_cpu_fn *a = realloc(*rows, c2 * sizeof *a);
+            if (!a)
+                break;
+            *rows = a;
+            cap = c2;
+        }
+        struct rh_cpu_fn *w = &(*rows)[(*n)++];
+        const char *fn = (const char *)sqlite3_column_text(st, 0);
+        const char *file = (const char *)sqlite3_column_text(st, 1);
+        w->function = strdup(fn ? fn : "??");
+        w->file = file ? strdup(file) : NULL;
+        w->samples = sqlite3_column_int64(st, 2);
+        if (!w->function || (file && !w->file))
+            break;
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE) {
+        if (r == SQLITE_ROW)
+            fprintf(stderr, "rheaper: CPU samples: out of memory\n");
+        else
+            rh_sql_fail(db, "CPU samples");
+        rh_cpu_functions_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+        return -1;
+    }
+    return 0;
+}
+
+void rh_cpu_functions_free(struct rh_cpu_fn *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].function);
+        free(rows[i].file);
+    }
+    free(rows);
+}
+
+int rh_cpu_sites_get(sqlite3 *db, int n, double min_percent, struct rh_cpu_site **rows,
+                     size_t *nrows)
+{
+    *rows = NULL;
+    *nrows = 0;
+    /* the rows of the one `top cpu` statement, with each site's lowest stack */
+    sqlite3_stmt *st = rh_cpu_top_stmt_min(db, n, min_percent, "bt");
+    if (!st)
+        return -1;
+    size_t cap = 0;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*nrows == cap) {
+            size_t c2 = cap ? cap * 2 : 32;
+            struct rh_cpu_site *a = realloc(*rows, c2 * sizeof *a);
+            if (!a)
+                break;
+            *rows = a;
+            cap = c2;
+        }
+        struct rh_cpu_site *w = &(*rows)[(*nrows)++];
+        const char *f = (const char *)sqlite3_column_text(st, 0);
+        const char *l = (const char *)sqlite3_column_text(st, 1);
+        w->function = strdup(f ? f : "");
+        w->location = strdup(l ? l : "");
+        w->samples = sqlite3_column_int64(st, 2);
+        w->percent = sqlite3_column_double(st, 3);
+        w->has_seconds = sqlite3_column_type(st, 4) != SQLITE_NULL;
+        w->seconds = sqlite3_column_double(st, 4);
+        w->bt = sqlite3_column_int64(st, 5);
+        if (!w->function || !w->location)
+            break;
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE) {
+        if (r == SQLITE_ROW)
+            fprintf(stderr, "rheaper: top cpu: out of memory\n");
+        else
+            rh_sql_fail(db, "top cpu");
+        rh_cpu_sites_free(*rows, *nrows);
+        *rows = NULL;
+        *nrows = 0;
+        return -1;
+    }
+    return 0;
+}
+
+void rh_cpu_sites_free(struct rh_cpu_site *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].function);
+        free(rows[i].location);
+    }
+    free(rows);
+}

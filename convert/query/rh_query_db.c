@@ -255,6 +255,64 @@ const char *rh_meta_text(sqlite3 *db, const char *key, char *buf, size_t n)
     return buf;
 }
 
+char *rh_meta_dup(sqlite3 *db, const char *key, size_t *len)
+{
+    sqlite3_stmt *st = rh_meta_row(db, key);
+    if (!st)
+        return NULL;
+    const unsigned char *t = sqlite3_column_text(st, 0);
+    size_t n = (size_t)sqlite3_column_bytes(st, 0);
+    char *v = malloc(n + 1);
+    if (v) {
+        if (n)
+            memcpy(v, t, n);
+        v[n] = 0;
+        if (len)
+            *len = n;
+    }
+    sqlite3_finalize(st);
+    return v;
+}
+
+int rh_profile_info(sqlite3 *db, struct rh_profile_info *p)
+{
+    memset(p, 0, sizeof *p);
+    p->duration_ns = rh_meta_int(db, "duration_ns", 0);
+    /* the converter's per-stack aggregates when it wrote them (meta
+     * aggregates = 1), else the rows themselves */
+    if (rh_meta_int(db, "aggregates", 0) == 1) {
+        p->leaked_bytes = rh_sql_int(db, "SELECT sum(leaked_bytes) FROM stack_stats", 0, 0);
+        p->leaked_blocks = rh_sql_int(db, "SELECT sum(leaked_blocks) FROM stack_stats", 0, 0);
+        p->allocations = rh_sql_int(db, "SELECT sum(count) FROM stack_stats", 0, 0);
+    } else {
+        p->leaked_bytes =
+            rh_sql_int(db, "SELECT sum(size) FROM allocations WHERE dealloc_after IS NULL", 0, 0);
+        p->leaked_blocks =
+            rh_sql_int(db, "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL", 0, 0);
+        p->allocations = rh_sql_int(db, "SELECT count(*) FROM allocations", 0, 0);
+    }
+    p->stacks = rh_sql_int(db, "SELECT count(*) FROM stacks", 0, 0);
+    p->max_depth = rh_sql_int(db, "SELECT max(depth) FROM stacks", 0, 0);
+    p->cpu_samples = rh_sql_int(db, "SELECT coalesce(sum(samples), 0) FROM cpu_stack_stats", 0, 0);
+    if (!rh_meta_text(db, "architecture", p->architecture, sizeof p->architecture))
+        snprintf(p->architecture, sizeof p->architecture, "unknown");
+    p->has_sample_mode =
+        rh_meta_text(db, "sample_mode", p->sample_mode, sizeof p->sample_mode) != NULL;
+    char cmd[sizeof p->title];
+    if (!rh_meta_text(db, "title", p->title, sizeof p->title) ||
+        (rh_meta_text(db, "command_line", cmd, sizeof cmd) && !strcmp(cmd, p->title)))
+        p->title[0] = '\0';
+    return 0;
+}
+
+sqlite3_stmt *rh_kinds_stmt(sqlite3 *db)
+{
+    return rh_sql_prepare(db, "SELECT coalesce(s.kind, 'unknown') AS kind, sum(t.count) AS blocks,"
+                              " sum(t.bytes) AS bytes, sum(t.leaked_blocks) AS leaked_blocks"
+                              " FROM temp.sstat t LEFT JOIN stacks s ON s.id = t.bt"
+                              " GROUP BY 1 ORDER BY bytes DESC, kind");
+}
+
 /* ---- summary figures ------------------------------------------------------ */
 
 /* Runs a one-row query and stores up to n integer columns in out[]. Returns 0,

@@ -388,3 +388,135 @@ void rh_json_short_name(FILE *out, const char *full)
     fputs(",\"short\":", out);
     rh_json_string(out, buf);
 }
+
+/* ---- rows the library returns as C data --------------------------------- */
+
+double rh_round(double x, int digits)
+{
+    /* SQLite's round(): its printf's "%!.*f", read back */
+    if (!isfinite(x))
+        return x;
+    char *s = sqlite3_mprintf("%!.*f", digits < 0 ? 0 : digits > 30 ? 30 : digits, x);
+    if (!s)
+        return x;
+    double r = strtod(s, NULL);
+    sqlite3_free(s);
+    return r;
+}
+
+/* The text of a cell as rh_cell() gives a column's: NULL as "", integers
+ * with %lld, reals with up to 6 significant decimals. */
+static const char *rh_cell_text(const struct rh_cell *c, char *buf, size_t n)
+{
+    switch (c->type) {
+    case RH_CELL_INT:
+        snprintf(buf, n, "%lld", (long long)c->i);
+        return buf;
+    case RH_CELL_REAL:
+        snprintf(buf, n, "%.6g", c->d);
+        return buf;
+    case RH_CELL_TEXT:
+        return c->s ? c->s : "";
+    case RH_CELL_NULL:
+    default:
+        return "";
+    }
+}
+
+int rh_print_cells(const char *const *names, int nc, const struct rh_cell *cells, size_t nrows,
+                   enum rh_fmt fmt, FILE *out)
+{
+    char buf[64];
+    if (fmt == RH_FMT_TEXT) {
+        size_t *w = calloc((size_t)nc + 1, sizeof *w);
+        int *num = calloc((size_t)nc + 1, sizeof *num);
+        char **disp = calloc(nrows * (size_t)nc + 1, sizeof *disp);
+        int fold = -1, ret = 0;
+        if (!w || !num || !disp) {
+            fprintf(stderr, "rheaper: out of memory\n");
+            ret = -1;
+            goto text_done;
+        }
+        for (int i = 0; i < nc; i++) {
+            w[i] = rh_width(names[i]);
+            if (fold < 0 && !strcmp(names[i], "function"))
+                fold = i;
+        }
+        for (size_t r = 0; r < nrows; r++)
+            for (int i = 0; i < nc; i++) {
+                const struct rh_cell *c = &cells[r * (size_t)nc + (size_t)i];
+                if (c->type == RH_CELL_INT || c->type == RH_CELL_REAL)
+                    num[i] = 1;
+                const char *t = rh_cell_text(c, buf, sizeof buf);
+                char *d = i == fold ? rh_sym_display(t) : strdup(t);
+                if (!d) {
+                    fprintf(stderr, "rheaper: out of memory\n");
+                    ret = -1;
+                    goto text_done;
+                }
+                disp[r * (size_t)nc + (size_t)i] = d;
+                size_t cw = rh_width(d);
+                if (cw > w[i])
+                    w[i] = cw;
+            }
+        for (int i = 0; i < nc; i++)
+            rh_text_cell(out, names[i], i, nc, w[i], num[i]);
+        fputc('\n', out);
+        for (size_t r = 0; r < nrows; r++) {
+            for (int i = 0; i < nc; i++)
+                rh_text_cell(out, disp[r * (size_t)nc + (size_t)i], i, nc, w[i], num[i]);
+            fputc('\n', out);
+        }
+    text_done:
+        if (disp)
+            for (size_t k = 0; k < nrows * (size_t)nc; k++)
+                free(disp[k]);
+        free(disp);
+        free(w);
+        free(num);
+        return ret;
+    }
+    if (fmt == RH_FMT_CSV && nc > 0) {
+        for (int i = 0; i < nc; i++) {
+            if (i)
+                fputc(',', out);
+            rh_csv_field(out, names[i]);
+        }
+        fputc('\n', out);
+    }
+    if (fmt == RH_FMT_JSON)
+        fputc('[', out);
+    for (size_t r = 0; r < nrows; r++) {
+        if (fmt == RH_FMT_JSON)
+            fputs(r ? ",\n{" : "\n{", out);
+        for (int i = 0; i < nc; i++) {
+            const struct rh_cell *c = &cells[r * (size_t)nc + (size_t)i];
+            char num[40];
+            if (i)
+                fputc(',', out);
+            if (fmt == RH_FMT_JSON) {
+                rh_json_string(out, names[i]);
+                fputc(':', out);
+                if (c->type == RH_CELL_NULL)
+                    fputs("null", out);
+                else if (c->type == RH_CELL_INT)
+                    fprintf(out, "%lld", (long long)c->i);
+                else if (c->type == RH_CELL_REAL)
+                    fputs(rh_fmt_real(c->d, 1, num, sizeof num), out);
+                else
+                    rh_json_string(out, c->s ? c->s : "");
+                /* a function's short name beside it (rh_names.h), as rh_print_stmt */
+                if (!strcmp(names[i], "function"))
+                    rh_json_short_name(out, c->type == RH_CELL_TEXT && c->s ? c->s : "");
+            } else if (c->type == RH_CELL_REAL) {
+                fputs(rh_fmt_real(c->d, 0, num, sizeof num), out);
+            } else {
+                rh_csv_field(out, rh_cell_text(c, buf, sizeof buf));
+            }
+        }
+        fputs(fmt == RH_FMT_JSON ? "}" : "\n", out);
+    }
+    if (fmt == RH_FMT_JSON)
+        fputs(nrows ? "\n]\n" : "]\n", out);
+    return 0;
+}

@@ -3,9 +3,12 @@
  * A call site is the call-site frame of a stack (TEMP TABLE cs, built by the
  * scope): its function and file:line, or module+offset without debug
  * information. Stacks with the same function and line but different callers
- * are one site unless the caller asks for each stack. The leak score ranks
- * the never-freed blocks of the scope per site; `rheaper leaks`, the report
- * and the server read it from TEMP TABLE leak_sites.
+ * are one site unless the caller asks for each stack; the file is named by
+ * its last path component, so the same function and line in two files of
+ * one name are one site. The leak score ranks the never-freed blocks of the
+ * scope per site (TEMP TABLE leak_sites). Every reader gets the sites and
+ * the scores as C rows from here (rh_sites_get, rh_leaks_get), and the
+ * per-stack heap figures of an export (rh_stack_heap_stmt).
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -171,4 +174,227 @@ out:
 int rh_leak_sites(sqlite3 *db, int buckets, int64_t duration_ns)
 {
     return rh_make_sites(db, 0) || rh_leak_scores(db, buckets, duration_ns) ? -1 : 0;
+}
+
+/* ---- the call sites as rows ---------------------------------------------- */
+
+/* The SQL of one figure of a site (a column of the grouped subquery). */
+static const char *rh_site_order_col(enum rh_site_order by)
+{
+    switch (by) {
+    case RH_SITES_COUNT:
+        return "count";
+    case RH_SITES_LEAKED:
+        return "leaked_bytes";
+    case RH_SITES_PEAK:
+    case RH_SITES_AT_PEAK:
+        return "peak_bytes";
+    case RH_SITES_TEMPORARY:
+        return "temporary";
+    case RH_SITES_SITE:
+        return "site";
+    case RH_SITES_BYTES:
+    default:
+        return "bytes";
+    }
+}
+
+/* A copy of column i's text ("" for NULL); NULL when out of memory. */
+static char *rh_col_dup(sqlite3_stmt *st, int i)
+{
+    const char *t = (const char *)sqlite3_column_text(st, i);
+    return strdup(t ? t : "");
+}
+
+int rh_sites_get(sqlite3 *db, const struct rh_site_query *q, struct rh_site_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    const char *col = rh_site_order_col(q->by);
+    char where[128] = "", order[256];
+    /* the peak command's view: only the stacks holding blocks at the peak */
+    const char *stacks = q->by == RH_SITES_AT_PEAK ? " WHERE a.peak_blocks > 0" : "";
+    if (q->by == RH_SITES_SITE)
+        snprintf(order, sizeof order, "g.site");
+    else if (q->by == RH_SITES_AT_PEAK)
+        snprintf(order, sizeof order, "peak_bytes DESC, function, location");
+    else
+        snprintf(order, sizeof order, "g.%s DESC, bytes DESC, function, location", col);
+    if (q->positive && q->by != RH_SITES_SITE)
+        snprintf(where, sizeof where, " WHERE g.%s > 0", col);
+    char sql[4096];
+    snprintf(sql, sizeof sql,
+             "SELECT g.site, function, location, stacks, count, bytes, freed_blocks, freed_bytes,"
+             " leaked_blocks, leaked_bytes, peak_blocks, peak_bytes, temporary, first, last, g.bt,"
+             " %s FROM (SELECT s.site AS site, min(s.function) AS function,"
+             " min(s.location) AS location, count(*) AS stacks, sum(a.count) AS count,"
+             " sum(a.bytes) AS bytes, sum(a.freed_blocks) AS freed_blocks,"
+             " sum(a.freed_bytes) AS freed_bytes, sum(a.leaked_blocks) AS leaked_blocks,"
+             " sum(a.leaked_bytes) AS leaked_bytes, sum(a.peak_blocks) AS peak_blocks,"
+             " sum(a.peak_bytes) AS peak_bytes, sum(a.temporary) AS temporary,"
+             " min(a.first_alloc) AS first, max(a.last_alloc) AS last, min(a.bt) AS bt"
+             " FROM temp.sstat a JOIN temp.site s ON s.bt = a.bt%s GROUP BY s.site) g%s"
+             "%s ORDER BY %s LIMIT ?1 OFFSET ?2",
+             q->heaviest ? "h.bt" : "g.bt", stacks,
+             /* each site's stack with the most bytes: one sort of the scope's stacks */
+             q->heaviest ? " LEFT JOIN (SELECT site, bt FROM (SELECT s.site AS site, a.bt AS bt,"
+                           " row_number() OVER (PARTITION BY s.site ORDER BY a.bytes DESC, a.bt)"
+                           " AS rk FROM temp.sstat a JOIN temp.site s ON s.bt = a.bt) WHERE rk = 1)"
+                           " h ON h.site = g.site"
+                         : "",
+             where, order);
+    sqlite3_stmt *st = rh_sql_prepare(db, sql);
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, q->limit < 0 ? -1 : q->limit);
+    sqlite3_bind_int64(st, 2, q->offset > 0 ? q->offset : 0);
+    size_t cap = 0;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t c2 = cap ? cap * 2 : 64;
+            struct rh_site_row *a = realloc(*rows, c2 * sizeof *a);
+            if (!a)
+                goto oom;
+            *rows = a;
+            cap = c2;
+        }
+        struct rh_site_row *w = &(*rows)[*n];
+        memset(w, 0, sizeof *w);
+        w->site = sqlite3_column_int64(st, 0);
+        w->function = rh_col_dup(st, 1);
+        w->location = rh_col_dup(st, 2);
+        (*n)++;
+        if (!w->function || !w->location)
+            goto oom;
+        int64_t *v[] = {&w->stacks,        &w->count,        &w->bytes,       &w->freed_blocks,
+                        &w->freed_bytes,   &w->leaked_blocks, &w->leaked_bytes, &w->peak_blocks,
+                        &w->peak_bytes,    &w->temporary,    &w->first,       &w->last,
+                        &w->bt,            &w->bt_heaviest};
+        for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++)
+            *v[i] = sqlite3_column_int64(st, 3 + i);
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE) {
+        rh_sites_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+        return rh_sql_fail(db, "call sites");
+    }
+    return 0;
+oom:
+    sqlite3_finalize(st);
+    rh_sites_free(*rows, *n);
+    *rows = NULL;
+    *n = 0;
+    fprintf(stderr, "rheaper: call sites: out of memory\n");
+    return -1;
+}
+
+void rh_sites_free(struct rh_site_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].function);
+        free(rows[i].location);
+    }
+    free(rows);
+}
+
+int rh_leaks_get(sqlite3 *db, int64_t limit, int64_t offset, struct rh_leak_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st = rh_sql_prepare(
+        db, "SELECT l.site, s.function, s.location, s.bt, l.score, l.coverage, l.fit, l.blocks,"
+            " l.bytes, l.first, l.last FROM temp.leak_sites l JOIN"
+            " (SELECT site, min(function) AS function, min(location) AS location,"
+            " min(bt) AS bt FROM temp.site GROUP BY site) s ON s.site = l.site"
+            " ORDER BY l.score DESC, l.bytes DESC, s.function LIMIT ?1 OFFSET ?2");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, limit < 0 ? -1 : limit);
+    sqlite3_bind_int64(st, 2, offset > 0 ? offset : 0);
+    size_t cap = 0;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t c2 = cap ? cap * 2 : 64;
+            struct rh_leak_row *a = realloc(*rows, c2 * sizeof *a);
+            if (!a)
+                goto oom;
+            *rows = a;
+            cap = c2;
+        }
+        struct rh_leak_row *w = &(*rows)[*n];
+        memset(w, 0, sizeof *w);
+        w->site = sqlite3_column_int64(st, 0);
+        w->function = rh_col_dup(st, 1);
+        w->location = rh_col_dup(st, 2);
+        (*n)++;
+        if (!w->function || !w->location)
+            goto oom;
+        w->bt = sqlite3_column_int64(st, 3);
+        w->score = sqlite3_column_double(st, 4);
+        w->coverage = sqlite3_column_int(st, 5);
+        w->fit = sqlite3_column_double(st, 6);
+        w->blocks = sqlite3_column_int64(st, 7);
+        w->bytes = sqlite3_column_int64(st, 8);
+        w->first = sqlite3_column_int64(st, 9);
+        w->last = sqlite3_column_int64(st, 10);
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE) {
+        rh_leaks_free(*rows, *n);
+        *rows = NULL;
+        *n = 0;
+        return rh_sql_fail(db, "leaks");
+    }
+    return 0;
+oom:
+    sqlite3_finalize(st);
+    rh_leaks_free(*rows, *n);
+    *rows = NULL;
+    *n = 0;
+    fprintf(stderr, "rheaper: leaks: out of memory\n");
+    return -1;
+}
+
+void rh_leaks_free(struct rh_leak_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(rows[i].function);
+        free(rows[i].location);
+    }
+    free(rows);
+}
+
+sqlite3_stmt *rh_stack_heap_stmt(sqlite3 *db, int at_peak, int64_t to_ns)
+{
+    double rate;
+    int64_t bytes;
+    int sampled = !at_peak && to_ns >= 0 && rh_sample_params(db, &rate, &bytes) != 0;
+    /* sstat holds the scope's aggregates: on a sampled profile they are
+     * already the estimates (bytes sum(round(size * weight)), blocks in
+     * 1/4096 units rounded per stack), as stack_stats stores them. Only the
+     * heap at the end of a --to range is counted from the rows here, weighed
+     * the same way on a sampled profile. */
+    const char *sql =
+        at_peak ? "SELECT bt, count, bytes, peak_blocks, peak_bytes FROM temp.sstat"
+        : to_ns >= 0 && sampled
+            ? "SELECT s.bt, s.count, s.bytes, coalesce(u.n, 0), coalesce(u.b, 0)"
+              " FROM temp.sstat s LEFT JOIN (SELECT bt,"
+              " (CAST(sum(round(weight * 4096)) AS INTEGER) + 2048) / 4096 AS n,"
+              " CAST(sum(round(size * weight)) AS INTEGER) AS b"
+              " FROM temp.sel WHERE dealloc_after IS NULL OR dealloc_after > ?1"
+              " GROUP BY bt) u ON u.bt = s.bt"
+        : to_ns >= 0
+            ? "SELECT s.bt, s.count, s.bytes, coalesce(u.n, 0), coalesce(u.b, 0)"
+              " FROM temp.sstat s LEFT JOIN (SELECT bt, count(*) AS n, sum(size) AS b"
+              " FROM temp.sel WHERE dealloc_after IS NULL OR dealloc_after > ?1"
+              " GROUP BY bt) u ON u.bt = s.bt"
+            : "SELECT bt, count, bytes, leaked_blocks, leaked_bytes FROM temp.sstat";
+    sqlite3_stmt *st = rh_sql_prepare(db, sql);
+    if (st && to_ns >= 0 && !at_peak)
+        sqlite3_bind_int64(st, 1, to_ns);
+    return st;
 }

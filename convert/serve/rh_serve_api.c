@@ -8,6 +8,7 @@
  *   /data/ID/export/flamegraph?F            SVG (rh_svg_flamegraph)
  *   /data/ID/export/flamegraph.pl?F         folded stacks (rh_folded)
  *   /data/ID/export/heaptrack?F             heaptrack's format (rh_heaptrack_write)
+ *   /data/ID/export/pprof?F&kind&at         pprof's gzipped protobuf (rh_pprof_write)
  *   /data/ID/mmaps, /data/ID/mallopts       the mmaps and mallopts tables
  *   /data/ID/maps?id&with_regions&with_usage_history   bytehound's maps (mmaps)
  *   /data/ID/timeline?F, /threads?F, /leaks?F&count, /diff/OTHER?F&count
@@ -261,67 +262,35 @@ static int rh_ep_list(const struct rh_server *s, struct rh_resp *r, FILE *o)
         sqlite3 *db = rh_serve_db(s, i);
         if (!db)
             return rh_resp_error(r, 500, NULL, "cannot open %s", s->p[i].path);
-        int64_t dur = rh_meta_int(db, "duration_ns", 0);
-        int agg = rh_meta_int(db, "aggregates", 0) == 1;
-        int64_t leaked_b, leaked_n, n;
-        if (agg) {
-            leaked_b = rh_sql_int(db, "SELECT sum(leaked_bytes) FROM stack_stats", 0, 0);
-            leaked_n = rh_sql_int(db, "SELECT sum(leaked_blocks) FROM stack_stats", 0, 0);
-            n = rh_sql_int(db, "SELECT sum(count) FROM stack_stats", 0, 0);
-        } else {
-            leaked_b = rh_sql_int(
-                db, "SELECT sum(size) FROM allocations WHERE dealloc_after IS NULL", 0, 0);
-            leaked_n = rh_sql_int(
-                db, "SELECT count(*) FROM allocations WHERE dealloc_after IS NULL", 0, 0);
-            n = rh_sql_int(db, "SELECT count(*) FROM allocations", 0, 0);
-        }
+        struct rh_profile_info pi;
+        rh_profile_info(db, &pi);
         fprintf(o, "%s{\"id\":\"%s\",\"executable\":", i ? "," : "", s->p[i].id);
         rh_json_string(o, s->p[i].name);
         /* from the program's ELF header at conversion; "unknown" without it */
-        char arch[32] = "unknown";
-        sqlite3_stmt *ast = NULL;
-        if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'architecture'", -1, &ast,
-                               NULL) == SQLITE_OK &&
-            sqlite3_step(ast) == SQLITE_ROW && sqlite3_column_text(ast, 0))
-            snprintf(arch, sizeof arch, "%s", (const char *)sqlite3_column_text(ast, 0));
-        sqlite3_finalize(ast);
         fputs(",\"architecture\":", o);
-        rh_json_string(o, arch);
+        rh_json_string(o, pi.architecture);
         fprintf(o,
                 ",\"final_allocated\":%" PRId64 ",\"final_allocated_count\":%" PRId64
                 ",\"runtime\":",
-                leaked_b, leaked_n);
-        rh_tv(o, dur);
+                pi.leaked_bytes, pi.leaked_blocks);
+        rh_tv(o, pi.duration_ns);
         fprintf(o,
                 ",\"unique_backtrace_count\":%" PRId64 ",\"maximum_backtrace_depth\":%" PRId64
                 ",\"timestamp\":",
-                rh_sql_int(db, "SELECT count(*) FROM stacks", 0, 0),
-                rh_sql_int(db, "SELECT max(depth) FROM stacks", 0, 0));
+                pi.stacks, pi.max_depth);
         rh_tv(o, 0);
         fputs(",\"path\":", o);
         rh_json_string(o, s->p[i].path);
-        /* the process title where the program set one (meta title, when it
-         * is not the command line it started with), else "" */
-        char title[256], cmd[256];
-        int has_title = rh_meta_text(db, "title", title, sizeof title) != NULL;
-        if (has_title && rh_meta_text(db, "command_line", cmd, sizeof cmd) && !strcmp(cmd, title))
-            has_title = 0;
         fputs(",\"title\":", o);
-        rh_json_string(o, has_title ? title : "");
+        rh_json_string(o, pi.title);
         fprintf(o,
                 ",\"allocations\":%" PRId64 ",\"cpu_hz\":%" PRId64 ",\"cpu_samples\":%" PRId64
                 ",\"cpu_samples_dropped\":%" PRId64 ",\"sample_mode\":",
-                n, rh_cpu_hz(db),
-                rh_sql_int(db, "SELECT coalesce(sum(samples), 0) FROM cpu_stack_stats", 0, 0),
-                rh_cpu_dropped(db));
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'sample_mode'", -1, &st,
-                               NULL) == SQLITE_OK &&
-            sqlite3_step(st) == SQLITE_ROW)
-            rh_json_text_or_null(o, st, 0);
+                pi.allocations, rh_cpu_hz(db), pi.cpu_samples, rh_cpu_dropped(db));
+        if (pi.has_sample_mode)
+            rh_json_string(o, pi.sample_mode);
         else
             fputs("null", o);
-        sqlite3_finalize(st);
         fputc('}', o);
     }
     fputs("]\n", o);
@@ -1080,6 +1049,42 @@ static int rh_ep_export(struct rh_req *q, const char *what)
     return rc ? rh_q_fail(q) : 0;
 }
 
+/* /data/ID/export/pprof?F&kind&at: the scope as pprof's gzipped protobuf,
+ * written by the export of `rheaper export --pprof` (rh_pprof_write): kind
+ * heap or cpu (default both), at end (default: in use at the end of the
+ * range, `to`, or of the run) or peak. Only the command line's filters
+ * apply: bytehound's own ones are refused. */
+static int rh_ep_pprof(struct rh_req *q)
+{
+    static const char *const own[] = {"kind", "at", NULL};
+    if (rh_take_params(q, own))
+        return -1;
+    if (rh_qfilter_extra(&q->q))
+        return rh_resp_error(q->r, 400, NULL,
+                             "export/pprof takes the filters of `rheaper export --pprof`;"
+                             " bytehound's own (group_*, backtrace*, address_*, ...) do not apply");
+    struct rh_pprof_opts o = {1, 1, 0, -1};
+    const char *kind = rh_param(q, "kind"), *at = rh_param(q, "at");
+    if (kind && !strcmp(kind, "heap"))
+        o.cpu = 0;
+    else if (kind && !strcmp(kind, "cpu"))
+        o.heap = 0;
+    else if (kind && *kind)
+        return rh_resp_error(q->r, 400, "kind", "bad value '%s' for kind: heap or cpu", kind);
+    if (at && !strcmp(at, "peak"))
+        o.at_peak = 1;
+    else if (at && *at && strcmp(at, "end"))
+        return rh_resp_error(q->r, 400, "at", "bad value '%s' for at: end or peak", at);
+    if (!o.heap && !rh_cpu_hz(q->db) && !rh_cpu_total(q->db))
+        return rh_resp_error(q->r, 404, "kind", "kind=cpu: the profile has no CPU samples");
+    if (q->q.f.to >= 0) {
+        int64_t from;
+        rh_filter_window(q->db, &q->q.f, &from, &o.to_ns);
+    }
+    q->r->type = "application/octet-stream";
+    return rh_pprof_write(q->db, q->out, &o) ? rh_q_fail(q) : 0;
+}
+
 /* ---- mmaps, mallopts ------------------------------------------------------------------ */
 
 static int rh_ep_mmaps(struct rh_req *q)
@@ -1564,41 +1569,30 @@ static int rh_ep_leaks(struct rh_req *q)
         return rh_q_fail(q);
     int capped;
     int64_t limit = rh_limit(q, &capped);
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(q->db,
-                           "SELECT l.score, l.coverage, l.fit, l.blocks, l.bytes, l.first, l.last,"
-                           " s.function, s.location, s.bt FROM leak_sites l JOIN"
-                           " (SELECT site, min(function) AS function, min(location) AS location,"
-                           " min(bt) AS bt FROM site GROUP BY site) s ON s.site = l.site"
-                           " ORDER BY l.score DESC, l.bytes DESC, s.function LIMIT ?1 OFFSET ?2",
-                           -1, &st, NULL) != SQLITE_OK)
+    struct rh_leak_row *rows = NULL;
+    size_t n = 0;
+    if (rh_leaks_get(q->db, limit, q->skip, &rows, &n))
         return rh_q_fail(q);
-    sqlite3_bind_int64(st, 1, limit);
-    sqlite3_bind_int64(st, 2, q->skip);
     FILE *o = q->out;
     fprintf(o, "{\"buckets\":%d,\"leaks\":[", RH_LEAK_BUCKETS);
-    int n = 0, rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (size_t i = 0; i < n; i++) {
+        const struct rh_leak_row *l = &rows[i];
         fprintf(o,
                 "%s{\"score\":%.4f,\"coverage\":%d,\"fit\":%.4f,\"leaked_count\":%" PRId64
                 ",\"leaked_size\":%" PRId64 ",\"first\":",
-                n++ ? "," : "", sqlite3_column_double(st, 0), sqlite3_column_int(st, 1),
-                sqlite3_column_double(st, 2), (int64_t)sqlite3_column_int64(st, 3),
-                (int64_t)sqlite3_column_int64(st, 4));
-        rh_tv(o, sqlite3_column_int64(st, 5));
+                i ? "," : "", l->score, l->coverage, l->fit, l->blocks, l->bytes);
+        rh_tv(o, l->first);
         fputs(",\"last\":", o);
-        rh_tv(o, sqlite3_column_int64(st, 6));
+        rh_tv(o, l->last);
         fputs(",\"function\":", o);
-        rh_json_text_or_null(o, st, 7);
-        if (sqlite3_column_type(st, 7) == SQLITE_TEXT)
-            rh_json_short_name(o, (const char *)sqlite3_column_text(st, 7));
+        rh_json_string(o, l->function);
+        if (l->function)
+            rh_json_short_name(o, l->function);
         fputs(",\"location\":", o);
-        rh_json_text_or_null(o, st, 8);
-        fprintf(o, ",\"backtrace_id\":%" PRId64 "}", (int64_t)sqlite3_column_int64(st, 9));
+        rh_json_string(o, l->location);
+        fprintf(o, ",\"backtrace_id\":%" PRId64 "}", l->bt);
     }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return rh_q_fail(q);
+    rh_leaks_free(rows, n);
     fputc(']', o);
     rh_cap_note(q, capped);
     fputs("}\n", o);
@@ -1744,6 +1738,8 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
     else if (!strcmp(ep, "export/flamegraph") || !strcmp(ep, "export/flamegraph.pl") ||
              !strcmp(ep, "export/heaptrack"))
         rc = rh_ep_export(&q, ep + 7);
+    else if (!strcmp(ep, "export/pprof"))
+        rc = rh_ep_pprof(&q);
     else if (!strcmp(ep, "mmaps"))
         rc = rh_ep_mmaps(&q);
     else if (!strcmp(ep, "maps"))

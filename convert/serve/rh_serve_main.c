@@ -405,14 +405,9 @@ static int rh_profile_load(struct rh_profile *p, int i, char *path)
         return -1;
     snprintf(p->id, sizeof p->id, "%d", i);
     p->path = path;
-    sqlite3_stmt *st = NULL;
-    const char *name = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'program'", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        name = (const char *)sqlite3_column_text(st, 0);
-    p->name = strdup(name ? name : "?");
-    sqlite3_finalize(st);
+    p->name = rh_meta_dup(db, "program", NULL);
+    if (!p->name)
+        p->name = strdup("?");
     sqlite3_close(db);
     return p->name ? 0 : -1;
 }

@@ -117,5 +117,12 @@ int main(void)
     pause_ms(40);
     for (int i = 0; i < 20; i++)
         free(deep[i]);
+    /* lib_twin: 25 + 15 x 300 bytes, never freed, from two files named
+     * readers_lib.c in two directories: one call site */
+    void *twin_one(size_t n), *twin_two(size_t n);
+    for (int i = 0; i < 25; i++)
+        sink = twin_one(300);
+    for (int i = 0; i < 15; i++)
+        sink = twin_two(300);
     return 0;
 }

@@ -4,7 +4,9 @@
 #   readers_test.sh MODE BIN_DIR SRC_DIR WORK_DIR
 #
 # MODE full records readers_prog.c (three threads, readers_lib.c for the file
-# filters) in full; MODE sampled records it with RHEAPER_SAMPLE_BYTES and a
+# filters, and twin/readers_lib.c: lib_twin at the same line of a file of the
+# same name in another directory, one call site for every reader) in full;
+# MODE sampled records it with RHEAPER_SAMPLE_BYTES and a
 # fixed seed, so every figure is an estimate. For each filter below, written
 # once for the command line and once as the server's URL parameters, the
 # totals and the ten largest call sites (function, location, blocks, bytes)
@@ -13,6 +15,10 @@
 #   rheaper query over sel         SQL, each stack's blocks rounded once
 #   /data/0/allocation_groups      the server (per stack, summed per site)
 #   export --pprof                 read back by go tool pprof -raw
+#   /data/0/export/pprof           the server's pprof, read back the same way
+# and the sites each other reader presents are top's: the report's table
+# (rheaper report), the SVG timeline's series (rheaper timeline), the
+# server's call-site table (/data/0/sites) and the view (view --once --json)
 # and bytehound's own filters (group_*, backtrace_depth_*), which only the
 # server has, against plain SQL through `rheaper query`. At the end of the
 # run, `live --once --json` on the rip equals `view --once --json` on the
@@ -36,7 +42,8 @@ done
 
 rm -rf "$W"
 mkdir -p "$W/rec"
-"$BIN/rheaper-cc" -O1 -pthread -o "$W/prog" "$src/readers_prog.c" "$src/readers_lib.c" ||
+"$BIN/rheaper-cc" -O1 -pthread -o "$W/prog" "$src/readers_prog.c" "$src/readers_lib.c" \
+    "$src/twin/readers_lib.c" ||
     { echo "FAIL: rheaper-cc failed"; exit 1; }
 if [ "$mode" = sampled ]; then
     (cd "$W/rec" && RHEAPER_ENABLE=1 RHEAPER_SAMPLE_BYTES=2048 RHEAPER_SAMPLE_SEED=11 ../prog) ||
@@ -94,8 +101,16 @@ reader_pprof() { # CLI...
     rm -f "$W/p.pb.gz"
     # shellcheck disable=SC2086
     "$RH" export --pprof "$W/p.pb.gz" "$DB" --heap $1 2>>"$W/err" || { fail "export --pprof $1"; return; }
+    pprof_sites "$W/p.pb.gz" pprof
+}
+reader_server_pprof() { # URL
+    code=$(get "/data/0/export/pprof?$1&kind=heap")
+    [ "$code" = 200 ] || fail "[$1] /export/pprof answered $code: $(head -c 300 "$W/body")"
+    pprof_sites "$W/body" spprof
+}
+pprof_sites() { # FILE NAME: its heap samples per call site, read by go tool pprof
     # the samples' first location is the call site: "function file:line"
-    go tool pprof -raw "$W/p.pb.gz" 2>>"$W/err" | awk '
+    go tool pprof -raw "$1" 2>>"$W/err" | awk '
         /^Samples:/ { st = 1; next }
         /^Locations/ { st = 2; next }
         /^Mappings/ { st = 3; next }
@@ -104,7 +119,56 @@ reader_pprof() { # CLI...
         st == 2 && /^ *[0-9]+: / { id = $1; sub(":", "", id); f = $4; loc = $5
                          sub(".*/", "", loc); name[id] = f "|" loc; next }
         END { for (i = 1; i <= ns; i++) { n[name[sl[i]]] += sn[i]; b[name[sl[i]]] += sb[i] }
-              for (s in n) if (n[s] > 0) print s "|" n[s] "|" b[s] }' | norm pprof
+              for (s in n) if (n[s] > 0) print s "|" n[s] "|" b[s] }' | norm "$2"
+}
+# The call sites of the other readers, each as it presents them, against
+# top's: the report's table (the first 20 by bytes, in top's order), the
+# SVG timeline's series (the sites most held at the peak, in the order of
+# top --by peak), the server's call-site table (/sites) and the view.
+top_first() { # N CLI...: top's first N sites by BY ("function|location|count|bytes")
+    # shellcheck disable=SC2086
+    "$RH" top "$DB" $3 -n "$1" --by "$2" --json 2>>"$W/err" |
+        jq -r '.[] | "\(.function)|\(.location)|\(.count)|\(.bytes)"'
+}
+reader_report() { # CLI...: the report's top call sites, in its order
+    rm -f "$W/r.html"
+    # shellcheck disable=SC2086
+    "$RH" report "$DB" -o "$W/r.html" $1 2>>"$W/err" || { fail "report $1"; return; }
+    perl -0ne 'if (/<section id="top">(.*?)<\/section>/s) { my $t = $1;
+        while ($t =~ m{<summary><code>(.*?)</code> <span class="muted">(.*?)</span></summary>.*?</details></td><td class="n">\d+</td><td class="n">(\d+)</td><td class="n">(\d+)</td>}sg) {
+            my @v = ($1, $2, $3, $4);
+            for (@v[0, 1]) { s/&lt;/</g; s/&gt;/>/g; s/&quot;/"/g; s/&#39;/\x27/g; s/&amp;/&/g }
+            print join("|", @v), "\n" } }' "$W/r.html"
+}
+reader_svg() { # CLI...: the timeline's series, in their order ("function (location)")
+    rm -f "$W/t.svg"
+    # shellcheck disable=SC2086
+    "$RH" timeline "$DB" -o "$W/t.svg" $1 2>>"$W/err" || { fail "timeline $1"; return; }
+    perl -0ne 'while (/<polygon class="tl-s".*?<title>(.*?)<\/title>/sg) { my $l = $1;
+        next if $l eq "other"; $l =~ s/&lt;/</g; $l =~ s/&gt;/>/g; $l =~ s/&quot;/"/g;
+        $l =~ s/&#39;/\x27/g; $l =~ s/&amp;/&/g; print "$l\n" }' "$W/t.svg"
+}
+reader_sites() { # URL: the server's call-site table
+    get "/data/0/sites?$1&count=100000" >/dev/null
+    jq -r '.sites[] | select(.count > 0) | "\(.function)|\(.location)|\(.count)|\(.bytes)"' "$W/body" |
+        norm sites
+}
+# the report, the SVG and the server's sites against top, for one filter
+agree_sites() { # CLI URL
+    eq "[$1] report's top call sites = top -n 20" "$(reader_report "$1")" "$(top_first 20 bytes "$1")"
+    svg=$(reader_svg "$1")
+    npeak=$(top_first 8 peak "$1" | wc -l)
+    [ -n "$svg" ] || fail "[$1] the SVG timeline has no call site"
+    eq "[$1] SVG timeline's sites = top --by peak -n 8" "$(echo "$svg" | head -n "$npeak")" \
+        "$(top_first 8 peak "$1" | awk -F'|' '{ print $1 " (" $2 ")" }')"
+    # the series past those hold nothing at the peak: top's other sites
+    echo "$svg" | tail -n +"$((npeak + 1))" | while IFS= read -r l; do
+        CHECKS=$((CHECKS + 1))
+        top_first 100000 bytes "$1" | awk -F'|' '{ print $1 " (" $2 ")" }' | grep -qxF "$l" ||
+            fail "[$1] SVG timeline's site $l is not one of top's"
+    done
+    reader_sites "$2"
+    eq "[$2] /sites = top --json" "$(cat "$W/sites")" "$(cat "$W/top")"
 }
 
 rh_serve "$DB"
@@ -136,6 +200,9 @@ for c in "|" \
     eq "[$CLI] rheaper query over sel = top --json" "$(cat "$W/query")" "$(cat "$W/top")"
     eq "[$URL] allocation_groups = top --json" "$(cat "$W/server")" "$(cat "$W/top")"
     eq "[$CLI] export --pprof = top --json" "$(cat "$W/pprof")" "$(cat "$W/top")"
+    reader_server_pprof "$URL"
+    eq "[$URL] /export/pprof = top --json" "$(cat "$W/spprof")" "$(cat "$W/top")"
+    agree_sites "$CLI" "$URL"
     [ "$CLI" = "" ] && cp "$W/top" "$W/top.none"
 done
 
@@ -167,6 +234,10 @@ TOT='"\(.alloc_blocks) \(.alloc_bytes) \(.freed_blocks) \(.freed_bytes) \(.live_
 SITES='[.sites[] | "\(.site):\(.alloc_blocks):\(.alloc_bytes):\(.freed_blocks):\(.live_blocks):\(.live_bytes)"] | sort | join(" ")'
 eq "live --once --json totals = view --once --json" "$(jq -r "$TOT" "$W/live.json")" "$(jq -r "$TOT" "$W/view.json")"
 eq "live --once --json sites = view --once --json" "$(jq -r "$SITES" "$W/live.json")" "$(jq -r "$SITES" "$W/view.json")"
+# the view's sites (label "function location") are top's
+VSITES='.sites[] | select(.alloc_blocks > 0) | "\(.site)|\(.alloc_blocks)|\(.alloc_bytes)"'
+eq "view --once --json sites = top" "$(jq -r "$VSITES" "$W/view.json" | sort)" \
+    "$(top_first 100000 bytes "" | awk -F'|' '{ print $1 " " $2 "|" $3 "|" $4 }' | sort)"
 eq "live --once --json totals = summary" "$(jq -r "$TOT" "$W/live.json")" \
     "$(jq -r '"\(.alloc_blocks) \(.alloc_bytes) \(.freed_blocks) \(.freed_bytes) \(.leaked_blocks) \(.leaked_bytes) \(.peak_bytes)"' "$W/summary.json")"
 
@@ -175,7 +246,7 @@ if [ "$mode" = full ]; then
     for want in "lib_buffer|readers_lib.c:16|300|1228800" "temp_churn|readers_prog.c:33|2000|64000" \
         "lib_cache|readers_lib.c:9|40|40960" "leak_alpha|readers_prog.c:40|50|10000" \
         "leak_beta|readers_prog.c:47|30|2880" "mid_blocks|readers_prog.c:54|500|256000" \
-        "deep_alloc|readers_prog.c:66|20|14000"; do
+        "deep_alloc|readers_prog.c:66|20|14000" "lib_twin|readers_lib.c:25|40|12000"; do
         CHECKS=$((CHECKS + 1))
         grep -qxF "$want" "$W/top.none" || fail "the plan's site $want is not in the answer: $(cat "$W/top.none")"
     done

@@ -1,4 +1,5 @@
-/* rh_cli_html.c: `rheaper report DB -o report.html`, one self-contained page.
+/* rh_export_html.c: the report, one self-contained HTML page of the scope
+ * (`rheaper report DB -o report.html`).
  *
  * The page holds the summary of `sel` (the filtered allocations), the timeline
  * and the flamegraph (the SVGs of rh_export_svg.c, inlined), the top call sites by
@@ -21,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rh_cli.h"
+#include "rh_export.h"
 #include "rh_names.h"
 
 #define RH_HTML_TOP 20   /* rows of the top-sites table */
@@ -335,21 +336,26 @@ static int rh_html_stack(sqlite3 *db, sqlite3_stmt *fr, int64_t bt, FILE *out)
     return s == SQLITE_DONE ? 0 : rh_sql_fail(db, "report");
 }
 
-/* A table of call sites (stacks) from sql, whose columns are: bt, sym, file,
- * line, then numeric columns named in heads (n of them). */
-static int rh_html_sites(sqlite3 *db, FILE *out, const char *id, const char *title, const char *sql,
-                         const char *const *heads, int n)
+/* One row of a call-site table: the site (rh_query.h's definition), the
+ * stack shown when it is opened, and its figures. */
+struct rh_html_row {
+    int64_t bt;
+    const char *function, *location;
+    struct rh_cell v[5];
+};
+
+/* A table of call sites: each row's site, then its n figures under heads
+ * (integers as they are, reals with three decimals). Returns 0 or -1. */
+static int rh_html_sites(sqlite3 *db, FILE *out, const char *id, const char *title,
+                         const struct rh_html_row *rows, size_t nrows, const char *const *heads,
+                         int n)
 {
-    sqlite3_stmt *st, *fr;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "report");
+    sqlite3_stmt *fr;
     if (sqlite3_prepare_v2(db,
                            "SELECT sym, file, line, inlined FROM backtraces WHERE id = ?"
                            " ORDER BY frame_no",
-                           -1, &fr, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
+                           -1, &fr, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "report");
-    }
     fprintf(out,
             "<section id=\"%s\"><h2>%s</h2><table><thead><tr><th>call site (frame 0;"
             " click for the stack)</th>",
@@ -357,38 +363,115 @@ static int rh_html_sites(sqlite3 *db, FILE *out, const char *id, const char *tit
     for (int i = 0; i < n; i++)
         fprintf(out, "<th class=\"n\">%s</th>", heads[i]);
     fputs("</tr></thead><tbody>\n", out);
-    int s, rows = 0;
-    while ((s = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *sym = (const char *)sqlite3_column_text(st, 1);
-        const char *file = (const char *)sqlite3_column_text(st, 2);
-        const char *base = file ? strrchr(file, '/') : NULL;
-        fputs("<tr><td><details><summary>", out);
-        rh_html_frame(out, sym, base ? base + 1 : file, sqlite3_column_int(st, 3));
-        fputs("</summary>", out);
-        if (rh_html_stack(db, fr, sqlite3_column_int64(st, 0), out) != 0) {
-            sqlite3_finalize(st);
+    for (size_t r = 0; r < nrows; r++) {
+        fputs("<tr><td><details><summary><code>", out);
+        rh_markup_put(out, rows[r].function);
+        fputs("</code> <span class=\"muted\">", out);
+        rh_markup_put(out, rows[r].location);
+        fputs("</span></summary>", out);
+        if (rh_html_stack(db, fr, rows[r].bt, out) != 0) {
             sqlite3_finalize(fr);
             return -1;
         }
         fputs("</details></td>", out);
         for (int i = 0; i < n; i++) {
-            if (sqlite3_column_type(st, 4 + i) == SQLITE_FLOAT)
-                fprintf(out, "<td class=\"n\">%.3f</td>", sqlite3_column_double(st, 4 + i));
+            if (rows[r].v[i].type == RH_CELL_REAL)
+                fprintf(out, "<td class=\"n\">%.3f</td>", rows[r].v[i].d);
             else
-                fprintf(out, "<td class=\"n\">%" PRId64 "</td>",
-                        (int64_t)sqlite3_column_int64(st, 4 + i));
+                fprintf(out, "<td class=\"n\">%" PRId64 "</td>", rows[r].v[i].i);
         }
         fputs("</tr>\n", out);
-        rows++;
     }
-    sqlite3_finalize(st);
     sqlite3_finalize(fr);
-    if (s != SQLITE_DONE)
-        return rh_sql_fail(db, "report");
-    if (rows == 0)
+    if (nrows == 0)
         fprintf(out, "<tr><td colspan=\"%d\" class=\"muted\">none</td></tr>\n", n + 1);
     fputs("</tbody></table></section>\n", out);
     return 0;
+}
+
+static void rh_hv_int(struct rh_cell *c, int64_t v)
+{
+    c->type = RH_CELL_INT;
+    c->i = v;
+}
+
+static void rh_hv_real(struct rh_cell *c, double v)
+{
+    c->type = RH_CELL_REAL;
+    c->d = v;
+}
+
+/* The top CPU sites, as `rheaper top cpu` ranks them (rh_cpu_sites_get,
+ * after TEMP TABLE site). Returns 0 or -1. */
+static int rh_html_cpu_sites(sqlite3 *db, FILE *out)
+{
+    static const char *const heads[] = {"samples", "percent"};
+    struct rh_cpu_site *sites = NULL;
+    size_t n = 0;
+    if (rh_cpu_sites_get(db, RH_HTML_TOP, 0, &sites, &n))
+        return -1;
+    struct rh_html_row rows[RH_HTML_TOP];
+    for (size_t i = 0; i < n && i < RH_HTML_TOP; i++) {
+        rows[i].bt = sites[i].bt;
+        rows[i].function = sites[i].function;
+        rows[i].location = sites[i].location;
+        rh_hv_int(&rows[i].v[0], sites[i].samples);
+        rh_hv_real(&rows[i].v[1], sites[i].percent);
+    }
+    int rc = rh_html_sites(db, out, "cpu-top", "Top CPU sites by samples", rows,
+                           n < RH_HTML_TOP ? n : RH_HTML_TOP, heads, 2);
+    rh_cpu_sites_free(sites, n);
+    return rc;
+}
+
+/* The top call sites by bytes (as `rheaper top`) and the leaks by call site
+ * (as `rheaper leaks`), after rh_leak_sites. Returns 0 or -1. */
+static int rh_html_top_leaks(sqlite3 *db, FILE *out)
+{
+    static const char *const top_heads[] = {"stacks", "allocations", "bytes", "leaked blocks",
+                                            "leaked bytes"};
+    static const char *const leak_heads[] = {"score", "leaked blocks", "leaked bytes", "first (s)",
+                                             "last (s)"};
+    struct rh_site_query q = {.by = RH_SITES_BYTES, .limit = RH_HTML_TOP, .positive = 1, .heaviest = 1};
+    struct rh_site_row *sites = NULL;
+    struct rh_leak_row *leaks = NULL;
+    size_t ns = 0, nl = 0;
+    struct rh_html_row rows[RH_HTML_TOP > RH_HTML_LEAKS ? RH_HTML_TOP : RH_HTML_LEAKS];
+    int rc = -1;
+    if (rh_sites_get(db, &q, &sites, &ns) || rh_leaks_get(db, RH_HTML_LEAKS, 0, &leaks, &nl))
+        goto out;
+    for (size_t i = 0; i < ns; i++) {
+        /* the stack shown is the site's with the most bytes */
+        rows[i].bt = sites[i].bt_heaviest;
+        rows[i].function = sites[i].function;
+        rows[i].location = sites[i].location;
+        rh_hv_int(&rows[i].v[0], sites[i].stacks);
+        rh_hv_int(&rows[i].v[1], sites[i].count);
+        rh_hv_int(&rows[i].v[2], sites[i].bytes);
+        rh_hv_int(&rows[i].v[3], sites[i].leaked_blocks);
+        rh_hv_int(&rows[i].v[4], sites[i].leaked_bytes);
+    }
+    if (rh_html_sites(db, out, "top", "Top call sites by allocated bytes", rows, ns, top_heads,
+                      5))
+        goto out;
+    for (size_t i = 0; i < nl; i++) {
+        rows[i].bt = leaks[i].bt;
+        rows[i].function = leaks[i].function;
+        rows[i].location = leaks[i].location;
+        rh_hv_real(&rows[i].v[0], rh_round(leaks[i].score, 3));
+        rh_hv_int(&rows[i].v[1], leaks[i].blocks);
+        rh_hv_int(&rows[i].v[2], leaks[i].bytes);
+        rh_hv_real(&rows[i].v[3], rh_round((double)leaks[i].first / 1e9, 3));
+        rh_hv_real(&rows[i].v[4], rh_round((double)leaks[i].last / 1e9, 3));
+    }
+    if (rh_html_sites(db, out, "leaks", "Leaks by call site (never freed)", rows, nl, leak_heads,
+                      5))
+        goto out;
+    rc = 0;
+out:
+    rh_sites_free(sites, ns);
+    rh_leaks_free(leaks, nl);
+    return rc;
 }
 
 /* ---- assembling the page ---------------------------------------------------- */
@@ -451,9 +534,7 @@ static void rh_report_title(sqlite3 *db, const struct rh_summary *s, char *buf, 
         snprintf(buf, n, "unknown program");
 }
 
-/* Writes the page for `sel` to out (rh_file_cmd_run's writer; ctx is the
- * database's path, shown in the header). Returns 0 or -1 after a message. */
-static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
+int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
 {
     const char *dbpath = ctx;
     struct rh_summary s;
@@ -463,6 +544,13 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
     char *flame = timeline ? rh_render(db, 1) : NULL;
     if (!flame) {
         free(timeline);
+        return -1;
+    }
+    /* the call sites (TEMP TABLE site) and their leak scores, for every
+     * table of sites below */
+    if (rh_leak_sites(db, RH_LEAK_BUCKETS, s.duration_ns)) {
+        free(timeline);
+        free(flame);
         return -1;
     }
     /* A CPU section when the profile has CPU samples */
@@ -530,54 +618,10 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
         fputs(cpuflame, out);
         fputs("</section>\n", out);
         free(cpuflame);
-        static const char *const cpu_heads[] = {"samples", "percent"};
-        char cpu_sql[1024];
-        /* the sites of `rheaper top cpu`: the call-site frame's function and line */
-        snprintf(cpu_sql, sizeof cpu_sql,
-                 "WITH g AS (SELECT p.bt, b.sym, b.file, b.line, p.samples AS n"
-                 " FROM temp.cpustat p JOIN temp.cs c ON c.bt = p.bt"
-                 " LEFT JOIN backtraces b ON b.id = p.bt AND b.frame_no = c.frame)"
-                 " SELECT (SELECT g2.bt FROM g g2 WHERE g2.sym IS g.sym AND g2.file IS g.file"
-                 " AND g2.line IS g.line ORDER BY g2.n DESC, g2.bt LIMIT 1), sym, file, line,"
-                 " sum(n), round(100.0 * sum(n) / %" PRId64 ", 3) FROM g GROUP BY sym, file, line"
-                 " ORDER BY 5 DESC, 2 LIMIT %d",
-                 cpu_n > 0 ? cpu_n : 1, RH_HTML_TOP);
-        if (rh_html_sites(db, out, "cpu-top", "Top CPU sites by samples", cpu_sql, cpu_heads, 2))
+        if (rh_html_cpu_sites(db, out))
             return -1;
     }
-
-    static const char *const top_heads[] = {"stacks", "allocations", "bytes", "leaked blocks",
-                                            "leaked bytes"};
-    static const char *const leak_heads[] = {"score", "leaked blocks", "leaked bytes", "first (s)",
-                                             "last (s)"};
-    char top_sql[1024], leak_sql[1024];
-    /* Call sites (the call-site frame's function, file, line), as `rheaper top` shows
-     * them; the stack shown is the one of the site with the most bytes. */
-    snprintf(top_sql, sizeof top_sql,
-             "WITH g AS (SELECT s.bt, b.sym, b.file, b.line, s.count AS n, s.bytes AS bytes,"
-             " s.leaked_blocks AS lb, s.leaked_bytes AS lbytes,"
-             " s.first_alloc AS first, s.last_alloc AS last"
-             " FROM temp.sstat s JOIN temp.cs c ON c.bt = s.bt"
-             " LEFT JOIN backtraces b ON b.id = s.bt AND b.frame_no = c.frame %s)"
-             " SELECT (SELECT g2.bt FROM g g2 WHERE g2.sym IS g.sym AND g2.file IS g.file"
-             " AND g2.line IS g.line ORDER BY g2.bytes DESC, g2.bt LIMIT 1), sym, file, line,"
-             " %s FROM g GROUP BY sym, file, line ORDER BY 7 DESC, 6 DESC, 2 LIMIT %d",
-             "", "count(*), sum(n), sum(bytes), sum(lb), sum(lbytes)", RH_HTML_TOP);
-    /* Leaks ranked as `rheaper leaks` ranks them: by how steadily each site
-     * leaked over the run, then by bytes (rh_leak_sites). */
-    snprintf(leak_sql, sizeof leak_sql,
-             "SELECT x.bt, b.sym, b.file, b.line, round(l.score, 3), l.blocks, l.bytes,"
-             " round(l.first / 1e9, 3), round(l.last / 1e9, 3)"
-             " FROM leak_sites l JOIN (SELECT site, min(bt) AS bt FROM site GROUP BY site) x"
-             " ON x.site = l.site JOIN temp.cs c ON c.bt = x.bt"
-             " LEFT JOIN backtraces b ON b.id = x.bt AND b.frame_no = c.frame"
-             " ORDER BY l.score DESC, l.bytes DESC, b.sym LIMIT %d",
-             RH_HTML_LEAKS);
-    if (rh_leak_sites(db, RH_LEAK_BUCKETS, s.duration_ns))
-        return -1;
-    if (rh_html_sites(db, out, "top", "Top call sites by allocated bytes", top_sql, top_heads, 5) ||
-        rh_html_sites(db, out, "leaks", "Leaks by call site (never freed)", leak_sql, leak_heads,
-                      5))
+    if (rh_html_top_leaks(db, out))
         return -1;
     time_t now = time(NULL);
     char when[64] = "";
@@ -590,12 +634,4 @@ static int rh_report_write(sqlite3 *db, FILE *out, void *ctx)
             when);
     fprintf(out, "<script>%s</script>\n</body></html>\n", rh_html_script);
     return ferror(out) ? -1 : 0;
-}
-
-int rh_cmd_report(int argc, char **argv)
-{
-    struct rh_file_args fa;
-    int rc = rh_file_args_parse(
-        argc, argv, 1, 1, "usage: rheaper report DB -o report.html [filters]\n", NULL, NULL, &fa);
-    return rc ? rc : rh_file_cmd_run(fa.pos[0], &fa.f, fa.out, rh_report_write, (void *)fa.pos[0]);
 }
