@@ -79,6 +79,29 @@ record-server)
     grep -q 'handle_request' rec.out || fail "summary lacks handle_request"
     [ -f "rheaper-$OLDPID.ctl" ] && fail "marker left behind after exit"
     ;;
+vfork-first)
+    # The process's first allocation is a vfork child's (it then execs): the
+    # runtime starts in the parent, not in the child (whose helper thread
+    # would die at exec and whose pid the marker would carry). The parent is
+    # armed under its own pid with one helper, and `record -p` records it.
+    start_server CTL_IDLE=1 CTL_VFORK=1
+    nreq 5; sync_to 5
+    [ "$(helpers_of "$SPID")" = 1 ] || fail "expected one thread named rheaper, got $(helpers_of "$SPID")"
+    [ "$(ls rheaper-*.ctl | wc -l)" = 1 ] || fail "markers: $(ls rheaper-*.ctl)"
+    "$RH" record -p "$SPID" -d 1s -o rec.db >rec.out 2>rec.err &
+    RPID=$!
+    wait_line rec.err 'recording process'
+    nreq 20; sync_to 25
+    wait "$RPID" || fail "rheaper record failed: $(cat rec.err)"
+    stop_server
+    [ "$SRC" = 0 ] || fail "server exited $SRC"
+    grep -q '^served 20 on 5 off 0 mixed$' server.err || fail "server counts: $(grep served server.err)"
+    [ "$(meta rec.db pid)" = "$OLDPID" ] || fail "profile of another pid: $(meta rec.db pid)"
+    n=$(q rec.db "select count(*) from allocations where size = 777")
+    echo "vfork-first: $n request blocks recorded"
+    [ "$n" = 80 ] || fail "expected 80 request blocks (4 x 20) in the window, got $n"
+    [ -f "rheaper-$OLDPID.ctl" ] && fail "marker left behind after exit"
+    ;;
 record-idle)
     # A server that makes no allocation once it is warm (CTL_IDLE=1: no
     # timer; "nop" requests touch memory set aside at start, as a full cache
