@@ -87,6 +87,7 @@ static int rh_helper_failed_pid; /* atomic: pid in which it could not be created
 static int rh_helper_paused_pid; /* atomic: pid whose exit work has begun */
 static int rh_helper_busy;       /* atomic: the helper is inside the control work */
 static uint32_t rh_helper_word;          /* futex word the helper naps on */
+static uint32_t rh_helper_named;         /* futex word: 1 once it has its name */
 static void (*rh_helper_work)(void);  /* the control work (rh_ctl_run) */
 
 static int rh_helper_getpid(void)
@@ -113,6 +114,8 @@ static void *rh_helper_main(void *arg)
     rh_guard = RH_GUARD_CALL; /* for good: nothing it reaches is recorded */
     rh_barrier();
     rh_sys_set_thread_name("rheaper");
+    __atomic_store_n(&rh_helper_named, 1, __ATOMIC_RELEASE);
+    rh_sys_futex_wake(&rh_helper_named);
     for (;;) {
         rh_helper_nap(RH_HELPER_POLL_NS);
         if (!rh_ctl_signal_armed())
@@ -145,8 +148,10 @@ void rh_helper_ensure(void (*work)(void))
     if (!__atomic_compare_exchange_n(&rh_helper_pid, &cur, pid, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
         return;
+    int fork_child = cur != 0; /* a parent's helper ran: a fork child's */
     rh_helper_work = work;
     __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&rh_helper_named, 0, __ATOMIC_RELEASE);
     pthread_attr_t attr;
     int rc = pthread_attr_init(&attr);
     if (rc == 0) {
@@ -159,8 +164,7 @@ void rh_helper_ensure(void (*work)(void))
         pthread_t th;
         /* No CPU listing runs between the thread's birth and its id's
          * store: a listing waits for it (rh_cpu_scan), so the sampler never
-         * gives it a timer. No wait here: a fork child about to exec pays
-         * nothing for it. */
+         * gives it a timer. */
         rh_cpu_scan_hold(1);
         __atomic_store_n(&rh_runtime_tid, RH_TID_STARTING, __ATOMIC_RELEASE);
         rc = rh_sys_thread_create(&th, &attr, rh_helper_main, (void *)(intptr_t)pid);
@@ -169,6 +173,14 @@ void rh_helper_ensure(void (*work)(void))
         rh_cpu_scan_hold(0);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         (void)pthread_attr_destroy(&attr);
+    }
+    if (rc == 0 && !fork_child) {
+        /* Until it has its name it looks like a program thread in
+         * /proc/self/task: the process's first helper is waited for, a
+         * futex wait of at most 100 ms (microseconds in practice). Not in a
+         * fork child, which may be about to exec. */
+        for (int i = 0; i < 10 && !__atomic_load_n(&rh_helper_named, __ATOMIC_ACQUIRE); i++)
+            rh_sys_futex_wait(&rh_helper_named, 0, 10);
     }
     if (rc != 0) {
         __atomic_store_n(&rh_helper_failed_pid, pid, __ATOMIC_RELAXED);
