@@ -129,9 +129,15 @@ record-idle)
     grep -q '^nops 300$' server.err || fail "nops: $(grep nops server.err)"
     start=$(iso_ns "$(meta rec.db start_time)") dur=$(meta rec.db duration_ns)
     echo "record-idle: started $(( (start - t0) / 1000000 )) ms after the request, seen by record after $(( (t1 - t0) / 1000000 )) ms; recorded $(( dur / 1000000 )) ms; record took $(( (t2 - t0) / 1000000 )) ms"
-    [ "$start" -ge "$t0" ] && [ "$start" -le $((t0 + 1000000000)) ] ||
-        fail "recording started $(( (start - t0) / 1000000 )) ms after the request"
-    [ "$dur" -ge 2000000000 ] && [ "$dur" -le 3000000000 ] || fail "recorded $dur ns for a 2 s window"
+    # Started by the helper: after the request, and before record saw it
+    # start (t1), which is before the first allocating request was sent; in
+    # between only nops came, which allocate nothing. The delays are printed
+    # above, not bounded (a loaded machine stretches them); 10 s would mean
+    # the toggle waited for something else.
+    [ "$start" -ge "$t0" ] && [ "$start" -le "$t1" ] ||
+        fail "recording started $(( (start - t0) / 1000000 )) ms after the request, record saw it after $(( (t1 - t0) / 1000000 )) ms"
+    [ "$start" -le $((t0 + 10000000000)) ] || fail "recording started $(( (start - t0) / 1000000 )) ms after the request"
+    [ "$dur" -ge 2000000000 ] && [ "$dur" -le 10000000000 ] || fail "recorded $dur ns for a 2 s window"
     [ $((start + dur)) -le "$t2" ] || fail "the recording ended after record returned"
     [ "$(meta rec.db clean)" = 1 ] || fail "profile not clean"
     n=$(q rec.db "select count(*) from allocations where size = 777")
@@ -192,7 +198,8 @@ start-fails)
     grep -q "process $SPID could not start recording" rec.err || fail "record did not say the start failed: $(cat rec.err)"
     ms=$(( (t1 - t0) / 1000000 ))
     echo "start-fails: record reported the failed start after $ms ms"
-    [ $ms -lt 5000 ] || fail "record took $ms ms to report the failed start"
+    # record's 10 s wait for an idle process would end in a cancel, not this
+    [ $ms -lt 10000 ] || fail "record took $ms ms to report the failed start"
     grep -q '^failed 1$' "rheaper-$SPID.ctl" || fail "marker does not count the failed start"
     grep -q '^state armed$' "rheaper-$SPID.ctl" || fail "marker does not say armed"
     nreq 10; sync_to 15
