@@ -102,6 +102,26 @@ vfork-first)
     [ "$n" = 80 ] || fail "expected 80 request blocks (4 x 20) in the window, got $n"
     [ -f "rheaper-$OLDPID.ctl" ] && fail "marker left behind after exit"
     ;;
+real-create)
+    # The runtime's own threads (the helper, the stream sender) are created
+    # with libc's pthread_create, not the program's wrap of it (which hands
+    # each new thread to the CPU sampler): in the linked program, the two
+    # creators call rh_sys_thread_create only, which calls the wrap layer's
+    # rh_shim_real_pthread_create, which calls libc's pthread_create.
+    require_tool objdump binutils
+    objdump -d --no-show-raw-insn "$H/ctl_server" >dis || fail "objdump"
+    calls() { awk -v f="<$1>:" '$2 == f { on = 1; next } /^$/ { on = 0 } on && /(call|jmp) /' dis; }
+    for f in rh_helper_ensure rh_stream_start; do
+        c=$(calls $f)
+        echo "$f: $(printf '%s\n' "$c" | grep -c thread_create) thread creations"
+        printf '%s\n' "$c" | grep -q '<rh_sys_thread_create>' || fail "$f does not call rh_sys_thread_create"
+        printf '%s\n' "$c" | grep -q 'pthread_create' && fail "$f calls a pthread_create: $c"
+    done
+    calls rh_sys_thread_create | grep -q '<rh_shim_real_pthread_create>' ||
+        fail "rh_sys_thread_create does not reach the wrap layer's real pthread_create"
+    calls rh_shim_real_pthread_create | grep -q '<pthread_create@plt>' ||
+        fail "rh_shim_real_pthread_create does not call libc's pthread_create: $(calls rh_shim_real_pthread_create)"
+    ;;
 record-idle)
     # A server that makes no allocation once it is warm (CTL_IDLE=1: no
     # timer; "nop" requests touch memory set aside at start, as a full cache
