@@ -248,7 +248,6 @@ static int rh_check_dir(const char *dir)
 
 static void rh_close_cut_locked(void);
 
-/* rheaper_enable's work; the caller holds rh_ctl_lock and the guard. */
 /* The exit work (exit's last destructor, _exit, exec, daemon) has begun in
  * this process: no recording may start after its final trailer. */
 static int rh_exit_begun(void)
@@ -256,6 +255,7 @@ static int rh_exit_begun(void)
     return __atomic_load_n(&rh_exit_done_pid, __ATOMIC_SEQ_CST) == rh_sys_getpid();
 }
 
+/* rheaper_enable's work; the caller holds rh_ctl_lock and the guard. */
 static int rh_enable_ctl(const struct rheaper_config *cfg)
 {
     rh_close_cut_locked();
@@ -519,8 +519,6 @@ void rh_modules_changed(void)
     rh_guard_leave(g);
 }
 
-/* Runs first among constructors: libc is ready, so a module snapshot taken
- * before main (static programs allocate that early) is retaken here. */
 /* A fork child's own pid is the constructor's from now on (registered by
  * the constructor, so also for a fork before the runtime started). */
 static void rh_ctor_fork_child(void)
@@ -528,6 +526,8 @@ static void rh_ctor_fork_child(void)
     __atomic_store_n(&rh_ctor_pid, rh_sys_getpid(), __ATOMIC_RELAXED);
 }
 
+/* Runs first among constructors: libc is ready, so a module snapshot taken
+ * before main (static programs allocate that early) is retaken here. */
 __attribute__((constructor(101))) static void rh_runtime_ctor(void)
 {
     rh_session_install(rh_session_dispatch);
