@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,13 +41,15 @@ static int rh_proc_pid;
 static struct rh_config rh_cfg_env;
 /* Set by our constructor: libc is fully initialised. */
 static int rh_ctor_ran;
-/* Serialises every start and stop: rheaper_enable, rheaper_disable, the toggle
- * signal's work and the size limit's close (rh_ctl_run). Taken before
- * rh_shared_lock and rh_prof_lock. */
-static int rh_ctl_lock;
+/* The pid the constructor ran in, kept by every fork child's handler (the
+ * constructor's own, and rh_exit_fork_child once the runtime started): a
+ * caller of another pid before the runtime started is a vfork child, which
+ * shares this memory and runs no fork handler. */
+static int rh_ctor_pid;
 
 static void rh_ctl_run(void);
 RH_HIDDEN int rh_ctl_marker_stale(void);
+RH_HIDDEN int rh_ctl_marker_take_dirty(void);
 
 /* What the recording core asks of this layer (rh_session_call, rh_state.c). */
 static int rh_session_dispatch(int what)
@@ -67,6 +70,13 @@ static int rh_session_dispatch(int what)
 int rh_init_lazy(void)
 {
     rh_session_install(rh_session_dispatch);
+    /* A vfork child's first hooked call (the parent made none yet): the
+     * memory is the parent's, so nothing is armed, set up or started here
+     * (a thread would die at exec and leave the parent's libc believing in
+     * it); the parent starts the runtime at its own first call. */
+    if (rh_ctor_ran && __atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) == 0 &&
+        rh_sys_getpid() != __atomic_load_n(&rh_ctor_pid, __ATOMIC_RELAXED))
+        return 0;
     int expected = 0;
     if (__atomic_compare_exchange_n(&rh_init_state, &expected, 1, 0, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE)) {
@@ -238,12 +248,26 @@ static int rh_check_dir(const char *dir)
 
 static void rh_close_cut_locked(void);
 
+/* The exit work (exit's last destructor, _exit, exec, daemon) has begun in
+ * this process: no recording may start after its final trailer. */
+static int rh_exit_begun(void)
+{
+    return __atomic_load_n(&rh_exit_done_pid, __ATOMIC_SEQ_CST) == rh_sys_getpid();
+}
+
 /* rheaper_enable's work; the caller holds rh_ctl_lock and the guard. */
 static int rh_enable_ctl(const struct rheaper_config *cfg)
 {
     rh_close_cut_locked();
     rh_spin_lock(&rh_prof_lock);
     int rc = RHEAPER_OK;
+    /* Under rh_prof_lock, which the exit flush takes after marking its
+     * start: either this start comes first and the flush writes its trailer,
+     * or it sees the exit and creates nothing. */
+    if (rh_exit_begun()) {
+        rc = RHEAPER_ERR_FILE;
+        goto out;
+    }
     if (rh_recording(__atomic_load_n(&rh_state, __ATOMIC_RELAXED))) {
         rc = RHEAPER_ERR_ALREADY;
         goto out;
@@ -425,6 +449,13 @@ static void rh_ctl_run(void)
      * dlopen with that lock held. RH_CTL stays set, so a later call retries. */
     if (__atomic_exchange_n(&rh_ctl_lock, 1, __ATOMIC_ACQUIRE))
         return;
+    /* The exit work has begun (its pause of the helper is bounded, so the
+     * helper may get here later): nothing more, RH_CTL left for a failed
+     * exec's process to take up. */
+    if (rh_exit_begun()) {
+        rh_spin_unlock(&rh_ctl_lock);
+        return;
+    }
     __atomic_fetch_and(&rh_state, ~RH_CTL, __ATOMIC_ACQ_REL);
     /* the stream sender's warning, printed from a program thread; the
      * recording it stopped is said in the marker */
@@ -432,15 +463,15 @@ static void rh_ctl_run(void)
         rh_ctl_marker_update();
     rh_report_ctl(); /* RHEAPER_REPORT_SIGNAL */
     rh_close_cut_locked();
-    if (rh_ctl_marker_stale())
-        rh_ctl_marker_update(); /* a fork child's own marker */
+    if (rh_ctl_marker_stale() | rh_ctl_marker_take_dirty())
+        rh_ctl_marker_update(); /* a fork child's own marker, or one left to do */
     /* Toggles that arrived together pair off: a second signal cancels a first
      * that has not taken effect (rheaper record gives up on an idle process),
      * so it leaves no recording behind. */
     if (rh_ctl_take_toggles() & 1u) {
         if (rh_recording(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE)))
             rh_disable_ctl();
-        else if (rh_enable_ctl(NULL) != RHEAPER_OK)
+        else if (rh_enable_ctl(NULL) != RHEAPER_OK && !rh_exit_begun())
             rh_ctl_start_failed();
     }
     rh_spin_unlock(&rh_ctl_lock);
@@ -488,11 +519,24 @@ void rh_modules_changed(void)
     rh_guard_leave(g);
 }
 
+/* A fork child's own pid is the constructor's from now on (registered by
+ * the constructor, so also for a fork before the runtime started). */
+static void rh_ctor_fork_child(void)
+{
+    __atomic_store_n(&rh_ctor_pid, rh_sys_getpid(), __ATOMIC_RELAXED);
+}
+
 /* Runs first among constructors: libc is ready, so a module snapshot taken
  * before main (static programs allocate that early) is retaken here. */
 __attribute__((constructor(101))) static void rh_runtime_ctor(void)
 {
     rh_session_install(rh_session_dispatch);
+    __atomic_store_n(&rh_ctor_pid, rh_sys_getpid(), __ATOMIC_RELAXED);
+    {
+        int g = rh_guard_enter(); /* pthread_atfork may allocate */
+        (void)pthread_atfork(NULL, NULL, rh_ctor_fork_child);
+        rh_guard_leave(g);
+    }
     rh_ctor_ran = 1;
     if (__atomic_load_n(&rh_init_state, __ATOMIC_ACQUIRE) == 2) {
         int g = rh_guard_enter();
@@ -518,12 +562,20 @@ static int rh_exit_exec;
 
 __attribute__((destructor(101))) static void rh_runtime_dtor(void)
 {
-    rh_exit_done_pid = rh_sys_getpid();
+    __atomic_store_n(&rh_exit_done_pid, rh_sys_getpid(), __ATOMIC_SEQ_CST);
     rh_exit_work(1);
 }
 
+/* This thread did the exit work rh_exit_now began (undone only then: a
+ * failed exec of a thread whose rh_exit_now found the work done, or did
+ * nothing, resumes nothing). */
+static __thread int rh_tls_exit_did __attribute__((tls_model("initial-exec")));
+
 void rh_exit_undo(void)
 {
+    if (!rh_tls_exit_did)
+        return;
+    rh_tls_exit_did = 0;
     int e = errno;
     int pid = rh_sys_getpid(), done = pid;
     __atomic_compare_exchange_n(&rh_exit_done_pid, &done, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
@@ -544,6 +596,7 @@ void rh_exit_undo(void)
 void rh_exit_fork_child(void)
 {
     rh_proc_pid = rh_sys_getpid();
+    __atomic_store_n(&rh_ctor_pid, rh_proc_pid, __ATOMIC_RELAXED);
     rh_ctl_lock = 0; /* held by a parent's thread (the helper) that the child has not */
 }
 
@@ -559,6 +612,7 @@ void rh_exit_now(int mem_final)
     if (__atomic_exchange_n(&rh_exit_done_pid, pid, __ATOMIC_ACQ_REL) == pid)
         return;
     int e = errno;
+    rh_tls_exit_did = 1;
     rh_exit_exec = mem_final == RH_EXIT_EXEC;
     rh_exit_work(mem_final == 1);
     rh_exit_exec = 0;

@@ -313,6 +313,38 @@ void rh_ctl_arm(void)
  * that sets a disposition for sig. The program wins: one warning, then the
  * runtime is no longer armed (a recording in progress goes on until the
  * program calls rheaper_disable or exits). */
+/* Serialises every start and stop: rheaper_enable, rheaper_disable, the toggle
+ * signal's work and the size limit's close (rh_ctl_run, rh_api.c), and the
+ * marker's writes. Taken before rh_shared_lock and rh_prof_lock. */
+RH_HIDDEN int rh_ctl_lock;
+
+int rh_ctl_lock_try(void)
+{
+    return !__atomic_exchange_n(&rh_ctl_lock, 1, __ATOMIC_ACQUIRE);
+}
+
+void rh_ctl_lock_release(void)
+{
+    rh_spin_unlock(&rh_ctl_lock);
+}
+
+void rh_ctl_fork_lock(int take)
+{
+    if (take)
+        rh_spin_lock(&rh_ctl_lock);
+    else
+        rh_spin_unlock(&rh_ctl_lock);
+}
+
+/* The marker is to be rewritten by the next control work (rh_ctl_run):
+ * rh_ctl_program_sets could not take rh_ctl_lock. */
+static int rh_ctl_marker_dirty;
+
+RH_HIDDEN int rh_ctl_marker_take_dirty(void)
+{
+    return __atomic_exchange_n(&rh_ctl_marker_dirty, 0, __ATOMIC_ACQ_REL);
+}
+
 RH_HIDDEN void rh_ctl_program_sets(int sig)
 {
     if (rh_ctl_self || sig != rh_cfg.ctl_signal || sig <= 0)
@@ -326,7 +358,19 @@ RH_HIDDEN void rh_ctl_program_sets(int sig)
     rh_warn("the program installs its own handler for signal %d: rheaper stands aside "
             "(that signal no longer toggles recording; choose another with RHEAPER_SIGNAL)",
             sig);
-    rh_ctl_marker_update();
+    /* The marker under rh_ctl_lock (the helper may be writing the same
+     * temporary file): a bounded wait, as the holder may wait for something
+     * this thread holds; else the next control work writes it. */
+    int locked = 0;
+    for (int i = 0; i < 200 && !(locked = rh_ctl_lock_try()); i++)
+        rh_sys_nanosleep(1000000L);
+    if (locked) {
+        rh_ctl_marker_update();
+        rh_ctl_lock_release();
+    } else {
+        __atomic_store_n(&rh_ctl_marker_dirty, 1, __ATOMIC_RELEASE);
+        rh_ctl_request();
+    }
     rh_guard_leave(g);
 }
 

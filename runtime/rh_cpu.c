@@ -410,6 +410,11 @@ static void rh_cpu_apply(const int *tids, int n, unsigned gen, int *full)
 static int rh_cpu_scan(void)
 {
     rh_spin_lock(&rh_cpu_scan_lock);
+    /* the helper is starting: its first act is to store its id (bounded: a
+     * thread that never gets scheduled is taken for a program thread) */
+    for (int i = 0; i < 2000 && __atomic_load_n(&rh_runtime_tid, __ATOMIC_ACQUIRE) ==
+                                    RH_TID_STARTING; i++)
+        rh_sys_nanosleep(50000L);
     int fd = rh_open_proc("/proc/self/task", O_RDONLY | O_DIRECTORY);
     if (fd < 0) {
         rh_spin_unlock(&rh_cpu_scan_lock);
@@ -620,6 +625,14 @@ void rh_cpu_fork(int phase)
         rh_cpu_scan_lock = 0;
         (void)k;
     }
+}
+
+void rh_cpu_scan_hold(int hold)
+{
+    if (hold)
+        rh_spin_lock(&rh_cpu_scan_lock);
+    else
+        rh_spin_unlock(&rh_cpu_scan_lock);
 }
 
 /* ---- the pthread_create shim's side --------------------------------------- */

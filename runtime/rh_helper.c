@@ -31,8 +31,10 @@
  *   - fork: the child has no helper; the first control work of the child
  *     (rh_ctl_fork_child requests some) starts the child's own, from a normal
  *     context, not from a fork handler (pthread_create is not
- *     async-signal-safe). A vfork child never starts one (rh_api.c checks the
- *     pid the memory belongs to).
+ *     async-signal-safe), and without waiting for it (a child about to exec
+ *     pays only the clone). A vfork child never starts one, nor the runtime
+ *     at all when its call is the process's first (rh_api.c checks the pid
+ *     the memory belongs to).
  *   - exit, _exit, exec and daemon pause it before their exit work
  *     (rh_helper_pause), so a toggle arriving then cannot start a recording
  *     after the final trailer.
@@ -42,6 +44,20 @@
  * when the runtime stands aside (the program took the signal); while armed it
  * cannot stop when idle, because a signal handler cannot start a thread, so
  * it naps instead: ten wake-ups a second, a futex wait each.
+ *
+ * It is created with libc's own pthread_create (rh_sys_thread_create), never
+ * the program's wrap of it, with the default stack size (glibc carves the
+ * program's static TLS out of the stack), and no CPU listing runs until it
+ * has stored its thread id (RH_TID_STARTING), so the sampler never gives it
+ * a timer.
+ *
+ * What stays visible to the program, beyond the thread itself: a program
+ * that changes credentials with raw syscall(SYS_setresuid) (or any raw
+ * set*id) from one thread, or installs a seccomp filter without
+ * SECCOMP_FILTER_FLAG_TSYNC, changes only its calling thread: the helper
+ * keeps the old credentials or no filter, and the control work it runs
+ * (the recording's file, the marker) is done with those. glibc's setuid and
+ * friends change every thread, the helper included.
  *
  * When the thread cannot be created (RLIMIT_NPROC, a pids cgroup, a seccomp
  * filter), one line on stderr and toggles wait for the next allocation as
@@ -63,9 +79,6 @@
 
 /* How often the helper looks at RH_CTL: a toggle takes effect within this. */
 #define RH_HELPER_POLL_NS 100000000L
-/* Its stack: the control work's deepest path (file creation, module
- * snapshot, the marker) uses a few pages of it. */
-#define RH_HELPER_STACK (256u * 1024u)
 /* How long the exit work waits for control work in progress (ms). */
 #define RH_HELPER_PAUSE_MS 500
 
@@ -74,6 +87,7 @@ static int rh_helper_failed_pid; /* atomic: pid in which it could not be created
 static int rh_helper_paused_pid; /* atomic: pid whose exit work has begun */
 static int rh_helper_busy;       /* atomic: the helper is inside the control work */
 static uint32_t rh_helper_word;          /* futex word the helper naps on */
+static uint32_t rh_helper_named;         /* futex word: 1 once it has its name */
 static void (*rh_helper_work)(void);  /* the control work (rh_ctl_run) */
 
 static int rh_helper_getpid(void)
@@ -95,10 +109,13 @@ static void rh_helper_nap(long ns)
 static void *rh_helper_main(void *arg)
 {
     int pid = (int)(intptr_t)arg;
+    /* first: a CPU listing waits for this (RH_TID_STARTING) */
+    __atomic_store_n(&rh_runtime_tid, rh_gettid(), __ATOMIC_RELEASE);
     rh_guard = RH_GUARD_CALL; /* for good: nothing it reaches is recorded */
     rh_barrier();
     rh_sys_set_thread_name("rheaper");
-    __atomic_store_n(&rh_runtime_tid, rh_gettid(), __ATOMIC_RELEASE); /* named: started */
+    __atomic_store_n(&rh_helper_named, 1, __ATOMIC_RELEASE);
+    rh_sys_futex_wake(&rh_helper_named);
     for (;;) {
         rh_helper_nap(RH_HELPER_POLL_NS);
         if (!rh_ctl_signal_armed())
@@ -131,33 +148,41 @@ void rh_helper_ensure(void (*work)(void))
     if (!__atomic_compare_exchange_n(&rh_helper_pid, &cur, pid, 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
         return;
-    __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE); /* the parent's */
+    int fork_child = cur != 0; /* a parent's helper ran: a fork child's */
     rh_helper_work = work;
     __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&rh_helper_named, 0, __ATOMIC_RELEASE);
     pthread_attr_t attr;
     int rc = pthread_attr_init(&attr);
     if (rc == 0) {
+        /* The default stack size: glibc carves the program's static TLS out
+         * of it, so a small one may leave the thread almost nothing. */
         (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        (void)pthread_attr_setstacksize(&attr, RH_HELPER_STACK);
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old); /* the new thread inherits it */
         pthread_t th;
-        rc = pthread_create(&th, &attr, rh_helper_main, (void *)(intptr_t)pid);
-        if (rc == EINVAL) { /* the program's static TLS does not fit: the default stack */
-            (void)pthread_attr_setstacksize(&attr, 8u << 20);
-            rc = pthread_create(&th, &attr, rh_helper_main, (void *)(intptr_t)pid);
-        }
+        /* No CPU listing runs between the thread's birth and its id's
+         * store: a listing waits for it (rh_cpu_scan), so the sampler never
+         * gives it a timer. */
+        rh_cpu_scan_hold(1);
+        __atomic_store_n(&rh_runtime_tid, RH_TID_STARTING, __ATOMIC_RELEASE);
+        rc = rh_sys_thread_create(&th, &attr, rh_helper_main, (void *)(intptr_t)pid);
+        if (rc != 0)
+            __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE);
+        rh_cpu_scan_hold(0);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         (void)pthread_attr_destroy(&attr);
     }
-    if (rc == 0) {
-        /* Until it has its name and its thread id is known, it would look
-         * like a program thread (the CPU sampler's listing, /proc): wait for
-         * that, briefly (it is a matter of microseconds). */
-        for (int i = 0; i < 2000 && !__atomic_load_n(&rh_runtime_tid, __ATOMIC_ACQUIRE); i++)
-            rh_sys_nanosleep(50000L);
-    } else {
+    if (rc == 0 && !fork_child) {
+        /* Until it has its name it looks like a program thread in
+         * /proc/self/task: the process's first helper is waited for, a
+         * futex wait of at most 100 ms (microseconds in practice). Not in a
+         * fork child, which may be about to exec. */
+        for (int i = 0; i < 10 && !__atomic_load_n(&rh_helper_named, __ATOMIC_ACQUIRE); i++)
+            rh_sys_futex_wait(&rh_helper_named, 0, 10);
+    }
+    if (rc != 0) {
         __atomic_store_n(&rh_helper_failed_pid, pid, __ATOMIC_RELAXED);
         rh_warn("cannot start the helper thread (%s): a toggle takes effect at the process's "
                 "next allocation",
@@ -173,7 +198,10 @@ void rh_helper_pause(void)
         return;
     /* Bounded: the helper may wait on something this thread holds (an
      * allocator lock when _exit runs in a signal handler); its locks are
-     * only taken for short sections, and the exit work takes them after. */
+     * only taken for short sections, and the exit work takes them after.
+     * Past the bound the pause still holds: the control work gives up once
+     * the exit work has begun (rh_ctl_run, and rh_enable_ctl under
+     * rh_prof_lock, which the exit flush takes). */
     for (int i = 0; i < RH_HELPER_PAUSE_MS && __atomic_load_n(&rh_helper_busy, __ATOMIC_SEQ_CST);
          i++)
         rh_sys_nanosleep(1000000L);

@@ -351,6 +351,10 @@ extern RH_HIDDEN struct rh_writer rh_shared;
  * stores it), 0 when none: never a program thread, so it takes no place in
  * a profile's thread list nor a CPU timer. */
 extern RH_HIDDEN uint32_t rh_runtime_tid;
+/* rh_runtime_tid while the helper is being created and has not stored its
+ * id yet: a CPU scan waits (briefly) until it has, so it never takes the
+ * new thread for a program thread. Matches no thread id. */
+#define RH_TID_STARTING 0xffffffffu
 
 /* Cold path of every record: makes sure the calling thread has a writable
  * chunk of the current epoch (creating the file, taking a slot, opening a chunk
@@ -615,6 +619,10 @@ RH_HIDDEN void rh_cpu_counts_reset(void);
 /* Fork: 0 prepare, 1 parent, 2 child (the child has no timers; it keeps the
  * forking thread). */
 RH_HIDDEN void rh_cpu_fork(int phase);
+/* hold 1: no listing of /proc/self/task runs until rh_cpu_scan_hold(0) (the
+ * helper's creation: rh_runtime_tid is set to RH_TID_STARTING under it, and a
+ * listing that starts after waits for the thread's own id). */
+RH_HIDDEN void rh_cpu_scan_hold(int hold);
 
 /* ---- rh_kinds.c: named kinds -------------------------------------------- */
 

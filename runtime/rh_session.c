@@ -13,7 +13,7 @@
  * title) as a whole chunk and says "wrote ..."; the exit flush keeps the file
  * open so recording can go on after it.
  *
- * fork: the prepare handler takes rh_shared_lock and rh_prof_lock (and the
+ * fork: the prepare handler takes rh_ctl_lock, rh_shared_lock and rh_prof_lock (and the
  * core's leaf locks), so the child sees no half-done chunk operation; a
  * pending profile (the lazy start) is created first so the child can name its
  * parent's. The child drops every inherited chunk mapping unsealed (they
@@ -302,12 +302,18 @@ void rh_file_forget_in_child(void)
 /* The forking thread's guard, set across fork so that a sampling signal
  * between prepare and parent/child (locks held) is dropped, not deadlocked. */
 static __thread int rh_tls_fork_guard __attribute__((tls_model("local-exec")));
+/* The prepare handler took rh_ctl_lock (not when the guard was set: the
+ * forking thread may be inside the control work itself). */
+static __thread int rh_tls_fork_ctl __attribute__((tls_model("local-exec")));
 /* The prepare handler created the pending profile (rh_file_create_for_fork_locked). */
 static __thread int rh_tls_fork_created __attribute__((tls_model("local-exec")));
 
 static void rh_fork_prepare(void)
 {
     rh_tls_fork_guard = rh_guard_enter();
+    rh_tls_fork_ctl = !rh_tls_fork_guard;
+    if (rh_tls_fork_ctl)
+        rh_ctl_fork_lock(1);
     rh_spin_lock(&rh_shared_lock);
     rh_spin_lock(&rh_prof_lock);
     rh_origin_fork_prepare();
@@ -328,6 +334,8 @@ static void rh_fork_parent(void)
     rh_region_fork(1);
     rh_spin_unlock(&rh_prof_lock);
     rh_spin_unlock(&rh_shared_lock);
+    if (rh_tls_fork_ctl)
+        rh_ctl_fork_lock(0);
     if (rh_tls_fork_created)
         rh_file_created_after_fork(); /* its module map, now that no lock is held */
     rh_guard_leave(rh_tls_fork_guard);

@@ -49,8 +49,19 @@ RH_HIDDEN void rh_exit_now(int mem_final);
 /* After an exec or daemon that failed and returned: the exit work rh_exit_now
  * did is done again at the process's real exit. Keeps errno. */
 RH_HIDDEN void rh_exit_undo(void);
-/* The fork child's side of rh_exit_now: this memory is now the child's. */
+/* The fork child's side of rh_exit_now: this memory is now the child's (and
+ * rh_ctl_lock free). */
 RH_HIDDEN void rh_exit_fork_child(void);
+/* Fork prepare (take 1) and parent (take 0): rh_ctl_lock, first in the lock
+ * order, so no start or stop is half done in the child (a transient fd such
+ * as the marker's temporary file). */
+RH_HIDDEN void rh_ctl_fork_lock(int take);
+/* Serialises every start and stop (rh_control.c). */
+extern RH_HIDDEN int rh_ctl_lock;
+/* rh_ctl_lock tried once (1: taken; release it with rh_ctl_lock_release),
+ * for callers that must not wait for the control work. */
+RH_HIDDEN int rh_ctl_lock_try(void);
+RH_HIDDEN void rh_ctl_lock_release(void);
 
 /* Fork prepare (rh_session.c): a recording whose file is still pending (the
  * lazy start: a daemon's master that has not allocated since its own fork)

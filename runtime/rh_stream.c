@@ -699,13 +699,13 @@ int rh_stream_start(void)
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&at, 256 * 1024); /* touched: a few pages */
     pthread_t t;
-    int err = pthread_create(&t, &at, rh_sq_main, NULL);
+    int err = rh_sys_thread_create(&t, &at, rh_sq_main, NULL);
     if (err == EINVAL) { /* a program whose static TLS does not fit in that */
         pthread_attr_setstacksize(&at, 0);
         pthread_attr_destroy(&at);
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        err = pthread_create(&t, &at, rh_sq_main, NULL);
+        err = rh_sys_thread_create(&t, &at, rh_sq_main, NULL);
     }
     pthread_attr_destroy(&at);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -247,4 +248,21 @@ long rh_sys_shutdown(int fd, int how)
 long rh_sys_ppoll(void *fds, unsigned n, const void *timeout)
 {
     return syscall(SYS_ppoll, fds, n, timeout, NULL, 0);
+}
+
+/* ---- the runtime's own threads ------------------------------------------ */
+
+/* libc's pthread_create, from the wrap layer (wrap/shims_signal.c) when the
+ * program is linked with --wrap=pthread_create: then this object's own
+ * reference below is the wrap's, and that reference pulls the shim in, so
+ * the pointer is set. Without the wrap (a program linked with no wrap flags)
+ * the shim is absent and the plain name is libc's. Weak: a reference only. */
+extern RH_HIDDEN int rh_shim_real_pthread_create(void *thr, const void *attr, void *fn, void *arg)
+    __attribute__((weak));
+
+int rh_sys_thread_create(void *thr, const void *attr, void *(*fn)(void *), void *arg)
+{
+    if (rh_shim_real_pthread_create)
+        return rh_shim_real_pthread_create(thr, attr, (void *)fn, arg);
+    return pthread_create((pthread_t *)thr, (const pthread_attr_t *)attr, fn, arg);
 }

@@ -88,6 +88,12 @@ RH_HIDDEN void rh_sys_futex_wake(uint32_t *w);
 RH_HIDDEN void rh_sys_futex_wait(uint32_t *w, uint32_t seen, unsigned ms);
 /* Sleeps ns nanoseconds (under one second); a signal cuts it short. */
 RH_HIDDEN void rh_sys_nanosleep(long ns);
+/* Starts a thread of the runtime with libc's own pthread_create (arguments
+ * as pthread_create's: pthread_t *, const pthread_attr_t *, the routine, its
+ * argument), never through the program's wrap of it: --wrap=pthread_create
+ * rewrites this archive's references too, and the wrap would hand the new
+ * thread to the CPU sampler. Returns pthread_create's result. */
+RH_HIDDEN int rh_sys_thread_create(void *thr, const void *attr, void *(*fn)(void *), void *arg);
 /* Names the calling thread (prctl PR_SET_NAME, 15 bytes kept). */
 RH_HIDDEN void rh_sys_set_thread_name(const char *name);
 /* POSIX timers (clock: a thread's CPU clock; sigevent: struct sigevent;

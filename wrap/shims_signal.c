@@ -46,6 +46,13 @@ RH_WRAP void *__wrap_signal(int sig, void *handler)
     return __real_signal(sig, handler);
 }
 
+/* libc's pthread_create for the runtime's own threads (rh_sys_thread_create,
+ * runtime/rh_sys.c), which must not pass through the wrap below. */
+RH_HIDDEN int rh_shim_real_pthread_create(void *thr, const void *attr, void *fn, void *arg)
+{
+    return __real_pthread_create(thr, attr, fn, arg);
+}
+
 /* A thread created here is known to the runtime from its start, so CPU
  * sampling covers it even if it never allocates. */
 RH_WRAP int __wrap_pthread_create(void *thr, const void *attr, void *fn, void *arg)

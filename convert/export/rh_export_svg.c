@@ -619,9 +619,9 @@ static const char *rh_tl_short(const char *label, char *buf, size_t n)
             strspn(colon + 1, "0123456789") == (size_t)(label + len - 1 - colon - 1))
             cut = (size_t)(open - 1 - label);
     }
-    char fn[600];
-    snprintf(fn, sizeof fn, "%.*s", (int)cut, label);
-    size_t k = rh_name_short(fn, buf, n);
+    char *fn = strndup(label, cut); /* the whole name, however long */
+    size_t k = rh_name_short(fn ? fn : "??", buf, n);
+    free(fn);
     snprintf(buf + k, n - k, "%s", label + cut);
     return buf;
 }
@@ -672,9 +672,11 @@ static const char *const rh_tl_colors[RH_TL_SERIES + 1] = {
     "#b15928", "#fdbf6f", "#a6cee3", "#bdbdbd",
 };
 
-/* A call site of the timeline: the label of frame 0 and its bytes at the peak. */
+/* A call site of the timeline: the label of frame 0 (whole: it is matched
+ * with every stack's, and shortened only for display) and its bytes at the
+ * peak. */
 struct rh_tl_site {
-    char label[600];
+    char *label; /* malloc'd (rh_tl_sites_free) */
     int64_t at_peak;
     int64_t site; /* its number in TEMP TABLE site */
 };
@@ -695,6 +697,12 @@ static int64_t rh_tl_slot(const struct rh_tl_map *m, int64_t bt)
     return bt >= 0 && k >= 0 && k < m->n ? k : -1;
 }
 
+static void rh_tl_sites_free(struct rh_tl_site *sites, int n)
+{
+    for (int k = 0; k < n; k++)
+        free(sites[k].label);
+}
+
 /* Reads the top call sites at the peak time pt into sites (at most
  * RH_TL_SERIES) and maps every stack id of `sel` to its series (index into
  * sites, or RH_TL_SERIES for "other") in map (rh_tl_slot). Returns the number
@@ -710,8 +718,15 @@ static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, struct
         return -1;
     int n = 0, rc;
     for (size_t r = 0; r < nrows && n < RH_TL_SERIES; r++, n++) {
-        snprintf(sites[n].label, sizeof sites[n].label, "%s (%s)", rows[r].function,
-                 rows[r].location);
+        size_t len = strlen(rows[r].function) + strlen(rows[r].location) + 4;
+        sites[n].label = malloc(len);
+        if (!sites[n].label) {
+            rh_sites_free(rows, nrows);
+            rh_tl_sites_free(sites, n);
+            fprintf(stderr, "rheaper: timeline: out of memory\n");
+            return -1;
+        }
+        snprintf(sites[n].label, len, "%s (%s)", rows[r].function, rows[r].location);
         sites[n].at_peak = rows[r].peak_bytes;
         sites[n].site = rows[r].site;
     }
@@ -939,6 +954,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
     }
     struct rh_tl_data *d = calloc(1, sizeof *d);
     if (!d) {
+        rh_tl_sites_free(sites, nsites);
         free(map.s);
         fprintf(stderr, "rheaper: timeline: out of memory\n");
         return -1;
@@ -951,6 +967,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
         rc = 0;
     free(map.s);
     if (rc != 0) {
+        rh_tl_sites_free(sites, nsites);
         free(d);
         return -1;
     }
@@ -959,6 +976,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
     int64_t rss[RH_TL_COLUMNS + 1], rss_max = 0;
     int nrss = rh_memory_columns(db, span, RH_TL_COLUMNS, rss);
     if (nrss < 0) {
+        rh_tl_sites_free(sites, nsites);
         free(d);
         return -1;
     }
@@ -1021,8 +1039,14 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
                 continue;
         }
         const char *full = s < RH_TL_SERIES ? sites[s].label : "other";
-        char label[1200];
-        rh_tl_short(full, label, sizeof label);
+        /* the short form is at most 2 bytes longer per bracket pair */
+        size_t lsz = 2 * strlen(full) + 16;
+        char *label = malloc(lsz);
+        if (!label) {
+            fprintf(stderr, "rheaper: timeline: out of memory\n");
+            break;
+        }
+        rh_tl_short(full, label, lsz);
         fprintf(out, "<g><polygon class=\"tl-s\" fill=\"%s\" fill-opacity=\"0.85\" data-v=\"",
                 rh_tl_colors[s]);
         for (int c = 0; c <= RH_TL_COLUMNS; c++)
@@ -1054,6 +1078,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
                 px0, ly, rh_tl_colors[s], px0 + 110, ly + 12, rh_human_bytes(atp, hb2, sizeof hb2),
                 px0 + 120, ly + 12);
         rh_markup_put(out, label);
+        free(label);
         fputs("</text></g>\n", out);
         for (int c = 0; c <= RH_TL_COLUMNS; c++)
             base[c] += d->v[s][c];
@@ -1105,6 +1130,7 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
             px0, py0 + ph + 40);
     rh_svg_script(out, rh_tl_script);
     fputs("</svg>\n", out);
+    rh_tl_sites_free(sites, nsites);
     free(d);
     return ferror(out) ? -1 : 0;
 }

@@ -138,8 +138,13 @@ size_t rh_name_short(const char *full, char *out, size_t n)
             i = close + 1;
             continue;
         }
-        nb_put(&b, full + i, 1);
-        i++;
+        /* a whole UTF-8 character at once, so a cut never splits one */
+        size_t k = 1;
+        if (((unsigned char)c & 0xC0) == 0xC0)
+            while (k < 4 && (((unsigned char)full[i + k]) & 0xC0) == 0x80)
+                k++;
+        nb_put(&b, full + i, k);
+        i += k;
     }
     out[b.len] = '\0';
     return b.len;

@@ -14,6 +14,10 @@
  * server set aside at start, as a cache that reuses its slabs does); the
  * count of those is printed as "nops N" when there were any. With CTL_IDLE=1
  * and only nops, the server makes no allocation at all.
+ *
+ * CTL_VFORK=1: before anything else, a vfork child makes the process's first
+ * allocation (malloc(10)) and execs /bin/true, as a program that spawns a
+ * helper at start does; the server then runs as usual.
  */
 #define _GNU_SOURCE
 #include <poll.h>
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rheaper.h"
@@ -95,6 +100,18 @@ int main(void)
     /* CTL_INLINE=1: no worker threads, the main thread serves (a process
      * that may not create threads) */
     int inl = getenv("CTL_INLINE") != NULL;
+    if (getenv("CTL_VFORK")) {
+        pid_t c = vfork();
+        if (c == 0) {
+            void *volatile q = malloc(10); /* the first hooked call: the child's */
+            (void)q;
+            execl("/bin/true", "true", (char *)NULL);
+            _exit(127);
+        }
+        int st = 0;
+        if (c < 0 || waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            return 1;
+    }
     slab = malloc(NWORKERS * sizeof *slab); /* the server's first allocation */
     if (!slab)
         return 1;

@@ -201,6 +201,20 @@ step_timeline() {
             check "$prog: series $site ($prog.c: drawn" has "<title>$site ($prog.c:" "$svg"
         done
     done
+    # a site whose name is longer than any fixed buffer (a deep template):
+    # still its own series, drawn by its short name, the whole name in the
+    # hover title after it
+    cp "$(db known)" "$work/known-long.db"
+    long="leaf_b<$(printf 'std::vector<std::pair<int, long>, std::allocator<int> >, %.0s' $(seq 40))int>"
+    sqlite3 "$work/known-long.db" "UPDATE backtraces SET sym = '$long' WHERE sym = 'leaf_b'"
+    svg="$work/known-timeline-long.svg"
+    run 0 "$rheaper" timeline "$work/known-long.db" -o "$svg"
+    xml_ok "$svg"
+    echo "timeline: a site name of ${#long} bytes"
+    check "long template name: drawn by its short name" has "<title>leaf_b&lt;…&gt; (known.c:" "$svg"
+    check "long template name: the whole name in the title" has "$(printf '%s' "$long" | sed 's/</\&lt;/g; s/>/\&gt;/g') (known.c:" "$svg"
+    top=$(timeline_max "$svg")
+    check "long template name: timeline maximum $top is still the peak" same "$top" "$(fig known peak)"
     # a filter narrows the chart: only leaf_b's leaked blocks remain
     svg="$work/known-timeline-leaked.svg"
     run 0 "$rheaper" timeline "$(db known)" --lifetime leaked -o "$svg"

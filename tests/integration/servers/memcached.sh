@@ -190,9 +190,15 @@ echo "ok: load: $ops get/set over 6 s on 4 connections ($hits hits)"
 start_ns=$(date -d "$(meta rec.db start_time)" +%s%N)
 dur=$(meta rec.db duration_ns)
 echo "ok: the recording started $(( (start_ns - t0) / 1000000 )) ms after the request (record saw it after $(( (t1 - t0) / 1000000 )) ms), lasted $(( dur / 1000000 )) ms, record returned after $(( (t2 - t0) / 1000000 )) ms"
-[ "$start_ns" -ge "$t0" ] && [ "$start_ns" -le $((t0 + 1000000000)) ] ||
+# Started by the helper: after the request and before record saw it (t1),
+# while the get/set load made no allocation (the rows below: none but the
+# window's slab pages). The delays are printed above, not bounded tightly
+# (a loaded machine stretches them).
+[ "$start_ns" -ge "$t0" ] && [ "$start_ns" -le "$t1" ] ||
+    fail "the recording started $(( (start_ns - t0) / 1000000 )) ms after the request, record saw it after $(( (t1 - t0) / 1000000 )) ms"
+[ "$start_ns" -le $((t0 + 10000000000)) ] ||
     fail "the recording started $(( (start_ns - t0) / 1000000 )) ms after the request"
-[ "$dur" -ge 2000000000 ] && [ "$dur" -le 3000000000 ] || fail "recorded $dur ns for a 2 s window"
+[ "$dur" -ge 2000000000 ] && [ "$dur" -le 10000000000 ] || fail "recorded $dur ns for a 2 s window"
 [ $((start_ns + dur)) -le "$t2" ] || fail "the recording ended after record returned"
 eq "the window's profile is clean" "$(meta rec.db clean)" 1
 eq "slab pages the window's 2 MiB more took" "$(q rec.db "SELECT count(*) || ' ' || sum(size)
@@ -204,14 +210,33 @@ eq "rows not from a slab page (the get/set load's)" "$(q rec.db "SELECT count(*)
 eq "the helper thread in the profile's threads" "$(q rec.db "SELECT count(*) FROM threads WHERE name = 'rheaper'")" 0
 
 # Two toggles sent together pair off: no recording, the marker still armed.
+# The helper's poll may fall between the two signals: then the first starts
+# a recording and the second stops it at the next poll, a clean profile with
+# no rows (the daemon is idle): seq one more, one more profile.
 seq0=$(sed -n 's/^seq //p' "$d2/rheaper-$daemon.ctl")
+ls "$d2" | grep '^rip-' > rips0
 kill -s "$SIG" "$daemon" "$daemon"
 sleep 0.5
-eq "recordings after two toggles at once" "$(sed -n 's/^seq //p' "$d2/rheaper-$daemon.ctl")" "$seq0"
+seq1=$(sed -n 's/^seq //p' "$d2/rheaper-$daemon.ctl")
+np=1
+if [ "$seq1" = "$seq0" ]; then
+    echo "ok: two toggles at once paired off (seq $seq0)"
+elif [ "$seq1" = $((seq0 + 1)) ]; then
+    ls "$d2" | grep '^rip-' > rips1
+    new=$(grep -vxF -f rips0 rips1)
+    eq "new profiles after two toggles taken apart" "$(printf '%s\n' "$new" | grep -c .)" 1
+    "$bin/rheaper-convert" --quiet "$d2/$new" pair.db > conv.log 2>&1 || { cat conv.log; fail "convert $new"; }
+    eq "the toggles' recording is clean" "$(meta pair.db clean)" 1
+    eq "rows in the toggles' recording" "$(q pair.db "SELECT count(*) FROM allocations")" 0
+    echo "ok: two toggles at once taken by two polls: seq $seq0 -> $seq1, $new clean with no rows"
+    np=2
+else
+    fail "recordings after two toggles at once: seq $seq0 -> $seq1"
+fi
 grep -q '^state armed$' "$d2/rheaper-$daemon.ctl" || fail "the marker does not say armed"
-eq "profiles" "$(ls "$d2" | grep -c '^rip-')" 1
+eq "profiles" "$(ls "$d2" | grep -c '^rip-')" "$np"
 ./mc_load "$port" stat pid > /dev/null || fail "memcached stopped answering"
 stop
 [ -f "$d2/rheaper-$old.ctl" ] && fail "marker left behind at exit"
-eq "profiles after the daemon's exit" "$(ls "$d2" | grep -c '^rip-')" 1
+eq "profiles after the daemon's exit" "$(ls "$d2" | grep -c '^rip-')" "$np"
 echo "PASS: memcached"

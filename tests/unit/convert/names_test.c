@@ -83,5 +83,16 @@ int main(void)
         size_t w = rh_name_short(cases[0][0], b2, n);
         CHECK(w < n && b2[w] == '\0' && b2[n] == 'Y');
     }
+    /* non-ASCII plain characters in a small buffer: "caf\u00e9_\u03bb" is
+     * c a f (0xC3 0xA9) _ (0xCE 0xBB); every size keeps whole characters */
+    const char *u = "caf\xc3\xa9_\xce\xbb";
+    static const size_t fits[] = {0, 0, 1, 2, 3, 3, 5, 6, 6, 8, 8};
+    for (size_t n = 1; n < sizeof fits / sizeof fits[0]; n++) {
+        char b3[16];
+        memset(b3, 'Z', sizeof b3);
+        size_t w = rh_name_short(u, b3, n);
+        CHECK_EQ(w, fits[n]);
+        CHECK(b3[w] == '\0' && strncmp(b3, u, w) == 0);
+    }
     return rh_test_summary();
 }
