@@ -118,7 +118,7 @@ scpu() { awk '{ print $14 + $15 }' "/proc/$spid/stat"; }
 # scope has none); then a fresh server, so that no scope is kept from this
 top_site() {
     curl -sf -g "$base/data/0/sites?${1:+$1&}count=1&sort_by=bytes" |
-        sed -n 's/.*"function":"\([^"]*\)","location":"\([^"]*\)".*/function=\1\&location=\2/p' |
+        sed -n 's/.*"function":"\([^"]*\)",\("short":"[^"]*",\)\{0,1\}"location":"\([^"]*\)".*/function=\1\&location=\3/p' |
         head -n 1
 }
 : > "$out/sites"
