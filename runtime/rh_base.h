@@ -184,4 +184,15 @@ enum { RH_SES_START = 1, RH_SES_FILE = 2, RH_SES_STOPPED = 3 };
 RH_HIDDEN int rh_session_call(int what);
 RH_HIDDEN void rh_session_install(int (*fn)(int what));
 
+/* ---- rh_state.c: the runtime's own thread -------------------------------- */
+
+/* The thread id of the runtime's own thread in this process (defined in rh_state.c;
+ * rh_helper.c stores it), 0 when none: never a program thread, so it takes no place in
+ * a profile's thread list nor a CPU timer. */
+extern RH_HIDDEN uint32_t rh_runtime_tid;
+/* rh_runtime_tid while the helper is being created and has not stored its
+ * id yet: a CPU scan waits (briefly) until it has, so it never takes the
+ * new thread for a program thread. Matches no thread id. */
+#define RH_TID_STARTING 0xffffffffu
+
 #endif

@@ -347,14 +347,6 @@ RH_HIDDEN void rh_writer_recalibrate(struct rh_writer *w) RH_COLD;
 extern RH_HIDDEN __thread struct rh_slot *rh_tls_slot __attribute__((tls_model("local-exec")));
 extern RH_HIDDEN int rh_shared_lock;
 extern RH_HIDDEN struct rh_writer rh_shared;
-/* The thread id of the runtime's own thread in this process (rh_helper.c
- * stores it), 0 when none: never a program thread, so it takes no place in
- * a profile's thread list nor a CPU timer. */
-extern RH_HIDDEN uint32_t rh_runtime_tid;
-/* rh_runtime_tid while the helper is being created and has not stored its
- * id yet: a CPU scan waits (briefly) until it has, so it never takes the
- * new thread for a program thread. Matches no thread id. */
-#define RH_TID_STARTING 0xffffffffu
 
 /* Cold path of every record: makes sure the calling thread has a writable
  * chunk of the current epoch (creating the file, taking a slot, opening a chunk

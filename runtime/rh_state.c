@@ -34,6 +34,10 @@ RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("local-exec"))
 RH_HIDDEN struct rh_profile rh_prof;
 RH_HIDDEN uint32_t rh_epoch;
 RH_HIDDEN int rh_prof_lock;
+/* The runtime's own thread (rh_helper.c), declared in rh_recording.h: kept
+ * in the base so the core's readers (writer, CPU sampler) and the session's
+ * writer of it call no file of each other's. */
+RH_HIDDEN uint32_t rh_runtime_tid;
 /* Set while the runtime calls sigaction itself (rh_control.c, rh_cpu.c,
  * rh_report.c), so the program's own sigaction shim tells our calls apart. */
 RH_HIDDEN volatile int rh_ctl_self;

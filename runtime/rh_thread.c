@@ -34,7 +34,6 @@ static __thread uint32_t rh_tls_noslot_epoch __attribute__((tls_model("local-exe
 RH_HIDDEN int rh_shared_lock;
 RH_HIDDEN struct rh_writer rh_shared = {.slot_id = RIP_SLOT_SHARED, .type = RIP_CHUNK_SHARED};
 
-RH_HIDDEN uint32_t rh_runtime_tid;
 
 static pthread_key_t rh_exit_key;
 static int rh_thread_ready;

@@ -722,9 +722,8 @@ static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, struct
         sites[n].label = malloc(len);
         if (!sites[n].label) {
             rh_sites_free(rows, nrows);
-            rh_tl_sites_free(sites, n);
             fprintf(stderr, "rheaper: timeline: out of memory\n");
-            return -1;
+            return -1; /* the caller frees the labels made so far */
         }
         snprintf(sites[n].label, len, "%s (%s)", rows[r].function, rows[r].location);
         sites[n].at_peak = rows[r].peak_bytes;
@@ -946,9 +945,11 @@ int rh_svg_timeline(sqlite3 *db, FILE *out, int embedded)
         span = 1;
 
     struct rh_tl_site sites[RH_TL_SERIES];
+    memset(sites, 0, sizeof sites); /* labels NULL: a failed read frees what it made */
     struct rh_tl_map map = {0};
     int nsites = rh_tl_sites(db, pt, sites, &map);
     if (nsites < 0) {
+        rh_tl_sites_free(sites, RH_TL_SERIES);
         free(map.s);
         return -1;
     }

@@ -61,6 +61,12 @@ sqlite3_stmt *rh_sql_prepare(sqlite3 *db, const char *sql);
 /* The integer of a one-value query sql (?1 bound to arg when sql has a
  * parameter); def when it fails, has no row or gives NULL. */
 int64_t rh_sql_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def);
+/* The size of an array indexed by the stacks of TEMP TABLE site, through
+ * rh_stack_slot (rh_schema.h: a fork child's inherited stacks have ids from
+ * RH_INHERIT_STACK_BASE up): *nlow for rh_stack_slot, *nslots the array's
+ * length. Returns 0, or -1 after one line naming `what` when the ids are not
+ * those a conversion writes (more than twice as sparse as the stacks). */
+int rh_site_slots(sqlite3 *db, const char *what, int64_t *nlow, int64_t *nslots);
 /* Drops the TEMP table or view `name` if there is one. Returns 0, or -1
  * after one line. */
 int rh_temp_drop(sqlite3 *db, const char *name);

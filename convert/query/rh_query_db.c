@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "rh_query.h"
 #include "rh_regex.h"
+#include "rh_schema.h"
 #include "rip_format.h"
 
 /* ---- REGEXP ------------------------------------------------------------- */
@@ -212,6 +214,35 @@ int64_t rh_sql_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def)
     }
     sqlite3_finalize(st);
     return v;
+}
+
+int rh_site_slots(sqlite3 *db, const char *what, int64_t *nlow, int64_t *nslots)
+{
+    *nlow = *nslots = 0;
+    sqlite3_stmt *st = rh_sql_prepare(
+        db, "SELECT coalesce(max(CASE WHEN bt < ?1 THEN bt END), -1),"
+            " coalesce(max(CASE WHEN bt >= ?1 THEN bt - ?1 END), -1), count(*) FROM temp.site");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, (int64_t)RH_INHERIT_STACK_BASE);
+    int64_t low = -1, high = -1, n = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        low = sqlite3_column_int64(st, 0);
+        high = sqlite3_column_int64(st, 1);
+        n = sqlite3_column_int64(st, 2);
+    }
+    sqlite3_finalize(st);
+    if (low < -1 || high < -1 || low > ((int64_t)1 << 31) || high > ((int64_t)1 << 31) ||
+        low + high + 2 > 2 * n + 1024) {
+        fprintf(stderr,
+                "rheaper: %s: stack ids up to %" PRId64 " and base + %" PRId64
+                " for %" PRId64 " stacks: not a profile rheaper-convert wrote\n",
+                what, low, high, n);
+        return -1;
+    }
+    *nlow = low + 1;
+    *nslots = low + 1 + high + 1;
+    return 0;
 }
 
 int rh_temp_drop(sqlite3 *db, const char *name)

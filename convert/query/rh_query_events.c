@@ -71,25 +71,23 @@ int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *
     }
     sqlite3_finalize(st);
     /* each stack's series: its site's, else "other call sites" (ng) */
-    int64_t maxbt = rh_sql_int(db, "SELECT coalesce(max(bt), 0) FROM temp.site", 0, 0);
-    if (maxbt < 0 || maxbt > ((int64_t)1 << 31)) {
-        fprintf(stderr, "rheaper: allocations over time: stack id %" PRId64 " out of range\n",
-                maxbt);
+    int64_t nlow, nslots;
+    if (rh_site_slots(db, "allocations over time", &nlow, &nslots))
         goto out;
-    }
-    sgrp = malloc((size_t)(maxbt + 1));
+    sgrp = malloc((size_t)(nslots ? nslots : 1));
     if (!sgrp) {
         fprintf(stderr, "rheaper: allocations over time: out of memory\n");
         goto out;
     }
-    memset(sgrp, ng, (size_t)(maxbt + 1));
+    memset(sgrp, ng, (size_t)(nslots ? nslots : 1));
     st = rh_sql_prepare(db, "SELECT bt, site FROM temp.site");
     if (!st)
         goto out;
     while (sqlite3_step(st) == SQLITE_ROW) {
         int64_t bt = sqlite3_column_int64(st, 0), site = sqlite3_column_int64(st, 1);
-        if (bt >= 0 && bt <= maxbt && site >= 0 && site < nsites && grp[site] >= 0)
-            sgrp[bt] = (unsigned char)grp[site];
+        int64_t slot = bt >= 0 ? rh_stack_slot(bt, nlow) : -1;
+        if (slot >= 0 && slot < nslots && site >= 0 && site < nsites && grp[site] >= 0)
+            sgrp[slot] = (unsigned char)grp[site];
     }
     sqlite3_finalize(st);
     /* one plain scan of the rows (no GROUP BY: no sort), each block added to
@@ -106,7 +104,8 @@ int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *
         int64_t c = t <= 0 ? 0 : (int64_t)((__int128)t * n / span);
         if (c >= n)
             c = n - 1;
-        int g = bt >= 0 && bt <= maxbt ? sgrp[bt] : ng;
+        int64_t slot = bt >= 0 ? rh_stack_slot(bt, nlow) : -1;
+        int g = slot >= 0 && slot < nslots ? sgrp[slot] : ng;
         vals[(size_t)c * (size_t)(k + 1) + (size_t)g] += sqlite3_column_int64(st, 2);
     }
     sqlite3_finalize(st);

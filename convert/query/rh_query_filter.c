@@ -39,6 +39,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "rh_db.h" /* rh_callsite_compute: the converter's call-site rule */
 #include "rh_query.h"
 #include "rh_schema.h"
 #include "rh_util.h"

@@ -201,8 +201,9 @@ static void rh_mem_json_point(FILE *o, const char *name, const struct rh_mem_poi
 
 void rh_memory_json(FILE *o, const struct rh_memfig *m)
 {
-    fprintf(o, "{\"samples\":%lld,\"interval_ms\":%lld,\"allocator\":\"%s\"", (long long)m->samples,
-            (long long)m->interval_ms, m->allocator);
+    fprintf(o, "{\"samples\":%lld,\"interval_ms\":%lld,\"allocator\":", (long long)m->samples,
+            (long long)m->interval_ms);
+    rh_json_string(o, m->allocator); /* meta text: the profile's, not ours */
     if (m->samples) {
         fputc(',', o);
         rh_mem_json_point(o, "peak", &m->peak);

@@ -365,7 +365,7 @@ void rh_markup_put(FILE *out, const char *s)
             fputc((int)c, out);
         else {
             /* pass a valid UTF-8 sequence through, replace anything else */
-            int len = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
+            int len = c >= 0xf0 && c < 0xf5 ? 3 : c >= 0xe0 && c < 0xf0 ? 2 : c >= 0xc2 && c < 0xe0 ? 1 : -1;
             int ok = len > 0;
             for (int k = 1; ok && k <= len; k++)
                 ok = (p[k] & 0xc0) == 0x80;

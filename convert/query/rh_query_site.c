@@ -112,7 +112,8 @@ static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites
     int64_t *last = NULL; /* per stack id: its bytes at the end of the last column it changed */
     int64_t nlast = 0, ncol = 0, cap = 0;
     int rc = -1, r;
-    if (!cols || !ch)
+    int64_t nlow = 0, nslots = 0; /* last[] is indexed by rh_stack_slot */
+    if (!cols || !ch || rh_site_slots(db, "timeline by site", &nlow, &nslots))
         goto out;
     while ((r = sqlite3_step(cols)) == SQLITE_ROW) {
         if (ncol == cap) {
@@ -162,7 +163,12 @@ static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites
                 at_end = sqlite3_column_int64(ch, 3), site = sqlite3_column_int64(ch, 4);
         if (bt < 0)
             continue;
+        bt = rh_stack_slot(bt, nlow); /* from here on, bt is its slot */
         if (bt >= nlast) {
+            if (bt > 2 * nslots + 1024) {
+                fprintf(stderr, "rheaper: timeline by site: a stack outside the profile's\n");
+                goto out;
+            }
             int64_t nn = bt * 2 + 1024;
             int64_t *a = realloc(last, (size_t)nn * sizeof *a);
             if (!a)

@@ -283,7 +283,7 @@ async function loadMemory(q, my) {
     box.innerHTML = `<b>Memory not explained by the heap</b>: at the RSS peak ` +
         `(${hns(p.time_ns)}) RSS ${hbytes(p.rss)}, live heap ${hbytes(p.heap)}: ` +
         `the heap explains ${(100 * p.heap_share).toFixed(1)}%, ${hbytes(p.unexplained)} not explained` +
-        (p.alloc_free !== undefined ? `; ${m.allocator}: ${hbytes(p.alloc_free)} of the arena not in use` : "") +
+        (p.alloc_free !== undefined ? `; ${esc(m.allocator)}: ${hbytes(p.alloc_free)} of the arena not in use` : "") +
         (churn ? `. Top churn: ${churn}` : "");
     box.dataset.unexplained = String(p.unexplained);
     box.dataset.churn = r.churn.length ? r.churn[0].function : "";
