@@ -120,8 +120,10 @@ struct rh_slot *rh_thread_prepare(uint64_t t, int *drop)
         if (rh_thread_ready && !pthread_getspecific(rh_exit_key))
             pthread_setspecific(rh_exit_key, (void *)1);
     }
-    /* the slot belongs to the current file (a stale one was released above) */
-    rh_assert_internal(s->w.epoch == ep);
+    /* No check that s->w.epoch == ep: a slot taken just now carries the epoch
+     * of that moment, and another thread's disable and enable may have come
+     * in between; rh_writer_open refuses a stale epoch, and the event is
+     * dropped as any event racing a stop is. */
     if (!s->w.chunk && rh_writer_open(&s->w, t) != 0) {
         /* Still open: the chunk could not be mapped for want of an fd (EMFILE);
          * the event is lost, and counted, and the next one retries. */
