@@ -44,7 +44,7 @@ build=$(cd "$build" && pwd)
 out=${out:-$build/bench-postgres}
 mkdir -p "$out"
 bin="$build/bin" src="$root/tests/integration/postgres"
-cache="$build/tests/integration/postgres/work/postgres-build"
+cache="$build/tests/integration/postgres/cases/postgres-build"
 rc=0
 tracked=$(sh "$src/build_pg.sh" "$bin" "$src" "$cache" | tail -n 1) || rc=$?
 [ $rc = 0 ] || exit $rc

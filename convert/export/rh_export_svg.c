@@ -732,24 +732,8 @@ static int rh_tl_sites(sqlite3 *db, int64_t pt, struct rh_tl_site *sites, struct
     rh_sites_free(rows, nrows);
     sqlite3_stmt *st;
 
-    int64_t maxlow = -1, maxhigh = -1;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT coalesce(max(CASE WHEN bt < ?1 THEN bt END), -1),"
-                           " coalesce(max(CASE WHEN bt >= ?1 THEN bt - ?1 END), -1) FROM temp.site",
-                           -1, &st, NULL) != SQLITE_OK)
-        return rh_sql_fail(db, "timeline");
-    sqlite3_bind_int64(st, 1, (int64_t)RH_INHERIT_STACK_BASE);
-    if (sqlite3_step(st) == SQLITE_ROW) {
-        maxlow = sqlite3_column_int64(st, 0);
-        maxhigh = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-    if (maxlow > (int64_t)1 << 31 || maxhigh > (int64_t)1 << 31) {
-        fprintf(stderr, "rheaper: timeline: stack id out of range\n");
+    if (rh_site_slots(db, "timeline", &map->nlow, &map->n))
         return -1;
-    }
-    map->nlow = maxlow + 1;
-    map->n = map->nlow + maxhigh + 1;
     map->s = malloc((size_t)(map->n > 0 ? map->n : 1));
     if (!map->s) {
         fprintf(stderr, "rheaper: timeline: out of memory\n");
