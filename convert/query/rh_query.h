@@ -65,7 +65,8 @@ int64_t rh_sql_int(sqlite3 *db, const char *sql, int64_t arg, int64_t def);
  * rh_stack_slot (rh_schema.h: a fork child's inherited stacks have ids from
  * RH_INHERIT_STACK_BASE up): *nlow for rh_stack_slot, *nslots the array's
  * length. Returns 0, or -1 after one line naming `what` when the ids are not
- * those a conversion writes (more than twice as sparse as the stacks). */
+ * those a conversion writes (more than twice as sparse as the profile's
+ * stacks: the scope's own may be few). */
 int rh_site_slots(sqlite3 *db, const char *what, int64_t *nlow, int64_t *nslots);
 /* Drops the TEMP table or view `name` if there is one. Returns 0, or -1
  * after one line. */

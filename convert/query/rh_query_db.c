@@ -221,7 +221,8 @@ int rh_site_slots(sqlite3 *db, const char *what, int64_t *nlow, int64_t *nslots)
     *nlow = *nslots = 0;
     sqlite3_stmt *st = rh_sql_prepare(
         db, "SELECT coalesce(max(CASE WHEN bt < ?1 THEN bt END), -1),"
-            " coalesce(max(CASE WHEN bt >= ?1 THEN bt - ?1 END), -1), count(*) FROM temp.site");
+            " coalesce(max(CASE WHEN bt >= ?1 THEN bt - ?1 END), -1),"
+            " (SELECT count(*) FROM main.stacks) FROM temp.site");
     if (!st)
         return -1;
     sqlite3_bind_int64(st, 1, (int64_t)RH_INHERIT_STACK_BASE);
