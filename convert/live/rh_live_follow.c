@@ -24,6 +24,11 @@
  *      in-memory database and runs the converter's call-site rule
  *      (rh_callsite_write) on it, so sites skip allocator wrappers exactly as
  *      the converted profile will.
+ * A file that shrinks (another program truncated it) is not followed any
+ * further: the view keeps what it read. A truncation between the size test
+ * and a read of the mapping would raise SIGBUS; the follower's handler puts
+ * zero pages over the faulting page of its own mapping and the poll stops
+ * following the file, so the live view never dies of it (rh_fl_bus_guard).
  * The heap's figures are the converter's aggregates (rh_aggregate.c), fed
  * incrementally by the same merge: per stack, the peak and the live total,
  * weighted by the sampling weights on a sampled profile, so that at the end of
@@ -86,6 +91,9 @@ struct rh_follow {
     size_t reserved;
     struct rh_rip r;
     int hdr_ok, stuck; /* stuck: the file grew past the reservation */
+    int shrunk;        /* the file shrank: not read any more */
+    int guard;         /* its slot in the SIGBUS handler's table, -1: none */
+    size_t seen;       /* the largest size fstat reported */
     /* merge */
     struct rh_merge *merge;
     struct rh_merge_stats mst;
@@ -388,6 +396,87 @@ fail:
 
 /* ---- the file ---------------------------------------------------------------- */
 
+/* ---- a file truncated under the follower ----------------------------------- */
+
+/* The mappings of the open followers, for the SIGBUS handler: at most a few
+ * (one per `rheaper live`), published before their first read. */
+#define RH_FL_MAPS 8
+static uint8_t *volatile rh_fl_maps[RH_FL_MAPS];
+static volatile size_t rh_fl_map_len[RH_FL_MAPS];
+static volatile sig_atomic_t rh_fl_hit[RH_FL_MAPS]; /* a read past the end was caught */
+static struct sigaction rh_fl_bus_old;
+
+/* SIGBUS: a read of a page past the end of a followed file (it was truncated
+ * after the size test). The page is replaced by a private zero page, so the
+ * read completes, and the mapping's rh_fl_hit tells the poll to stop following. A SIGBUS
+ * anywhere else is the default action's, as before. Async-signal-safe: one
+ * mmap system call and a flag. */
+static void rh_fl_on_bus(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    for (int i = 0; i < RH_FL_MAPS; i++) {
+        uintptr_t b = (uintptr_t)rh_fl_maps[i];
+        if (b && a >= b && a - b < rh_fl_map_len[i]) {
+            uintptr_t pg = a & ~(uintptr_t)4095;
+            if (mmap((void *)pg, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                     0) != MAP_FAILED) {
+                rh_fl_hit[i] = 1;
+                return;
+            }
+        }
+    }
+    sigaction(sig, &rh_fl_bus_old, NULL);
+    raise(sig);
+}
+
+/* Registers map (len bytes) with the SIGBUS handler, installed on first use.
+ * Returns the slot, or -1 when all are taken (the file is then followed
+ * without the guard, as a reader of the plain file would be). */
+static int rh_fl_bus_guard(uint8_t *map, size_t len)
+{
+    static int installed;
+    if (!installed) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = rh_fl_on_bus;
+        sa.sa_flags = SA_SIGINFO;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGBUS, &sa, &rh_fl_bus_old) != 0)
+            return -1;
+        installed = 1;
+    }
+    for (int i = 0; i < RH_FL_MAPS; i++)
+        if (!rh_fl_maps[i]) {
+            rh_fl_hit[i] = 0;
+            rh_fl_map_len[i] = len;
+            rh_fl_maps[i] = map;
+            return i;
+        }
+    return -1;
+}
+
+static void rh_fl_bus_unguard(uint8_t *map)
+{
+    for (int i = 0; i < RH_FL_MAPS; i++)
+        if (rh_fl_maps[i] == map) {
+            rh_fl_maps[i] = NULL;
+            rh_fl_map_len[i] = 0;
+        }
+}
+
+/* Stops following f after a shrink or a caught SIGBUS, with one line. */
+static void rh_fl_shrunk(struct rh_follow *f, size_t size)
+{
+    if (!f->shrunk)
+        fprintf(stderr,
+                "rheaper: %s: the profile shrank to %zu bytes (from %zu: truncated by another "
+                "program); not following it further\n",
+                f->path, size, f->seen);
+    f->shrunk = 1;
+    f->r.walk.stuck = 1;
+}
+
 /* One poll of the file through the one rip reader (rh_rip_follow_poll, the
  * walk of a growing file), then what the follower adds: the aggregates once
  * the header is read, and the new modules for the symbolizer. Returns 1 when
@@ -401,6 +490,13 @@ static int rh_fl_poll_file(struct rh_follow *f)
         return -1;
     }
     size_t size = (size_t)sb.st_size;
+    if (f->shrunk)
+        return 0;
+    if (size < f->seen || (f->guard >= 0 && rh_fl_hit[f->guard])) {
+        rh_fl_shrunk(f, size);
+        return 0;
+    }
+    f->seen = size;
     if (size > f->reserved) {
         if (!f->stuck)
             fprintf(stderr,
@@ -708,6 +804,7 @@ struct rh_follow *rh_follow_open(const char *path, int pid_hint)
         free(f);
         return NULL;
     }
+    f->guard = rh_fl_bus_guard(f->map, f->reserved);
     rh_rip_follow_start(&f->r, f->map, f->path, stderr);
     f->sink.row = rh_fl_row;
     f->sink.ctx = f;
@@ -737,9 +834,15 @@ int rh_follow_poll(struct rh_follow *f, int final)
     int news = rh_fl_poll_file(f);
     if (news < 0)
         return -1;
-    if (!f->hdr_ok)
+    if (!f->hdr_ok || f->shrunk)
         return 0;
     int64_t n = rh_fl_merge(f, final);
+    if (f->guard >= 0 && rh_fl_hit[f->guard]) {
+        /* the file was truncated while this poll read it: what the zero
+         * pages gave is in the figures; nothing more is read */
+        struct stat sb;
+        rh_fl_shrunk(f, fstat(f->fd, &sb) == 0 ? (size_t)sb.st_size : 0);
+    }
     if (n < 0 || f->oom) {
         fprintf(stderr, "rheaper: %s: out of memory\n", f->path);
         return -1;
@@ -983,8 +1086,10 @@ void rh_follow_close(struct rh_follow *f)
     free(f->held);
     if (f->have_re)
         rh_re_free(f->re);
-    if (f->map != MAP_FAILED && f->map)
+    if (f->map != MAP_FAILED && f->map) {
+        rh_fl_bus_unguard(f->map);
         munmap(f->map, f->reserved);
+    }
     if (f->fd >= 0)
         close(f->fd);
     free(f);

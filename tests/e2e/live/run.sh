@@ -725,6 +725,28 @@ list)
     [ "$(grep -c 'rip-' list2.out)" = 5 ] || fail "RHEAPER_PROFILE_DIR: $(cat list2.out)"
     stop
     ;;
+truncated)
+    # A profile truncated under the live view (another program cut it): the
+    # view says so in one line, stops reading the file and keeps the figures
+    # it had; it does not die of SIGBUS on the pages past the new end.
+    start lvtrunc RHEAPER_ENABLE=1
+    cmd "grow 10 1000"
+    cmd "free 4"
+    cp "rip-$LAST" copy.rip
+    tm new-session -d -s t -x 120 -y 30 "'$RH' live copy.rip 2>live.err; echo EXIT=\$?; sleep 600"
+    wait_screen 'grow_site lv_grow.c'
+    [ "$(live_on_screen grow_site)" = 6000 ] || fail "grow_site shows $(live_on_screen grow_site), not 6000"
+    truncate -s 4096 copy.rip || fail "truncate"
+    wait_line live.err 'the profile shrank to 4096 bytes'
+    # polls go on (the program runs): the view stays up with its figures
+    sleep 1
+    screen | grep -q '^EXIT=' && fail "rheaper live ended after the truncation: $(screen | grep EXIT=)"
+    [ "$(live_on_screen grow_site)" = 6000 ] || fail "after the truncation: $(live_on_screen grow_site), not 6000"
+    [ "$(grep -c 'shrank' live.err)" = 1 ] || fail "the truncation was reported more than once"
+    tm send-keys -t "$S" q
+    wait_screen '^EXIT=0'
+    stop
+    ;;
 record-by-name)
     # rheaper record -P NAME on an armed program.
     start lvarmed RHEAPER_ENABLE=signal RHEAPER_PROFILE_DIR="$WORK"
