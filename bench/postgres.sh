@@ -27,9 +27,10 @@
 # --callgrind N: instruction counts instead (exact whatever the load). One
 # backend, `postgres --single` on a copy of the cluster, runs N and then 3N
 # pgbench-like transactions (the tpcb-like statements, fixed pseudo-random
-# keys) under valgrind's callgrind, with tracking off and on; the difference
-# between the two runs of a variant, over 2N, is its instructions per
-# transaction (start-up and exit cancel out). Prints those, tracked over off,
+# keys) under valgrind's callgrind: plain, and the rheaper build with tracking
+# off and on; the difference between the two runs of a variant, over 2N, is
+# its instructions per transaction (start-up and exit cancel out). Prints
+# those, their ratios,
 # the region events a transaction (the calls of rh_region_alloc,
 # rh_region_free and rh_region_realloc) and the instructions tracking adds per
 # region event. Writes OUT/postgres-callgrind.md.
@@ -59,7 +60,7 @@ cache="$build/tests/integration/postgres/cases/postgres-build"
 rc=0
 tracked=$(sh "$src/build_pg.sh" "$bin" "$src" "$cache" | tail -n 1) || rc=$?
 [ $rc = 0 ] || exit $rc
-[ "$cgtx" -gt 0 ] && variants="off tracked"
+[ "$cgtx" -gt 0 ] && variants="plain off tracked"
 case " $variants " in *" plain "*)
     plain=$(sh "$src/build_pg.sh" "$bin" "$src" "$cache" plain | tail -n 1) || rc=$?
     [ $rc = 0 ] || exit $rc ;;
@@ -137,7 +138,7 @@ if [ "$cgtx" -gt 0 ]; then
              /^calls=/ { if (cur == "rh_region_alloc" || cur == "rh_region_free" || cur == "rh_region_realloc") { split(substr($0, 7), a, " "); n += a[1] } }
              END { print n + 0 }' "$1"
     }
-    for v in off tracked; do
+    for v in plain off tracked; do
         for n in "$cgtx" $((3 * cgtx)); do
             rm -rf "$d/cg/data" "$d/prof"/rip-*
             cp -a "$d/data" "$d/cg/data"
@@ -150,6 +151,7 @@ if [ "$cgtx" -gt 0 ]; then
         done
     done
     n1=$cgtx n3=$((3 * cgtx))
+    plain_tx=$(awk -v a="$(cg_ir "$d/cg/plain-$n3.out")" -v b="$(cg_ir "$d/cg/plain-$n1.out")" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / (2 * n) }')
     off_tx=$(awk -v a="$(cg_ir "$d/cg/off-$n3.out")" -v b="$(cg_ir "$d/cg/off-$n1.out")" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / (2 * n) }')
     on_tx=$(awk -v a="$(cg_ir "$d/cg/tracked-$n3.out")" -v b="$(cg_ir "$d/cg/tracked-$n1.out")" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / (2 * n) }')
     ev_tx=$(awk -v a="$(cg_events "$d/cg/tracked-$n3.out")" -v b="$(cg_events "$d/cg/tracked-$n1.out")" -v n="$n1" 'BEGIN { printf "%.1f", (a - b) / (2 * n) }')
@@ -160,11 +162,13 @@ if [ "$cgtx" -gt 0 ]; then
         echo
         echo "| variant | instructions per transaction |"
         echo "|---|---|"
+        echo "| plain | $plain_tx |"
         echo "| off | $off_tx |"
         echo "| tracked | $on_tx |"
         echo
-        awk -v a="$on_tx" -v b="$off_tx" -v e="$ev_tx" 'BEGIN {
-            printf "tracked / off: %.3fx; region events per transaction: %s; instructions tracking adds per region event (all of it over the region events): %.0f\n", a / b, e, (a - b) / e }'
+        awk -v a="$on_tx" -v b="$off_tx" -v p="$plain_tx" -v e="$ev_tx" 'BEGIN {
+            printf "off / plain: %.3fx; tracked / plain: %.3fx; tracked / off: %.3fx\n", b / p, a / p, a / b
+            printf "region events per transaction: %s; instructions tracking adds per region event (all of it over the region events): %.0f\n", e, (a - b) / e }'
     } > "$out/postgres-callgrind.md"
     cat "$out/postgres-callgrind.md"
     exit 0
@@ -196,7 +200,6 @@ stat() { # VARIANT COLUMN FN(min|med)
     awk -v v="$1" '$2 == v { print $'"$2"' }' "$out/rounds.txt" | sort -n |
         awk -v f="$3" '{ a[NR] = $1 } END { if (f == "min") print a[1]; else print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'
 }
-[ "$cgtx" -gt 0 ] && variants="off tracked"
 case " $variants " in *" plain "*) base=plain ;; *) base=off ;; esac
 pmin=$(stat $base 3 min) pmed=$(stat $base 3 med)
 {
