@@ -454,7 +454,8 @@ static void rh_af_write_region(FILE *out, const struct rh_af_fn *f, size_t i, co
         snprintf(size, sizeof size, "rh_mul(a%d, a%d)", f->count_arg, f->size_arg);
     else if (f->size_arg >= 0)
         snprintf(size, sizeof size, "a%d", f->size_arg);
-    fprintf(out, "    if (!rh_region_enter())\n        return __real_%s(%s);\n", f->name, args);
+    fprintf(out, "    if (RH_OFF_NOW() || !rh_region_enter())\n        return __real_%s(%s);\n",
+            f->name, args);
     switch (f->role) {
     case RH_AF_R_CREATE: {
         char made[64];
@@ -551,6 +552,10 @@ static int rh_af_write_source(FILE *out)
         "RH_H void rh_region_free(void *);\n"
         "RH_H void rh_region_reset(void *, int);\n"
         "RH_H void rh_region_delete(void *);\n"
+        "/* the runtime's state under its public name (rheaper.h): 1 is off, the\n"
+        " * common case, tested here so that an untracked call makes no call */\n"
+        "extern int rheaper_tracking_;\n"
+        "#define RH_OFF_NOW() __builtin_expect(__atomic_load_n(&rheaper_tracking_, 0) == 1, 1)\n"
         "typedef unsigned long W;\n"
         "unsigned long strlen(const char *);\n"
         "unsigned long strnlen(const char *, unsigned long);\n"
@@ -588,7 +593,8 @@ static int rh_af_write_source(FILE *out)
             fprintf(out, "}\n\n");
             continue;
         }
-        fprintf(out, "    if (!rh_fam_begin())\n        return __real_%s(%s);\n", f->name, args);
+        fprintf(out, "    if (RH_OFF_NOW() || !rh_fam_begin())\n        return __real_%s(%s);\n",
+                f->name, args);
         switch (f->role) {
         case RH_AF_ALLOC:
         case RH_AF_ZALLOC: {
