@@ -3,7 +3,7 @@
 # transaction, rheaper against plain (docs/allocators.md "PostgreSQL").
 #
 #   sh bench/postgres.sh [--build DIR] [--out DIR] [--runs N] [--tx N] [--clients N]
-#                        [--variants "plain off tracked sampled"]
+#                        [--variants "plain off tracked sampled"] [--callgrind N]
 #
 # Builds Debian's PostgreSQL 15 twice (tests/integration/postgres/build_pg.sh,
 # kept in the build tree): with cc, and with rheaper-cc and the shipped
@@ -23,11 +23,22 @@
 # transaction and tps, the ratios to plain (to off without plain), the profile bytes of one
 # tracked round, the load average. Not part of the test suite (root, several
 # minutes). Exit 77 when the source cannot be fetched.
+#
+# --callgrind N: instruction counts instead (exact whatever the load). One
+# backend, `postgres --single` on a copy of the cluster, runs N and then 3N
+# pgbench-like transactions (the tpcb-like statements, fixed pseudo-random
+# keys) under valgrind's callgrind: plain, and the rheaper build with tracking
+# off and on; the difference between the two runs of a variant, over 2N, is
+# its instructions per transaction (start-up and exit cancel out). Prints
+# those, their ratios,
+# the region events a transaction (the calls of rh_region_alloc,
+# rh_region_free and rh_region_realloc) and the instructions tracking adds per
+# region event. Writes OUT/postgres-callgrind.md.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-build="$root/build" out="" runs=5 tx=1000 clients=2 variants="plain off tracked sampled"
+build="$root/build" out="" runs=5 tx=1000 clients=2 variants="plain off tracked sampled" cgtx=0
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -36,6 +47,7 @@ while [ $# -gt 0 ]; do
     --tx) tx=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
     --variants) variants=$2; shift 2 ;;
+    --callgrind) cgtx=$2; shift 2 ;;
     *) echo "usage: postgres.sh [--build DIR] [--out DIR] [--runs N] [--tx N] [--clients N]" >&2; exit 2 ;;
     esac
 done
@@ -48,6 +60,7 @@ cache="$build/tests/integration/postgres/cases/postgres-build"
 rc=0
 tracked=$(sh "$src/build_pg.sh" "$bin" "$src" "$cache" | tail -n 1) || rc=$?
 [ $rc = 0 ] || exit $rc
+[ "$cgtx" -gt 0 ] && variants="plain off tracked"
 case " $variants " in *" plain "*)
     plain=$(sh "$src/build_pg.sh" "$bin" "$src" "$cache" plain | tail -n 1) || rc=$?
     [ $rc = 0 ] || exit $rc ;;
@@ -99,6 +112,67 @@ start plain
 as_pg "$d/plain/bin/pgbench" -h "$d/sock" -U pgtest -i -s 1 -q postgres > "$out/init.log" 2>&1
 stop plain
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+if [ "$cgtx" -gt 0 ]; then
+    command -v valgrind > /dev/null || { echo "postgres.sh: --callgrind needs valgrind" >&2; exit 1; }
+    mkdir "$d/cg" && chown nobody:nogroup "$d/cg"
+    for n in "$cgtx" $((3 * cgtx)); do
+        awk -v TX="$n" 'BEGIN { srand(7); for (i = 0; i < TX; i++) {
+            a = int(rand() * 100000) + 1; t = int(rand() * 10) + 1; x = int(rand() * 10001) - 5000
+            print "BEGIN;"
+            print "UPDATE pgbench_accounts SET abalance = abalance + " x " WHERE aid = " a ";"
+            print "SELECT abalance FROM pgbench_accounts WHERE aid = " a ";"
+            print "UPDATE pgbench_tellers SET tbalance = tbalance + " x " WHERE tid = " t ";"
+            print "UPDATE pgbench_branches SET bbalance = bbalance + " x " WHERE bid = 1;"
+            print "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (" t ", 1, " a ", " x ", CURRENT_TIMESTAMP);"
+            print "END;" } }' > "$d/cg/tx$n.sql"
+    done
+    # the Ir and the region events of a callgrind output: the calls of the
+    # region entry points (fn= and cfn= share one name table: "(id) name"
+    # the first time, "(id)" after)
+    cg_ir() { sed -n 's/^summary: *//p' "$1"; }
+    cg_events() {
+        awk '/^c?fn=/ { c = ($0 ~ /^cfn=/); s = substr($0, c ? 5 : 4)
+                        if (match(s, /^\([0-9]+\) /)) { id = substr(s, 1, RLENGTH - 1); nm[id] = substr(s, RLENGTH + 1); s = nm[id] }
+                        else if (s in nm) s = nm[s]
+                        if (c) cur = s; next }
+             /^calls=/ { if (cur == "rh_region_alloc" || cur == "rh_region_free" || cur == "rh_region_realloc") { split(substr($0, 7), a, " "); n += a[1] } }
+             END { print n + 0 }' "$1"
+    }
+    for v in plain off tracked; do
+        for n in "$cgtx" $((3 * cgtx)); do
+            rm -rf "$d/cg/data" "$d/prof"/rip-*
+            cp -a "$d/data" "$d/cg/data"
+            e=""
+            [ $v = tracked ] && e="RHEAPER_ENABLE=1 RHEAPER_PROFILE_DIR=$d/prof"
+            # shellcheck disable=SC2086
+            as_pg env $e valgrind --tool=callgrind --callgrind-out-file="$d/cg/$v-$n.out" \
+                "$d/$v/bin/postgres" --single -D "$d/cg/data" postgres < "$d/cg/tx$n.sql" \
+                > "$out/callgrind-$v-$n.log" 2>&1
+        done
+    done
+    n1=$cgtx n3=$((3 * cgtx))
+    plain_tx=$(awk -v a="$(cg_ir "$d/cg/plain-$n3.out")" -v b="$(cg_ir "$d/cg/plain-$n1.out")" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / (2 * n) }')
+    off_tx=$(awk -v a="$(cg_ir "$d/cg/off-$n3.out")" -v b="$(cg_ir "$d/cg/off-$n1.out")" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / (2 * n) }')
+    on_tx=$(awk -v a="$(cg_ir "$d/cg/tracked-$n3.out")" -v b="$(cg_ir "$d/cg/tracked-$n1.out")" -v n="$n1" 'BEGIN { printf "%.0f", (a - b) / (2 * n) }')
+    ev_tx=$(awk -v a="$(cg_events "$d/cg/tracked-$n3.out")" -v b="$(cg_events "$d/cg/tracked-$n1.out")" -v n="$n1" 'BEGIN { printf "%.1f", (a - b) / (2 * n) }')
+    {
+        echo "# PostgreSQL 15: instructions per pgbench-like transaction (callgrind)"
+        echo
+        echo "postgres --single, $n1 and $n3 tpcb-like transactions, the difference over $((2 * n1)); load average $load0 (callgrind counts are exact whatever the load)."
+        echo
+        echo "| variant | instructions per transaction |"
+        echo "|---|---|"
+        echo "| plain | $plain_tx |"
+        echo "| off | $off_tx |"
+        echo "| tracked | $on_tx |"
+        echo
+        awk -v a="$on_tx" -v b="$off_tx" -v p="$plain_tx" -v e="$ev_tx" 'BEGIN {
+            printf "off / plain: %.3fx; tracked / plain: %.3fx; tracked / off: %.3fx\n", b / p, a / p, a / b
+            printf "region events per transaction: %s; instructions tracking adds per region event (all of it over the region events): %.0f\n", e, (a - b) / e }'
+    } > "$out/postgres-callgrind.md"
+    cat "$out/postgres-callgrind.md"
+    exit 0
+fi
 : > "$out/rounds.txt"
 for r in $(seq "$runs"); do
     for v in $variants; do

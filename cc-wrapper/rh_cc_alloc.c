@@ -431,7 +431,10 @@ static int rh_af_scan(const char *tool, const char *const *objs, size_t nobjs)
 /* Writes the body of a region function's shim (after its opening brace). The
  * real function runs with the runtime's guard clear, so the allocator's own
  * malloc calls are recorded; the region events are recorded before the real
- * call when they end chunks (free, reset, delete) and after it otherwise. */
+ * call when they end chunks (free, reset, delete) and after it otherwise.
+ * The shim leaves the region call (rh_region_leave) after the real call,
+ * except for a chunk's allocation or reallocation, whose recording call
+ * leaves it first (one call less on the common event). */
 static void rh_af_write_region(FILE *out, const struct rh_af_fn *f, size_t i, const char *args)
 {
     char region[160];
@@ -451,7 +454,8 @@ static void rh_af_write_region(FILE *out, const struct rh_af_fn *f, size_t i, co
         snprintf(size, sizeof size, "rh_mul(a%d, a%d)", f->count_arg, f->size_arg);
     else if (f->size_arg >= 0)
         snprintf(size, sizeof size, "a%d", f->size_arg);
-    fprintf(out, "    if (!rh_region_enter())\n        return __real_%s(%s);\n", f->name, args);
+    fprintf(out, "    if (RH_OFF_NOW() || !rh_region_enter())\n        return __real_%s(%s);\n",
+            f->name, args);
     switch (f->role) {
     case RH_AF_R_CREATE: {
         char made[64];
@@ -483,16 +487,16 @@ static void rh_af_write_region(FILE *out, const struct rh_af_fn *f, size_t i, co
         fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
         fprintf(out, "    rh_region_set_parent(%s, (void *)a%d);\n", region, f->parent_arg);
         break;
-    case RH_AF_R_ALLOC:
+    case RH_AF_R_ALLOC: /* rh_region_alloc leaves the region call itself */
         fprintf(out, "    void *reg = %s;\n", region);
-        fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+        fprintf(out, "    W r = __real_%s(%s);\n", f->name, args);
         fprintf(out,
                 "    rh_region_alloc(&rh_k%zu, reg, (void *)r, %s, __builtin_frame_address(0));\n",
                 i, size);
         break;
-    case RH_AF_R_REALLOC:
+    case RH_AF_R_REALLOC: /* so does rh_region_realloc */
         fprintf(out, "    W t0 = rh_fam_now();\n");
-        fprintf(out, "    W r = __real_%s(%s);\n    rh_region_leave();\n", f->name, args);
+        fprintf(out, "    W r = __real_%s(%s);\n", f->name, args);
         fprintf(out,
                 "    rh_region_realloc(&rh_k%zu, (void *)a%d, (void *)r, %s, t0, "
                 "__builtin_frame_address(0));\n",
@@ -548,6 +552,10 @@ static int rh_af_write_source(FILE *out)
         "RH_H void rh_region_free(void *);\n"
         "RH_H void rh_region_reset(void *, int);\n"
         "RH_H void rh_region_delete(void *);\n"
+        "/* the runtime's state under its public name (rheaper.h): 1 is off, the\n"
+        " * common case, tested here so that an untracked call makes no call */\n"
+        "extern int rheaper_tracking_;\n"
+        "#define RH_OFF_NOW() __builtin_expect(__atomic_load_n(&rheaper_tracking_, 0) == 1, 1)\n"
         "typedef unsigned long W;\n"
         "unsigned long strlen(const char *);\n"
         "unsigned long strnlen(const char *, unsigned long);\n"
@@ -585,7 +593,8 @@ static int rh_af_write_source(FILE *out)
             fprintf(out, "}\n\n");
             continue;
         }
-        fprintf(out, "    if (!rh_fam_begin())\n        return __real_%s(%s);\n", f->name, args);
+        fprintf(out, "    if (RH_OFF_NOW() || !rh_fam_begin())\n        return __real_%s(%s);\n",
+                f->name, args);
         switch (f->role) {
         case RH_AF_ALLOC:
         case RH_AF_ZALLOC: {

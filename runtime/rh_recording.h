@@ -196,11 +196,18 @@ extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
  * no multiply is needed for the index, which the walk computes for every
  * frame), one word per slot holding the address itself (a whole aligned word:
  * never torn). Filled by rh_unwind_lookup. */
-extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
+/* Its size: a big program's walks visit thousands of return addresses
+ * (PostgreSQL's backends about 1 500 in a pgbench run), and an address whose
+ * slot another one holds sends the rest of its walk out of line (about 800
+ * instructions instead of 22 a frame): with 4 096 slots one walk in five of a
+ * backend went there; 32 768 slots (256 KiB, touched only where addresses
+ * fall) leave a few per cent. */
+#define RH_UW_FPSET_BITS 15
+extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_FPSET_BITS];
 #if defined(__x86_64__) || defined(__i386__)
-#define RH_UW_FPSLOT(ret) ((ret) & ((1u << RH_UW_CACHE_BITS) - 1u))
+#define RH_UW_FPSLOT(ret) ((ret) & ((1u << RH_UW_FPSET_BITS) - 1u))
 #else /* fixed-size instructions: a return address's low 2 bits are 0 */
-#define RH_UW_FPSLOT(ret) (((ret) >> 2) & ((1u << RH_UW_CACHE_BITS) - 1u))
+#define RH_UW_FPSLOT(ret) (((ret) >> 2) & ((1u << RH_UW_FPSET_BITS) - 1u))
 #endif
 
 /* The hot-path test, made for every frame of every walk: 1 when the function

@@ -26,13 +26,21 @@
  * The table is static (no allocation), open addressing with tombstones so
  * that the tree's links (indices) never move, under one spin lock that is
  * never held while recording: the records are written after it is released.
+ *
+ * A chunk is the common event (PostgreSQL: about 1 200 palloc-family calls a
+ * pgbench transaction against a few dozen creates, resets and deletes), so
+ * its path takes no lock: a per-thread cache of the last regions used maps a
+ * region pointer to its table entry and id, valid while the entry's sequence
+ * number is the one it was read with (every change of an entry's key or id
+ * takes a new number from one counter), and the event itself goes through the
+ * record fast path inline (rh_hot.h), as the malloc shims' do, with one clock
+ * read.
  */
 /* rh_hook_begin starts the process through the session layer's hook. */
 #define RH_CORE_ENTRY 1
 #include <string.h>
 
-#include "rh_hooks.h"
-#include "rh_recording.h"
+#include "rh_hot.h"
 
 #define RH_REGION_CAP 32768u /* power of two */
 #define RH_REGION_BATCH 128u /* regions deleted per locked pass */
@@ -41,6 +49,7 @@
 
 struct rh_region {
     uintptr_t key;               /* the program's region pointer; RH_EMPTY, RH_TOMB */
+    uint64_t seq;                /* rh_region_seq when key or id last changed */
     uint32_t id;                 /* pool id */
     uint32_t kind;               /* name, 0: none */
     int32_t parent, child, next; /* indices, -1: none */
@@ -57,6 +66,39 @@ static struct rh_region rh_regions[RH_REGION_CAP];
 static uint32_t rh_region_used; /* entries not RH_EMPTY */
 static int rh_region_lock;
 static uint8_t rh_region_ids[65536 / 8]; /* pool ids of live regions */
+/* The last sequence number given to an entry (under the lock; 64 bits: never
+ * wraps, so an entry's number names one key and id for ever). */
+static uint64_t rh_region_seq;
+
+/* An entry's key or id changes: it takes the next sequence number, so that no
+ * thread's cache (below) takes the entry for what it was. Under the lock. */
+static inline void rh_region_touch(struct rh_region *e)
+{
+    __atomic_store_n(&e->seq, ++rh_region_seq, __ATOMIC_RELAXED);
+}
+
+/* ---- the per-thread cache of regions -------------------------------------
+ * Direct-mapped by the region pointer, RH_RC_N entries per thread: a region
+ * pointer, the index of its entry in rh_regions, the entry's sequence number
+ * and the region's id as they were under the lock. An entry whose sequence
+ * number is still the one cached still has that key and id (an entry changes
+ * them only under the lock, with a new number), so a hit needs no lock and no
+ * probe: one compare of the pointer and one load of the entry's number. The
+ * program holds the region while it allocates from it, so a delete that
+ * races with the hit is the program's own use after free. A fork child keeps
+ * the table and its caches (same regions, same ids). */
+#define RH_RC_N 8u
+struct rh_rc_ent {
+    uintptr_t key;
+    uint64_t seq;
+    uint32_t idx, id;
+};
+static __thread struct rh_rc_ent rh_tls_rc[RH_RC_N] __attribute__((tls_model("initial-exec")));
+
+static inline struct rh_rc_ent *rh_rc_slot(uintptr_t key)
+{
+    return &rh_tls_rc[(uint32_t)(((uint64_t)key * 0x9e3779b97f4a7c15ull) >> 61) & (RH_RC_N - 1)];
+}
 
 /* A pool id no live region has (after 65535 ids the counter wraps, and a
  * long-lived region keeps its id). Under the lock. */
@@ -166,6 +208,7 @@ static int32_t rh_region_add(uintptr_t key, uint32_t kind)
                 rh_region_used++;
             e->key = key;
             e->id = rh_region_new_id();
+            rh_region_touch(e);
             e->kind = kind;
             e->parent = e->child = e->next = -1;
             return (int32_t)i;
@@ -214,7 +257,8 @@ static int32_t rh_region_get(uintptr_t key, int *announce)
 
 /* 1 when this call of a region function must be recorded: tracking may be on
  * and no region function of this thread is running. The shim then calls
- * rh_region_leave after the real call. */
+ * rh_region_leave after the real call, or rh_region_alloc /
+ * rh_region_realloc, which leave first. */
 RH_HIDDEN int rh_region_enter(void)
 {
     if (rh_likely(__atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_OFF))
@@ -258,6 +302,7 @@ RH_HIDDEN void rh_region_create(struct rh_fam_kind *k, void *region, void *paren
         rh_region_unlink(i);
         rh_region_drop_id(rh_regions[i].id);
         rh_regions[i].id = rh_region_new_id();
+        rh_region_touch(&rh_regions[i]);
     } else {
         i = rh_region_add((uintptr_t)region, kind);
     }
@@ -333,78 +378,126 @@ RH_HIDDEN void rh_region_set_parent(void *region, void *parent)
     rh_hook_end();
 }
 
-/* A chunk p of `size` bytes from region `region` (NULL p: a failure), by the
- * function of k; fp is the shim's frame. */
-RH_HIDDEN void rh_region_alloc(struct rh_fam_kind *k, void *region, void *p, size_t size, void *fp)
+/* The id of region `region` (not NULL) when the thread's cache misses: from
+ * the table under the lock (the region added when unknown, and then announced
+ * at t), and into the cache. 0 when the table is full. */
+static RH_COLD uint32_t rh_region_id_slow(uintptr_t region, uint64_t t)
 {
-    if (!rh_region_begin())
-        return;
+    uint32_t id = 0, pid = 0, rkind = 0;
+    int ann = 0;
+    struct rh_rc_ent *c = rh_rc_slot(region);
+    rh_spin_lock(&rh_region_lock);
+    int32_t i = rh_region_get(region, &ann);
+    if (i >= 0) {
+        const struct rh_region *e = &rh_regions[i];
+        id = e->id;
+        rkind = e->kind;
+        pid = e->parent >= 0 ? rh_regions[e->parent].id : 0;
+        c->key = region;
+        c->idx = (uint32_t)i;
+        c->seq = e->seq;
+        c->id = id;
+    }
+    rh_spin_unlock(&rh_region_lock);
+    if (ann)
+        rh_record_region(id, pid, rkind, 1, 0, t);
+    return id;
+}
+
+/* The id of region `region` (NULL: 0), the thread's cache first. */
+static inline uint32_t rh_region_id(void *region, uint64_t t)
+{
+    if (!region)
+        return 0;
+    uintptr_t key = (uintptr_t)region;
+    const struct rh_rc_ent *c = rh_rc_slot(key);
+    if (rh_likely(c->key == key &&
+                  __atomic_load_n(&rh_regions[c->idx].seq, __ATOMIC_RELAXED) == c->seq))
+        return c->id;
+    return rh_region_id_slow(key, t);
+}
+
+/* The kind of the region function of k, named at its first recorded call. */
+static inline uint32_t rh_region_kind(struct rh_fam_kind *k)
+{
     uint32_t kind = __atomic_load_n(&k->kind, __ATOMIC_ACQUIRE);
     if (rh_unlikely(!kind)) {
         kind = rh_kind_intern(k->name);
         __atomic_store_n(&k->kind, kind, __ATOMIC_RELEASE);
     }
-    if (!p) {
+    return kind;
+}
+
+/* A chunk address as recorded: the region's tag (id 0: "the region of the
+ * chunk at this address", for the converter to find) over the address. */
+static inline void *rh_region_addr(uint32_t id, const void *p)
+{
+    return (void *)(uintptr_t)(RIP_POOL_TAG(id) | ((uintptr_t)p & RIP_POOL_ADDR_MASK));
+}
+
+/* rh_hook_begin for a region call whose shim saw tracking maybe on
+ * (rh_region_enter), announcing inherited regions first. */
+static inline int rh_region_begin_hot(void)
+{
+    if (!rh_hook_begin_hot(RH_GUARD_CALL))
+        return 0;
+    if (rh_unlikely(__atomic_load_n(&rh_region_reannounce, __ATOMIC_RELAXED)))
+        rh_region_announce_all();
+    return 1;
+}
+
+/* A chunk p of `size` bytes from region `region` (NULL p: a failure), by the
+ * function of k; fp is the shim's frame. Leaves the region call first (the
+ * shim's rh_region_leave). The event goes through the record fast path
+ * inline, timed once after the real call. */
+RH_HIDDEN RH_WALK_ALIGNED void rh_region_alloc(struct rh_fam_kind *k, void *region, void *p,
+                                               size_t size, void *fp)
+{
+    rh_tls_region_depth = 0;
+    if (!rh_region_begin_hot())
+        return;
+    uint32_t kind = rh_region_kind(k);
+    if (rh_unlikely(!p)) {
         if (kind)
             rh_record_fail(kind, size, fp);
         rh_hook_end();
         return;
     }
     uint64_t t = rh_now();
-    uint32_t id = 0, pid = 0, rkind = 0;
-    int ann = 0;
-    if (region) {
-        rh_spin_lock(&rh_region_lock);
-        int32_t i = rh_region_get((uintptr_t)region, &ann);
-        if (i >= 0) {
-            id = rh_regions[i].id;
-            rkind = rh_regions[i].kind;
-            pid = rh_regions[i].parent >= 0 ? rh_regions[rh_regions[i].parent].id : 0;
-        }
-        rh_spin_unlock(&rh_region_lock);
-    }
-    if (ann)
-        rh_record_region(id, pid, rkind, 1, 0, t);
-    uint64_t tag = id ? RIP_POOL_TAG(id) : RIP_REGION_ANY_TAG;
-    if (kind)
-        rh_record_alloc(kind, (void *)(uintptr_t)(tag | ((uintptr_t)p & RIP_POOL_ADDR_MASK)), size,
-                        rh_now(), fp);
+    uint32_t id = rh_region_id(region, t);
+    if (rh_likely(kind))
+        rh_record_alloc_inline(kind, rh_region_addr(id, p), size, t, fp);
     rh_hook_end();
 }
 
-/* Chunk p (NULL: nothing) goes back to its region. Before the real call. */
+/* Chunk p (NULL: nothing) goes back to its region. Before the real call; the
+ * shim leaves after it. */
 RH_HIDDEN void rh_region_free(void *p)
 {
-    if (!p || !rh_region_begin())
+    if (!p || !rh_region_begin_hot())
         return;
-    rh_record_free((void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)p & RIP_POOL_ADDR_MASK)),
-                   rh_now());
+    rh_record_free_now(rh_region_addr(0, p));
     rh_hook_end();
 }
 
 /* Chunk old became p (size bytes; NULL p: failed, old stays) in old's region,
- * t0 taken before the real call. */
-RH_HIDDEN void rh_region_realloc(struct rh_fam_kind *k, void *old, void *p, size_t size,
-                                 uint64_t t0, void *fp)
+ * t0 taken before the real call. Leaves the region call first. */
+RH_HIDDEN RH_WALK_ALIGNED void rh_region_realloc(struct rh_fam_kind *k, void *old, void *p,
+                                                 size_t size, uint64_t t0, void *fp)
 {
-    if (!rh_region_begin())
+    rh_tls_region_depth = 0;
+    if (!rh_region_begin_hot())
         return;
-    uint32_t kind = __atomic_load_n(&k->kind, __ATOMIC_ACQUIRE);
-    if (rh_unlikely(!kind)) {
-        kind = rh_kind_intern(k->name);
-        __atomic_store_n(&k->kind, kind, __ATOMIC_RELEASE);
-    }
-    if (!old && p && kind)
-        rh_record_alloc(
-            kind, (void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)p & RIP_POOL_ADDR_MASK)),
-            size, rh_now(), fp);
-    else if (old && p && kind)
-        rh_record_realloc(
-            kind, (void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)old & RIP_POOL_ADDR_MASK)),
-            (void *)(uintptr_t)(RIP_REGION_ANY_TAG | ((uintptr_t)p & RIP_POOL_ADDR_MASK)), size, t0,
-            rh_now(), fp);
-    else if (!p && kind)
+    uint32_t kind = rh_region_kind(k);
+    if (!kind) {
+    } else if (!p) {
         rh_record_fail(kind, size, fp);
+    } else if (!old) {
+        rh_record_alloc_inline(kind, rh_region_addr(0, p), size, rh_now(), fp);
+    } else {
+        rh_record_realloc_inline(kind, rh_region_addr(0, old), rh_region_addr(0, p), size, t0,
+                                 rh_now(), fp);
+    }
     rh_hook_end();
 }
 
@@ -418,6 +511,7 @@ static void rh_region_tomb(int32_t i)
 {
     uint32_t k = (uint32_t)i;
     rh_regions[k].key = RH_TOMB;
+    rh_region_touch(&rh_regions[k]);
     if (rh_regions[(k + 1) & (RH_REGION_CAP - 1)].key != RH_EMPTY)
         return;
     while (rh_regions[k].key == RH_TOMB) {

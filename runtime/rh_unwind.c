@@ -93,7 +93,7 @@
 /* The table itself (rh_recording.h has its layout and the inline hot-path test).
  * A packed rule is never 0, so info 0 is an empty slot. */
 struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
-uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
+uintptr_t rh_uw_fpset[1u << RH_UW_FPSET_BITS];
 
 static inline uint64_t rh_uw_mixinfo(uint64_t info)
 {

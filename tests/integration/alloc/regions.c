@@ -9,7 +9,9 @@
  * a pfree'd chunk before the next marker, a chunk of a reset or deleted
  * context between the markers (plain malloc calls of distinct sizes) around
  * that reset or delete, the planted chunks never. The allocator's own
- * mallocs stay rows of kind malloc and no free is unknown.
+ * mallocs stay rows of kind malloc and no free is unknown. A context created
+ * at a deleted one's address (the runtime caches regions per thread) gets
+ * its own chunks.
  */
 #define _GNU_SOURCE
 #include "expect.h"
@@ -78,8 +80,28 @@ int main(void)
     marker(1006);
     MemoryContextSwitchTo(TopMemoryContext);
 
+    /* A context created where a deleted one was (the allocator reuses the
+     * header's address at once): its chunks are its own, not the deleted
+     * one's, although the runtime's per-thread cache last saw that address
+     * with the first context's id. */
+    MemoryContext r1 = AllocSetContextCreateInternal(TopMemoryContext, "ReuseFirst", 0, 8192, 8 << 20);
+    for (int i = 0; i < 5; i++)
+        KEEP(MemoryContextAlloc(r1, 72));
+    MemoryContextDelete(r1);
+    marker(1007);
+    MemoryContext r2 = AllocSetContextCreateInternal(TopMemoryContext, "ReuseSecond", 0, 8192, 8 << 20);
+    if (r2 != r1) {
+        fprintf(stderr, "FAIL: the second context is not at the first one's address\n");
+        return 1;
+    }
+    for (int i = 0; i < 3; i++)
+        KEEP(MemoryContextAlloc(r2, 88));
+    marker(1008);
+    MemoryContextDelete(r2);
+    marker(1009);
+
     const char *K = "kind IN ('palloc', 'palloc0', 'MemoryContextAlloc', 'repalloc')";
-    EXPECT(10 + 6 + 3 + 2 + 1 + 7 + 4, "SELECT count(*) FROM allocations WHERE %s", K);
+    EXPECT(10 + 6 + 3 + 2 + 1 + 7 + 4 + 5 + 3, "SELECT count(*) FROM allocations WHERE %s", K);
     EXPECT(10, "SELECT count(*) FROM allocations WHERE kind = 'palloc' AND size = 100 AND " AT_LINE, l_a);
     EXPECT(4, "SELECT count(*) FROM allocations WHERE " AT_LINE " AND dealloc_after < "
               "(SELECT alloc_after FROM allocations WHERE size = 1001)", l_a);
@@ -101,7 +123,12 @@ int main(void)
     EXPECT(7, "SELECT count(*) FROM leaks WHERE %s", K);
     EXPECT(7, "SELECT count(*) FROM leaks WHERE size = 40 AND " AT_LINE, l_f);
     /* every chunk has its region: a name, a parent */
-    EXPECT(33, "SELECT count(*) FROM region_blocks");
+    EXPECT(33 + 5 + 3, "SELECT count(*) FROM region_blocks");
+    EXPECT(5, "SELECT count(*) FROM allocations a JOIN region_blocks rb ON rb.id = a.id JOIN regions g "
+              "ON g.id = rb.region WHERE g.name = 'ReuseFirst' AND a.size = 72 AND "
+              "dealloc_after < (SELECT alloc_after FROM allocations WHERE size = 1007)");
+    EXPECT(3, "SELECT count(*) FROM allocations a JOIN region_blocks rb ON rb.id = a.id JOIN regions g "
+              "ON g.id = rb.region WHERE g.name = 'ReuseSecond' AND a.size = 88 AND " BETWEEN(1008, 1009));
     EXPECT(10, "SELECT count(*) FROM region_blocks rb JOIN regions g ON g.id = rb.region "
                "WHERE g.name = 'MessageContext'");
     EXPECT(6 + 2 + 1 + 4, "SELECT count(*) FROM region_blocks rb JOIN regions g ON g.id = rb.region "

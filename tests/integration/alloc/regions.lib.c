@@ -42,7 +42,8 @@ MemoryContext AllocSetContextCreateInternal(MemoryContext parent, const char *na
                                             Size maxBlockSize)
 {
     (void)minContextSize, (void)initBlockSize, (void)maxBlockSize;
-    MemoryContext c = calloc(1, sizeof *c);
+    MemoryContext c = malloc(sizeof *c); /* like PostgreSQL: malloc, then set */
+    memset(c, 0, sizeof *c);
     c->name = name;
     c->parent = parent;
     if (parent) {

@@ -176,7 +176,7 @@ __thread uintptr_t rh_tls_stack_lo __attribute__((tls_model("local-exec")));
 __thread uintptr_t rh_tls_stack_hi __attribute__((tls_model("local-exec")));
 #if RH_UNWIND_CFI
 struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
-uintptr_t rh_uw_fpset[1u << RH_UW_CACHE_BITS];
+uintptr_t rh_uw_fpset[1u << RH_UW_FPSET_BITS];
 __thread struct rh_tail rh_tls_tail __attribute__((tls_model("local-exec")));
 #endif
 int mock_slow_calls;
