@@ -352,6 +352,23 @@ struct rh_pass_result {
  * timeline_stacks' columns) and slc (leak_curve's), replacing any before,
  * and the figures in *res. Returns 0, or -1 after one line on stderr. */
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res);
+/* Creates the scope's TEMP tables of rh_pass_run, empty (sstat, ssize,
+ * tstat, stl, stlsb and the view stls, slc, shist, sthr), replacing any
+ * before. Returns 0 or -1 after one line. */
+int rh_pass_tables(sqlite3 *db);
+
+/* ---- rh_query_stackscope.c: a stack filter's scope without rows -------- */
+
+/* The scope of a filter that selects stacks only (TEMP TABLE selbt, built
+ * by the caller), from the converter's per-stack aggregates and the peak of
+ * the one stack group whose stacks are exactly selbt's (group_peaks,
+ * rh_agg_groups.c): the tables of rh_pass_run but stl and stls (left empty,
+ * res->timeline 0: a chart of the scope replays its rows). Reads no row.
+ * Returns 1 with the tables and *res filled, 0 when the profile cannot
+ * answer so (no group tables, a sampled or culled profile, no group with
+ * exactly those stacks, RHEAPER_ROWS=1 or RHEAPER_STACK_SCOPE=0), -1 after
+ * one line. */
+int rh_scope_stacks(sqlite3 *db, struct rh_pass_result *res);
 
 /* Sampling: 1 when the profile is sampled (meta sample_mode); then
  * prints once per process "rheaper: sampled profile (...): blocks and bytes
