@@ -22,7 +22,8 @@ export RHEAPER_QUIET_NOTICES=1
 for f in "--function ^step_3\$" "--function step_3" "--file wl_scale" "--kind malloc" \
     "--function remember_session" "--function ^nothing_matches\$" "--not-function step_3" \
     "--function ^step_3\$ --not-function step_5" "--function ^step_3\$ --from 40% --to 60%" \
-    "--from 40% --to 60%" "--min-size 100 --max-size 2000" "--lifetime leaked"; do
+    "--from 40% --to 60%" "--min-size 100 --max-size 2000" "--max-size 20" "--lifetime leaked" \
+    "--lifetime temporary" "--lifetime 1ms..1s" "--thread 2" "--function ^step_3\$ --lifetime leaked"; do
     for c in top leaks peak summary; do
         # shellcheck disable=SC2086
         "$bin/rheaper" $c $f "$db" > "$work/pre.txt" 2>&1 || fail "rheaper $c $f failed"
