@@ -295,7 +295,11 @@ void rh_filter_window(sqlite3 *db, const struct rh_filter *f, int64_t *from_ns, 
  * are resolved over the distinct stacks, the thread filter over threads, time
  * filters into an id range (binary search: ids follow time), and one ordered
  * pass over that id range (rh_query_pass.c) computes every table with the
- * converter's aggregate code. Prints the call-site line and the culled line
+ * converter's aggregate code. Filters on stacks only are answered from the
+ * converter's per-stack and per-group tables without a row when one group
+ * has exactly their stacks (rh_query_stackscope.c: then scope.timeline is 0
+ * and there is no sctl); row filters read only the stacks whose per-stack
+ * summaries allow a passing row. Prints the call-site line and the culled line
  * on stderr. All values are bound, never pasted into SQL. Returns 0, or -1
  * after printing one line. */
 int rh_filter_apply(sqlite3 *db, const struct rh_filter *f);

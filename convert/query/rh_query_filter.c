@@ -30,7 +30,10 @@
  * aggregates; with them it resolves stack, kind and thread filters over the
  * distinct stacks and threads, turns time filters into an id range, and
  * computes the figures of the selection in one ordered pass over that range
- * (rh_query_pass.c). The TEMP tables it leaves are the contract of rh_query.h.
+ * (rh_query_pass.c). Two shortcuts keep the answers the pass gives: a filter
+ * on stacks only whose stacks one converter group has is answered from the
+ * aggregates (rh_query_stackscope.c), and row filters leave out the stacks
+ * whose per-stack summaries allow no passing row (rh_prune_stacks). The TEMP tables it leaves are the contract of rh_query.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
