@@ -212,6 +212,11 @@ struct rh_filter {
     /* call sites, not row filters: more wrappers to skip, or none at all */
     const char *skip_re[8];
     int nskip, no_skip;
+    /* 1: the reader draws the scope's heap over time (the server, the file
+     * commands), so a stack filter's scope is computed by the pass, which
+     * keeps it (stl, stls, sctl), and not from the aggregates, which have
+     * none */
+    int chart;
 };
 
 /* 1 when f selects rows (any filter but the call-site options). */
