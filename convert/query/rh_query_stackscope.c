@@ -24,7 +24,8 @@
  *
  * When no group matches (two terms, --not-function, a regex matching
  * functions whose stacks differ), or the profile has no group tables (an
- * older conversion, a sampled or culled profile), the caller runs the pass.
+ * older conversion, a sampled or culled profile, a fork child's with blocks
+ * inherited from its parent), the caller runs the pass.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -140,6 +141,7 @@ int rh_scope_stacks(sqlite3 *db, struct rh_pass_result *res)
     memset(res, 0, sizeof *res);
     if ((force && !strcmp(force, "1")) || (off && !strcmp(off, "0")) ||
         rh_meta_int(db, "aggregates", 0) != 1 || rh_meta_int(db, "min_lifetime_ns", 0) != 0 ||
+        rh_meta_int(db, "inherited_rows", 0) != 0 ||
         rh_sample_params(db, &rate, &bytes) || !rh_table_exists(db, "group_peaks") ||
         !rh_table_exists(db, "group_peak_stacks") || !rh_table_exists(db, "stack_thread_stats") ||
         !rh_table_exists(db, "stack_sizes") || !rh_table_exists(db, "stack_hist") ||
