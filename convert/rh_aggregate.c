@@ -157,6 +157,7 @@ void rh_agg_free(struct rh_agg *a)
     rh_map_free(&a->hist_map);
     free(a->sthr);
     rh_map_free(&a->sthr_map);
+    rh_grp_free(a->grp);
     free(a);
 }
 
@@ -430,6 +431,8 @@ int rh_agg_event(struct rh_agg *a, uint32_t si, int64_t t, uint64_t size, uint64
             s->touched_col = a->cur_col;
         }
     }
+    if (a->grp)
+        rh_grp_event(a->grp, si, t, size, is_alloc);
     int64_t d = rh_agg_eb(a, size, addr), db = rh_agg_ek(a, size, addr);
     if (!is_alloc) {
         d = -d;
@@ -540,6 +543,8 @@ int rh_agg_row(struct rh_agg *a, const struct rh_row *row)
     struct rh_agg_thread *td = rh_agg_thr(a, row->dealloc_thread);
     if (!s || a->oom)
         return -1;
+    if (a->grp)
+        rh_grp_row(a->grp, row);
     int64_t size = rh_agg_eb(a, row->size, row->addr), nb = rh_agg_ek(a, row->size, row->addr);
     uint32_t sk = 0;
     while (sk < 64 && ((uint64_t)1 << sk) < row->size)

@@ -252,6 +252,10 @@ int rh_convert_file_opts(const char *prog, const char *rip_path, const char *db_
         rh_inherit_free(&inh);
         return 1;
     }
+    /* the stack groups' peaks (rh_agg_groups.c): without them, stack
+     * filters read rows */
+    if (!o->min_lifetime_ns)
+        (void)rh_grp_open(agg, db_path);
     rh_db_set_agg(sc.db, agg, o->min_lifetime_ns);
     sc.post = rh_post_new(db_path);
     if (!sc.post) {

@@ -595,8 +595,11 @@ struct rh_agg_leak {
     int64_t blocks;  /* in 1/bscale units */
 };
 
+struct rh_grp;
+
 struct rh_agg {
     struct rh_rip *r;
+    struct rh_grp *grp; /* the stack groups' events (rh_agg_groups.c), or NULL */
     struct rh_agg_stack *st;
     size_t nst, capst;
     struct rh_agg_thread *th;
@@ -742,6 +745,42 @@ typedef int (*rh_agg_emit_fn)(void *ctx, enum rh_agg_table t, uint32_t si, const
  * stack index (NULL: the rip's, a->r->stacks[i].id). Sorts a's leak rows.
  * Returns 0, or -1 when emit did. */
 RH_HIDDEN int rh_agg_rows(struct rh_agg *a, const int64_t *ids, rh_agg_emit_fn emit, void *ctx);
+/* ---- rh_agg_groups.c: the peak of each stack set one filter term selects -- */
+
+#define RH_GRP_BUF (1 << 16)
+
+/* One stack's rows by one thread (threads.id): thread_stats' figures. */
+struct rh_grp_sthr {
+    uint32_t si, thread;
+    int64_t v[8]; /* alloc blocks, bytes; freed blocks, bytes (by this thread);
+                     freed by others blocks, bytes; live blocks, bytes */
+};
+
+struct rh_grp {
+    FILE *f;
+    uint8_t *buf;
+    size_t len;
+    int64_t last_t;
+    int broken; /* time went back, a write failed or memory ran out: no tables */
+    struct rh_grp_sthr *st;
+    size_t nst, capst;
+    struct rh_map map; /* (si << 32 | thread) + 1 -> index into st */
+};
+
+
+/* Starts keeping every event of a (not on a sampled profile) in an unlinked
+ * temp file beside near (rh_spill_open), for rh_grp_write. Returns 0, or -1
+ * when it cannot (the profile then has no group tables). */
+RH_HIDDEN int rh_grp_open(struct rh_agg *a, const char *near);
+/* Called by rh_agg_event and rh_agg_row for each event and row. */
+RH_HIDDEN void rh_grp_event(struct rh_grp *g, uint32_t si, int64_t t, uint64_t size, int is_alloc);
+RH_HIDDEN void rh_grp_row(struct rh_grp *g, const struct rh_row *row);
+RH_HIDDEN void rh_grp_free(struct rh_grp *g);
+/* Writes the events still buffered to the temp file (g->broken on failure). */
+RH_HIDDEN void rh_grp_flush(struct rh_grp *g);
+/* The hash of a stack id; a set's hash is the sum (mod 2^64) over its ids. */
+RH_HIDDEN uint64_t rh_grp_hash(int64_t id);
+
 /* Leak-curve bucket of an allocation at t: as `rheaper leaks` computes it
  * in SQL, min(nb - 1, CAST(t * 1.0 * nb / duration AS INTEGER)). */
 RH_HIDDEN int rh_leak_bucket(int64_t t, int nb, int64_t duration);

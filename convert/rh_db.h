@@ -58,6 +58,11 @@ RH_HIDDEN void rh_db_set_chains(struct rh_db *db, struct rh_chains *c);
 /* Writes the aggregate tables and their meta keys into db (
  * inside the conversion's transaction). Returns 0, or -1 with err set. */
 RH_HIDDEN int rh_agg_write(struct rh_agg *a, sqlite3 *db, char *err, size_t errlen);
+/* rh_agg_groups.c: replays the events kept by rh_grp_open into the groups
+ * of the stacks written to db (backtraces, stacks) and writes group_peaks,
+ * group_peak_stacks and stack_thread_stats; writes nothing (and returns 0)
+ * when the events could not all be kept. Returns 0, or -1 with err set. */
+RH_HIDDEN int rh_grp_write(struct rh_agg *a, sqlite3 *db, char *err, size_t errlen);
 
 /* ---- rh_callsite.c: call sites past allocator wrappers ------------------ */
 

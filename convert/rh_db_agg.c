@@ -247,7 +247,7 @@ int rh_agg_write(struct rh_agg *a, sqlite3 *db, char *err, size_t errlen)
         return -1;
     }
     return rh_aw_rows(&w, a) || (a->tl_ok && rh_aw_timeline_stacks(&w, a)) || rh_aw_cpu(&w, a) ||
-                   rh_aw_meta(&w, a)
+                   rh_aw_meta(&w, a) || rh_grp_write(a, db, err, errlen)
                ? -1
                : 0;
 }

@@ -76,7 +76,9 @@ int rh_file_cmd_run(const char *dbpath, const struct rh_filter *f, const char *o
     sqlite3 *db = rh_query_open(dbpath);
     if (!db)
         return 1;
-    if (rh_filter_apply(db, f) != 0) {
+    struct rh_filter g = *f;
+    g.chart = 1; /* timeline and report draw the scope's heap over time */
+    if (rh_filter_apply(db, &g) != 0) {
         sqlite3_close(db);
         return 1;
     }

@@ -212,6 +212,11 @@ struct rh_filter {
     /* call sites, not row filters: more wrappers to skip, or none at all */
     const char *skip_re[8];
     int nskip, no_skip;
+    /* 1: the reader draws the scope's heap over time (the server, the file
+     * commands), so a stack filter's scope is computed by the pass, which
+     * keeps it (stl, stls, sctl), and not from the aggregates, which have
+     * none */
+    int chart;
 };
 
 /* 1 when f selects rows (any filter but the call-site options). */
@@ -295,7 +300,11 @@ void rh_filter_window(sqlite3 *db, const struct rh_filter *f, int64_t *from_ns, 
  * are resolved over the distinct stacks, the thread filter over threads, time
  * filters into an id range (binary search: ids follow time), and one ordered
  * pass over that id range (rh_query_pass.c) computes every table with the
- * converter's aggregate code. Prints the call-site line and the culled line
+ * converter's aggregate code. Filters on stacks only are answered from the
+ * converter's per-stack and per-group tables without a row when one group
+ * has exactly their stacks (rh_query_stackscope.c: then scope.timeline is 0
+ * and there is no sctl); row filters read only the stacks whose per-stack
+ * summaries allow a passing row. Prints the call-site line and the culled line
  * on stderr. All values are bound, never pasted into SQL. Returns 0, or -1
  * after printing one line. */
 int rh_filter_apply(sqlite3 *db, const struct rh_filter *f);
@@ -352,6 +361,23 @@ struct rh_pass_result {
  * timeline_stacks' columns) and slc (leak_curve's), replacing any before,
  * and the figures in *res. Returns 0, or -1 after one line on stderr. */
 int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res);
+/* Creates the scope's TEMP tables of rh_pass_run, empty (sstat, ssize,
+ * tstat, stl, stlsb and the view stls, slc, shist, sthr), replacing any
+ * before. Returns 0 or -1 after one line. */
+int rh_pass_tables(sqlite3 *db);
+
+/* ---- rh_query_stackscope.c: a stack filter's scope without rows -------- */
+
+/* The scope of a filter that selects stacks only (TEMP TABLE selbt, built
+ * by the caller), from the converter's per-stack aggregates and the peak of
+ * the one stack group whose stacks are exactly selbt's (group_peaks,
+ * rh_agg_groups.c): the tables of rh_pass_run but stl and stls (left empty,
+ * res->timeline 0: a chart of the scope replays its rows). Reads no row.
+ * Returns 1 with the tables and *res filled, 0 when the profile cannot
+ * answer so (no group tables, a sampled or culled profile, no group with
+ * exactly those stacks, RHEAPER_ROWS=1 or RHEAPER_STACK_SCOPE=0), -1 after
+ * one line. */
+int rh_scope_stacks(sqlite3 *db, struct rh_pass_result *res);
 
 /* Sampling: 1 when the profile is sampled (meta sample_mode); then
  * prints once per process "rheaper: sampled profile (...): blocks and bytes

@@ -30,7 +30,10 @@
  * aggregates; with them it resolves stack, kind and thread filters over the
  * distinct stacks and threads, turns time filters into an id range, and
  * computes the figures of the selection in one ordered pass over that range
- * (rh_query_pass.c). The TEMP tables it leaves are the contract of rh_query.h.
+ * (rh_query_pass.c). Two shortcuts keep the answers the pass gives: a filter
+ * on stacks only whose stacks one converter group has is answered from the
+ * aggregates (rh_query_stackscope.c), and row filters leave out the stacks
+ * whose per-stack summaries allow no passing row (rh_prune_stacks). The TEMP tables it leaves are the contract of rh_query.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -410,6 +413,86 @@ static int rh_run_texts(sqlite3 *db, const char *sql, const struct rh_binds *b)
     return rc == SQLITE_DONE ? 0 : rh_sql_fail(db, "filter");
 }
 
+/* Row filters on a profile with aggregates: the stacks that can hold a row
+ * passing them, from the converter's per-stack summaries (stack_stats'
+ * leaked, temporary and freed counts and first and last allocation,
+ * stack_sizes' smallest and largest block, stack_threads' allocating
+ * threads), into TEMP TABLE selbt (intersected with it when the stack
+ * filters made one). The summaries count every row (culled ones too), so a
+ * stack left out has no row that passes: the pass then reads only the
+ * stacks left, through stack_rows when they are few (rh_query_pass.c).
+ * Sets *pruned 1 when selbt holds fewer stacks than the profile has (else
+ * it leaves things as they were). Returns 0 or -1. */
+static int rh_prune_stacks(sqlite3 *db, const struct rh_filter *f, int64_t dur, int have_selbt,
+                           int *pruned)
+{
+    char cond[1024] = "1";
+    int bad = 0;
+    int64_t from = -1, to = -1;
+    *pruned = 0;
+    const char *force = getenv("RHEAPER_ROWS"), *off = getenv("RHEAPER_PRUNE");
+    if ((force && !strcmp(force, "1")) || (off && !strcmp(off, "0")) ||
+        rh_meta_int(db, "aggregates", 0) != 1 || rh_meta_int(db, "inherited_rows", 0) != 0 ||
+        !rh_table_exists(db, "stack_stats"))
+        return 0;
+    if (f->from >= 0 || f->to >= 0)
+        rh_filter_window_ns(f, dur, &from, &to);
+    int sizes = (f->min_size >= 0 || f->max_size >= 0) && rh_table_exists(db, "stack_sizes");
+    if (from >= 0)
+        bad |= rh_cat(cond, sizeof cond, " AND s.last_alloc >= ?1");
+    if (to >= 0)
+        bad |= rh_cat(cond, sizeof cond, " AND s.first_alloc <= ?2");
+    if (sizes && f->min_size >= 0)
+        bad |= rh_cat(cond, sizeof cond, " AND z.max_size >= ?3");
+    if (sizes && f->max_size >= 0)
+        bad |= rh_cat(cond, sizeof cond, " AND z.min_size <= ?4");
+    if (f->lifetime == 1)
+        bad |= rh_cat(cond, sizeof cond, " AND s.leaked_blocks > 0");
+    else if (f->lifetime == 2 && f->temporary_ms < 0)
+        bad |= rh_cat(cond, sizeof cond, " AND s.temporary > 0");
+    else if (f->lifetime == 3)
+        bad |= rh_cat(cond, sizeof cond, " AND s.freed_blocks > 0");
+    if (f->thread && rh_table_exists(db, "stack_threads"))
+        bad |= rh_cat(cond, sizeof cond,
+                      " AND s.bt IN (SELECT bt FROM main.stack_threads WHERE thread IN"
+                      " (SELECT id FROM temp.selth))");
+    if (!strcmp(cond, "1") || bad)
+        return 0;
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "SELECT s.bt FROM main.stack_stats s%s WHERE %s%s",
+             sizes ? " JOIN main.stack_sizes z ON z.bt = s.bt" : "", cond,
+             have_selbt ? " AND s.bt IN (SELECT bt FROM temp.selbt)" : "");
+    char ins[2300];
+    snprintf(ins, sizeof ins, "INSERT INTO temp.selbt2 %s", sql);
+    sqlite3_stmt *st = NULL;
+    if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.selbt2;"
+                        "CREATE TEMP TABLE selbt2(bt INTEGER PRIMARY KEY)") ||
+        sqlite3_prepare_v2(db, ins, -1, &st, NULL) != SQLITE_OK)
+        return rh_sql_fail(db, "filter");
+    sqlite3_bind_int64(st, 1, from);
+    sqlite3_bind_int64(st, 2, to);
+    sqlite3_bind_int64(st, 3, f->min_size);
+    sqlite3_bind_int64(st, 4, f->max_size);
+    int r = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return rh_sql_fail(db, "filter");
+    int64_t left = rh_sql_int(db, "SELECT count(*) FROM temp.selbt2", 0, -1);
+    int64_t before = have_selbt ? rh_sql_int(db, "SELECT count(*) FROM temp.selbt", 0, -1)
+                                : rh_sql_int(db, "SELECT count(*) FROM main.stacks", 0, -1);
+    if (left < 0 || before < 0)
+        return -1;
+    if (left < before) {
+        if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.selbt;"
+                            "ALTER TABLE temp.selbt2 RENAME TO selbt"))
+            return -1;
+        *pruned = 1;
+        return 0;
+    }
+    return rh_sql_exec(db, "DROP TABLE temp.selbt2");
+}
+
 /* The row path: resolves f (stack and kind filters over the distinct stacks
  * into TEMP TABLE selbt, the thread into selth, time filters into an id
  * range), runs the pass (rh_query_pass.c) and creates the TEMP VIEW sel over
@@ -521,6 +604,28 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
                 bad |= rh_cat(where, sizeof where, " AND a.alloc_after <= p.tt");
         }
     }
+    /* row filters: only the stacks whose summaries allow a passing row */
+    int pruned = 0;
+    if (!bad && rh_prune_stacks(db, f, dur, ps.stacks != NULL, &pruned))
+        goto out;
+    if (pruned) {
+        rh_map_free(&set);
+        memset(&set, 0, sizeof set);
+        if (sqlite3_prepare_v2(db, "SELECT bt FROM temp.selbt", -1, &st, NULL) != SQLITE_OK) {
+            rh_sql_fail(db, "filter");
+            goto out;
+        }
+        while (sqlite3_step(st) == SQLITE_ROW)
+            if (rh_map_put(&set, (uint64_t)sqlite3_column_int64(st, 0), 1)) {
+                fprintf(stderr, "rheaper: filter: out of memory\n");
+                goto out;
+            }
+        sqlite3_finalize(st);
+        st = NULL;
+        if (!ps.stacks)
+            bad |= rh_cat(where, sizeof where, " AND a.bt IN (SELECT bt FROM temp.selbt)");
+        ps.stacks = &set;
+    }
     if (f->min_size >= 0)
         bad |= rh_cat(where, sizeof where, " AND a.size >= p.mins");
     if (f->max_size >= 0)
@@ -540,7 +645,13 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
         fprintf(stderr, "rheaper: too many filters\n");
         goto out;
     }
-    if (rh_pass_run(db, &ps, res))
+    /* stacks only: the converter's per-stack and per-group aggregates answer
+     * without a row (rh_query_stackscope.c) when one group has exactly
+     * these stacks; else the pass reads their rows */
+    int stack_only = ps.stacks && !f->chart && !f->thread && f->from < 0 && f->to < 0 && f->min_size < 0 &&
+                     f->max_size < 0 && !f->lifetime && f->temporary_ms < 0;
+    int done = stack_only ? rh_scope_stacks(db, res) : 0;
+    if (done < 0 || (!done && rh_pass_run(db, &ps, res)))
         goto out;
     *span = res->last_event > dur ? res->last_event : dur;
 

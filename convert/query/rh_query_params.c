@@ -32,6 +32,7 @@ void rh_qfilter_init(struct rh_qfilter *q)
 {
     memset(q, 0, sizeof *q);
     rh_filter_init(&q->f);
+    q->f.chart = 1; /* the web UI draws the scope's chart */
     q->addr_min = q->addr_max = -1;
     q->backtrace = -1;
     q->depth_min = q->depth_max = -1;

@@ -841,9 +841,8 @@ static int rh_pass_ctl_store(sqlite3 *db, const struct rh_pass_ctl *c)
     return rc;
 }
 
-int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
+int rh_pass_tables(sqlite3 *db)
 {
-    memset(res, 0, sizeof *res);
     /* stls unpacks stlsb with rh_pts (above); registering again replaces it */
     if (sqlite3_create_module(db, "rh_pts", &rh_pts_module, NULL) != SQLITE_OK)
         return rh_sql_fail(db, "filter");
@@ -873,6 +872,14 @@ int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res
                          " PRIMARY KEY(bt, class)) WITHOUT ROWID;"
                          "CREATE TEMP TABLE sthr(bt, thread, blocks, bytes, leaked_bytes,"
                          " PRIMARY KEY(bt, thread)) WITHOUT ROWID;"))
+        return -1;
+    return 0;
+}
+
+int rh_pass_run(sqlite3 *db, const struct rh_pass *p, struct rh_pass_result *res)
+{
+    memset(res, 0, sizeof *res);
+    if (rh_pass_tables(db))
         return -1;
     /* Every stack gets a dense index: the aggregates are arrays. */
     struct rh_map idx = {0};
