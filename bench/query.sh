@@ -6,6 +6,7 @@
 #   sh bench/query.sh --db PROFILE.db [--runs R] [--out DIR] [--only RE]
 #                     [--build DIR] [--label TEXT] [--timeout S] [--budget S]
 #                     [--cmds "NAME ..."] [--eps "NAME ..."] [--one-server]
+#                     [--sites FILE]
 #   sh bench/query.sh --tiny          # 20 000 allocations of wl_scale, 1 run
 #
 # PROFILE.db is a conversion of the scale workload (bench/wl_scale.c: 4
@@ -26,7 +27,9 @@
 #                  leaks, threads, allocations (the allocations tab); and
 #                  bytehound's allocation_groups
 #
-# (--cmds and --eps choose a subset by the names of the tables' columns.)
+# (--cmds and --eps choose a subset by the names of the tables' columns;
+# --sites FILE takes each set's top site from OUT/sites of an earlier run on
+# another conversion of the workload instead of asking the server first.)
 # Each question is asked R times in a row (default 5) and the table gives the
 # median CPU seconds, user + system: a command's from /usr/bin/time, a
 # request's from /proc/PID/stat of the server around it (the kernel's 10 ms
@@ -56,14 +59,14 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh" # rh_median, rh_loadavg
-build=$here/../build out= db= runs=5 only= label= tiny=0 tmo=120 budget=0 one=0
+build=$here/../build out= db= runs=5 only= label= tiny=0 tmo=120 budget=0 one=0 sitesf=
 all_cmds="summary top leaks peak churn flamegraph timeline report query diff view"
 all_eps="summary sites site timeline_sites timeline memory talloc ttemp sizes tree flamegraph leaks threads allocations groups"
 cmds=$all_cmds eps=$all_eps
 usage() {
     echo "usage: query.sh --db PROFILE.db [--runs R] [--out DIR] [--only RE] [--build DIR]" >&2
     echo "                [--label TEXT] [--timeout S] [--budget S] [--cmds \"NAME ...\"]" >&2
-    echo "                [--eps \"NAME ...\"] [--one-server] | --tiny" >&2
+    echo "                [--eps \"NAME ...\"] [--one-server] [--sites FILE] | --tiny" >&2
     echo "  commands: $all_cmds" >&2
     echo "  endpoints: $all_eps" >&2
     exit 2
@@ -82,6 +85,7 @@ while [ $# -gt 0 ]; do
     --cmds) cmds=$2; shift 2 ;;
     --eps) eps=$2; shift 2 ;;
     --one-server) one=1; shift ;;
+    --sites) sitesf=$2; shift 2 ;;
     --tiny) tiny=1; runs=1; one=1; shift ;;
     *) usage ;;
     esac
@@ -190,7 +194,13 @@ scpu() { awk '{ print $14 + $15 }' "/proc/$spid/stat"; }
 shwm() { awk '/^VmHWM/ { print $2 }' "/proc/$spid/status"; }
 
 # each filter set's top site by bytes, for the site endpoint (empty when the
-# scope has none)
+# scope has none); --sites FILE: the ones a run on another conversion of the
+# workload found (its OUT/sites)
+if [ -n "$sitesf" ]; then
+    [ -f "$sitesf" ] || { echo "FAIL: --sites $sitesf: no such file" >&2; exit 1; }
+    cp "$sitesf" "$out/sites.given"
+    sitesf=$out/sites.given
+fi
 start_server
 top_site() {
     curl -sf -g --max-time "$((tmo + 10))" "$base/data/0/sites?${1:+$1&}count=1&sort_by=bytes" |
@@ -200,7 +210,13 @@ top_site() {
 : > "$out/sites"
 while IFS='|' read -r name opts params; do
     if [ -n "$only" ] && ! echo "$name" | grep -Eq "$only"; then continue; fi
-    case " $eps " in *" site "*) echo "$name|$(top_site "$params")" >> "$out/sites" ;; esac
+    case " $eps " in *" site "*)
+        if [ -n "$sitesf" ]; then
+            grep "^$name|" "$sitesf" | head -n 1 >> "$out/sites" || echo "$name|" >> "$out/sites"
+        else
+            echo "$name|$(top_site "$params")" >> "$out/sites"
+        fi ;;
+    esac
 done < "$out/filters"
 stop_server
 case " $eps " in *" site "*)
@@ -298,11 +314,10 @@ header() {
     for _ in $cmds $eps; do printf -- '---|'; done
     echo '---|---|---|'
 }
-commit=$(git -C "$here/.." log -1 --format=%h 2>/dev/null || echo unknown)
 {
     echo "### Query benchmark${label:+: $label}, CPU seconds"
     echo
-    echo "Profile: $(basename "$db") ($(stat -c %s "$db") bytes); build $(basename "$build") of $commit;" \
+    echo "Profile: $(basename "$db") ($(stat -c %s "$db") bytes); build $(basename "$(dirname "$build")")/$(basename "$build");" \
          "$(nproc) cores; medians of $runs$([ "$one" = 1 ] && echo ", one server"); cap $tmo s$([ "$budget" -gt 0 ] && echo "; budget $budget s per question");" \
          "load average before: $(rh_loadavg)."
     echo
