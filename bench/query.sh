@@ -43,8 +43,9 @@
 # average when the row began.
 #
 # A run is cut at --timeout seconds (default 120: `timeout` for a command,
-# the server's --budget-ms for a request) and shown as "> S"; a question cut
-# in its first run is not asked again. --budget S (default 0: none) stops
+# the server's --budget-ms for a request) and shown as "> S" (wall) and as
+# "≥ C (cut)" (CPU), C the CPU seconds it had used by then; a question cut in
+# its first run is not asked again. --budget S (default 0: none) stops
 # repeating a question once its runs took S wall seconds in all, and the
 # cell then shows the number of runs its median is of, "2.345 (2)". Filters
 # the CLI has no option for (bytehound's backtrace depth) are asked of the
@@ -294,7 +295,8 @@ ask() {
         return
     fi
     if grep -q ' 1$' "$out/runs"; then
-        cpu="> $tmo" wall="> $tmo"
+        # the CPU seconds it had used when it was cut: a lower bound
+        cpu="≥ $(awk '$4 == 1 { printf "%.3f", $1; exit }' "$out/runs") (cut)" wall="> $tmo"
         return
     fi
     _n=""
