@@ -12,8 +12,9 @@
 # and never less than c_large (a cost that fell between the two sizes is
 # noise at the 10 ms tick, not a trend). A cell is "?" when either figure is
 # missing or was cut ("> S", "failed", "-"). Cells keep the three decimals of
-# bench/query.sh; the RSS columns are projected the same way, the load column
-# is left out. Prints a markdown table.
+# bench/query.sh; the RSS and load columns are left out (a reader's RSS is
+# mostly the pages of the mapped database it touched, bounded by the map,
+# not a line). Prints a markdown table.
 set -eu
 [ $# = 5 ] || { echo "usage: query_project.sh SMALL.md N_SMALL LARGE.md N_LARGE N_TARGET" >&2; exit 2; }
 for f in "$1" "$3"; do
@@ -43,7 +44,7 @@ END {
     m = 0
     for (i = 2; i <= nhead[2]; i++) {
         c = head[2, i]
-        if (c == "load") continue
+        if (c == "load" || c ~ /RSS/) continue
         for (j = 2; j <= nhead[1]; j++) if (head[1, j] == c) { cols[++m] = c; printf " %s |", c; break }
     }
     printf "\n|---|"
@@ -58,7 +59,7 @@ END {
             if (a < 0 || b < 0) { printf " ? |"; continue }
             p = b + (b - a) * (nt - nl) / (nl - ns)
             if (p < b) p = b
-            if (cols[i] ~ /RSS/) printf " %d |", p + 0.5; else printf " %.3f |", p
+            printf " %.3f |", p
         }
         printf "\n"
     }
