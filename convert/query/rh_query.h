@@ -577,6 +577,10 @@ int rh_tree_json(sqlite3 *db, const struct rh_tree_opts *opt, FILE *out);
  * Returns 0 or -1 (printed). */
 int rh_site_table(sqlite3 *db, int64_t duration_ns);
 
+/* Reads one varint of a stack_series blob (docs/sql.md) at *p (< end) into
+ * *v and moves *p past it. Returns 1, or 0 when the blob ends inside it. */
+int rh_series_next(const unsigned char **p, const unsigned char *end, uint64_t *v);
+
 /* Writes the scope's heap over time by call site (after rh_site_table) as
  * one JSON object: xs (column end times, ns), total (the scope's live bytes
  * at each column's peak), series (the k sites that held the most at the
