@@ -26,6 +26,10 @@
  * one line on stderr ("rheaper: PATH: no such file", "... is not a rheaper
  * profile") and returns NULL. Registers the REGEXP function. */
 sqlite3 *rh_query_open(const char *path);
+/* Sets db's page cache (KiB) and memory map (bytes of the file mapped, 0:
+ * none) for a long-running reader that holds several connections: mapped
+ * pages count in its resident memory (`rheaper serve`). */
+void rh_query_tune(sqlite3 *db, int cache_kib, int64_t mmap_bytes);
 
 /* Whole-profile figures, computed over `sel` (the filtered allocations). */
 struct rh_summary {

@@ -131,6 +131,18 @@ sqlite3 *rh_query_open(const char *path)
     return db;
 }
 
+void rh_query_tune(sqlite3 *db, int cache_kib, int64_t mmap_bytes)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA cache_size = -%d", cache_kib > 0 ? cache_kib : 2000);
+    sqlite3_exec(db, sql, NULL, NULL, NULL);
+    if (!getenv("RHEAPER_NO_MMAP")) {
+        snprintf(sql, sizeof sql, "PRAGMA mmap_size = %lld",
+                 (long long)(mmap_bytes > 0 ? mmap_bytes : 0));
+        sqlite3_exec(db, sql, NULL, NULL, NULL);
+    }
+}
+
 int rh_sql_fail(sqlite3 *db, const char *what)
 {
     fprintf(stderr, "rheaper: %s: SQLite error (%s)\n", what, sqlite3_errmsg(db));
