@@ -1,7 +1,7 @@
 /* series_prog.c: the program series_test.sh profiles, with a known plan over
  * time, for the converter's per-stack series (stack_series):
  *   phase 1  temp_a     3000 x 24 bytes, each freed at once (temporary)
- *   phase 2  keep_b     2000 x 200 bytes, kept
+ *   phase 2  keep_b     2000 blocks, 200 and 300 bytes in turn, kept
  *   phase 3  leak_c     7 x 4096 bytes, never freed
  *   phase 4  the 2000 blocks of keep_b freed
  * with pauses between the phases, so that every allocation of temp_a comes
@@ -33,7 +33,7 @@ __attribute__((noinline)) static void temp_a(void)
 __attribute__((noinline)) static void keep_b(void)
 {
     for (int i = 0; i < 2000; i++) {
-        kept[i] = malloc(200);
+        kept[i] = malloc(i % 2 ? 300 : 200);
         memset(kept[i], 2, 8);
     }
 }
