@@ -193,6 +193,8 @@ static void rh_pools_close(void)
     rh_npools = 0;
 }
 
+static void rh_budget_start(const struct rh_server *s);
+
 static int rh_key_eq(const char *a, const char *b)
 {
     return a && b && !strcmp(a, b);
@@ -289,6 +291,8 @@ sqlite3 *rh_serve_db(const struct rh_server *s, int i)
     got->key = t->route ? strdup(t->route) : NULL;
     pthread_mutex_unlock(&rh_pool_mu);
     sqlite3_progress_handler(got->db, 4000, rh_progress, t);
+    if (!t->nheld) /* the budget counts from here: waiting for a scope is not spent */
+        rh_budget_start(s);
     t->held[i] = got;
     t->nheld++;
     return got->db;
