@@ -33,11 +33,34 @@
 /* The leak score from which a site is marked as a leak. */
 #define RH_LEAK_BADGE "0.5"
 
+/* 1 when TEMP sitetab was built for the scope db holds now: both carry the
+ * same filter key (TEMP scopekey, kept by rh_qfilter_apply while the scope
+ * is the same) and the same duration. A scope without a key never matches. */
+static int rh_site_table_current(sqlite3 *db, int64_t duration_ns)
+{
+    sqlite3_stmt *st = NULL; /* no such tables: not current */
+    int cur = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT 1 FROM temp.sitekey s, temp.scopekey k WHERE s.k = k.k"
+                           " AND s.d = ?1 AND EXISTS (SELECT 1 FROM temp.sqlite_master"
+                           " WHERE name = 'sitetab')",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, duration_ns);
+        cur = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return cur;
+}
+
 int rh_site_table(sqlite3 *db, int64_t duration_ns)
 {
-    if (rh_leak_sites(db, RH_LEAK_BUCKETS, duration_ns))
+    /* a page asks several views of one scope: the table is built once */
+    if (rh_site_table_current(db, duration_ns))
+        return 0;
+    if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.sitekey") ||
+        rh_leak_sites(db, RH_LEAK_BUCKETS, duration_ns))
         return -1;
-    return rh_sql_exec(
+    if (rh_sql_exec(
         db, "DROP TABLE IF EXISTS temp.sitetab;"
             "CREATE TEMP TABLE sitetab AS SELECT s.site AS site, min(s.function) AS function,"
             " min(s.location) AS location, count(*) AS stacks, sum(t.count) AS count,"
@@ -48,7 +71,20 @@ int rh_site_table(sqlite3 *db, int64_t duration_ns)
             " coalesce(l.score >= " RH_LEAK_BADGE " AND l.bytes > 0, 0) AS leak"
             " FROM temp.site s JOIN temp.sstat t ON t.bt = s.bt"
             " LEFT JOIN temp.leak_sites l ON l.site = s.site"
-            " WHERE t.count > 0 GROUP BY s.site");
+            " WHERE t.count > 0 GROUP BY s.site"))
+        return -1;
+    /* remembered only when the scope has a key */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "CREATE TEMP TABLE sitekey AS SELECT k, ?1 AS d FROM temp.scopekey",
+                           -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return 0; /* no scopekey: nothing to remember */
+    }
+    sqlite3_bind_int64(st, 1, duration_ns);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : rh_sql_fail(db, "call sites");
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* Writes the rows of sql (bound to function and location) as a JSON array

@@ -1758,7 +1758,11 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
     free(route);
     q.db = rh_serve_db(s, q.pi);
     if (!q.db) {
-        rc = rh_resp_error(r, 500, NULL, "cannot open %s", s->p[q.pi].path);
+        rc = rh_serve_over_budget()
+                 ? rh_resp_error(r, 503, NULL,
+                                 "the query ran out of its time budget of %d ms; narrow the filters",
+                                 s->budget_ms)
+                 : rh_resp_error(r, 500, NULL, "cannot open %s", s->p[q.pi].path);
         goto done;
     }
     q.duration = rh_meta_int(q.db, "duration_ns", 0);

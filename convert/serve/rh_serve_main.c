@@ -76,7 +76,8 @@ struct rh_pconn {
     sqlite3 *db;
     char *key;     /* the routing key of its last scope (NULL: none) */
     int busy;
-    uint64_t used; /* the tick of its last release */
+    uint64_t used;   /* the tick of its last release */
+    uint64_t failed; /* the tick of its last release past the time budget */
 };
 
 struct rh_pool {
@@ -220,6 +221,7 @@ sqlite3 *rh_serve_db(const struct rh_server *s, int i)
     struct rh_pool *pl = &rh_pools[i];
     struct rh_pconn *got = NULL;
     pthread_mutex_lock(&rh_pool_mu);
+    const uint64_t since = rh_pool_tick;
     for (;;) {
         struct rh_pconn *same = NULL, *same_busy = NULL, *lru = NULL;
         for (int k = 0; k < pl->n; k++) {
@@ -234,6 +236,13 @@ sqlite3 *rh_serve_db(const struct rh_server *s, int i)
                 lru = c;
         }
         got = same;
+        if (got && got->failed > since) {
+            /* the request it waited for ran out of its budget building this
+             * very scope: the same work would too (503, not another try) */
+            pthread_mutex_unlock(&rh_pool_mu);
+            t->over = 1;
+            return NULL;
+        }
         if (!got && same_busy && wait) {
             pthread_cond_wait(&rh_pool_cv, &rh_pool_mu);
             continue;
@@ -309,6 +318,8 @@ static void rh_serve_release(void)
         if (t->held[i]) {
             t->held[i]->busy = 0;
             t->held[i]->used = ++rh_pool_tick;
+            if (t->over)
+                t->held[i]->failed = t->held[i]->used;
             t->held[i] = NULL;
         }
     t->nheld = 0;
