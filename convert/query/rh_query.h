@@ -31,6 +31,10 @@ sqlite3 *rh_query_open(const char *path);
  * pages count in its resident memory (`rheaper serve`). */
 void rh_query_tune(sqlite3 *db, int cache_kib, int64_t mmap_bytes);
 
+/* Reads one varint of a stack_series blob (docs/sql.md) at *p (< end) into
+ * *v and moves *p past it. Returns 1, or 0 when the blob ends inside it. */
+int rh_series_next(const unsigned char **p, const unsigned char *end, uint64_t *v);
+
 /* Whole-profile figures, computed over `sel` (the filtered allocations). */
 struct rh_summary {
     char program[1024];
@@ -580,10 +584,6 @@ int rh_tree_json(sqlite3 *db, const struct rh_tree_opts *opt, FILE *out);
  * with its leak score and leak = 1 when the score marks it as a leak.
  * Returns 0 or -1 (printed). */
 int rh_site_table(sqlite3 *db, int64_t duration_ns);
-
-/* Reads one varint of a stack_series blob (docs/sql.md) at *p (< end) into
- * *v and moves *p past it. Returns 1, or 0 when the blob ends inside it. */
-int rh_series_next(const unsigned char **p, const unsigned char *end, uint64_t *v);
 
 /* Writes the scope's heap over time by call site (after rh_site_table) as
  * one JSON object: xs (column end times, ns), total (the scope's live bytes

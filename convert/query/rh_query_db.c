@@ -131,6 +131,21 @@ sqlite3 *rh_query_open(const char *path)
     return db;
 }
 
+/* stack_series blobs (docs/sql.md): one varint. */
+int rh_series_next(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int sh = 0; *p < end && sh < 64; sh += 7) {
+        unsigned char b = *(*p)++;
+        x |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void rh_query_tune(sqlite3 *db, int cache_kib, int64_t mmap_bytes)
 {
     char sql[128];

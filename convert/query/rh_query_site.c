@@ -137,20 +137,6 @@ static int rh_site_sizes(sqlite3 *db, const char *function, const char *location
 
 /* ---- stack_series blobs (docs/sql.md) ------------------------------------ */
 
-int rh_series_next(const unsigned char **p, const unsigned char *end, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int sh = 0; *p < end && sh < 64; sh += 7) {
-        unsigned char b = *(*p)++;
-        x |= (uint64_t)(b & 0x7f) << sh;
-        if (!(b & 0x80)) {
-            *v = x;
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* The next zigzag-coded value of a heap blob. */
 static int rh_series_nexts(const unsigned char **p, const unsigned char *end, int64_t *v)
 {
