@@ -2,10 +2,11 @@
 # webui_redraw.sh: a web UI view's redraw after a search, end to end, and the
 # server's peak resident memory (docs/benchmarks.md "rheaper serve").
 #
-#   sh bench/webui_redraw.sh [--rheaper BIN] [--runs N] [--sites] PROFILE.db
+#   sh bench/webui_redraw.sh [--rheaper BIN] [--runs N] [--budget-ms MS] [--sites] PROFILE.db
 #
 # Starts `BIN serve PROFILE.db --no-cache` (every redraw computes its answers;
-# default BIN: build/bin/rheaper), runs webui_redraw.mjs in headless Chromium:
+# default BIN: build/bin/rheaper; --budget-ms passes the server's time budget,
+# default its own 10 s), runs webui_redraw.mjs in headless Chromium:
 # per view (overview, call sites, top-down tree) N searches (default 5), each
 # for another function of the scale workload (bench/wl_scale.c: step_0 ..
 # step_7, so no search finds the scope the previous one built), the time from
@@ -16,16 +17,17 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-bin=$root/build/bin/rheaper runs=5 sites=0
+bin=$root/build/bin/rheaper runs=5 sites=0 budget=
 while [ $# -gt 1 ]; do
     case $1 in
     --rheaper) bin=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --sites) sites=1; shift ;;
+    --budget-ms) budget="--budget-ms $2"; shift 2 ;;
     *) break ;;
     esac
 done
-[ $# -eq 1 ] || { echo "usage: webui_redraw.sh [--rheaper BIN] [--runs N] [--sites] PROFILE.db" >&2; exit 2; }
+[ $# -eq 1 ] || { echo "usage: webui_redraw.sh [--rheaper BIN] [--runs N] [--budget-ms MS] [--sites] PROFILE.db" >&2; exit 2; }
 db=$1
 chromium=$(command -v chromium || command -v chromium-browser || true)
 [ -n "$chromium" ] && command -v node >/dev/null 2>&1 ||
@@ -33,7 +35,7 @@ chromium=$(command -v chromium || command -v chromium-browser || true)
 out=$(mktemp -d)
 trap 'kill "$spid" 2>/dev/null || true; rm -rf "$out"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bin" serve "$db" --no-cache --listen 127.0.0.1:0 >"$out/serve.out" 2>"$out/serve.err" &
+"$bin" serve "$db" --no-cache $budget --listen 127.0.0.1:0 >"$out/serve.out" 2>"$out/serve.err" &
 spid=$!
 port=
 for _ in $(seq 1 300); do
