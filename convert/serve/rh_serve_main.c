@@ -77,7 +77,8 @@ struct rh_pconn {
     char *key;     /* the routing key of its last scope (NULL: none) */
     int busy;
     uint64_t used;   /* the tick of its last release */
-    uint64_t failed; /* the tick of its last release past the time budget */
+    uint64_t failed; /* the tick of its last release past the time budget with
+                      * its scope unbuilt */
 };
 
 struct rh_pool {
@@ -236,14 +237,16 @@ sqlite3 *rh_serve_db(const struct rh_server *s, int i)
                 lru = c;
         }
         got = same;
-        if (got && got->failed > since) {
+        if (got && got->failed > since && t->route && *t->route) {
             /* the request it waited for ran out of its budget building this
              * very scope: the same work would too (503, not another try) */
             pthread_mutex_unlock(&rh_pool_mu);
             t->over = 1;
             return NULL;
         }
-        if (!got && same_busy && wait) {
+        /* only a filtered scope is worth waiting for: without filters it
+         * copies the converter's tables */
+        if (!got && same_busy && wait && t->route && *t->route) {
             pthread_cond_wait(&rh_pool_cv, &rh_pool_mu);
             continue;
         }
@@ -313,12 +316,22 @@ static void rh_serve_release(void)
     struct rh_tls *t = pthread_getspecific(rh_tls_key);
     if (!t || !t->nheld)
         return;
+    /* past the budget before its scope was built (no scopekey left): the
+     * requests waiting for this scope would run out too */
+    int unbuilt[t->n];
+    for (int i = 0; i < t->n; i++) {
+        sqlite3_stmt *st = NULL;
+        unbuilt[i] = t->over && t->held[i] &&
+                     sqlite3_prepare_v2(t->held[i]->db, "SELECT 1 FROM temp.scopekey", -1, &st,
+                                        NULL) != SQLITE_OK;
+        sqlite3_finalize(st);
+    }
     pthread_mutex_lock(&rh_pool_mu);
     for (int i = 0; i < t->n; i++)
         if (t->held[i]) {
             t->held[i]->busy = 0;
             t->held[i]->used = ++rh_pool_tick;
-            if (t->over)
+            if (unbuilt[i])
                 t->held[i]->failed = t->held[i]->used;
             t->held[i] = NULL;
         }
