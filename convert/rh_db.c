@@ -68,6 +68,7 @@ struct rh_db {
     struct rh_agg *agg;      /* NULL: no aggregate tables */
     struct rh_post *post;    /* NULL: no table stack_rows (rh_postings.c) */
     struct rh_chains *chains; /* NULL: no table realloc_chains (rh_chains.c) */
+    struct rh_series *series; /* NULL: no table stack_series (rh_db_series.c) */
     int64_t min_lifetime_ns; /* culling (rheaper-convert --min-lifetime); 0: none */
     uint64_t culled;         /* rows not written by culling */
     /* Rows arrive in free order but their ids are in allocation order; a
@@ -219,6 +220,9 @@ static const char rh_schema[] =
     " PRIMARY KEY(bt, class)) WITHOUT ROWID;"
     "CREATE TABLE stack_threads(bt INTEGER, thread INTEGER, blocks INTEGER, bytes INTEGER,"
     " leaked_bytes INTEGER, PRIMARY KEY(bt, thread)) WITHOUT ROWID;"
+    /* each stack's series over time: its heap points and its allocations
+     * per column, as blobs (rh_db_series.c, docs/sql.md) */
+    "CREATE TABLE stack_series(bt INTEGER PRIMARY KEY, heap BLOB, allocs BLOB);"
     "CREATE TABLE skipped_functions(sym TEXT PRIMARY KEY, callers INTEGER, stacks INTEGER);"
     "CREATE TABLE threads(id INTEGER PRIMARY KEY, tid INTEGER, name TEXT);"
     "CREATE TABLE modules(id INTEGER PRIMARY KEY, path TEXT, base INTEGER, build_id TEXT,"
@@ -585,6 +589,8 @@ int rh_db_row(void *ctx, const struct rh_row *row)
         pthread_cond_init(&d->emptied, NULL);
         d->writer_on = pthread_create(&d->writer, NULL, rh_db_writer, d) == 0;
     }
+    if (d->series && rh_series_row(d->series, row))
+        return -1;
     return rh_db_row_now(d, row); /* no writer thread: rh_db_hand_over() inserts */
 }
 
@@ -627,6 +633,7 @@ void rh_db_abort(struct rh_db *d)
         unlink(rh_db_tmp);
     rh_db_tmp[0] = 0;
     rh_db_tmp_close();
+    rh_series_free(d->series);
     free(d);
 }
 
@@ -1132,6 +1139,9 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         rh_db_threads_modules(d, r, err, errlen) || rh_db_meta(d, r, st, undefined, err, errlen) ||
         rh_db_meta_debug(d, sym, err, errlen) ||
         (d->agg && rh_agg_write(d->agg, d->db, err, errlen)) ||
+        (d->agg && rh_series_write(d->series, d->db,
+                                   d->agg->tl_ok && d->agg->bscale == 1 && d->min_lifetime_ns == 0,
+                                   d->agg->tl_ok, err, errlen)) ||
         (d->post && rh_post_write(d->post, d->db, err, errlen)) ||
         (d->chains && rh_chains_write(d->chains, d->db, err, errlen)) ||
         rh_db_view(d, r, err, errlen) || rh_db_exec(d, rh_post, err, errlen) ||
@@ -1152,6 +1162,7 @@ int rh_db_finish(struct rh_db *d, struct rh_rip *r, const struct rh_merge_stats 
         goto fail;
     rh_db_tmp[0] = 0;
     rh_db_tmp_close();
+    rh_series_free(d->series);
     free(d);
     return 0;
 fail:
@@ -1163,6 +1174,9 @@ void rh_db_set_agg(struct rh_db *d, struct rh_agg *agg, int64_t min_lifetime_ns)
 {
     d->agg = agg;
     d->min_lifetime_ns = min_lifetime_ns;
+    rh_series_free(d->series);
+    /* out of memory: no allocs series, the charts count rows */
+    d->series = agg && agg->span > 0 && min_lifetime_ns == 0 ? rh_series_new(agg->span) : NULL;
 }
 
 void rh_db_set_post(struct rh_db *d, struct rh_post *p)

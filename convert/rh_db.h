@@ -53,6 +53,24 @@ RH_HIDDEN void rh_chains_free(struct rh_chains *c);
 /* The chains rh_db_finish() writes (NULL: none); the caller frees them after. */
 RH_HIDDEN void rh_db_set_chains(struct rh_db *db, struct rh_chains *c);
 
+/* ---- rh_db_series.c: each stack's series over time (table stack_series) -- */
+
+struct rh_series;
+/* An empty set of series whose allocations charts span span_ns (> 0). NULL
+ * when memory is short (the charts then count rows). */
+RH_HIDDEN struct rh_series *rh_series_new(int64_t span_ns);
+/* Counts one stored row in its stack's allocations column. Returns 0: running
+ * out of memory drops the allocs series, not the conversion. */
+RH_HIDDEN int rh_series_row(struct rh_series *s, const struct rh_row *row);
+/* Fills table stack_series and its meta keys (inside the conversion's
+ * transaction, after rh_agg_write): the allocs blobs when allocs_ok (the rows
+ * counted are every row stored and the span is the run's), the heap blobs
+ * from timeline_stacks when heap_ok. s may be NULL (no allocs). Returns 0, or
+ * -1 with err set. */
+RH_HIDDEN int rh_series_write(struct rh_series *s, sqlite3 *db, int allocs_ok, int heap_ok,
+                              char *err, size_t errlen);
+RH_HIDDEN void rh_series_free(struct rh_series *s);
+
 /* ---- rh_db_agg.c: the aggregate tables ----------------------------------- */
 
 /* Writes the aggregate tables and their meta keys into db (

@@ -47,6 +47,11 @@ static inline int64_t rh_stack_slot(int64_t bt, int64_t nlow)
 #define RH_HIST_LIFE 100
 #define RH_HIST_LEAKED (RH_HIST_LIFE + 9)
 
+/* The columns of the allocations charts over time (stack_series.allocs,
+ * rh_db_series.c; the charts of rh_query_events.c): an allocation at t falls
+ * in column t * C / span rounded down, the last one taking t >= span. */
+#define RH_AGG_EVENT_COLUMNS 300
+
 /* ---- sampled profiles -------------------------------------------------------- */
 
 /* Per row, exactly as the aggregates count an event (rh_aggregate.c): bytes

@@ -26,6 +26,14 @@
  * one line on stderr ("rheaper: PATH: no such file", "... is not a rheaper
  * profile") and returns NULL. Registers the REGEXP function. */
 sqlite3 *rh_query_open(const char *path);
+/* Sets db's page cache (KiB) and memory map (bytes of the file mapped, 0:
+ * none) for a long-running reader that holds several connections: mapped
+ * pages count in its resident memory (`rheaper serve`). */
+void rh_query_tune(sqlite3 *db, int cache_kib, int64_t mmap_bytes);
+
+/* Reads one varint of a stack_series blob (docs/sql.md) at *p (< end) into
+ * *v and moves *p past it. Returns 1, or 0 when the blob ends inside it. */
+int rh_series_next(const unsigned char **p, const unsigned char *end, uint64_t *v);
 
 /* Whole-profile figures, computed over `sel` (the filtered allocations). */
 struct rh_summary {

@@ -131,6 +131,33 @@ sqlite3 *rh_query_open(const char *path)
     return db;
 }
 
+/* stack_series blobs (docs/sql.md): one varint. */
+int rh_series_next(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (int sh = 0; *p < end && sh < 64; sh += 7) {
+        unsigned char b = *(*p)++;
+        x |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void rh_query_tune(sqlite3 *db, int cache_kib, int64_t mmap_bytes)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA cache_size = -%d", cache_kib > 0 ? cache_kib : 2000);
+    sqlite3_exec(db, sql, NULL, NULL, NULL);
+    if (!getenv("RHEAPER_NO_MMAP")) {
+        snprintf(sql, sizeof sql, "PRAGMA mmap_size = %lld",
+                 (long long)(mmap_bytes > 0 ? mmap_bytes : 0));
+        sqlite3_exec(db, sql, NULL, NULL, NULL);
+    }
+}
+
 int rh_sql_fail(sqlite3 *db, const char *what)
 {
     fprintf(stderr, "rheaper: %s: SQLite error (%s)\n", what, sqlite3_errmsg(db));

@@ -8,7 +8,11 @@
  * histogram: blocks and bytes per power-of-two class, every class from the
  * smallest to the largest one used on the axis (empty ones at 0), for the
  * whole scope or for one call site. Both read the scope's rows (msel) after
- * rh_site_table, with the weights of a sampled profile (RH_W_N, RH_W_B).
+ * rh_site_table, with the weights of a sampled profile (RH_W_N, RH_W_B),
+ * unless aggregates answer: the charts over time sum the converter's
+ * per-stack columns (stack_series.allocs, rh_db_series.c) when the scope is
+ * made of whole stacks (no filter, or filters that keep every row of the
+ * stacks they keep) and the sizes sum the per-stack classes (shist).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -19,12 +23,83 @@
 #include "rh_names.h"
 #include "rh_query.h"
 
-/* The columns of the charts over time: as many as the heap chart's. */
-#define RH_EV_COLS RH_SCOPE_TL_COLS
+/* The columns of the charts over time: as many as the heap chart's, and
+ * those the converter counts per stack. */
+#define RH_EV_COLS RH_AGG_EVENT_COLUMNS
+_Static_assert(RH_AGG_EVENT_COLUMNS == RH_SCOPE_TL_COLS, "the charts share their columns");
 
 /* The rows of one site (bound ?1 function, ?2 location) or of the scope. */
 #define RH_EV_SITE_ROWS                                                                            \
     " FROM msel a JOIN temp.site s ON s.bt = a.bt WHERE s.function = ?1 AND s.location = ?2"
+
+/* 1 when the charts over time of the scope can be summed from
+ * stack_series.allocs: it counts every stored row in columns of this span,
+ * msel is the view of sel (no filter of bytehound's beyond the CLI's), the
+ * temporary rule is heaptrack's, and the scope keeps every row of each stack
+ * it keeps (no filter; or each stack's count in scope is its count in the
+ * profile: the filters chose stacks, not rows). *all: no filter. */
+static int rh_ev_stored(sqlite3 *db, int64_t span, int *all)
+{
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc) || !rh_table_exists(db, "stack_series") ||
+        rh_meta_int(db, "series_alloc_span_ns", 0) != span ||
+        rh_meta_int(db, "series_alloc_columns", 0) != RH_EV_COLS)
+        return 0;
+    sqlite3_stmt *st = rh_sql_prepare(
+        db, "SELECT (SELECT type FROM temp.sqlite_master WHERE name = 'msel'),"
+            " (SELECT count(*) FROM temp.sqlite_master WHERE name = 'selp')");
+    if (!st)
+        return 0;
+    int ok = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) &&
+             !strcmp((const char *)sqlite3_column_text(st, 0), "view");
+    int selp = ok && sqlite3_column_int(st, 1) == 1;
+    sqlite3_finalize(st);
+    *all = !sc.rows;
+    if (!ok || !sc.rows)
+        return ok;
+    if (!selp || rh_sql_int(db, "SELECT count(*) FROM temp.selp WHERE tmpns IS NOT NULL", 0, 1))
+        return 0;
+    return rh_sql_int(db,
+                      "SELECT count(*) FROM temp.sstat t LEFT JOIN main.stack_stats m ON m.bt = t.bt"
+                      " WHERE t.count > 0 AND (m.count IS NULL OR m.count <> t.count)",
+                      0, 1) == 0;
+}
+
+/* Adds the stacks' allocs blobs to vals (n x (k + 1), in 1/4096 blocks as
+ * the rows' RH_W_ROW_N of weight 1), each stack to its series sgrp[slot]
+ * (ng: other call sites). Returns 0 or -1. */
+static int rh_ev_blobs(sqlite3 *db, int all, int temporary, const unsigned char *sgrp,
+                       int64_t nlow, int64_t nslots, int ng, int k, int64_t *vals)
+{
+    const int n = RH_EV_COLS;
+    sqlite3_stmt *st = rh_sql_prepare(
+        db, all ? "SELECT bt, allocs FROM main.stack_series WHERE allocs IS NOT NULL"
+                : "SELECT x.bt, x.allocs FROM temp.sstat t JOIN main.stack_series x ON x.bt = t.bt"
+                  " WHERE t.count > 0 AND x.allocs IS NOT NULL");
+    if (!st)
+        return -1;
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t bt = sqlite3_column_int64(st, 0);
+        const unsigned char *p = sqlite3_column_blob(st, 1);
+        const unsigned char *end = p + sqlite3_column_bytes(st, 1);
+        int64_t slot = bt >= 0 ? rh_stack_slot(bt, nlow) : -1;
+        int g = slot >= 0 && slot < nslots ? sgrp[slot] : ng;
+        uint64_t col = 0, dc, nb, tb;
+        while (p && p < end) {
+            if (!rh_series_next(&p, end, &dc) || !rh_series_next(&p, end, &nb) ||
+                !rh_series_next(&p, end, &tb) || (col += dc) >= (uint64_t)n) {
+                fprintf(stderr, "rheaper: allocations over time: a damaged stack_series blob\n");
+                sqlite3_finalize(st);
+                return -1;
+            }
+            vals[col * (uint64_t)(k + 1) + (uint64_t)g] +=
+                (int64_t)(temporary ? tb : nb) * RH_AGG_BSCALE;
+        }
+    }
+    sqlite3_finalize(st);
+    return r == SQLITE_DONE ? 0 : rh_sql_fail(db, "allocations over time");
+}
 
 int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *o)
 {
@@ -90,6 +165,13 @@ int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *
             sgrp[slot] = (unsigned char)grp[site];
     }
     sqlite3_finalize(st);
+    /* the converter's per-stack columns, when they are the scope's */
+    int all = 0;
+    if (rh_ev_stored(db, span, &all)) {
+        if (rh_ev_blobs(db, all, temporary, sgrp, nlow, nslots, ng, k, vals))
+            goto out;
+        goto print;
+    }
     /* one plain scan of the rows (no GROUP BY: no sort), each block added to
      * its column [c*span/n, (c+1)*span/n) and series, in 1/4096 units of its
      * weight; a block after span (a scope's last events) counts in the last
@@ -113,8 +195,9 @@ int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *
         rh_sql_fail(db, temporary ? "temporary allocations over time" : "allocations over time");
         goto out;
     }
+print:;
     /* the counts up to each column's end, as heaptrack_gui draws them */
-    int64_t sum[33] = {0}, all = 0;
+    int64_t sum[33] = {0}, tot = 0;
     fprintf(o, "{\"what\":\"%s\",\"cumulative\":true,\"xs\":[",
             temporary ? "temporary" : "allocations");
     for (int c = 0; c < n; c++)
@@ -122,8 +205,8 @@ int rh_events_sites_json(sqlite3 *db, int k, int temporary, int64_t span, FILE *
     fputs("],\"total\":[", o);
     for (int c = 0; c < n; c++) {
         for (int g = 0; g <= ng; g++)
-            all += vals[(size_t)c * (size_t)(k + 1) + (size_t)g];
-        fprintf(o, "%s%" PRId64, c ? "," : "", (all + 2048) / 4096);
+            tot += vals[(size_t)c * (size_t)(k + 1) + (size_t)g];
+        fprintf(o, "%s%" PRId64, c ? "," : "", (tot + 2048) / 4096);
     }
     fputs("],\"series\":[", o);
     for (int g = 0; g <= ng; g++) {

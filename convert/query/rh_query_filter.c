@@ -890,7 +890,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     static const char *const temps[] = {"sel",   "sstat", "ssize", "tstat", "stl",
                                         "stls",  "slc",   "scope", "selbt", "selth",
                                         "selp",  "shist", "sthr",  "scopekey",
-                                        "sctl",  "stlsb", NULL};
+                                        "sctl",  "stlsb", "sitekey", NULL};
     for (int k = 0; temps[k]; k++)
         if (rh_temp_drop(db, temps[k]))
             return -1;

@@ -14,7 +14,9 @@
  * stack_hist and stack_threads, or the filtered pass's) and the rows of the
  * site are those of sel (no filter of bytehound's beyond the CLI's), the
  * histograms and threads are sums over the site's stacks: opening a site
- * reads no row.
+ * reads no row. Without filters the lines over time come from the
+ * converter's per-stack series (stack_series.heap, rh_db_series.c): a site's
+ * line reads its own stacks' blobs, not the whole timeline.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -31,11 +33,34 @@
 /* The leak score from which a site is marked as a leak. */
 #define RH_LEAK_BADGE "0.5"
 
+/* 1 when TEMP sitetab was built for the scope db holds now: both carry the
+ * same filter key (TEMP scopekey, kept by rh_qfilter_apply while the scope
+ * is the same) and the same duration. A scope without a key never matches. */
+static int rh_site_table_current(sqlite3 *db, int64_t duration_ns)
+{
+    sqlite3_stmt *st = NULL; /* no such tables: not current */
+    int cur = 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT 1 FROM temp.sitekey s, temp.scopekey k WHERE s.k = k.k"
+                           " AND s.d = ?1 AND EXISTS (SELECT 1 FROM temp.sqlite_master"
+                           " WHERE name = 'sitetab')",
+                           -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, duration_ns);
+        cur = sqlite3_step(st) == SQLITE_ROW;
+    }
+    sqlite3_finalize(st);
+    return cur;
+}
+
 int rh_site_table(sqlite3 *db, int64_t duration_ns)
 {
-    if (rh_leak_sites(db, RH_LEAK_BUCKETS, duration_ns))
+    /* a page asks several views of one scope: the table is built once */
+    if (rh_site_table_current(db, duration_ns))
+        return 0;
+    if (rh_sql_exec(db, "DROP TABLE IF EXISTS temp.sitekey") ||
+        rh_leak_sites(db, RH_LEAK_BUCKETS, duration_ns))
         return -1;
-    return rh_sql_exec(
+    if (rh_sql_exec(
         db, "DROP TABLE IF EXISTS temp.sitetab;"
             "CREATE TEMP TABLE sitetab AS SELECT s.site AS site, min(s.function) AS function,"
             " min(s.location) AS location, count(*) AS stacks, sum(t.count) AS count,"
@@ -46,7 +71,20 @@ int rh_site_table(sqlite3 *db, int64_t duration_ns)
             " coalesce(l.score >= " RH_LEAK_BADGE " AND l.bytes > 0, 0) AS leak"
             " FROM temp.site s JOIN temp.sstat t ON t.bt = s.bt"
             " LEFT JOIN temp.leak_sites l ON l.site = s.site"
-            " WHERE t.count > 0 GROUP BY s.site");
+            " WHERE t.count > 0 GROUP BY s.site"))
+        return -1;
+    /* remembered only when the scope has a key */
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "CREATE TEMP TABLE sitekey AS SELECT k, ?1 AS d FROM temp.scopekey",
+                           -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return 0; /* no scopekey: nothing to remember */
+    }
+    sqlite3_bind_int64(st, 1, duration_ns);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : rh_sql_fail(db, "call sites");
+    sqlite3_finalize(st);
+    return rc;
 }
 
 /* Writes the rows of sql (bound to function and location) as a JSON array
@@ -97,12 +135,89 @@ static int rh_site_sizes(sqlite3 *db, const char *function, const char *location
     return rh_size_classes_json(db, function, location, o);
 }
 
+/* ---- stack_series blobs (docs/sql.md) ------------------------------------ */
+
+/* The next zigzag-coded value of a heap blob. */
+static int rh_series_nexts(const unsigned char **p, const unsigned char *end, int64_t *v)
+{
+    uint64_t u;
+    if (!rh_series_next(p, end, &u))
+        return 0;
+    *v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+    return 1;
+}
+
+/* 1 when the scope's timeline is the converter's (no filter) and
+ * stack_series holds its per-stack points. */
+static int rh_site_series_stored(sqlite3 *db)
+{
+    struct rh_scope sc;
+    return !rh_scope_get(db, &sc) && !sc.rows && sc.timeline && rh_table_exists(db, "stack_series") &&
+           rh_meta_int(db, "series_heap", 0) == 1;
+}
+
+/* vals (ncol x (ng + 1)) from the stacks' heap blobs: the stacks of `one`
+ * when one >= 0 (the site's line), else every stack with points. A stack's
+ * value in a column is its bytes at the column's peak where it changed
+ * there, else its bytes at the end of the last column where it changed (what
+ * rh_site_series carries). Stacks without a site row count as site 0, as
+ * there. Returns 0 or -1. */
+static int rh_site_series_blobs(sqlite3 *db, const int64_t *site_group, int64_t nsites, int ng,
+                                int64_t ncol, int64_t *vals, int64_t one)
+{
+    sqlite3_stmt *st = rh_sql_prepare(
+        db, one < 0 ? "SELECT x.bt, coalesce(s.site, 0), x.heap FROM main.stack_series x"
+                      " LEFT JOIN temp.site s ON s.bt = x.bt WHERE x.heap IS NOT NULL"
+                    : "SELECT x.bt, s.site, x.heap FROM temp.site s JOIN main.stack_series x"
+                      " ON x.bt = s.bt WHERE s.site = ?1 AND x.heap IS NOT NULL"
+                      " UNION ALL SELECT x.bt, 0, x.heap FROM main.stack_series x WHERE ?1 = 0"
+                      " AND x.heap IS NOT NULL AND x.bt NOT IN (SELECT bt FROM temp.site)");
+    if (!st)
+        return -1;
+    if (one >= 0)
+        sqlite3_bind_int64(st, 1, one);
+    int r;
+    const size_t w = (size_t)ng + 1;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t site = sqlite3_column_int64(st, 1);
+        const unsigned char *p = sqlite3_column_blob(st, 2);
+        const unsigned char *end = p + sqlite3_column_bytes(st, 2);
+        int g = site >= 0 && site < nsites && site_group[site] >= 0 ? (int)site_group[site] : ng;
+        if (sqlite3_column_int64(st, 0) < 0)
+            continue;
+        int64_t col = 0, carry = 0, c = 0, dc, at_max, at_end;
+        while (p && p < end) {
+            if (!rh_series_nexts(&p, end, &dc) || !rh_series_nexts(&p, end, &at_max) ||
+                !rh_series_nexts(&p, end, &at_end) || dc < 0) {
+                fprintf(stderr, "rheaper: timeline by site: a damaged stack_series blob\n");
+                sqlite3_finalize(st);
+                return -1;
+            }
+            col += dc; /* from 1, as timeline counts columns */
+            if (col - 1 >= ncol)
+                break;
+            for (; c < col - 1; c++)
+                vals[(size_t)c * w + (size_t)g] += carry;
+            if (col >= 1) {
+                vals[(size_t)c * w + (size_t)g] += at_max;
+                c++;
+            }
+            carry = at_end;
+        }
+        for (; c < ncol; c++)
+            vals[(size_t)c * w + (size_t)g] += carry;
+    }
+    sqlite3_finalize(st);
+    return r == SQLITE_DONE ? 0 : rh_sql_fail(db, "timeline by site");
+}
+
 /* The heap over time of the scope by call site. Needs the scope's timeline
  * (stl, stls); sets *ok 0 without one. groups: for each site id of
- * TEMP TABLE site, its series (0..ng-1) or -1. Writes "xs", "total" and the
- * series' values as JSON members. Returns 0 or -1. */
+ * TEMP TABLE site, its series (0..ng-1) or -1; one: the only site of a
+ * series (its stacks are all that is read from stack_series), or -1. Writes
+ * "xs", "total" and the series' values as JSON members. Returns 0 or -1. */
 static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites, int ng, FILE *o,
-                          const char *const *labels_json)
+                          const char *const *labels_json, int64_t one)
 {
     sqlite3_stmt *cols = rh_sql_prepare(db, "SELECT t, max_bytes FROM temp.stl ORDER BY col");
     sqlite3_stmt *ch = rh_sql_prepare(
@@ -136,6 +251,11 @@ static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites
     delta = calloc((size_t)ng + 1, sizeof *delta);
     if (!vals || !endsum || !delta)
         goto oom;
+    if (rh_site_series_stored(db)) {
+        if (rh_site_series_blobs(db, site_group, nsites, ng, ncol, vals, one))
+            goto out;
+        goto print;
+    }
     int64_t c = -1;
     int more = 1;
     while (more) {
@@ -186,6 +306,7 @@ static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites
         delta[g] -= at_end - last[bt];
         last[bt] = at_end;
     }
+print:
     fputs("\"xs\":[", o);
     for (int64_t k = 0; k < ncol; k++)
         fprintf(o, "%s%" PRId64, k ? "," : "", xs[k]);
@@ -279,7 +400,7 @@ int rh_timeline_sites_json(sqlite3 *db, int k, FILE *o)
     }
     sqlite3_finalize(st);
     labels[ng] = strdup("\"function\":\"other call sites\",\"location\":\"\"");
-    rc = rh_site_series(db, grp, nsites, ng, o, (const char *const *)labels);
+    rc = rh_site_series(db, grp, nsites, ng, o, (const char *const *)labels, -1);
     if (!rc)
         fputs(",\"timeline\":true}\n", o);
 out:
@@ -415,7 +536,7 @@ int rh_site_detail_json(sqlite3 *db, const char *function, const char *location,
         memset(grp, 0xff, (size_t)(site + 1) * sizeof *grp);
         grp[site] = 0;
         const char *labels[2] = {"\"function\":\"site\"", NULL};
-        int rc = rh_site_series(db, grp, site + 1, 1, o, labels);
+        int rc = rh_site_series(db, grp, site + 1, 1, o, labels, site);
         free(grp);
         if (rc)
             return -1;

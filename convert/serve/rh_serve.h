@@ -3,8 +3,9 @@
  * `rheaper serve PROFILE...` answers bytehound's REST API (plus rheaper's own
  * endpoints) and serves the web UI built into the binary. It is made of:
  *   rh_serve_main.c   arguments, profiles (a rip is converted first), the
- *                     libmicrohttpd daemon with its thread pool, signals, one
- *                     read-only connection per profile and worker thread, the
+ *                     libmicrohttpd daemon with its thread pool, signals, the
+ *                     pool of read-only connections per profile (a request
+ *                     goes to the one holding its filters' scope), the
  *                     time budget, routing and the embedded UI files
  *   rh_serve_guard.c  the Host check (DNS rebinding) and the connection
  *                     table: a request's head must arrive within the head
@@ -68,9 +69,15 @@ struct rh_resp {
 
 /* ---- rh_serve_main.c ---------------------------------------------------- */
 
-/* This thread's read-only connection to profile i (opened on first use, kept
- * until the thread ends), NULL when it cannot be opened. */
+/* A read-only connection to profile i for the current request, held until
+ * the request ends (the same one when asked again): preferably the one that
+ * holds the scope of the request's routing key (rh_serve_route), waiting for
+ * it while another request uses it. NULL when it cannot be opened. */
 sqlite3 *rh_serve_db(const struct rh_server *s, int i);
+
+/* Sets the current request's routing key (copied; NULL: none): the filter
+ * parameters that make its scope. Call before rh_serve_db. */
+void rh_serve_route(const char *key);
 
 /* Sets r to a JSON error {"error": MSG, "parameter": PARAM (or null)} with
  * the given status. Returns -1 for the caller's convenience. */

@@ -1688,6 +1688,35 @@ static int rh_ep_diff(struct rh_req *q, const char *other)
 
 /* ---- routing ------------------------------------------------------------------------------ */
 
+/* The routing key of a request to endpoint ep (rh_serve_route): its
+ * parameters that are filters, sorted, without those the endpoints take for
+ * themselves, so that a page's views with one filter share one connection's
+ * scope. Only a hint: a scope is reused only when its exact key matches
+ * (rh_qfilter_apply). malloc'd, NULL when out of memory. */
+static char *rh_route_key(const char *ep, const struct rh_params *pr)
+{
+    static const char *const own[] = {"sort_by", "order", "count", "skip", "function",
+                                      "location", "cpu", "min_share", "at", "id",
+                                      "with_regions", "with_usage_history", "by", "noise",
+                                      NULL};
+    struct rh_params f = {.n = 0};
+    for (int i = 0; i < pr->n; i++) {
+        int mine = 0;
+        for (int j = 0; own[j] && !mine; j++)
+            mine = !strcmp(pr->k[i], own[j]);
+        /* these two are an endpoint's own there, filters elsewhere */
+        if (!strcmp(pr->k[i], "temporary") && !strcmp(ep, "timeline_allocations"))
+            mine = 1;
+        if (!strcmp(pr->k[i], "kind") && (!strcmp(ep, "tree") || !strcmp(ep, "export/pprof")))
+            mine = 1;
+        if (!mine) {
+            f.k[f.n] = pr->k[i];
+            f.v[f.n++] = pr->v[i];
+        }
+    }
+    return rh_cache_key("", &f);
+}
+
 int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_params *pr,
                   struct rh_resp *r)
 {
@@ -1707,6 +1736,7 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
             rc = rh_resp_error(r, 400, pr->k[0], "/list takes no parameters");
             goto done;
         }
+        rh_serve_route("");
         rc = rh_ep_list(s, r, q.out);
         goto done;
     }
@@ -1722,13 +1752,20 @@ int rh_api_handle(const struct rh_server *s, const char *path, const struct rh_p
                            (int)(slash - id) > 64 ? 64 : (int)(slash - id), id);
         goto done;
     }
+    const char *ep = slash + 1;
+    char *route = rh_route_key(ep, pr);
+    rh_serve_route(route ? route : "");
+    free(route);
     q.db = rh_serve_db(s, q.pi);
     if (!q.db) {
-        rc = rh_resp_error(r, 500, NULL, "cannot open %s", s->p[q.pi].path);
+        rc = rh_serve_over_budget()
+                 ? rh_resp_error(r, 503, NULL,
+                                 "the query ran out of its time budget of %d ms; narrow the filters",
+                                 s->budget_ms)
+                 : rh_resp_error(r, 500, NULL, "cannot open %s", s->p[q.pi].path);
         goto done;
     }
     q.duration = rh_meta_int(q.db, "duration_ns", 0);
-    const char *ep = slash + 1;
     if (!strcmp(ep, "allocations"))
         rc = rh_ep_allocations(&q);
     else if (!strcmp(ep, "allocation_groups"))

@@ -5,10 +5,11 @@
  *
  * Each PROFILE is a database, or a rip file that is converted first into a
  * database beside it (PROFILE.db, else PROFILE.1.db, ...: nothing that exists
- * is overwritten). The server is GNU libmicrohttpd with a thread pool; each
- * worker thread opens every profile read-only on first use and keeps that
- * connection (SQLite connections are not shared between threads), so the TEMP
- * tables of the filters are the thread's own. Every request gets a time budget
+ * is overwritten). The server is GNU libmicrohttpd with a thread pool; the
+ * requests share a small pool of read-only connections per profile, each
+ * used by one request at a time, and a request goes to the connection that
+ * holds the scope of its filters (the TEMP tables they built), so the views
+ * of a page share one scope computation. Every request gets a time budget
  * in SQLite (the progress handler interrupts a statement past it) and lists
  * are capped at a row count; both are reported in the answer. It listens on
  * 127.0.0.1:8080 unless told otherwise, refuses an address that is not
@@ -46,14 +47,55 @@
 #define RH_SERVE_CONNS 512u
 /* what libmicrohttpd may hold for one connection's request line and headers */
 #define RH_SERVE_CONN_MEM (64u << 10)
-/* SQLite's heap, all connections together (temp tables spill to files) */
-#define RH_SERVE_SQLITE_HEAP (1024LL << 20)
+/* SQLite's heap, all connections together: their page caches and TEMP
+ * tables (a scope past it fails with a clear error instead of growing the
+ * server) */
+#define RH_SERVE_SQLITE_HEAP (384LL << 20)
 
-/* ---- per-thread connections and the time budget -------------------------- */
+/* ---- shared connections and the time budget ------------------------------ */
+
+/* Each profile has a pool of read-only connections, each with the scope its
+ * last request built (TEMP tables, rh_qfilter_apply) and that scope's
+ * routing key (the request's filter parameters, rh_serve_route). A request
+ * takes the idle connection that holds its scope; when the one that holds or
+ * is building it is busy, it waits for it rather than computing the same
+ * scope again beside it (a page asks several endpoints with one filter at
+ * once); else it takes the least recently used idle connection, or opens one
+ * up to RH_POOL_MAX. A request that already holds a connection (the second
+ * profile of a diff, /list) never waits: it opens one more if none is idle.
+ * The key routes only: the scope is reused when its exact key matches
+ * (scopekey), else rebuilt. */
+#define RH_POOL_MAX 3  /* connections of one profile that requests wait for */
+#define RH_POOL_CAP 16 /* and at most this many */
+/* each connection's page cache and memory map (rh_query_tune): the server's
+ * resident memory stays bounded at any profile size */
+#define RH_SERVE_CACHE_KIB 32768
+#define RH_SERVE_MMAP (64LL << 20)
+
+struct rh_pconn {
+    sqlite3 *db;
+    char *key;     /* the routing key of its last scope (NULL: none) */
+    int busy;
+    uint64_t used;   /* the tick of its last release */
+    uint64_t failed; /* the tick of its last release past the time budget with
+                      * its scope unbuilt */
+};
+
+struct rh_pool {
+    struct rh_pconn c[RH_POOL_CAP];
+    int n;
+};
+
+static struct rh_pool *rh_pools;
+static int rh_npools;
+static uint64_t rh_pool_tick;
+static pthread_mutex_t rh_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rh_pool_cv = PTHREAD_COND_INITIALIZER;
 
 struct rh_tls {
-    sqlite3 **db;
-    int n;
+    struct rh_pconn **held; /* per profile: the connection this request holds */
+    int n, nheld;
+    char *route; /* this request's routing key (malloc'd), NULL: none */
     struct timespec deadline;
     int over;
 };
@@ -95,12 +137,8 @@ static void rh_conns_interrupt(void)
 static void rh_tls_free(void *p)
 {
     struct rh_tls *t = p;
-    for (int i = 0; i < t->n; i++) {
-        if (t->db[i])
-            rh_conn_track(t->db[i], 0);
-        sqlite3_close(t->db[i]);
-    }
-    free(t->db);
+    free(t->held);
+    free(t->route);
     free(t);
 }
 
@@ -117,8 +155,8 @@ static struct rh_tls *rh_tls_get(int n)
         t = calloc(1, sizeof *t);
         if (!t)
             return NULL;
-        t->db = calloc((size_t)n, sizeof *t->db);
-        if (!t->db) {
+        t->held = calloc((size_t)n, sizeof *t->held);
+        if (!t->held) {
             free(t);
             return NULL;
         }
@@ -128,7 +166,8 @@ static struct rh_tls *rh_tls_get(int n)
     return t;
 }
 
-/* SQLite's progress handler: interrupts the statement past the deadline. */
+/* SQLite's progress handler: interrupts the statement past the deadline of
+ * the request that holds the connection (p: its thread's rh_tls). */
 static int rh_progress(void *p)
 {
     struct rh_tls *t = p;
@@ -142,19 +181,163 @@ static int rh_progress(void *p)
     return 0;
 }
 
+/* Closes every pooled connection (at exit, the daemon stopped). */
+static void rh_pools_close(void)
+{
+    for (int i = 0; i < rh_npools; i++)
+        for (int k = 0; k < rh_pools[i].n; k++) {
+            rh_conn_track(rh_pools[i].c[k].db, 0);
+            sqlite3_close(rh_pools[i].c[k].db);
+            free(rh_pools[i].c[k].key);
+        }
+    free(rh_pools);
+    rh_pools = NULL;
+    rh_npools = 0;
+}
+
+static void rh_budget_start(const struct rh_server *s);
+
+static int rh_key_eq(const char *a, const char *b)
+{
+    return a && b && !strcmp(a, b);
+}
+
+void rh_serve_route(const char *key)
+{
+    struct rh_tls *t = pthread_getspecific(rh_tls_key);
+    if (!t)
+        return;
+    free(t->route);
+    t->route = key ? strdup(key) : NULL;
+}
+
 sqlite3 *rh_serve_db(const struct rh_server *s, int i)
 {
     struct rh_tls *t = rh_tls_get(s->np);
-    if (!t || i < 0 || i >= t->n)
+    if (!t || i < 0 || i >= t->n || i >= rh_npools)
         return NULL;
-    if (!t->db[i]) {
-        t->db[i] = rh_query_open(s->p[i].path);
-        if (t->db[i]) {
-            sqlite3_progress_handler(t->db[i], 4000, rh_progress, t);
-            rh_conn_track(t->db[i], 1);
+    if (t->held[i])
+        return t->held[i]->db;
+    int wait = t->nheld == 0; /* holding another: never wait (no deadlock) */
+    struct rh_pool *pl = &rh_pools[i];
+    struct rh_pconn *got = NULL;
+    pthread_mutex_lock(&rh_pool_mu);
+    const uint64_t since = rh_pool_tick;
+    for (;;) {
+        struct rh_pconn *same = NULL, *same_busy = NULL, *lru = NULL;
+        for (int k = 0; k < pl->n; k++) {
+            struct rh_pconn *c = &pl->c[k];
+            if (rh_key_eq(c->key, t->route)) {
+                if (!c->busy)
+                    same = c;
+                else
+                    same_busy = c;
+            }
+            if (!c->busy && (!lru || c->used < lru->used))
+                lru = c;
+        }
+        got = same;
+        if (got && got->failed > since && t->route && *t->route) {
+            /* the request it waited for ran out of its budget building this
+             * very scope: the same work would too (503, not another try) */
+            pthread_mutex_unlock(&rh_pool_mu);
+            t->over = 1;
+            return NULL;
+        }
+        /* only a filtered scope is worth waiting for: without filters it
+         * copies the converter's tables */
+        if (!got && same_busy && wait && t->route && *t->route) {
+            pthread_cond_wait(&rh_pool_cv, &rh_pool_mu);
+            continue;
+        }
+        if (!got)
+            got = lru;
+        if (!got && pl->n < (wait ? RH_POOL_MAX : RH_POOL_CAP)) {
+            /* a new connection: opened outside the lock, marked busy */
+            got = &pl->c[pl->n++];
+            memset(got, 0, sizeof *got);
+            got->busy = 1;
+            pthread_mutex_unlock(&rh_pool_mu);
+            sqlite3 *db = rh_query_open(s->p[i].path);
+            if (db) {
+                rh_query_tune(db, RH_SERVE_CACHE_KIB, RH_SERVE_MMAP);
+                rh_conn_track(db, 1);
+            }
+            pthread_mutex_lock(&rh_pool_mu);
+            got->db = db;
+            if (!db) {
+                got->busy = 0; /* tried again by the next request */
+                got->used = 0;
+                pthread_cond_broadcast(&rh_pool_cv);
+                pthread_mutex_unlock(&rh_pool_mu);
+                return NULL;
+            }
+            break;
+        }
+        if (got)
+            break;
+        if (!wait) { /* every slot taken: cannot happen with RH_POOL_CAP */
+            pthread_mutex_unlock(&rh_pool_mu);
+            return NULL;
+        }
+        pthread_cond_wait(&rh_pool_cv, &rh_pool_mu);
+    }
+    if (!got->db) { /* a slot whose open failed before: open again */
+        got->busy = 1;
+        pthread_mutex_unlock(&rh_pool_mu);
+        got->db = rh_query_open(s->p[i].path);
+        if (got->db) {
+            rh_query_tune(got->db, RH_SERVE_CACHE_KIB, RH_SERVE_MMAP);
+            rh_conn_track(got->db, 1);
+        }
+        pthread_mutex_lock(&rh_pool_mu);
+        if (!got->db) {
+            got->busy = 0;
+            pthread_cond_broadcast(&rh_pool_cv);
+            pthread_mutex_unlock(&rh_pool_mu);
+            return NULL;
         }
     }
-    return t->db[i];
+    got->busy = 1;
+    free(got->key); /* it is about to hold this request's scope */
+    got->key = t->route ? strdup(t->route) : NULL;
+    pthread_mutex_unlock(&rh_pool_mu);
+    sqlite3_progress_handler(got->db, 4000, rh_progress, t);
+    if (!t->nheld) /* the budget counts from here: waiting for a scope is not spent */
+        rh_budget_start(s);
+    t->held[i] = got;
+    t->nheld++;
+    return got->db;
+}
+
+/* Gives back every connection this request took (rh_serve_db). */
+static void rh_serve_release(void)
+{
+    struct rh_tls *t = pthread_getspecific(rh_tls_key);
+    if (!t || !t->nheld)
+        return;
+    /* past the budget before its scope was built (no scopekey left): the
+     * requests waiting for this scope would run out too */
+    int unbuilt[t->n];
+    for (int i = 0; i < t->n; i++) {
+        sqlite3_stmt *st = NULL;
+        unbuilt[i] = t->over && t->held[i] &&
+                     sqlite3_prepare_v2(t->held[i]->db, "SELECT 1 FROM temp.scopekey", -1, &st,
+                                        NULL) != SQLITE_OK;
+        sqlite3_finalize(st);
+    }
+    pthread_mutex_lock(&rh_pool_mu);
+    for (int i = 0; i < t->n; i++)
+        if (t->held[i]) {
+            t->held[i]->busy = 0;
+            t->held[i]->used = ++rh_pool_tick;
+            if (unbuilt[i])
+                t->held[i]->failed = t->held[i]->used;
+            t->held[i] = NULL;
+        }
+    t->nheld = 0;
+    pthread_cond_broadcast(&rh_pool_cv);
+    pthread_mutex_unlock(&rh_pool_mu);
 }
 
 /* Starts the budget of a request on this thread. */
@@ -303,6 +486,7 @@ static enum MHD_Result rh_request(void *cls, struct MHD_Connection *c, const cha
         } else {
             rh_budget_start(s);
             rh_api_handle(s, url, &p, &r);
+            rh_serve_release();
             if (key) {
                 rh_cache_put(key, &r);
                 cache = "miss";
@@ -544,6 +728,12 @@ int rh_cmd_serve(int argc, char **argv)
 
     rh_guard_hosts(sa.sin_addr, allow, nallow);
     sqlite3_hard_heap_limit64(RH_SERVE_SQLITE_HEAP);
+    rh_pools = calloc((size_t)srv.np, sizeof *rh_pools);
+    if (!rh_pools) {
+        fprintf(stderr, "rheaper: serve: out of memory\n");
+        return 1;
+    }
+    rh_npools = srv.np;
     if (rh_guard_start(RH_SERVE_CONNS, RH_SERVE_HEAD_S) != 0) {
         fprintf(stderr, "rheaper: serve: cannot start (%s)\n", strerror(errno));
         return 1;
@@ -583,6 +773,7 @@ int rh_cmd_serve(int argc, char **argv)
     rh_guard_stop();
     free(allow);
     rh_cache_clear();
+    rh_pools_close();
     for (int i = 0; i < srv.np; i++) {
         free(srv.p[i].path);
         free(srv.p[i].name);
