@@ -155,10 +155,14 @@ static inline int rh_recording(int s)
     s = RH_STATE(s);
     return s == RH_ON || s == RH_CPUONLY;
 }
-/* The state a recording starts in: RH_ON, or RH_CPUONLY under RHEAPER_HEAP=0. */
+/* The state a recording starts in: RH_ON (with RH_LIVE when it keeps the live
+ * map), or RH_CPUONLY under RHEAPER_HEAP=0. */
+/* RH_LIVE while the recording keeps the live map: set by the sampler's
+ * configuration (rh_sample_configure), which runs before every start. */
+extern RH_HIDDEN int rh_state_live;
 static inline int rh_on_state(void)
 {
-    return rh_cfg.heap ? RH_ON : RH_CPUONLY;
+    return rh_cfg.heap ? RH_ON | __atomic_load_n(&rh_state_live, __ATOMIC_RELAXED) : RH_CPUONLY;
 }
 
 /* Sets the state's RH_OFF/RH_ON part, keeping a pending RH_CTL bit. */

@@ -338,8 +338,16 @@ RH_HIDDEN int rh_writer_reserve_slow(struct rh_writer *w, size_t need, uint64_t 
 /* Stores `used` after a complete record (release store into the mapping). */
 RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
 
-/* Refreshes the chunk's calibration pair every 4096 events. */
+/* Refreshes the chunk's calibration pair (rh_writer_due counts down to it). */
 RH_HIDDEN void rh_writer_recalibrate(struct rh_writer *w) RH_COLD;
+/* Sets w's fast limit (lim) RH_DUE_BYTES past pos, or at end. */
+RH_HIDDEN void rh_writer_set_lim(struct rh_writer *w);
+/* The writer's periodic work, done where the record fast path reached the
+ * fast limit (lim) with room left before end: the calibration refresh's
+ * countdown (rh_writer_recalibrate, every RH_CALIB_DUES limits) and a new
+ * limit. The caller writes its event next, then checks the memory samples'
+ * deadline (RH_MEM_CHECK). Keeps errno. */
+RH_HIDDEN void rh_writer_due(struct rh_writer *w) RH_COLD;
 
 /* ---- rh_thread.c: slots, a thread's first event, thread exit ----------- */
 

@@ -55,7 +55,7 @@ static struct rh_slot *rh_slot_acquire(void)
                 struct rh_writer *w = &got->w;
                 /* seq and prev_time continue the slot's stream. */
                 w->chunk = NULL;
-                w->pos = w->end = NULL;
+                w->pos = w->end = w->lim = NULL;
                 w->stacks = rh_prof.stacks;
                 w->total_events = 0;
                 w->next_size = RH_FIRST_CHUNK;

@@ -137,6 +137,10 @@ struct rh_profile {
 struct rh_writer {
     struct rip_chunk_header *chunk; /* current chunk mapping, NULL when none */
     uint8_t *pos, *end;             /* write position and end of the payload */
+    /* the fast path's end: end, or sooner where the writer's periodic work
+     * is due (rh_writer_due: calibration, memory-sample deadline); the
+     * record fast path tests only this, so that work costs no test per event */
+    uint8_t *lim;
     uint64_t prev_time;             /* delta state: previous event time */
     uint64_t prev_addr;             /* delta state: previous address */
     uint64_t last_time;             /* the stream's last time (survives chunks) */

@@ -22,7 +22,11 @@
 
 #include "rh_recording.h"
 
-#define RH_CALIB_EVERY 4096u
+/* The writer's periodic work (rh_writer_due) comes every RH_DUE_BYTES of
+ * records (about 350 Lua events), the calibration refresh every RH_CALIB_DUES
+ * of those (about 4 000 events, as the per-event countdown had it). */
+#define RH_DUE_BYTES 2048u
+#define RH_CALIB_DUES 12u
 
 /* Bytes kept free at the end of every EVENTS chunk for the THREADNAME record
  * written at seal: op, subtype, length and 16 bytes of name. */
@@ -87,12 +91,13 @@ static int rh_writer_open_as(struct rh_writer *w, uint64_t t, int locked)
     w->prev_addr = 0;
     w->pos = (uint8_t *)h + RIP_CHUNK_HDR_SIZE;
     w->end = w->pos + h->capacity;
-    w->calib_left = RH_CALIB_EVERY;
+    w->calib_left = RH_CALIB_DUES;
     if (w->type == RIP_CHUNK_EVENTS) {
         rh_writer_threadname(w);
         w->end -= RH_NAME_RESERVE; /* room to restate the name at seal */
     } else
         rh_writer_setthread(w); /* the caller holds rh_shared_lock and writes next */
+    rh_writer_set_lim(w);
     if (rh_stream_on())
         rh_stream_chunk_opened(h, w->epoch); /* sent while open, within a second */
     return 0;
@@ -159,7 +164,7 @@ void rh_writer_seal(struct rh_writer *w, int locked)
         /* streaming: the queue owns the chunk's memory from here */
         rh_stream_push(h, w->chunk_size, w->epoch, 0);
         w->chunk = NULL;
-        w->pos = w->end = NULL;
+        w->pos = w->end = w->lim = NULL;
         return;
     }
     /* Give the unused page-aligned tail back to the file system (a hole). */
@@ -171,7 +176,7 @@ void rh_writer_seal(struct rh_writer *w, int locked)
         rh_spin_lock(&rh_prof_lock);
     rh_sys_munmap(h, w->chunk_size);
     w->chunk = NULL;
-    w->pos = w->end = NULL;
+    w->pos = w->end = w->lim = NULL;
     if (!locked)
         rh_spin_unlock(&rh_prof_lock);
 }
@@ -206,11 +211,23 @@ int rh_writer_reserve_slow(struct rh_writer *w, size_t need, uint64_t t)
     return 0;
 }
 
-/* Refreshes the chunk's calibration pair every RH_CALIB_EVERY events. */
+/* Refreshes the chunk's calibration pair (every RH_CALIB_DUES fast limits). */
 void rh_writer_recalibrate(struct rh_writer *w)
 {
     int e = errno;
     rh_calib_pair(&w->chunk->calib_tick, &w->chunk->calib_ns);
-    w->calib_left = RH_CALIB_EVERY;
+    w->calib_left = RH_CALIB_DUES;
     errno = e;
+}
+
+void rh_writer_set_lim(struct rh_writer *w)
+{
+    w->lim = (size_t)(w->end - w->pos) > RH_DUE_BYTES ? w->pos + RH_DUE_BYTES : w->end;
+}
+
+void rh_writer_due(struct rh_writer *w)
+{
+    if (--w->calib_left == 0)
+        rh_writer_recalibrate(w);
+    rh_writer_set_lim(w);
 }
