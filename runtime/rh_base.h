@@ -183,7 +183,8 @@ RH_HIDDEN void rh_guard_leave(int saved);
  *   RH_SES_FILE     create the pending profile (lazy start, rh_file_ensure):
  *                   1 when a file is open; a thread's first event;
  *   RH_SES_STOPPED  the core stopped tracking on a failure: the marker says
- *                   so when armed. */
+ *                   so when armed.
+ */
 enum { RH_SES_START = 1, RH_SES_FILE = 2, RH_SES_STOPPED = 3 };
 RH_HIDDEN int rh_session_call(int what);
 RH_HIDDEN void rh_session_install(int (*fn)(int what));

@@ -86,7 +86,6 @@ static int rh_helper_pid;        /* atomic: pid whose helper runs or starts (0: 
 static int rh_helper_failed_pid; /* atomic: pid in which it could not be created */
 static int rh_helper_paused_pid; /* atomic: pid whose exit work has begun */
 static int rh_helper_busy;       /* atomic: the helper is inside the control work */
-static uint32_t rh_helper_word;          /* futex word the helper naps on */
 static uint32_t rh_helper_named;         /* futex word: 1 once it has its name */
 static void (*rh_helper_work)(void);  /* the control work (rh_ctl_run) */
 
@@ -95,17 +94,18 @@ static int rh_helper_getpid(void)
     return rh_sys_getpid();
 }
 
-/* Naps up to ns nanoseconds. A futex wait rather than nanosleep so a later
- * change can wake it early; raw, so not a cancellation point. EINTR (glibc's
- * set*id signal) only cuts the nap short. */
-static void rh_helper_nap(long ns)
+/* Whether the helper has work left in this process: armed mode's toggles, or
+ * the chunks of an open recording. */
+static int rh_helper_needed(void)
 {
-    uint32_t v = __atomic_load_n(&rh_helper_word, __ATOMIC_ACQUIRE);
-    rh_sys_futex_wait(&rh_helper_word, v, (unsigned)(ns / 1000000L));
+    return rh_ctl_signal_armed() || rh_spare_active();
 }
 
-/* The helper's life: nap, and run the control work when RH_CTL asks for it,
- * unless the exit work has begun. Ends when the runtime stands aside. */
+/* The helper's life: make the recording threads' next chunks ready when they
+ * ask (rh_spare_prepare), nap until the next request (or RH_HELPER_POLL_NS
+ * while armed), and run the control work when RH_CTL asks for it, unless the
+ * exit work has begun. Ends when the runtime stands aside and no recording
+ * asks for chunks (started again with the next recording's file). */
 static void *rh_helper_main(void *arg)
 {
     int pid = (int)(intptr_t)arg;
@@ -117,9 +117,28 @@ static void *rh_helper_main(void *arg)
     __atomic_store_n(&rh_helper_named, 1, __ATOMIC_RELEASE);
     rh_sys_futex_wake(&rh_helper_named);
     for (;;) {
-        rh_helper_nap(RH_HELPER_POLL_NS);
-        if (!rh_ctl_signal_armed())
-            break; /* the program took the signal: no toggle can come */
+        uint32_t seen = rh_spare_seen();
+        while (__atomic_load_n(&rh_helper_paused_pid, __ATOMIC_ACQUIRE) != pid &&
+               rh_spare_prepare())
+            ;
+        int armed = rh_ctl_signal_armed();
+        if (!armed && !rh_spare_active()) {
+            /* idle: gone, and started again by the next recording's file
+             * (rh_helper_ensure), unless one began just now */
+            int cur = pid;
+            __atomic_compare_exchange_n(&rh_helper_pid, &cur, 0, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED);
+            if (!rh_helper_needed())
+                break;
+            cur = 0;
+            if (!__atomic_compare_exchange_n(&rh_helper_pid, &cur, pid, 0, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_RELAXED))
+                break; /* another one started meanwhile */
+            continue;
+        }
+        rh_spare_wait(seen, armed ? (unsigned)(RH_HELPER_POLL_NS / 1000000L) : 1000u);
+        if (!armed)
+            continue;
         if (__atomic_load_n(&rh_helper_paused_pid, __ATOMIC_ACQUIRE) == pid)
             continue;
         if (!(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) & RH_CTL))
@@ -131,13 +150,15 @@ static void *rh_helper_main(void *arg)
             rh_helper_work();
         __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_SEQ_CST);
     }
-    __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE);
-    return NULL; /* rh_helper_pid keeps this pid: it is not started again */
+    /* only its own id: a helper started since has stored its own */
+    uint32_t me = rh_gettid();
+    __atomic_compare_exchange_n(&rh_runtime_tid, &me, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    return NULL;
 }
 
 void rh_helper_ensure(void (*work)(void))
 {
-    if (!rh_ctl_signal_armed() || !work)
+    if (!work || !rh_helper_needed())
         return;
     int pid = rh_helper_getpid();
     int cur = __atomic_load_n(&rh_helper_pid, __ATOMIC_ACQUIRE);

@@ -338,6 +338,25 @@ RH_HIDDEN int rh_writer_reserve_slow(struct rh_writer *w, size_t need, uint64_t 
 /* Stores `used` after a complete record (release store into the mapping). */
 RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
 
+/* Spare chunks, made ready by the helper thread (rh_writer.c, struct
+ * rh_spare). rh_spare_prepare: the helper's work, one request answered
+ * (returns 1) or none pending (0); takes rh_prof_lock, guard set, never on a
+ * program thread. rh_spare_wait: the helper's nap, up to ms, cut short by a
+ * request or rh_spare_kick made since rh_spare_seen returned `seen` (read it
+ * before the rh_spare_prepare calls, so that none is slept through). rh_spare_active: 1 while a file is open whose
+ * writers ask for spares. rh_spare_drop_locked: seals and unmaps slot s's
+ * spare (caller holds rh_prof_lock: thread exit, the file's close).
+ * rh_spare_forget: a fork child's unmapping of the parent's spare. */
+RH_HIDDEN int rh_spare_prepare(void);
+RH_HIDDEN uint32_t rh_spare_seen(void);
+RH_HIDDEN void rh_spare_wait(uint32_t seen, unsigned ms);
+RH_HIDDEN int rh_spare_active(void);
+RH_HIDDEN void rh_spare_kick(void);
+RH_HIDDEN void rh_spare_drop_locked(struct rh_slot *s);
+RH_HIDDEN void rh_spare_forget(struct rh_slot *s);
+/* The file's close (caller holds rh_prof_lock): every slot's spare sealed. */
+RH_HIDDEN void rh_thread_spares_drop_locked(void);
+
 /* Refreshes the chunk's calibration pair (rh_writer_due counts down to it). */
 RH_HIDDEN void rh_writer_recalibrate(struct rh_writer *w) RH_COLD;
 /* Sets w's fast limit (lim) RH_DUE_BYTES past pos, or at end. */
