@@ -245,12 +245,14 @@ RH_HIDDEN uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, voi
  * with room for one event before its fast limit (a slot without a chunk has
  * pos == lim == NULL, so the room test covers it). NULL sends the event to a
  * slow entry point, which also does the writer's periodic work when only the
- * fast limit was reached (rh_writer_due). */
+ * fast limit was reached (rh_writer_due). The difference is signed: records
+ * written by the cold paths (STACK records, the slow entries) reserve against
+ * end and may pass lim. */
 RH_ALWAYS_INLINE struct rh_writer *rh_fast_writer(void)
 {
     struct rh_slot *s = rh_tls_slot;
     if (rh_likely(s && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED) &&
-                  (size_t)(s->w.lim - s->w.pos) >= RIP_MAX_EVENT_BYTES))
+                  s->w.lim - s->w.pos >= (ptrdiff_t)RIP_MAX_EVENT_BYTES))
         return &s->w;
     return NULL;
 }
