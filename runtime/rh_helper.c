@@ -1,6 +1,18 @@
 /* rh_helper.c: the runtime's helper thread (session layer).
  *
- * Armed mode (RHEAPER_ENABLE=signal, `rheaper record -p PID`) toggles
+ * Its first duty, in every recording to a file (RHEAPER_PREFAULT=0 turns it
+ * off): the recording threads' next chunks. A thread that opens a chunk
+ * (not its first) asks for the next one (rh_writer.c, "spare chunks"); the
+ * helper, woken by the request's futex wake, maps it, writes its header and
+ * the thread's name and supplies its pages with MADV_POPULATE_WRITE, so the
+ * thread's chunk switch costs no system call and its writes no page fault.
+ * It is started when the recording's file is created (rh_file_ensure, the
+ * enable), from a normal context, and leaves when no recording asks for
+ * chunks and the process is not armed (the next file starts it again); while
+ * a recording runs and nobody asks, it sleeps in a futex wait (one wake-up a
+ * second to see the recording end).
+ *
+ * Its second duty, armed mode (RHEAPER_ENABLE=signal, `rheaper record -p PID`) toggles
  * recording from a signal whose handler only counts the request and sets
  * RH_CTL in rh_state (rh_control.c). Without help the toggle happens at the
  * next hooked call of any thread, which never comes in a server that has
@@ -19,6 +31,8 @@
  *   - it never records: its guard is set for its whole life, so anything it
  *     reaches that is wrapped passes through unrecorded, and it takes no slot,
  *     so it is in no profile's thread list; the CPU sampler leaves it out;
+ *     the chunks it makes are the recording threads' (their slot, tid, seq
+ *     and name);
  *   - every system call of its own is a raw one (futex, nanosleep, prctl), so
  *     it has no cancellation point, and the program cannot cancel it anyway
  *     (it never learns its pthread_t);
@@ -39,9 +53,10 @@
  *     (rh_helper_pause), so a toggle arriving then cannot start a recording
  *     after the final trailer.
  * What the program can see: one more thread in /proc/self/task, named
- * "rheaper" (comm), and glibc no longer thinks the process single-threaded
- * (so, for instance, unshare(CLONE_NEWUSER) refuses it). It stops for good
- * when the runtime stands aside (the program took the signal); while armed it
+ * "rheaper" (comm), while a recording runs or the process is armed, and
+ * glibc no longer thinks the process single-threaded (so, for instance,
+ * unshare(CLONE_NEWUSER) refuses it). An armed helper stops when the runtime
+ * stands aside (the program took the signal) and no recording runs; while armed it
  * cannot stop when idle, because a signal handler cannot start a thread, so
  * it naps instead: ten wake-ups a second, a futex wait each.
  *
@@ -77,7 +92,8 @@
 #include "rh_session.h"
 #include "rh_helper.h"
 
-/* How often the helper looks at RH_CTL: a toggle takes effect within this. */
+/* How often an armed process's helper looks at RH_CTL: a toggle takes
+ * effect within this. */
 #define RH_HELPER_POLL_NS 100000000L
 /* How long the exit work waits for control work in progress (ms). */
 #define RH_HELPER_PAUSE_MS 500
