@@ -558,7 +558,8 @@ RH_HIDDEN void rh_mem_stop(void);
  * takes the runtime's locks, guard set. */
 RH_HIDDEN void rh_mem_final(void);
 RH_HIDDEN int rh_mem_enabled(void);
-/* One compare per recorded event; the sample itself is cold. */
+/* One compare, at the slow entries of the record path (rh_record.c); the
+ * sample itself is cold. */
 #define RH_MEM_CHECK(w, t)                                                                         \
     do {                                                                                           \
         if (rh_unlikely((t) >= __atomic_load_n(&rh_mem_next, __ATOMIC_RELAXED)))                   \
