@@ -36,7 +36,7 @@ function part(f) {
     if (f ~ /^rh_put_|^rh_event_done$|^rip_put_varint$|^rip_zigzag$|^rh_writer_commit$|^rh_writer_recalibrate$|^rh_calib_pair$|^rh_emit_|^rh_live_note/) return "record"
     if (f ~ /^rh_writer_|^rip_crc|^rh_event_room$|^rh_file_|^rh_thread_|^rh_sys_|^rh_ready$|^rh_prepare$|^rh_record_.*_slow$|^rh_spin_|^rh_gettid$|^rh_shared_/) return "chunk"
     if (f ~ /^rh_stack_define$|^rh_stack_encode|^rh_kind_announce$|^rh_report_stack$/) return "stackdef"
-    if (f ~ /^__wrap_|_hooked$|^rh_hook_|^rh_fast_|^rh_record_|^rh_alloc_done$|^rh_shim_|^rh_sample_alloc$|^rh_live_free_recorded$|^rh_live_maybe$|^rh_free_done$/) return "guard"
+    if (f ~ /^__wrap_|_hooked$|_plain$|^rh_hook_|^rh_fast_|^rh_record_|^rh_alloc_done$|^rh_shim_|^rh_sample_alloc$|^rh_live_free_recorded$|^rh_live_maybe$|^rh_free_done$/) return "guard"
     return "other"
 }
 FNR == NR { fname[$1, $2] = $4; last[$1, $2] = $3; starts[$1] = starts[$1] " " $2; next }

@@ -63,6 +63,7 @@ static int rh_session_dispatch(int what)
         if (rh_ctl_armed())
             rh_ctl_marker_update();
         return 0;
+
     }
     return 0;
 }
@@ -139,8 +140,12 @@ int rh_file_ensure(void)
     if (created) {
         rh_prof.mod_early = !rh_ctor_ran;
         rh_modules_snapshot(1);
-        if (rh_ctor_ran) /* else the constructor starts it: libc is not ready */
+        if (rh_ctor_ran) { /* else the constructor starts them: libc is not ready */
             rh_stream_start();
+            int g = rh_guard_enter(); /* pthread_create allocates: a call, not a re-entry */
+            rh_helper_ensure(rh_ctl_run); /* the chunks' helper (rh_helper.c) */
+            rh_guard_leave(g);
+        }
     }
     return open;
 }
@@ -339,8 +344,10 @@ out:
     if (rc == RHEAPER_OK) {
         rh_prof.mod_early = !rh_ctor_ran;
         rh_modules_snapshot(1);
-        if (rh_ctor_ran)
+        if (rh_ctor_ran) {
             rh_stream_start();
+            rh_helper_ensure(rh_ctl_run); /* the chunks' helper (rh_helper.c) */
+        }
         rh_cpu_init(); /* cpu_hz may come from cfg */
         rh_cpu_start();
     }

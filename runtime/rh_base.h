@@ -155,10 +155,14 @@ static inline int rh_recording(int s)
     s = RH_STATE(s);
     return s == RH_ON || s == RH_CPUONLY;
 }
-/* The state a recording starts in: RH_ON, or RH_CPUONLY under RHEAPER_HEAP=0. */
+/* The state a recording starts in: RH_ON (with RH_LIVE when it keeps the live
+ * map), or RH_CPUONLY under RHEAPER_HEAP=0. */
+/* RH_LIVE while the recording keeps the live map: set by the sampler's
+ * configuration (rh_sample_configure), which runs before every start. */
+extern RH_HIDDEN int rh_state_live;
 static inline int rh_on_state(void)
 {
-    return rh_cfg.heap ? RH_ON : RH_CPUONLY;
+    return rh_cfg.heap ? RH_ON | __atomic_load_n(&rh_state_live, __ATOMIC_RELAXED) : RH_CPUONLY;
 }
 
 /* Sets the state's RH_OFF/RH_ON part, keeping a pending RH_CTL bit. */
@@ -179,7 +183,8 @@ RH_HIDDEN void rh_guard_leave(int saved);
  *   RH_SES_FILE     create the pending profile (lazy start, rh_file_ensure):
  *                   1 when a file is open; a thread's first event;
  *   RH_SES_STOPPED  the core stopped tracking on a failure: the marker says
- *                   so when armed. */
+ *                   so when armed.
+ */
 enum { RH_SES_START = 1, RH_SES_FILE = 2, RH_SES_STOPPED = 3 };
 RH_HIDDEN int rh_session_call(int what);
 RH_HIDDEN void rh_session_install(int (*fn)(int what));

@@ -36,6 +36,7 @@ RH_HIDDEN struct rh_config rh_cfg = {
     .cpu_signal = SIGPROF,
     .heap = 1,
     .populate = 0,
+    .prefault = 1,
     .rss_ms = RH_DEFAULT_RSS_MS,
 };
 
@@ -431,6 +432,11 @@ void rh_config_load_env(void)
             rh_cfg.populate = *pp == '1';
         else
             rh_warn("ignoring RHEAPER_POPULATE=%s: expected 0 or 1", pp);
+    }
+    {
+        unsigned pf = (unsigned)rh_cfg.prefault;
+        rh_env_uint("RHEAPER_PREFAULT", 0, 1, &pf);
+        rh_cfg.prefault = (int)pf;
     }
 }
 

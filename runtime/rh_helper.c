@@ -1,6 +1,18 @@
 /* rh_helper.c: the runtime's helper thread (session layer).
  *
- * Armed mode (RHEAPER_ENABLE=signal, `rheaper record -p PID`) toggles
+ * Its first duty, in every recording to a file (RHEAPER_PREFAULT=0 turns it
+ * off): the recording threads' next chunks. A thread that opens a chunk
+ * (not its first) asks for the next one (rh_writer.c, "spare chunks"); the
+ * helper, woken by the request's futex wake, maps it, writes its header and
+ * the thread's name and supplies its pages with MADV_POPULATE_WRITE, so the
+ * thread's chunk switch costs no system call and its writes no page fault.
+ * It is started when the recording's file is created (rh_file_ensure, the
+ * enable), from a normal context, and leaves when no recording asks for
+ * chunks and the process is not armed (the next file starts it again); while
+ * a recording runs and nobody asks, it sleeps in a futex wait (one wake-up a
+ * second to see the recording end).
+ *
+ * Its second duty, armed mode (RHEAPER_ENABLE=signal, `rheaper record -p PID`) toggles
  * recording from a signal whose handler only counts the request and sets
  * RH_CTL in rh_state (rh_control.c). Without help the toggle happens at the
  * next hooked call of any thread, which never comes in a server that has
@@ -19,6 +31,8 @@
  *   - it never records: its guard is set for its whole life, so anything it
  *     reaches that is wrapped passes through unrecorded, and it takes no slot,
  *     so it is in no profile's thread list; the CPU sampler leaves it out;
+ *     the chunks it makes are the recording threads' (their slot, tid, seq
+ *     and name);
  *   - every system call of its own is a raw one (futex, nanosleep, prctl), so
  *     it has no cancellation point, and the program cannot cancel it anyway
  *     (it never learns its pthread_t);
@@ -39,9 +53,10 @@
  *     (rh_helper_pause), so a toggle arriving then cannot start a recording
  *     after the final trailer.
  * What the program can see: one more thread in /proc/self/task, named
- * "rheaper" (comm), and glibc no longer thinks the process single-threaded
- * (so, for instance, unshare(CLONE_NEWUSER) refuses it). It stops for good
- * when the runtime stands aside (the program took the signal); while armed it
+ * "rheaper" (comm), while a recording runs or the process is armed, and
+ * glibc no longer thinks the process single-threaded (so, for instance,
+ * unshare(CLONE_NEWUSER) refuses it). An armed helper stops when the runtime
+ * stands aside (the program took the signal) and no recording runs; while armed it
  * cannot stop when idle, because a signal handler cannot start a thread, so
  * it naps instead: ten wake-ups a second, a futex wait each.
  *
@@ -77,7 +92,8 @@
 #include "rh_session.h"
 #include "rh_helper.h"
 
-/* How often the helper looks at RH_CTL: a toggle takes effect within this. */
+/* How often an armed process's helper looks at RH_CTL: a toggle takes
+ * effect within this. */
 #define RH_HELPER_POLL_NS 100000000L
 /* How long the exit work waits for control work in progress (ms). */
 #define RH_HELPER_PAUSE_MS 500
@@ -86,7 +102,6 @@ static int rh_helper_pid;        /* atomic: pid whose helper runs or starts (0: 
 static int rh_helper_failed_pid; /* atomic: pid in which it could not be created */
 static int rh_helper_paused_pid; /* atomic: pid whose exit work has begun */
 static int rh_helper_busy;       /* atomic: the helper is inside the control work */
-static uint32_t rh_helper_word;          /* futex word the helper naps on */
 static uint32_t rh_helper_named;         /* futex word: 1 once it has its name */
 static void (*rh_helper_work)(void);  /* the control work (rh_ctl_run) */
 
@@ -95,17 +110,18 @@ static int rh_helper_getpid(void)
     return rh_sys_getpid();
 }
 
-/* Naps up to ns nanoseconds. A futex wait rather than nanosleep so a later
- * change can wake it early; raw, so not a cancellation point. EINTR (glibc's
- * set*id signal) only cuts the nap short. */
-static void rh_helper_nap(long ns)
+/* Whether the helper has work left in this process: armed mode's toggles, or
+ * the chunks of an open recording. */
+static int rh_helper_needed(void)
 {
-    uint32_t v = __atomic_load_n(&rh_helper_word, __ATOMIC_ACQUIRE);
-    rh_sys_futex_wait(&rh_helper_word, v, (unsigned)(ns / 1000000L));
+    return rh_ctl_signal_armed() || rh_spare_active();
 }
 
-/* The helper's life: nap, and run the control work when RH_CTL asks for it,
- * unless the exit work has begun. Ends when the runtime stands aside. */
+/* The helper's life: make the recording threads' next chunks ready when they
+ * ask (rh_spare_prepare), nap until the next request (or RH_HELPER_POLL_NS
+ * while armed), and run the control work when RH_CTL asks for it, unless the
+ * exit work has begun. Ends when the runtime stands aside and no recording
+ * asks for chunks (started again with the next recording's file). */
 static void *rh_helper_main(void *arg)
 {
     int pid = (int)(intptr_t)arg;
@@ -117,9 +133,28 @@ static void *rh_helper_main(void *arg)
     __atomic_store_n(&rh_helper_named, 1, __ATOMIC_RELEASE);
     rh_sys_futex_wake(&rh_helper_named);
     for (;;) {
-        rh_helper_nap(RH_HELPER_POLL_NS);
-        if (!rh_ctl_signal_armed())
-            break; /* the program took the signal: no toggle can come */
+        uint32_t seen = rh_spare_seen();
+        while (__atomic_load_n(&rh_helper_paused_pid, __ATOMIC_ACQUIRE) != pid &&
+               rh_spare_prepare())
+            ;
+        int armed = rh_ctl_signal_armed();
+        if (!armed && !rh_spare_active()) {
+            /* idle: gone, and started again by the next recording's file
+             * (rh_helper_ensure), unless one began just now */
+            int cur = pid;
+            __atomic_compare_exchange_n(&rh_helper_pid, &cur, 0, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED);
+            if (!rh_helper_needed())
+                break;
+            cur = 0;
+            if (!__atomic_compare_exchange_n(&rh_helper_pid, &cur, pid, 0, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_RELAXED))
+                break; /* another one started meanwhile */
+            continue;
+        }
+        rh_spare_wait(seen, armed ? (unsigned)(RH_HELPER_POLL_NS / 1000000L) : 1000u);
+        if (!armed)
+            continue;
         if (__atomic_load_n(&rh_helper_paused_pid, __ATOMIC_ACQUIRE) == pid)
             continue;
         if (!(__atomic_load_n(&rh_state, __ATOMIC_ACQUIRE) & RH_CTL))
@@ -131,13 +166,15 @@ static void *rh_helper_main(void *arg)
             rh_helper_work();
         __atomic_store_n(&rh_helper_busy, 0, __ATOMIC_SEQ_CST);
     }
-    __atomic_store_n(&rh_runtime_tid, 0, __ATOMIC_RELEASE);
-    return NULL; /* rh_helper_pid keeps this pid: it is not started again */
+    /* only its own id: a helper started since has stored its own */
+    uint32_t me = rh_gettid();
+    __atomic_compare_exchange_n(&rh_runtime_tid, &me, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    return NULL;
 }
 
 void rh_helper_ensure(void (*work)(void))
 {
-    if (!rh_ctl_signal_armed() || !work)
+    if (!work || !rh_helper_needed())
         return;
     int pid = rh_helper_getpid();
     int cur = __atomic_load_n(&rh_helper_pid, __ATOMIC_ACQUIRE);

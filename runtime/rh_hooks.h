@@ -45,8 +45,15 @@
  * flag costs the hot path nothing. Read the state with RH_STATE(). */
 /* RH_CPUONLY (RHEAPER_HEAP=0): a recording of CPU samples only; every
  * hooked call takes the cold path and passes through unrecorded. */
-enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2, RH_CTL = 4, RH_CPUONLY = 8 };
-#define RH_STATE(s) ((s) & ~RH_CTL)
+/* RH_LIVE is or-ed into RH_ON while the recording keeps the live map
+ * (sampling, or in-process reports: rh_live_on): the state word alone then
+ * tells the hot shims which path an event takes. Exactly RH_ON is the plain
+ * full recording, whose path tests nothing else (no sampler, no live map); any
+ * other value than RH_OFF and RH_ON takes the general path. Set with the state
+ * (rh_state_set), from what the recording was configured with before it turned
+ * on, so it never changes under a running recording. */
+enum { RH_UNINIT = 0, RH_OFF = 1, RH_ON = 2, RH_CTL = 4, RH_CPUONLY = 8, RH_LIVE = 16 };
+#define RH_STATE(s) ((s) & ~(RH_CTL | RH_LIVE))
 extern RH_HIDDEN int rh_state;
 
 /* RHEAPER_SCOPE: 1 (the default, "process") when the malloc family the
@@ -131,7 +138,7 @@ static inline __attribute__((always_inline)) int rh_hook_begin_as(int value)
             rh_note_reentry();
         return 0;
     }
-    if (rh_unlikely(s != RH_ON)) { /* RH_UNINIT, RH_CPUONLY, or RH_CTL set */
+    if (rh_unlikely((s & ~RH_LIVE) != RH_ON)) { /* RH_UNINIT, RH_CPUONLY, or RH_CTL set */
         if (s == RH_CPUONLY)
             return 0; /* CPU samples only: pass through, as cheaply as off */
         return rh_hook_begin_init(value);
@@ -154,12 +161,30 @@ static __attribute__((noinline, cold, unused)) int rh_hook_begin_other(int value
 static inline __attribute__((always_inline)) int rh_hook_begin_hot(int value)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_ON) && rh_likely(!rh_guard)) {
+    if (rh_likely((s & ~RH_LIVE) == RH_ON) && rh_likely(!rh_guard)) {
         rh_guard = value;
         rh_barrier();
         return 1;
     }
     return rh_hook_begin_other(value);
+}
+
+/* The guard for the plain full recording's halves of the hot shims
+ * (wrap/shims_malloc.c), which the shim enters after its one load of the
+ * state found exactly RH_ON: only the guard is left to test. A state that
+ * changed since (a disable, control work) is seen at the thread's next call;
+ * the record itself goes to the slow path when the recording it belongs to
+ * ended (the writer's epoch). Returns 1 with the guard set. */
+static inline __attribute__((always_inline)) int rh_hook_begin_plain(int value)
+{
+    if (rh_likely(!rh_guard)) {
+        rh_guard = value;
+        rh_barrier();
+        return 1;
+    }
+    if (rh_unlikely(rh_guard == RH_GUARD_LEAF))
+        rh_note_reentry();
+    return 0;
 }
 
 /* For shims whose real function may call other wrapped functions. */

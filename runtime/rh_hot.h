@@ -242,14 +242,17 @@ RH_HIDDEN uint32_t rh_stack_id_slow_fast(struct rh_writer *w, unsigned kind, voi
                                          uint64_t t) RH_COLD;
 
 /* The fast path's writer: the calling thread's slot, of the current epoch,
- * with room for one event in its chunk (a slot without a chunk has pos == end
- * == NULL, so the room test covers it). NULL sends the event to a slow entry
- * point. */
+ * with room for one event before its fast limit (a slot without a chunk has
+ * pos == lim == NULL, so the room test covers it). NULL sends the event to a
+ * slow entry point, which also does the writer's periodic work when only the
+ * fast limit was reached (rh_writer_due). The difference is signed: records
+ * written by the cold paths (STACK records, the slow entries) reserve against
+ * end and may pass lim. */
 RH_ALWAYS_INLINE struct rh_writer *rh_fast_writer(void)
 {
     struct rh_slot *s = rh_tls_slot;
     if (rh_likely(s && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED) &&
-                  (size_t)(s->w.end - s->w.pos) >= RIP_MAX_EVENT_BYTES))
+                  s->w.lim - s->w.pos >= (ptrdiff_t)RIP_MAX_EVENT_BYTES))
         return &s->w;
     return NULL;
 }
@@ -274,8 +277,9 @@ RH_ALWAYS_INLINE void rh_event_done(struct rh_writer *w, uint8_t *q)
 #endif
     __atomic_store_n(&h->used, (uint32_t)(q - ((uint8_t *)h + RIP_CHUNK_HDR_SIZE)),
                      __ATOMIC_RELEASE);
-    if (rh_unlikely(--w->calib_left == 0))
-        rh_writer_recalibrate(w);
+    /* no countdown here: the calibration refresh and the memory samples'
+     * deadline are checked where the writer reaches its fast limit
+     * (rh_writer_due, every RH_DUE_BYTES of records) */
 }
 
 /* Writes byte 0 and the optional time varint for time t (event units, clamped so
@@ -301,9 +305,11 @@ RH_ALWAYS_INLINE uint8_t *rh_put_addr(uint8_t *q, int64_t d, unsigned raw)
 }
 
 /* The rh_put_* write one event record at w->pos, which has room for
- * RIP_MAX_EVENT_BYTES, and end it. */
-RH_ALWAYS_INLINE void rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, size_t size,
-                                   uint64_t t)
+ * RIP_MAX_EVENT_BYTES, and end it. The _as forms take `live`, a constant:
+ * 0 on the plain full recording's path (the state word said no live map,
+ * RH_LIVE), where the live map's test is left out. */
+RH_ALWAYS_INLINE void rh_put_alloc_as(struct rh_writer *w, uint32_t id, void *p, size_t size,
+                                      uint64_t t, const int live)
 {
     int64_t d = (int64_t)((uint64_t)(uintptr_t)p - w->prev_addr);
     unsigned raw = (d & 15) ? RIP_B0_RAWADDR : 0;
@@ -313,8 +319,14 @@ RH_ALWAYS_INLINE void rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, si
     q = rh_put_addr(q, d, raw);
     w->prev_addr = (uintptr_t)p;
     rh_event_done(w, q);
-    if (rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED)))
+    if (live && rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED)))
         rh_live_note_alloc(p, size, id);
+}
+
+RH_ALWAYS_INLINE void rh_put_alloc(struct rh_writer *w, uint32_t id, void *p, size_t size,
+                                   uint64_t t)
+{
+    rh_put_alloc_as(w, id, p, size, t, 1);
 }
 
 RH_ALWAYS_INLINE void rh_put_free(struct rh_writer *w, void *p, uint64_t t)
@@ -327,8 +339,8 @@ RH_ALWAYS_INLINE void rh_put_free(struct rh_writer *w, void *p, uint64_t t)
     rh_event_done(w, q);
 }
 
-RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old, void *p,
-                                     size_t size, uint64_t t1, uint64_t t2)
+RH_ALWAYS_INLINE void rh_put_realloc_as(struct rh_writer *w, uint32_t id, void *old, void *p,
+                                        size_t size, uint64_t t1, uint64_t t2, const int live)
 {
     int64_t d1 = (int64_t)((uint64_t)(uintptr_t)old - w->prev_addr);
     int64_t d2 = (int64_t)((uint64_t)(uintptr_t)p - (uint64_t)(uintptr_t)old);
@@ -342,8 +354,14 @@ RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old
     q = rh_put_addr(q, d2, raw);
     w->prev_addr = (uintptr_t)p;
     rh_event_done(w, q);
-    if (rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED)))
+    if (live && rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED)))
         rh_live_note_alloc(p, size, id);
+}
+
+RH_ALWAYS_INLINE void rh_put_realloc(struct rh_writer *w, uint32_t id, void *old, void *p,
+                                     size_t size, uint64_t t1, uint64_t t2)
+{
+    rh_put_realloc_as(w, id, old, p, size, t1, t2, 1);
 }
 
 /* The id in the home entry of hash in tb, or 0 when the stack is not there (a
@@ -375,8 +393,8 @@ RH_ALWAYS_INLINE uint32_t rh_stack_id_fast(struct rh_writer *w, unsigned kind, v
  * rh_record_free_inline requires p != NULL (the shims test it first). */
 /* rh_record_alloc_inline without the sampler's decision: for a shim that
  * asked rh_sample_alloc itself (before reading the clock). */
-RH_ALWAYS_INLINE void rh_record_alloc_core(unsigned kind, void *p, size_t size, uint64_t t_after,
-                                           void *fp)
+RH_ALWAYS_INLINE void rh_record_alloc_core_as(unsigned kind, void *p, size_t size,
+                                              uint64_t t_after, void *fp, const int live)
 {
     struct rh_writer *w = rh_fast_writer();
     if (rh_unlikely(!w)) {
@@ -385,10 +403,22 @@ RH_ALWAYS_INLINE void rh_record_alloc_core(unsigned kind, void *p, size_t size, 
     }
     uint64_t t = t_after >> rh_clock_shift;
     uint32_t id = rh_stack_id_fast(w, kind, fp, t);
-    if (rh_likely(id != RH_ID_LOST)) {
-        rh_put_alloc(w, id, p, size, t);
-        RH_MEM_CHECK(w, t);
-    }
+    if (rh_likely(id != RH_ID_LOST))
+        rh_put_alloc_as(w, id, p, size, t, live);
+}
+
+RH_ALWAYS_INLINE void rh_record_alloc_core(unsigned kind, void *p, size_t size, uint64_t t_after,
+                                           void *fp)
+{
+    rh_record_alloc_core_as(kind, p, size, t_after, fp, 1);
+}
+
+/* The plain full recording's alloc (state exactly RH_ON: no sampler, no live
+ * map), for the hot shims' plain halves. */
+RH_ALWAYS_INLINE void rh_record_alloc_plain(unsigned kind, void *p, size_t size, uint64_t t_after,
+                                            void *fp)
+{
+    rh_record_alloc_core_as(kind, p, size, t_after, fp, 0);
 }
 
 RH_ALWAYS_INLINE void rh_record_alloc_inline(unsigned kind, void *p, size_t size, uint64_t t_after,
@@ -414,7 +444,6 @@ RH_ALWAYS_INLINE void rh_record_free_core(void *p, uint64_t t_before)
     if (rh_likely(w)) {
         uint64_t t = t_before >> rh_clock_shift;
         rh_put_free(w, p, t);
-        RH_MEM_CHECK(w, t);
     } else {
         rh_record_free_slow(p, t_before);
     }
@@ -427,6 +456,12 @@ RH_ALWAYS_INLINE void rh_record_free_inline(void *p, uint64_t t_before)
     rh_record_free_core(p, t_before);
 }
 
+/* The plain full recording's free (state exactly RH_ON): no live map. */
+RH_ALWAYS_INLINE void rh_record_free_plain(void *p)
+{
+    rh_record_free_core(p, rh_now());
+}
+
 /* rh_record_free_inline(p, rh_now()), reading the clock only when the free is
  * recorded (an unsampled free costs no clock read). */
 RH_ALWAYS_INLINE void rh_record_free_now(void *p)
@@ -434,6 +469,30 @@ RH_ALWAYS_INLINE void rh_record_free_now(void *p)
     if (rh_unlikely(__atomic_load_n(&rh_live_on, __ATOMIC_RELAXED)) && !rh_live_free_recorded(p))
         return;
     rh_record_free_core(p, rh_now());
+}
+
+/* The recording of a realloc's two halves once the live map has had its say:
+ * live = 0 on the plain full recording's path. */
+RH_ALWAYS_INLINE void rh_record_realloc_core_as(unsigned kind, void *old, void *p, size_t size,
+                                                uint64_t t_before, uint64_t t_after, void *fp,
+                                                const int live)
+{
+    struct rh_writer *w = rh_fast_writer();
+    if (rh_unlikely(!w)) {
+        rh_record_realloc_slow(kind, old, p, size, t_before, t_after, fp);
+        return;
+    }
+    uint64_t t1 = t_before >> rh_clock_shift, t2 = t_after >> rh_clock_shift;
+    uint32_t id = rh_stack_id_fast(w, kind, fp, t1);
+    if (rh_likely(id != RH_ID_LOST))
+        rh_put_realloc_as(w, id, old, p, size, t1, t2, live);
+}
+
+/* The plain full recording's realloc (state exactly RH_ON). */
+RH_ALWAYS_INLINE void rh_record_realloc_plain(unsigned kind, void *old, void *p, size_t size,
+                                              uint64_t t_before, uint64_t t_after, void *fp)
+{
+    rh_record_realloc_core_as(kind, old, p, size, t_before, t_after, fp, 0);
 }
 
 RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p, size_t size,
@@ -448,17 +507,7 @@ RH_ALWAYS_INLINE void rh_record_realloc_inline(unsigned kind, void *old, void *p
         }
         rh_live_note_free(old);
     }
-    struct rh_writer *w = rh_fast_writer();
-    if (rh_unlikely(!w)) {
-        rh_record_realloc_slow(kind, old, p, size, t_before, t_after, fp);
-        return;
-    }
-    uint64_t t1 = t_before >> rh_clock_shift, t2 = t_after >> rh_clock_shift;
-    uint32_t id = rh_stack_id_fast(w, kind, fp, t1);
-    if (rh_likely(id != RH_ID_LOST)) {
-        rh_put_realloc(w, id, old, p, size, t1, t2);
-        RH_MEM_CHECK(w, t2);
-    }
+    rh_record_realloc_core_as(kind, old, p, size, t_before, t_after, fp, 1);
 }
 
 #endif

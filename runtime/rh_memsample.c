@@ -7,15 +7,16 @@
  * file-backed parts, and, when the allocator can say it, the allocator's own
  * totals (glibc's mallinfo2, jemalloc's stats through mallctl).
  *
- * There is no thread of rheaper's own to wake on a timer. The interval is
- * driven by the events: every recorded event already holds its time in a
- * register, and the fast path compares it with one shared deadline
- * (rh_mem_next, RH_MEM_CHECK in rh_recording.h): one load and one compare per
- * recorded event. The first event at or past the deadline moves the deadline
+ * No timer wakes a thread for it. The interval is driven by the events:
+ * where a thread's writer reaches its fast limit (every 2 KiB of its
+ * records, rh_writer_due) and at every other slow entry of the record path,
+ * the event's time is compared with one shared deadline (rh_mem_next,
+ * RH_MEM_CHECK in rh_recording.h); the fast path itself pays nothing for it.
+ * The first check at or past the deadline moves the deadline
  * on with a compare-and-swap (so one thread takes each sample) and takes the
  * sample on its own thread, into its own chunk, after its event is complete.
- * A program that records no event for a while is sampled at its next event
- * and at the end; under sampling (RHEAPER_SAMPLE_BYTES) only recorded events
+ * A program that records no event for a while, or only a few, is sampled at
+ * its next check and at the end; under sampling (RHEAPER_SAMPLE_BYTES) only recorded events
  * check the deadline, so samples follow the recorded events.
  *
  * Where a sample is taken matters: mallinfo2 takes each arena's mutex in turn

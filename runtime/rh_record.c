@@ -290,38 +290,84 @@ static inline struct rh_slot *rh_ready(uint64_t t, int *drop)
 /* The slow entry points of the fast path (rh_hot.h): a thread's first
  * event, a full chunk, a new file, the shared path. Exactly the checks and
  * records of before the fast path; they take rh_record_*'s arguments. */
+/* The calling thread's writer when the fast path stopped at its fast limit
+ * only (the chunk has room, the epoch is current): its periodic work is done
+ * here (rh_writer_due), and the event is written as the fast path would. */
+static inline struct rh_writer *rh_due_writer(void)
+{
+    struct rh_slot *s = rh_tls_slot;
+    if (s && s->w.chunk && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED) &&
+        (size_t)(s->w.end - s->w.pos) >= RIP_MAX_EVENT_BYTES) {
+        rh_writer_due(&s->w);
+        return &s->w;
+    }
+    return NULL;
+}
+
+/* After a slow entry's event: the memory samples' deadline, in the writer the
+ * event went to (the thread's slot; none for the shared stream, which runs
+ * under a lock and never samples). */
+static inline void rh_slow_mem_check(uint64_t t)
+{
+    struct rh_slot *s = rh_tls_slot;
+    if (s && s->w.chunk && s->w.epoch == __atomic_load_n(&rh_epoch, __ATOMIC_RELAXED))
+        RH_MEM_CHECK(&s->w, t);
+}
+
 void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
 {
     uint64_t t = t_after >> rh_clock_shift;
-    int drop;
-    struct rh_slot *s = rh_ready(t, &drop);
-    if (rh_likely(s))
-        rh_emit_alloc(&s->w, kind, p, size, t, fp);
-    else if (!drop)
-        rh_shared_record(RH_EV_ALLOC, kind, NULL, p, size, 0, fp);
+    struct rh_writer *w = rh_due_writer();
+    if (w) {
+        uint32_t id = rh_stack_id_fast(w, kind, fp, t);
+        if (rh_likely(id != RH_ID_LOST))
+            rh_put_alloc(w, id, p, size, t);
+    } else {
+        int drop;
+        struct rh_slot *s = rh_ready(t, &drop);
+        if (rh_likely(s))
+            rh_emit_alloc(&s->w, kind, p, size, t, fp);
+        else if (!drop)
+            rh_shared_record(RH_EV_ALLOC, kind, NULL, p, size, 0, fp);
+    }
+    rh_slow_mem_check(t);
 }
 
 void rh_record_free_slow(void *p, uint64_t t_before)
 {
     uint64_t t = t_before >> rh_clock_shift;
-    int drop;
-    struct rh_slot *s = rh_ready(t, &drop);
-    if (rh_likely(s))
-        rh_emit_free(&s->w, p, t);
-    else if (!drop)
-        rh_shared_record(RH_EV_FREE, 0, NULL, p, 0, t_before, NULL);
+    struct rh_writer *w = rh_due_writer();
+    if (w) {
+        rh_put_free(w, p, t);
+    } else {
+        int drop;
+        struct rh_slot *s = rh_ready(t, &drop);
+        if (rh_likely(s))
+            rh_emit_free(&s->w, p, t);
+        else if (!drop)
+            rh_shared_record(RH_EV_FREE, 0, NULL, p, 0, t_before, NULL);
+    }
+    rh_slow_mem_check(t);
 }
 
 void rh_record_realloc_slow(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
                             uint64_t t_after, void *fp)
 {
     uint64_t t1 = t_before >> rh_clock_shift, t2 = t_after >> rh_clock_shift;
-    int drop;
-    struct rh_slot *s = rh_ready(t1, &drop);
-    if (rh_likely(s))
-        rh_emit_realloc(&s->w, kind, old, p, size, t1, t2, fp);
-    else if (!drop)
-        rh_shared_record(RH_EV_REALLOC, kind, old, p, size, t_before, fp);
+    struct rh_writer *w = rh_due_writer();
+    if (w) {
+        uint32_t id = rh_stack_id_fast(w, kind, fp, t1);
+        if (rh_likely(id != RH_ID_LOST))
+            rh_put_realloc(w, id, old, p, size, t1, t2);
+    } else {
+        int drop;
+        struct rh_slot *s = rh_ready(t1, &drop);
+        if (rh_likely(s))
+            rh_emit_realloc(&s->w, kind, old, p, size, t1, t2, fp);
+        else if (!drop)
+            rh_shared_record(RH_EV_REALLOC, kind, old, p, size, t_before, fp);
+    }
+    rh_slow_mem_check(t2);
 }
 
 /* Out of line, for the shims that are not hot and for the runtime's tests; the

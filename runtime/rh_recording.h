@@ -345,8 +345,35 @@ RH_HIDDEN int rh_writer_reserve_slow(struct rh_writer *w, size_t need, uint64_t 
 /* Stores `used` after a complete record (release store into the mapping). */
 RH_HIDDEN void rh_writer_commit(struct rh_writer *w);
 
-/* Refreshes the chunk's calibration pair every 4096 events. */
+/* Spare chunks, made ready by the helper thread (rh_writer.c, struct
+ * rh_spare). rh_spare_prepare: the helper's work, one request answered
+ * (returns 1) or none pending (0); takes rh_prof_lock, guard set, never on a
+ * program thread. rh_spare_wait: the helper's nap, up to ms, cut short by a
+ * request or rh_spare_kick made since rh_spare_seen returned `seen` (read it
+ * before the rh_spare_prepare calls, so that none is slept through). rh_spare_active: 1 while a file is open whose
+ * writers ask for spares. rh_spare_drop_locked: seals and unmaps slot s's
+ * spare (caller holds rh_prof_lock: thread exit, the file's close).
+ * rh_spare_forget: a fork child's unmapping of the parent's spare. */
+RH_HIDDEN int rh_spare_prepare(void);
+RH_HIDDEN uint32_t rh_spare_seen(void);
+RH_HIDDEN void rh_spare_wait(uint32_t seen, unsigned ms);
+RH_HIDDEN int rh_spare_active(void);
+RH_HIDDEN void rh_spare_kick(void);
+RH_HIDDEN void rh_spare_drop_locked(struct rh_slot *s);
+RH_HIDDEN void rh_spare_forget(struct rh_slot *s);
+/* The file's close (caller holds rh_prof_lock): every slot's spare sealed. */
+RH_HIDDEN void rh_thread_spares_drop_locked(void);
+
+/* Refreshes the chunk's calibration pair (rh_writer_due counts down to it). */
 RH_HIDDEN void rh_writer_recalibrate(struct rh_writer *w) RH_COLD;
+/* Sets w's fast limit (lim) RH_DUE_BYTES past pos, or at end. */
+RH_HIDDEN void rh_writer_set_lim(struct rh_writer *w);
+/* The writer's periodic work, done where the record fast path reached the
+ * fast limit (lim) with room left before end: the calibration refresh's
+ * countdown (rh_writer_recalibrate, every RH_CALIB_DUES limits) and a new
+ * limit. The caller writes its event next, then checks the memory samples'
+ * deadline (RH_MEM_CHECK). Keeps errno. */
+RH_HIDDEN void rh_writer_due(struct rh_writer *w) RH_COLD;
 
 /* ---- rh_thread.c: slots, a thread's first event, thread exit ----------- */
 
@@ -538,7 +565,8 @@ RH_HIDDEN void rh_mem_stop(void);
  * takes the runtime's locks, guard set. */
 RH_HIDDEN void rh_mem_final(void);
 RH_HIDDEN int rh_mem_enabled(void);
-/* One compare per recorded event; the sample itself is cold. */
+/* One compare, at the slow entries of the record path (rh_record.c); the
+ * sample itself is cold. */
 #define RH_MEM_CHECK(w, t)                                                                         \
     do {                                                                                           \
         if (rh_unlikely((t) >= __atomic_load_n(&rh_mem_next, __ATOMIC_RELAXED)))                   \

@@ -131,8 +131,10 @@ void rh_sample_configure(void)
     rh_sample_mean = rh_cfg.sample_bytes;
     rh_sample_threshold = rh_cfg.sample_threshold;
     rh_sample_seed = rh_cfg.sample_seeded ? rh_cfg.sample_seed : rh_real_ns() ^ (uint64_t)getpid();
-    __atomic_store_n(&rh_live_on, rh_sample_mode != RH_SAMPLE_NONE || __atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED),
-                     __ATOMIC_RELAXED);
+    int live = rh_sample_mode != RH_SAMPLE_NONE || __atomic_load_n(&rh_reports_on, __ATOMIC_RELAXED);
+    __atomic_store_n(&rh_live_on, live, __ATOMIC_RELAXED);
+    /* the state word says it too (RH_LIVE), for the hot shims' one test */
+    __atomic_store_n(&rh_state_live, live ? RH_LIVE : 0, __ATOMIC_RELAXED);
     /* every thread's stream and countdown are redrawn for this recording, at
      * its next call that reaches the sampler: the fast paths' keys no longer
      * match its rh_tls_sample_key (never RH_SAMPLE_NOKEY: gen stays small) */

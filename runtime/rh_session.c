@@ -229,6 +229,8 @@ void rh_file_close_locked(int close_fd)
     if (!rh_prof.open)
         return;
     rh_mem_stop();
+    rh_thread_spares_drop_locked(); /* sealed empty: no open chunk nobody writes */
+    rh_spare_kick(); /* the helper sees the end of the recording at once */
     uint64_t events = rh_prof.events_released;
     uint32_t open_chunks = 0;
     rh_thread_totals_locked(&events, &open_chunks);

@@ -33,6 +33,7 @@ extern int rheaper_tracking_ __attribute__((alias("rh_state"), visibility("defau
 RH_HIDDEN __thread volatile int rh_guard __attribute__((tls_model("local-exec")));
 RH_HIDDEN struct rh_profile rh_prof;
 RH_HIDDEN uint32_t rh_epoch;
+RH_HIDDEN int rh_state_live;
 RH_HIDDEN int rh_prof_lock;
 /* The runtime's own thread (rh_helper.c), declared in rh_recording.h: kept
  * in the base so the core's readers (writer, CPU sampler) and the session's

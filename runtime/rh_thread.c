@@ -55,7 +55,7 @@ static struct rh_slot *rh_slot_acquire(void)
                 struct rh_writer *w = &got->w;
                 /* seq and prev_time continue the slot's stream. */
                 w->chunk = NULL;
-                w->pos = w->end = NULL;
+                w->pos = w->end = w->lim = NULL;
                 w->stacks = rh_prof.stacks;
                 w->total_events = 0;
                 w->next_size = RH_FIRST_CHUNK;
@@ -77,6 +77,7 @@ static void rh_slot_release(struct rh_slot *s)
 {
     rh_writer_seal(&s->w, 0);
     rh_spin_lock(&rh_prof_lock);
+    rh_spare_drop_locked(s); /* made for this thread: the next holder is another */
     if (s->w.epoch == rh_epoch && rh_prof.open)
         rh_prof.events_released += s->w.total_events;
     s->w.total_events = 0;
@@ -273,6 +274,13 @@ void rh_thread_names_locked(void)
     }
 }
 
+void rh_thread_spares_drop_locked(void)
+{
+    struct rh_slot *arr = rh_prof.slots;
+    for (unsigned i = 0; arr && i < rh_prof.nslots; i++)
+        rh_spare_drop_locked(&arr[i]);
+}
+
 void rh_thread_init(void)
 {
     if (rh_thread_ready)
@@ -290,6 +298,7 @@ void rh_thread_fork_child(void)
         if (arr[i].in_use)
             rh_writer_drop(&arr[i].w);
         arr[i].in_use = 0;
+        rh_spare_forget(&arr[i]); /* the parent's chunk: unmapped, not sealed */
     }
     rh_writer_drop(&rh_shared);
     rh_shared.slot_id = RIP_SLOT_SHARED;

@@ -51,6 +51,7 @@ struct rh_config {
     uint64_t sample_seed;      /* RHEAPER_SAMPLE_SEED, when sample_seeded */
     int sample_seeded;
     int populate;              /* RHEAPER_POPULATE=1: prefault chunks (default 0) */
+    int prefault;              /* RHEAPER_PREFAULT=0: no chunks made ready by the helper */
     unsigned rss_ms;           /* RHEAPER_RSS_MS: memory sample interval, 0 off (rh_memsample.c) */
 };
 /* Sampling modes (rh_sample.c; rh_config.c reads them from the environment). */
@@ -137,6 +138,10 @@ struct rh_profile {
 struct rh_writer {
     struct rip_chunk_header *chunk; /* current chunk mapping, NULL when none */
     uint8_t *pos, *end;             /* write position and end of the payload */
+    /* the fast path's end: end, or sooner where the writer's periodic work
+     * is due (rh_writer_due: calibration, memory-sample deadline); the
+     * record fast path tests only this, so that work costs no test per event */
+    uint8_t *lim;
     uint64_t prev_time;             /* delta state: previous event time */
     uint64_t prev_addr;             /* delta state: previous address */
     uint64_t last_time;             /* the stream's last time (survives chunks) */
@@ -152,9 +157,31 @@ struct rh_writer {
     uint8_t type;                   /* RIP_CHUNK_EVENTS or RIP_CHUNK_SHARED */
 };
 
+/* A slot's next chunk, made ready by the runtime's helper thread before the
+ * slot's writer needs it (rh_writer.c "spare chunks"): mapped, its pages
+ * supplied (MADV_POPULATE_WRITE), its header and the thread's name written,
+ * so that a chunk switch costs the recording thread no system call and no
+ * page fault. The owner thread asks (req NONE -> WANTED, with the rq_ fields
+ * filled before), the helper takes the request (WANTED -> BUSY, under
+ * rh_prof_lock), publishes the chunk (map, release) and ends it (-> NONE).
+ * Whoever exchanges map to NULL owns the chunk: the owner thread, which uses
+ * it when it was made for the chunk it opens next (epoch, seq, tid, size),
+ * else seals it empty; the close of the file and a thread's exit seal it
+ * empty; a fork child unmaps it (the parent's). */
+enum { RH_SPARE_NONE = 0, RH_SPARE_WANTED = 1, RH_SPARE_BUSY = 2 };
+struct rh_spare {
+    void *map;      /* atomic: the prepared chunk, or NULL */
+    uint32_t size;  /* its mapping size; with seq, tid, epoch: what it was made for */
+    uint32_t seq, tid, epoch;
+    uint32_t req;   /* atomic: RH_SPARE_* */
+    uint32_t rq_size, rq_seq, rq_tid, rq_epoch;
+    char rq_name[16]; /* the thread's name (not NUL-terminated when 16 long) */
+};
+
 struct rh_slot {
     struct rh_writer w;
     int in_use; /* atomic: 0 free, 1 held */
+    struct rh_spare spare;
 } __attribute__((aligned(RH_CACHE_LINE)));
 
 #endif

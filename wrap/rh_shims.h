@@ -54,6 +54,17 @@ RH_INLINE void rh_alloc_done(unsigned kind, void *p, size_t size, void *fp)
     rh_hook_end();
 }
 
+/* rh_alloc_done for the plain full recording's halves of the hot shims (the
+ * state word was exactly RH_ON: no sampler, no live map to ask). */
+RH_INLINE void rh_alloc_done_plain(unsigned kind, void *p, size_t size, void *fp)
+{
+    if (rh_likely(p != NULL))
+        rh_record_alloc_plain(kind, p, size, rh_now(), fp);
+    else
+        rh_record_fail(kind, size, fp);
+    rh_hook_end();
+}
+
 /* Where the hot shims' pass-through paths (tracking off, unsampled) and
  * their recording halves' real calls go:
  * __real_SYM until the executable's interposed malloc family
@@ -91,11 +102,12 @@ extern RH_HIDDEN void (*rh_pass_free)(void *);
  *     recorded (rh_live_maybe): its free is not an event either, so the shim
  *     needs no guard (a nested free of an unrecorded block passes through
  *     unrecorded either way).
- * s is the tracking state the shim loaded: exactly RH_ON (no control work
- * pending, which the slow path must see). */
+ * s is the tracking state the shim loaded: exactly RH_ON | RH_LIVE (a
+ * sampled recording keeps the live map; no control work pending, which the
+ * slow path must see). */
 RH_INLINE int rh_fast_unsampled_alloc(int s, size_t n)
 {
-    if (s != RH_ON)
+    if (s != (RH_ON | RH_LIVE))
         return 0;
     if (rh_likely(rh_sample_bkey == rh_tls_sample_key)) {
         uint64_t l = (uint64_t)rh_tls_sample_left;
@@ -120,7 +132,7 @@ RH_INLINE int rh_fast_unsampled_alloc(int s, size_t n)
  * tagged (negative) addresses of pool requests never reach a shim. */
 RH_INLINE int rh_fast_unsampled_free(int s, void *p)
 {
-    return s == RH_ON && rh_sample_mode != RH_SAMPLE_NONE && !rh_live_maybe(p);
+    return s == (RH_ON | RH_LIVE) && rh_sample_mode != RH_SAMPLE_NONE && !rh_live_maybe(p);
 }
 
 /* shims_mmap.c: one record per mmap, munmap, mremap or mallopt

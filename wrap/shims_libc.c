@@ -42,7 +42,7 @@ RH_HIDDEN __thread unsigned rh_tls_hint_kind __attribute__((tls_model("local-exe
  * RHEAPER_SCOPE=process), and no outer call is hooked or hinted. */
 RH_INLINE int rh_libc_defer(void)
 {
-    return &rh_ip_linked != NULL && __atomic_load_n(&rh_state, __ATOMIC_RELAXED) == RH_ON &&
+    return &rh_ip_linked != NULL && RH_STATE(__atomic_load_n(&rh_state, __ATOMIC_RELAXED)) == RH_ON &&
            !rh_guard && rh_scope_process && rh_tls_hint_fp == NULL && rh_ip_linked();
 }
 

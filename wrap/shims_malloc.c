@@ -94,10 +94,26 @@ RH_HOOKED_WALK void *rh_malloc_hooked(size_t n)
     return p;
 }
 
+/* The plain full recording's half (the shim's one load of the state found
+ * exactly RH_ON): the guard, the real call and the record, with no test of
+ * the sampler or the live map. */
+RH_HOOKED_WALK void *rh_malloc_plain(size_t n)
+{
+    if (!rh_hook_begin_plain(RH_GUARD_LEAF))
+        return __real_malloc(n);
+    void *p = RH_PASS(malloc)(n);
+    rh_alloc_done_plain(RH_KIND_MALLOC, p, n, RH_FP());
+    return p;
+}
+
 RH_HOT_SHIM void *__wrap_malloc(size_t n)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_OFF) || rh_fast_unsampled_alloc(s, n) || s == RH_CPUONLY)
+    if (rh_likely(s == RH_OFF))
+        return RH_PASS(malloc)(n);
+    if (rh_likely(s == RH_ON))
+        RH_TAILCALL return rh_malloc_plain(n);
+    if (rh_fast_unsampled_alloc(s, n) || s == RH_CPUONLY)
         return RH_PASS(malloc)(n);
     RH_TAILCALL return rh_malloc_hooked(n);
 }
@@ -158,11 +174,44 @@ RH_HOOKED_WALK void *rh_realloc1_hooked(void *p, size_t n)
     return q;
 }
 
+/* The plain full recording's halves of realloc (as rh_malloc_plain). */
+RH_HOOKED_WALK void *rh_realloc0_plain(void *p, size_t n)
+{
+    if (!rh_hook_begin_plain(RH_GUARD_LEAF))
+        return __real_realloc(p, n);
+    void *q = RH_PASS(realloc)(NULL, n);
+    rh_alloc_done_plain(RH_KIND_REALLOC, q, n, RH_FP());
+    return q;
+}
+
+RH_HOOKED_WALK void *rh_realloc1_plain(void *p, size_t n)
+{
+    if (!rh_hook_begin_plain(RH_GUARD_LEAF))
+        return __real_realloc(p, n);
+    uint64_t t_before = rh_now();
+    void *q = RH_PASS(realloc)(p, n);
+    uint64_t t_after = rh_now();
+    if (rh_likely(q != NULL))
+        rh_record_realloc_plain(RH_KIND_REALLOC, p, q, n, t_before, t_after, RH_FP());
+    else if (n == 0)
+        rh_record_free(p, t_before);
+    else
+        rh_record_fail(RH_KIND_REALLOC, n, RH_FP());
+    rh_hook_end();
+    return q;
+}
+
 RH_HOT_SHIM void *__wrap_realloc(void *p, size_t n)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_OFF) ||
-        ((p == NULL || rh_fast_unsampled_free(s, p)) && rh_fast_unsampled_alloc(s, n)) ||
+    if (rh_likely(s == RH_OFF))
+        return RH_PASS(realloc)(p, n);
+    if (rh_likely(s == RH_ON)) {
+        if (p == NULL)
+            RH_TAILCALL return rh_realloc0_plain(p, n);
+        RH_TAILCALL return rh_realloc1_plain(p, n);
+    }
+    if (((p == NULL || rh_fast_unsampled_free(s, p)) && rh_fast_unsampled_alloc(s, n)) ||
         s == RH_CPUONLY)
         return RH_PASS(realloc)(p, n);
     if (p == NULL)
@@ -203,10 +252,30 @@ RH_HOOKED void rh_free_hooked(void *p)
     rh_hook_end();
 }
 
+/* The plain full recording's half of free (as rh_malloc_plain). */
+RH_HOOKED void rh_free_plain(void *p)
+{
+    if (p == NULL || !rh_hook_begin_plain(RH_GUARD_LEAF)) {
+        __real_free(p);
+        return;
+    }
+    rh_record_free_plain(p);
+    RH_PASS(free)(p);
+    rh_hook_end();
+}
+
 RH_HOT_SHIM void __wrap_free(void *p)
 {
     int s = __atomic_load_n(&rh_state, __ATOMIC_RELAXED);
-    if (rh_likely(s == RH_OFF) || rh_fast_unsampled_free(s, p) || s == RH_CPUONLY) {
+    if (rh_likely(s == RH_OFF)) {
+        RH_PASS(free)(p);
+        return;
+    }
+    if (rh_likely(s == RH_ON)) {
+        rh_free_plain(p);
+        return;
+    }
+    if (rh_fast_unsampled_free(s, p) || s == RH_CPUONLY) {
         RH_PASS(free)(p);
         return;
     }

@@ -23,6 +23,10 @@ ldflags="-fuse-ld=$linker"
 [ "$mode" = static ] && ldflags="$ldflags -static"
 cflags="-O2 -pthread -I$src"
 [ "$lang" = c ] && cflags="$cflags -std=gnu11"
+# C++17 for every compiler: aligned new (operator new with align_val_t for an
+# alignas(64) type) is C++17; clang 14 defaults to C++14 and calls the plain
+# operator new, whose block is 64-aligned only by the heap's chance.
+[ "$lang" = c++ ] && cflags="$cflags -std=gnu++17"
 
 # Extra pieces a case needs (a plugin built as an instrumented shared library).
 if [ -f "$src/$name.plugin.c" ]; then
