@@ -876,6 +876,9 @@ int rh_cmd_query(int argc, char **argv)
     int rc = rh_parse(argc, argv, RH_OPT_SQL, &a);
     if (rc)
         return rc;
+    /* a statement may read any table of the scope, its heap over time (stl,
+     * stls) among them: a stack filter's scope is then the pass's */
+    a.f.chart = 1;
     sqlite3 *db = rh_query_open(a.db);
     if (!db)
         return 1;

@@ -220,10 +220,11 @@ struct rh_filter {
     /* call sites, not row filters: more wrappers to skip, or none at all */
     const char *skip_re[8];
     int nskip, no_skip;
-    /* 1: the reader draws the scope's heap over time (the server, the file
-     * commands), so a stack filter's scope is computed by the pass, which
-     * keeps it (stl, stls, sctl), and not from the aggregates, which have
-     * none */
+    /* 1: the reader draws the scope's heap over time (the server's charts
+     * and a site's line, the timeline and report commands), so a stack
+     * filter's scope is computed by the pass, which keeps it (stl, stls,
+     * sctl), and not from the aggregates, which have none; 0 (what
+     * rh_filter_init and rh_qfilter_init leave) for every other question */
     int chart;
 };
 

@@ -32,7 +32,6 @@ void rh_qfilter_init(struct rh_qfilter *q)
 {
     memset(q, 0, sizeof *q);
     rh_filter_init(&q->f);
-    q->f.chart = 1; /* the web UI draws the scope's chart */
     q->addr_min = q->addr_max = -1;
     q->backtrace = -1;
     q->depth_min = q->depth_max = -1;
@@ -324,13 +323,18 @@ static int rh_qfilter_key(const struct rh_qfilter *q, char *buf, size_t n)
 }
 
 /* 1 when db's scope was built by rh_qfilter_apply from a filter with this
- * key and nothing has replaced it since (TEMP TABLE scopekey). */
-static int rh_scope_is(sqlite3 *db, const char *key)
+ * key and nothing has replaced it since (TEMP TABLE scopekey), and keeps the
+ * heap over time when chart asks for it: a scope built for a chart answers
+ * every other question too, one built from the aggregates (a stack filter's,
+ * rh_query_stackscope.c) is built again, by the pass, for a chart. */
+static int rh_scope_is(sqlite3 *db, const char *key, int chart)
 {
     sqlite3_stmt *st = NULL; /* no such table: nothing kept */
     int same = 0;
-    if (sqlite3_prepare_v2(db, "SELECT k = ?1 FROM temp.scopekey", -1, &st, NULL) == SQLITE_OK) {
+    if (sqlite3_prepare_v2(db, "SELECT k = ?1 AND chart >= ?2 FROM temp.scopekey", -1, &st,
+                           NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, chart);
         same = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
     }
     sqlite3_finalize(st);
@@ -346,17 +350,19 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
      * of its filter, and reused when the key is the same. */
     char key[8192];
     int keyed = rh_qfilter_key(q, key, sizeof key) == 0;
-    if (keyed && rh_scope_is(db, key))
+    if (keyed && rh_scope_is(db, key, q->f.chart != 0))
         return 0;
     if (rh_temp_drop(db, "scopekey") || rh_qfilter_build(db, q))
         return -1;
     if (!keyed)
         return 0;
     sqlite3_stmt *st = NULL;
-    if (rh_sql_exec(db, "CREATE TEMP TABLE scopekey(k TEXT)") ||
-        sqlite3_prepare_v2(db, "INSERT INTO temp.scopekey VALUES(?1)", -1, &st, NULL) != SQLITE_OK)
+    if (rh_sql_exec(db, "CREATE TEMP TABLE scopekey(k TEXT, chart INTEGER)") ||
+        sqlite3_prepare_v2(db, "INSERT INTO temp.scopekey VALUES(?1, ?2)", -1, &st, NULL) !=
+            SQLITE_OK)
         return rh_sql_fail(db, "filter");
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 2, q->f.chart != 0);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : rh_sql_fail(db, "filter");
     sqlite3_finalize(st);
     return rc;

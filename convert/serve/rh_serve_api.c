@@ -191,10 +191,12 @@ static int rh_count_skip(struct rh_req *q, const char *k, const char *v, int *ta
 
 /* Takes the request's parameters: filters, and `own` (NULL-terminated names
  * this endpoint takes besides; sort_by, order, count and skip among them are
- * parsed here). Then applies the filters. Returns 0 or -1 (r set). */
-static int rh_take_params(struct rh_req *q, const char *const *own)
+ * parsed here). Then applies the filters, for a chart of the scope's heap
+ * over time when chart is 1. Returns 0 or -1 (r set). */
+static int rh_take_params_for(struct rh_req *q, const char *const *own, int chart)
 {
     rh_qfilter_init(&q->q);
+    q->q.f.chart = chart;
     q->count = -1;
     for (int i = 0; i < q->pr->n; i++) {
         const char *k = q->pr->k[i], *v = q->pr->v[i];
@@ -237,6 +239,14 @@ static int rh_take_params(struct rh_req *q, const char *const *own)
     if (rh_qfilter_apply(q->db, &q->q))
         return rh_q_fail(q);
     return 0;
+}
+
+/* rh_take_params_for an endpoint that does not draw the scope's heap over
+ * time: a stack filter's scope then comes from the converter's aggregates
+ * and reads no row (rh_query_stackscope.c). */
+static int rh_take_params(struct rh_req *q, const char *const *own)
+{
+    return rh_take_params_for(q, own, 0);
 }
 
 /* The number of rows to list: count capped at the row cap; sets *capped. */
@@ -831,7 +841,7 @@ static int rh_ep_sites(struct rh_req *q)
 static int rh_ep_site(struct rh_req *q)
 {
     static const char *const own[] = {"function", "location", "count", NULL};
-    if (rh_take_params(q, own))
+    if (rh_take_params_for(q, own, 1))
         return -1;
     const char *fn = rh_param(q, "function"), *loc = rh_param(q, "location");
     if (!fn || !*fn)
@@ -851,7 +861,7 @@ static int rh_ep_site(struct rh_req *q)
 static int rh_ep_timeline_sites(struct rh_req *q)
 {
     static const char *const own[] = {"count", NULL};
-    if (rh_take_params(q, own))
+    if (rh_take_params_for(q, own, 1))
         return -1;
     if (rh_site_table(q->db, q->duration) ||
         rh_timeline_sites_json(q->db, q->count > 0 ? (int)q->count : 8, q->out))
@@ -1480,7 +1490,7 @@ static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n)
 
 static int rh_ep_timeline(struct rh_req *q)
 {
-    if (rh_take_params(q, NULL))
+    if (rh_take_params_for(q, NULL, 1))
         return -1;
     struct rh_timeline t;
     if (rh_timeline_compute(q->db, q->duration, RH_TL_COLS, &t))
