@@ -51,7 +51,7 @@ struct rh_config {
     uint64_t sample_seed;      /* RHEAPER_SAMPLE_SEED, when sample_seeded */
     int sample_seeded;
     int populate;              /* RHEAPER_POPULATE=1: prefault chunks (default 0) */
-    int prefault;              /* RHEAPER_PREFAULT=0: no chunks made ready by the helper */
+    int prefault;              /* RHEAPER_PREFAULT=1: chunks made ready by the helper (default 0) */
     unsigned rss_ms;           /* RHEAPER_RSS_MS: memory sample interval, 0 off (rh_memsample.c) */
 };
 /* Sampling modes (rh_sample.c; rh_config.c reads them from the environment). */
