@@ -30,7 +30,7 @@ const chrome = spawn(chromiumPath, ["--headless", "--no-sandbox", "--disable-gpu
     "--disable-dev-shm-usage", "--remote-debugging-pipe", `--user-data-dir=${dir}`, "about:blank"],
     { stdio: ["ignore", "ignore", "ignore", "pipe", "pipe"] });
 const toChrome = chrome.stdio[3], fromChrome = chrome.stdio[4];
-let nextId = 1, buf = Buffer.alloc(0), session;
+let nextId = 1, buf = Buffer.alloc(0), attached; // the page target's id in the DevTools protocol
 const pending = new Map();
 fromChrome.on("data", (d) => {
     buf = Buffer.concat([buf, d]);
@@ -51,7 +51,7 @@ function send(method, params = {}, sessionId) {
     toChrome.write(JSON.stringify(sessionId ? { id, method, params, sessionId } : { id, method, params }) + "\0");
     return new Promise((ok, ko) => pending.set(id, { ok, ko }));
 }
-const cmd = (method, params) => send(method, params, session);
+const cmd = (method, params) => send(method, params, attached);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 async function evaluate(expr) {
     const r = await cmd("Runtime.evaluate", { expression: expr, returnByValue: true, awaitPromise: true });
@@ -72,7 +72,7 @@ const median = (v) => { const s = [...v].sort((a, b) => a - b); return s.length 
 let bad = 0;
 try {
     const { targetId } = await send("Target.createTarget", { url: "about:blank" });
-    ({ sessionId: session } = await send("Target.attachToTarget", { targetId, flatten: true }));
+    ({ sessionId: attached } = await send("Target.attachToTarget", { targetId, flatten: true }));
     await cmd("Page.enable");
     await cmd("Emulation.setDeviceMetricsOverride", { width: 1280, height: 800, deviceScaleFactor: 1, mobile: false });
     let k = 0;
