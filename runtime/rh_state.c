@@ -36,7 +36,7 @@ RH_HIDDEN uint32_t rh_epoch;
 RH_HIDDEN int rh_state_live;
 RH_HIDDEN int rh_prof_lock;
 /* The runtime's own thread (rh_helper.c), declared in rh_recording.h: kept
- * in the base so the core's readers (writer, CPU sampler) and the session's
+ * in the base so the core's readers (writer, CPU sampler) and its top layer's
  * writer of it call no file of each other's. */
 RH_HIDDEN uint32_t rh_runtime_tid;
 /* Set while the runtime calls sigaction itself (rh_control.c, rh_cpu.c,
