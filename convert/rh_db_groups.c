@@ -1,8 +1,22 @@
 /* rh_db_groups.c: replays the events rh_agg_groups.c kept into the stack
- * groups and writes group_peaks, group_peak_stacks and stack_thread_stats
- * (rh_agg_groups.c says what they hold and why; docs/design.md, "Which
- * table answers which question"). Memory: one entry per (group, stack)
- * pair, per group and per stack; never per event.
+ * groups and writes group_peaks, group_peak_stacks, group_timeline and
+ * stack_thread_stats (rh_agg_groups.c says what they hold and why;
+ * docs/design.md, "Which table answers which question"). Memory: one entry
+ * per (group, stack) pair, per group and per stack; never per event.
+ *
+ * group_timeline is each group's heap over time as the filtered pass
+ * (rh_query_pass.c) would compute it for a filter selecting exactly the
+ * group's stacks, so the charts of a stack filter read no row: per group and
+ * per column of the converter's timeline (RH_AGG_COLUMNS over the run) in
+ * which the group has events, the highest live bytes after any time's events
+ * (max_bytes, first reached at max_time), the live bytes at the column's end
+ * (end_bytes) and, packed in pts, the points of its stacks whose bytes at the
+ * maximum or at the end differ from the last stored: the rules of
+ * rh_aggregate.c's timeline (rh_agg_group_end, rh_agg_close_col), applied
+ * per group. Columns without events are the previous column's end, as there.
+ * The table grows with groups times columns times their stacks, not with
+ * events; it is bounded (RH_GTL_BUDGET_DIV): a group whose rows would pass
+ * the bound gets none (group_peaks.timeline 0), and its charts replay rows.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -59,6 +73,14 @@ struct rh_grp_one {
     int64_t live, blocks, peak, peak_blocks, peak_t;
     uint64_t epoch;
     int touched;
+    /* the open column of its heap over time (rh_gtl_*): 0 none yet */
+    uint32_t col;
+    int64_t col_max, col_max_t;
+    uint64_t col_epoch;
+    uint32_t *cp; /* the pairs touched in the open column */
+    size_t ncp, capcp;
+    uint64_t tl_bytes; /* its group_timeline rows so far */
+    int tl_drop;       /* over the bound: no timeline */
 };
 
 /* One (group, stack) pair: the stack's figures at the group's latest peak. */
@@ -66,6 +88,12 @@ struct rh_grp_pair {
     uint32_t grp;
     uint64_t epoch;
     int64_t snap_bytes, snap_blocks;
+    /* the timeline's: the stack's bytes at the group's column maximum (with
+     * the group's column epoch), the last end stored, the column it is
+     * listed in (0: none) */
+    uint64_t col_epoch;
+    int64_t col_bytes, last_end;
+    uint32_t in_col;
 };
 
 static int rh_grp_fail(sqlite3 *db, char *err, size_t errlen)
@@ -91,8 +119,10 @@ struct rh_grp_w {
 
 static void rh_grp_w_free(struct rh_grp_w *w)
 {
-    for (size_t i = 0; i < w->ngr; i++)
+    for (size_t i = 0; i < w->ngr; i++) {
         free(w->gr[i].name);
+        free(w->gr[i].cp);
+    }
     free(w->gr);
     free(w->pairs_si);
     free(w->pairs_bt);
@@ -162,8 +192,215 @@ oom2:
     return -1;
 }
 
-/* The replay: every event of the temp file into the groups of its stack. */
-static int rh_grp_replay(struct rh_grp *g, size_t nsi, struct rh_grp_w *w)
+/* ---- each group's heap over time (group_timeline) ------------------------ */
+
+/* The bound on group_timeline: the bytes of its rows at most the temp file's
+ * bytes (about 6 an event) divided by this, and at least RH_GTL_MIN_BYTES: at
+ * most about 3 bytes an allocation, under a tenth of the database. */
+#define RH_GTL_BUDGET_DIV 4
+#define RH_GTL_MIN_BYTES (8u << 20)
+
+struct rh_gtl {
+    sqlite3 *db;
+    sqlite3_stmt *ins, *del;
+    int64_t span;   /* the converter's timeline span (rh_agg's) */
+    uint64_t budget, used;
+    int on;         /* 0: no group timelines (a->tl_ok unset, or an error) */
+    int64_t *sv;    /* one column's points: bt, at_max, at_end */
+    size_t capsv;
+    uint8_t *pk;    /* and packed, as rh_query_pass.c packs stlsb */
+    size_t cappk;
+};
+
+/* The column of time t, as rh_aggregate.c's rh_agg_colof counts it. */
+static uint32_t rh_gtl_colof(const struct rh_gtl *x, int64_t t)
+{
+    if (t <= 0 || x->span <= 0)
+        return 1;
+    __int128 c = ((__int128)t * RH_AGG_COLUMNS + x->span - 1) / x->span;
+    return c < 1 ? 1u : c > RH_AGG_COLUMNS ? (uint32_t)RH_AGG_COLUMNS : (uint32_t)c;
+}
+
+/* Appends x as a LEB128 varint at b. */
+static size_t rh_gtl_put(uint8_t *b, uint64_t x)
+{
+    size_t n = 0;
+    while (x >= 0x80) {
+        b[n++] = (uint8_t)(x | 0x80);
+        x >>= 7;
+    }
+    b[n++] = (uint8_t)x;
+    return n;
+}
+
+static int rh_gtl_pt_cmp(const void *x, const void *y)
+{
+    const int64_t *a = x, *b = y;
+    return a[0] < b[0] ? -1 : a[0] > b[0];
+}
+
+/* Group gi passes the bound (or its row could not be stored): its rows go,
+ * and it keeps no timeline. */
+static void rh_gtl_drop(struct rh_gtl *x, struct rh_grp_w *w, size_t gi)
+{
+    struct rh_grp_one *o = &w->gr[gi];
+    sqlite3_bind_int64(x->del, 1, (int64_t)gi + 1);
+    if (sqlite3_step(x->del) != SQLITE_DONE)
+        x->on = 0;
+    sqlite3_reset(x->del);
+    x->used -= o->tl_bytes;
+    o->tl_bytes = 0;
+    o->tl_drop = 1;
+    free(o->cp);
+    o->cp = NULL;
+    o->ncp = o->capcp = 0;
+}
+
+/* Closes group gi's open column (rh_agg_close_col for the group): its row,
+ * with the points of the stacks it touched whose value at the maximum or at
+ * the end differs from the last stored, in stack id order. */
+static void rh_gtl_close(struct rh_gtl *x, struct rh_grp_w *w, size_t gi)
+{
+    struct rh_grp_one *o = &w->gr[gi];
+    if (!o->col || o->tl_drop)
+        return;
+    size_t n = 0;
+    if (rh_grow(&x->sv, &x->capsv, 3 * (o->ncp + 1), sizeof *x->sv) ||
+        rh_grow(&x->pk, &x->cappk, 30 * (o->ncp + 1), 1)) {
+        x->on = 0;
+        return;
+    }
+    for (size_t i = 0; i < o->ncp; i++) {
+        size_t p = o->cp[i];
+        struct rh_grp_pair *pp = &w->pr[p];
+        int64_t live = w->live_b[w->pairs_si[p]];
+        int64_t at_max = pp->col_epoch == o->col_epoch ? pp->col_bytes : live;
+        pp->in_col = 0;
+        if (at_max == pp->last_end && live == pp->last_end)
+            continue;
+        x->sv[3 * n] = w->pairs_bt[p];
+        x->sv[3 * n + 1] = at_max;
+        x->sv[3 * n + 2] = live;
+        pp->last_end = live;
+        n++;
+    }
+    o->ncp = 0;
+    qsort(x->sv, n, 3 * sizeof *x->sv, rh_gtl_pt_cmp);
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        len += rh_gtl_put(x->pk + len, (uint64_t)x->sv[3 * i]);
+        for (int k = 1; k < 3; k++)
+            len += rh_gtl_put(x->pk + len, rip_zigzag(x->sv[3 * i + k]));
+    }
+    int64_t v[5] = {(int64_t)gi + 1, o->col, o->col_max, o->col_max_t, o->live};
+    for (int k = 0; k < 5; k++)
+        sqlite3_bind_int64(x->ins, k + 1, v[k]);
+    if (len)
+        sqlite3_bind_blob(x->ins, 6, x->pk, (int)len, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(x->ins, 6);
+    int r = sqlite3_step(x->ins);
+    sqlite3_reset(x->ins);
+    if (r != SQLITE_DONE) {
+        x->on = 0;
+        return;
+    }
+    /* a row's cost: its blob and about 24 bytes of record and key */
+    o->tl_bytes += len + 24;
+    x->used += len + 24;
+    /* over the bound: the largest timelines go first, so that many small
+     * groups keep theirs rather than one large one */
+    while (x->on && x->used > x->budget) {
+        size_t big = gi;
+        for (size_t k = 0; k < w->ngr; k++)
+            if (!w->gr[k].tl_drop && w->gr[k].tl_bytes > w->gr[big].tl_bytes)
+                big = k;
+        if (w->gr[big].tl_drop)
+            break;
+        rh_gtl_drop(x, w, big);
+    }
+}
+
+/* Pair q of group gi (stack si) is about to change at a time of column c:
+ * opens the group's column c (closing the one before) and snapshots the
+ * stack's bytes for the column's maximum, as rh_agg_event does per stack. */
+static void rh_gtl_touch(struct rh_gtl *x, struct rh_grp_w *w, size_t gi, size_t q, uint32_t si,
+                         uint32_t c)
+{
+    struct rh_grp_one *o = &w->gr[gi];
+    struct rh_grp_pair *pp = &w->pr[q];
+    if (o->tl_drop)
+        return;
+    if (o->col != c) {
+        rh_gtl_close(x, w, gi);
+        if (o->tl_drop)
+            return;
+        o->col = c;
+        o->col_max = o->col_max_t = 0;
+    }
+    if (pp->col_epoch != o->col_epoch) {
+        pp->col_bytes = w->live_b[si];
+        pp->col_epoch = o->col_epoch;
+    }
+    if (pp->in_col != c) {
+        if (rh_grow(&o->cp, &o->capcp, o->ncp + 1, sizeof *o->cp)) {
+            x->on = 0;
+            return;
+        }
+        o->cp[o->ncp++] = (uint32_t)q;
+        pp->in_col = c;
+    }
+}
+
+/* The events of time t are all in for group o (rh_agg_group_end's column
+ * part). */
+static void rh_gtl_settle(struct rh_grp_one *o, int64_t t)
+{
+    if (o->col && !o->tl_drop && o->live > o->col_max) {
+        o->col_max = o->live;
+        o->col_max_t = t;
+        o->col_epoch++;
+    }
+}
+
+/* Creates group_timeline and readies x (x->on 0 when a has no timeline).
+ * Returns 0, or -1 on an SQLite error. */
+static int rh_gtl_open(struct rh_gtl *x, sqlite3 *db, const struct rh_agg *a, uint64_t events_bytes)
+{
+    memset(x, 0, sizeof *x);
+    x->db = db;
+    if (!a->tl_ok || a->span <= 0)
+        return 0;
+    x->span = a->span;
+    x->budget = events_bytes / RH_GTL_BUDGET_DIV;
+    if (x->budget < RH_GTL_MIN_BYTES)
+        x->budget = RH_GTL_MIN_BYTES;
+    if (sqlite3_exec(db,
+                     "CREATE TABLE group_timeline(grp INTEGER, col INTEGER, max_bytes INTEGER,"
+                     " max_time INTEGER, end_bytes INTEGER, pts BLOB, PRIMARY KEY(grp, col))"
+                     " WITHOUT ROWID;",
+                     NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT INTO group_timeline VALUES(?,?,?,?,?,?)", -1, &x->ins,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "DELETE FROM group_timeline WHERE grp = ?1", -1, &x->del, NULL) !=
+            SQLITE_OK)
+        return -1;
+    x->on = 1;
+    return 0;
+}
+
+static void rh_gtl_free(struct rh_gtl *x)
+{
+    sqlite3_finalize(x->ins);
+    sqlite3_finalize(x->del);
+    free(x->sv);
+    free(x->pk);
+    memset(x, 0, sizeof *x);
+}
+
+/* The replay: every event of the temp file into the groups of its stack,
+ * and, when x->on, into their timelines. */
+static int rh_grp_replay(struct rh_grp *g, size_t nsi, struct rh_grp_w *w, struct rh_gtl *x)
 {
     /* per stack index, its pairs */
     w->soff = calloc(nsi + 2, sizeof *w->soff);
@@ -217,6 +454,8 @@ static int rh_grp_replay(struct rh_grp *g, size_t nsi, struct rh_grp_w *w)
                     o->peak_t = cur_t;
                     o->epoch++;
                 }
+                if (x->on)
+                    rh_gtl_settle(o, cur_t);
                 o->touched = 0;
             }
             nt = 0;
@@ -230,9 +469,12 @@ static int rh_grp_replay(struct rh_grp *g, size_t nsi, struct rh_grp_w *w)
             d = -d;
             k = -1;
         }
+        uint32_t col = x->on ? rh_gtl_colof(x, t) : 0;
         for (size_t q = w->soff[si]; q < w->soff[si + 1]; q++) {
             struct rh_grp_pair *pp = &w->pr[w->sp[q]];
             struct rh_grp_one *o = &w->gr[pp->grp];
+            if (x->on)
+                rh_gtl_touch(x, w, pp->grp, w->sp[q], (uint32_t)si, col);
             if (pp->epoch != o->epoch) {
                 pp->snap_bytes = w->live_b[si];
                 pp->snap_blocks = w->live_k[si];
@@ -256,7 +498,11 @@ static int rh_grp_replay(struct rh_grp *g, size_t nsi, struct rh_grp_w *w)
             o->peak_t = cur_t;
             o->epoch++;
         }
+        if (x->on)
+            rh_gtl_settle(o, cur_t);
     }
+    for (size_t gi = 0; x->on && gi < w->ngr; gi++)
+        rh_gtl_close(x, w, gi);
     free(touched);
     return rd.bad || ferror(g->f) ? -1 : 0;
 }
@@ -275,7 +521,7 @@ static int rh_grp_bt_cmp(const void *x, const void *y)
 
 /* Writes the three tables from w and g. */
 static int rh_grp_store(sqlite3 *db, const struct rh_agg *a, struct rh_grp *g,
-                        struct rh_grp_w *w, size_t nsi, char *err, size_t errlen)
+                        struct rh_grp_w *w, size_t nsi, int tl, char *err, size_t errlen)
 {
     sqlite3_stmt *gp = NULL, *gs = NULL, *ts = NULL;
     int64_t *v = NULL; /* a group's stacks at its peak: bt, blocks, bytes */
@@ -284,7 +530,7 @@ static int rh_grp_store(sqlite3 *db, const struct rh_agg *a, struct rh_grp *g,
     if (sqlite3_exec(db,
                      "CREATE TABLE group_peaks(id INTEGER PRIMARY KEY, type INTEGER, name TEXT,"
                      " stacks INTEGER, stack_hash INTEGER, peak_bytes INTEGER, peak_blocks INTEGER,"
-                     " peak_time INTEGER);"
+                     " peak_time INTEGER, timeline INTEGER);"
                      "CREATE TABLE group_peak_stacks(grp INTEGER, bt INTEGER, blocks INTEGER,"
                      " bytes INTEGER, PRIMARY KEY(grp, bt)) WITHOUT ROWID;"
                      "CREATE TABLE stack_thread_stats(bt INTEGER, thread INTEGER,"
@@ -293,7 +539,7 @@ static int rh_grp_store(sqlite3 *db, const struct rh_agg *a, struct rh_grp *g,
                      " freed_by_others_bytes INTEGER, live_blocks INTEGER, live_bytes INTEGER,"
                      " PRIMARY KEY(bt, thread)) WITHOUT ROWID;",
                      NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(db, "INSERT INTO group_peaks VALUES(?,?,?,?,?,?,?,?)", -1, &gp,
+        sqlite3_prepare_v2(db, "INSERT INTO group_peaks VALUES(?,?,?,?,?,?,?,?,?)", -1, &gp,
                            NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db, "INSERT INTO group_peak_stacks VALUES(?,?,?,?)", -1, &gs, NULL) !=
             SQLITE_OK ||
@@ -310,6 +556,7 @@ static int rh_grp_store(sqlite3 *db, const struct rh_agg *a, struct rh_grp *g,
         sqlite3_bind_int64(gp, 6, o->peak);
         sqlite3_bind_int64(gp, 7, o->peak_blocks);
         sqlite3_bind_int64(gp, 8, o->peak_t);
+        sqlite3_bind_int(gp, 9, tl && !o->tl_drop);
         if (sqlite3_step(gp) != SQLITE_DONE)
             goto sqlfail;
         sqlite3_reset(gp);
@@ -385,13 +632,20 @@ int rh_grp_write(struct rh_agg *a, sqlite3 *db, char *err, size_t errlen)
     if (!g)
         return 0;
     rh_grp_flush(g);
-    if (g->broken || a->oom || a->r->out_of_order || fflush(g->f) || fseek(g->f, 0, SEEK_SET))
+    long events_bytes;
+    if (g->broken || a->oom || a->r->out_of_order || fflush(g->f) ||
+        (events_bytes = ftell(g->f)) < 0 || fseek(g->f, 0, SEEK_SET))
         return 0; /* no tables: stack filters read their rows */
     /* stack id -> stack index, over the stacks with events */
     size_t nsi = a->nst < a->r->nstacks ? a->nst : a->r->nstacks;
     struct rh_map idx = {0};
     struct rh_grp_w w = {0};
+    struct rh_gtl x;
     int rc = -1;
+    if (rh_gtl_open(&x, db, a, (uint64_t)events_bytes)) {
+        rh_grp_fail(db, err, errlen);
+        goto out;
+    }
     for (size_t i = 0; i < nsi; i++)
         if (rh_map_put(&idx, a->r->stacks[i].id, (uint32_t)i)) {
             snprintf(err, errlen, "group peaks: out of memory");
@@ -399,12 +653,41 @@ int rh_grp_write(struct rh_agg *a, sqlite3 *db, char *err, size_t errlen)
         }
     if (rh_grp_read_groups(db, a, &idx, &w, err, errlen))
         goto out;
-    if (rh_grp_replay(g, nsi, &w)) {
-        rc = 0; /* the temp file failed: no tables */
+    /* a group of every stack with events is the whole profile: its heap
+     * over time is the converter's own timeline, not stored twice */
+    for (size_t gi = 0; x.on && gi < w.ngr; gi++) {
+        size_t with = 0;
+        for (size_t p = w.goff[gi]; p < w.goff[gi + 1]; p++)
+            with += w.pairs_si[p] < nsi;
+        if (with == nsi)
+            w.gr[gi].tl_drop = 1;
+    }
+    int had_tl = x.on;
+    if (rh_grp_replay(g, nsi, &w, &x)) {
+        /* the temp file failed: no tables */
+        rc = had_tl && sqlite3_exec(db, "DROP TABLE group_timeline", NULL, NULL, NULL) != SQLITE_OK
+                 ? rh_grp_fail(db, err, errlen)
+                 : 0;
         goto out;
     }
-    rc = rh_grp_store(db, a, g, &w, nsi, err, errlen);
+    if (had_tl && !x.on && /* a timeline could not be stored: none at all */
+        sqlite3_exec(db, "DROP TABLE group_timeline", NULL, NULL, NULL) != SQLITE_OK) {
+        rh_grp_fail(db, err, errlen);
+        goto out;
+    }
+    if (x.on) {
+        char sql[96];
+        snprintf(sql, sizeof sql,
+                 "INSERT OR REPLACE INTO meta VALUES('group_timeline_span', %lld)",
+                 (long long)x.span);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+            rh_grp_fail(db, err, errlen);
+            goto out;
+        }
+    }
+    rc = rh_grp_store(db, a, g, &w, nsi, x.on, err, errlen);
 out:
+    rh_gtl_free(&x);
     rh_grp_w_free(&w);
     rh_map_free(&idx);
     return rc;

@@ -877,8 +877,8 @@ int rh_cmd_query(int argc, char **argv)
     if (rc)
         return rc;
     /* a statement may read any table of the scope, its heap over time (stl,
-     * stls) among them: a stack filter's scope is then the pass's */
-    a.f.chart = 1;
+     * stls, sctl) among them: a stack filter's scope is then the pass's */
+    a.f.chart = RH_CHART_EVENTS;
     sqlite3 *db = rh_query_open(a.db);
     if (!db)
         return 1;

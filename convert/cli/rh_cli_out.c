@@ -77,7 +77,7 @@ int rh_file_cmd_run(const char *dbpath, const struct rh_filter *f, const char *o
     if (!db)
         return 1;
     struct rh_filter g = *f;
-    g.chart = 1; /* timeline and report draw the scope's heap over time */
+    g.chart = RH_CHART_SITES; /* timeline and report draw the scope's heap over time */
     if (rh_filter_apply(db, &g) != 0) {
         sqlite3_close(db);
         return 1;

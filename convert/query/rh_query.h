@@ -205,6 +205,10 @@ sqlite3_stmt *rh_stack_heap_stmt(sqlite3 *db, int at_peak, int64_t to_ns);
 
 /* The filters every command takes, with one meaning across all of them
  * (docs/commands.md). Zero-initialize, then feed options. */
+/* How much of the scope's heap over time a reader needs (rh_filter.chart);
+ * a scope built for a higher level answers every lower one. */
+enum rh_chart { RH_CHART_NONE = 0, RH_CHART_SITES = 1, RH_CHART_EVENTS = 2 };
+
 struct rh_filter {
     double from, to;          /* seconds, or percent when *_pct is set; < 0: unset */
     int from_pct, to_pct;
@@ -220,11 +224,14 @@ struct rh_filter {
     /* call sites, not row filters: more wrappers to skip, or none at all */
     const char *skip_re[8];
     int nskip, no_skip;
-    /* 1: the reader draws the scope's heap over time (the server's charts
-     * and a site's line, the timeline and report commands), so a stack
-     * filter's scope is computed by the pass, which keeps it (stl, stls,
-     * sctl), and not from the aggregates, which have none; 0 (what
-     * rh_filter_init and rh_qfilter_init leave) for every other question */
+    /* What of the scope's heap over time the reader draws (enum
+     * rh_chart): RH_CHART_SITES its timeline by stack (stl, stls: the
+     * server's chart by site and a site's line, the timeline and report
+     * commands), which a stack filter's scope has from the converter's group
+     * timeline when one group has its stacks, else from the pass;
+     * RH_CHART_EVENTS also the server's event columns (sctl), which only
+     * the pass keeps; RH_CHART_NONE (what rh_filter_init and
+     * rh_qfilter_init leave) for every other question */
     int chart;
 };
 
@@ -380,13 +387,15 @@ int rh_pass_tables(sqlite3 *db);
 /* The scope of a filter that selects stacks only (TEMP TABLE selbt, built
  * by the caller), from the converter's per-stack aggregates and the peak of
  * the one stack group whose stacks are exactly selbt's (group_peaks,
- * rh_agg_groups.c): the tables of rh_pass_run but stl and stls (left empty,
- * res->timeline 0: a chart of the scope replays its rows). Reads no row.
- * Returns 1 with the tables and *res filled, 0 when the profile cannot
- * answer so (no group tables, a sampled or culled profile, no group with
- * exactly those stacks, RHEAPER_ROWS=1 or RHEAPER_STACK_SCOPE=0), -1 after
- * one line. */
-int rh_scope_stacks(sqlite3 *db, struct rh_pass_result *res);
+ * rh_agg_groups.c): the tables of rh_pass_run but sctl; stl and stls from
+ * the group's timeline (group_timeline, res->timeline 1) when want_tl is set
+ * and the converter kept it, else left empty (res->timeline 0). Reads no
+ * row; TEMP TABLE sgroup(grp) names the group. Returns 1 with the tables and
+ * *res filled, 0 when the profile cannot answer so (no group tables, a
+ * sampled or culled profile, no group with exactly those stacks, no timeline
+ * of it when want_tl is set, RHEAPER_ROWS=1 or RHEAPER_STACK_SCOPE=0), -1
+ * after one line. */
+int rh_scope_stacks(sqlite3 *db, int want_tl, struct rh_pass_result *res);
 
 /* Sampling: 1 when the profile is sampled (meta sample_mode); then
  * prints once per process "rheaper: sampled profile (...): blocks and bytes

@@ -648,9 +648,10 @@ static int rh_scope_rows(sqlite3 *db, const struct rh_filter *f, int ordered,
     /* stacks only: the converter's per-stack and per-group aggregates answer
      * without a row (rh_query_stackscope.c) when one group has exactly
      * these stacks; else the pass reads their rows */
-    int stack_only = ps.stacks && !f->chart && !f->thread && f->from < 0 && f->to < 0 && f->min_size < 0 &&
-                     f->max_size < 0 && !f->lifetime && f->temporary_ms < 0;
-    int done = stack_only ? rh_scope_stacks(db, res) : 0;
+    int stack_only = ps.stacks && f->chart < RH_CHART_EVENTS && !f->thread && f->from < 0 &&
+                     f->to < 0 && f->min_size < 0 && f->max_size < 0 && !f->lifetime &&
+                     f->temporary_ms < 0;
+    int done = stack_only ? rh_scope_stacks(db, f->chart == RH_CHART_SITES, res) : 0;
     if (done < 0 || (!done && rh_pass_run(db, &ps, res)))
         goto out;
     *span = res->last_event > dur ? res->last_event : dur;
@@ -890,7 +891,7 @@ int rh_filter_apply(sqlite3 *db, const struct rh_filter *f)
     static const char *const temps[] = {"sel",   "sstat", "ssize", "tstat", "stl",
                                         "stls",  "slc",   "scope", "selbt", "selth",
                                         "selp",  "shist", "sthr",  "scopekey",
-                                        "sctl",  "stlsb", "sitekey", NULL};
+                                        "sctl",  "stlsb", "sitekey", "sgroup", NULL};
     for (int k = 0; temps[k]; k++)
         if (rh_temp_drop(db, temps[k]))
             return -1;

@@ -323,10 +323,11 @@ static int rh_qfilter_key(const struct rh_qfilter *q, char *buf, size_t n)
 }
 
 /* 1 when db's scope was built by rh_qfilter_apply from a filter with this
- * key and nothing has replaced it since (TEMP TABLE scopekey), and keeps the
- * heap over time when chart asks for it: a scope built for a chart answers
- * every other question too, one built from the aggregates (a stack filter's,
- * rh_query_stackscope.c) is built again, by the pass, for a chart. */
+ * key and nothing has replaced it since (TEMP TABLE scopekey), and keeps as
+ * much of the heap over time as chart asks for (enum rh_chart): a scope
+ * built for a chart answers every other question too; one built from the
+ * aggregates (a stack filter's, rh_query_stackscope.c) is built again for a
+ * chart it lacks. */
 static int rh_scope_is(sqlite3 *db, const char *key, int chart)
 {
     sqlite3_stmt *st = NULL; /* no such table: nothing kept */
@@ -343,6 +344,19 @@ static int rh_scope_is(sqlite3 *db, const char *key, int chart)
 
 static int rh_qfilter_build(sqlite3 *db, const struct rh_qfilter *q);
 
+/* The level of enum rh_chart the scope just built answers: the pass's and
+ * an unfiltered scope's every level; one from the aggregates
+ * (TEMP sgroup) RH_CHART_SITES with its group's timeline, else none. */
+static int rh_scope_chart(sqlite3 *db)
+{
+    struct rh_scope sc;
+    if (rh_scope_get(db, &sc))
+        return RH_CHART_NONE;
+    if (!sc.rows || !rh_sql_int(db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'sgroup'", 0, 0))
+        return RH_CHART_EVENTS;
+    return sc.timeline ? RH_CHART_SITES : RH_CHART_NONE;
+}
+
 int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
 {
     /* The server asks one connection again and again, often with the same
@@ -350,7 +364,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
      * of its filter, and reused when the key is the same. */
     char key[8192];
     int keyed = rh_qfilter_key(q, key, sizeof key) == 0;
-    if (keyed && rh_scope_is(db, key, q->f.chart != 0))
+    if (keyed && rh_scope_is(db, key, q->f.chart))
         return 0;
     if (rh_temp_drop(db, "scopekey") || rh_qfilter_build(db, q))
         return -1;
@@ -362,7 +376,7 @@ int rh_qfilter_apply(sqlite3 *db, const struct rh_qfilter *q)
             SQLITE_OK)
         return rh_sql_fail(db, "filter");
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, q->f.chart != 0);
+    sqlite3_bind_int(st, 2, rh_scope_chart(db));
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : rh_sql_fail(db, "filter");
     sqlite3_finalize(st);
     return rc;

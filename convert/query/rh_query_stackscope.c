@@ -17,10 +17,15 @@
  * stack has the group's function, file, module or kind, and there are as
  * many as the group has). Then the scope's tables are filled from those
  * tables, with the same columns, rows and order as the filtered pass
- * (rh_query_pass.c) would leave, and no row is read. The heap over time
- * (stl, stls, sctl) is not kept per group: the scope has none
- * (scope.timeline 0), and a chart of it replays its rows (rh_query_groups.c,
- * rh_query_site.c), as it does when the pass's temp file fails.
+ * (rh_query_pass.c) would leave, and no row is read. For a reader that
+ * draws the scope's heap over time by stack (stl, stls: a chart by call
+ * site, a site's line, the timeline and report commands), the converter kept
+ * each group's timeline (group_timeline, rh_db_groups.c): its columns with
+ * events and their packed stack points, which fill stl (every column, the
+ * ones without events carried from the one before, as rh_agg_end does) and
+ * stlsb as the pass would. A group whose timeline was not kept (over the
+ * converter's bound, or a group of every stack), and the server's event
+ * columns (sctl), which no group keeps, are left to the pass.
  *
  * When no group matches (two terms, --not-function, a regex matching
  * functions whose stacks differ), or the profile has no group tables (an
@@ -32,6 +37,7 @@
 #include <string.h>
 
 #include "rh_query.h"
+#include "rh_schema.h"
 
 /* The hash of a stack id, as the converter sums them (rh_grp_hash). */
 static uint64_t rh_ss_hash(int64_t id)
@@ -133,7 +139,85 @@ out:
     return rc;
 }
 
-int rh_scope_stacks(sqlite3 *db, struct rh_pass_result *res)
+/* 1 when group g's timeline was kept for the run's span (group_peaks.timeline,
+ * meta group_timeline_span); 0 when not, or on an older profile. */
+static int rh_ss_has_timeline(sqlite3 *db, int64_t g)
+{
+    if (!rh_table_exists(db, "group_timeline") ||
+        rh_meta_int(db, "group_timeline_span", -1) != rh_meta_int(db, "duration_ns", -2))
+        return 0;
+    sqlite3_stmt *st = NULL;
+    int on = sqlite3_prepare_v2(db, "SELECT timeline FROM main.group_peaks WHERE id = ?1", -1,
+                                &st, NULL) == SQLITE_OK;
+    if (on) {
+        sqlite3_bind_int64(st, 1, g);
+        on = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+    }
+    sqlite3_finalize(st);
+    return on;
+}
+
+/* TEMP stl (every column 1..RH_AGG_COLUMNS) and stlsb from group g's
+ * timeline over span. Returns 0 or -1 after one line. */
+static int rh_ss_timeline(sqlite3 *db, int64_t g, int64_t span)
+{
+    sqlite3_stmt *q = rh_sql_prepare(db, "SELECT col, max_bytes, max_time, end_bytes"
+                                         " FROM main.group_timeline WHERE grp = ?1 ORDER BY col");
+    sqlite3_stmt *ins = q ? rh_sql_prepare(db, "INSERT INTO temp.stl VALUES(?,?,?,?,?,?)") : NULL;
+    int rc = -1;
+    if (!ins)
+        goto out;
+    sqlite3_bind_int64(q, 1, g);
+    int64_t carry = 0, next = -1;
+    int have = 0, done = 0; /* have: q holds the row of column next */
+    for (int c = 1; c <= RH_AGG_COLUMNS; c++) {
+        if (!have && !done) {
+            int r = sqlite3_step(q);
+            if (r == SQLITE_ROW) {
+                have = 1;
+                next = sqlite3_column_int64(q, 0);
+            } else if (r == SQLITE_DONE) {
+                done = 1;
+            } else {
+                goto fail;
+            }
+        }
+        int64_t v[6] = {c, (int64_t)((__int128)span * c / RH_AGG_COLUMNS), carry, 0, carry, 0};
+        if (have && next == c) {
+            v[2] = sqlite3_column_int64(q, 1);
+            v[3] = sqlite3_column_int64(q, 2);
+            v[4] = carry = sqlite3_column_int64(q, 3);
+            v[5] = 1;
+            have = 0;
+            next = -1;
+        } else if (have && next < c) {
+            fprintf(stderr, "rheaper: filter: the group timeline's columns are out of order\n");
+            goto out;
+        }
+        for (int k = 0; k < 6; k++)
+            sqlite3_bind_int64(ins, k + 1, v[k]);
+        if (sqlite3_step(ins) != SQLITE_DONE)
+            goto fail;
+        sqlite3_reset(ins);
+    }
+    if (have) {
+        fprintf(stderr, "rheaper: filter: the group timeline has a column past the last\n");
+        goto out;
+    }
+    rc = rh_ss_run(db,
+                   "INSERT INTO temp.stlsb SELECT col, pts FROM main.group_timeline"
+                   " WHERE grp = ?1 AND pts IS NOT NULL ORDER BY col",
+                   g);
+    goto out;
+fail:
+    rh_sql_fail(db, "filter");
+out:
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+int rh_scope_stacks(sqlite3 *db, int want_tl, struct rh_pass_result *res)
 {
     const char *force = getenv("RHEAPER_ROWS"), *off = getenv("RHEAPER_STACK_SCOPE");
     double rate;
@@ -164,7 +248,13 @@ int rh_scope_stacks(sqlite3 *db, struct rh_pass_result *res)
         return -1;
     if (n && !g)
         return 0;
-    if (rh_pass_tables(db) ||
+    /* a chart by stack: from the group's timeline, or by the pass */
+    int tl = want_tl && n && rh_ss_has_timeline(db, g);
+    if (want_tl && n && !tl)
+        return 0;
+    if (rh_pass_tables(db) || rh_ss_run(db, "CREATE TEMP TABLE sgroup(grp INTEGER)", -1) ||
+        rh_ss_run(db, "INSERT INTO temp.sgroup VALUES(?1)", g) ||
+        (tl && rh_ss_timeline(db, g, rh_meta_int(db, "duration_ns", 0))) ||
         rh_ss_run(db,
                   "INSERT INTO temp.sstat SELECT s.bt, s.count, s.bytes, s.freed_blocks,"
                   " s.freed_bytes, s.leaked_blocks, s.leaked_bytes, coalesce(p.blocks, 0),"
@@ -194,7 +284,7 @@ int rh_scope_stacks(sqlite3 *db, struct rh_pass_result *res)
                   -1))
         return -1;
     res->rows = rh_sql_int(db, "SELECT coalesce(sum(count), 0) FROM temp.sstat", 0, 0);
-    res->timeline = 0;
+    res->timeline = tl;
     res->last_event = 0; /* every event is within the run (meta duration_ns) */
     return 1;
 }

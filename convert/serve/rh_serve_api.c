@@ -191,8 +191,8 @@ static int rh_count_skip(struct rh_req *q, const char *k, const char *v, int *ta
 
 /* Takes the request's parameters: filters, and `own` (NULL-terminated names
  * this endpoint takes besides; sort_by, order, count and skip among them are
- * parsed here). Then applies the filters, for a chart of the scope's heap
- * over time when chart is 1. Returns 0 or -1 (r set). */
+ * parsed here). Then applies the filters, keeping as much of the scope's
+ * heap over time as chart asks (enum rh_chart). Returns 0 or -1 (r set). */
 static int rh_take_params_for(struct rh_req *q, const char *const *own, int chart)
 {
     rh_qfilter_init(&q->q);
@@ -841,7 +841,7 @@ static int rh_ep_sites(struct rh_req *q)
 static int rh_ep_site(struct rh_req *q)
 {
     static const char *const own[] = {"function", "location", "count", NULL};
-    if (rh_take_params_for(q, own, 1))
+    if (rh_take_params_for(q, own, RH_CHART_SITES))
         return -1;
     const char *fn = rh_param(q, "function"), *loc = rh_param(q, "location");
     if (!fn || !*fn)
@@ -861,7 +861,7 @@ static int rh_ep_site(struct rh_req *q)
 static int rh_ep_timeline_sites(struct rh_req *q)
 {
     static const char *const own[] = {"count", NULL};
-    if (rh_take_params_for(q, own, 1))
+    if (rh_take_params_for(q, own, RH_CHART_SITES))
         return -1;
     if (rh_site_table(q->db, q->duration) ||
         rh_timeline_sites_json(q->db, q->count > 0 ? (int)q->count : 8, q->out))
@@ -1490,7 +1490,7 @@ static int rh_timeline_rss(struct rh_req *q, const int64_t *xs, int n)
 
 static int rh_ep_timeline(struct rh_req *q)
 {
-    if (rh_take_params_for(q, NULL, 1))
+    if (rh_take_params_for(q, NULL, RH_CHART_EVENTS))
         return -1;
     struct rh_timeline t;
     if (rh_timeline_compute(q->db, q->duration, RH_TL_COLS, &t))
