@@ -158,16 +158,20 @@ static int rh_ss_has_timeline(sqlite3 *db, int64_t g)
 }
 
 /* TEMP stl (every column 1..RH_AGG_COLUMNS) and stlsb from group g's
- * timeline over span. Returns 0 or -1 after one line. */
+ * timeline over span (g 0: no group, every column empty). Returns 0 or -1
+ * after one line. */
 static int rh_ss_timeline(sqlite3 *db, int64_t g, int64_t span)
 {
-    sqlite3_stmt *q = rh_sql_prepare(db, "SELECT col, max_bytes, max_time, end_bytes"
-                                         " FROM main.group_timeline WHERE grp = ?1 ORDER BY col");
+    sqlite3_stmt *q = rh_sql_prepare(db, g ? "SELECT col, max_bytes, max_time, end_bytes"
+                                             " FROM main.group_timeline WHERE grp = ?1"
+                                             " ORDER BY col"
+                                           : "SELECT 0, 0, 0, 0 WHERE 0");
     sqlite3_stmt *ins = q ? rh_sql_prepare(db, "INSERT INTO temp.stl VALUES(?,?,?,?,?,?)") : NULL;
     int rc = -1;
     if (!ins)
         goto out;
-    sqlite3_bind_int64(q, 1, g);
+    if (g)
+        sqlite3_bind_int64(q, 1, g);
     int64_t carry = 0, next = -1;
     int have = 0, done = 0; /* have: q holds the row of column next */
     for (int c = 1; c <= RH_AGG_COLUMNS; c++) {
@@ -204,10 +208,11 @@ static int rh_ss_timeline(sqlite3 *db, int64_t g, int64_t span)
         fprintf(stderr, "rheaper: filter: the group timeline has a column past the last\n");
         goto out;
     }
-    rc = rh_ss_run(db,
-                   "INSERT INTO temp.stlsb SELECT col, pts FROM main.group_timeline"
-                   " WHERE grp = ?1 AND pts IS NOT NULL ORDER BY col",
-                   g);
+    rc = g ? rh_ss_run(db,
+                       "INSERT INTO temp.stlsb SELECT col, pts FROM main.group_timeline"
+                       " WHERE grp = ?1 AND pts IS NOT NULL ORDER BY col",
+                       g)
+           : 0;
     goto out;
 fail:
     rh_sql_fail(db, "filter");
@@ -248,9 +253,10 @@ int rh_scope_stacks(sqlite3 *db, int want_tl, struct rh_pass_result *res)
         return -1;
     if (n && !g)
         return 0;
-    /* a chart by stack: from the group's timeline, or by the pass */
-    int tl = want_tl && n && rh_ss_has_timeline(db, g);
-    if (want_tl && n && !tl)
+    /* a chart by stack: from the group's timeline (none selected: every
+     * column empty, as the pass leaves it), or by the pass */
+    int tl = want_tl && (!n || rh_ss_has_timeline(db, g));
+    if (want_tl && !tl)
         return 0;
     if (rh_pass_tables(db) || rh_ss_run(db, "CREATE TEMP TABLE sgroup(grp INTEGER)", -1) ||
         rh_ss_run(db, "INSERT INTO temp.sgroup VALUES(?1)", g) ||

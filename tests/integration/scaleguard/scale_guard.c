@@ -45,7 +45,9 @@ static int apply(sqlite3 *db, const char *qs)
     static char buf[1024];
     struct rh_qfilter q;
     rh_qfilter_init(&q);
-    q.f.chart = 1; /* the page draws the chart and a site's line, as the server asks for them */
+    /* the heap over time as the server's /timeline asks for it (its event
+     * columns), and a site's line */
+    q.f.chart = RH_CHART_EVENTS;
     snprintf(buf, sizeof buf, "%s", qs);
     for (char *save = NULL, *kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
         char *eq = strchr(kv, '=');

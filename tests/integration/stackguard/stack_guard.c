@@ -18,6 +18,12 @@
  *   - the peak of xmalloc's group is the profile's peak without the decoy's
  *     megabyte (bench/wl_scale.c: every other block goes through xmalloc),
  *     and the filter ^step_3$ holds fewer bytes at its peak than that.
+ * Then the same for a reader that draws the scope's heap over time by stack
+ * (chart RH_CHART_SITES: the server's chart by site, a site's line, the
+ * timeline and report commands): the chart by site's JSON and every column
+ * of stl and stls must be the row path's, and a filter whose group kept its
+ * timeline (group_peaks.timeline; at 1 M allocations ^step_3$ and
+ * remember_session among them) must read no row for it; at least two do.
  * RHEAPER_STACK_SCOPE=0 in the environment turns the stack scope off: the
  * first check then fails, which shows it can.
  */
@@ -86,6 +92,43 @@ static char *answers(sqlite3 *db, struct rh_summary *s)
     return out;
 }
 
+/* What a chart by stack shows of the scope: the chart by site (the server's
+ * /timeline_sites), then every column of stl and the sums of stls by column,
+ * as one string (malloc'd). */
+static char *chart_answers(sqlite3 *db)
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *o = open_memstream(&out, &len);
+    if (!o)
+        return NULL;
+    int bad = rh_site_table(db, rh_meta_int(db, "duration_ns", 0)) ||
+              rh_timeline_sites_json(db, 8, o);
+    sqlite3_stmt *st = bad ? NULL
+                           : rh_sql_prepare(db, "SELECT col, max_bytes, max_time, end_bytes, active"
+                                                " FROM temp.stl ORDER BY col");
+    while (st && sqlite3_step(st) == SQLITE_ROW)
+        fprintf(o, "stl %lld %lld %lld %lld %lld\n", (long long)sqlite3_column_int64(st, 0),
+                (long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2),
+                (long long)sqlite3_column_int64(st, 3), (long long)sqlite3_column_int64(st, 4));
+    sqlite3_finalize(st);
+    st = bad ? NULL
+             : rh_sql_prepare(db, "SELECT col, count(*), sum(bt), sum(at_max), sum(at_end)"
+                                  " FROM temp.stls GROUP BY col ORDER BY col");
+    bad |= !st;
+    while (st && sqlite3_step(st) == SQLITE_ROW)
+        fprintf(o, "stls %lld %lld %lld %lld %lld\n", (long long)sqlite3_column_int64(st, 0),
+                (long long)sqlite3_column_int64(st, 1), (long long)sqlite3_column_int64(st, 2),
+                (long long)sqlite3_column_int64(st, 3), (long long)sqlite3_column_int64(st, 4));
+    sqlite3_finalize(st);
+    fclose(o);
+    if (bad) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -113,6 +156,7 @@ int main(int argc, char **argv)
         {{"--function", "^nothing_matches$"}},
     };
     int64_t step3_peak = -1;
+    int charts_kept = 0; /* filters whose chart came from a group's timeline */
     for (size_t i = 0; i < sizeof filters / sizeof filters[0]; i++) {
         char *args[6] = {"x"};
         int argn = 1;
@@ -144,6 +188,33 @@ int main(int argc, char **argv)
             fprintf(stderr, "stack scope:\n%s\nrow path:\n%s\n", pre, rows);
         if (i == 0)
             step3_peak = s1.peak_bytes;
+        /* a chart by stack: from the group's timeline when it was kept */
+        f.chart = RH_CHART_SITES;
+        g_reads = 0;
+        CHECK_EQ(rh_filter_apply(db, &f), 0);
+        char *cpre = chart_answers(db);
+        long cpre_reads = g_reads;
+        int kept = rh_sql_int(db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'sgroup'",
+                              0, 0) > 0;
+        setenv("RHEAPER_ROWS", "1", 1);
+        CHECK_EQ(rh_filter_apply(db, &f), 0);
+        char *crows = chart_answers(db);
+        unsetenv("RHEAPER_ROWS");
+        CHECK(cpre != NULL && crows != NULL);
+        CHECK(cpre && crows && !strcmp(cpre, crows));
+        if (cpre && crows && strcmp(cpre, crows))
+            fprintf(stderr, "chart, stack scope:\n%.2000s\nchart, row path:\n%.2000s\n", cpre,
+                    crows);
+        if (kept) {
+            CHECK_EQ(cpre_reads, 0);
+            charts_kept++;
+        }
+        printf("%s %-20s chart by stack: %s, statements reading rows %ld, %s\n",
+               filters[i].opt[0], filters[i].opt[1],
+               kept ? "the group's timeline" : "the pass", cpre_reads,
+               cpre && crows && !strcmp(cpre, crows) ? "same answers" : "DIFFERENT");
+        free(cpre);
+        free(crows);
         printf("%s %-20s blocks %lld, peak %lld at %lld ns; statements reading rows: stack"
                " scope %ld, row path %ld, %s\n",
                filters[i].opt[0], filters[i].opt[1], (long long)s1.alloc_blocks,
@@ -153,6 +224,7 @@ int main(int argc, char **argv)
         free(rows);
     }
     CHECK(step3_peak > 0 && step3_peak < xm);
+    CHECK(charts_kept >= 2);
     sqlite3_close(db);
     return rh_test_summary();
 }
