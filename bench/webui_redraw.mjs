@@ -13,7 +13,10 @@
 // answered and drawn: the page's Promise.allSettled). The terms are used in
 // turn, so each redraw asks a scope the server has not just computed. Prints
 // one line per redraw and per view "VIEW median MS min MS max MS (N runs)";
-// a view that reports an error prints "FAIL:" and the script exits 1.
+// a view that reports an error prints "FAIL:" and the script exits 1. With
+// RH_REDRAW_SHOTS=DIR in the environment it also saves DIR/VIEW.png, the
+// window after the view's last redraw, to look at.
+import { writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -97,6 +100,10 @@ try {
             ms.push(t.ms);
             /* the charts draw on the next frames; let them settle */
             await sleep(500);
+        }
+        if (process.env.RH_REDRAW_SHOTS) {
+            const shot = await cmd("Page.captureScreenshot", { format: "png" });
+            writeFileSync(join(process.env.RH_REDRAW_SHOTS, `${tab}.png`), Buffer.from(shot.data, "base64"));
         }
         console.log(`${tab} median ${median(ms).toFixed(0)} ms min ${Math.min(...ms).toFixed(0)} ms max ${Math.max(...ms).toFixed(0)} ms (${ms.length} runs)`);
     }
