@@ -221,18 +221,6 @@ static uint32_t rh_gtl_colof(const struct rh_gtl *x, int64_t t)
     return c < 1 ? 1u : c > RH_AGG_COLUMNS ? (uint32_t)RH_AGG_COLUMNS : (uint32_t)c;
 }
 
-/* Appends x as a LEB128 varint at b. */
-static size_t rh_gtl_put(uint8_t *b, uint64_t x)
-{
-    size_t n = 0;
-    while (x >= 0x80) {
-        b[n++] = (uint8_t)(x | 0x80);
-        x >>= 7;
-    }
-    b[n++] = (uint8_t)x;
-    return n;
-}
-
 static int rh_gtl_pt_cmp(const void *x, const void *y)
 {
     const int64_t *a = x, *b = y;
@@ -286,12 +274,13 @@ static void rh_gtl_close(struct rh_gtl *x, struct rh_grp_w *w, size_t gi)
     }
     o->ncp = 0;
     qsort(x->sv, n, 3 * sizeof *x->sv, rh_gtl_pt_cmp);
-    size_t len = 0;
+    uint8_t *e = x->pk;
     for (size_t i = 0; i < n; i++) {
-        len += rh_gtl_put(x->pk + len, (uint64_t)x->sv[3 * i]);
+        e = rip_put_varint(e, (uint64_t)x->sv[3 * i]);
         for (int k = 1; k < 3; k++)
-            len += rh_gtl_put(x->pk + len, rip_zigzag(x->sv[3 * i + k]));
+            e = rip_put_varint(e, rip_zigzag(x->sv[3 * i + k]));
     }
+    size_t len = (size_t)(e - x->pk);
     int64_t v[5] = {(int64_t)gi + 1, o->col, o->col_max, o->col_max_t, o->live};
     for (int k = 0; k < 5; k++)
         sqlite3_bind_int64(x->ins, k + 1, v[k]);
