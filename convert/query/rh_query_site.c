@@ -16,7 +16,8 @@
  * histograms and threads are sums over the site's stacks: opening a site
  * reads no row. Without filters the lines over time come from the
  * converter's per-stack series (stack_series.heap, rh_db_series.c): a site's
- * line reads its own stacks' blobs, not the whole timeline.
+ * line reads its own stacks' blobs, not the whole timeline; with them, from
+ * the scope's packed columns (stlsb), decoded here rather than through SQL.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -211,6 +212,104 @@ static int rh_site_series_blobs(sqlite3 *db, const int64_t *site_group, int64_t 
     return r == SQLITE_DONE ? 0 : rh_sql_fail(db, "timeline by site");
 }
 
+/* The scope's per-stack timeline points in column order, each with its
+ * stack's site (0 for a stack without a site row): decoded from stlsb's
+ * blobs when the scope keeps them (the filtered pass's, or a stack filter's
+ * group timeline), which costs a few instructions a point; else through the
+ * view stls joined to site (the converter's timeline_stacks). */
+struct rh_pts_src {
+    sqlite3_stmt *st;      /* stlsb (col, pts) by col, or the stls join */
+    int blobs;             /* 1: st reads stlsb */
+    int64_t *siteof;       /* by rh_stack_slot: the stack's site */
+    int64_t nsiteof, nlow;
+    const unsigned char *p, *end;
+    int64_t col;
+};
+
+/* Opens s over the scope (nlow, nslots: rh_site_slots). Returns 0 or -1
+ * after one line. */
+static int rh_pts_src_open(sqlite3 *db, struct rh_pts_src *s, int64_t nlow, int64_t nslots)
+{
+    memset(s, 0, sizeof *s);
+    s->nlow = nlow;
+    s->blobs = rh_sql_int(db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'stlsb'"
+                              " AND type = 'table'", 0, 0) > 0;
+    if (!s->blobs) {
+        s->st = rh_sql_prepare(
+            db, "SELECT x.col, x.bt, x.at_max, x.at_end, coalesce(s.site, 0) FROM temp.stls x"
+                " LEFT JOIN temp.site s ON s.bt = x.bt ORDER BY x.col");
+        return s->st ? 0 : -1;
+    }
+    s->nsiteof = nslots;
+    s->siteof = calloc((size_t)(nslots > 0 ? nslots : 1), sizeof *s->siteof);
+    sqlite3_stmt *st = s->siteof ? rh_sql_prepare(db, "SELECT bt, site FROM temp.site") : NULL;
+    if (!st) {
+        if (!s->siteof)
+            fprintf(stderr, "rheaper: timeline by site: out of memory\n");
+        return -1;
+    }
+    int r;
+    while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t k = rh_stack_slot(sqlite3_column_int64(st, 0), nlow);
+        if (k >= 0 && k < nslots)
+            s->siteof[k] = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (r != SQLITE_DONE)
+        return rh_sql_fail(db, "timeline by site");
+    s->st = rh_sql_prepare(db, "SELECT col, pts FROM temp.stlsb ORDER BY col");
+    return s->st ? 0 : -1;
+}
+
+/* The next point: 1 with *col (from 1), *bt, *at_max, *at_end and *site set;
+ * 0 after the last; -1 after one line. */
+static int rh_pts_src_next(sqlite3 *db, struct rh_pts_src *s, int64_t *col, int64_t *bt,
+                           int64_t *at_max, int64_t *at_end, int64_t *site)
+{
+    if (!s->blobs) {
+        int r = sqlite3_step(s->st);
+        if (r == SQLITE_DONE)
+            return 0;
+        if (r != SQLITE_ROW)
+            return rh_sql_fail(db, "timeline by site");
+        *col = sqlite3_column_int64(s->st, 0);
+        *bt = sqlite3_column_int64(s->st, 1);
+        *at_max = sqlite3_column_int64(s->st, 2);
+        *at_end = sqlite3_column_int64(s->st, 3);
+        *site = sqlite3_column_int64(s->st, 4);
+        return 1;
+    }
+    while (s->p == s->end) {
+        int r = sqlite3_step(s->st);
+        if (r == SQLITE_DONE)
+            return 0;
+        if (r != SQLITE_ROW)
+            return rh_sql_fail(db, "timeline by site");
+        s->col = sqlite3_column_int64(s->st, 0);
+        s->p = sqlite3_column_blob(s->st, 1);
+        s->end = s->p ? s->p + sqlite3_column_bytes(s->st, 1) : NULL;
+    }
+    uint64_t id;
+    if (!rh_series_next(&s->p, s->end, &id) || !rh_series_nexts(&s->p, s->end, at_max) ||
+        !rh_series_nexts(&s->p, s->end, at_end) || id > INT64_MAX) {
+        fprintf(stderr, "rheaper: timeline by site: a damaged point in column %" PRId64 "\n",
+                s->col);
+        return -1;
+    }
+    *col = s->col;
+    *bt = (int64_t)id;
+    int64_t k = rh_stack_slot(*bt, s->nlow);
+    *site = k >= 0 && k < s->nsiteof ? s->siteof[k] : 0;
+    return 1;
+}
+
+static void rh_pts_src_close(struct rh_pts_src *s)
+{
+    sqlite3_finalize(s->st);
+    free(s->siteof);
+    memset(s, 0, sizeof *s);
+}
+
 /* The heap over time of the scope by call site. Needs the scope's timeline
  * (stl, stls); sets *ok 0 without one. groups: for each site id of
  * TEMP TABLE site, its series (0..ng-1) or -1; one: the only site of a
@@ -220,15 +319,13 @@ static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites
                           const char *const *labels_json, int64_t one)
 {
     sqlite3_stmt *cols = rh_sql_prepare(db, "SELECT t, max_bytes FROM temp.stl ORDER BY col");
-    sqlite3_stmt *ch = rh_sql_prepare(
-        db, "SELECT x.col, x.bt, x.at_max, x.at_end, coalesce(s.site, 0) FROM temp.stls x"
-            " LEFT JOIN temp.site s ON s.bt = x.bt ORDER BY x.col");
+    struct rh_pts_src src = {0};
     int64_t *xs = NULL, *tot = NULL, *vals = NULL, *endsum = NULL, *delta = NULL;
     int64_t *last = NULL; /* per stack id: its bytes at the end of the last column it changed */
     int64_t nlast = 0, ncol = 0, cap = 0;
     int rc = -1, r;
     int64_t nlow = 0, nslots = 0; /* last[] is indexed by rh_stack_slot */
-    if (!cols || !ch || rh_site_slots(db, "timeline by site", &nlow, &nslots))
+    if (!cols || rh_site_slots(db, "timeline by site", &nlow, &nslots))
         goto out;
     while ((r = sqlite3_step(cols)) == SQLITE_ROW) {
         if (ncol == cap) {
@@ -256,15 +353,18 @@ static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites
             goto out;
         goto print;
     }
+    if (rh_pts_src_open(db, &src, nlow, nslots))
+        goto out;
     int64_t c = -1;
     int more = 1;
     while (more) {
-        r = sqlite3_step(ch);
-        if (r != SQLITE_ROW && r != SQLITE_DONE)
-            goto sqlfail;
-        more = r == SQLITE_ROW;
+        int64_t pcol = 0, bt = 0, at_max = 0, at_end = 0, site = 0;
+        r = rh_pts_src_next(db, &src, &pcol, &bt, &at_max, &at_end, &site);
+        if (r < 0)
+            goto out;
+        more = r == 1;
         /* stls counts columns from 1, as timeline does; c and vals from 0 */
-        int64_t col = more ? sqlite3_column_int64(ch, 0) - 1 : ncol;
+        int64_t col = more ? pcol - 1 : ncol;
         /* finish the columns up to col: the changed ones take their deltas */
         while (c < col && c < ncol) {
             if (c >= 0)
@@ -279,8 +379,6 @@ static int rh_site_series(sqlite3 *db, const int64_t *site_group, int64_t nsites
         }
         if (!more || col >= ncol)
             break;
-        int64_t bt = sqlite3_column_int64(ch, 1), at_max = sqlite3_column_int64(ch, 2),
-                at_end = sqlite3_column_int64(ch, 3), site = sqlite3_column_int64(ch, 4);
         if (bt < 0)
             continue;
         bt = rh_stack_slot(bt, nlow); /* from here on, bt is its slot */
@@ -332,7 +430,7 @@ sqlfail:
     rh_sql_fail(db, "timeline by site");
 out:
     sqlite3_finalize(cols);
-    sqlite3_finalize(ch);
+    rh_pts_src_close(&src);
     free(xs);
     free(tot);
     free(vals);
