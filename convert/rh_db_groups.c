@@ -88,9 +88,13 @@ struct rh_grp_pair {
     uint32_t grp;
     uint64_t epoch;
     int64_t snap_bytes, snap_blocks;
-    /* the timeline's: the stack's bytes at the group's column maximum (with
-     * the group's column epoch), the last end stored, the column it is
-     * listed in (0: none) */
+};
+
+/* One (group, stack) pair's part of the group's timeline, beside rh_grp_pair
+ * (touched only for groups that keep one): the stack's bytes at the group's
+ * column maximum (with the group's column epoch), the last end stored, the
+ * column it is listed in (0: none). */
+struct rh_gtl_pair {
     uint64_t col_epoch;
     int64_t col_bytes, last_end;
     uint32_t in_col;
@@ -114,6 +118,7 @@ struct rh_grp_w {
     size_t *soff;
     uint32_t *sp;
     struct rh_grp_pair *pr;
+    struct rh_gtl_pair *tp; /* per pair, when group timelines are kept */
     int64_t *live_b, *live_k;
 };
 
@@ -130,6 +135,7 @@ static void rh_grp_w_free(struct rh_grp_w *w)
     free(w->soff);
     free(w->sp);
     free(w->pr);
+    free(w->tp);
     free(w->live_b);
     free(w->live_k);
 }
@@ -221,10 +227,10 @@ static uint32_t rh_gtl_colof(const struct rh_gtl *x, int64_t t)
     return c < 1 ? 1u : c > RH_AGG_COLUMNS ? (uint32_t)RH_AGG_COLUMNS : (uint32_t)c;
 }
 
-static int rh_gtl_pt_cmp(const void *x, const void *y)
+static int rh_gtl_idx_cmp(const void *x, const void *y)
 {
-    const int64_t *a = x, *b = y;
-    return a[0] < b[0] ? -1 : a[0] > b[0];
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    return a < b ? -1 : a > b;
 }
 
 /* Group gi passes the bound (or its row could not be stored): its rows go,
@@ -258,9 +264,18 @@ static void rh_gtl_close(struct rh_gtl *x, struct rh_grp_w *w, size_t gi)
         x->on = 0;
         return;
     }
-    for (size_t i = 0; i < o->ncp; i++) {
-        size_t p = o->cp[i];
-        struct rh_grp_pair *pp = &w->pr[p];
+    /* the points go out by stack id: a group's pairs are in id order
+     * (rh_grp_read_groups), so when many were touched they are walked in
+     * place, else the few touched are sorted */
+    size_t lo = w->goff[gi], hi = w->goff[gi + 1];
+    int walk = o->ncp * 8 > hi - lo;
+    if (!walk)
+        qsort(o->cp, o->ncp, sizeof *o->cp, rh_gtl_idx_cmp);
+    for (size_t i = 0, p; walk ? (i < hi - lo) : (i < o->ncp); i++) {
+        p = walk ? lo + i : o->cp[i];
+        struct rh_gtl_pair *pp = &w->tp[p];
+        if (pp->in_col != o->col)
+            continue; /* not touched in this column (walking the group) */
         int64_t live = w->live_b[w->pairs_si[p]];
         int64_t at_max = pp->col_epoch == o->col_epoch ? pp->col_bytes : live;
         pp->in_col = 0;
@@ -273,7 +288,6 @@ static void rh_gtl_close(struct rh_gtl *x, struct rh_grp_w *w, size_t gi)
         n++;
     }
     o->ncp = 0;
-    qsort(x->sv, n, 3 * sizeof *x->sv, rh_gtl_pt_cmp);
     uint8_t *e = x->pk;
     for (size_t i = 0; i < n; i++) {
         e = rip_put_varint(e, (uint64_t)x->sv[3 * i]);
@@ -317,7 +331,7 @@ static void rh_gtl_touch(struct rh_gtl *x, struct rh_grp_w *w, size_t gi, size_t
                          uint32_t c)
 {
     struct rh_grp_one *o = &w->gr[gi];
-    struct rh_grp_pair *pp = &w->pr[q];
+    struct rh_gtl_pair *pp = &w->tp[q];
     if (o->tl_drop)
         return;
     if (o->col != c) {
@@ -395,6 +409,8 @@ static int rh_grp_replay(struct rh_grp *g, size_t nsi, struct rh_grp_w *w, struc
     w->soff = calloc(nsi + 2, sizeof *w->soff);
     w->sp = malloc((w->np + 1) * sizeof *w->sp);
     w->pr = calloc(w->np + 1, sizeof *w->pr);
+    if (x->on && !(w->tp = calloc(w->np + 1, sizeof *w->tp)))
+        x->on = 0; /* no memory for the timelines: none, the peaks go on */
     w->live_b = calloc(nsi + 1, sizeof *w->live_b);
     w->live_k = calloc(nsi + 1, sizeof *w->live_k);
     uint32_t *touched = malloc((w->ngr + 1) * sizeof *touched);
@@ -422,7 +438,8 @@ static int rh_grp_replay(struct rh_grp *g, size_t nsi, struct rh_grp_w *w, struc
         }
     free(fill);
     size_t nt = 0;
-    int64_t t = 0, cur_t = 0;
+    int64_t t = 0, cur_t = 0, col_lo = 1, col_hi = 0;
+    uint32_t col = 0;
     int have_t = 0;
     for (;;) {
         uint64_t si, dt, sz;
@@ -458,11 +475,17 @@ static int rh_grp_replay(struct rh_grp *g, size_t nsi, struct rh_grp_w *w, struc
             d = -d;
             k = -1;
         }
-        uint32_t col = x->on ? rh_gtl_colof(x, t) : 0;
+        /* the column of t, by division only when t leaves (col_lo, col_hi] */
+        if (x->on && !(t > col_lo && t <= col_hi)) {
+            col = rh_gtl_colof(x, t);
+            col_lo = col > 1 ? (int64_t)((__int128)x->span * (col - 1) / RH_AGG_COLUMNS) : INT64_MIN;
+            col_hi = col < RH_AGG_COLUMNS ? (int64_t)((__int128)x->span * col / RH_AGG_COLUMNS)
+                                          : INT64_MAX;
+        }
         for (size_t q = w->soff[si]; q < w->soff[si + 1]; q++) {
             struct rh_grp_pair *pp = &w->pr[w->sp[q]];
             struct rh_grp_one *o = &w->gr[pp->grp];
-            if (x->on)
+            if (x->on && !o->tl_drop)
                 rh_gtl_touch(x, w, pp->grp, w->sp[q], (uint32_t)si, col);
             if (pp->epoch != o->epoch) {
                 pp->snap_bytes = w->live_b[si];
