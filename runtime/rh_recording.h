@@ -363,6 +363,17 @@ RH_HIDDEN void rh_spare_drop_locked(struct rh_slot *s);
 RH_HIDDEN void rh_spare_forget(struct rh_slot *s);
 /* The file's close (caller holds rh_prof_lock): every slot's spare sealed. */
 RH_HIDDEN void rh_thread_spares_drop_locked(void);
+/* 1 when a spare was asked for since the last safe point: the helper may not
+ * run yet in this process (rh_writer.c sets it, rh_spare_start_safe clears
+ * it). Read on the slow entries' way out (rh_record.c). */
+extern RH_HIDDEN int rh_spare_want_helper;
+/* The safe point for the helper's start (rh_record.c's slow entries, after
+ * the event of a malloc-family call: its real function has returned, or not
+ * begun, and the thread holds no runtime lock): asks the session layer to
+ * start the helper if none runs in this process (RH_SES_HELPER). Never from
+ * an mmap's record (an allocator may call it under its own locks, and the
+ * thread's creation allocates through that allocator). Keeps errno. */
+RH_HIDDEN void rh_spare_start_safe(void) RH_COLD;
 
 /* Refreshes the chunk's calibration pair (rh_writer_due counts down to it). */
 RH_HIDDEN void rh_writer_recalibrate(struct rh_writer *w) RH_COLD;
