@@ -66,11 +66,8 @@ static int rh_session_dispatch(int what)
     case RH_SES_HELPER:
         /* a vfork child's call starts nothing (the memory is the parent's),
          * nor one before libc is ready (the constructor) */
-        if (rh_ctor_ran && rh_sys_getpid() == __atomic_load_n(&rh_ctor_pid, __ATOMIC_RELAXED)) {
-            int g = rh_guard_enter(); /* pthread_create allocates: a call, not a re-entry */
-            rh_helper_ensure_chunks(rh_ctl_run);
-            rh_guard_leave(g);
-        }
+        if (rh_ctor_ran && rh_sys_getpid() == __atomic_load_n(&rh_ctor_pid, __ATOMIC_RELAXED))
+            rh_helper_ensure_chunks(rh_ctl_run); /* sets the guard itself */
         return 0;
 
     }

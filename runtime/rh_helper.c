@@ -243,8 +243,20 @@ void rh_helper_ensure(void (*work)(void))
 
 void rh_helper_ensure_chunks(void (*work)(void))
 {
-    if (work && rh_spare_active())
-        rh_helper_start(work);
+    if (!work || !rh_spare_active())
+        return;
+    /* Inside the program's malloc call: every signal blocked first, then the
+     * guard a call (pthread_create allocates), so a handler's allocation
+     * waits until the guard is the malloc family's again and is counted as
+     * the re-entry it is, instead of passing the creation or the wait for the
+     * name unseen. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int g = rh_guard_enter();
+    rh_helper_start(work);
+    rh_guard_leave(g);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void rh_helper_pause(void)

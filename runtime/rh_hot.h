@@ -128,6 +128,7 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
             h = o.h, n = o.n, cut = o.cut;
             goto done;
         }
+    step:;
         uintptr_t next = rh_arch_rec_next(cur);
         if (RH_WORD_MISALIGNED(next) || next < cur + RH_FRAME_REC || next > top) {
             uint32_t k = max - left - 1;
@@ -151,6 +152,11 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
         h = rh_walk_add(h, ret);
         cur = next;
         raw = nraw;
+        /* the uncached form's back edge is the frame-pointer set's test, so
+         * its loop has no jump of its own (a miss goes round to the test at
+         * the top again, which sends it out of line) */
+        if (!cached && rh_likely(rh_unwind_fp_frame(ret)))
+            goto step;
     }
     n = max - left;
 done:

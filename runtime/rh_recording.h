@@ -202,7 +202,9 @@ extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
  * instructions instead of 22 a frame): with 4 096 slots one walk in five of a
  * backend went there; 32 768 slots (256 KiB, touched only where addresses
  * fall) leave a few per cent. */
-#define RH_UW_FPSET_BITS 15
+/* 65 536 slots (512 KiB, touched only where addresses fall): on x86 the
+ * index is the address's low 16 bits, one zero-extending move. */
+#define RH_UW_FPSET_BITS 16
 extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_FPSET_BITS];
 #if defined(__x86_64__) || defined(__i386__)
 #define RH_UW_FPSLOT(ret) ((ret) & ((1u << RH_UW_FPSET_BITS) - 1u))
