@@ -199,11 +199,12 @@ extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
 /* Its size: a big program's walks visit thousands of return addresses
  * (PostgreSQL's backends about 1 500 in a pgbench run), and an address whose
  * slot another one holds sends the rest of its walk out of line (about 800
- * instructions instead of 22 a frame): with 4 096 slots one walk in five of a
- * backend went there; 32 768 slots (256 KiB, touched only where addresses
- * fall) leave a few per cent. */
-/* 65 536 slots (512 KiB, touched only where addresses fall): on x86 the
- * index is the address's low 16 bits, one zero-extending move. */
+ * instructions instead of 17 a frame): with 4 096 slots one walk in five of a
+ * backend went there; 32 768 leave a few per cent. 65 536 (512 KiB, touched
+ * only where addresses fall) make the index on x86 the address's low 16
+ * bits: one zero-extending move instead of a move and a mask. Slot 0 never
+ * holds 0 (rh_stack_bounds_compute), so no slot matches a return address of
+ * 4096 or less, which the inline walk tests only after a miss. */
 #define RH_UW_FPSET_BITS 16
 extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_FPSET_BITS];
 #if defined(__x86_64__) || defined(__i386__)
@@ -215,8 +216,8 @@ extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_FPSET_BITS];
 /* The hot-path test, made for every frame of every walk: 1 when the function
  * holding return address ret is known to keep a frame record (the
  * frame-pointer step is right); 0 when it does not, or is not known yet (then
- * the out-of-line walk asks rh_unwind_lookup). One mask, one load, one
- * compare. */
+ * the out-of-line walk asks rh_unwind_lookup). One mask (a zero-extending
+ * move on x86), one load, one compare. */
 static inline int rh_unwind_fp_frame(uintptr_t ret)
 {
     return __atomic_load_n(&rh_uw_fpset[RH_UW_FPSLOT(ret)], __ATOMIC_RELAXED) == ret;
