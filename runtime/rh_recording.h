@@ -260,10 +260,12 @@ RH_HIDDEN void rh_unwind_rule_of(uintptr_t ret, struct rh_unwind_rule *r);
 RH_HIDDEN int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi,
                               uintptr_t ret, struct rh_unwind_rule *r);
 #else
+/* Without CFI every frame is taken as a frame-pointer one; a return address
+ * of 4096 or less still answers 0, which the inline walk's miss turns into
+ * its cut (rh_stack_walk_body). */
 static inline int rh_unwind_fp_frame(uintptr_t ret)
 {
-    (void)ret;
-    return 1;
+    return ret > 4096u;
 }
 static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max,
                                         uintptr_t *pcs, uintptr_t *resume, uint32_t *cut)
