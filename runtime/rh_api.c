@@ -63,6 +63,12 @@ static int rh_session_dispatch(int what)
         if (rh_ctl_armed())
             rh_ctl_marker_update();
         return 0;
+    case RH_SES_HELPER:
+        /* a vfork child's call starts nothing (the memory is the parent's),
+         * nor one before libc is ready (the constructor) */
+        if (rh_ctor_ran && rh_sys_getpid() == __atomic_load_n(&rh_ctor_pid, __ATOMIC_RELAXED))
+            rh_helper_ensure_chunks(rh_ctl_run); /* sets the guard itself */
+        return 0;
 
     }
     return 0;
@@ -140,12 +146,10 @@ int rh_file_ensure(void)
     if (created) {
         rh_prof.mod_early = !rh_ctor_ran;
         rh_modules_snapshot(1);
-        if (rh_ctor_ran) { /* else the constructor starts them: libc is not ready */
+        if (rh_ctor_ran) /* else the constructor starts it: libc is not ready */
             rh_stream_start();
-            int g = rh_guard_enter(); /* pthread_create allocates: a call, not a re-entry */
-            rh_helper_ensure(rh_ctl_run); /* the chunks' helper (rh_helper.c) */
-            rh_guard_leave(g);
-        }
+        /* not the chunks' helper: this may be an mmap's record inside an
+         * allocator's locks (RH_SES_HELPER starts it at a safe point) */
     }
     return open;
 }
@@ -344,10 +348,8 @@ out:
     if (rc == RHEAPER_OK) {
         rh_prof.mod_early = !rh_ctor_ran;
         rh_modules_snapshot(1);
-        if (rh_ctor_ran) {
-            rh_stream_start();
-            rh_helper_ensure(rh_ctl_run); /* the chunks' helper (rh_helper.c) */
-        }
+        if (rh_ctor_ran)
+            rh_stream_start(); /* the chunks' helper starts at a safe point (RH_SES_HELPER) */
         rh_cpu_init(); /* cpu_hz may come from cfg */
         rh_cpu_start();
     }

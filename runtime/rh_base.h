@@ -183,9 +183,12 @@ RH_HIDDEN void rh_guard_leave(int saved);
  *   RH_SES_FILE     create the pending profile (lazy start, rh_file_ensure):
  *                   1 when a file is open; a thread's first event;
  *   RH_SES_STOPPED  the core stopped tracking on a failure: the marker says
- *                   so when armed.
+ *                   so when armed;
+ *   RH_SES_HELPER   a thread asked for a prepared chunk: start the helper
+ *                   thread if none runs in this process; called only at a
+ *                   safe point (rh_spare_start_safe).
  */
-enum { RH_SES_START = 1, RH_SES_FILE = 2, RH_SES_STOPPED = 3 };
+enum { RH_SES_START = 1, RH_SES_FILE = 2, RH_SES_STOPPED = 3, RH_SES_HELPER = 4 };
 RH_HIDDEN int rh_session_call(int what);
 RH_HIDDEN void rh_session_install(int (*fn)(int what));
 

@@ -36,7 +36,7 @@ RH_HIDDEN struct rh_config rh_cfg = {
     .cpu_signal = SIGPROF,
     .heap = 1,
     .populate = 0,
-    .prefault = 0, /* RHEAPER_PREFAULT=1: see docs/environment.md */
+    .prefault = 1, /* RHEAPER_PREFAULT=0: see docs/environment.md */
     .rss_ms = RH_DEFAULT_RSS_MS,
 };
 

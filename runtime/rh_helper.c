@@ -6,11 +6,18 @@
  * helper, woken by the request's futex wake, maps it, writes its header and
  * the thread's name and supplies its pages with MADV_POPULATE_WRITE, so the
  * thread's chunk switch costs no system call and its writes no page fault.
- * It is started when the recording's file is created (rh_file_ensure, the
- * enable), from a normal context, and leaves when no recording asks for
- * chunks and the process is not armed (the next file starts it again); while
- * a recording runs and nobody asks, it sleeps in a futex wait (one wake-up a
- * second to see the recording end).
+ * It is started when a recording thread has asked for its first prepared
+ * chunk (its second chunk's open), and then only at a safe point: on the way
+ * out of a recorded call of the malloc family (rh_record.c's slow entries),
+ * whose real function has returned, so the thread holds no allocator lock
+ * while creating the thread allocates its TLS. A chunk is also opened from
+ * an mmap's record, which an allocator makes under its own locks (jemalloc
+ * linked in statically maps its first memory under its init lock, from its
+ * constructor); the start waits for the next malloc-family call there. It
+ * leaves when no recording asks for chunks and the process is not armed (the
+ * next request starts it again); while a recording runs and nobody asks, it
+ * sleeps in a futex wait (one wake-up a second to see the recording end). A
+ * program that never fills its first chunk never sees it.
  *
  * Its second duty, armed mode (RHEAPER_ENABLE=signal, `rheaper record -p PID`) toggles
  * recording from a signal whose handler only counts the request and sets
@@ -139,8 +146,8 @@ static void *rh_helper_main(void *arg)
             ;
         int armed = rh_ctl_signal_armed();
         if (!armed && !rh_spare_active()) {
-            /* idle: gone, and started again by the next recording's file
-             * (rh_helper_ensure), unless one began just now */
+            /* idle: gone, and started again by the next chunk request
+             * (rh_helper_ensure_chunks), unless one began just now */
             int cur = pid;
             __atomic_compare_exchange_n(&rh_helper_pid, &cur, 0, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED);
@@ -172,10 +179,11 @@ static void *rh_helper_main(void *arg)
     return NULL;
 }
 
-void rh_helper_ensure(void (*work)(void))
+/* Starts this process's helper, running work when RH_CTL asks, unless one
+ * runs or starts in this pid, it could not be created here, or the exit work
+ * has begun. The callers' contracts: rh_helper_ensure, rh_helper_ensure_chunks. */
+static __attribute__((noinline)) void rh_helper_start(void (*work)(void))
 {
-    if (!work || !rh_helper_needed())
-        return;
     int pid = rh_helper_getpid();
     int cur = __atomic_load_n(&rh_helper_pid, __ATOMIC_ACQUIRE);
     if (cur == pid || __atomic_load_n(&rh_helper_failed_pid, __ATOMIC_RELAXED) == pid ||
@@ -225,6 +233,30 @@ void rh_helper_ensure(void (*work)(void))
                 "next allocation",
                 rh_arch_strerror(rc));
     }
+}
+
+void rh_helper_ensure(void (*work)(void))
+{
+    if (work && rh_ctl_signal_armed())
+        rh_helper_start(work);
+}
+
+void rh_helper_ensure_chunks(void (*work)(void))
+{
+    if (!work || !rh_spare_active())
+        return;
+    /* Inside the program's malloc call: every signal blocked first, then the
+     * guard a call (pthread_create allocates), so a handler's allocation
+     * waits until the guard is the malloc family's again and is counted as
+     * the re-entry it is, instead of passing the creation or the wait for the
+     * name unseen. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int g = rh_guard_enter();
+    rh_helper_start(work);
+    rh_guard_leave(g);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void rh_helper_pause(void)

@@ -21,6 +21,13 @@
  * created, one line on stderr and toggles wait for an allocation as before;
  * no retry in this process. */
 RH_HIDDEN void rh_helper_ensure(void (*work)(void));
+/* Starts this process's helper for the recording threads' prepared chunks
+ * (RHEAPER_PREFAULT) while a file is open and none runs in this pid (a fork
+ * child gets its own here). Only from a safe point (RH_SES_HELPER: a
+ * malloc-family call's way out, no runtime lock held); sets the guard to a
+ * call for the creation, with every signal blocked meanwhile; work as for
+ * rh_helper_ensure. */
+RH_HIDDEN void rh_helper_ensure_chunks(void (*work)(void));
 /* The exit work begins (exit, _exit, exec, daemon): the helper does no more
  * control work in this process, and this waits (bounded) until it is not in
  * the middle of some. A failed exec or daemon undoes it (rh_helper_resume). */

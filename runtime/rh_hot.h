@@ -99,16 +99,31 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
     /* records before the current one: max - left - 1 */
     struct rh_wcache *wc = &rh_tls_wc;
     int m = cached ? (int)wc->d - 1 : -1;
+    /* In the loop h holds the frames before the current record's: its
+     * return address ret is added once the frame-pointer set has answered
+     * for it, so that a return address of 4096 or less, which the set never
+     * holds (rh_stack_bounds_compute keeps slot 0 from matching 0), is
+     * tested on the miss's way out of line and not at every step. */
+    h = 0;
     for (;;) {
         while (cached && m >= 0 && wc->fp[m] <= cur) {
             if (wc->fp[m] == cur && wc->raw[m] == raw &&
-                rh_likely(rh_wc_take((uintptr_t)fp, m, max - left - 1, max - left, max, h, &o))) {
+                rh_likely(rh_wc_take((uintptr_t)fp, m, max - left - 1, max - left, max,
+                                     rh_walk_add(h, ret), &o))) {
                 h = o.h, n = o.n, cut = o.cut;
                 goto done;
             }
             m--;
         }
         if (rh_unlikely(!rh_unwind_fp_frame(ret))) {
+            if (ret <= 4096u && cur != (uintptr_t)fp) {
+                /* not a frame: the walk ends before it, cut, as if the step
+                 * had not counted it */
+                left++;
+                cut = 1;
+                break;
+            }
+            h = rh_walk_add(h, ret);
             /* the base of the stack (libc's start code, start_thread): its
              * frames from the tail memo, as rh_ws_run would take them */
             const struct rh_tail *tm = &rh_tls_tail;
@@ -128,6 +143,8 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
             h = o.h, n = o.n, cut = o.cut;
             goto done;
         }
+        h = rh_walk_add(h, ret);
+    step:;
         uintptr_t next = rh_arch_rec_next(cur);
         if (RH_WORD_MISALIGNED(next) || next < cur + RH_FRAME_REC || next > top) {
             uint32_t k = max - left - 1;
@@ -138,19 +155,23 @@ RH_ALWAYS_INLINE void rh_stack_walk_body(void *fp, unsigned kind, unsigned max, 
         }
         uintptr_t nraw = ((const uintptr_t *)next)[1];
         ret = rh_arch_ret(nraw);
-        if (ret <= 4096u) {
-            cut = 1;
-            break;
-        }
-        /* the depth limit (max is far below 2^31): one decrement and its sign */
+        /* the depth limit (max is far below 2^31): one decrement and its sign;
+         * a return address of 4096 or less reaching it ends the walk with
+         * the same count and cut as its own test would */
         if (rh_unlikely((int32_t)--left < 0)) {
             left = 0;
             cut = 1;
             break;
         }
-        h = rh_walk_add(h, ret);
         cur = next;
         raw = nraw;
+        /* the uncached form's back edge is the frame-pointer set's test, so
+         * its loop has no jump of its own (a miss goes round to the test at
+         * the top again, which sends it out of line) */
+        if (!cached && rh_likely(rh_unwind_fp_frame(ret))) {
+            h = rh_walk_add(h, ret);
+            goto step;
+        }
     }
     n = max - left;
 done:

@@ -314,6 +314,29 @@ static inline void rh_slow_mem_check(uint64_t t)
         RH_MEM_CHECK(&s->w, t);
 }
 
+/* After a slow entry's event: the helper's start, when a chunk request
+ * waits for it and this is a safe point. `safe`: the event is a call of the
+ * malloc family or the libc functions that allocate (the wrap table's
+ * kinds below mmap's, a free under the malloc family's guard), whose real
+ * function has returned (or not begun): no allocator lock is held by this
+ * thread, and creating a thread, which allocates, cannot wait on one. Not an
+ * mmap's record, a pool's or a region's (their callers may hold locks). */
+static inline void rh_slow_helper_check(int safe)
+{
+    if (rh_unlikely(__atomic_load_n(&rh_spare_want_helper, __ATOMIC_RELAXED)) && safe)
+        rh_spare_start_safe();
+}
+
+/* The wrap table's kinds of allocating calls, malloc (1) up to its mmap
+ * family (200 on): the C allocator, the C++ operators, the libc functions
+ * that allocate. Pools and regions have dynamic kinds (RIP_DYN_KIND_BASE
+ * up). */
+#define RH_KIND_EXT_FIRST 200u
+static inline int rh_kind_safe(unsigned kind)
+{
+    return kind >= 1 && kind < RH_KIND_EXT_FIRST;
+}
+
 void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)
 {
     uint64_t t = t_after >> rh_clock_shift;
@@ -331,6 +354,7 @@ void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t_after,
             rh_shared_record(RH_EV_ALLOC, kind, NULL, p, size, 0, fp);
     }
     rh_slow_mem_check(t);
+    rh_slow_helper_check(rh_kind_safe(kind));
 }
 
 void rh_record_free_slow(void *p, uint64_t t_before)
@@ -348,6 +372,7 @@ void rh_record_free_slow(void *p, uint64_t t_before)
             rh_shared_record(RH_EV_FREE, 0, NULL, p, 0, t_before, NULL);
     }
     rh_slow_mem_check(t);
+    rh_slow_helper_check(rh_guard == RH_GUARD_LEAF);
 }
 
 void rh_record_realloc_slow(unsigned kind, void *old, void *p, size_t size, uint64_t t_before,
@@ -368,6 +393,7 @@ void rh_record_realloc_slow(unsigned kind, void *old, void *p, size_t size, uint
             rh_shared_record(RH_EV_REALLOC, kind, old, p, size, t_before, fp);
     }
     rh_slow_mem_check(t2);
+    rh_slow_helper_check(rh_kind_safe(kind));
 }
 
 /* Out of line, for the shims that are not hot and for the runtime's tests; the

@@ -199,10 +199,13 @@ extern RH_HIDDEN struct rh_uw_slot rh_uw_cache[1u << RH_UW_CACHE_BITS];
 /* Its size: a big program's walks visit thousands of return addresses
  * (PostgreSQL's backends about 1 500 in a pgbench run), and an address whose
  * slot another one holds sends the rest of its walk out of line (about 800
- * instructions instead of 22 a frame): with 4 096 slots one walk in five of a
- * backend went there; 32 768 slots (256 KiB, touched only where addresses
- * fall) leave a few per cent. */
-#define RH_UW_FPSET_BITS 15
+ * instructions instead of 17 a frame): with 4 096 slots one walk in five of a
+ * backend went there; 32 768 leave a few per cent. 65 536 (512 KiB, touched
+ * only where addresses fall) make the index on x86 the address's low 16
+ * bits: one zero-extending move instead of a move and a mask. Slot 0 never
+ * holds 0 (rh_stack_bounds_compute), so no slot matches a return address of
+ * 4096 or less, which the inline walk tests only after a miss. */
+#define RH_UW_FPSET_BITS 16
 extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_FPSET_BITS];
 #if defined(__x86_64__) || defined(__i386__)
 #define RH_UW_FPSLOT(ret) ((ret) & ((1u << RH_UW_FPSET_BITS) - 1u))
@@ -213,8 +216,8 @@ extern RH_HIDDEN uintptr_t rh_uw_fpset[1u << RH_UW_FPSET_BITS];
 /* The hot-path test, made for every frame of every walk: 1 when the function
  * holding return address ret is known to keep a frame record (the
  * frame-pointer step is right); 0 when it does not, or is not known yet (then
- * the out-of-line walk asks rh_unwind_lookup). One mask, one load, one
- * compare. */
+ * the out-of-line walk asks rh_unwind_lookup). One mask (a zero-extending
+ * move on x86), one load, one compare. */
 static inline int rh_unwind_fp_frame(uintptr_t ret)
 {
     return __atomic_load_n(&rh_uw_fpset[RH_UW_FPSLOT(ret)], __ATOMIC_RELAXED) == ret;
@@ -257,10 +260,12 @@ RH_HIDDEN void rh_unwind_rule_of(uintptr_t ret, struct rh_unwind_rule *r);
 RH_HIDDEN int rh_unwind_parse(const uint8_t *hdr, const uint8_t *lo, const uint8_t *hi,
                               uintptr_t ret, struct rh_unwind_rule *r);
 #else
+/* Without CFI every frame is taken as a frame-pointer one; a return address
+ * of 4096 or less still answers 0, which the inline walk's miss turns into
+ * its cut (rh_stack_walk_body). */
 static inline int rh_unwind_fp_frame(uintptr_t ret)
 {
-    (void)ret;
-    return 1;
+    return ret > 4096u;
 }
 static inline uint32_t rh_unwind_prefix(uintptr_t fp, uintptr_t lo, uintptr_t hi, uint32_t max,
                                         uintptr_t *pcs, uintptr_t *resume, uint32_t *cut)
@@ -363,6 +368,17 @@ RH_HIDDEN void rh_spare_drop_locked(struct rh_slot *s);
 RH_HIDDEN void rh_spare_forget(struct rh_slot *s);
 /* The file's close (caller holds rh_prof_lock): every slot's spare sealed. */
 RH_HIDDEN void rh_thread_spares_drop_locked(void);
+/* 1 when a spare was asked for since the last safe point: the helper may not
+ * run yet in this process (rh_writer.c sets it, rh_spare_start_safe clears
+ * it). Read on the slow entries' way out (rh_record.c). */
+extern RH_HIDDEN int rh_spare_want_helper;
+/* The safe point for the helper's start (rh_record.c's slow entries, after
+ * the event of a malloc-family call: its real function has returned, or not
+ * begun, and the thread holds no runtime lock): asks the session layer to
+ * start the helper if none runs in this process (RH_SES_HELPER). Never from
+ * an mmap's record (an allocator may call it under its own locks, and the
+ * thread's creation allocates through that allocator). Keeps errno. */
+RH_HIDDEN void rh_spare_start_safe(void) RH_COLD;
 
 /* Refreshes the chunk's calibration pair (rh_writer_due counts down to it). */
 RH_HIDDEN void rh_writer_recalibrate(struct rh_writer *w) RH_COLD;

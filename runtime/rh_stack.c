@@ -88,6 +88,15 @@ struct rh_stack_table *rh_stack_table_new(void)
 void rh_stack_bounds_compute(void)
 {
     int e = errno; /* rh_record_* keep errno; getrlimit and pthread_* may not */
+    /* Before any inline walk (it needs these bounds): slot 0 of the
+     * frame-pointer set never matches a return address of 0, which the walk
+     * only tests for when the set misses (rh_stack_walk_body). 4 belongs in
+     * no slot 0 (RH_UW_FPSLOT), so no return address matches it there. */
+#if RH_UNWIND_CFI
+    uintptr_t empty = 0;
+    __atomic_compare_exchange_n(&rh_uw_fpset[0], &empty, (uintptr_t)4, 0, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+#endif
     uintptr_t main_top = rh_arch_main_stack_end();
     uintptr_t lim = 8u << 20;
     struct rlimit rl;

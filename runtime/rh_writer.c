@@ -77,6 +77,8 @@ void rh_writer_threadname(struct rh_writer *w)
 
 /* Bumped by each request; the helper thread waits on it (rh_spare_wait). */
 static uint32_t rh_spare_word;
+/* Set by each request, cleared at the next safe point (rh_spare_start_safe). */
+RH_HIDDEN int rh_spare_want_helper;
 
 static struct rh_spare *rh_writer_spare(struct rh_writer *w)
 {
@@ -162,6 +164,15 @@ int rh_spare_active(void)
     int on = rh_prof.open && !rh_prof.exit_flushed;
     rh_spin_unlock(&rh_prof_lock);
     return on;
+}
+
+void rh_spare_start_safe(void)
+{
+    if (!__atomic_exchange_n(&rh_spare_want_helper, 0, __ATOMIC_ACQ_REL))
+        return;
+    int e = errno;
+    (void)rh_session_call(RH_SES_HELPER);
+    errno = e;
 }
 
 void rh_spare_kick(void)
@@ -295,8 +306,13 @@ static int rh_writer_open_as(struct rh_writer *w, uint64_t t, int locked)
     int asked = spare && w->total_events && rh_spare_request_locked(w, max);
     if (!locked)
         rh_spin_unlock(&rh_prof_lock);
-    if (asked)
+    if (asked) {
+        /* the helper starts at the thread's next safe point if none runs
+         * (rh_spare_start_safe): this open may be an mmap's record inside an
+         * allocator that holds its locks */
+        __atomic_store_n(&rh_spare_want_helper, 1, __ATOMIC_RELEASE);
         rh_spare_kick();
+    }
 
     if (taken) {
         /* header and name written by the helper (rh_spare_prepare) */

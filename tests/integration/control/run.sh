@@ -111,7 +111,7 @@ real-create)
     require_tool objdump binutils
     objdump -d --no-show-raw-insn "$H/ctl_server" >dis || fail "objdump"
     calls() { awk -v f="<$1>:" '$2 == f { on = 1; next } /^$/ { on = 0 } on && /(call|jmp) /' dis; }
-    for f in rh_helper_ensure rh_stream_start; do
+    for f in rh_helper_start rh_stream_start; do
         c=$(calls $f)
         echo "$f: $(printf '%s\n' "$c" | grep -c thread_create) thread creations"
         printf '%s\n' "$c" | grep -q '<rh_sys_thread_create>' || fail "$f does not call rh_sys_thread_create"
