@@ -260,7 +260,13 @@ fi
 # does not have; unit-runtime-manythreads asserts that the profile file stays
 # sparse, and qemu-user ignores the madvise(MADV_REMOVE) that gives a
 # chunk's unused tail back to the file system (it returns 0: the advice is a
-# hint to qemu). Then the quick start's example.c, whose own figures (blocks and
+# hint to qemu). unit-runtime-fork runs with RHEAPER_PREFAULT=0 (no helper
+# thread): Debian 12's qemu-aarch64 aborts on its own assertions
+# (qemu_plugin_vcpu_init_hook, cpu_exec's cpu == current_cpu) in about one
+# run of three when a child forked from a threaded process creates a thread,
+# which the helper does at the child's first safe point; natively, and under
+# qemu without the helper, the test passes every time. Then the quick start's
+# example.c, whose own figures (blocks and
 # bytes allocated and never freed) the converted database must repeat.
 if [ "$target" = aarch64 ]; then
     run=unit
@@ -276,7 +282,9 @@ if [ "$target" = aarch64 ]; then
             -I "$src/tests" -I "$build/gen" -o "$exe" "$src/tests/unit/runtime/test_$t.c" \
             "$build/lib/librheaper_rt.a" -pthread > "$exe.cc.log" 2>&1 ||
             { bad "unit-runtime-$t does not build"; cat "$exe.cc.log"; continue; }
-        if (cd "$u" && timeout 300 "$qemu" -L "$sysroot" "$exe" > "$exe.out" 2>&1); then
+        pf=
+        [ "$t" = fork ] && pf=0
+        if (cd "$u" && env ${pf:+RHEAPER_PREFAULT=$pf} timeout 300 "$qemu" -L "$sysroot" "$exe" > "$exe.out" 2>&1); then
             ok
             echo "[$target/unit] unit-runtime-$t: $(tail -n 1 "$exe.out")"
         else
