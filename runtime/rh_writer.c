@@ -158,10 +158,10 @@ static int rh_spare_request_locked(struct rh_writer *w, uint32_t max)
 
 int rh_spare_active(void)
 {
-    if (!rh_cfg.prefault || rh_stream_on())
-        return 0;
+    /* rh_cfg is replaced under rh_prof_lock by an enable (rh_enable_ctl),
+     * which another thread may be doing while this one asks */
     rh_spin_lock(&rh_prof_lock);
-    int on = rh_prof.open && !rh_prof.exit_flushed;
+    int on = rh_cfg.prefault && !rh_stream_on() && rh_prof.open && !rh_prof.exit_flushed;
     rh_spin_unlock(&rh_prof_lock);
     return on;
 }
