@@ -207,7 +207,6 @@ oom2:
 #define RH_GTL_MIN_BYTES (8u << 20)
 
 struct rh_gtl {
-    sqlite3 *db;
     sqlite3_stmt *ins, *del;
     int64_t span;   /* the converter's timeline span (rh_agg's) */
     uint64_t budget, used;
@@ -324,16 +323,15 @@ static void rh_gtl_close(struct rh_gtl *x, struct rh_grp_w *w, size_t gi)
     }
 }
 
-/* Pair q of group gi (stack si) is about to change at a time of column c:
- * opens the group's column c (closing the one before) and snapshots the
- * stack's bytes for the column's maximum, as rh_agg_event does per stack. */
+/* Pair q of group gi (stack si; the group keeps a timeline) is about to
+ * change at a time of column c: opens the group's column c (closing the one
+ * before) and snapshots the stack's bytes for the column's maximum, as
+ * rh_agg_event does per stack. */
 static void rh_gtl_touch(struct rh_gtl *x, struct rh_grp_w *w, size_t gi, size_t q, uint32_t si,
                          uint32_t c)
 {
     struct rh_grp_one *o = &w->gr[gi];
     struct rh_gtl_pair *pp = &w->tp[q];
-    if (o->tl_drop)
-        return;
     if (o->col != c) {
         rh_gtl_close(x, w, gi);
         if (o->tl_drop)
@@ -371,7 +369,6 @@ static void rh_gtl_settle(struct rh_grp_one *o, int64_t t)
 static int rh_gtl_open(struct rh_gtl *x, sqlite3 *db, const struct rh_agg *a, uint64_t events_bytes)
 {
     memset(x, 0, sizeof *x);
-    x->db = db;
     if (!a->tl_ok || a->span <= 0)
         return 0;
     x->span = a->span;

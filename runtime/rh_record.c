@@ -328,13 +328,12 @@ static inline void rh_slow_helper_check(int safe)
 }
 
 /* The wrap table's kinds of allocating calls, malloc (1) up to its mmap
- * family (200 on): the C allocator, the C++ operators, the libc functions
- * that allocate. Pools and regions have dynamic kinds (RIP_DYN_KIND_BASE
- * up). */
-#define RH_KIND_EXT_FIRST 200u
+ * family (RIP_KIND_MMAP_FIRST on): the C allocator, the C++ operators, the
+ * libc functions that allocate. Pools and regions have dynamic kinds
+ * (RIP_DYN_KIND_BASE up). */
 static inline int rh_kind_safe(unsigned kind)
 {
-    return kind >= 1 && kind < RH_KIND_EXT_FIRST;
+    return kind >= 1 && kind < RIP_KIND_MMAP_FIRST;
 }
 
 void rh_record_alloc_slow(unsigned kind, void *p, size_t size, uint64_t t_after, void *fp)

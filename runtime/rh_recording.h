@@ -374,8 +374,8 @@ RH_HIDDEN void rh_thread_spares_drop_locked(void);
 extern RH_HIDDEN int rh_spare_want_helper;
 /* The safe point for the helper's start (rh_record.c's slow entries, after
  * the event of a malloc-family call: its real function has returned, or not
- * begun, and the thread holds no runtime lock): asks the session layer to
- * start the helper if none runs in this process (RH_SES_HELPER). Never from
+ * begun, and the thread holds no runtime lock): asks rh_session_call
+ * (RH_SES_HELPER) to start the helper if none runs in this process. Never from
  * an mmap's record (an allocator may call it under its own locks, and the
  * thread's creation allocates through that allocator). Keeps errno. */
 RH_HIDDEN void rh_spare_start_safe(void) RH_COLD;

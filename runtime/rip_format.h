@@ -217,6 +217,9 @@ enum rip_ext {
 #define RIP_DYN_KIND_BASE 256u
 /* The kind of a CPU sample's stack. */
 #define RIP_KIND_CPU 255u
+/* The first kind of the mmap family (mmap, munmap, mremap, mallopt: 200..203,
+ * EXT records); the kinds below it, from 1, are allocating calls. */
+#define RIP_KIND_MMAP_FIRST 200u
 #define RIP_DYN_KIND_MAX 4096u /* dynamic kinds a process can name */
 #define RIP_MAX_KIND_NAME 256u
 

@@ -22,6 +22,10 @@
 
 #include "rh_shims.h"
 
+/* the format's mmap family starts at the wrap table's mmap kind: the
+ * runtime tells allocating calls from it by that number (rh_record.c) */
+_Static_assert(RH_KIND_MMAP == RIP_KIND_MMAP_FIRST, "wrap_table.txt and rip_format.h disagree");
+
 /* A static allocator (-static -ljemalloc) defines no mallopt: asked for weakly,
  * libc.a's malloc.o is not taken for it alone (it would collide with the
  * allocator's malloc). A program that calls mallopt asks for it itself

@@ -352,7 +352,8 @@ static int rh_scope_chart(sqlite3 *db)
     struct rh_scope sc;
     if (rh_scope_get(db, &sc))
         return RH_CHART_NONE;
-    if (!sc.rows || !rh_sql_int(db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'sgroup'", 0, 0))
+    if (!sc.rows ||
+        !rh_sql_int(db, "SELECT count(*) FROM temp.sqlite_master WHERE name = 'sgroup'", 0, 0))
         return RH_CHART_EVENTS;
     return sc.timeline ? RH_CHART_SITES : RH_CHART_NONE;
 }

@@ -172,31 +172,21 @@ static int rh_ss_timeline(sqlite3 *db, int64_t g, int64_t span)
         goto out;
     if (g)
         sqlite3_bind_int64(q, 1, g);
-    int64_t carry = 0, next = -1;
-    int have = 0, done = 0; /* have: q holds the row of column next */
+    /* r: q's last step; on SQLITE_ROW, q holds the next column with events */
+    int64_t carry = 0;
+    int r = sqlite3_step(q);
     for (int c = 1; c <= RH_AGG_COLUMNS; c++) {
-        if (!have && !done) {
-            int r = sqlite3_step(q);
-            if (r == SQLITE_ROW) {
-                have = 1;
-                next = sqlite3_column_int64(q, 0);
-            } else if (r == SQLITE_DONE) {
-                done = 1;
-            } else {
-                goto fail;
-            }
-        }
         int64_t v[6] = {c, (int64_t)((__int128)span * c / RH_AGG_COLUMNS), carry, 0, carry, 0};
-        if (have && next == c) {
+        if (r == SQLITE_ROW && sqlite3_column_int64(q, 0) < c) {
+            fprintf(stderr, "rheaper: filter: the group timeline's columns are out of order\n");
+            goto out;
+        }
+        if (r == SQLITE_ROW && sqlite3_column_int64(q, 0) == c) {
             v[2] = sqlite3_column_int64(q, 1);
             v[3] = sqlite3_column_int64(q, 2);
             v[4] = carry = sqlite3_column_int64(q, 3);
             v[5] = 1;
-            have = 0;
-            next = -1;
-        } else if (have && next < c) {
-            fprintf(stderr, "rheaper: filter: the group timeline's columns are out of order\n");
-            goto out;
+            r = sqlite3_step(q);
         }
         for (int k = 0; k < 6; k++)
             sqlite3_bind_int64(ins, k + 1, v[k]);
@@ -204,10 +194,12 @@ static int rh_ss_timeline(sqlite3 *db, int64_t g, int64_t span)
             goto fail;
         sqlite3_reset(ins);
     }
-    if (have) {
+    if (r == SQLITE_ROW) {
         fprintf(stderr, "rheaper: filter: the group timeline has a column past the last\n");
         goto out;
     }
+    if (r != SQLITE_DONE)
+        goto fail;
     rc = g ? rh_ss_run(db,
                        "INSERT INTO temp.stlsb SELECT col, pts FROM main.group_timeline"
                        " WHERE grp = ?1 AND pts IS NOT NULL ORDER BY col",
